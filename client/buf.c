@@ -1,0 +1,49 @@
+/* buf.c: result buffers. A result borrows nothing: it holds its own reference to the value
+ * and its own copy of the error text. Any thread. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+
+lt_buf_t *lt__buf_ok(lt_value_t *v) {
+  lt_buf_t *b = calloc(1, sizeof *b);
+  if (b == NULL) return NULL;
+  b->errmsg = strdup("");
+  if (b->errmsg == NULL) {
+    free(b);
+    return NULL;
+  }
+  b->value = lt__value_ref(v);
+  return b;
+}
+
+lt_buf_t *lt__buf_fail(int err, const char *msg) {
+  lt_buf_t *b = calloc(1, sizeof *b);
+  if (b == NULL) return NULL;
+  b->err = err;
+  b->errmsg = strdup(msg != NULL && *msg != '\0' ? msg : lt_strerror(err));
+  if (b->errmsg == NULL) {
+    free(b);
+    return NULL;
+  }
+  return b;
+}
+
+LT_API const void *lt_buf_data(const lt_buf_t *b) {
+  return b != NULL && b->value != NULL ? b->value->data : NULL;
+}
+
+LT_API size_t lt_buf_len(const lt_buf_t *b) {
+  return b != NULL && b->value != NULL ? b->value->len : 0;
+}
+
+LT_API int lt_buf_error(const lt_buf_t *b) { return b != NULL ? b->err : LT_EINVAL; }
+
+LT_API const char *lt_buf_errmsg(const lt_buf_t *b) { return b != NULL ? b->errmsg : ""; }
+
+LT_API void lt_buf_free(lt_buf_t *b) {
+  if (b == NULL) return;
+  lt__value_unref(b->value);
+  free(b->errmsg);
+  free(b);
+}

@@ -1,0 +1,183 @@
+/* conn.c: one DEALER link to a server. Encodes with the codec, sends header + payload
+ * frames as one multipart message, receives whole multipart messages. Knows nothing of
+ * instructions or scheduling. Dispatcher thread only. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lithium/error.h>
+#include "conn.h"
+#include "log.h"
+#include "value.h"
+
+/* free_header is the zmq_free_fn of an encoded header. */
+static void free_header(void *data, void *hint) {
+  (void)hint;
+  free(data);
+}
+
+int lt__conn_open(lt_conn_t *c, void *zctx, const char *endpoint, uint64_t client_id,
+                  char *const *kernels, uint32_t nkernels, int64_t now_ms) {
+  memset(c, 0, sizeof *c);
+  c->endpoint = strdup(endpoint);
+  if (c->endpoint == NULL) return LT_ENOMEM;
+  c->sock = zmq_socket(zctx, ZMQ_DEALER);
+  if (c->sock == NULL) return LT_EIO;
+  int zero = 0, hwm = 0;
+  zmq_setsockopt(c->sock, ZMQ_LINGER, &zero, sizeof zero);
+  zmq_setsockopt(c->sock, ZMQ_SNDHWM, &hwm, sizeof hwm);
+  zmq_setsockopt(c->sock, ZMQ_RCVHWM, &hwm, sizeof hwm);
+  if (zmq_connect(c->sock, endpoint) != 0) {
+    lt__log(LT_LOG_ERROR, "cannot connect to %s: %s", endpoint, zmq_strerror(errno));
+    return LT_EINVAL;
+  }
+  c->opened_ms = c->last_recv_ms = now_ms;
+  c->state = LT_CONN_HELLO;
+
+  lt_msg_t hello = {.type = LT_MSG_HELLO};
+  hello.u.hello.version = LT_PROTO_VERSION;
+  hello.u.hello.client_id = client_id;
+  hello.u.hello.name = "lithium-client";
+  int rc = lt__conn_send(c, &hello, NULL, now_ms);
+  if (rc != LT_OK) return rc;
+  lt_msg_t prog = {.type = LT_MSG_PROGRAM};
+  prog.u.program.nkernels = nkernels;
+  prog.u.program.kernels = (const char **)kernels;
+  return lt__conn_send(c, &prog, NULL, now_ms);
+}
+
+static int send_part(lt_conn_t *c, zmq_msg_t *part, int more) {
+  size_t len = zmq_msg_size(part);
+  if (zmq_msg_send(part, c->sock, ZMQ_DONTWAIT | (more ? ZMQ_SNDMORE : 0)) < 0) {
+    zmq_msg_close(part);
+    return errno == EAGAIN ? LT_EAGAIN : LT_EIO;
+  }
+  c->bytes_out += len;
+  return LT_OK;
+}
+
+int lt__conn_send(lt_conn_t *c, const lt_msg_t *m, lt_value_t *const *values,
+                  int64_t now_ms) {
+  void *hdr;
+  size_t hdrlen;
+  int rc = lt__msg_encode(m, &hdr, &hdrlen);
+  if (rc != LT_OK) return rc;
+  zmq_msg_t part;
+  if (zmq_msg_init_data(&part, hdr, hdrlen, free_header, NULL) != 0) {
+    free(hdr);
+    return LT_ENOMEM;
+  }
+  rc = send_part(c, &part, m->nframes > 0);
+  /* A DEALER takes all parts of a message or none: once the first part went, the rest go. */
+  for (uint32_t i = 0; rc == LT_OK && i < m->nframes; i++) {
+    int more = i + 1 < m->nframes;
+    if (values != NULL && values[i] != NULL) {
+      lt_value_t *v = lt__value_ref(values[i]);
+      zmq_msg_init_data(&part, v->data, v->len, lt__value_zmq_free, v);
+    } else {
+      zmq_msg_init_size(&part, m->frames[i].len);
+      if (m->frames[i].len > 0) memcpy(zmq_msg_data(&part), m->frames[i].data, m->frames[i].len);
+    }
+    rc = send_part(c, &part, more);
+  }
+  if (rc == LT_OK) c->last_send_ms = now_ms;
+  return rc;
+}
+
+/* drop_rest discards the remaining parts of a multipart message. */
+static void drop_rest(lt_conn_t *c) {
+  int more = 1;
+  size_t sz = sizeof more;
+  while (zmq_getsockopt(c->sock, ZMQ_RCVMORE, &more, &sz) == 0 && more) {
+    zmq_msg_t part;
+    zmq_msg_init(&part);
+    if (zmq_msg_recv(&part, c->sock, 0) >= 0) c->bytes_in += zmq_msg_size(&part);
+    zmq_msg_close(&part);
+  }
+}
+
+int lt__conn_recv(lt_conn_t *c, lt_rx_t *rx, const lt_codec_limits_t *lim, int64_t now_ms) {
+  rx->nparts = 0;
+  for (;;) {
+    if (rx->nparts == rx->cap) {
+      size_t cap = rx->cap ? rx->cap * 2 : 8;
+      if (cap > (size_t)lim->max_frames + 1) cap = (size_t)lim->max_frames + 1;
+      if (cap == rx->cap) {
+        drop_rest(c);
+        lt__rx_clear(rx);
+        return LT_ETOOBIG;
+      }
+      /* zmq_msg_t may hold small data inline, so parts move with zmq_msg_move. */
+      zmq_msg_t *parts = malloc(cap * sizeof *parts);
+      lt_bytes_t *frames = realloc(rx->frames, cap * sizeof *frames);
+      if (frames != NULL) rx->frames = frames;
+      if (parts == NULL || frames == NULL) {
+        free(parts);
+        drop_rest(c);
+        lt__rx_clear(rx);
+        return LT_ENOMEM;
+      }
+      for (size_t i = 0; i < rx->nparts; i++) {
+        zmq_msg_init(&parts[i]);
+        zmq_msg_move(&parts[i], &rx->parts[i]);
+        zmq_msg_close(&rx->parts[i]);
+      }
+      free(rx->parts);
+      rx->parts = parts;
+      rx->cap = cap;
+    }
+    zmq_msg_t *part = &rx->parts[rx->nparts];
+    zmq_msg_init(part);
+    int flags = rx->nparts == 0 ? ZMQ_DONTWAIT : 0;
+    if (zmq_msg_recv(part, c->sock, flags) < 0) {
+      zmq_msg_close(part);
+      int err = errno;
+      lt__rx_clear(rx);
+      return err == EAGAIN ? LT_EAGAIN : LT_EIO;
+    }
+    c->bytes_in += zmq_msg_size(part);
+    rx->nparts++;
+    if (!zmq_msg_more(part)) break;
+  }
+  c->last_recv_ms = now_ms;
+  for (size_t i = 0; i < rx->nparts; i++) {
+    rx->frames[i].data = zmq_msg_data(&rx->parts[i]);
+    rx->frames[i].len = zmq_msg_size(&rx->parts[i]);
+  }
+  int rc = lt__msg_decode(&rx->msg, rx->frames, rx->nparts, lim);
+  if (rc != LT_OK) {
+    lt__rx_clear(rx);
+    return rc;
+  }
+  return LT_OK;
+}
+
+void lt__rx_clear(lt_rx_t *rx) {
+  lt__msg_clear(&rx->msg);
+  for (size_t i = 0; i < rx->nparts; i++) zmq_msg_close(&rx->parts[i]);
+  rx->nparts = 0;
+}
+
+void lt__rx_free(lt_rx_t *rx) {
+  lt__rx_clear(rx);
+  free(rx->parts);
+  free(rx->frames);
+  memset(rx, 0, sizeof *rx);
+}
+
+void lt__conn_close(lt_conn_t *c) {
+  if (c->sock != NULL) {
+    if (c->state != LT_CONN_DEAD) {
+      lt_msg_t bye = {.type = LT_MSG_BYE};
+      lt__conn_send(c, &bye, NULL, 0);
+      /* Give the bye a moment to leave; linger is otherwise 0 so a dead server never
+       * holds up the close. */
+      int linger = 200;
+      zmq_setsockopt(c->sock, ZMQ_LINGER, &linger, sizeof linger);
+    }
+    zmq_close(c->sock);
+  }
+  free(c->endpoint);
+  free(c->server_id);
+  memset(c, 0, sizeof *c);
+}

@@ -1,0 +1,70 @@
+/* conn.h: the client's link to one lithium-server: a DEALER socket, the session state
+ * (hello sent, welcome seen, dead), the server's last load report and byte counters.
+ * Sends and receives whole messages through the codec. Dispatcher thread only. */
+#ifndef LT_CONN_H
+#define LT_CONN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <zmq.h>
+#include "codec.h"
+#include "value.h"
+
+typedef enum lt_conn_state {
+  LT_CONN_HELLO = 0, /* hello sent, waiting for welcome */
+  LT_CONN_READY,
+  LT_CONN_DEAD
+} lt_conn_state_t;
+
+typedef struct lt_conn {
+  char *endpoint;
+  void *sock;
+  lt_conn_state_t state;
+  char *server_id;
+  uint32_t threads;
+  lt_load_t load;
+  int64_t opened_ms;
+  int64_t last_recv_ms;
+  int64_t last_send_ms;
+  uint32_t inflight;      /* instructions dispatched, not completed */
+  uint64_t completed;     /* completions received */
+  uint64_t bytes_out;     /* every byte sent on this link */
+  uint64_t bytes_in;      /* every byte received on this link */
+} lt_conn_t;
+
+/* A received message: its frames stay alive until lt__rx_clear, msg borrows from them. */
+typedef struct lt_rx {
+  zmq_msg_t *parts;
+  size_t nparts;
+  size_t cap;
+  lt_bytes_t *frames;
+  lt_msg_t msg;
+} lt_rx_t;
+
+/* lt__conn_open creates the DEALER, connects it to `endpoint` and sends hello + program
+ * (`kernels` names). The connection starts in LT_CONN_HELLO. */
+int lt__conn_open(lt_conn_t *c, void *zctx, const char *endpoint, uint64_t client_id,
+                  char *const *kernels, uint32_t nkernels, int64_t now_ms);
+
+/* lt__conn_send encodes and sends `m` with its payload frames (values are sent without
+ * copying: each lt_value_t in `values`, one per payload frame, gets a reference released by
+ * ZeroMQ). Never blocks: LT_EAGAIN when the socket cannot take it now. */
+int lt__conn_send(lt_conn_t *c, const lt_msg_t *m, lt_value_t *const *values,
+                  int64_t now_ms);
+
+/* lt__conn_recv receives one whole message without blocking and decodes it into rx->msg.
+ * LT_EAGAIN when nothing is waiting; LT_EPROTO/LT_ETOOBIG for a message that was dropped
+ * (rx needs no clear then). */
+int lt__conn_recv(lt_conn_t *c, lt_rx_t *rx, const lt_codec_limits_t *lim, int64_t now_ms);
+
+/* lt__rx_clear releases a received message (the arrays stay for the next one). */
+void lt__rx_clear(lt_rx_t *rx);
+
+/* lt__rx_free releases a message and the arrays. */
+void lt__rx_free(lt_rx_t *rx);
+
+/* lt__conn_close sends bye (best effort), closes the socket and frees; accepts a closed
+ * connection. */
+void lt__conn_close(lt_conn_t *c);
+
+#endif

@@ -1,0 +1,357 @@
+/* eval.c: the public evaluator API: life cycle, options, hosts, local servers, task
+ * submission with backpressure, the ordered or unordered result stream and futures. The
+ * dispatching itself is scheduler.c's, on its own thread; the two meet under ev->mu. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "eval.h"
+#include "future.h"
+#include "log.h"
+#include "oid.h"
+#include "scheduler.h"
+#include "stats.h"
+
+void lt__task_free(lt_task_t *t) {
+  if (t == NULL) return;
+  lt__value_unref(t->input);
+  lt_buf_free(t->result);
+  free(t);
+}
+
+void lt__eval_wake(lt_eval_t *ev) {
+  uint64_t one = 1;
+  ssize_t n = write(ev->wake_fd, &one, sizeof one);
+  (void)n; /* an eventfd only fails when its counter would overflow: it is awake then */
+}
+
+void lt__eval_finish(lt_eval_t *ev, lt_task_t *t, lt_buf_t *b) {
+  ev->pending--;
+  ev->completed++;
+  pthread_cond_broadcast(&ev->cv_space);
+  if (t->future != NULL) {
+    lt__future_resolve(t->future, b);
+    lt__task_free(t);
+    return;
+  }
+  t->result = b;
+  if (ev->opts.ordered) {
+    HASH_ADD(hh, ev->ordered, stream_seq, sizeof t->stream_seq, t);
+  } else {
+    if (ev->ready_tail != NULL)
+      ev->ready_tail->next = t;
+    else
+      ev->ready_head = t;
+    ev->ready_tail = t;
+  }
+  pthread_cond_broadcast(&ev->cv_result);
+}
+
+LT_API int lt_eval_new(lt_eval_t **out, lt_skel_t *program) {
+  if (out == NULL) {
+    lt_skel_free(program);
+    return LT_EINVAL;
+  }
+  *out = NULL;
+  if (program == NULL) return LT_EINVAL;
+  lt_eval_t *ev = calloc(1, sizeof *ev);
+  if (ev == NULL) {
+    lt_skel_free(program);
+    return LT_ENOMEM;
+  }
+  ev->program = program;
+  ev->wake_fd = -1;
+  lt__options_init(&ev->opts);
+  pthread_mutex_init(&ev->mu, NULL);
+  pthread_cond_init(&ev->cv_result, NULL);
+  pthread_cond_init(&ev->cv_space, NULL);
+  pthread_condattr_t attr;
+  pthread_condattr_init(&attr);
+  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+  pthread_cond_init(&ev->cv_start, &attr);
+  pthread_condattr_destroy(&attr);
+  int rc = lt__template_compile(&ev->tmpl, program);
+  if (rc == LT_OK) rc = lt__options_from_env(&ev->opts);
+  if (rc == LT_OK) {
+    ev->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (ev->wake_fd < 0) rc = LT_EIO;
+  }
+  if (rc != LT_OK) {
+    lt_eval_free(ev);
+    return rc;
+  }
+  ev->client_id = lt__oid_client_random();
+  *out = ev;
+  return LT_OK;
+}
+
+LT_API int lt_eval_set(lt_eval_t *ev, const char *key, const char *value) {
+  if (ev == NULL) return LT_EINVAL;
+  if (ev->state != LT_EVAL_NEW) return LT_ESTATE;
+  return lt__options_set(&ev->opts, key, value);
+}
+
+LT_API int lt_eval_add_host(lt_eval_t *ev, const char *endpoint) {
+  if (ev == NULL || endpoint == NULL || strncmp(endpoint, "tcp://", 6) != 0 ||
+      strlen(endpoint) > 255)
+    return LT_EINVAL;
+  char *copy = strdup(endpoint);
+  if (copy == NULL) return LT_ENOMEM;
+  pthread_mutex_lock(&ev->mu);
+  if (ev->nhosts == ev->caphosts) {
+    size_t cap = ev->caphosts ? ev->caphosts * 2 : 8;
+    char **h = realloc(ev->hosts, cap * sizeof *h);
+    if (h == NULL) {
+      pthread_mutex_unlock(&ev->mu);
+      free(copy);
+      return LT_ENOMEM;
+    }
+    ev->hosts = h;
+    ev->caphosts = cap;
+  }
+  ev->hosts[ev->nhosts++] = copy;
+  int started = ev->state == LT_EVAL_STARTED;
+  pthread_mutex_unlock(&ev->mu);
+  if (started) lt__eval_wake(ev);
+  return LT_OK;
+}
+
+static const char *server_program(const lt_eval_t *ev) {
+  if (ev->opts.server != NULL) return ev->opts.server;
+  return LT_DEFAULT_SERVER;
+}
+
+LT_API int lt_eval_spawn_local(lt_eval_t *ev, int nservers) {
+  if (ev == NULL || nservers <= 0 || nservers > 256) return LT_EINVAL;
+  lt_proc_t *procs = realloc(ev->procs, (ev->nprocs + (size_t)nservers) * sizeof *procs);
+  if (procs == NULL) return LT_ENOMEM;
+  ev->procs = procs;
+  for (int i = 0; i < nservers; i++) {
+    lt_proc_t *p = &ev->procs[ev->nprocs];
+    char name[32], err[256];
+    snprintf(name, sizeof name, "local-%zu", ev->nprocs);
+    int rc = lt__proc_spawn(p, server_program(ev), ev->opts.modules, ev->opts.server_threads,
+                            name, (int)ev->opts.connect_timeout_ms * 2, err, sizeof err);
+    if (rc != LT_OK) {
+      lt__log(LT_LOG_ERROR, "cannot start %s: %s", server_program(ev), err);
+      return rc;
+    }
+    ev->nprocs++;
+    rc = lt_eval_add_host(ev, p->endpoint);
+    if (rc != LT_OK) return rc;
+  }
+  return LT_OK;
+}
+
+LT_API int lt_eval_start(lt_eval_t *ev) {
+  if (ev == NULL) return LT_EINVAL;
+  pthread_mutex_lock(&ev->mu);
+  int state = ev->state;
+  size_t nhosts = ev->nhosts;
+  pthread_mutex_unlock(&ev->mu);
+  if (state != LT_EVAL_NEW) return LT_ESTATE;
+  if (nhosts == 0) return LT_ENOSERVER;
+
+  int rc = lt__sched_new(&ev->sched, ev);
+  if (rc != LT_OK) return rc;
+  pthread_mutex_lock(&ev->mu);
+  ev->start_waiting = (int)ev->nhosts;
+  ev->start_ready = 0;
+  pthread_mutex_unlock(&ev->mu);
+  if (pthread_create(&ev->thread, NULL, lt__sched_main, ev->sched) != 0) {
+    lt__sched_free(ev->sched);
+    ev->sched = NULL;
+    return LT_ENOMEM;
+  }
+  ev->thread_started = 1;
+
+  /* Wait until every initial host welcomed us or was given up on. */
+  pthread_mutex_lock(&ev->mu);
+  while (ev->start_waiting > 0) pthread_cond_wait(&ev->cv_start, &ev->mu);
+  int ready = ev->start_ready;
+  ev->state = ready > 0 ? LT_EVAL_STARTED : LT_EVAL_FAILED;
+  pthread_mutex_unlock(&ev->mu);
+  if (ready == 0) {
+    lt__log(LT_LOG_ERROR, "no server answered");
+    return LT_ENOSERVER;
+  }
+  lt__eval_wake(ev); /* tasks submitted before start */
+  return LT_OK;
+}
+
+LT_API int lt_eval_submit(lt_eval_t *ev, const void *data, size_t len, lt_future_t **out) {
+  if (ev == NULL || (data == NULL && len > 0)) return LT_EINVAL;
+  if (out != NULL) *out = NULL;
+  lt_task_t *t = calloc(1, sizeof *t);
+  if (t == NULL) return LT_ENOMEM;
+  t->input = lt__value_copy(data, len);
+  if (t->input == NULL || (out != NULL && (t->future = lt__future_new()) == NULL)) {
+    lt__task_free(t);
+    return LT_ENOMEM;
+  }
+  pthread_mutex_lock(&ev->mu);
+  int rc = LT_OK;
+  if (ev->closed || ev->state == LT_EVAL_FAILED) rc = ev->closed ? LT_ECLOSED : LT_ESTATE;
+  /* Before start nothing can finish, so nothing blocks: Lithium's submit-all-then-parDo
+   * pattern must work. */
+  while (rc == LT_OK && ev->state == LT_EVAL_STARTED && ev->pending >= ev->opts.max_pending) {
+    if (ev->opts.nonblocking) {
+      rc = LT_EAGAIN;
+      break;
+    }
+    pthread_cond_wait(&ev->cv_space, &ev->mu);
+    if (ev->closed) rc = LT_ECLOSED;
+  }
+  if (rc != LT_OK) {
+    pthread_mutex_unlock(&ev->mu);
+    if (t->future != NULL) {
+      lt_future_release(t->future); /* both references: nobody else saw it */
+      lt_future_release(t->future);
+    }
+    t->future = NULL;
+    lt__task_free(t);
+    return rc;
+  }
+  t->seq = ev->next_task++;
+  if (t->future == NULL) {
+    t->stream_seq = ev->next_stream++;
+    ev->stream_left++;
+  }
+  if (ev->intake_tail != NULL)
+    ev->intake_tail->next = t;
+  else
+    ev->intake_head = t;
+  ev->intake_tail = t;
+  ev->pending++;
+  ev->submitted++;
+  int started = ev->state == LT_EVAL_STARTED;
+  if (out != NULL) *out = t->future;
+  pthread_mutex_unlock(&ev->mu);
+  if (started) lt__eval_wake(ev);
+  return LT_OK;
+}
+
+LT_API int lt_eval_close(lt_eval_t *ev) {
+  if (ev == NULL) return LT_EINVAL;
+  pthread_mutex_lock(&ev->mu);
+  ev->closed = 1;
+  pthread_cond_broadcast(&ev->cv_result);
+  pthread_cond_broadcast(&ev->cv_space);
+  pthread_mutex_unlock(&ev->mu);
+  return LT_OK;
+}
+
+/* take_result removes the next stream result, or returns NULL if it is not there yet. */
+static lt_task_t *take_result(lt_eval_t *ev) {
+  lt_task_t *t = NULL;
+  if (ev->opts.ordered) {
+    HASH_FIND(hh, ev->ordered, &ev->next_out, sizeof ev->next_out, t);
+    if (t != NULL) {
+      HASH_DEL(ev->ordered, t);
+      ev->next_out++;
+    }
+  } else if (ev->ready_head != NULL) {
+    t = ev->ready_head;
+    ev->ready_head = t->next;
+    if (ev->ready_head == NULL) ev->ready_tail = NULL;
+  }
+  return t;
+}
+
+LT_API int lt_eval_next(lt_eval_t *ev, lt_buf_t **out) {
+  if (ev == NULL || out == NULL) return LT_EINVAL;
+  *out = NULL;
+  pthread_mutex_lock(&ev->mu);
+  lt_task_t *t;
+  int rc = LT_OK;
+  while ((t = take_result(ev)) == NULL) {
+    if (ev->stream_left == 0 && ev->closed) {
+      rc = LT_ECLOSED;
+      break;
+    }
+    if (ev->state != LT_EVAL_STARTED) {
+      rc = LT_ESTATE; /* nothing could ever arrive */
+      break;
+    }
+    pthread_cond_wait(&ev->cv_result, &ev->mu);
+  }
+  if (t != NULL) ev->stream_left--;
+  pthread_mutex_unlock(&ev->mu);
+  if (t != NULL) {
+    *out = t->result;
+    t->result = NULL;
+    lt__task_free(t);
+  }
+  return rc;
+}
+
+LT_API int lt_eval_stats_json(lt_eval_t *ev, char **json) {
+  if (ev == NULL || json == NULL) return LT_EINVAL;
+  lt_json_t j = {0};
+  lt__json_object_open(&j, NULL);
+  pthread_mutex_lock(&ev->mu);
+  lt__json_u64(&j, "tasks_submitted", ev->submitted);
+  lt__json_u64(&j, "tasks_completed", ev->completed);
+  lt__json_u64(&j, "tasks_pending", ev->pending);
+  pthread_mutex_unlock(&ev->mu);
+  if (ev->sched != NULL) {
+    lt__sched_stats_json(ev->sched, &j);
+  } else {
+    lt__json_u64(&j, "instructions", 0);
+    lt__json_u64(&j, "bytes_to_servers", 0);
+    lt__json_u64(&j, "bytes_from_servers", 0);
+    lt__json_u64(&j, "retries", 0);
+    lt__json_array_open(&j, "servers");
+    lt__json_array_close(&j);
+  }
+  lt__json_object_close(&j);
+  *json = lt__json_take(&j);
+  return *json != NULL ? LT_OK : LT_ENOMEM;
+}
+
+static void free_task_list(lt_task_t *t) {
+  while (t != NULL) {
+    lt_task_t *next = t->next;
+    if (t->future != NULL) lt__future_resolve(t->future, lt__buf_fail(LT_ECANCELED, NULL));
+    t->future = NULL;
+    lt__task_free(t);
+    t = next;
+  }
+}
+
+LT_API void lt_eval_free(lt_eval_t *ev) {
+  if (ev == NULL) return;
+  if (ev->thread_started) {
+    pthread_mutex_lock(&ev->mu);
+    ev->stop = 1;
+    pthread_mutex_unlock(&ev->mu);
+    lt__eval_wake(ev);
+    pthread_join(ev->thread, NULL);
+  }
+  lt__sched_free(ev->sched);
+  for (size_t i = 0; i < ev->nprocs; i++) lt__proc_stop(&ev->procs[i], 5000);
+  free(ev->procs);
+  free_task_list(ev->intake_head);
+  free_task_list(ev->ready_head);
+  lt_task_t *t, *tmp;
+  HASH_ITER(hh, ev->ordered, t, tmp) {
+    HASH_DEL(ev->ordered, t);
+    lt__task_free(t);
+  }
+  for (size_t i = 0; i < ev->nhosts; i++) free(ev->hosts[i]);
+  free(ev->hosts);
+  if (ev->wake_fd >= 0) close(ev->wake_fd);
+  lt__template_free(ev->tmpl);
+  lt_skel_free(ev->program);
+  lt__options_clear(&ev->opts);
+  pthread_mutex_destroy(&ev->mu);
+  pthread_cond_destroy(&ev->cv_result);
+  pthread_cond_destroy(&ev->cv_space);
+  pthread_cond_destroy(&ev->cv_start);
+  free(ev);
+}

@@ -1,0 +1,79 @@
+/* eval.h: the evaluator behind lithium.h: options, hosts, spawned servers, and the
+ * user-facing side of the task stream (intake queue, finished results, backpressure), all
+ * under one mutex shared by user threads and the dispatcher thread (scheduler.c). */
+#ifndef LT_EVAL_H
+#define LT_EVAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <uthash.h>
+#include <lithium.h>
+
+#include "options.h"
+#include "spawn.h"
+#include "template.h"
+#include "value.h"
+
+typedef struct lt_task {
+  uint64_t seq;        /* task number, also the graph instance's name */
+  uint64_t stream_seq; /* position in the result stream (tasks without future) */
+  lt_value_t *input;
+  lt_future_t *future; /* NULL: the result goes to the stream */
+  lt_buf_t *result;
+  struct lt_task *next; /* intake queue or unordered ready list */
+  UT_hash_handle hh;    /* ordered results, keyed by stream_seq */
+} lt_task_t;
+
+typedef enum lt_eval_state { LT_EVAL_NEW = 0, LT_EVAL_STARTED, LT_EVAL_FAILED } lt_eval_state_t;
+
+struct lt_eval {
+  lt_skel_t *program;
+  lt_template_t *tmpl;
+  lt_options_t opts;
+  uint64_t client_id;
+
+  lt_proc_t *procs; /* spawned servers (evaluator thread only) */
+  size_t nprocs;
+
+  pthread_mutex_t mu; /* guards everything below */
+  pthread_cond_t cv_result;
+  pthread_cond_t cv_space;
+  pthread_cond_t cv_start;
+  lt_eval_state_t state;
+  char **hosts; /* every endpoint added; the dispatcher opens hosts[nopened..] */
+  size_t nhosts;
+  size_t caphosts;
+  int closed;
+  int stop;
+  lt_task_t *intake_head; /* submitted, not yet taken by the dispatcher */
+  lt_task_t *intake_tail;
+  lt_task_t *ordered;    /* finished stream results by stream_seq (ordered=on) */
+  lt_task_t *ready_head; /* finished stream results (ordered=off) */
+  lt_task_t *ready_tail;
+  uint64_t next_task;
+  uint64_t next_stream;
+  uint64_t next_out;
+  uint64_t pending;     /* submitted, not yet computed */
+  uint64_t stream_left; /* stream tasks not yet returned by lt_eval_next */
+  uint64_t submitted;
+  uint64_t completed;
+  int start_waiting; /* initial hosts that have neither welcomed nor died */
+  int start_ready;   /* initial hosts that welcomed */
+
+  int wake_fd; /* eventfd: wakes the dispatcher */
+  pthread_t thread;
+  int thread_started;
+  struct lt_sched *sched;
+};
+
+/* lt__eval_wake wakes the dispatcher. Any thread. */
+void lt__eval_wake(lt_eval_t *ev);
+
+/* lt__eval_finish delivers the result `b` (taken) of `task` (taken) to its future or the
+ * stream and wakes readers. Dispatcher thread, with ev->mu held. */
+void lt__eval_finish(lt_eval_t *ev, lt_task_t *task, lt_buf_t *b);
+
+/* lt__task_free frees a task record; accepts NULL. */
+void lt__task_free(lt_task_t *t);
+
+#endif

@@ -1,0 +1,106 @@
+/* options.c: one table of option keys with their parsers. lt_eval_set, the environment and
+ * the command-line tools all go through lt__options_set, so the keys are the same
+ * everywhere. Evaluator thread only. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lithium/error.h>
+#include "options.h"
+
+static int parse_bool(const char *v, int *out) {
+  if (strcmp(v, "on") == 0 || strcmp(v, "1") == 0 || strcmp(v, "true") == 0 ||
+      strcmp(v, "yes") == 0) {
+    *out = 1;
+    return LT_OK;
+  }
+  if (strcmp(v, "off") == 0 || strcmp(v, "0") == 0 || strcmp(v, "false") == 0 ||
+      strcmp(v, "no") == 0) {
+    *out = 0;
+    return LT_OK;
+  }
+  return LT_EINVAL;
+}
+
+static int parse_u32(const char *v, uint32_t lo, uint32_t hi, uint32_t *out) {
+  if (*v == '\0' || *v == '-' || *v == '+') return LT_EINVAL;
+  char *end;
+  errno = 0;
+  unsigned long long n = strtoull(v, &end, 10);
+  if (errno != 0 || *end != '\0' || n < lo || n > hi) return LT_EINVAL;
+  *out = (uint32_t)n;
+  return LT_OK;
+}
+
+static int set_string(char **dst, const char *v) {
+  if (*v == '\0') return LT_EINVAL;
+  char *copy = strdup(v);
+  if (copy == NULL) return LT_ENOMEM;
+  free(*dst);
+  *dst = copy;
+  return LT_OK;
+}
+
+static int set_mode(lt_options_t *o, const char *v) {
+  (void)o;
+  /* Only the original Lithium behaviour exists so far; "optimized" arrives with lookahead
+   * and lazy binding and is refused until then rather than silently treated as plain. */
+  return strcmp(v, "plain") == 0 ? LT_OK : LT_EINVAL;
+}
+
+void lt__options_init(lt_options_t *o) {
+  memset(o, 0, sizeof *o);
+  o->ordered = 1;
+  o->max_pending = 1024;
+  o->max_retries = 3;
+  o->heartbeat_ms = 1000;
+  o->connect_timeout_ms = 5000;
+}
+
+int lt__options_set(lt_options_t *o, const char *key, const char *value) {
+  if (key == NULL || value == NULL) return LT_EINVAL;
+  if (strcmp(key, "mode") == 0) return set_mode(o, value);
+  if (strcmp(key, "ordered") == 0) return parse_bool(value, &o->ordered);
+  if (strcmp(key, "nonblocking") == 0) return parse_bool(value, &o->nonblocking);
+  if (strcmp(key, "max_pending") == 0) return parse_u32(value, 1, 1u << 30, &o->max_pending);
+  if (strcmp(key, "max_retries") == 0) return parse_u32(value, 0, 1000, &o->max_retries);
+  if (strcmp(key, "heartbeat_ms") == 0) return parse_u32(value, 10, 600000, &o->heartbeat_ms);
+  if (strcmp(key, "connect_timeout_ms") == 0)
+    return parse_u32(value, 10, 600000, &o->connect_timeout_ms);
+  if (strcmp(key, "server_threads") == 0)
+    return parse_u32(value, 0, 4096, &o->server_threads);
+  if (strcmp(key, "modules") == 0) return set_string(&o->modules, value);
+  if (strcmp(key, "server") == 0) return set_string(&o->server, value);
+  return LT_EINVAL;
+}
+
+static const char *const env_keys[] = {"mode",         "ordered",    "nonblocking",
+                                       "max_pending",  "max_retries", "heartbeat_ms",
+                                       "connect_timeout_ms", "server_threads", "modules",
+                                       "server"};
+
+int lt__options_from_env(lt_options_t *o) {
+  for (size_t i = 0; i < sizeof env_keys / sizeof env_keys[0]; i++) {
+    char name[64] = "LITHIUM_";
+    size_t n = strlen(name);
+    for (const char *k = env_keys[i]; *k != '\0' && n + 1 < sizeof name; k++)
+      name[n++] = (char)((*k >= 'a' && *k <= 'z') ? *k - 'a' + 'A' : *k);
+    name[n] = '\0';
+    const char *v = getenv(name);
+    if (v == NULL) continue;
+    int rc = lt__options_set(o, env_keys[i], v);
+    if (rc != LT_OK) {
+      fprintf(stderr, "lithium: bad value '%s' in %s\n", v, name);
+      return rc;
+    }
+  }
+  return LT_OK;
+}
+
+void lt__options_clear(lt_options_t *o) {
+  free(o->modules);
+  free(o->server);
+  o->modules = o->server = NULL;
+}

@@ -1,0 +1,34 @@
+/* options.h: the evaluator's options (lt_eval_set keys, LITHIUM_<KEY> environment
+ * variables, `--key value` of the tools). Parsing and validation only; unknown keys and bad
+ * values are LT_EINVAL, never ignored. Owned by the evaluator's thread. */
+#ifndef LT_OPTIONS_H
+#define LT_OPTIONS_H
+
+#include <stdint.h>
+
+typedef struct lt_options {
+  int ordered;                 /* results in submission order */
+  int nonblocking;             /* lt_eval_submit gives LT_EAGAIN instead of blocking */
+  uint32_t max_pending;        /* unfinished tasks before submit blocks */
+  uint32_t max_retries;        /* re-dispatches of one instruction after server loss */
+  uint32_t heartbeat_ms;       /* heartbeat period; a server silent 3 periods is dead */
+  uint32_t connect_timeout_ms; /* wait for a server's welcome */
+  uint32_t server_threads;     /* --threads for spawned servers, 0 = server default */
+  char *modules;               /* module directory handed to spawned servers */
+  char *server;                /* lithium-server program for spawn_local */
+} lt_options_t;
+
+/* lt__options_init sets the defaults. */
+void lt__options_init(lt_options_t *o);
+
+/* lt__options_set parses `value` for `key`. LT_EINVAL for unknown keys or bad values. */
+int lt__options_set(lt_options_t *o, const char *key, const char *value);
+
+/* lt__options_from_env applies every LITHIUM_<KEY> variable that names a known key.
+ * LT_EINVAL (naming nothing) when one holds a bad value. */
+int lt__options_from_env(lt_options_t *o);
+
+/* lt__options_clear frees the strings. */
+void lt__options_clear(lt_options_t *o);
+
+#endif

@@ -1,0 +1,100 @@
+/* log.c: the shared stderr logger (see log.h). The level is one atomic int, read lazily
+ * from LITHIUM_LOG; the name prefix is guarded by a mutex. Each line is formatted into a
+ * stack buffer and written with a single write(2). Any thread. */
+#include "log.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+#include <lithium/error.h>
+
+#define LOG_LINE_MAX 2048
+#define LOG_NAME_MAX 64
+#define LEVEL_UNSET (-1)
+
+static atomic_int log_level = LEVEL_UNSET;
+static pthread_mutex_t name_lock = PTHREAD_MUTEX_INITIALIZER;
+static char log_name[LOG_NAME_MAX];
+
+static const char *const level_names[] = {"debug", "info", "warn", "error"};
+
+int lt__log_parse_level(const char *s) {
+  if (s == NULL) return LT_EINVAL;
+  if (strcasecmp(s, "debug") == 0) return LT_LOG_DEBUG;
+  if (strcasecmp(s, "info") == 0) return LT_LOG_INFO;
+  if (strcasecmp(s, "warn") == 0 || strcasecmp(s, "warning") == 0) return LT_LOG_WARN;
+  if (strcasecmp(s, "error") == 0) return LT_LOG_ERROR;
+  if (strcasecmp(s, "off") == 0 || strcasecmp(s, "none") == 0) return LT_LOG_OFF;
+  return LT_EINVAL;
+}
+
+/* current_level returns the level, reading LITHIUM_LOG the first time. Two threads may both
+ * read the environment; they store the same value. */
+static int current_level(void) {
+  int lvl = atomic_load_explicit(&log_level, memory_order_relaxed);
+  if (lvl != LEVEL_UNSET) return lvl;
+  lvl = lt__log_parse_level(getenv("LITHIUM_LOG"));
+  if (lvl < 0) lvl = LT_LOG_WARN;
+  int expected = LEVEL_UNSET;
+  atomic_compare_exchange_strong(&log_level, &expected, lvl);
+  return atomic_load_explicit(&log_level, memory_order_relaxed);
+}
+
+bool lt__log_enabled(int level) {
+  return level >= LT_LOG_DEBUG && level < LT_LOG_OFF && level >= current_level();
+}
+
+void lt__log_set_level(int level) {
+  if (level < LT_LOG_DEBUG) level = LT_LOG_DEBUG;
+  if (level > LT_LOG_OFF) level = LT_LOG_OFF;
+  atomic_store(&log_level, level);
+}
+
+void lt__log_set_name(const char *name) {
+  pthread_mutex_lock(&name_lock);
+  if (name == NULL) name = "";
+  snprintf(log_name, sizeof log_name, "%s", name);
+  pthread_mutex_unlock(&name_lock);
+}
+
+void lt__log(int level, const char *fmt, ...) {
+  if (!lt__log_enabled(level)) return;
+  int saved_errno = errno;
+  char line[LOG_LINE_MAX];
+  struct timespec ts;
+  struct tm tm;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  localtime_r(&ts.tv_sec, &tm);
+  size_t n = strftime(line, sizeof line, "%Y-%m-%d %H:%M:%S", &tm);
+  pthread_mutex_lock(&name_lock);
+  int k = snprintf(line + n, sizeof line - n, ".%03ld %-5s %s%s", ts.tv_nsec / 1000000L,
+                   level_names[level], log_name, log_name[0] ? ": " : "");
+  pthread_mutex_unlock(&name_lock);
+  if (k > 0) n += (size_t)k < sizeof line - n ? (size_t)k : sizeof line - n - 1;
+  va_list ap;
+  va_start(ap, fmt);
+  k = vsnprintf(line + n, sizeof line - n, fmt, ap);
+  va_end(ap);
+  if (k > 0) n += (size_t)k < sizeof line - n ? (size_t)k : sizeof line - n - 1;
+  /* Room for the newline: overwrite the last byte of a cut line. */
+  if (n >= sizeof line - 1) n = sizeof line - 2;
+  line[n++] = '\n';
+  const char *p = line;
+  while (n > 0) {
+    ssize_t w = write(STDERR_FILENO, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    p += w;
+    n -= (size_t)w;
+  }
+  errno = saved_errno;
+}

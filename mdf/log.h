@@ -1,0 +1,38 @@
+/* log.h: the shared logger of lithium-server and the client library. One line per call on
+ * stderr: timestamp, level, a process name prefix and the message. The level comes from
+ * LITHIUM_LOG (debug|info|warn|error|off, read on first use; default warn) unless set with
+ * lt__log_set_level. Thread-safe: any thread. */
+#ifndef LT_LOG_H
+#define LT_LOG_H
+
+#include <stdbool.h>
+
+typedef enum lt_log_level {
+  LT_LOG_DEBUG = 0,
+  LT_LOG_INFO = 1,
+  LT_LOG_WARN = 2,
+  LT_LOG_ERROR = 3,
+  LT_LOG_OFF = 4
+} lt_log_level_t;
+
+/* lt__log writes one line at `level` when that level is enabled; the line is written with
+ * one write(2), so lines of concurrent threads never interleave. Long messages are cut at
+ * about 2 KiB. */
+__attribute__((format(printf, 2, 3))) void lt__log(int level, const char *fmt, ...);
+
+/* lt__log_enabled tells whether `level` would be written; cheap (one atomic load), for
+ * guarding expensive formatting. */
+bool lt__log_enabled(int level);
+
+/* lt__log_set_level sets the level (LT_LOG_DEBUG..LT_LOG_OFF), overriding LITHIUM_LOG. */
+void lt__log_set_level(int level);
+
+/* lt__log_parse_level maps "debug", "info", "warn" (or "warning"), "error", "off" (any case)
+ * to a level; LT_EINVAL for anything else. */
+int lt__log_parse_level(const char *s);
+
+/* lt__log_set_name sets the prefix shown on every line (copied, cut at 63 bytes); NULL or
+ * "" shows none. */
+void lt__log_set_name(const char *name);
+
+#endif

@@ -1,0 +1,25 @@
+/* skel.h: the skeleton tree behind lithium/skel.h. A node is seq (a kernel and its
+ * parameter), farm (one worker) or pipe (stages in order). Trees are immutable once built;
+ * the compiler (template.c) reads them. Any thread. */
+#ifndef LT_SKEL_INTERNAL_H
+#define LT_SKEL_INTERNAL_H
+
+#include <stddef.h>
+#include <lithium/skel.h>
+
+typedef enum lt_skel_kind { LT_SKEL_SEQ = 1, LT_SKEL_FARM, LT_SKEL_PIPE } lt_skel_kind_t;
+
+struct lt_skel {
+  lt_skel_kind_t kind;
+  char *kernel;       /* SEQ: "module:function" */
+  void *param;        /* SEQ: owned copy, NULL when len is 0 */
+  size_t param_len;
+  size_t nchildren;   /* FARM: 1, PIPE: >= 1 */
+  lt_skel_t **children;
+};
+
+/* lt__skel_valid tells whether `s` is a well-formed tree (right child counts, valid kernel
+ * names), so that a tree built by hand or by the parser can be rejected before use. */
+int lt__skel_valid(const lt_skel_t *s);
+
+#endif

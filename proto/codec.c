@@ -1,0 +1,619 @@
+/* proto/codec.c: the header codec, lt_msg_t <-> the protobuf-c Envelope of lithium.proto.
+ * Decoding checks the frame limits, pre-scans the wire bytes so that no repeated field can
+ * exceed max_items before protobuf-c allocates anything for it (wire.c), unpacks into a
+ * per-message arena and translates into lt_msg_t arrays in the same arena, so that
+ * lt__msg_clear is one free. It touches no sockets and no global state: any thread. */
+#include "codec.h"
+
+#include <lithium/error.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "lithium.pb-c.h"
+#include "wire.h"
+
+typedef lt__arena_t arena;
+
+/* The first arena region of a decode is sized from the header, up to this. */
+#define DECODE_MAX_HINT ((size_t)256 * 1024)
+
+/* protobuf-c allocates through the arena; its frees (scratch slabs, replaced oneof members)
+ * are no-ops and that memory goes with the arena. */
+static void *pc_alloc(void *data, size_t n) {
+  return lt__arena_alloc(data, n);
+}
+
+static void pc_free(void *data, void *p) {
+  (void)data;
+  (void)p;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Strings: bounded length, valid UTF-8. */
+
+/* str_in checks a decoded string and stores it in *out ("" for NULL). */
+static int str_in(const char *s, const lt_codec_limits_t *lim, const char **out) {
+  if (s == NULL) {
+    *out = "";
+    return 0;
+  }
+  size_t n = strnlen(s, lim->max_string + 1);
+  if (n > lim->max_string) return LT_ETOOBIG;
+  if (!lt__utf8_valid(s, n)) return LT_EPROTO;
+  *out = s;
+  return 0;
+}
+
+/* str_out checks a string about to be encoded and returns it as protobuf-c wants it;
+ * NULL for invalid UTF-8. */
+static char *str_out(const char *s) {
+  if (s == NULL) return (char *)"";
+  if (!lt__utf8_valid(s, strlen(s))) return NULL;
+  return (char *)s;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Decode: Envelope -> lt_msg_t. */
+
+typedef struct dec {
+  arena *a;
+  const lt_codec_limits_t *lim;
+  uint32_t npay; /* payload frames */
+} dec;
+
+static int oid_in(const Lithium__Oid *o, lt_oid_t *out) {
+  if (o == NULL) return LT_EPROTO;
+  out->client = o->client;
+  out->seq = o->seq;
+  return 0;
+}
+
+/* frame_in checks an optional frame index: -1 (none) or a payload index. */
+static int frame_in(const dec *d, int32_t frame) {
+  if (frame < -1 || (frame >= 0 && (uint32_t)frame >= d->npay)) return LT_EPROTO;
+  return 0;
+}
+
+static int count_in(const dec *d, size_t n) {
+  return n > d->lim->max_items ? LT_ETOOBIG : 0;
+}
+
+/* arr allocates n elements of `size` bytes in the arena; NULL with *rc set on failure,
+ * NULL with *rc == 0 for n == 0. */
+static void *arr(dec *d, size_t n, size_t size, int *rc) {
+  *rc = 0;
+  if (n == 0) return NULL;
+  void *p = lt__arena_alloc(d->a, n * size); /* n <= max_items (32 bits): no overflow */
+  if (p == NULL) *rc = LT_ENOMEM;
+  return p;
+}
+
+static int instr_in(dec *d, const Lithium__Instr *pi, lt_instr_t *in) {
+  int rc;
+  if ((rc = count_in(d, pi->n_inputs)) != 0 || (rc = count_in(d, pi->n_outputs)) != 0) return rc;
+  in->seq = pi->seq;
+  in->kernel = pi->kernel;
+  in->param.data = pi->param.data;
+  in->param.len = pi->param.len;
+  in->flags = pi->flags;
+  in->ninputs = (uint32_t)pi->n_inputs;
+  in->inputs = arr(d, pi->n_inputs, sizeof(lt_input_t), &rc);
+  if (rc != 0) return rc;
+  for (size_t j = 0; j < pi->n_inputs; j++) {
+    const Lithium__Input *p = pi->inputs[j];
+    lt_input_t *x = &in->inputs[j];
+    memset(x, 0, sizeof *x);
+    x->size = p->size;
+    x->holder = "";
+    if (p->kind == LT_INPUT_INLINE) {
+      x->kind = LT_INPUT_INLINE;
+      if (p->frame >= d->npay) return LT_EPROTO;
+      x->frame = p->frame;
+    } else if (p->kind == LT_INPUT_REF) {
+      x->kind = LT_INPUT_REF;
+      if ((rc = oid_in(p->oid, &x->id)) != 0) return rc;
+      if ((rc = str_in(p->holder, d->lim, &x->holder)) != 0) return rc;
+    } else {
+      return LT_EPROTO;
+    }
+  }
+  in->noutputs = (uint32_t)pi->n_outputs;
+  in->outputs = arr(d, pi->n_outputs, sizeof(lt_oid_t), &rc);
+  if (rc != 0) return rc;
+  for (size_t j = 0; j < pi->n_outputs; j++)
+    if ((rc = oid_in(pi->outputs[j], &in->outputs[j])) != 0) return rc;
+  return 0;
+}
+
+static int compl_in(dec *d, const Lithium__Completion *pc, lt_completion_t *c) {
+  int rc;
+  if ((rc = count_in(d, pc->n_outputs)) != 0) return rc;
+  c->seq = pc->seq;
+  c->status = pc->status;
+  c->service_us = pc->service_us;
+  if ((rc = str_in(pc->errmsg, d->lim, &c->errmsg)) != 0) return rc;
+  c->noutputs = (uint32_t)pc->n_outputs;
+  c->outputs = arr(d, pc->n_outputs, sizeof(lt_output_info_t), &rc);
+  if (rc != 0) return rc;
+  for (size_t j = 0; j < pc->n_outputs; j++) {
+    const Lithium__OutputInfo *o = pc->outputs[j];
+    if ((rc = frame_in(d, o->frame)) != 0) return rc;
+    c->outputs[j].size = o->size;
+    c->outputs[j].frame = o->frame;
+  }
+  return 0;
+}
+
+static int body_in(dec *d, const Lithium__Envelope *env, lt_msg_t *m) {
+  int rc = 0;
+  switch (env->body_case) {
+  case LITHIUM__ENVELOPE__BODY_HELLO:
+    m->type = LT_MSG_HELLO;
+    m->u.hello.version = env->hello->version;
+    m->u.hello.client_id = env->hello->client_id;
+    return str_in(env->hello->name, d->lim, &m->u.hello.name);
+  case LITHIUM__ENVELOPE__BODY_WELCOME:
+    m->type = LT_MSG_WELCOME;
+    m->u.welcome.version = env->welcome->version;
+    m->u.welcome.cores = env->welcome->cores;
+    m->u.welcome.threads = env->welcome->threads;
+    m->u.welcome.speed = env->welcome->speed;
+    return str_in(env->welcome->server_id, d->lim, &m->u.welcome.server_id);
+  case LITHIUM__ENVELOPE__BODY_PROGRAM: {
+    const Lithium__Program *p = env->program;
+    m->type = LT_MSG_PROGRAM;
+    if ((rc = count_in(d, p->n_kernels)) != 0) return rc;
+    /* The decoded strings already sit in the arena; the array of pointers is reused
+     * as it is once every entry is checked. */
+    for (size_t i = 0; i < p->n_kernels; i++) {
+      const char *s;
+      if ((rc = str_in(p->kernels[i], d->lim, &s)) != 0) return rc;
+      p->kernels[i] = (char *)s;
+    }
+    m->u.program.nkernels = (uint32_t)p->n_kernels;
+    m->u.program.kernels = p->n_kernels ? (const char **)p->kernels : NULL;
+    return 0;
+  }
+  case LITHIUM__ENVELOPE__BODY_EXECUTE: {
+    const Lithium__Execute *p = env->execute;
+    m->type = LT_MSG_EXECUTE;
+    if ((rc = count_in(d, p->n_instrs)) != 0) return rc;
+    m->u.execute.ninstrs = (uint32_t)p->n_instrs;
+    m->u.execute.instrs = arr(d, p->n_instrs, sizeof(lt_instr_t), &rc);
+    for (size_t i = 0; rc == 0 && i < p->n_instrs; i++)
+      rc = instr_in(d, p->instrs[i], &m->u.execute.instrs[i]);
+    return rc;
+  }
+  case LITHIUM__ENVELOPE__BODY_DONE: {
+    const Lithium__Done *p = env->done;
+    m->type = LT_MSG_DONE;
+    if ((rc = count_in(d, p->n_completions)) != 0) return rc;
+    m->u.done.ncompl = (uint32_t)p->n_completions;
+    m->u.done.compl = arr(d, p->n_completions, sizeof(lt_completion_t), &rc);
+    for (size_t i = 0; rc == 0 && i < p->n_completions; i++)
+      rc = compl_in(d, p->completions[i], &m->u.done.compl [i]);
+    return rc;
+  }
+  case LITHIUM__ENVELOPE__BODY_FETCH:
+    m->type = LT_MSG_FETCH;
+    return oid_in(env->fetch->id, &m->u.fetch.id);
+  case LITHIUM__ENVELOPE__BODY_VALUE: {
+    const Lithium__Value *p = env->value;
+    m->type = LT_MSG_VALUE;
+    m->u.value.status = p->status;
+    m->u.value.frame = p->frame;
+    if ((rc = oid_in(p->id, &m->u.value.id)) != 0 || (rc = frame_in(d, p->frame)) != 0) return rc;
+    return str_in(p->errmsg, d->lim, &m->u.value.errmsg);
+  }
+  case LITHIUM__ENVELOPE__BODY_RELEASE: {
+    const Lithium__Release *p = env->release;
+    m->type = LT_MSG_RELEASE;
+    if ((rc = count_in(d, p->n_ids)) != 0) return rc;
+    m->u.release.nids = (uint32_t)p->n_ids;
+    m->u.release.ids = arr(d, p->n_ids, sizeof(lt_oid_t), &rc);
+    for (size_t i = 0; rc == 0 && i < p->n_ids; i++)
+      rc = oid_in(p->ids[i], &m->u.release.ids[i]);
+    return rc;
+  }
+  case LITHIUM__ENVELOPE__BODY_CANCEL:
+    m->type = LT_MSG_CANCEL;
+    if ((rc = count_in(d, env->cancel->n_seqs)) != 0) return rc;
+    m->u.cancel.nseqs = (uint32_t)env->cancel->n_seqs;
+    m->u.cancel.seqs = env->cancel->n_seqs ? env->cancel->seqs : NULL;
+    return 0;
+  case LITHIUM__ENVELOPE__BODY_HEARTBEAT:
+    m->type = LT_MSG_HEARTBEAT;
+    m->u.heartbeat.seq = env->heartbeat->seq;
+    return 0;
+  case LITHIUM__ENVELOPE__BODY_BYE:
+    m->type = LT_MSG_BYE;
+    return 0;
+  case LITHIUM__ENVELOPE__BODY_ERROR:
+    m->type = LT_MSG_ERROR;
+    m->u.error.code = env->error->code;
+    return str_in(env->error->message, d->lim, &m->u.error.message);
+  default:
+    return LT_EPROTO; /* no body, or one this version does not know */
+  }
+}
+
+int lt__msg_decode(lt_msg_t *msg, const lt_bytes_t *frames, size_t nframes,
+                   const lt_codec_limits_t *lim) {
+  if (msg == NULL) return LT_EINVAL;
+  memset(msg, 0, sizeof *msg);
+  if (nframes > 0 && frames == NULL) return LT_EINVAL;
+  lt_codec_limits_t deflim;
+  if (lim == NULL) {
+    lt__codec_limits_default(&deflim);
+    lim = &deflim;
+  }
+  if (nframes == 0) return LT_EPROTO; /* no header */
+  const lt_bytes_t *hdr = &frames[0];
+  if (hdr->len > lim->max_header) return LT_ETOOBIG;
+  if (hdr->len > 0 && hdr->data == NULL) return LT_EINVAL;
+  size_t npay = nframes - 1;
+  if (npay > lim->max_frames) return LT_ETOOBIG;
+  for (size_t i = 1; i < nframes; i++)
+    if (frames[i].len > lim->max_frame) return LT_ETOOBIG;
+  if (hdr->len == 0) return LT_EPROTO; /* an empty envelope has no body */
+
+  int rc = lt__wire_prescan(hdr->data, hdr->len, lim->max_items);
+  if (rc != 0) return rc;
+
+  /* Decoded objects take a few times the wire size; start there and grow if needed. */
+  arena *a = lt__arena_new(hdr->len < DECODE_MAX_HINT / 8 ? hdr->len * 8 + 512 : DECODE_MAX_HINT);
+  if (a == NULL) return LT_ENOMEM;
+  ProtobufCAllocator pc = {pc_alloc, pc_free, a};
+  Lithium__Envelope *env = lithium__envelope__unpack(&pc, hdr->len, hdr->data);
+  if (env == NULL) {
+    rc = lt__arena_oom(a) ? LT_ENOMEM : LT_EPROTO;
+  } else {
+    dec d = {a, lim, (uint32_t)npay};
+    rc = body_in(&d, env, msg);
+    if (rc == 0 && env->load != NULL) {
+      const Lithium__Load *l = env->load;
+      msg->has_load = true;
+      msg->load.active = l->active;
+      msg->load.queued = l->queued;
+      msg->load.parked = l->parked;
+      msg->load.completed = l->completed;
+      msg->load.cpu = l->cpu;
+      msg->load.values_held = l->values_held;
+      msg->load.threads = l->threads;
+    }
+  }
+  if (rc != 0) {
+    lt__arena_free(a);
+    memset(msg, 0, sizeof *msg);
+    return rc;
+  }
+  msg->nframes = (uint32_t)npay;
+  /* Borrowed from the caller, who keeps `frames` alive until lt__msg_clear. */
+  msg->frames = npay ? (lt_bytes_t *)(frames + 1) : NULL;
+  msg->priv = a;
+  return 0;
+}
+
+void lt__msg_clear(lt_msg_t *msg) {
+  if (msg == NULL) return;
+  lt__arena_free(msg->priv);
+  memset(msg, 0, sizeof *msg);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Encode: lt_msg_t -> Envelope -> bytes. The protobuf-c structs point at the caller's
+ * strings and arrays wherever the layouts agree; the rest is built in a temporary arena. */
+
+static int frame_out(const lt_msg_t *m, int32_t frame) {
+  if (frame < -1 || (frame >= 0 && (uint32_t)frame >= m->nframes)) return LT_EINVAL;
+  return 0;
+}
+
+/* oid_out returns a protobuf-c Oid for `id` allocated in `a`, NULL when out of memory. */
+static Lithium__Oid *oid_out(arena *a, lt_oid_t id) {
+  Lithium__Oid *o = lt__arena_alloc(a, sizeof *o);
+  if (o == NULL) return NULL;
+  lithium__oid__init(o);
+  o->client = id.client;
+  o->seq = id.seq;
+  return o;
+}
+
+/* oids_out builds the array of n Oid pointers for `ids`. */
+static int oids_out(arena *a, const lt_oid_t *ids, size_t n, Lithium__Oid ***out) {
+  *out = NULL;
+  if (n == 0) return 0;
+  if (ids == NULL) return LT_EINVAL;
+  Lithium__Oid **v = lt__arena_alloc(a, n * sizeof *v);
+  Lithium__Oid *o = lt__arena_alloc(a, n * sizeof *o);
+  if (v == NULL || o == NULL) return LT_ENOMEM;
+  for (size_t i = 0; i < n; i++) {
+    lithium__oid__init(&o[i]);
+    o[i].client = ids[i].client;
+    o[i].seq = ids[i].seq;
+    v[i] = &o[i];
+  }
+  *out = v;
+  return 0;
+}
+
+static int instr_out(arena *a, const lt_msg_t *m, const lt_instr_t *in, Lithium__Instr *pi) {
+  lithium__instr__init(pi);
+  pi->seq = in->seq;
+  pi->kernel = in->kernel;
+  pi->flags = in->flags;
+  if (in->param.len > 0 && in->param.data == NULL) return LT_EINVAL;
+  pi->param.len = in->param.len;
+  pi->param.data = (uint8_t *)in->param.data;
+  if (in->ninputs > 0) {
+    if (in->inputs == NULL) return LT_EINVAL;
+    Lithium__Input **v = lt__arena_alloc(a, in->ninputs * sizeof *v);
+    Lithium__Input *x = lt__arena_alloc(a, in->ninputs * sizeof *x);
+    if (v == NULL || x == NULL) return LT_ENOMEM;
+    for (uint32_t j = 0; j < in->ninputs; j++) {
+      const lt_input_t *src = &in->inputs[j];
+      lithium__input__init(&x[j]);
+      x[j].kind = (uint32_t)src->kind;
+      x[j].size = src->size;
+      if (src->kind == LT_INPUT_INLINE) {
+        if (src->frame >= m->nframes) return LT_EINVAL;
+        x[j].frame = src->frame;
+      } else if (src->kind == LT_INPUT_REF) {
+        if ((x[j].oid = oid_out(a, src->id)) == NULL) return LT_ENOMEM;
+        if ((x[j].holder = str_out(src->holder)) == NULL) return LT_EINVAL;
+      } else {
+        return LT_EINVAL;
+      }
+      v[j] = &x[j];
+    }
+    pi->n_inputs = in->ninputs;
+    pi->inputs = v;
+  }
+  pi->n_outputs = in->noutputs;
+  return oids_out(a, in->outputs, in->noutputs, &pi->outputs);
+}
+
+static int compl_out(arena *a, const lt_msg_t *m, const lt_completion_t *c,
+                     Lithium__Completion *pc) {
+  lithium__completion__init(pc);
+  pc->seq = c->seq;
+  pc->status = c->status;
+  pc->service_us = c->service_us;
+  if ((pc->errmsg = str_out(c->errmsg)) == NULL) return LT_EINVAL;
+  if (c->noutputs == 0) return 0;
+  if (c->outputs == NULL) return LT_EINVAL;
+  Lithium__OutputInfo **v = lt__arena_alloc(a, c->noutputs * sizeof *v);
+  Lithium__OutputInfo *o = lt__arena_alloc(a, c->noutputs * sizeof *o);
+  if (v == NULL || o == NULL) return LT_ENOMEM;
+  for (uint32_t j = 0; j < c->noutputs; j++) {
+    if (frame_out(m, c->outputs[j].frame) != 0) return LT_EINVAL;
+    lithium__output_info__init(&o[j]);
+    o[j].size = c->outputs[j].size;
+    o[j].frame = c->outputs[j].frame;
+    v[j] = &o[j];
+  }
+  pc->n_outputs = c->noutputs;
+  pc->outputs = v;
+  return 0;
+}
+
+/* The protobuf-c bodies of one message; only the member for msg->type is used. */
+typedef struct body_out {
+  union {
+    Lithium__Hello hello;
+    Lithium__Welcome welcome;
+    Lithium__Program program;
+    Lithium__Execute execute;
+    Lithium__Done done;
+    Lithium__Fetch fetch;
+    Lithium__Value value;
+    Lithium__Release release;
+    Lithium__Cancel cancel;
+    Lithium__Heartbeat heartbeat;
+    Lithium__Bye bye;
+    Lithium__Error error;
+  };
+  Lithium__Oid oid; /* Fetch.id, Value.id */
+} body_out;
+
+/* encode_size_hint estimates the temporary arena for the arrays of `m` (execute, done,
+ * release). */
+static size_t encode_size_hint(const lt_msg_t *m) {
+  size_t n = 256;
+  if (m->type == LT_MSG_EXECUTE && m->u.execute.instrs != NULL) {
+    for (uint32_t i = 0; i < m->u.execute.ninstrs; i++) {
+      const lt_instr_t *in = &m->u.execute.instrs[i];
+      n += sizeof(Lithium__Instr) + 8 +
+           in->ninputs * (sizeof(Lithium__Input) + sizeof(Lithium__Oid) + 8) +
+           in->noutputs * (sizeof(Lithium__Oid) + 8);
+    }
+  } else if (m->type == LT_MSG_DONE && m->u.done.compl != NULL) {
+    for (uint32_t i = 0; i < m->u.done.ncompl; i++)
+      n += sizeof(Lithium__Completion) + 8 +
+           m->u.done.compl [i].noutputs * (sizeof(Lithium__OutputInfo) + 8);
+  } else if (m->type == LT_MSG_RELEASE) {
+    n += (size_t)m->u.release.nids * (sizeof(Lithium__Oid) + 8);
+  }
+  return n;
+}
+
+static int body_out_fill(arena *a, const lt_msg_t *m, body_out *b, Lithium__Envelope *env) {
+  int rc = 0;
+  env->body_case = (Lithium__Envelope__BodyCase)(m->type + 1);
+  switch (m->type) {
+  case LT_MSG_HELLO:
+    lithium__hello__init(&b->hello);
+    b->hello.version = m->u.hello.version;
+    b->hello.client_id = m->u.hello.client_id;
+    if ((b->hello.name = str_out(m->u.hello.name)) == NULL) return LT_EINVAL;
+    env->hello = &b->hello;
+    return 0;
+  case LT_MSG_WELCOME:
+    lithium__welcome__init(&b->welcome);
+    b->welcome.version = m->u.welcome.version;
+    b->welcome.cores = m->u.welcome.cores;
+    b->welcome.threads = m->u.welcome.threads;
+    b->welcome.speed = m->u.welcome.speed;
+    if ((b->welcome.server_id = str_out(m->u.welcome.server_id)) == NULL) return LT_EINVAL;
+    env->welcome = &b->welcome;
+    return 0;
+  case LT_MSG_PROGRAM:
+    lithium__program__init(&b->program);
+    if (m->u.program.nkernels > 0 && m->u.program.kernels == NULL) return LT_EINVAL;
+    for (uint32_t i = 0; i < m->u.program.nkernels; i++) {
+      const char *k = m->u.program.kernels[i];
+      if (k == NULL || str_out(k) == NULL) return LT_EINVAL;
+    }
+    b->program.n_kernels = m->u.program.nkernels;
+    b->program.kernels = (char **)m->u.program.kernels;
+    env->program = &b->program;
+    return 0;
+  case LT_MSG_EXECUTE: {
+    lithium__execute__init(&b->execute);
+    uint32_t n = m->u.execute.ninstrs;
+    if (n > 0) {
+      if (m->u.execute.instrs == NULL) return LT_EINVAL;
+      Lithium__Instr **v = lt__arena_alloc(a, n * sizeof *v);
+      Lithium__Instr *x = lt__arena_alloc(a, n * sizeof *x);
+      if (v == NULL || x == NULL) return LT_ENOMEM;
+      for (uint32_t i = 0; i < n; i++) {
+        if ((rc = instr_out(a, m, &m->u.execute.instrs[i], &x[i])) != 0) return rc;
+        v[i] = &x[i];
+      }
+      b->execute.n_instrs = n;
+      b->execute.instrs = v;
+    }
+    env->execute = &b->execute;
+    return 0;
+  }
+  case LT_MSG_DONE: {
+    lithium__done__init(&b->done);
+    uint32_t n = m->u.done.ncompl;
+    if (n > 0) {
+      if (m->u.done.compl == NULL) return LT_EINVAL;
+      Lithium__Completion **v = lt__arena_alloc(a, n * sizeof *v);
+      Lithium__Completion *x = lt__arena_alloc(a, n * sizeof *x);
+      if (v == NULL || x == NULL) return LT_ENOMEM;
+      for (uint32_t i = 0; i < n; i++) {
+        if ((rc = compl_out(a, m, &m->u.done.compl [i], &x[i])) != 0) return rc;
+        v[i] = &x[i];
+      }
+      b->done.n_completions = n;
+      b->done.completions = v;
+    }
+    env->done = &b->done;
+    return 0;
+  }
+  case LT_MSG_FETCH:
+    lithium__fetch__init(&b->fetch);
+    lithium__oid__init(&b->oid);
+    b->oid.client = m->u.fetch.id.client;
+    b->oid.seq = m->u.fetch.id.seq;
+    b->fetch.id = &b->oid;
+    env->fetch = &b->fetch;
+    return 0;
+  case LT_MSG_VALUE:
+    lithium__value__init(&b->value);
+    if (frame_out(m, m->u.value.frame) != 0) return LT_EINVAL;
+    b->value.status = m->u.value.status;
+    b->value.frame = m->u.value.frame;
+    if ((b->value.errmsg = str_out(m->u.value.errmsg)) == NULL) return LT_EINVAL;
+    lithium__oid__init(&b->oid);
+    b->oid.client = m->u.value.id.client;
+    b->oid.seq = m->u.value.id.seq;
+    b->value.id = &b->oid;
+    env->value = &b->value;
+    return 0;
+  case LT_MSG_RELEASE:
+    lithium__release__init(&b->release);
+    b->release.n_ids = m->u.release.nids;
+    env->release = &b->release;
+    return oids_out(a, m->u.release.ids, m->u.release.nids, &b->release.ids);
+  case LT_MSG_CANCEL:
+    lithium__cancel__init(&b->cancel);
+    if (m->u.cancel.nseqs > 0 && m->u.cancel.seqs == NULL) return LT_EINVAL;
+    b->cancel.n_seqs = m->u.cancel.nseqs;
+    b->cancel.seqs = m->u.cancel.seqs;
+    env->cancel = &b->cancel;
+    return 0;
+  case LT_MSG_HEARTBEAT:
+    lithium__heartbeat__init(&b->heartbeat);
+    b->heartbeat.seq = m->u.heartbeat.seq;
+    env->heartbeat = &b->heartbeat;
+    return 0;
+  case LT_MSG_BYE:
+    lithium__bye__init(&b->bye);
+    env->bye = &b->bye;
+    return 0;
+  case LT_MSG_ERROR:
+    lithium__error__init(&b->error);
+    b->error.code = m->u.error.code;
+    if ((b->error.message = str_out(m->u.error.message)) == NULL) return LT_EINVAL;
+    env->error = &b->error;
+    return 0;
+  default:
+    return LT_EINVAL;
+  }
+}
+
+int lt__msg_encode(const lt_msg_t *msg, void **hdr, size_t *hdrlen) {
+  if (msg == NULL || hdr == NULL || hdrlen == NULL) return LT_EINVAL;
+  *hdr = NULL;
+  *hdrlen = 0;
+  if (msg->type <= LT_MSG_NONE || msg->type > LT_MSG_ERROR) return LT_EINVAL;
+  if (msg->nframes > 0 && msg->frames == NULL) return LT_EINVAL;
+
+  Lithium__Envelope env = LITHIUM__ENVELOPE__INIT;
+  Lithium__Load load = LITHIUM__LOAD__INIT;
+  if (msg->has_load) {
+    load.active = msg->load.active;
+    load.queued = msg->load.queued;
+    load.parked = msg->load.parked;
+    load.completed = msg->load.completed;
+    load.cpu = msg->load.cpu;
+    load.values_held = msg->load.values_held;
+    load.threads = msg->load.threads;
+    env.load = &load;
+  }
+  /* Only bodies with arrays of sub-messages need memory beyond the stack. */
+  arena *a = NULL;
+  if (msg->type == LT_MSG_EXECUTE || msg->type == LT_MSG_DONE || msg->type == LT_MSG_RELEASE) {
+    if ((a = lt__arena_new(encode_size_hint(msg))) == NULL) return LT_ENOMEM;
+  }
+  body_out b;
+  int rc = body_out_fill(a, msg, &b, &env);
+  if (rc == 0) {
+    size_t n = lithium__envelope__get_packed_size(&env);
+    uint8_t *buf = malloc(n > 0 ? n : 1);
+    if (buf == NULL) {
+      rc = LT_ENOMEM;
+    } else {
+      size_t w = lithium__envelope__pack(&env, buf);
+      (void)w;
+      *hdr = buf;
+      *hdrlen = n;
+    }
+  }
+  lt__arena_free(a);
+  return rc;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Small things. */
+
+const char *lt__msg_type_name(lt_msg_type_t t) {
+  static const char *const names[] = {"none",      "hello", "welcome", "program", "execute",
+                                      "done",      "fetch", "value",   "release", "cancel",
+                                      "heartbeat", "bye",   "error"};
+  if ((unsigned)t >= sizeof names / sizeof names[0]) return "unknown";
+  return names[t];
+}
+
+void lt__codec_limits_default(lt_codec_limits_t *lim) {
+  lim->max_header = (size_t)4 << 20;
+  lim->max_frames = 4096;
+  lim->max_frame = (size_t)1 << 30;
+  lim->max_items = 65536;
+  lim->max_string = 4096;
+}

@@ -1,0 +1,156 @@
+/* msg.h: the wire messages of Lithium-C as plain C structs (the codec's side of
+ * lithium.proto). Generated protobuf-c names never leave proto/; every other module speaks
+ * these structs. Bulk values are payload frames, never copied into the header.
+ * Any thread; a message is owned by one thread at a time. */
+#ifndef LT_MSG_H
+#define LT_MSG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define LT_PROTO_VERSION 1
+
+/* An object id names a value: 64-bit client id (random per evaluation) + sequence. */
+typedef struct lt_oid {
+  uint64_t client;
+  uint64_t seq;
+} lt_oid_t;
+
+/* A borrowed byte range: a payload frame, a parameter. */
+typedef struct lt_bytes {
+  const void *data;
+  size_t len;
+} lt_bytes_t;
+
+typedef enum lt_msg_type {
+  LT_MSG_NONE = 0,
+  LT_MSG_HELLO,     /* client -> server */
+  LT_MSG_WELCOME,   /* server -> client */
+  LT_MSG_PROGRAM,   /* client -> server: the kernel table */
+  LT_MSG_EXECUTE,   /* client -> server: a batch of instructions */
+  LT_MSG_DONE,      /* server -> client: a batch of completions */
+  LT_MSG_FETCH,     /* anyone -> holder: ask for a value */
+  LT_MSG_VALUE,     /* holder -> asker: the value (payload frame) or an error */
+  LT_MSG_RELEASE,   /* client -> server: drop values */
+  LT_MSG_CANCEL,    /* client -> server: drop queued instructions */
+  LT_MSG_HEARTBEAT, /* both ways */
+  LT_MSG_BYE,       /* client -> server: end of session */
+  LT_MSG_ERROR      /* server -> sender: a message was refused */
+} lt_msg_type_t;
+
+/* The load report every server->client message carries (DESIGN.md 5). */
+typedef struct lt_load {
+  uint32_t active;      /* instructions running on worker threads */
+  uint32_t queued;      /* fireable, waiting for a thread */
+  uint32_t parked;      /* waiting for inputs */
+  uint64_t completed;   /* instructions finished since start */
+  float cpu;            /* recent CPU utilisation of the process, 0..ncores */
+  uint64_t values_held; /* values in the store */
+  uint32_t threads;     /* worker threads */
+} lt_load_t;
+
+typedef enum lt_input_kind {
+  LT_INPUT_INLINE = 0, /* the value is payload frame `frame` of this message */
+  LT_INPUT_REF = 1     /* the value is object `id`, held by `holder` ("" = this server) */
+} lt_input_kind_t;
+
+typedef struct lt_input {
+  lt_input_kind_t kind;
+  uint32_t frame;     /* INLINE: payload index (0 = first frame after the header) */
+  lt_oid_t id;        /* REF */
+  const char *holder; /* REF: endpoint of the holder, "" for local; never NULL */
+  uint64_t size;      /* REF: size when known, else 0 */
+} lt_input_t;
+
+enum {
+  LT_INSTR_RETURN = 1u << 0,         /* send the outputs back with `done` */
+  LT_INSTR_RELEASE_INPUTS = 1u << 1, /* drop REF inputs from the store after use */
+  LT_INSTR_KEEP = 1u << 2            /* also keep returned outputs in the store */
+};
+
+typedef struct lt_instr {
+  uint64_t seq;      /* instruction id, named by the client */
+  uint32_t kernel;   /* index into the session's program (kernel table) */
+  lt_bytes_t param;  /* constant parameter (points into the header) */
+  uint32_t ninputs;
+  lt_input_t *inputs;
+  uint32_t noutputs; /* ids under which outputs are stored/returned */
+  lt_oid_t *outputs;
+  uint32_t flags;    /* LT_INSTR_* */
+} lt_instr_t;
+
+typedef struct lt_output_info {
+  uint64_t size;
+  int32_t frame; /* payload index when returned, -1 when it stayed on the server */
+} lt_output_info_t;
+
+typedef struct lt_completion {
+  uint64_t seq;
+  int32_t status;     /* LT_OK or an lt_err code (LT_EKERNEL, LT_ENOKERNEL, ...) */
+  const char *errmsg; /* "" when status is LT_OK; never NULL */
+  uint32_t noutputs;
+  lt_output_info_t *outputs;
+  uint64_t service_us; /* time the kernel ran */
+} lt_completion_t;
+
+typedef struct lt_msg {
+  lt_msg_type_t type;
+  union {
+    struct {
+      uint32_t version;
+      uint64_t client_id;
+      const char *name;
+    } hello;
+    struct {
+      uint32_t version;
+      const char *server_id;
+      uint32_t cores;
+      uint32_t threads;
+      double speed;
+    } welcome;
+    struct {
+      uint32_t nkernels;
+      const char **kernels; /* "module:function" */
+    } program;
+    struct {
+      uint32_t ninstrs;
+      lt_instr_t *instrs;
+    } execute;
+    struct {
+      uint32_t ncompl;
+      lt_completion_t *compl;
+    } done;
+    struct {
+      lt_oid_t id;
+    } fetch;
+    struct {
+      lt_oid_t id;
+      int32_t status;
+      const char *errmsg;
+      int32_t frame; /* payload index of the value when status is LT_OK, else -1 */
+    } value;
+    struct {
+      uint32_t nids;
+      lt_oid_t *ids;
+    } release;
+    struct {
+      uint32_t nseqs;
+      uint64_t *seqs;
+    } cancel;
+    struct {
+      uint64_t seq; /* a sequence number to answer (ping/pong); 0 when unused */
+    } heartbeat;
+    struct {
+      int32_t code;
+      const char *message;
+    } error;
+  } u;
+  bool has_load; /* every server->client message sets it */
+  lt_load_t load;
+  uint32_t nframes; /* payload frames after the header */
+  lt_bytes_t *frames;
+  void *priv; /* decoder-owned storage; lt__msg_clear frees it */
+} lt_msg_t;
+
+#endif

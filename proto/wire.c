@@ -1,0 +1,297 @@
+/* proto/wire.c: the codec's helpers below protobuf-c: a bump arena that holds a decoded
+ * message (protobuf-c objects and lt_msg_t arrays alike), a UTF-8 validator (protobuf-c
+ * does not check strings) and a pre-scan of the wire format that enforces max_items before
+ * protobuf-c allocates arrays. No sockets, no global state: any thread. */
+#include "wire.h"
+
+#include <lithium/error.h>
+
+#include <stdalign.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lithium.pb-c.h"
+
+/* ---------------------------------------------------------------------------------------
+ * Arena: a few malloc'd chunks freed together. The first region sits in the same malloc
+ * as the arena header, so a small message costs one malloc and one free. */
+
+#define ARENA_ALIGN 8u
+_Static_assert(alignof(uint64_t) <= ARENA_ALIGN && alignof(double) <= ARENA_ALIGN &&
+                   alignof(void *) <= ARENA_ALIGN && alignof(size_t) <= ARENA_ALIGN,
+               "arena alignment too small");
+
+/* Allocations at least this large get a chunk of their own, so a large array does not
+ * waste the rest of the current chunk. Under AddressSanitizer every allocation does, so
+ * that ASan sees the bounds of each object. */
+#if defined(__SANITIZE_ADDRESS__)
+#define ARENA_OWN_CHUNK 0u
+#else
+#define ARENA_OWN_CHUNK (16u * 1024u)
+#endif
+#define ARENA_MIN_FIRST 1024u
+#define ARENA_MAX_FIRST (256u * 1024u)
+
+typedef struct chunk {
+  struct chunk *next;
+  alignas(ARENA_ALIGN) unsigned char data[];
+} chunk;
+
+struct lt__arena {
+  unsigned char *ptr; /* bump pointer into the current region */
+  unsigned char *end;
+  chunk *chunks; /* chunks after the first region, newest first */
+  size_t grow;   /* size of the next region */
+  bool oom;      /* an allocation failed (tells LT_ENOMEM from LT_EPROTO) */
+};
+typedef struct lt__arena arena;
+
+#define ARENA_HDR ((sizeof(arena) + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1))
+
+void *lt__arena_alloc(arena *a, size_t n) {
+  if (n > SIZE_MAX / 2) {
+    a->oom = true;
+    return NULL;
+  }
+  n = (n + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
+  if (n == 0) n = ARENA_ALIGN;
+  if ((size_t)(a->end - a->ptr) >= n) {
+    void *p = a->ptr;
+    a->ptr += n;
+    return p;
+  }
+  if (n >= ARENA_OWN_CHUNK) {
+    chunk *c = malloc(sizeof(chunk) + n);
+    if (c == NULL) {
+      a->oom = true;
+      return NULL;
+    }
+    c->next = a->chunks;
+    a->chunks = c;
+    return c->data;
+  }
+  size_t cap = a->grow > n ? a->grow : n;
+  chunk *c = malloc(sizeof(chunk) + cap);
+  if (c == NULL) {
+    a->oom = true;
+    return NULL;
+  }
+  c->next = a->chunks;
+  a->chunks = c;
+  a->ptr = c->data + n;
+  a->end = c->data + cap;
+  if (a->grow < SIZE_MAX / 4) a->grow *= 2;
+  return c->data;
+}
+
+arena *lt__arena_new(size_t hint) {
+  size_t first = hint < ARENA_MIN_FIRST ? ARENA_MIN_FIRST : hint;
+  if (first > ARENA_MAX_FIRST) first = ARENA_MAX_FIRST;
+#if defined(__SANITIZE_ADDRESS__)
+  first = 0;
+#endif
+  arena *a = malloc(ARENA_HDR + first);
+  if (a == NULL) return NULL;
+  a->ptr = (unsigned char *)a + ARENA_HDR;
+  a->end = a->ptr + first;
+  a->chunks = NULL;
+  a->grow = first < ARENA_MIN_FIRST ? ARENA_MIN_FIRST * 4 : first * 2;
+  a->oom = false;
+  return a;
+}
+
+void lt__arena_free(arena *a) {
+  if (a == NULL) return;
+  chunk *c = a->chunks;
+  while (c != NULL) {
+    chunk *next = c->next;
+    free(c);
+    c = next;
+  }
+  free(a);
+}
+
+bool lt__arena_oom(const arena *a) {
+  return a->oom;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * UTF-8. */
+
+bool lt__utf8_valid(const void *str, size_t n) {
+  const unsigned char *s = str;
+  size_t i = 0;
+  while (i < n) {
+    unsigned c = s[i];
+    if (c < 0x80) {
+      i++;
+      continue;
+    }
+    size_t more;
+    unsigned lo = 0x80, hi = 0xBF; /* range of the second byte */
+    if (c >= 0xC2 && c <= 0xDF) {
+      more = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      more = 2;
+      if (c == 0xE0) lo = 0xA0;
+      if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      more = 3;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;
+    } else {
+      return false;
+    }
+    if (n - i <= more) return false;
+    if (s[i + 1] < lo || s[i + 1] > hi) return false;
+    for (size_t k = 2; k <= more; k++)
+      if ((s[i + k] & 0xC0) != 0x80) return false;
+    i += more + 1;
+  }
+  return true;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Pre-scan: walks the wire format of the envelope and of the bodies that hold repeated
+ * fields, counting elements, before protobuf-c allocates arrays for them. It also rejects
+ * malformed framing early. Leaf messages are left to protobuf-c. */
+
+enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_I32 = 5 };
+
+typedef struct wire {
+  const uint8_t *p;
+  const uint8_t *end;
+} wire;
+
+typedef struct field {
+  uint32_t fno;
+  unsigned wt;
+  const uint8_t *sub; /* WT_LEN: contents */
+  size_t sublen;
+} field;
+
+static int read_varint(wire *w, uint64_t *v) {
+  uint64_t x = 0;
+  for (unsigned shift = 0; shift < 70; shift += 7) {
+    if (w->p == w->end) return LT_EPROTO;
+    uint8_t b = *w->p++;
+    x |= (uint64_t)(b & 0x7f) << shift;
+    if ((b & 0x80) == 0) {
+      *v = x;
+      return 0;
+    }
+  }
+  return LT_EPROTO;
+}
+
+/* next_field reads one field: 1 when read, 0 at the end, LT_EPROTO when malformed. */
+static int next_field(wire *w, field *f) {
+  if (w->p == w->end) return 0;
+  uint64_t tag, len;
+  if (read_varint(w, &tag) != 0 || tag > UINT32_MAX || (tag >> 3) == 0) return LT_EPROTO;
+  f->fno = (uint32_t)(tag >> 3);
+  f->wt = (unsigned)(tag & 7);
+  size_t left;
+  switch (f->wt) {
+  case WT_VARINT:
+    return read_varint(w, &len) == 0 ? 1 : LT_EPROTO;
+  case WT_I64:
+  case WT_I32:
+    len = f->wt == WT_I64 ? 8 : 4;
+    if ((size_t)(w->end - w->p) < len) return LT_EPROTO;
+    w->p += len;
+    return 1;
+  case WT_LEN:
+    if (read_varint(w, &len) != 0) return LT_EPROTO;
+    left = (size_t)(w->end - w->p);
+    if (len > left) return LT_EPROTO;
+    f->sub = w->p;
+    f->sublen = (size_t)len;
+    w->p += len;
+    return 1;
+  default:
+    return LT_EPROTO; /* groups are not part of proto3 */
+  }
+}
+
+/* What to count in one message kind: up to two repeated fields, checked against
+ * max_items; the elements of rep[0] may be messages to scan with `child`. */
+typedef struct scan_spec {
+  uint32_t rep[2];
+  bool packed; /* rep[0] is a packable varint field (Cancel.seqs) */
+  const struct scan_spec *child;
+} scan_spec;
+
+static const scan_spec instr_spec = {{4, 5}, false, NULL}; /* inputs, outputs */
+static const scan_spec execute_spec = {{1, 0}, false, &instr_spec};
+static const scan_spec compl_spec = {{4, 0}, false, NULL}; /* outputs */
+static const scan_spec done_spec = {{1, 0}, false, &compl_spec};
+static const scan_spec list_spec = {{1, 0}, false, NULL};  /* kernels, ids */
+static const scan_spec cancel_spec = {{1, 0}, true, NULL}; /* seqs */
+
+static size_t count_varints(const uint8_t *p, size_t n) {
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    k += (p[i] & 0x80) == 0;
+  return k;
+}
+
+/* scan_msg counts the repeated fields of one message into n[0..1] (which may already hold
+ * counts from an earlier occurrence of the same field, since protobuf merges them). */
+static int scan_msg(const uint8_t *p, size_t len, const scan_spec *s, uint32_t max, uint64_t n[2]) {
+  wire w = {p, p + len};
+  field f;
+  int r;
+  while ((r = next_field(&w, &f)) == 1) {
+    for (int k = 0; k < 2; k++) {
+      if (s->rep[k] == 0 || f.fno != s->rep[k]) continue;
+      if (s->packed && f.wt == WT_LEN)
+        n[k] += count_varints(f.sub, f.sublen);
+      else
+        n[k]++;
+      if (n[k] > max) return LT_ETOOBIG;
+      if (k == 0 && s->child != NULL && f.wt == WT_LEN) {
+        uint64_t inner[2] = {0, 0};
+        int rc = scan_msg(f.sub, f.sublen, s->child, max, inner);
+        if (rc != 0) return rc;
+      }
+    }
+  }
+  return r;
+}
+
+int lt__wire_prescan(const uint8_t *p, size_t len, uint32_t max) {
+  /* Counts per body field number (2..13); a oneof member given twice is summed, which
+   * is never less than what protobuf-c keeps. */
+  uint64_t counts[14][2];
+  memset(counts, 0, sizeof counts);
+  wire w = {p, p + len};
+  field f;
+  int r;
+  while ((r = next_field(&w, &f)) == 1) {
+    if (f.wt != WT_LEN || f.fno >= 14) continue;
+    const scan_spec *s = NULL;
+    switch (f.fno) {
+    case LITHIUM__ENVELOPE__BODY_PROGRAM:
+    case LITHIUM__ENVELOPE__BODY_RELEASE:
+      s = &list_spec;
+      break;
+    case LITHIUM__ENVELOPE__BODY_EXECUTE:
+      s = &execute_spec;
+      break;
+    case LITHIUM__ENVELOPE__BODY_DONE:
+      s = &done_spec;
+      break;
+    case LITHIUM__ENVELOPE__BODY_CANCEL:
+      s = &cancel_spec;
+      break;
+    default:
+      break;
+    }
+    if (s != NULL) {
+      int rc = scan_msg(f.sub, f.sublen, s, max, counts[f.fno]);
+      if (rc != 0) return rc;
+    }
+  }
+  return r;
+}

@@ -1,0 +1,256 @@
+/* args.c: lithium-server's flags (getopt_long) into lt_srv_args_t, with the usage text.
+ * Touches no global state except getopt's; values are validated here so the server proper
+ * never sees a nonsensical one. One parse at a time (getopt is not reentrant). */
+#include "args.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <lithium/error.h>
+#include "log.h"
+#include "msg.h"
+
+#ifndef LT_VERSION
+#define LT_VERSION "0.0.0"
+#endif
+
+enum {
+  OPT_LISTEN = 'l',
+  OPT_THREADS = 't',
+  OPT_MODULES = 'm',
+  OPT_NAME = 'n',
+  OPT_HELP = 'h',
+  OPT_VERSION = 'V',
+  OPT_LOG_LEVEL = 256,
+  OPT_MAX_FRAME,
+  OPT_IDLE_TIMEOUT,
+  OPT_SLOWDOWN
+};
+
+static const struct option long_opts[] = {
+    {"listen", required_argument, NULL, OPT_LISTEN},
+    {"threads", required_argument, NULL, OPT_THREADS},
+    {"modules", required_argument, NULL, OPT_MODULES},
+    {"name", required_argument, NULL, OPT_NAME},
+    {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+    {"max-frame", required_argument, NULL, OPT_MAX_FRAME},
+    {"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
+    {"slowdown", required_argument, NULL, OPT_SLOWDOWN},
+    {"help", no_argument, NULL, OPT_HELP},
+    {"version", no_argument, NULL, OPT_VERSION},
+    {NULL, 0, NULL, 0}};
+
+void lt__args_usage(FILE *f) {
+  fprintf(f,
+          "usage: lithium-server [options]\n"
+          "  -l, --listen EP        endpoint to bind (default " LT_SRV_DEFAULT_LISTEN ");\n"
+          "                         port 0 or * picks a free port\n"
+          "  -t, --threads N        worker threads (default 3 x cores, at most %d)\n"
+          "  -m, --modules DIR      directory of kernel modules (repeatable)\n"
+          "  -n, --name NAME        server id shown to clients (default hostname:pid)\n"
+          "      --log-level L      debug, info, warn, error or off (default: $LITHIUM_LOG)\n"
+          "      --max-frame BYTES  largest frame accepted, k/m/g suffixes (default 1g)\n"
+          "      --idle-timeout MS  drop a session silent this long, 0 = never (default %d)\n"
+          "      --slowdown F       emulation: run kernels F times slower (default 1)\n"
+          "  -h, --help             show this help\n"
+          "  -V, --version          show the version\n"
+          "On start the server prints \"READY <endpoint>\" on stdout.\n",
+          LT_SRV_MAX_THREADS, LT_SRV_DEFAULT_IDLE_MS);
+}
+
+int lt__args_parse_size(const char *s, uint64_t *out) {
+  if (s == NULL || *s < '0' || *s > '9') return LT_EINVAL;
+  errno = 0;
+  char *end;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno != 0) return LT_EINVAL;
+  unsigned shift = 0;
+  switch (*end) {
+  case '\0':
+    break;
+  case 'k':
+  case 'K':
+    shift = 10;
+    end++;
+    break;
+  case 'm':
+  case 'M':
+    shift = 20;
+    end++;
+    break;
+  case 'g':
+  case 'G':
+    shift = 30;
+    end++;
+    break;
+  default:
+    return LT_EINVAL;
+  }
+  if (*end != '\0' || v == 0 || v > ((1ull << 40) >> shift)) return LT_EINVAL;
+  *out = (uint64_t)v << shift;
+  return LT_OK;
+}
+
+/* parse_uint parses a decimal in [lo, hi]. */
+static int parse_uint(const char *s, uint64_t lo, uint64_t hi, uint64_t *out) {
+  if (s == NULL || *s < '0' || *s > '9') return LT_EINVAL;
+  errno = 0;
+  char *end;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno != 0 || *end != '\0' || v < lo || v > hi) return LT_EINVAL;
+  *out = v;
+  return LT_OK;
+}
+
+/* utf8_valid tells whether s is well-formed UTF-8 without control characters, as a name
+ * sent to clients must be (their decoder checks). */
+static int utf8_valid(const char *s) {
+  const unsigned char *p = (const unsigned char *)s;
+  while (*p) {
+    unsigned c = *p;
+    int n;
+    unsigned min;
+    if (c < 0x20 || c == 0x7f) return 0;
+    if (c < 0x80) {
+      p++;
+      continue;
+    } else if ((c & 0xe0) == 0xc0) {
+      n = 1, c &= 0x1f, min = 0x80;
+    } else if ((c & 0xf0) == 0xe0) {
+      n = 2, c &= 0x0f, min = 0x800;
+    } else if ((c & 0xf8) == 0xf0) {
+      n = 3, c &= 0x07, min = 0x10000;
+    } else {
+      return 0;
+    }
+    p++;
+    for (int i = 0; i < n; i++, p++) {
+      if ((*p & 0xc0) != 0x80) return 0;
+      c = (c << 6) | (*p & 0x3f);
+    }
+    if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff)) return 0;
+  }
+  return 1;
+}
+
+static int default_threads(void) {
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cores < 1) cores = 1;
+  long t = 3 * cores;
+  return t > LT_SRV_MAX_THREADS ? LT_SRV_MAX_THREADS : (int)t;
+}
+
+static int usage_error(FILE *err, const char *fmt, const char *arg) {
+  fputs("lithium-server: ", err);
+  fprintf(err, fmt, arg);
+  fputc('\n', err);
+  lt__args_usage(err);
+  return LT_ARGS_EXIT_USAGE;
+}
+
+static int replace_str(char **dst, const char *src) {
+  char *s = strdup(src);
+  if (s == NULL) return LT_ENOMEM;
+  free(*dst);
+  *dst = s;
+  return LT_OK;
+}
+
+int lt__args_parse(lt_srv_args_t *a, int argc, char **argv, FILE *out, FILE *err) {
+  memset(a, 0, sizeof *a);
+  a->threads = default_threads();
+  a->log_level = -1;
+  a->max_frame = LT_SRV_DEFAULT_MAX_FRAME;
+  a->idle_ms = LT_SRV_DEFAULT_IDLE_MS;
+  a->slowdown = 1.0;
+  if (replace_str(&a->listen, LT_SRV_DEFAULT_LISTEN) != LT_OK)
+    return usage_error(err, "%s", "out of memory");
+
+  /* optind = 0 makes glibc re-initialise getopt, so tests may parse many times. */
+  optind = 0;
+  opterr = 0;
+  for (;;) {
+    int idx = 0;
+    int c = getopt_long(argc, argv, ":l:t:m:n:hV", long_opts, &idx);
+    if (c == -1) break;
+    uint64_t v;
+    char *end;
+    switch (c) {
+    case OPT_LISTEN:
+      if (optarg[0] == '\0' || strlen(optarg) > 255 || strstr(optarg, "://") == NULL)
+        return usage_error(err, "bad --listen endpoint '%s'", optarg);
+      if (replace_str(&a->listen, optarg) != LT_OK) return usage_error(err, "%s", "no memory");
+      break;
+    case OPT_THREADS:
+      if (parse_uint(optarg, 1, LT_SRV_MAX_THREADS, &v) != LT_OK)
+        return usage_error(err, "bad --threads '%s' (1..1024)", optarg);
+      a->threads = (int)v;
+      break;
+    case OPT_MODULES: {
+      if (optarg[0] == '\0') return usage_error(err, "%s", "empty --modules directory");
+      char **m = realloc(a->modules, (a->nmodules + 1) * sizeof *m);
+      if (m == NULL) return usage_error(err, "%s", "out of memory");
+      a->modules = m;
+      if ((m[a->nmodules] = strdup(optarg)) == NULL)
+        return usage_error(err, "%s", "out of memory");
+      a->nmodules++;
+      break;
+    }
+    case OPT_NAME:
+      if (optarg[0] == '\0' || strlen(optarg) > LT_SRV_NAME_MAX || !utf8_valid(optarg))
+        return usage_error(err, "bad --name '%s' (1..255 bytes of printable UTF-8)", optarg);
+      if (replace_str(&a->name, optarg) != LT_OK) return usage_error(err, "%s", "no memory");
+      break;
+    case OPT_LOG_LEVEL: {
+      int lvl = lt__log_parse_level(optarg);
+      if (lvl < 0) return usage_error(err, "bad --log-level '%s'", optarg);
+      a->log_level = lvl;
+      break;
+    }
+    case OPT_MAX_FRAME:
+      if (lt__args_parse_size(optarg, &a->max_frame) != LT_OK)
+        return usage_error(err, "bad --max-frame '%s'", optarg);
+      break;
+    case OPT_IDLE_TIMEOUT:
+      if (parse_uint(optarg, 0, UINT64_C(1) << 40, &a->idle_ms) != LT_OK)
+        return usage_error(err, "bad --idle-timeout '%s'", optarg);
+      break;
+    case OPT_SLOWDOWN:
+      errno = 0;
+      a->slowdown = strtod(optarg, &end);
+      if (errno != 0 || end == optarg || *end != '\0' || !isfinite(a->slowdown) ||
+          a->slowdown < 1.0 || a->slowdown > 1000.0)
+        return usage_error(err, "bad --slowdown '%s' (1..1000)", optarg);
+      break;
+    case OPT_HELP:
+      lt__args_usage(out);
+      return LT_ARGS_EXIT_OK;
+    case OPT_VERSION:
+      fprintf(out, "lithium-server %s (protocol %d)\n", LT_VERSION, LT_PROTO_VERSION);
+      return LT_ARGS_EXIT_OK;
+    case ':':
+      return usage_error(err, "option '%s' needs a value", argv[optind - 1]);
+    default:
+      if (optopt > 0 && optopt < 256) {
+        char opt[3] = {'-', (char)optopt, '\0'};
+        return usage_error(err, "unknown option '%s'", opt);
+      }
+      return usage_error(err, "unknown option '%s'", argv[optind - 1]);
+    }
+  }
+  if (optind < argc) return usage_error(err, "unexpected argument '%s'", argv[optind]);
+  return LT_ARGS_RUN;
+}
+
+void lt__args_free(lt_srv_args_t *a) {
+  if (a == NULL) return;
+  free(a->listen);
+  free(a->name);
+  for (size_t i = 0; i < a->nmodules; i++) free(a->modules[i]);
+  free(a->modules);
+  memset(a, 0, sizeof *a);
+}

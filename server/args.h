@@ -1,0 +1,51 @@
+/* args.h: lithium-server's command line. Parsing is pure: it fills a struct and writes
+ * usage or errors to the streams it is given, so tests can drive it without a process.
+ * Any thread, but getopt_long is not reentrant: one parse at a time. */
+#ifndef LT_SRV_ARGS_H
+#define LT_SRV_ARGS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define LT_SRV_DEFAULT_LISTEN "tcp://127.0.0.1:5555"
+#define LT_SRV_DEFAULT_MAX_FRAME ((uint64_t)1 << 30)
+#define LT_SRV_DEFAULT_IDLE_MS 60000
+#define LT_SRV_MAX_THREADS 1024
+#define LT_SRV_NAME_MAX 255
+
+/* What lt__args_parse tells main to do; the value is also the exit code. */
+enum {
+  LT_ARGS_RUN = -1,      /* start the server */
+  LT_ARGS_EXIT_OK = 0,   /* --help or --version was printed */
+  LT_ARGS_EXIT_USAGE = 2 /* bad flag or value: usage was printed on the error stream */
+};
+
+typedef struct lt_srv_args {
+  char *listen;        /* endpoint to bind (owned) */
+  int threads;         /* worker threads */
+  char **modules;      /* module directories, in order (owned) */
+  size_t nmodules;
+  char *name;          /* server id shown to clients; NULL: hostname:pid (owned) */
+  int log_level;       /* LT_LOG_*, or -1 to keep LITHIUM_LOG */
+  uint64_t max_frame;  /* bytes per frame (ZMQ_MAXMSGSIZE and codec limit) */
+  uint64_t idle_ms;    /* drop a silent session after this long; 0 = never */
+  double slowdown;     /* emulation: a kernel that took t keeps its worker (F-1)*t longer */
+} lt_srv_args_t;
+
+/* lt__args_parse parses argv into *a (which it initialises; free with lt__args_free in
+ * every case). --help and --version print to `out`; errors print a message and the usage to
+ * `err`. Returns LT_ARGS_RUN, LT_ARGS_EXIT_OK or LT_ARGS_EXIT_USAGE. */
+int lt__args_parse(lt_srv_args_t *a, int argc, char **argv, FILE *out, FILE *err);
+
+/* lt__args_usage prints the usage text to `f`. */
+void lt__args_usage(FILE *f);
+
+/* lt__args_free frees what lt__args_parse allocated; accepts a zeroed struct. */
+void lt__args_free(lt_srv_args_t *a);
+
+/* lt__args_parse_size parses a byte count: digits with an optional k, m or g suffix
+ * (binary multiples). LT_EINVAL when malformed, zero or above 2^40. */
+int lt__args_parse_size(const char *s, uint64_t *out);
+
+#endif

@@ -1,0 +1,199 @@
+/* executor.c: the worker pool (see executor.h). One mutex + condvar guard the FIFO of
+ * queued jobs, another mutex the list of finished ones; uv_async_send wakes the loop, which
+ * takes the whole finished list at once. Workers touch only the job they run; they never
+ * see the store, the sessions or the socket. */
+#include "executor.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <lithium/error.h>
+#include "log.h"
+
+/* A job's state is written under qlock by workers, and by the loop thread otherwise. */
+enum { JOB_IDLE = 0, JOB_QUEUED, JOB_RUNNING };
+
+struct lt_executor {
+  uv_async_t async;
+  lt_executor_done_cb cb;
+  void *data;
+  double slowdown;
+
+  pthread_mutex_t qlock;
+  pthread_cond_t qcond;
+  lt_job_t *qhead, *qtail;
+  bool stop;
+
+  pthread_mutex_t dlock;
+  lt_job_t *dhead, *dtail;
+
+  atomic_uint active;
+  atomic_uint queued;
+  int nthreads;
+  pthread_t *threads;
+};
+
+static uint64_t now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static void run_job(lt_executor_t *ex, lt_job_t *job) {
+  lt__call_init(&job->call, job->inputs, job->ninputs, job->param);
+  uint64_t t0 = now_us();
+  job->status = lt__call_run(&job->call, job->fn);
+  uint64_t t1 = now_us();
+  if (ex->slowdown > 1.0) {
+    /* Emulation of a slower host: stay busy, as a slower CPU would. */
+    uint64_t until = t1 + (uint64_t)((double)(t1 - t0) * (ex->slowdown - 1.0));
+    while ((t1 = now_us()) < until) {
+    }
+  }
+  job->service_us = t1 - t0;
+}
+
+static void *worker_main(void *arg) {
+  lt_executor_t *ex = arg;
+  for (;;) {
+    pthread_mutex_lock(&ex->qlock);
+    while (!ex->stop && ex->qhead == NULL) pthread_cond_wait(&ex->qcond, &ex->qlock);
+    if (ex->stop) {
+      pthread_mutex_unlock(&ex->qlock);
+      return NULL;
+    }
+    lt_job_t *job = ex->qhead;
+    ex->qhead = job->next;
+    if (ex->qhead) ex->qhead->prev = NULL;
+    else ex->qtail = NULL;
+    job->next = job->prev = NULL;
+    job->state = JOB_RUNNING;
+    atomic_fetch_sub(&ex->queued, 1);
+    atomic_fetch_add(&ex->active, 1);
+    pthread_mutex_unlock(&ex->qlock);
+
+    run_job(ex, job);
+
+    pthread_mutex_lock(&ex->dlock);
+    if (ex->dtail) ex->dtail->next = job;
+    else ex->dhead = job;
+    ex->dtail = job;
+    atomic_fetch_sub(&ex->active, 1);
+    pthread_mutex_unlock(&ex->dlock);
+    uv_async_send(&ex->async);
+  }
+}
+
+static void on_async(uv_async_t *h) {
+  lt_executor_t *ex = h->data;
+  pthread_mutex_lock(&ex->dlock);
+  lt_job_t *list = ex->dhead;
+  ex->dhead = ex->dtail = NULL;
+  pthread_mutex_unlock(&ex->dlock);
+  for (lt_job_t *j = list; j; j = j->next) j->state = JOB_IDLE;
+  if (list) ex->cb(ex, list, ex->data);
+}
+
+static void stop_workers(lt_executor_t *ex) {
+  pthread_mutex_lock(&ex->qlock);
+  ex->stop = true;
+  pthread_cond_broadcast(&ex->qcond);
+  pthread_mutex_unlock(&ex->qlock);
+  for (int i = 0; i < ex->nthreads; i++) pthread_join(ex->threads[i], NULL);
+  ex->nthreads = 0;
+}
+
+static void destroy(lt_executor_t *ex) {
+  pthread_mutex_destroy(&ex->qlock);
+  pthread_cond_destroy(&ex->qcond);
+  pthread_mutex_destroy(&ex->dlock);
+  free(ex->threads);
+  free(ex);
+}
+
+static void on_closed(uv_handle_t *h) { destroy(h->data); }
+
+int lt__executor_new(lt_executor_t **out, uv_loop_t *loop, int nthreads, double slowdown,
+                     lt_executor_done_cb cb, void *data) {
+  *out = NULL;
+  if (nthreads < 1 || cb == NULL) return LT_EINVAL;
+  lt_executor_t *ex = calloc(1, sizeof *ex);
+  if (ex == NULL) return LT_ENOMEM;
+  ex->threads = calloc((size_t)nthreads, sizeof *ex->threads);
+  if (ex->threads == NULL) {
+    free(ex);
+    return LT_ENOMEM;
+  }
+  ex->cb = cb;
+  ex->data = data;
+  ex->slowdown = slowdown < 1.0 ? 1.0 : slowdown;
+  pthread_mutex_init(&ex->qlock, NULL);
+  pthread_cond_init(&ex->qcond, NULL);
+  pthread_mutex_init(&ex->dlock, NULL);
+  atomic_init(&ex->active, 0);
+  atomic_init(&ex->queued, 0);
+  int rc = uv_async_init(loop, &ex->async, on_async);
+  if (rc != 0) {
+    lt__log(LT_LOG_ERROR, "uv_async_init: %s", uv_strerror(rc));
+    destroy(ex);
+    return LT_EIO;
+  }
+  ex->async.data = ex;
+  for (int i = 0; i < nthreads; i++) {
+    rc = pthread_create(&ex->threads[i], NULL, worker_main, ex);
+    if (rc != 0) {
+      lt__log(LT_LOG_ERROR, "cannot start worker thread %d of %d: %s", i + 1, nthreads,
+              strerror(rc));
+      stop_workers(ex);
+      uv_close((uv_handle_t *)&ex->async, on_closed);
+      return LT_EIO;
+    }
+    ex->nthreads = i + 1;
+  }
+  *out = ex;
+  return LT_OK;
+}
+
+void lt__executor_submit(lt_executor_t *ex, lt_job_t *job) {
+  pthread_mutex_lock(&ex->qlock);
+  job->next = NULL;
+  job->prev = ex->qtail;
+  job->state = JOB_QUEUED;
+  if (ex->qtail) ex->qtail->next = job;
+  else ex->qhead = job;
+  ex->qtail = job;
+  atomic_fetch_add(&ex->queued, 1);
+  pthread_cond_signal(&ex->qcond);
+  pthread_mutex_unlock(&ex->qlock);
+}
+
+bool lt__executor_cancel(lt_executor_t *ex, lt_job_t *job) {
+  bool removed = false;
+  pthread_mutex_lock(&ex->qlock);
+  if (job->state == JOB_QUEUED) {
+    if (job->prev) job->prev->next = job->next;
+    else ex->qhead = job->next;
+    if (job->next) job->next->prev = job->prev;
+    else ex->qtail = job->prev;
+    job->next = job->prev = NULL;
+    job->state = JOB_IDLE;
+    atomic_fetch_sub(&ex->queued, 1);
+    removed = true;
+  }
+  pthread_mutex_unlock(&ex->qlock);
+  return removed;
+}
+
+uint32_t lt__executor_active(lt_executor_t *ex) { return atomic_load(&ex->active); }
+
+uint32_t lt__executor_queued(lt_executor_t *ex) { return atomic_load(&ex->queued); }
+
+int lt__executor_threads(const lt_executor_t *ex) { return ex->nthreads; }
+
+void lt__executor_free(lt_executor_t *ex) {
+  if (ex == NULL) return;
+  stop_workers(ex);
+  uv_close((uv_handle_t *)&ex->async, on_closed);
+}

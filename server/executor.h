@@ -1,0 +1,69 @@
+/* executor.h: lithium-server's worker pool. The loop thread submits jobs (a kernel and its
+ * borrowed inputs) to a locked FIFO; worker threads run them with lt__call_run and hand
+ * them back through a locked completion list plus uv_async_send, so the loop thread gets
+ * every finished job of a turn in one callback. The executor never owns a job's memory.
+ * Loop thread only, except lt__executor_active/queued (any thread). */
+#ifndef LT_EXECUTOR_H
+#define LT_EXECUTOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+#include "call.h"
+#include "module.h"
+#include "msg.h"
+
+typedef struct lt_executor lt_executor_t;
+typedef struct lt_job lt_job_t;
+
+/* Called on the loop thread with every job finished since the last call, as a list linked
+ * by `next` in completion order. The jobs are the caller's again. */
+typedef void (*lt_executor_done_cb)(lt_executor_t *ex, lt_job_t *done, void *data);
+
+struct lt_job {
+  /* Set by the submitter; borrowed by the worker until the job comes back. */
+  lt_kernel_fn fn;
+  const lt_bytes_t *inputs;
+  uint32_t ninputs;
+  lt_bytes_t param;
+  void *data;
+  /* Set by the worker; valid in the done callback. `call` holds the outputs (take them
+   * with lt__call_take_output, then lt__call_clear). */
+  int status;          /* lt__call_run's result */
+  uint64_t service_us; /* kernel run time (CLOCK_MONOTONIC), slowdown included */
+  lt__call_t call;
+  /* Private. */
+  lt_job_t *next;
+  lt_job_t *prev;
+  int state;
+};
+
+/* lt__executor_new starts `nthreads` workers. Finished jobs are delivered to `cb` on
+ * `loop`'s thread. `slowdown` >= 1 emulates a slower host: a kernel that took t keeps its
+ * worker busy (slowdown - 1) * t longer. LT_ENOMEM, LT_EIO (thread creation failed). */
+int lt__executor_new(lt_executor_t **out, uv_loop_t *loop, int nthreads, double slowdown,
+                     lt_executor_done_cb cb, void *data);
+
+/* lt__executor_submit appends `job` to the queue; a worker runs it. */
+void lt__executor_submit(lt_executor_t *ex, lt_job_t *job);
+
+/* lt__executor_cancel removes `job` if it is still queued and returns true; false when a
+ * worker has it already (it will be delivered as usual). */
+bool lt__executor_cancel(lt_executor_t *ex, lt_job_t *job);
+
+/* lt__executor_active returns the number of workers running a kernel now. Any thread. */
+uint32_t lt__executor_active(lt_executor_t *ex);
+
+/* lt__executor_queued returns the number of jobs waiting for a worker. Any thread. */
+uint32_t lt__executor_queued(lt_executor_t *ex);
+
+/* lt__executor_threads returns the number of workers. */
+int lt__executor_threads(const lt_executor_t *ex);
+
+/* lt__executor_free stops the workers (each finishes its current kernel first) and joins
+ * them; jobs still queued or undelivered are dropped without a callback, so the caller
+ * should have waited for them. The memory is released once the loop has run the close of
+ * the async handle. Accepts NULL. */
+void lt__executor_free(lt_executor_t *ex);
+
+#endif

@@ -1,0 +1,1 @@
+/* server/main.c: not written yet. */

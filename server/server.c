@@ -1,0 +1,1 @@
+/* server/server.c: not written yet. */

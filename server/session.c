@@ -1,0 +1,1 @@
+/* server/session.c: not written yet. */

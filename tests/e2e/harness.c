@@ -1,0 +1,48 @@
+/* harness.c: helpers shared by the end-to-end tests (see harness.h). */
+#include <criterion/criterion.h>
+
+#include "harness.h"
+
+void put_i64(unsigned char *p, int64_t v) {
+  uint64_t x = (uint64_t)v;
+  for (int i = 0; i < 8; i++, x >>= 8) p[i] = (unsigned char)(x & 0xff);
+}
+
+int64_t get_i64(const void *p) {
+  const unsigned char *b = p;
+  uint64_t x = 0;
+  for (int i = 7; i >= 0; i--) x = (x << 8) | b[i];
+  return (int64_t)x;
+}
+
+lt_eval_t *new_eval(lt_skel_t *program, int nservers) {
+  cr_assert_not_null(program);
+  lt_eval_t *ev = NULL;
+  cr_assert_eq(lt_eval_new(&ev, program), LT_OK);
+  cr_assert_eq(lt_eval_set(ev, "server", LT_TEST_SERVER), LT_OK);
+  cr_assert_eq(lt_eval_set(ev, "modules", LT_TEST_MODULES), LT_OK);
+  cr_assert_eq(lt_eval_set(ev, "server_threads", "2"), LT_OK);
+  int rc = lt_eval_spawn_local(ev, nservers);
+  cr_assert_eq(rc, LT_OK, "spawn_local: %s", lt_strerror(rc));
+  rc = lt_eval_start(ev);
+  cr_assert_eq(rc, LT_OK, "start: %s", lt_strerror(rc));
+  return ev;
+}
+
+void start_server(lt_proc_t *p, const char *name, uint32_t threads) {
+  char err[256];
+  int rc = lt__proc_spawn(p, LT_TEST_SERVER, LT_TEST_MODULES, threads, name, 10000, err,
+                          sizeof err);
+  cr_assert_eq(rc, LT_OK, "spawn %s: %s", name, err);
+}
+
+int64_t next_i64(lt_eval_t *ev) {
+  lt_buf_t *b = NULL;
+  int rc = lt_eval_next(ev, &b);
+  cr_assert_eq(rc, LT_OK, "next: %s", lt_strerror(rc));
+  cr_assert_eq(lt_buf_error(b), LT_OK, "task failed: %s", lt_buf_errmsg(b));
+  cr_assert_eq(lt_buf_len(b), 8);
+  int64_t v = get_i64(lt_buf_data(b));
+  lt_buf_free(b);
+  return v;
+}

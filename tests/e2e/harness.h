@@ -1,0 +1,25 @@
+/* harness.h: helpers of the end-to-end tests: int64 tokens, a started evaluator over
+ * spawned local servers, servers started by the test itself (to kill them), and reading a
+ * result. Test process only. */
+#ifndef LT_TEST_HARNESS_H
+#define LT_TEST_HARNESS_H
+
+#include <stdint.h>
+#include <lithium.h>
+#include "spawn.h"
+
+/* put_i64/get_i64: little-endian int64 tokens, as the testk kernels read them. */
+void put_i64(unsigned char *p, int64_t v);
+int64_t get_i64(const void *p);
+
+/* new_eval creates an evaluator for `program` with the test server and module directory
+ * set, spawns `nservers` local servers and starts it; the test fails on any error. */
+lt_eval_t *new_eval(lt_skel_t *program, int nservers);
+
+/* start_server starts one lithium-server the test controls; the test fails on error. */
+void start_server(lt_proc_t *p, const char *name, uint32_t threads);
+
+/* next_i64 reads the next result, expects it to be a successful int64 and returns it. */
+int64_t next_i64(lt_eval_t *ev);
+
+#endif

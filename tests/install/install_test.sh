@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# tests/install/install_test.sh: run by ctest (tests/install/CMakeLists.txt sets the LT_*
+# variables). Installs the build into a scratch prefix, checks the layout, builds a kernel
+# module and a client out of tree with pkg-config (shared and static), builds the same client
+# with CMake's find_package(lithium), starts the installed lithium-server on a free loopback
+# port and runs every client against it. The scratch directory is removed on success and
+# kept (its path printed) on failure; the server is stopped on every exit path.
+set -euo pipefail
+
+: "${LT_CMAKE:=cmake}" "${LT_CC:=cc}" "${LT_SAN_FLAGS:=}"
+: "${LT_LIBDIR:=lib}" "${LT_INCLUDEDIR:=include}" "${LT_BINDIR:=bin}"
+: "${LT_BUILD_DIR:?set by ctest}" "${LT_SRC_DIR:?set by ctest}" "${LT_WORK_DIR:?set by ctest}"
+
+mkdir -p "$LT_WORK_DIR"
+work=$(mktemp -d "$LT_WORK_DIR/install-test.XXXXXX")
+prefix=$work/prefix
+server_pid=""
+ok=0
+
+log() { printf 'install_test: %s\n' "$*"; }
+die() {
+  printf 'install_test: FAIL: %s\n' "$*" >&2
+  exit 1
+}
+
+cleanup() {
+  local status=$?
+  if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
+    kill -TERM "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+  fi
+  if ((ok == 1)); then
+    rm -rf "$work"
+  else
+    printf 'install_test: kept %s for inspection\n' "$work" >&2
+  fi
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# run LOGNAME CMD...: runs CMD with its output in $work/LOGNAME.log, shown only on failure.
+run() {
+  local name=$1
+  shift
+  if ! "$@" >"$work/$name.log" 2>&1; then
+    cat "$work/$name.log" >&2
+    die "$name failed: $*"
+  fi
+}
+
+# 1. Install and check the layout.
+log "installing $LT_BUILD_DIR into $prefix"
+run install "$LT_CMAKE" --install "$LT_BUILD_DIR" --prefix "$prefix"
+for f in "$LT_INCLUDEDIR/lithium.h" \
+  "$LT_INCLUDEDIR/lithium/kernel.h" "$LT_INCLUDEDIR/lithium/skel.h" \
+  "$LT_INCLUDEDIR/lithium/error.h" "$LT_INCLUDEDIR/lithium/export.h" \
+  "$LT_LIBDIR/liblithium.so" "$LT_LIBDIR/liblithium.a" \
+  "$LT_LIBDIR/pkgconfig/lithium.pc" "$LT_LIBDIR/cmake/lithium/lithiumConfig.cmake" \
+  "$LT_LIBDIR/cmake/lithium/lithiumConfigVersion.cmake" "$LT_BINDIR/lithium-server"; do
+  [[ -f "$prefix/$f" ]] || die "missing from the install: $f"
+done
+[[ -x "$prefix/$LT_BINDIR/lithium-server" ]] || die "$LT_BINDIR/lithium-server not executable"
+# Private headers stay private.
+extra=$(find "$prefix/$LT_INCLUDEDIR" -name '*.h' ! -name lithium.h \
+  ! -path "*/lithium/kernel.h" ! -path "*/lithium/skel.h" ! -path "*/lithium/error.h" \
+  ! -path "*/lithium/export.h")
+[[ -z "$extra" ]] || die "unexpected headers installed: $extra"
+
+# 2. pkg-config must point into this prefix (the .pc is relocatable), not elsewhere.
+export PKG_CONFIG_PATH="$prefix/$LT_LIBDIR/pkgconfig"
+pkg-config --exists --print-errors lithium || die "pkg-config cannot find lithium"
+pc_inc=$(pkg-config --variable=includedir lithium)
+[[ "$(realpath "$pc_inc")" == "$(realpath "$prefix/$LT_INCLUDEDIR")" ]] ||
+  die "lithium.pc includedir is $pc_inc, not under $prefix"
+read -r -a cflags <<<"$(pkg-config --cflags lithium)"
+read -r -a libs <<<"$(pkg-config --libs lithium)"
+read -r -a static_libs <<<"$(pkg-config --static --libs lithium)"
+read -r -a san <<<"$LT_SAN_FLAGS"
+log "pkg-config: cflags ${cflags[*]}; libs ${libs[*]}; sanitizer flags: ${san[*]:-none}"
+
+# 3. Out-of-tree builds with the compiler alone.
+mkdir -p "$work/modules" "$work/bin"
+run module "$LT_CC" -shared -fPIC -Wall -Wextra -Werror "${san[@]}" "${cflags[@]}" \
+  "$LT_SRC_DIR/itest.c" -o "$work/modules/libitest.so"
+run client "$LT_CC" -Wall -Wextra -Werror "${san[@]}" "${cflags[@]}" "$LT_SRC_DIR/client.c" \
+  -o "$work/bin/itest_client" "${libs[@]}" "-Wl,-rpath,$prefix/$LT_LIBDIR"
+ldd "$work/bin/itest_client" | grep -q "$prefix/$LT_LIBDIR/liblithium.so" ||
+  die "itest_client does not use the installed liblithium.so"
+# Static: the archive by path, its dependencies from `pkg-config --static`.
+static_deps=()
+for arg in "${static_libs[@]}"; do
+  [[ "$arg" == -llithium ]] || static_deps+=("$arg")
+done
+run client-static "$LT_CC" -Wall -Wextra -Werror "${san[@]}" "${cflags[@]}" \
+  "$LT_SRC_DIR/client.c" -o "$work/bin/itest_client_static" \
+  "$prefix/$LT_LIBDIR/liblithium.a" "${static_deps[@]}"
+if ldd "$work/bin/itest_client_static" | grep -q liblithium; then
+  die "itest_client_static links liblithium dynamically"
+fi
+
+# 4. The CMake way: find_package(lithium) against the prefix.
+run consumer-configure "$LT_CMAKE" -S "$LT_SRC_DIR/consumer" -B "$work/consumer" \
+  -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_COMPILER="$LT_CC" \
+  -DCMAKE_C_FLAGS="$LT_SAN_FLAGS" -DCMAKE_EXE_LINKER_FLAGS="$LT_SAN_FLAGS"
+run consumer-build "$LT_CMAKE" --build "$work/consumer"
+grep -q "lithium_DIR:PATH=$prefix/$LT_LIBDIR/cmake/lithium" "$work/consumer/CMakeCache.txt" ||
+  die "find_package(lithium) did not use $prefix"
+
+# 5. Start the installed server on a free port and wait for "READY <endpoint>".
+"$prefix/$LT_BINDIR/lithium-server" --listen tcp://127.0.0.1:0 --modules "$work/modules" \
+  >"$work/server.out" 2>"$work/server.err" &
+server_pid=$!
+endpoint=""
+for _ in $(seq 1 200); do
+  endpoint=$(sed -n 's/^READY \(.*\)$/\1/p' "$work/server.out" | head -n1)
+  [[ -n "$endpoint" ]] && break
+  if ! kill -0 "$server_pid" 2>/dev/null; then
+    cat "$work/server.err" >&2
+    server_pid=""
+    die "lithium-server exited before READY"
+  fi
+  sleep 0.1
+done
+[[ -n "$endpoint" ]] || {
+  cat "$work/server.err" >&2
+  die "no READY line from lithium-server within 20 s"
+}
+log "lithium-server (pid $server_pid) ready at $endpoint"
+
+for client in "$work/bin/itest_client" "$work/bin/itest_client_static" \
+  "$work/consumer/itest_client_cmake" "$work/consumer/itest_client_cmake_static"; do
+  name=$(basename "$client")
+  if ! timeout 60 "$client" "$endpoint" >"$work/$name.log" 2>&1; then
+    cat "$work/$name.log" >&2
+    echo "--- lithium-server stderr:" >&2
+    cat "$work/server.err" >&2
+    die "$name failed against $endpoint"
+  fi
+  log "$name: $(tail -n1 "$work/$name.log")"
+done
+
+# 6. SIGTERM stops the server cleanly (exit status 0; a sanitizer report would change it).
+kill -TERM "$server_pid"
+status=0
+wait "$server_pid" || status=$?
+server_pid=""
+if ((status != 0)); then
+  cat "$work/server.err" >&2
+  die "lithium-server exited with status $status after SIGTERM"
+fi
+log "lithium-server stopped cleanly; all checks passed"
+ok=1

@@ -1,0 +1,206 @@
+/* testk.c: the kernel module "testk" used by the tests of every module (mdf, server,
+ * client, e2e). Kernels are deliberately strict: a wrong input count or size fails the call
+ * with a message, so a runtime bug that mangles values shows up as an error. Integers are
+ * int64 little-endian, 8 bytes. Kernels run on any worker thread and keep no state.
+ *
+ *   echo       1 input; output: a copy of it.
+ *   inc        1 input, int64; output: input + 1. Otherwise fails with
+ *              "inc: expected 8 bytes, got N" (or "inc: expected 1 input, got N").
+ *   dbl        1 input, int64; output: input * 2 ("dbl: expected 8 bytes, got N").
+ *   neg_fails  1 input, int64; fails with "negative input -5" when it is < 0, else copies it.
+ *   fail       always fails with "fail: asked to fail".
+ *   concat     any number of inputs; output: all of them, concatenated in order.
+ *   param      any inputs (ignored); output: a copy of the parameter bytes.
+ *   sleep      1 input; param: milliseconds as decimal text; sleeps, then copies the input.
+ *   spin       1 input; param: iterations as decimal text; runs a CPU loop, copies the input.
+ *   noop       any inputs (ignored); one empty output.
+ *   upper      1 input; output: its ASCII uppercase.
+ *   two        1 input; two outputs, each a copy of it (arity tests).
+ *   none       any inputs (ignored); no output at all (arity tests).
+ *   positive   condition kernel: 1 input, int64; answers input > 0, no output.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <lithium/kernel.h>
+
+static int64_t get_i64(const unsigned char *p) {
+  uint64_t x = 0;
+  for (int i = 7; i >= 0; i--)
+    x = (x << 8) | p[i];
+  return (int64_t)x;
+}
+
+static void put_i64(unsigned char *p, int64_t v) {
+  uint64_t x = (uint64_t)v;
+  for (int i = 0; i < 8; i++, x >>= 8)
+    p[i] = (unsigned char)(x & 0xff);
+}
+
+/* one_input returns the only input (and its size), or NULL after failing the call. */
+static const void *one_input(lt_call_t *call, const char *kernel, size_t *len) {
+  int n = lt_call_ninputs(call);
+  if (n != 1) {
+    lt_call_fail(call, "%s: expected 1 input, got %d", kernel, n);
+    return NULL;
+  }
+  return lt_call_input(call, 0, len);
+}
+
+/* int_input reads the only input as an int64; 0 on success, else the call has failed. */
+static int int_input(lt_call_t *call, const char *kernel, int64_t *v) {
+  size_t len;
+  const void *p = one_input(call, kernel, &len);
+  if (p == NULL) return 1;
+  if (len != 8) return lt_call_fail(call, "%s: expected 8 bytes, got %zu", kernel, len);
+  *v = get_i64(p);
+  return 0;
+}
+
+static int int_output(lt_call_t *call, int64_t v) {
+  unsigned char *out = lt_call_output(call, 8);
+  if (out == NULL) return lt_call_fail(call, "out of memory");
+  put_i64(out, v);
+  return 0;
+}
+
+static int copy_output(lt_call_t *call, const void *data, size_t len) {
+  void *out = lt_call_output(call, len);
+  if (out == NULL) return lt_call_fail(call, "out of memory");
+  if (len > 0) memcpy(out, data, len);
+  return 0;
+}
+
+/* param_number parses the parameter as a non-negative decimal number. */
+static int param_number(lt_call_t *call, const char *kernel, unsigned long long *out) {
+  size_t len;
+  const char *p = lt_call_param(call, &len);
+  char buf[32];
+  if (len == 0 || len >= sizeof buf)
+    return lt_call_fail(call, "%s: parameter must be a decimal number", kernel);
+  memcpy(buf, p, len);
+  buf[len] = '\0';
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(buf, &end, 10);
+  if (errno != 0 || *end != '\0' || buf[0] < '0' || buf[0] > '9')
+    return lt_call_fail(call, "%s: parameter '%s' is not a decimal number", kernel, buf);
+  *out = v;
+  return 0;
+}
+
+LT_KERNEL(echo, call) {
+  size_t len;
+  const void *in = one_input(call, "echo", &len);
+  if (in == NULL) return 1;
+  return copy_output(call, in, len);
+}
+
+LT_KERNEL(inc, call) {
+  int64_t v;
+  if (int_input(call, "inc", &v) != 0) return 1;
+  return int_output(call, (int64_t)((uint64_t)v + 1));
+}
+
+LT_KERNEL(dbl, call) {
+  int64_t v;
+  if (int_input(call, "dbl", &v) != 0) return 1;
+  return int_output(call, (int64_t)((uint64_t)v * 2));
+}
+
+LT_KERNEL(neg_fails, call) {
+  int64_t v;
+  if (int_input(call, "neg_fails", &v) != 0) return 1;
+  if (v < 0) return lt_call_fail(call, "negative input %lld", (long long)v);
+  return int_output(call, v);
+}
+
+LT_KERNEL(fail, call) {
+  return lt_call_fail(call, "fail: asked to fail");
+}
+
+LT_KERNEL(concat, call) {
+  int n = lt_call_ninputs(call);
+  size_t total = 0;
+  for (int i = 0; i < n; i++) {
+    size_t len;
+    lt_call_input(call, i, &len);
+    total += len;
+  }
+  unsigned char *out = lt_call_output(call, total);
+  if (out == NULL) return lt_call_fail(call, "out of memory");
+  for (int i = 0; i < n; i++) {
+    size_t len;
+    const void *in = lt_call_input(call, i, &len);
+    if (len > 0) memcpy(out, in, len);
+    out += len;
+  }
+  return 0;
+}
+
+LT_KERNEL(param, call) {
+  size_t len;
+  const void *p = lt_call_param(call, &len);
+  return copy_output(call, p, len);
+}
+
+LT_KERNEL(sleep, call) {
+  unsigned long long ms;
+  size_t len;
+  if (param_number(call, "sleep", &ms) != 0) return 1;
+  const void *in = one_input(call, "sleep", &len);
+  if (in == NULL) return 1;
+  struct timespec ts = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+  return copy_output(call, in, len);
+}
+
+LT_KERNEL(spin, call) {
+  unsigned long long iters;
+  size_t len;
+  if (param_number(call, "spin", &iters) != 0) return 1;
+  const void *in = one_input(call, "spin", &len);
+  if (in == NULL) return 1;
+  volatile uint64_t acc = 0;
+  for (unsigned long long i = 0; i < iters; i++)
+    acc = acc * 6364136223846793005ULL + i;
+  return copy_output(call, in, len);
+}
+
+LT_KERNEL(noop, call) {
+  return lt_call_output(call, 0) != NULL ? 0 : lt_call_fail(call, "out of memory");
+}
+
+LT_KERNEL(upper, call) {
+  size_t len;
+  const unsigned char *in = one_input(call, "upper", &len);
+  if (in == NULL) return 1;
+  unsigned char *out = lt_call_output(call, len);
+  if (out == NULL) return lt_call_fail(call, "out of memory");
+  for (size_t i = 0; i < len; i++)
+    out[i] = (in[i] >= 'a' && in[i] <= 'z') ? (unsigned char)(in[i] - 'a' + 'A') : in[i];
+  return 0;
+}
+
+LT_KERNEL(two, call) {
+  size_t len;
+  const void *in = one_input(call, "two", &len);
+  if (in == NULL) return 1;
+  if (copy_output(call, in, len) != 0) return 1;
+  return copy_output(call, in, len);
+}
+
+LT_KERNEL(none, call) {
+  (void)call;
+  return 0;
+}
+
+LT_KERNEL(positive, call) {
+  int64_t v;
+  if (int_input(call, "positive", &v) != 0) return 1;
+  return lt_call_answer(call, v > 0);
+}
