@@ -214,7 +214,7 @@ static int configure(lt_eval_t *ev) {
 static long long collect(lt_eval_t *ev, feeder_t *f, int64_t *got, long long cap,
                          long long *nerrors) {
   long long n = 0;
-  for (;;) {
+  for (long long nread = 0;; nread++) {
     lt_buf_t *b = NULL;
     int rc = lt_eval_next(ev, &b);
     if (rc == LT_ECLOSED) break;
@@ -226,12 +226,12 @@ static long long collect(lt_eval_t *ev, feeder_t *f, int64_t *got, long long cap
     }
     if (lt_buf_error(b) != LT_OK) {
       if (*nerrors < MAX_REPORT)
-        fprintf(stderr, "farm_pipeline: result %lld failed: %s: %s\n", n,
+        fprintf(stderr, "farm_pipeline: result %lld failed: %s: %s\n", nread,
                 lt_strerror(lt_buf_error(b)), lt_buf_errmsg(b));
       (*nerrors)++;
     } else if (lt_buf_len(b) != TOKEN_SIZE) {
       if (*nerrors < MAX_REPORT)
-        fprintf(stderr, "farm_pipeline: result %lld has %zu bytes, not %d\n", n, lt_buf_len(b),
+        fprintf(stderr, "farm_pipeline: result %lld has %zu bytes, not %d\n", nread, lt_buf_len(b),
                 TOKEN_SIZE);
       (*nerrors)++;
     } else if (n < cap) {

@@ -7,6 +7,7 @@
 
 #include <lithium/error.h>
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -590,6 +591,7 @@ int lt__msg_encode(const lt_msg_t *msg, void **hdr, size_t *hdrlen) {
       rc = LT_ENOMEM;
     } else {
       size_t w = lithium__envelope__pack(&env, buf);
+      assert(w == n);
       (void)w;
       *hdr = buf;
       *hdrlen = n;

@@ -25,7 +25,7 @@ _Static_assert(alignof(uint64_t) <= ARENA_ALIGN && alignof(double) <= ARENA_ALIG
  * waste the rest of the current chunk. Under AddressSanitizer every allocation does, so
  * that ASan sees the bounds of each object. */
 #if defined(__SANITIZE_ADDRESS__)
-#define ARENA_OWN_CHUNK 0u
+#define ARENA_OWN_CHUNK 1u /* every allocation: sizes are rounded up to ARENA_ALIGN */
 #else
 #define ARENA_OWN_CHUNK (16u * 1024u)
 #endif
@@ -171,6 +171,10 @@ typedef struct field {
 } field;
 
 static int read_varint(wire *w, uint64_t *v) {
+  if (w->p < w->end && *w->p < 0x80) { /* the common one-byte case */
+    *v = *w->p++;
+    return 0;
+  }
   uint64_t x = 0;
   for (unsigned shift = 0; shift < 70; shift += 7) {
     if (w->p == w->end) return LT_EPROTO;
@@ -236,8 +240,8 @@ static size_t count_varints(const uint8_t *p, size_t n) {
   return k;
 }
 
-/* scan_msg counts the repeated fields of one message into n[0..1] (which may already hold
- * counts from an earlier occurrence of the same field, since protobuf merges them). */
+/* scan_msg counts the repeated fields of one message into n[0..1], which may already hold
+ * the counts of an earlier occurrence of the same body (see lt__wire_prescan). */
 static int scan_msg(const uint8_t *p, size_t len, const scan_spec *s, uint32_t max, uint64_t n[2]) {
   wire w = {p, p + len};
   field f;
@@ -261,8 +265,8 @@ static int scan_msg(const uint8_t *p, size_t len, const scan_spec *s, uint32_t m
 }
 
 int lt__wire_prescan(const uint8_t *p, size_t len, uint32_t max) {
-  /* Counts per body field number (2..13); a oneof member given twice is summed, which
-   * is never less than what protobuf-c keeps. */
+  /* Counts per body field number (2..13). A body given twice is summed: never less than
+   * what protobuf-c keeps, whether it merges the two or keeps the last. */
   uint64_t counts[14][2];
   memset(counts, 0, sizeof counts);
   wire w = {p, p + len};

@@ -1,1 +1,37 @@
-/* server/main.c: not written yet. */
+/* main.c: lithium-server's entry point: parse the flags, start the server, print
+ * "READY <endpoint>" once bound, run until SIGINT/SIGTERM. Exit codes: 0 after a clean
+ * shutdown (and for --help/--version), 1 when the server fails, 2 for bad flags or values. */
+#include <signal.h>
+#include <stdio.h>
+#include <lithium/error.h>
+#include "args.h"
+#include "log.h"
+#include "server.h"
+
+int main(int argc, char **argv) {
+  /* A parent that stops reading our stdout must not kill us with SIGPIPE. */
+  signal(SIGPIPE, SIG_IGN);
+  lt_srv_args_t args;
+  int rc = lt__args_parse(&args, argc, argv, stdout, stderr);
+  if (rc != LT_ARGS_RUN) {
+    lt__args_free(&args);
+    return rc;
+  }
+  if (args.log_level >= 0) lt__log_set_level(args.log_level);
+
+  lt_server_t *srv;
+  char err[512];
+  rc = lt__server_new(&srv, &args, err, sizeof err);
+  if (rc != LT_OK) {
+    fprintf(stderr, "lithium-server: %s\n", err[0] ? err : lt_strerror(rc));
+    if (rc == LT_EINVAL) lt__args_usage(stderr);
+    lt__args_free(&args);
+    return rc == LT_EINVAL ? LT_ARGS_EXIT_USAGE : 1;
+  }
+  printf("READY %s\n", lt__server_endpoint(srv));
+  fflush(stdout);
+  rc = lt__server_run(srv);
+  lt__server_free(srv);
+  lt__args_free(&args);
+  return rc;
+}

@@ -1,1 +1,207 @@
-/* server/session.c: not written yet. */
+/* session.c: the session table (by routing id), a session's kernel table, and its batch of
+ * completions: everything finished for one client in one loop turn goes out as one `done`
+ * (cut into several only at the codec's limits). Does not touch instructions or fetches;
+ * dropping a whole session is server.c's. Loop thread only. */
+#include "session.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <lithium/error.h>
+#include "log.h"
+
+int lt__session_new(lt_server_t *srv, lt_session_t **out, const void *rid, size_t rid_len,
+                    uint64_t client_id, const char *name) {
+  *out = NULL;
+  if (rid_len == 0 || rid_len > LT_RID_MAX) return LT_EINVAL;
+  lt_session_t *s = calloc(1, sizeof *s);
+  if (s == NULL) return LT_ENOMEM;
+  s->name = strdup(name != NULL ? name : "");
+  if (s->name == NULL) {
+    free(s);
+    return LT_ENOMEM;
+  }
+  memcpy(s->rid, rid, rid_len);
+  s->rid_len = rid_len;
+  s->client_id = client_id;
+  s->last_seen = uv_now(&srv->loop);
+  HASH_ADD(hh, srv->sessions, rid, rid_len, s);
+  if (s->oom) {
+    free(s->name);
+    free(s);
+    return LT_ENOMEM;
+  }
+  *out = s;
+  return LT_OK;
+}
+
+lt_session_t *lt__session_find(lt_server_t *srv, const void *rid, size_t rid_len) {
+  lt_session_t *s = NULL;
+  if (rid_len == 0 || rid_len > LT_RID_MAX) return NULL;
+  HASH_FIND(hh, srv->sessions, rid, rid_len, s);
+  return s;
+}
+
+static void program_clear(lt_session_t *s) {
+  for (uint32_t i = 0; i < s->nkernels; i++) free(s->kerr[i]);
+  free(s->fns);
+  free(s->kstatus);
+  free(s->kerr);
+  s->fns = NULL;
+  s->kstatus = NULL;
+  s->kerr = NULL;
+  s->nkernels = 0;
+}
+
+int lt__session_program(lt_server_t *srv, lt_session_t *s, const char *const *names,
+                        uint32_t n) {
+  program_clear(s);
+  if (n == 0) return LT_OK;
+  s->fns = calloc(n, sizeof *s->fns);
+  s->kstatus = calloc(n, sizeof *s->kstatus);
+  s->kerr = calloc(n, sizeof *s->kerr);
+  if (s->fns == NULL || s->kstatus == NULL || s->kerr == NULL) {
+    program_clear(s);
+    return LT_ENOMEM;
+  }
+  s->nkernels = n;
+  for (uint32_t i = 0; i < n; i++) {
+    char err[512] = "";
+    int rc = lt__modules_resolve(srv->mods, names[i], &s->fns[i], err, sizeof err);
+    if (rc == LT_OK) continue;
+    s->fns[i] = NULL;
+    s->kstatus[i] = rc;
+    if (err[0] == '\0') snprintf(err, sizeof err, "cannot resolve kernel %s: %s", names[i],
+                                 lt_strerror(rc));
+    lt__utf8_sanitize(err);
+    s->kerr[i] = strdup(err);
+    if (s->kerr[i] == NULL) {
+      program_clear(s);
+      return LT_ENOMEM;
+    }
+    lt__log(LT_LOG_INFO, "session %s: kernel %u: %s", s->name, i, err);
+  }
+  return LT_OK;
+}
+
+static void mark_dirty(lt_server_t *srv, lt_session_t *s) {
+  if (s->dirty) return;
+  s->dirty = true;
+  s->dirty_next = srv->dirty;
+  srv->dirty = s;
+}
+
+static void unmark_dirty(lt_server_t *srv, lt_session_t *s) {
+  if (!s->dirty) return;
+  for (lt_session_t **p = &srv->dirty; *p; p = &(*p)->dirty_next) {
+    if (*p == s) {
+      *p = s->dirty_next;
+      break;
+    }
+  }
+  s->dirty = false;
+  s->dirty_next = NULL;
+}
+
+/* grow makes room for `more` elements of `size` in *arr (capacity *cap). */
+static int grow(void **arr, uint32_t *cap, uint32_t used, uint32_t more, size_t size) {
+  if ((uint64_t)used + more <= *cap) return LT_OK;
+  uint64_t want = *cap ? *cap : 16;
+  while (want < (uint64_t)used + more) want *= 2;
+  void *p = realloc(*arr, want * size);
+  if (p == NULL) return LT_ENOMEM;
+  *arr = p;
+  *cap = (uint32_t)want;
+  return LT_OK;
+}
+
+int lt__session_done_add(lt_server_t *srv, lt_session_t *s, uint64_t seq, int status,
+                         const char *errmsg, uint64_t service_us, uint32_t nout,
+                         const uint64_t *sizes, lt_value_t *const *ret) {
+  uint32_t nret = 0;
+  for (uint32_t i = 0; ret != NULL && i < nout; i++) nret += ret[i] != NULL;
+  if (s->ndone + 1 > LT_DONE_MAX_COMPL || s->nvals + nret > LT_DONE_MAX_FRAMES ||
+      s->nouts + nout > LT_DONE_MAX_OUTS)
+    lt__session_flush(srv, s);
+  int rc = LT_OK;
+  if (grow((void **)&s->done, &s->capdone, s->ndone, 1, sizeof *s->done) != LT_OK)
+    return LT_ENOMEM; /* not even a bare completion fits: the client will time it out */
+  if (grow((void **)&s->outs, &s->capouts, s->nouts, nout, sizeof *s->outs) != LT_OK ||
+      grow((void **)&s->vals, &s->capvals, s->nvals, nret, sizeof *s->vals) != LT_OK) {
+    status = LT_ENOMEM;
+    errmsg = "out of memory for the outputs of the completion";
+    nout = 0;
+    rc = LT_ENOMEM;
+  }
+  lt_done_entry_t *e = &s->done[s->ndone];
+  memset(e, 0, sizeof *e);
+  e->seq = seq;
+  e->status = status;
+  e->service_us = service_us;
+  if (errmsg != NULL && errmsg[0] != '\0') {
+    e->errmsg = strdup(errmsg);
+    if (e->errmsg != NULL) lt__utf8_sanitize(e->errmsg);
+  }
+  e->out_off = s->nouts;
+  e->nout = nout;
+  for (uint32_t i = 0; i < nout; i++) {
+    lt_output_info_t *o = &s->outs[s->nouts++];
+    o->size = sizes[i];
+    o->frame = -1;
+    if (ret != NULL && ret[i] != NULL) {
+      o->frame = (int32_t)s->nvals;
+      s->vals[s->nvals++] = lt__value_ref(ret[i]);
+    }
+  }
+  s->ndone++;
+  mark_dirty(srv, s);
+  return rc;
+}
+
+static void done_reset(lt_session_t *s) {
+  for (uint32_t i = 0; i < s->ndone; i++) free(s->done[i].errmsg);
+  for (uint32_t i = 0; i < s->nvals; i++) lt__value_unref(s->vals[i]);
+  s->ndone = s->nouts = s->nvals = 0;
+}
+
+void lt__session_flush(lt_server_t *srv, lt_session_t *s) {
+  unmark_dirty(srv, s);
+  if (s->ndone == 0) return;
+  lt_completion_t *c = calloc(s->ndone, sizeof *c);
+  if (c == NULL) {
+    lt__log(LT_LOG_ERROR, "session %s: out of memory: %u completions lost", s->name, s->ndone);
+    done_reset(s);
+    return;
+  }
+  for (uint32_t i = 0; i < s->ndone; i++) {
+    const lt_done_entry_t *e = &s->done[i];
+    c[i].seq = e->seq;
+    c[i].status = e->status;
+    c[i].errmsg = e->errmsg != NULL ? e->errmsg : "";
+    c[i].noutputs = e->nout;
+    c[i].outputs = e->nout ? &s->outs[e->out_off] : NULL;
+    c[i].service_us = e->service_us;
+  }
+  lt_msg_t m;
+  memset(&m, 0, sizeof m);
+  m.type = LT_MSG_DONE;
+  m.u.done.ncompl = s->ndone;
+  m.u.done.compl = c;
+  if (lt__server_send(srv, s->rid, s->rid_len, &m, s->vals, s->nvals) != LT_OK)
+    lt__log(LT_LOG_WARN, "session %s: a done with %u completions was not sent", s->name,
+            s->ndone);
+  free(c);
+  done_reset(s);
+}
+
+void lt__session_free(lt_server_t *srv, lt_session_t *s) {
+  unmark_dirty(srv, s);
+  HASH_DEL(srv->sessions, s);
+  done_reset(s);
+  program_clear(s);
+  free(s->done);
+  free(s->outs);
+  free(s->vals);
+  free(s->name);
+  free(s);
+}

@@ -37,6 +37,7 @@ typedef struct rec {
   lt_store_t *st;
   lt_oid_t other;
   struct rec *sibling;
+  lt_value_t *drop; /* a reference handed to the callback to drop */
   int other_rc;
 } rec_t;
 
@@ -59,6 +60,11 @@ static void on_wake(lt_waiter_t *w, lt_oid_t id, int status, lt_value_t *v, cons
   }
   switch (r->action) {
   case ACT_RELEASE_SELF:
+    /* drop every reference but the one the store holds while waking */
+    lt__value_unref(r->v);
+    r->v = NULL;
+    lt__value_unref(r->drop);
+    r->drop = NULL;
     r->other_rc = lt__store_release(r->st, id);
     break;
   case ACT_RELEASE_OTHER:
@@ -356,8 +362,8 @@ Test(store, free_wakes_with_shutdown) {
   lt__store_free(NULL);
 }
 
-/* A callback releases the id it was woken for: the other waiters still get a valid value
- * (the store holds a reference while waking). */
+/* A callback drops every other reference and releases the id it was woken for: the other
+ * waiters still get a valid value (the store holds a reference while waking). */
 Test(store, reentrant_release_self_on_set) {
   lt_store_t *st = store_new();
   rec_t *a = rec_new(), *b = rec_new();
@@ -367,8 +373,8 @@ Test(store, reentrant_release_self_on_set) {
   lt__store_get(st, oid(1, 1), NULL, &a->w, NULL);
   lt__store_get(st, oid(1, 1), NULL, &b->w, NULL);
   lt_value_t *v = lt__value_copy("payload", 7);
+  a->drop = v; /* a's callback drops the test's reference, then releases the id */
   cr_assert_eq(lt__store_set(st, oid(1, 1), v), LT_OK);
-  lt__value_unref(v); /* only the waiters' references remain */
   cr_assert_eq(a->other_rc, LT_OK);
   cr_assert_eq(b->calls, 1);
   cr_assert_eq(b->vlen, 7);

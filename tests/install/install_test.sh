@@ -138,7 +138,7 @@ for client in "$work/bin/itest_client" "$work/bin/itest_client_static" \
     cat "$work/server.err" >&2
     die "$name failed against $endpoint"
   fi
-  log "$name: $(tail -n1 "$work/$name.log")"
+  log "$(tail -n1 "$work/$name.log") [$name]"
 done
 
 # 6. SIGTERM stops the server cleanly (exit status 0; a sanitizer report would change it).

@@ -12,8 +12,9 @@
 #include "call.h"
 #include "module.h"
 
-/* Asking malloc for SIZE_MAX bytes must give NULL, not an ASan report. */
-const char *__asan_default_options(void);
+/* Asking malloc for 64 TiB must give NULL, not an ASan report. The sanitizer runtime looks
+ * this hook up dynamically, so it must be visible despite -fvisibility=hidden. */
+__attribute__((visibility("default"))) const char *__asan_default_options(void);
 const char *__asan_default_options(void) {
   return "allocator_may_return_null=1";
 }

@@ -1,0 +1,42 @@
+/* load.c: the load report every server->client message carries (DESIGN.md 5): executor
+ * counters, parked instructions, store size, and the process's recent CPU use, sampled
+ * with getrusage once a second by a uv timer. Loop thread only. */
+#include <sys/resource.h>
+#include <sys/time.h>
+#include "server.h"
+
+#define LOAD_SAMPLE_MS 1000
+
+static uint64_t cpu_us(void) {
+  struct rusage ru;
+  if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+  return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000u +
+         (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
+static void on_sample(uv_timer_t *h) {
+  lt_server_t *srv = h->data;
+  uint64_t cpu = cpu_us();
+  uint64_t wall = uv_hrtime() / 1000u;
+  if (wall > srv->wall_prev_us && cpu >= srv->cpu_prev_us)
+    srv->cpu = (float)((double)(cpu - srv->cpu_prev_us) / (double)(wall - srv->wall_prev_us));
+  srv->cpu_prev_us = cpu;
+  srv->wall_prev_us = wall;
+}
+
+void lt__load_start(lt_server_t *srv) {
+  srv->cpu_prev_us = cpu_us();
+  srv->wall_prev_us = uv_hrtime() / 1000u;
+  srv->load_timer.data = srv;
+  uv_timer_start(&srv->load_timer, on_sample, LOAD_SAMPLE_MS, LOAD_SAMPLE_MS);
+}
+
+void lt__load_fill(lt_server_t *srv, lt_load_t *load) {
+  load->active = srv->ex != NULL ? lt__executor_active(srv->ex) : 0;
+  load->queued = srv->ex != NULL ? lt__executor_queued(srv->ex) : 0;
+  load->parked = srv->parked;
+  load->completed = srv->completed;
+  load->cpu = srv->cpu;
+  load->values_held = lt__store_count(srv->store);
+  load->threads = srv->threads;
+}

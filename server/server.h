@@ -1,0 +1,115 @@
+/* server.h: lithium-server's state and the functions its files share. One libuv loop
+ * thread owns everything here: the ROUTER socket, the value store, the sessions and their
+ * instructions; worker threads only see executor jobs. Every top-level loop callback ends
+ * with lt__server_settle, which finishes failed instructions, sends the batched `done`
+ * messages and advances a shutdown. Loop thread only, except where noted. */
+#ifndef LT_SERVER_H
+#define LT_SERVER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+#include <zmq.h>
+#include "args.h"
+#include "codec.h"
+#include "executor.h"
+#include "module.h"
+#include "store.h"
+#include "value.h"
+#include "zmq_uv.h"
+
+/* uthash must not exit the process on out of memory: tables flag it in the object. */
+#define HASH_NONFATAL_OOM        1
+#define uthash_nonfatal_oom(obj) ((obj)->oom = true)
+#include <uthash.h>
+
+typedef struct lt_session lt_session_t;
+typedef struct lt_task lt_task_t;
+
+typedef struct lt_server {
+  uv_loop_t loop;
+  void *zctx;
+  void *router;
+  lt_zuv_t zuv;
+  lt_store_t *store;
+  lt_modules_t *mods;
+  lt_executor_t *ex;
+  lt_codec_limits_t lim;
+  lt_bytes_t *frames; /* scratch for decoding: max_frames + 1 entries */
+
+  lt_session_t *sessions; /* uthash by routing id */
+  lt_session_t *dirty;    /* sessions with completions to send, linked by dirty_next */
+  lt_task_t *failq;       /* instructions to finish with an error, FIFO */
+  lt_task_t *failq_tail;
+
+  uv_signal_t sigint, sigterm;
+  uv_timer_t idle_timer, load_timer;
+
+  char endpoint[256];   /* ZMQ_LAST_ENDPOINT */
+  char server_id[320];  /* --name or hostname:pid */
+  uint32_t threads;
+  uint32_t cores;
+  uint64_t idle_ms;
+
+  /* Load report (DESIGN.md 5). */
+  uint64_t completed; /* kernels run since start */
+  uint32_t parked;    /* instructions waiting for inputs */
+  uint32_t inexec;    /* instructions handed to the executor and not yet back */
+  float cpu;          /* process CPU use over the last sample, 0..cores */
+  uint64_t cpu_prev_us, wall_prev_us;
+
+  bool zuv_started;
+  bool stopping; /* SIGINT/SIGTERM seen: no new instructions */
+  bool closing;  /* handles are being closed */
+  int exit_code;
+} lt_server_t;
+
+/* lt__server_new sets up the loop, the store, the modules, the workers and binds the
+ * ROUTER socket to args->listen. LT_EINVAL for a bad value (module directory, endpoint),
+ * LT_EIO when binding or starting fails, LT_ENOMEM; a message for the user goes into err.
+ * The args are copied where needed. */
+int lt__server_new(lt_server_t **out, const lt_srv_args_t *args, char *err, size_t errlen);
+
+/* lt__server_endpoint returns the bound endpoint (borrowed). */
+const char *lt__server_endpoint(const lt_server_t *srv);
+
+/* lt__server_run runs the loop until a signal has shut the server down; returns the exit
+ * code (0 after a clean shutdown). */
+int lt__server_run(lt_server_t *srv);
+
+/* lt__server_free closes the socket (1 s linger), frees everything and closes the loop;
+ * accepts NULL. */
+void lt__server_free(lt_server_t *srv);
+
+/* lt__server_send sends `msg` with the load report to routing id `rid`, with the `nvals`
+ * values as its payload frames, zero copy (the values get their own references; the caller
+ * keeps its). Sets msg->has_load, load, nframes and frames. Errors are logged: LT_EINVAL
+ * (the codec refused the message), LT_ENOMEM, LT_EAGAIN/LT_EIO (dropped). */
+int lt__server_send(lt_server_t *srv, const void *rid, size_t rid_len, lt_msg_t *msg,
+                    lt_value_t *const *vals, uint32_t nvals);
+
+/* lt__server_send_error answers with LT_MSG_ERROR {code, message}. */
+__attribute__((format(printf, 5, 6))) void lt__server_send_error(lt_server_t *srv,
+                                                                 const void *rid, size_t rid_len,
+                                                                 int code, const char *fmt, ...);
+
+/* lt__server_settle finishes queued failures, flushes every dirty session's completions and
+ * closes the server once a shutdown has nothing left running. Ends every loop callback. */
+void lt__server_settle(lt_server_t *srv);
+
+/* lt__server_drop_session ends session `s`: its queued and parked instructions are dropped,
+ * running ones are orphaned (their results are discarded), its parked fetches are dropped,
+ * its values released, its pending completions sent; then it is freed. */
+void lt__server_drop_session(lt_server_t *srv, lt_session_t *s, const char *why);
+
+/* lt__load_start starts the CPU sampling timer (1 s). */
+void lt__load_start(lt_server_t *srv);
+
+/* lt__load_fill fills the load report. */
+void lt__load_fill(lt_server_t *srv, lt_load_t *load);
+
+/* lt__utf8_sanitize rewrites `s` in place into valid UTF-8 without control characters
+ * (each bad byte becomes '?'), as every string the server sends must be. */
+void lt__utf8_sanitize(char *s);
+
+#endif

@@ -1,0 +1,94 @@
+/* session.h: one client session of lithium-server, keyed by the ZeroMQ routing id of its
+ * DEALER: the client id, the resolved kernel table (PROGRAM), the live instructions by
+ * sequence, the parked fetches, and the completions waiting to go out in one `done`.
+ * Loop thread only. */
+#ifndef LT_SESSION_H
+#define LT_SESSION_H
+
+#include "server.h"
+
+#define LT_RID_MAX 255
+
+/* Limits of one `done` message, within the client's default codec limits. */
+#define LT_DONE_MAX_COMPL  1024
+#define LT_DONE_MAX_FRAMES 4096
+#define LT_DONE_MAX_OUTS   65536
+
+typedef struct lt_fetch lt_fetch_t;
+
+/* A FETCH for a pending value, parked in the store until the value is set. */
+struct lt_fetch {
+  lt_waiter_t w;
+  lt_server_t *srv;
+  lt_session_t *sess;
+  lt_oid_t id;
+  lt_fetch_t *next, *prev; /* in sess->fetches */
+};
+
+typedef struct lt_done_entry {
+  uint64_t seq;
+  int32_t status;
+  char *errmsg; /* owned, sanitized; NULL for "" */
+  uint64_t service_us;
+  uint32_t out_off; /* first of its outputs in outs */
+  uint32_t nout;
+} lt_done_entry_t;
+
+struct lt_session {
+  UT_hash_handle hh;
+  bool oom;
+  uint8_t rid[LT_RID_MAX]; /* hash key */
+  size_t rid_len;
+  uint64_t client_id;
+  char *name;
+  uint64_t last_seen; /* uv_now of its last message */
+
+  uint32_t nkernels; /* PROGRAM: fns[i] resolved, or NULL with kstatus/kerr */
+  lt_kernel_fn *fns;
+  int *kstatus;
+  char **kerr;
+
+  lt_task_t *tasks;    /* uthash by seq: parked, queued, running, failing */
+  lt_fetch_t *fetches; /* parked fetches */
+
+  /* The next `done`. */
+  lt_done_entry_t *done;
+  uint32_t ndone, capdone;
+  lt_output_info_t *outs;
+  uint32_t nouts, capouts;
+  lt_value_t **vals;
+  uint32_t nvals, capvals;
+  bool dirty;
+  lt_session_t *dirty_next;
+};
+
+/* lt__session_new creates a session for routing id `rid` and adds it to srv->sessions
+ * (the caller has dropped any previous one). LT_ENOMEM, LT_EINVAL for a bad rid length. */
+int lt__session_new(lt_server_t *srv, lt_session_t **out, const void *rid, size_t rid_len,
+                    uint64_t client_id, const char *name);
+
+/* lt__session_find returns the session of `rid` or NULL (borrowed). */
+lt_session_t *lt__session_find(lt_server_t *srv, const void *rid, size_t rid_len);
+
+/* lt__session_program replaces the kernel table with `names`, resolving each; a name that
+ * does not resolve keeps its error for the instructions that use it. LT_ENOMEM. */
+int lt__session_program(lt_server_t *srv, lt_session_t *s, const char *const *names,
+                        uint32_t n);
+
+/* lt__session_done_add queues one completion for the session's next `done`: `nout`
+ * outputs with sizes `sizes` (NULL when nout is 0); ret[i] non-NULL returns output i as a
+ * payload frame (the session takes a reference). Sends the batch first when it is full.
+ * LT_ENOMEM (the completion is then reported without outputs, if even that fits). */
+int lt__session_done_add(lt_server_t *srv, lt_session_t *s, uint64_t seq, int status,
+                         const char *errmsg, uint64_t service_us, uint32_t nout,
+                         const uint64_t *sizes, lt_value_t *const *ret);
+
+/* lt__session_flush sends the queued completions as one `done` (nothing when none) and
+ * takes the session off the dirty list. */
+void lt__session_flush(lt_server_t *srv, lt_session_t *s);
+
+/* lt__session_free removes the session from the table and frees it; the caller has
+ * detached its instructions and fetches first. */
+void lt__session_free(lt_server_t *srv, lt_session_t *s);
+
+#endif

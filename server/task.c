@@ -1,0 +1,474 @@
+/* task.c: instructions on the server (see task.h). A task is accepted or refused when its
+ * EXECUTE arrives, then moves PARKED (waiting in the store for REF inputs) -> EXEC (queued
+ * or running on the executor) -> finished, or to FAILING (queued on srv->failq, finished by
+ * lt__server_settle) when an input fails, it is canceled or the server stops. Failures go
+ * through the queue so that a chain of parked dependants fails iteratively, not by
+ * recursion. Loop thread only. */
+#include "task.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <lithium/error.h>
+#include "log.h"
+#include "oid.h"
+
+enum { TASK_NEW = 0, TASK_PARKED, TASK_EXEC, TASK_FAILING };
+
+typedef struct task_input {
+  lt_waiter_t w; /* first: the waiter callback casts back */
+  lt_task_t *task;
+  uint32_t idx;
+  lt_input_kind_t kind;
+  lt_oid_t id;
+  bool parked;  /* w is linked in the store */
+  bool has_msg; /* msg holds an INLINE payload frame */
+  zmq_msg_t msg;
+  lt_value_t *val; /* REF, once ready */
+} task_input_t;
+
+struct lt_task {
+  lt_job_t job;
+  UT_hash_handle hh;
+  bool oom;
+  uint64_t seq; /* key in sess->tasks */
+  lt_server_t *srv;
+  lt_session_t *sess; /* NULL once orphaned */
+  lt_kernel_fn fn;
+  uint32_t flags;
+  int state;
+  bool ran;
+  uint32_t ninputs;
+  task_input_t *inputs;
+  lt_bytes_t *in; /* what the kernel sees */
+  uint32_t nwait;
+  uint32_t noutputs;
+  lt_oid_t *outputs;
+  void *param;
+  size_t param_len;
+  int fail_status;
+  char *fail_msg;
+  lt_task_t *fail_next; /* failq, or a private list while dropping */
+};
+
+static bool expected(const lt_task_t *t) {
+  return !(t->flags & LT_INSTR_RETURN) || (t->flags & LT_INSTR_KEEP);
+}
+
+static void task_free(lt_server_t *srv, lt_task_t *t) {
+  for (uint32_t i = 0; i < t->ninputs; i++) {
+    task_input_t *in = &t->inputs[i];
+    if (in->parked) lt__store_unpark(srv->store, &in->w);
+    if (in->has_msg) zmq_msg_close(&in->msg);
+    lt__value_unref(in->val);
+  }
+  if (t->ran) lt__call_clear(&t->job.call);
+  free(t->inputs);
+  free(t->in);
+  free(t->outputs);
+  free(t->param);
+  free(t->fail_msg);
+  free(t);
+}
+
+static void detach(lt_task_t *t) {
+  if (t->sess == NULL) return;
+  HASH_DEL(t->sess->tasks, t);
+  t->sess = NULL;
+}
+
+/* unpark_all takes every parked input of t out of the store. */
+static void unpark_all(lt_server_t *srv, lt_task_t *t) {
+  for (uint32_t i = 0; i < t->ninputs; i++) {
+    task_input_t *in = &t->inputs[i];
+    if (!in->parked) continue;
+    lt__store_unpark(srv->store, &in->w);
+    in->parked = false;
+  }
+  if (t->state == TASK_PARKED) srv->parked--;
+  t->state = TASK_NEW;
+}
+
+/* fail_later queues t to be finished with `status` by lt__task_run_failq. t must be
+ * neither parked nor on the executor. */
+static void fail_later(lt_server_t *srv, lt_task_t *t, int status, const char *msg) {
+  t->state = TASK_FAILING;
+  t->fail_status = status;
+  free(t->fail_msg);
+  t->fail_msg = msg != NULL ? strdup(msg) : NULL;
+  t->fail_next = NULL;
+  if (srv->failq_tail) srv->failq_tail->fail_next = t;
+  else srv->failq = t;
+  srv->failq_tail = t;
+}
+
+static void fire(lt_server_t *srv, lt_task_t *t) {
+  if (srv->stopping) {
+    fail_later(srv, t, LT_ESHUTDOWN, "server shutting down");
+    return;
+  }
+  t->job.fn = t->fn;
+  t->job.inputs = t->in;
+  t->job.ninputs = t->ninputs;
+  t->job.param = (lt_bytes_t){t->param, t->param_len};
+  t->job.data = t;
+  t->state = TASK_EXEC;
+  srv->inexec++;
+  lt__executor_submit(srv->ex, &t->job);
+}
+
+/* on_input is the store's waiter callback for a parked REF input. */
+static void on_input(lt_waiter_t *w, lt_oid_t id, int status, lt_value_t *v, const char *errmsg) {
+  task_input_t *in = (task_input_t *)w;
+  lt_task_t *t = in->task;
+  lt_server_t *srv = t->srv;
+  in->parked = false;
+  if (status == LT_OK) {
+    in->val = lt__value_ref(v);
+    t->in[in->idx] = (lt_bytes_t){v->data, v->len};
+    if (--t->nwait == 0) {
+      srv->parked--;
+      fire(srv, t);
+    }
+    return;
+  }
+  char ids[48], msg[LT_KERNEL_ERRMSG_MAX + 96];
+  snprintf(msg, sizeof msg, "input %u (%s): %s", in->idx, lt__oid_format(id, ids, sizeof ids),
+           errmsg != NULL && errmsg[0] ? errmsg : lt_strerror(status));
+  unpark_all(srv, t);
+  fail_later(srv, t, status, msg);
+}
+
+/* release_expected drops the ids t was to produce (its session is gone). */
+static void release_expected(lt_server_t *srv, lt_task_t *t) {
+  if (!expected(t)) return;
+  for (uint32_t i = 0; i < t->noutputs; i++) lt__store_release(srv->store, t->outputs[i]);
+}
+
+static void release_inputs(lt_server_t *srv, lt_task_t *t) {
+  if (!t->ran || !(t->flags & LT_INSTR_RELEASE_INPUTS)) return;
+  for (uint32_t i = 0; i < t->ninputs; i++)
+    if (t->inputs[i].kind == LT_INPUT_REF) lt__store_release(srv->store, t->inputs[i].id);
+}
+
+/* store_outputs wraps the kernel's outputs into vals[] and stores the expected ones.
+ * Returns LT_OK or an error with its message in err. */
+static int store_outputs(lt_server_t *srv, lt_task_t *t, lt_value_t **vals, char *err,
+                         size_t errlen) {
+  for (uint32_t i = 0; i < t->noutputs; i++) {
+    void *d;
+    size_t len;
+    lt__call_take_output(&t->job.call, i, &d, &len);
+    if ((vals[i] = lt__value_wrap(d, len)) == NULL) {
+      snprintf(err, errlen, "out of memory for output %u", i);
+      return LT_ENOMEM;
+    }
+  }
+  if (!expected(t)) return LT_OK;
+  for (uint32_t i = 0; i < t->noutputs; i++) {
+    int rc = lt__store_set(srv->store, t->outputs[i], vals[i]);
+    if (rc != LT_OK) {
+      char ids[48];
+      snprintf(err, errlen, "output %u (%s): %s", i,
+               lt__oid_format(t->outputs[i], ids, sizeof ids),
+               rc == LT_EEXIST ? "already set (duplicate output id)" : lt_strerror(rc));
+      return rc;
+    }
+  }
+  return LT_OK;
+}
+
+/* finish ends t with `status`: stores or fails its outputs, queues its completion and frees
+ * it. For an orphan only the store is cleaned up. */
+static void finish(lt_server_t *srv, lt_task_t *t, int status, const char *errmsg) {
+  lt_session_t *s = t->sess;
+  detach(t);
+  if (s == NULL) {
+    release_expected(srv, t);
+    release_inputs(srv, t);
+    task_free(srv, t);
+    return;
+  }
+  char err[LT_KERNEL_ERRMSG_MAX + 96];
+  uint32_t n = t->noutputs;
+  if (status == LT_OK && t->job.call.noutputs != n) {
+    snprintf(err, sizeof err, "kernel made %u outputs, expected %u", t->job.call.noutputs, n);
+    status = LT_EKERNEL;
+    errmsg = err;
+  }
+  lt_value_t **vals = NULL;
+  uint64_t *sizes = NULL;
+  lt_value_t **ret = NULL;
+  if (status == LT_OK && n > 0) {
+    vals = calloc(n, sizeof *vals);
+    ret = calloc(n, sizeof *ret);
+    sizes = calloc(n, sizeof *sizes);
+    if (vals == NULL || ret == NULL || sizes == NULL) {
+      status = LT_ENOMEM;
+      errmsg = "out of memory for the outputs";
+    } else if ((status = store_outputs(srv, t, vals, err, sizeof err)) != LT_OK) {
+      errmsg = err;
+    }
+  }
+  uint64_t us = t->ran ? t->job.service_us : 0;
+  if (status == LT_OK) {
+    for (uint32_t i = 0; i < n; i++) {
+      sizes[i] = vals[i]->len;
+      ret[i] = (t->flags & LT_INSTR_RETURN) ? vals[i] : NULL;
+    }
+    lt__session_done_add(srv, s, t->seq, LT_OK, "", us, n, sizes, ret);
+  } else {
+    if (errmsg == NULL || errmsg[0] == '\0') errmsg = lt_strerror(status);
+    if (expected(t))
+      for (uint32_t i = 0; i < n; i++) lt__store_fail(srv->store, t->outputs[i], status, errmsg);
+    lt__session_done_add(srv, s, t->seq, status, errmsg, us, 0, NULL, NULL);
+  }
+  release_inputs(srv, t);
+  for (uint32_t i = 0; vals != NULL && i < n; i++) lt__value_unref(vals[i]);
+  free(vals);
+  free(ret);
+  free(sizes);
+  task_free(srv, t);
+}
+
+/* check refuses an instruction that cannot be accepted: LT_OK, or an error with `err`. */
+static int check(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m, const lt_instr_t *ins,
+                 char *err, size_t errlen) {
+  if (srv->stopping) {
+    snprintf(err, errlen, "server shutting down");
+    return LT_ESHUTDOWN;
+  }
+  if (ins->kernel >= s->nkernels) {
+    snprintf(err, errlen, "kernel index %u not in program (%u kernels)", ins->kernel,
+             s->nkernels);
+    return LT_ENOKERNEL;
+  }
+  if (s->fns[ins->kernel] == NULL) {
+    snprintf(err, errlen, "%s", s->kerr[ins->kernel]);
+    return s->kstatus[ins->kernel];
+  }
+  lt_task_t *dup = NULL;
+  HASH_FIND(hh, s->tasks, &ins->seq, sizeof ins->seq, dup);
+  if (dup != NULL) {
+    snprintf(err, errlen, "instruction %llu is already in flight", (unsigned long long)ins->seq);
+    return LT_EEXIST;
+  }
+  if ((ins->flags & LT_INSTR_RETURN) && ins->noutputs > LT_DONE_MAX_FRAMES) {
+    snprintf(err, errlen, "%u returned outputs exceed the %d frames of a message", ins->noutputs,
+             LT_DONE_MAX_FRAMES);
+    return LT_ETOOBIG;
+  }
+  for (uint32_t j = 0; j < ins->ninputs; j++) {
+    const lt_input_t *in = &ins->inputs[j];
+    if (in->kind == LT_INPUT_INLINE) {
+      if (in->frame >= m->nframes) {
+        snprintf(err, errlen, "input %u: frame %u not in message (%u frames)", j, in->frame,
+                 m->nframes);
+        return LT_EPROTO;
+      }
+    } else if (in->kind == LT_INPUT_REF) {
+      /* A value held elsewhere needs a peer fetch from its holder (not supported yet). */
+      if (in->holder[0] != '\0' && strcmp(in->holder, srv->endpoint) != 0) {
+        char ids[48];
+        snprintf(err, errlen, "input %u: %s is held by %s: peer fetch not supported yet", j,
+                 lt__oid_format(in->id, ids, sizeof ids), in->holder);
+        return LT_ENOENT;
+      }
+    } else {
+      snprintf(err, errlen, "input %u: unknown kind %d", j, (int)in->kind);
+      return LT_EPROTO;
+    }
+  }
+  return LT_OK;
+}
+
+static lt_task_t *task_new(lt_server_t *srv, lt_session_t *s, const lt_instr_t *ins) {
+  lt_task_t *t = calloc(1, sizeof *t);
+  if (t == NULL) return NULL;
+  t->srv = srv;
+  t->seq = ins->seq;
+  t->fn = s->fns[ins->kernel];
+  t->flags = ins->flags;
+  t->ninputs = ins->ninputs;
+  t->noutputs = ins->noutputs;
+  t->inputs = calloc(ins->ninputs ? ins->ninputs : 1, sizeof *t->inputs);
+  t->in = calloc(ins->ninputs ? ins->ninputs : 1, sizeof *t->in);
+  t->outputs = calloc(ins->noutputs ? ins->noutputs : 1, sizeof *t->outputs);
+  t->param = malloc(ins->param.len ? ins->param.len : 1);
+  if (t->inputs == NULL || t->in == NULL || t->outputs == NULL || t->param == NULL) {
+    task_free(srv, t);
+    return NULL;
+  }
+  if (ins->param.len) memcpy(t->param, ins->param.data, ins->param.len);
+  t->param_len = ins->param.len;
+  if (ins->noutputs) memcpy(t->outputs, ins->outputs, ins->noutputs * sizeof *t->outputs);
+  for (uint32_t j = 0; j < ins->ninputs; j++) {
+    t->inputs[j].task = t;
+    t->inputs[j].idx = j;
+    t->inputs[j].kind = ins->inputs[j].kind;
+    t->inputs[j].id = ins->inputs[j].id;
+    t->inputs[j].w.cb = on_input;
+    t->inputs[j].w.data = t;
+  }
+  HASH_ADD(hh, s->tasks, seq, sizeof t->seq, t);
+  if (t->oom) {
+    task_free(srv, t);
+    return NULL;
+  }
+  t->sess = s;
+  return t;
+}
+
+/* resolve_inputs binds every input: INLINE frames are kept zero copy, REF inputs are got
+ * from the store or parked there. On a failed or unknown input the task is queued to fail. */
+static void resolve_inputs(lt_server_t *srv, lt_task_t *t, zmq_msg_t *payloads,
+                           const lt_instr_t *ins) {
+  for (uint32_t j = 0; j < t->ninputs; j++) {
+    task_input_t *in = &t->inputs[j];
+    if (in->kind == LT_INPUT_INLINE) {
+      zmq_msg_init(&in->msg);
+      in->has_msg = true;
+      zmq_msg_copy(&in->msg, &payloads[ins->inputs[j].frame]);
+      t->in[j] = (lt_bytes_t){zmq_msg_data(&in->msg), zmq_msg_size(&in->msg)};
+      continue;
+    }
+    lt_value_t *v = NULL;
+    const char *em = NULL;
+    int rc = lt__store_get(srv->store, in->id, &v, &in->w, &em);
+    if (rc == LT_OK) {
+      in->val = v;
+      t->in[j] = (lt_bytes_t){v->data, v->len};
+    } else if (rc == LT_EAGAIN) {
+      in->parked = true;
+      t->nwait++;
+    } else {
+      char ids[48], msg[LT_KERNEL_ERRMSG_MAX + 96];
+      snprintf(msg, sizeof msg, "input %u (%s): %s", j, lt__oid_format(in->id, ids, sizeof ids),
+               rc == LT_ENOENT ? "no such object on this server"
+               : em != NULL && em[0] ? em
+                                     : lt_strerror(rc));
+      unpark_all(srv, t);
+      t->nwait = 0;
+      fail_later(srv, t, rc, msg);
+      return;
+    }
+  }
+  if (t->nwait > 0) {
+    t->state = TASK_PARKED;
+    srv->parked++;
+  } else {
+    fire(srv, t);
+  }
+}
+
+void lt__task_execute(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m,
+                      zmq_msg_t *payloads) {
+  for (uint32_t i = 0; i < m->u.execute.ninstrs; i++) {
+    const lt_instr_t *ins = &m->u.execute.instrs[i];
+    char err[600];
+    int rc = check(srv, s, m, ins, err, sizeof err);
+    lt_task_t *t = NULL;
+    if (rc == LT_OK && (t = task_new(srv, s, ins)) == NULL) {
+      rc = LT_ENOMEM;
+      snprintf(err, sizeof err, "out of memory for the instruction");
+    }
+    if (rc != LT_OK) {
+      lt__log(LT_LOG_DEBUG, "session %s: instruction %llu refused: %s", s->name,
+              (unsigned long long)ins->seq, err);
+      lt__session_done_add(srv, s, ins->seq, rc, err, 0, 0, NULL, NULL);
+      continue;
+    }
+    if (expected(t)) {
+      for (uint32_t j = 0; j < t->noutputs; j++) {
+        if ((rc = lt__store_expect(srv->store, t->outputs[j])) != LT_OK) break;
+      }
+      if (rc != LT_OK) {
+        fail_later(srv, t, rc, "cannot register the outputs in the store");
+        continue;
+      }
+    }
+    resolve_inputs(srv, t, payloads, ins);
+  }
+}
+
+void lt__task_cancel(lt_server_t *srv, lt_session_t *s, const uint64_t *seqs, uint32_t n) {
+  for (uint32_t i = 0; i < n; i++) {
+    lt_task_t *t = NULL;
+    HASH_FIND(hh, s->tasks, &seqs[i], sizeof seqs[i], t);
+    if (t == NULL) continue;
+    if (t->state == TASK_PARKED) {
+      unpark_all(srv, t);
+    } else if (t->state == TASK_EXEC && lt__executor_cancel(srv->ex, &t->job)) {
+      srv->inexec--;
+    } else {
+      continue; /* running, or already failing */
+    }
+    fail_later(srv, t, LT_ECANCELED, "canceled by the client");
+  }
+}
+
+void lt__task_on_done(lt_executor_t *ex, lt_job_t *done, void *data) {
+  (void)ex;
+  lt_server_t *srv = data;
+  lt_job_t *next;
+  for (lt_job_t *j = done; j != NULL; j = next) {
+    next = j->next;
+    lt_task_t *t = j->data;
+    srv->inexec--;
+    srv->completed++;
+    t->ran = true;
+    finish(srv, t, j->status, j->status == LT_OK ? "" : j->call.errmsg);
+  }
+  lt__server_settle(srv);
+}
+
+void lt__task_run_failq(lt_server_t *srv) {
+  lt_task_t *t;
+  while ((t = srv->failq) != NULL) {
+    srv->failq = t->fail_next;
+    if (srv->failq == NULL) srv->failq_tail = NULL;
+    t->fail_next = NULL;
+    finish(srv, t, t->fail_status, t->fail_msg != NULL ? t->fail_msg : "");
+  }
+}
+
+void lt__task_drop_session(lt_server_t *srv, lt_session_t *s) {
+  lt_task_t *t, *tmp, *dead = NULL;
+  /* First detach everything without a callback running; then release the outputs, which
+   * may wake (other sessions') readers. */
+  HASH_ITER(hh, s->tasks, t, tmp) {
+    HASH_DEL(s->tasks, t);
+    t->sess = NULL;
+    if (t->state == TASK_PARKED || t->state == TASK_NEW) {
+      unpark_all(srv, t);
+    } else if (t->state == TASK_EXEC && lt__executor_cancel(srv->ex, &t->job)) {
+      srv->inexec--;
+    } else {
+      continue; /* running or failing: finished as an orphan later */
+    }
+    t->fail_next = dead;
+    dead = t;
+  }
+  while ((t = dead) != NULL) {
+    dead = t->fail_next;
+    release_expected(srv, t);
+    task_free(srv, t);
+  }
+}
+
+void lt__task_shutdown(lt_server_t *srv) {
+  lt_session_t *s, *stmp;
+  HASH_ITER(hh, srv->sessions, s, stmp) {
+    lt_task_t *t, *tmp;
+    HASH_ITER(hh, s->tasks, t, tmp) {
+      if (t->state == TASK_PARKED) {
+        unpark_all(srv, t);
+      } else if (t->state == TASK_EXEC && lt__executor_cancel(srv->ex, &t->job)) {
+        srv->inexec--;
+      } else {
+        continue;
+      }
+      fail_later(srv, t, LT_ESHUTDOWN, "server shutting down");
+    }
+  }
+}

@@ -1,0 +1,36 @@
+/* task.h: the server side of an instruction, from EXECUTE to its completion. A task holds
+ * its inputs (inline payload frames kept alive zero copy, store values by reference), parks
+ * in the store while a REF input is pending (using no thread), runs on the executor, and
+ * finishes into its session's `done` batch and the store. Loop thread only. */
+#ifndef LT_TASK_H
+#define LT_TASK_H
+
+#include "server.h"
+#include "session.h"
+
+/* lt__task_execute handles an EXECUTE of session `s`: `payloads` are the message's payload
+ * frames (msg->nframes of them, borrowed: a task copies the ones it needs). Every
+ * instruction is either accepted (parked or queued) or answered with a completion error. */
+void lt__task_execute(lt_server_t *srv, lt_session_t *s, const lt_msg_t *msg,
+                      zmq_msg_t *payloads);
+
+/* lt__task_cancel drops the session's queued or parked instructions with these sequence
+ * numbers, answering each with LT_ECANCELED; running and unknown ones are left alone. */
+void lt__task_cancel(lt_server_t *srv, lt_session_t *s, const uint64_t *seqs, uint32_t n);
+
+/* lt__task_on_done is the executor's done callback (data = the server). */
+void lt__task_on_done(lt_executor_t *ex, lt_job_t *done, void *data);
+
+/* lt__task_run_failq finishes every task queued for failure. Part of lt__server_settle. */
+void lt__task_run_failq(lt_server_t *srv);
+
+/* lt__task_drop_session detaches every task of `s`: parked and queued ones are freed and
+ * their expected outputs released, running and failing ones are orphaned (their results
+ * are discarded when they come back). */
+void lt__task_drop_session(lt_server_t *srv, lt_session_t *s);
+
+/* lt__task_shutdown queues an LT_ESHUTDOWN failure for every parked or queued task of every
+ * session; running ones finish normally. */
+void lt__task_shutdown(lt_server_t *srv);
+
+#endif

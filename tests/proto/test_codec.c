@@ -1,0 +1,1191 @@
+/* tests/proto/test_codec.c: the header codec (proto/codec.h) and lt_strerror. Round trips
+ * of every body with every field set, hostile input (truncation, random and mutated bytes,
+ * hand-built wire bytes that break one rule each) and the limits. Hand-built headers use a
+ * tiny protobuf writer below, independent of the generated code. */
+#include <criterion/criterion.h>
+
+#include <lithium/error.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+#endif
+
+/* leak_check runs after every test, in the test's own process: Criterion ends that process
+ * without LeakSanitizer's exit-time check, so the tests ask for it here. An assertion in a
+ * fini hook does not fail the test, so a leak crashes it instead (LSan prints the report). */
+static void leak_check(void) {
+#if defined(__SANITIZE_ADDRESS__)
+  if (__lsan_do_recoverable_leak_check() != 0) abort();
+#endif
+}
+
+TestSuite(codec, .fini = leak_check);
+TestSuite(error, .fini = leak_check);
+
+/* ---------------------------------------------------------------------------------------
+ * Helpers. */
+
+/* A protobuf writer for hand-built headers. */
+typedef struct pb {
+  uint8_t b[8192];
+  size_t n;
+} pb;
+
+static void pb_varint(pb *w, uint64_t v) {
+  while (v >= 0x80) {
+    cr_assert_lt(w->n, sizeof w->b);
+    w->b[w->n++] = (uint8_t)(v | 0x80);
+    v >>= 7;
+  }
+  cr_assert_lt(w->n, sizeof w->b);
+  w->b[w->n++] = (uint8_t)v;
+}
+
+static void pb_uint(pb *w, uint32_t fno, uint64_t v) {
+  pb_varint(w, (uint64_t)fno << 3);
+  pb_varint(w, v);
+}
+
+static void pb_bytes(pb *w, uint32_t fno, const void *data, size_t len) {
+  pb_varint(w, ((uint64_t)fno << 3) | 2);
+  pb_varint(w, len);
+  cr_assert_leq(w->n + len, sizeof w->b);
+  memcpy(w->b + w->n, data, len);
+  w->n += len;
+}
+
+static void pb_sub(pb *w, uint32_t fno, const pb *inner) {
+  pb_bytes(w, fno, inner->b, inner->n);
+}
+
+static void pb_oid(pb *w, uint32_t fno, uint64_t client, uint64_t seq) {
+  pb o = {.n = 0};
+  pb_varint(&o, (1u << 3) | 1);
+  memcpy(o.b + o.n, &client, 8);
+  o.n += 8;
+  pb_varint(&o, (2u << 3) | 1);
+  memcpy(o.b + o.n, &seq, 8);
+  o.n += 8;
+  pb_sub(w, fno, &o);
+}
+
+/* Envelope field numbers (lithium.proto): body = type + 1. */
+static uint32_t body_fno(lt_msg_type_t t) {
+  return (uint32_t)t + 1;
+}
+
+/* A deterministic generator (xorshift64*), so failures reproduce. */
+static uint64_t rng_state;
+static uint64_t rnd(void) {
+  rng_state ^= rng_state >> 12;
+  rng_state ^= rng_state << 25;
+  rng_state ^= rng_state >> 27;
+  return rng_state * 2685821657736338717ull;
+}
+
+static lt_codec_limits_t limits(void) {
+  lt_codec_limits_t l;
+  lt__codec_limits_default(&l);
+  return l;
+}
+
+/* decode_hdr decodes header `h` with payloads `pay` (may be NULL). */
+static int decode_hdr(lt_msg_t *m, const void *h, size_t hlen, const lt_bytes_t *pay, size_t npay,
+                      const lt_codec_limits_t *lim) {
+  lt_bytes_t fr[64];
+  cr_assert_leq(npay + 1, 64);
+  fr[0].data = h;
+  fr[0].len = hlen;
+  for (size_t i = 0; i < npay; i++)
+    fr[i + 1] = pay[i];
+  int rc = lt__msg_decode(m, fr, npay + 1, lim);
+  /* msg->frames borrows fr: tests that keep the message use decode with their own array. */
+  if (rc == 0) m->frames = npay ? (lt_bytes_t *)pay : NULL;
+  return rc;
+}
+
+static bool str_eq(const char *a, const char *b) {
+  return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
+/* feq compares as the wire does: NaN equals NaN (a mutated header can carry one). */
+static bool feq(double a, double b) {
+  return a == b || (isnan(a) && isnan(b));
+}
+
+static bool oid_eq(lt_oid_t a, lt_oid_t b) {
+  return a.client == b.client && a.seq == b.seq;
+}
+
+static bool bytes_eq(lt_bytes_t a, lt_bytes_t b) {
+  return a.len == b.len && (a.len == 0 || memcmp(a.data, b.data, a.len) == 0);
+}
+
+/* msg_equal compares two messages field by field; *why names the first difference. */
+static bool msg_equal(const lt_msg_t *a, const lt_msg_t *b, const char **why) {
+#define DIFF(cond, what)                                                                           \
+  do {                                                                                             \
+    if (cond) {                                                                                    \
+      *why = what;                                                                                 \
+      return false;                                                                                \
+    }                                                                                              \
+  } while (0)
+  DIFF(a->type != b->type, "type");
+  DIFF(a->has_load != b->has_load, "has_load");
+  if (a->has_load) {
+    const lt_load_t *x = &a->load, *y = &b->load;
+    DIFF(x->active != y->active || x->queued != y->queued || x->parked != y->parked ||
+             x->completed != y->completed || !feq(x->cpu, y->cpu) ||
+             x->values_held != y->values_held || x->threads != y->threads,
+         "load");
+  }
+  DIFF(a->nframes != b->nframes, "nframes");
+  for (uint32_t i = 0; i < a->nframes; i++)
+    DIFF(!bytes_eq(a->frames[i], b->frames[i]), "frame");
+  switch (a->type) {
+  case LT_MSG_HELLO:
+    DIFF(a->u.hello.version != b->u.hello.version, "hello.version");
+    DIFF(a->u.hello.client_id != b->u.hello.client_id, "hello.client_id");
+    DIFF(!str_eq(a->u.hello.name, b->u.hello.name), "hello.name");
+    break;
+  case LT_MSG_WELCOME:
+    DIFF(a->u.welcome.version != b->u.welcome.version, "welcome.version");
+    DIFF(!str_eq(a->u.welcome.server_id, b->u.welcome.server_id), "welcome.server_id");
+    DIFF(a->u.welcome.cores != b->u.welcome.cores, "welcome.cores");
+    DIFF(a->u.welcome.threads != b->u.welcome.threads, "welcome.threads");
+    DIFF(!feq(a->u.welcome.speed, b->u.welcome.speed), "welcome.speed");
+    break;
+  case LT_MSG_PROGRAM:
+    DIFF(a->u.program.nkernels != b->u.program.nkernels, "program.nkernels");
+    for (uint32_t i = 0; i < a->u.program.nkernels; i++)
+      DIFF(!str_eq(a->u.program.kernels[i], b->u.program.kernels[i]), "program.kernels");
+    break;
+  case LT_MSG_EXECUTE:
+    DIFF(a->u.execute.ninstrs != b->u.execute.ninstrs, "execute.ninstrs");
+    for (uint32_t i = 0; i < a->u.execute.ninstrs; i++) {
+      const lt_instr_t *x = &a->u.execute.instrs[i], *y = &b->u.execute.instrs[i];
+      DIFF(x->seq != y->seq || x->kernel != y->kernel || x->flags != y->flags, "instr");
+      DIFF(!bytes_eq(x->param, y->param), "instr.param");
+      DIFF(x->ninputs != y->ninputs || x->noutputs != y->noutputs, "instr counts");
+      for (uint32_t j = 0; j < x->ninputs; j++) {
+        const lt_input_t *p = &x->inputs[j], *q = &y->inputs[j];
+        DIFF(p->kind != q->kind || p->size != q->size, "input");
+        if (p->kind == LT_INPUT_INLINE)
+          DIFF(p->frame != q->frame, "input.frame");
+        else
+          DIFF(!oid_eq(p->id, q->id) || !str_eq(p->holder, q->holder), "input.ref");
+      }
+      for (uint32_t j = 0; j < x->noutputs; j++)
+        DIFF(!oid_eq(x->outputs[j], y->outputs[j]), "instr.outputs");
+    }
+    break;
+  case LT_MSG_DONE:
+    DIFF(a->u.done.ncompl != b->u.done.ncompl, "done.ncompl");
+    for (uint32_t i = 0; i < a->u.done.ncompl; i++) {
+      const lt_completion_t *x = &a->u.done.compl [i], *y = &b->u.done.compl [i];
+      DIFF(x->seq != y->seq || x->status != y->status || x->service_us != y->service_us,
+           "completion");
+      DIFF(!str_eq(x->errmsg, y->errmsg), "completion.errmsg");
+      DIFF(x->noutputs != y->noutputs, "completion.noutputs");
+      for (uint32_t j = 0; j < x->noutputs; j++)
+        DIFF(x->outputs[j].size != y->outputs[j].size || x->outputs[j].frame != y->outputs[j].frame,
+             "completion.outputs");
+    }
+    break;
+  case LT_MSG_FETCH:
+    DIFF(!oid_eq(a->u.fetch.id, b->u.fetch.id), "fetch.id");
+    break;
+  case LT_MSG_VALUE:
+    DIFF(!oid_eq(a->u.value.id, b->u.value.id), "value.id");
+    DIFF(a->u.value.status != b->u.value.status, "value.status");
+    DIFF(!str_eq(a->u.value.errmsg, b->u.value.errmsg), "value.errmsg");
+    DIFF(a->u.value.frame != b->u.value.frame, "value.frame");
+    break;
+  case LT_MSG_RELEASE:
+    DIFF(a->u.release.nids != b->u.release.nids, "release.nids");
+    for (uint32_t i = 0; i < a->u.release.nids; i++)
+      DIFF(!oid_eq(a->u.release.ids[i], b->u.release.ids[i]), "release.ids");
+    break;
+  case LT_MSG_CANCEL:
+    DIFF(a->u.cancel.nseqs != b->u.cancel.nseqs, "cancel.nseqs");
+    for (uint32_t i = 0; i < a->u.cancel.nseqs; i++)
+      DIFF(a->u.cancel.seqs[i] != b->u.cancel.seqs[i], "cancel.seqs");
+    break;
+  case LT_MSG_HEARTBEAT:
+    DIFF(a->u.heartbeat.seq != b->u.heartbeat.seq, "heartbeat.seq");
+    break;
+  case LT_MSG_BYE:
+    break;
+  case LT_MSG_ERROR:
+    DIFF(a->u.error.code != b->u.error.code, "error.code");
+    DIFF(!str_eq(a->u.error.message, b->u.error.message), "error.message");
+    break;
+  default:
+    DIFF(true, "unexpected type");
+  }
+  return true;
+#undef DIFF
+}
+
+/* check_decoded asserts the invariants every successfully decoded message keeps. */
+static void check_decoded(const lt_msg_t *m) {
+  cr_assert(m->type > LT_MSG_NONE && m->type <= LT_MSG_ERROR);
+  cr_assert(m->priv != NULL);
+  switch (m->type) {
+  case LT_MSG_EXECUTE:
+    for (uint32_t i = 0; i < m->u.execute.ninstrs; i++) {
+      const lt_instr_t *in = &m->u.execute.instrs[i];
+      for (uint32_t j = 0; j < in->ninputs; j++) {
+        cr_assert(in->inputs[j].holder != NULL);
+        if (in->inputs[j].kind == LT_INPUT_INLINE)
+          cr_assert_lt(in->inputs[j].frame, m->nframes);
+        else
+          cr_assert_eq(in->inputs[j].kind, LT_INPUT_REF);
+      }
+    }
+    break;
+  case LT_MSG_DONE:
+    for (uint32_t i = 0; i < m->u.done.ncompl; i++) {
+      cr_assert(m->u.done.compl [i].errmsg != NULL);
+      for (uint32_t j = 0; j < m->u.done.compl [i].noutputs; j++) {
+        int32_t f = m->u.done.compl [i].outputs[j].frame;
+        cr_assert(f == -1 || (f >= 0 && (uint32_t)f < m->nframes));
+      }
+    }
+    break;
+  case LT_MSG_VALUE:
+    cr_assert(m->u.value.errmsg != NULL);
+    cr_assert(m->u.value.frame == -1 ||
+              (m->u.value.frame >= 0 && (uint32_t)m->u.value.frame < m->nframes));
+    break;
+  case LT_MSG_HELLO:
+    cr_assert(m->u.hello.name != NULL);
+    break;
+  case LT_MSG_WELCOME:
+    cr_assert(m->u.welcome.server_id != NULL);
+    break;
+  case LT_MSG_ERROR:
+    cr_assert(m->u.error.message != NULL);
+    break;
+  case LT_MSG_PROGRAM:
+    for (uint32_t i = 0; i < m->u.program.nkernels; i++)
+      cr_assert(m->u.program.kernels[i] != NULL);
+    break;
+  default:
+    break;
+  }
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Sample messages with every field set. */
+
+static const char param_bytes[] = {0, 1, 2, '\xff', '\0', 'x', '\x80', 0};
+static char frame_a[] = "first payload";
+static char frame_b[3] = {0, '\xfe', 0};
+static char frame_c[] = "";
+static lt_bytes_t sample_frames[3];
+static const char *kernels[] = {"filters:blur", "filters:oil", "m\xc3\xa4p:\xe2\x82\xac", ""};
+static lt_input_t inputs0[3];
+static lt_input_t inputs1[1];
+static lt_oid_t outs0[2] = {{1, 2}, {UINT64_MAX, 0}};
+static lt_oid_t outs1[1] = {{0x0123456789abcdefull, 42}};
+static lt_instr_t instrs[3];
+static lt_output_info_t oinfo0[3] = {{100, 0}, {1ull << 40, -1}, {0, 2}};
+static lt_completion_t compls[2];
+static lt_oid_t rel_ids[3] = {{1, 1}, {2, 2}, {UINT64_MAX, UINT64_MAX}};
+static uint64_t cancel_seqs[4] = {0, 1, 1ull << 63, UINT64_MAX};
+
+/* sample fills *m with a message of type t, every field set to something non-zero. */
+static void sample(lt_msg_t *m, lt_msg_type_t t) {
+  memset(m, 0, sizeof *m);
+  m->type = t;
+  sample_frames[0] = (lt_bytes_t){frame_a, sizeof frame_a - 1};
+  sample_frames[1] = (lt_bytes_t){frame_b, sizeof frame_b};
+  sample_frames[2] = (lt_bytes_t){frame_c, 0};
+  m->has_load = true;
+  m->load = (lt_load_t){3, 7, 11, 1ull << 35, 1.75f, 123456789012ull, 8};
+  m->nframes = 3;
+  m->frames = sample_frames;
+  switch (t) {
+  case LT_MSG_HELLO:
+    m->has_load = false; /* client -> server messages carry no load report */
+    m->u.hello.version = LT_PROTO_VERSION;
+    m->u.hello.client_id = 0xfeedfacecafebeefull;
+    m->u.hello.name = "client \xe6\x97\xa5\xe6\x9c\xac";
+    break;
+  case LT_MSG_WELCOME:
+    m->u.welcome.version = LT_PROTO_VERSION;
+    m->u.welcome.server_id = "tcp://127.0.0.1:40001";
+    m->u.welcome.cores = 64;
+    m->u.welcome.threads = 128;
+    m->u.welcome.speed = 3.14159265358979;
+    break;
+  case LT_MSG_PROGRAM:
+    m->u.program.nkernels = 4;
+    m->u.program.kernels = kernels;
+    break;
+  case LT_MSG_EXECUTE:
+    inputs0[0] = (lt_input_t){LT_INPUT_INLINE, 2, {0, 0}, "", 17};
+    inputs0[1] = (lt_input_t){LT_INPUT_REF, 0, {99, 100}, "tcp://10.0.0.1:5555", 1ull << 33};
+    inputs0[2] = (lt_input_t){LT_INPUT_REF, 0, {5, 6}, "", 0};
+    inputs1[0] = (lt_input_t){LT_INPUT_INLINE, 0, {0, 0}, "", 0};
+    instrs[0] = (lt_instr_t){.seq = 1ull << 50,
+                             .kernel = 3,
+                             .param = {param_bytes, sizeof param_bytes},
+                             .ninputs = 3,
+                             .inputs = inputs0,
+                             .noutputs = 2,
+                             .outputs = outs0,
+                             .flags = LT_INSTR_RETURN | LT_INSTR_RELEASE_INPUTS | LT_INSTR_KEEP};
+    instrs[1] = (lt_instr_t){.seq = 2,
+                             .kernel = 0,
+                             .ninputs = 1,
+                             .inputs = inputs1,
+                             .noutputs = 1,
+                             .outputs = outs1,
+                             .flags = LT_INSTR_KEEP};
+    instrs[2] = (lt_instr_t){.seq = 3, .kernel = 1, .param = {"p", 1}};
+    m->u.execute.ninstrs = 3;
+    m->u.execute.instrs = instrs;
+    break;
+  case LT_MSG_DONE:
+    compls[0] = (lt_completion_t){.seq = 77,
+                                  .status = LT_OK,
+                                  .errmsg = "",
+                                  .noutputs = 3,
+                                  .outputs = oinfo0,
+                                  .service_us = 123456};
+    compls[1] = (lt_completion_t){
+        .seq = 78, .status = LT_EKERNEL, .errmsg = "kernel failed: \xc3\xa9", .service_us = 1};
+    m->u.done.ncompl = 2;
+    m->u.done.compl = compls;
+    break;
+  case LT_MSG_FETCH:
+    m->u.fetch.id = (lt_oid_t){0xa5a5a5a5a5a5a5a5ull, 9};
+    break;
+  case LT_MSG_VALUE:
+    m->u.value.id = (lt_oid_t){12, 13};
+    m->u.value.status = LT_ENOENT;
+    m->u.value.errmsg = "no such object";
+    m->u.value.frame = 1;
+    break;
+  case LT_MSG_RELEASE:
+    m->u.release.nids = 3;
+    m->u.release.ids = rel_ids;
+    break;
+  case LT_MSG_CANCEL:
+    m->u.cancel.nseqs = 4;
+    m->u.cancel.seqs = cancel_seqs;
+    break;
+  case LT_MSG_HEARTBEAT:
+    m->u.heartbeat.seq = 1234567;
+    break;
+  case LT_MSG_BYE:
+    break;
+  case LT_MSG_ERROR:
+    m->u.error.code = LT_EVERSION;
+    m->u.error.message = "protocol version mismatch";
+    break;
+  default:
+    cr_assert_fail("no sample for %d", (int)t);
+  }
+}
+
+static void encode_ok(const lt_msg_t *m, void **hdr, size_t *len) {
+  int rc = lt__msg_encode(m, hdr, len);
+  cr_assert_eq(rc, 0, "encode %s: %s", lt__msg_type_name(m->type), lt_strerror(rc));
+  cr_assert(*hdr != NULL);
+  cr_assert_gt(*len, 0);
+}
+
+/* roundtrip encodes *in, decodes it with the same payloads and compares. */
+static void roundtrip(const lt_msg_t *in, const lt_codec_limits_t *lim) {
+  void *hdr;
+  size_t len;
+  encode_ok(in, &hdr, &len);
+  lt_bytes_t fr[8];
+  cr_assert_leq(in->nframes + 1, 8);
+  fr[0] = (lt_bytes_t){hdr, len};
+  for (uint32_t i = 0; i < in->nframes; i++)
+    fr[i + 1] = in->frames[i];
+  lt_msg_t out;
+  int rc = lt__msg_decode(&out, fr, in->nframes + 1, lim);
+  cr_assert_eq(rc, 0, "decode %s: %s", lt__msg_type_name(in->type), lt_strerror(rc));
+  const char *why = "";
+  cr_assert(msg_equal(in, &out, &why), "%s: %s differs", lt__msg_type_name(in->type), why);
+  if (in->nframes > 0)
+    cr_assert_eq(out.frames, &fr[1], "payload frames must be borrowed, not copied");
+  check_decoded(&out);
+  lt__msg_clear(&out);
+  cr_assert_eq(out.type, LT_MSG_NONE);
+  cr_assert_null(out.priv);
+  free(hdr);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Round trips. */
+
+Test(codec, roundtrip_every_body) {
+  for (int t = LT_MSG_HELLO; t <= LT_MSG_ERROR; t++) {
+    lt_msg_t m;
+    sample(&m, (lt_msg_type_t)t);
+    roundtrip(&m, NULL);
+    /* The same body without payloads and without a load report. */
+    m.has_load = !m.has_load;
+    if (t != LT_MSG_EXECUTE && t != LT_MSG_DONE && t != LT_MSG_VALUE) {
+      m.nframes = 0;
+      m.frames = NULL;
+    }
+    roundtrip(&m, NULL);
+  }
+}
+
+Test(codec, roundtrip_zero_and_extreme_values) {
+  lt_msg_t m;
+  memset(&m, 0, sizeof m);
+  m.type = LT_MSG_HEARTBEAT; /* all defaults: an empty body is still a body */
+  roundtrip(&m, NULL);
+  m.type = LT_MSG_BYE;
+  roundtrip(&m, NULL);
+  m.type = LT_MSG_VALUE; /* frame -1 (no value), negative status, NULL errmsg -> "" */
+  m.u.value.frame = -1;
+  m.u.value.status = INT32_MIN;
+  roundtrip(&m, NULL);
+  m.type = LT_MSG_WELCOME;
+  m.u.welcome.speed = -0.0;
+  m.u.welcome.version = UINT32_MAX;
+  m.has_load = true;
+  m.load.cpu = INFINITY;
+  m.load.completed = UINT64_MAX;
+  roundtrip(&m, NULL);
+  m.type = LT_MSG_ERROR;
+  m.u.error.code = INT32_MAX;
+  m.u.error.message = NULL;
+  m.has_load = false;
+  roundtrip(&m, NULL);
+}
+
+Test(codec, decoded_strings_are_never_null) {
+  lt_msg_t m;
+  memset(&m, 0, sizeof m);
+  m.type = LT_MSG_HELLO; /* name NULL: encoded as "" */
+  void *hdr;
+  size_t len;
+  encode_ok(&m, &hdr, &len);
+  lt_msg_t out;
+  cr_assert_eq(decode_hdr(&out, hdr, len, NULL, 0, NULL), 0);
+  cr_assert_str_eq(out.u.hello.name, "");
+  lt__msg_clear(&out);
+  free(hdr);
+
+  /* A REF input with no holder on the wire decodes as "" (the receiving server). */
+  pb in = {.n = 0}, ins = {.n = 0}, ex = {.n = 0}, env = {.n = 0};
+  pb_uint(&in, 1, LT_INPUT_REF);
+  pb_oid(&in, 3, 1, 2);
+  pb_sub(&ins, 4, &in);
+  pb_sub(&ex, 1, &ins);
+  pb_sub(&env, body_fno(LT_MSG_EXECUTE), &ex);
+  cr_assert_eq(decode_hdr(&out, env.b, env.n, NULL, 0, NULL), 0);
+  cr_assert_str_eq(out.u.execute.instrs[0].inputs[0].holder, "");
+  cr_assert_eq(out.u.execute.instrs[0].inputs[0].id.seq, 2);
+  lt__msg_clear(&out);
+}
+
+Test(codec, roundtrip_large_batches) {
+  /* Enough instructions to need several arena chunks and own-chunk arrays. */
+  enum { N = 3000 };
+  lt_instr_t *ins = calloc(N, sizeof *ins);
+  lt_input_t *inp = calloc(N * 3, sizeof *inp);
+  lt_oid_t *outs = calloc(N * 2, sizeof *outs);
+  char holder[] = "tcp://127.0.0.1:1234";
+  static const uint8_t pbytes[17] = {0, 1, 2, 3, 255, 254, 0, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0};
+  for (uint32_t i = 0; i < N; i++) {
+    for (uint32_t j = 0; j < 3; j++) {
+      lt_input_t *x = &inp[i * 3 + j];
+      x->kind = (i + j) % 2 ? LT_INPUT_REF : LT_INPUT_INLINE;
+      x->frame = 0;
+      x->id = (lt_oid_t){i, j};
+      x->holder = (i + j) % 2 ? holder : "";
+      x->size = i * j;
+    }
+    outs[i * 2] = (lt_oid_t){i, 1000000 + i};
+    outs[i * 2 + 1] = (lt_oid_t){i, 2000000 + i};
+    ins[i] = (lt_instr_t){.seq = i,
+                          .kernel = i % 7,
+                          .param = {pbytes, i % 17},
+                          .ninputs = 3,
+                          .inputs = &inp[i * 3],
+                          .noutputs = 2,
+                          .outputs = &outs[i * 2],
+                          .flags = i % 8};
+  }
+  lt_bytes_t pay = {"x", 1};
+  lt_msg_t m = {.type = LT_MSG_EXECUTE, .nframes = 1, .frames = &pay};
+  m.u.execute.ninstrs = N;
+  m.u.execute.instrs = ins;
+  roundtrip(&m, NULL);
+
+  lt_completion_t *c = calloc(N, sizeof *c);
+  lt_output_info_t *oi = calloc(N, sizeof *oi);
+  for (uint32_t i = 0; i < N; i++) {
+    oi[i] = (lt_output_info_t){i, i % 2 ? -1 : 0};
+    c[i] = (lt_completion_t){.seq = i,
+                             .status = -(int32_t)(i % 20),
+                             .errmsg = i % 3 ? "" : "e",
+                             .noutputs = 1,
+                             .outputs = &oi[i],
+                             .service_us = i};
+  }
+  lt_msg_t d = {.type = LT_MSG_DONE, .nframes = 1, .frames = &pay, .has_load = true};
+  d.u.done.ncompl = N;
+  d.u.done.compl = c;
+  roundtrip(&d, NULL);
+
+  lt_msg_t r = {.type = LT_MSG_RELEASE};
+  r.u.release.nids = N * 2;
+  r.u.release.ids = outs;
+  roundtrip(&r, NULL);
+  free(ins);
+  free(inp);
+  free(outs);
+  free(c);
+  free(oi);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Hostile input. */
+
+static bool acceptable(int rc) {
+  return rc == 0 || rc == LT_EPROTO || rc == LT_ETOOBIG;
+}
+
+Test(codec, every_truncated_prefix_fails_or_differs) {
+  for (int t = LT_MSG_HELLO; t <= LT_MSG_ERROR; t++) {
+    lt_msg_t m;
+    sample(&m, (lt_msg_type_t)t);
+    void *hdr;
+    size_t len;
+    encode_ok(&m, &hdr, &len);
+    for (size_t cut = 0; cut < len; cut++) {
+      /* A copy of exactly `cut` bytes, so ASan catches any read past the prefix. */
+      uint8_t *p = malloc(cut ? cut : 1);
+      memcpy(p, hdr, cut);
+      lt_msg_t out;
+      int rc = decode_hdr(&out, p, cut, m.frames, m.nframes, NULL);
+      cr_assert(acceptable(rc), "%s cut %zu: %d", lt__msg_type_name(m.type), cut, rc);
+      if (rc == 0) {
+        const char *why = "";
+        check_decoded(&out);
+        cr_assert(!msg_equal(&m, &out, &why), "%s cut at %zu decodes as the whole",
+                  lt__msg_type_name(m.type), cut);
+        lt__msg_clear(&out);
+      } else {
+        cr_assert_eq(out.type, LT_MSG_NONE);
+        cr_assert_null(out.priv);
+      }
+      free(p);
+    }
+    free(hdr);
+  }
+}
+
+/* fuzz_one decodes p[0..n) and, when it is accepted, checks that it re-encodes and decodes
+ * to the same message. */
+static int fuzz_one(const uint8_t *p, size_t n, const lt_bytes_t *pay, size_t npay,
+                    const lt_codec_limits_t *lim) {
+  lt_msg_t out;
+  int rc = decode_hdr(&out, p, n, pay, npay, lim);
+  cr_assert(acceptable(rc), "rc %d", rc);
+  if (rc != 0) return rc;
+  check_decoded(&out);
+  void *h2;
+  size_t l2;
+  rc = lt__msg_encode(&out, &h2, &l2);
+  cr_assert_eq(rc, 0, "a decoded message must re-encode: %s", lt_strerror(rc));
+  lt_msg_t again;
+  cr_assert_eq(decode_hdr(&again, h2, l2, pay, npay, lim), 0);
+  const char *why = "";
+  cr_assert(msg_equal(&out, &again, &why), "re-decoded %s differs: %s", lt__msg_type_name(out.type),
+            why);
+  lt__msg_clear(&again);
+  lt__msg_clear(&out);
+  free(h2);
+  return 0;
+}
+
+Test(codec, random_garbage) {
+  rng_state = 0x9e3779b97f4a7c15ull;
+  lt_codec_limits_t lim = limits();
+  lim.max_string = 64;
+  lim.max_items = 50;
+  lt_bytes_t pay[2] = {{"a", 1}, {"bc", 2}};
+  int outcome[8] = {0};
+  for (int i = 0; i < 20000; i++) {
+    size_t n = rnd() % 200;
+    uint8_t *p = malloc(n ? n : 1);
+    for (size_t k = 0; k < n; k++)
+      p[k] = (uint8_t)rnd();
+    /* Half of them start like a real envelope, to get past the first tag. */
+    if (n > 2 && (i & 1)) {
+      p[0] = (uint8_t)((1 + rnd() % 13) << 3 | 2);
+      p[1] = (uint8_t)(rnd() % (n - 1));
+    }
+    outcome[-fuzz_one(p, n, pay, rnd() % 3, &lim)]++;
+    free(p);
+  }
+  cr_log_info("random: ok %d, eproto %d, etoobig %d", outcome[0], outcome[-LT_EPROTO],
+              outcome[-LT_ETOOBIG]);
+  cr_assert_gt(outcome[-LT_EPROTO], 10000);
+}
+
+/* gen_fields appends random but well-framed fields to *w (at most `cap` bytes): small field
+ * numbers, every wire type, nested messages up to depth 4, strings of any bytes, runs of one field.
+ */
+static void gen_fields(pb *w, int depth, size_t cap) {
+  int nf = (int)(rnd() % 7);
+  for (int f = 0; f < nf; f++) {
+    uint32_t fno = 1 + (uint32_t)(rnd() % 6);
+    int reps = rnd() % 6 == 0 ? 1 + (int)(rnd() % 80) : 1;
+    unsigned kind = (unsigned)(rnd() % 5);
+    for (int r = 0; r < reps; r++) {
+      if (w->n + 160 > cap) return;
+      uint64_t v = rnd();
+      switch (kind) {
+      case 0:
+        pb_uint(w, fno, rnd() % 4 == 0 ? v : v % 4);
+        break;
+      case 1:
+        pb_varint(w, ((uint64_t)fno << 3) | 1);
+        memcpy(w->b + w->n, &v, 8);
+        w->n += 8;
+        break;
+      case 2: {
+        pb inner = {.n = 0};
+        if (depth < 4) gen_fields(&inner, depth + 1, cap);
+        if (w->n + inner.n + 16 > cap) return;
+        pb_sub(w, fno, &inner);
+        break;
+      }
+      case 3: {
+        char str[100];
+        size_t len = rnd() % 3 == 0 ? rnd() % 100 : rnd() % 8;
+        bool binary = rnd() % 4 == 0;
+        for (size_t k = 0; k < len; k++)
+          str[k] = binary ? (char)rnd() : (char)('a' + rnd() % 26);
+        pb_bytes(w, fno, str, len);
+        break;
+      }
+      default:
+        pb_varint(w, ((uint64_t)fno << 3) | 5);
+        memcpy(w->b + w->n, &v, 4);
+        w->n += 4;
+        break;
+      }
+    }
+  }
+}
+
+Test(codec, random_structured) {
+  rng_state = 0xdeadbeef12345678ull;
+  lt_codec_limits_t lim = limits();
+  lim.max_string = 64;
+  lim.max_items = 50;
+  lt_bytes_t pay[3] = {{"a", 1}, {"bc", 2}, {"", 0}};
+  int outcome[8] = {0};
+  pb *env = malloc(sizeof *env);
+  for (int i = 0; i < 20000; i++) {
+    env->n = 0;
+    if (rnd() % 2) {
+      pb load = {.n = 0};
+      gen_fields(&load, 3, 1000);
+      pb_sub(env, 1, &load);
+    }
+    pb body = {.n = 0};
+    gen_fields(&body, 1, 6000);
+    uint32_t fno = rnd() % 8 == 0 ? 1 + (uint32_t)(rnd() % 20) : 2 + (uint32_t)(rnd() % 12);
+    pb_sub(env, fno, &body);
+    if (rnd() % 10 == 0) env->b[rnd() % env->n] ^= (uint8_t)(1u << (rnd() % 8));
+    uint8_t *p = malloc(env->n); /* exact size, for ASan */
+    memcpy(p, env->b, env->n);
+    outcome[-fuzz_one(p, env->n, pay, rnd() % 4, &lim)]++;
+    free(p);
+  }
+  free(env);
+  cr_log_info("structured: ok %d, eproto %d, etoobig %d", outcome[0], outcome[-LT_EPROTO],
+              outcome[-LT_ETOOBIG]);
+  cr_assert_gt(outcome[0], 1000);
+  cr_assert_gt(outcome[-LT_EPROTO], 1000);
+  cr_assert_gt(outcome[-LT_ETOOBIG], 100);
+}
+
+Test(codec, mutated_valid_headers) {
+  rng_state = 12345;
+  int outcome[8] = {0};
+  for (int t = LT_MSG_HELLO; t <= LT_MSG_ERROR; t++) {
+    lt_msg_t m;
+    sample(&m, (lt_msg_type_t)t);
+    void *hdr;
+    size_t len;
+    encode_ok(&m, &hdr, &len);
+    for (int i = 0; i < 2000; i++) {
+      uint8_t *p = malloc(len);
+      memcpy(p, hdr, len);
+      int flips = 1 + (int)(rnd() % 4);
+      for (int f = 0; f < flips; f++) {
+        size_t at = rnd() % len;
+        if (rnd() % 2)
+          p[at] ^= (uint8_t)(1u << (rnd() % 8));
+        else
+          p[at] = (uint8_t)rnd();
+      }
+      outcome[-fuzz_one(p, len, m.frames, m.nframes, NULL)]++;
+      free(p);
+    }
+    free(hdr);
+  }
+  cr_log_info("mutated: ok %d, eproto %d, etoobig %d", outcome[0], outcome[-LT_EPROTO],
+              outcome[-LT_ETOOBIG]);
+  cr_assert_gt(outcome[0], 1000);
+  cr_assert_gt(outcome[-LT_EPROTO], 1000);
+}
+
+Test(codec, empty_envelope) {
+  lt_msg_t out;
+  uint8_t dummy = 0;
+  cr_assert_eq(decode_hdr(&out, &dummy, 0, NULL, 0, NULL), LT_EPROTO);
+  cr_assert_eq(decode_hdr(&out, NULL, 0, NULL, 0, NULL), LT_EPROTO);
+  /* A load report but no body. */
+  pb load = {.n = 0}, env = {.n = 0};
+  pb_uint(&load, 1, 5);
+  pb_sub(&env, 1, &load);
+  cr_assert_eq(decode_hdr(&out, env.b, env.n, NULL, 0, NULL), LT_EPROTO);
+  /* Only a body this version does not know (field 50). */
+  pb unk = {.n = 0};
+  pb_sub(&unk, 50, &load);
+  cr_assert_eq(decode_hdr(&out, unk.b, unk.n, NULL, 0, NULL), LT_EPROTO);
+  /* No frames at all. */
+  cr_assert_eq(lt__msg_decode(&out, NULL, 0, NULL), LT_EPROTO);
+  cr_assert_eq(out.type, LT_MSG_NONE);
+}
+
+Test(codec, unknown_fields_are_skipped) {
+  pb hb = {.n = 0}, env = {.n = 0};
+  pb_uint(&hb, 1, 99);
+  pb_uint(&hb, 7, 1); /* a field from a newer version */
+  pb_sub(&env, body_fno(LT_MSG_HEARTBEAT), &hb);
+  pb_bytes(&env, 40, "zz", 2);
+  lt_msg_t out;
+  cr_assert_eq(decode_hdr(&out, env.b, env.n, NULL, 0, NULL), 0);
+  cr_assert_eq(out.type, LT_MSG_HEARTBEAT);
+  cr_assert_eq(out.u.heartbeat.seq, 99);
+  cr_assert_not(out.has_load);
+  lt__msg_clear(&out);
+}
+
+Test(codec, oversized_header) {
+  lt_msg_t m;
+  sample(&m, LT_MSG_WELCOME);
+  void *hdr;
+  size_t len;
+  encode_ok(&m, &hdr, &len);
+  lt_codec_limits_t lim = limits();
+  lim.max_header = len;
+  lt_msg_t out;
+  cr_assert_eq(decode_hdr(&out, hdr, len, m.frames, m.nframes, &lim), 0);
+  lt__msg_clear(&out);
+  lim.max_header = len - 1;
+  cr_assert_eq(decode_hdr(&out, hdr, len, m.frames, m.nframes, &lim), LT_ETOOBIG);
+  cr_assert_null(out.priv);
+  free(hdr);
+  /* The check comes before parsing: garbage over the limit is "too big", not "garbage". */
+  uint8_t junk[64];
+  memset(junk, 0xff, sizeof junk);
+  lim.max_header = 63;
+  cr_assert_eq(decode_hdr(&out, junk, sizeof junk, NULL, 0, &lim), LT_ETOOBIG);
+}
+
+Test(codec, too_many_and_oversize_frames) {
+  lt_msg_t m;
+  sample(&m, LT_MSG_HEARTBEAT);
+  m.nframes = 0;
+  void *hdr;
+  size_t len;
+  encode_ok(&m, &hdr, &len);
+  lt_bytes_t pay[5] = {{"a", 1}, {"bb", 2}, {"ccc", 3}, {"dddd", 4}, {"", 0}};
+  lt_codec_limits_t lim = limits();
+  lim.max_frames = 4;
+  lt_msg_t out;
+  cr_assert_eq(decode_hdr(&out, hdr, len, pay, 4, &lim), 0);
+  cr_assert_eq(out.nframes, 4);
+  lt__msg_clear(&out);
+  cr_assert_eq(decode_hdr(&out, hdr, len, pay, 5, &lim), LT_ETOOBIG);
+  lim = limits();
+  lim.max_frame = 3;
+  cr_assert_eq(decode_hdr(&out, hdr, len, pay, 3, &lim), 0);
+  lt__msg_clear(&out);
+  cr_assert_eq(decode_hdr(&out, hdr, len, pay, 4, &lim), LT_ETOOBIG);
+  cr_assert_eq(out.type, LT_MSG_NONE);
+  free(hdr);
+}
+
+Test(codec, bad_frame_index) {
+  /* Each sample refers to payload 2 (execute, done) or 1 (value): with fewer payloads the
+   * same header is refused. */
+  lt_msg_type_t types[] = {LT_MSG_EXECUTE, LT_MSG_DONE, LT_MSG_VALUE};
+  for (size_t i = 0; i < 3; i++) {
+    lt_msg_t m;
+    sample(&m, types[i]);
+    void *hdr;
+    size_t len;
+    encode_ok(&m, &hdr, &len);
+    lt_msg_t out;
+    uint32_t need = types[i] == LT_MSG_VALUE ? 2 : 3;
+    cr_assert_eq(decode_hdr(&out, hdr, len, m.frames, need, NULL), 0);
+    lt__msg_clear(&out);
+    cr_assert_eq(decode_hdr(&out, hdr, len, m.frames, need - 1, NULL), LT_EPROTO, "%s",
+                 lt__msg_type_name(types[i]));
+    cr_assert_eq(decode_hdr(&out, hdr, len, NULL, 0, NULL), LT_EPROTO);
+    free(hdr);
+  }
+  /* Value.frame and OutputInfo.frame below -1 (sint32 zigzag: -2 -> 3). */
+  pb v = {.n = 0}, env = {.n = 0};
+  pb_oid(&v, 1, 1, 1);
+  pb_uint(&v, 4, 3);
+  pb_sub(&env, body_fno(LT_MSG_VALUE), &v);
+  lt_msg_t out;
+  cr_assert_eq(decode_hdr(&out, env.b, env.n, NULL, 0, NULL), LT_EPROTO);
+  pb oi = {.n = 0}, c = {.n = 0}, d = {.n = 0};
+  env.n = 0;
+  pb_uint(&oi, 2, 3);
+  pb_sub(&c, 4, &oi);
+  pb_sub(&d, 1, &c);
+  pb_sub(&env, body_fno(LT_MSG_DONE), &d);
+  cr_assert_eq(decode_hdr(&out, env.b, env.n, NULL, 0, NULL), LT_EPROTO);
+  /* A huge inline index. */
+  pb in = {.n = 0}, ins = {.n = 0}, ex = {.n = 0};
+  env.n = 0;
+  pb_uint(&in, 1, LT_INPUT_INLINE);
+  pb_uint(&in, 2, UINT32_MAX);
+  pb_sub(&ins, 4, &in);
+  pb_sub(&ex, 1, &ins);
+  pb_sub(&env, body_fno(LT_MSG_EXECUTE), &ex);
+  lt_bytes_t pay = {"x", 1};
+  cr_assert_eq(decode_hdr(&out, env.b, env.n, &pay, 1, NULL), LT_EPROTO);
+}
+
+Test(codec, bad_input_kind_and_missing_oids) {
+  lt_msg_t out;
+  for (uint64_t kind = 0; kind < 4; kind++) {
+    pb in = {.n = 0}, ins = {.n = 0}, ex = {.n = 0}, env = {.n = 0};
+    pb_uint(&in, 1, kind);
+    pb_oid(&in, 3, 7, 8);
+    pb_sub(&ins, 4, &in);
+    pb_sub(&ex, 1, &ins);
+    pb_sub(&env, body_fno(LT_MSG_EXECUTE), &ex);
+    lt_bytes_t pay = {"x", 1};
+    int rc = decode_hdr(&out, env.b, env.n, &pay, 1, NULL);
+    if (kind <= 1) {
+      cr_assert_eq(rc, 0);
+      cr_assert_eq(out.u.execute.instrs[0].inputs[0].kind, (lt_input_kind_t)kind);
+      lt__msg_clear(&out);
+    } else {
+      cr_assert_eq(rc, LT_EPROTO, "kind %d", (int)kind);
+    }
+  }
+  /* REF without an oid; fetch and value without an id. */
+  pb in = {.n = 0}, ins = {.n = 0}, ex = {.n = 0}, env = {.n = 0}, empty = {.n = 0};
+  pb_uint(&in, 1, LT_INPUT_REF);
+  pb_sub(&ins, 4, &in);
+  pb_sub(&ex, 1, &ins);
+  pb_sub(&env, body_fno(LT_MSG_EXECUTE), &ex);
+  cr_assert_eq(decode_hdr(&out, env.b, env.n, NULL, 0, NULL), LT_EPROTO);
+  env.n = 0;
+  pb_sub(&env, body_fno(LT_MSG_FETCH), &empty);
+  cr_assert_eq(decode_hdr(&out, env.b, env.n, NULL, 0, NULL), LT_EPROTO);
+  env.n = 0;
+  pb_sub(&env, body_fno(LT_MSG_VALUE), &empty);
+  cr_assert_eq(decode_hdr(&out, env.b, env.n, NULL, 0, NULL), LT_EPROTO);
+}
+
+/* count_over checks that `t` with n items decodes under max_items n and fails under n-1. */
+static void count_over(const lt_msg_t *m, uint32_t n) {
+  void *hdr;
+  size_t len;
+  encode_ok(m, &hdr, &len);
+  lt_codec_limits_t lim = limits();
+  lim.max_items = n;
+  lt_msg_t out;
+  cr_assert_eq(decode_hdr(&out, hdr, len, m->frames, m->nframes, &lim), 0, "%s at limit",
+               lt__msg_type_name(m->type));
+  lt__msg_clear(&out);
+  lim.max_items = n - 1;
+  cr_assert_eq(decode_hdr(&out, hdr, len, m->frames, m->nframes, &lim), LT_ETOOBIG, "%s over limit",
+               lt__msg_type_name(m->type));
+  cr_assert_null(out.priv);
+  free(hdr);
+}
+
+Test(codec, count_over_max_items) {
+  lt_msg_t m;
+  sample(&m, LT_MSG_PROGRAM); /* 4 kernels */
+  count_over(&m, 4);
+  sample(&m, LT_MSG_RELEASE); /* 3 ids */
+  count_over(&m, 3);
+  sample(&m, LT_MSG_CANCEL); /* 4 seqs, packed */
+  count_over(&m, 4);
+  sample(&m, LT_MSG_EXECUTE); /* 3 instrs, the first with 3 inputs and 2 outputs */
+  count_over(&m, 3);
+  sample(&m, LT_MSG_DONE); /* 2 completions, the first with 3 outputs */
+  count_over(&m, 3);
+
+  /* Inner counts alone: one instruction with 5 outputs, one completion with 5 outputs. */
+  lt_oid_t ids[5] = {{1, 1}, {1, 2}, {1, 3}, {1, 4}, {1, 5}};
+  lt_instr_t in = {.seq = 1, .noutputs = 5, .outputs = ids};
+  memset(&m, 0, sizeof m);
+  m.type = LT_MSG_EXECUTE;
+  m.u.execute.ninstrs = 1;
+  m.u.execute.instrs = &in;
+  count_over(&m, 5);
+  lt_output_info_t oi[5] = {{1, -1}, {2, -1}, {3, -1}, {4, -1}, {5, -1}};
+  lt_completion_t c = {.seq = 1, .errmsg = "", .noutputs = 5, .outputs = oi};
+  memset(&m, 0, sizeof m);
+  m.type = LT_MSG_DONE;
+  m.u.done.ncompl = 1;
+  m.u.done.compl = &c;
+  count_over(&m, 5);
+
+  /* Unpacked repeated seqs count too. */
+  pb cn = {.n = 0}, env = {.n = 0};
+  for (int i = 0; i < 6; i++)
+    pb_uint(&cn, 1, (uint64_t)i + 1);
+  pb_sub(&env, body_fno(LT_MSG_CANCEL), &cn);
+  lt_codec_limits_t lim = limits();
+  lim.max_items = 6;
+  lt_msg_t out;
+  cr_assert_eq(decode_hdr(&out, env.b, env.n, NULL, 0, &lim), 0);
+  cr_assert_eq(out.u.cancel.nseqs, 6);
+  cr_assert_eq(out.u.cancel.seqs[5], 6);
+  lt__msg_clear(&out);
+  lim.max_items = 5;
+  cr_assert_eq(decode_hdr(&out, env.b, env.n, NULL, 0, &lim), LT_ETOOBIG);
+
+  /* The same body twice in one envelope: the counts add up. */
+  pb rel = {.n = 0};
+  env.n = 0;
+  pb_oid(&rel, 1, 1, 1);
+  pb_oid(&rel, 1, 1, 2);
+  pb_sub(&env, body_fno(LT_MSG_RELEASE), &rel);
+  pb_sub(&env, body_fno(LT_MSG_RELEASE), &rel);
+  lim.max_items = 3;
+  cr_assert_eq(decode_hdr(&out, env.b, env.n, NULL, 0, &lim), LT_ETOOBIG);
+}
+
+Test(codec, string_limits_and_utf8) {
+  lt_codec_limits_t lim = limits();
+  char *s = malloc(lim.max_string + 2);
+  memset(s, 'a', lim.max_string + 1);
+  s[lim.max_string] = '\0';
+  lt_msg_t m = {.type = LT_MSG_ERROR};
+  m.u.error.message = s;
+  void *hdr;
+  size_t len;
+  lt_msg_t out;
+  encode_ok(&m, &hdr, &len);
+  cr_assert_eq(decode_hdr(&out, hdr, len, NULL, 0, NULL), 0);
+  cr_assert_eq(strlen(out.u.error.message), lim.max_string);
+  lt__msg_clear(&out);
+  free(hdr);
+  s[lim.max_string] = 'a';
+  s[lim.max_string + 1] = '\0';
+  encode_ok(&m, &hdr, &len);
+  cr_assert_eq(decode_hdr(&out, hdr, len, NULL, 0, NULL), LT_ETOOBIG);
+  free(hdr);
+  free(s);
+
+  /* A long holder inside an instruction and a long kernel name. */
+  lt_msg_t p;
+  sample(&p, LT_MSG_EXECUTE);
+  lim.max_string = 18; /* "tcp://10.0.0.1:5555" is 19 bytes */
+  encode_ok(&p, &hdr, &len);
+  cr_assert_eq(decode_hdr(&out, hdr, len, p.frames, p.nframes, &lim), LT_ETOOBIG);
+  lim.max_string = 19;
+  cr_assert_eq(decode_hdr(&out, hdr, len, p.frames, p.nframes, &lim), 0);
+  lt__msg_clear(&out);
+  free(hdr);
+
+  /* Invalid UTF-8 on the wire, in every string field. */
+  static const char *const bad[] = {
+      "\xff",   "\xc0\xaf", "\xe0\x80\xaf", "\xed\xa0\x80",        "\xf4\x90\x80\x80",
+      "ok\xc3", "\xe2\x82", "\x80",         "\xf8\x88\x80\x80\x80"};
+  static const char *const good[] = {"",
+                                     "plain",
+                                     "\xc3\xa9",
+                                     "\xe2\x82\xac",
+                                     "\xf0\x9f\x98\x80",
+                                     "\xf4\x8f\xbf\xbf",
+                                     "\xed\x9f\xbf"};
+  for (int g = 0; g < 2; g++) {
+    const char *const *set = g ? good : bad;
+    size_t n = g ? sizeof good / sizeof *good : sizeof bad / sizeof *bad;
+    for (size_t i = 0; i < n; i++) {
+      size_t sl = strlen(set[i]);
+      /* Error.message, Hello.name, Welcome.server_id, Program.kernels, Value.errmsg,
+       * Completion.errmsg, Input.holder. */
+      pb bodies[7] = {{.n = 0}};
+      lt_msg_type_t bt[7] = {LT_MSG_ERROR, LT_MSG_HELLO, LT_MSG_WELCOME, LT_MSG_PROGRAM,
+                             LT_MSG_VALUE, LT_MSG_DONE,  LT_MSG_EXECUTE};
+      pb_bytes(&bodies[0], 2, set[i], sl);
+      pb_bytes(&bodies[1], 3, set[i], sl);
+      pb_bytes(&bodies[2], 2, set[i], sl);
+      pb_bytes(&bodies[3], 1, set[i], sl);
+      pb_oid(&bodies[4], 1, 1, 1);
+      pb_uint(&bodies[4], 4, 1); /* frame -1 */
+      pb_bytes(&bodies[4], 3, set[i], sl);
+      pb cpl = {.n = 0}, in = {.n = 0}, instr = {.n = 0};
+      pb_bytes(&cpl, 3, set[i], sl);
+      pb_sub(&bodies[5], 1, &cpl);
+      pb_uint(&in, 1, LT_INPUT_REF);
+      pb_oid(&in, 3, 1, 1);
+      pb_bytes(&in, 4, set[i], sl);
+      pb_sub(&instr, 4, &in);
+      pb_sub(&bodies[6], 1, &instr);
+      for (int b = 0; b < 7; b++) {
+        pb env = {.n = 0};
+        pb_sub(&env, body_fno(bt[b]), &bodies[b]);
+        int rc = decode_hdr(&out, env.b, env.n, NULL, 0, NULL);
+        cr_assert_eq(rc, g ? 0 : LT_EPROTO, "%s string %zu of set %d: %d", lt__msg_type_name(bt[b]),
+                     i, g, rc);
+        if (rc == 0) lt__msg_clear(&out);
+      }
+    }
+  }
+}
+
+Test(codec, encode_rejects_inconsistent_messages) {
+  void *hdr = (void *)1;
+  size_t len = 1;
+  lt_msg_t m;
+  memset(&m, 0, sizeof m);
+  cr_assert_eq(lt__msg_encode(&m, &hdr, &len), LT_EINVAL); /* LT_MSG_NONE */
+  cr_assert_null(hdr);
+  cr_assert_eq(len, 0);
+  m.type = (lt_msg_type_t)99;
+  cr_assert_eq(lt__msg_encode(&m, &hdr, &len), LT_EINVAL);
+  cr_assert_eq(lt__msg_encode(NULL, &hdr, &len), LT_EINVAL);
+
+  /* Frame indices against nframes. */
+  sample(&m, LT_MSG_EXECUTE);
+  m.nframes = 2; /* inputs0[0] refers to payload 2 */
+  cr_assert_eq(lt__msg_encode(&m, &hdr, &len), LT_EINVAL);
+  sample(&m, LT_MSG_DONE);
+  m.nframes = 2; /* oinfo0[2] refers to payload 2 */
+  cr_assert_eq(lt__msg_encode(&m, &hdr, &len), LT_EINVAL);
+  sample(&m, LT_MSG_VALUE);
+  m.nframes = 1;
+  cr_assert_eq(lt__msg_encode(&m, &hdr, &len), LT_EINVAL);
+  m.nframes = 3;
+  m.u.value.frame = -2;
+  cr_assert_eq(lt__msg_encode(&m, &hdr, &len), LT_EINVAL);
+  m.u.value.frame = 0;
+  m.frames = NULL; /* nframes without frames */
+  cr_assert_eq(lt__msg_encode(&m, &hdr, &len), LT_EINVAL);
+
+  /* Bad input kind, counts without arrays, invalid UTF-8, NULL kernel name. */
+  sample(&m, LT_MSG_EXECUTE);
+  inputs0[1].kind = (lt_input_kind_t)7;
+  cr_assert_eq(lt__msg_encode(&m, &hdr, &len), LT_EINVAL);
+  sample(&m, LT_MSG_EXECUTE);
+  inputs0[1].holder = "\xff";
+  cr_assert_eq(lt__msg_encode(&m, &hdr, &len), LT_EINVAL);
+  sample(&m, LT_MSG_EXECUTE);
+  instrs[1].outputs = NULL;
+  cr_assert_eq(lt__msg_encode(&m, &hdr, &len), LT_EINVAL);
+  sample(&m, LT_MSG_EXECUTE);
+  instrs[2].param.data = NULL;
+  cr_assert_eq(lt__msg_encode(&m, &hdr, &len), LT_EINVAL);
+  sample(&m, LT_MSG_EXECUTE);
+  m.u.execute.instrs = NULL;
+  cr_assert_eq(lt__msg_encode(&m, &hdr, &len), LT_EINVAL);
+  sample(&m, LT_MSG_DONE);
+  compls[1].errmsg = "bad \xc3";
+  cr_assert_eq(lt__msg_encode(&m, &hdr, &len), LT_EINVAL);
+  sample(&m, LT_MSG_RELEASE);
+  m.u.release.ids = NULL;
+  cr_assert_eq(lt__msg_encode(&m, &hdr, &len), LT_EINVAL);
+  sample(&m, LT_MSG_CANCEL);
+  m.u.cancel.seqs = NULL;
+  cr_assert_eq(lt__msg_encode(&m, &hdr, &len), LT_EINVAL);
+  const char *ks[2] = {"a:b", NULL};
+  sample(&m, LT_MSG_PROGRAM);
+  m.u.program.nkernels = 2;
+  m.u.program.kernels = ks;
+  cr_assert_eq(lt__msg_encode(&m, &hdr, &len), LT_EINVAL);
+  sample(&m, LT_MSG_HELLO);
+  m.u.hello.name = "\xed\xa0\x80";
+  cr_assert_eq(lt__msg_encode(&m, &hdr, &len), LT_EINVAL);
+  cr_assert_null(hdr);
+}
+
+Test(codec, decode_argument_errors) {
+  lt_msg_t out;
+  cr_assert_eq(lt__msg_decode(NULL, NULL, 0, NULL), LT_EINVAL);
+  cr_assert_eq(lt__msg_decode(&out, NULL, 2, NULL), LT_EINVAL);
+  lt_bytes_t fr = {NULL, 5};
+  cr_assert_eq(lt__msg_decode(&out, &fr, 1, NULL), LT_EINVAL);
+  lt__msg_clear(NULL);
+  memset(&out, 0, sizeof out);
+  lt__msg_clear(&out); /* a zeroed message */
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Names and limits. */
+
+Test(codec, type_names) {
+  cr_assert_str_eq(lt__msg_type_name(LT_MSG_EXECUTE), "execute");
+  cr_assert_str_eq(lt__msg_type_name(LT_MSG_HEARTBEAT), "heartbeat");
+  for (int a = LT_MSG_NONE; a <= LT_MSG_ERROR; a++) {
+    cr_assert_str_neq(lt__msg_type_name((lt_msg_type_t)a), "unknown");
+    for (int b = a + 1; b <= LT_MSG_ERROR; b++)
+      cr_assert_str_neq(lt__msg_type_name((lt_msg_type_t)a), lt__msg_type_name((lt_msg_type_t)b));
+  }
+  cr_assert_str_eq(lt__msg_type_name((lt_msg_type_t)(LT_MSG_ERROR + 1)), "unknown");
+}
+
+Test(codec, default_limits) {
+  lt_codec_limits_t l = limits();
+  cr_assert_eq(l.max_header, 4u << 20);
+  cr_assert_eq(l.max_frames, 4096);
+  cr_assert_eq(l.max_frame, (size_t)1 << 30);
+  cr_assert_eq(l.max_items, 65536);
+  cr_assert_eq(l.max_string, 4096);
+}
+
+Test(error, strerror_every_code) {
+  struct {
+    int code;
+    const char *msg;
+  } all[] = {
+#define X_(name, val, msg) {LT_##name, msg},
+      LT_ERRNO_MAP(X_)
+#undef X_
+  };
+  size_t n = sizeof all / sizeof all[0];
+  cr_assert_eq(n, 20);
+  for (size_t i = 0; i < n; i++) {
+    cr_assert_lt(all[i].code, 0);
+    cr_assert_str_eq(lt_strerror(all[i].code), all[i].msg);
+    for (size_t j = i + 1; j < n; j++)
+      cr_assert_neq(all[i].code, all[j].code);
+  }
+  cr_assert_str_eq(lt_strerror(LT_EPROTO), "protocol error");
+  cr_assert_str_eq(lt_strerror(LT_OK), "success");
+  cr_assert_str_eq(lt_strerror(1), "unknown error");
+  cr_assert_str_eq(lt_strerror(-21), "unknown error");
+  cr_assert_str_eq(lt_strerror(INT32_MIN), "unknown error");
+}

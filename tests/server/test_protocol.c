@@ -1,0 +1,568 @@
+/* test_protocol.c: a real lithium-server driven over a raw DEALER, message by message:
+ * welcome, execute with inline and REF inputs, parking on pending inputs, deferred fetch,
+ * release, cancel, heartbeat with load reports, arity checks, failure propagation,
+ * duplicate ids, bye and idle timeout dropping a session, and shutdown on SIGTERM
+ * (queued and parked instructions answered with LT_ESHUTDOWN, running ones finished). */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <lithium/error.h>
+#include "server/srv_helper.h"
+
+#define CLIENT 0x1234abcdULL
+#define MAXSEQ 1024
+
+typedef struct rec {
+  bool got;
+  int status;
+  char msg[600];
+  uint32_t nout;
+  uint64_t size[4];
+  int32_t frame[4];
+  int64_t v[4];
+} rec_t;
+
+typedef struct st {
+  th_server_t srv;
+  th_client_t c;
+  rec_t done[MAXSEQ];
+  int ndone, ndone_msgs;
+  rec_t value[MAXSEQ];
+  int nerror, last_error;
+  char last_errmsg[600];
+  int nhb;
+  uint64_t last_hb;
+  lt_load_t load;
+} st_t;
+
+static void record(st_t *s, th_rx_t *r) {
+  cr_assert(r->m.has_load, "every server message carries the load report");
+  s->load = r->m.load;
+  switch (r->m.type) {
+  case LT_MSG_DONE:
+    s->ndone_msgs++;
+    for (uint32_t i = 0; i < r->m.u.done.ncompl; i++) {
+      const lt_completion_t *c = &r->m.u.done.compl[i];
+      cr_assert_lt(c->seq, MAXSEQ);
+      rec_t *d = &s->done[c->seq];
+      cr_assert(!d->got, "two completions for seq %llu", (unsigned long long)c->seq);
+      d->got = true;
+      d->status = c->status;
+      snprintf(d->msg, sizeof d->msg, "%s", c->errmsg);
+      d->nout = c->noutputs;
+      for (uint32_t k = 0; k < c->noutputs && k < 4; k++) {
+        d->size[k] = c->outputs[k].size;
+        d->frame[k] = c->outputs[k].frame;
+        if (c->outputs[k].frame >= 0) {
+          const lt_bytes_t *f = &r->m.frames[c->outputs[k].frame];
+          cr_assert_eq(f->len, c->outputs[k].size);
+          if (f->len == 8) d->v[k] = th_get_i64(f->data);
+        }
+      }
+      s->ndone++;
+    }
+    break;
+  case LT_MSG_VALUE: {
+    cr_assert_lt(r->m.u.value.id.seq, MAXSEQ);
+    rec_t *v = &s->value[r->m.u.value.id.seq];
+    v->got = true;
+    v->status = r->m.u.value.status;
+    snprintf(v->msg, sizeof v->msg, "%s", r->m.u.value.errmsg);
+    v->frame[0] = r->m.u.value.frame;
+    if (r->m.u.value.frame >= 0) {
+      v->size[0] = r->m.frames[r->m.u.value.frame].len;
+      if (v->size[0] == 8) v->v[0] = th_get_i64(r->m.frames[r->m.u.value.frame].data);
+    }
+    break;
+  }
+  case LT_MSG_ERROR:
+    s->nerror++;
+    s->last_error = r->m.u.error.code;
+    snprintf(s->last_errmsg, sizeof s->last_errmsg, "%s", r->m.u.error.message);
+    break;
+  case LT_MSG_HEARTBEAT:
+    s->nhb++;
+    s->last_hb = r->m.u.heartbeat.seq;
+    break;
+  default:
+    cr_assert_fail("unexpected %s", lt__msg_type_name(r->m.type));
+  }
+}
+
+/* pump receives and records one message; 0 or LT_ETIMEDOUT. */
+static int pump(st_t *s, int timeout_ms) {
+  th_rx_t r;
+  int rc = th_recv(&s->c, &r, timeout_ms);
+  if (rc == LT_ETIMEDOUT) return rc;
+  cr_assert_eq(rc, LT_OK, "undecodable reply: %s", lt_strerror(rc));
+  record(s, &r);
+  th_rx_clear(&r);
+  return 0;
+}
+
+#define WAIT_FOR(s, cond)                                                                   \
+  do {                                                                                      \
+    int64_t until_ = th_now_ms() + 10000;                                                   \
+    while (!(cond)) {                                                                       \
+      cr_assert_lt(th_now_ms(), until_, "timed out waiting for " #cond);                    \
+      pump((s), 200);                                                                       \
+    }                                                                                       \
+  } while (0)
+
+static void start(st_t *s, const char *const *extra) {
+  memset(s, 0, sizeof *s);
+  cr_assert_eq(th_server_start_default(&s->srv, extra), 0, "server did not start");
+  cr_assert_eq(th_client_open(&s->c, s->srv.endpoint), 0);
+  cr_assert_eq(th_hello_ok(&s->c, CLIENT), 0);
+  const char *kernels[] = {"testk:inc",  "testk:sleep", "testk:fail", "testk:two",
+                           "testk:none", "testk:echo",  "nosuchmod:f"};
+  cr_assert_eq(th_program(&s->c, kernels, 7), 0);
+}
+
+enum { K_INC, K_SLEEP, K_FAIL, K_TWO, K_NONE, K_ECHO, K_BAD };
+
+static void stop(st_t *s) {
+  th_client_close(&s->c);
+  cr_assert_eq(th_server_stop(&s->srv, SIGTERM, 5000), 0, "server exits 0 on SIGTERM");
+}
+
+static lt_oid_t oid(uint64_t seq) { return (lt_oid_t){CLIENT, seq}; }
+
+static lt_input_t inl(uint32_t frame) {
+  return (lt_input_t){.kind = LT_INPUT_INLINE, .frame = frame, .holder = ""};
+}
+
+static lt_input_t ref(uint64_t seq) {
+  return (lt_input_t){.kind = LT_INPUT_REF, .id = oid(seq), .holder = ""};
+}
+
+static lt_instr_t instr(uint64_t seq, uint32_t kernel, lt_input_t *in, uint32_t nin,
+                        lt_oid_t *out, uint32_t nout, uint32_t flags, const char *param) {
+  return (lt_instr_t){.seq = seq,
+                      .kernel = kernel,
+                      .param = {param, param ? strlen(param) : 0},
+                      .ninputs = nin,
+                      .inputs = in,
+                      .noutputs = nout,
+                      .outputs = out,
+                      .flags = flags};
+}
+
+static void execute(st_t *s, lt_instr_t *ins, uint32_t n, const lt_bytes_t *pay, uint32_t np) {
+  lt_msg_t m;
+  memset(&m, 0, sizeof m);
+  m.type = LT_MSG_EXECUTE;
+  m.u.execute.ninstrs = n;
+  m.u.execute.instrs = ins;
+  cr_assert_eq(th_send(&s->c, &m, pay, np), LT_OK);
+}
+
+static void simple(st_t *s, lt_msg_type_t type, lt_oid_t id, uint64_t seq) {
+  lt_msg_t m;
+  memset(&m, 0, sizeof m);
+  m.type = type;
+  if (type == LT_MSG_FETCH) m.u.fetch.id = id;
+  if (type == LT_MSG_RELEASE) {
+    m.u.release.nids = 1;
+    m.u.release.ids = &id;
+  }
+  if (type == LT_MSG_CANCEL) {
+    m.u.cancel.nseqs = 1;
+    m.u.cancel.seqs = &seq;
+  }
+  if (type == LT_MSG_HEARTBEAT) m.u.heartbeat.seq = seq;
+  cr_assert_eq(th_send(&s->c, &m, NULL, 0), LT_OK);
+}
+
+static void heartbeat(st_t *s, uint64_t seq) {
+  simple(s, LT_MSG_HEARTBEAT, oid(0), seq);
+  WAIT_FOR(s, s->last_hb == seq);
+}
+
+/* wait_active polls with heartbeats until `n` kernels run: "queued" only means no worker
+ * has taken the job yet, which on a loaded machine can take a while. */
+static void wait_active(st_t *s, uint32_t n) {
+  int64_t until = th_now_ms() + 5000;
+  uint64_t seq = 1000;
+  do {
+    cr_assert_lt(th_now_ms(), until, "never %u active", n);
+    heartbeat(s, ++seq);
+  } while (s->load.active != n);
+}
+
+Test(protocol, welcome_and_inline_execute) {
+  st_t *s = calloc(1, sizeof *s);
+  start(s, NULL);
+  unsigned char v[8];
+  th_put_i64(v, 41);
+  lt_bytes_t pay = {v, 8};
+  lt_input_t in = inl(0);
+  lt_oid_t out = oid(100);
+  lt_instr_t i = instr(1, K_INC, &in, 1, &out, 1, LT_INSTR_RETURN, NULL);
+  execute(s, &i, 1, &pay, 1);
+  WAIT_FOR(s, s->done[1].got);
+  cr_assert_eq(s->done[1].status, LT_OK, "%s", s->done[1].msg);
+  cr_assert_eq(s->done[1].nout, 1);
+  cr_assert_eq(s->done[1].size[0], 8);
+  cr_assert_eq(s->done[1].frame[0], 0);
+  cr_assert_eq(s->done[1].v[0], 42);
+  cr_assert_eq(s->load.threads, 2);
+  cr_assert_geq(s->load.completed, 1);
+  cr_assert_eq(s->load.values_held, 0, "returned, not kept");
+  stop(s);
+  free(s);
+}
+
+Test(protocol, welcome_fields) {
+  th_server_t srv;
+  const char *extra[] = {"--name", "unit-7", NULL};
+  cr_assert_eq(th_server_start_default(&srv, extra), 0);
+  th_client_t c;
+  cr_assert_eq(th_client_open(&c, srv.endpoint), 0);
+  cr_assert_eq(th_hello(&c, 77, LT_PROTO_VERSION), 0);
+  th_rx_t r;
+  cr_assert_eq(th_recv(&c, &r, 5000), 0);
+  cr_assert_eq(r.m.type, LT_MSG_WELCOME);
+  cr_assert_eq(r.m.u.welcome.version, LT_PROTO_VERSION);
+  cr_assert_str_eq(r.m.u.welcome.server_id, "unit-7");
+  cr_assert_gt(r.m.u.welcome.cores, 0);
+  cr_assert_eq(r.m.u.welcome.threads, 2);
+  cr_assert_float_eq(r.m.u.welcome.speed, 1.0, 1e-9);
+  cr_assert(r.m.has_load);
+  th_rx_clear(&r);
+  th_client_close(&c);
+  cr_assert_eq(th_server_stop(&srv, SIGINT, 5000), 0);
+}
+
+/* A chain through the store: A keeps X, B reads X by reference and returns; B is parked
+ * while A sleeps, visible in the load report. Then fetch, release, fetch again. */
+Test(protocol, ref_chain_parks_and_fetch) {
+  st_t *s = calloc(1, sizeof *s);
+  start(s, NULL);
+  unsigned char v[8];
+  th_put_i64(v, 5);
+  lt_bytes_t pay = {v, 8};
+  lt_input_t ina = inl(0), inb = ref(10), inc2 = ref(11);
+  lt_oid_t x = oid(10), y = oid(11), z = oid(12);
+  lt_instr_t ins[3] = {instr(1, K_SLEEP, &ina, 1, &x, 1, 0, "300"),
+                       instr(2, K_INC, &inb, 1, &y, 1, LT_INSTR_KEEP | LT_INSTR_RETURN, NULL),
+                       instr(3, K_INC, &inc2, 1, &z, 1, LT_INSTR_RETURN, NULL)};
+  execute(s, ins, 3, &pay, 1);
+  heartbeat(s, 9);
+  cr_assert_eq(s->load.parked, 2, "B and C wait for their inputs");
+  cr_assert_eq(s->load.active + s->load.queued, 1);
+  cr_assert_eq(s->load.values_held, 2, "X and Y are expected");
+  /* A fetch of the pending X is answered once X is set. */
+  simple(s, LT_MSG_FETCH, x, 0);
+  WAIT_FOR(s, s->done[3].got && s->value[10].got);
+  cr_assert_eq(s->done[1].status, LT_OK);
+  cr_assert_eq(s->done[1].nout, 1);
+  cr_assert_eq(s->done[1].frame[0], -1, "not returned");
+  cr_assert_eq(s->done[1].size[0], 8);
+  cr_assert_eq(s->done[2].v[0], 6);
+  cr_assert_eq(s->done[3].v[0], 7);
+  cr_assert_eq(s->value[10].status, LT_OK);
+  cr_assert_eq(s->value[10].v[0], 5);
+  cr_assert_eq(s->load.parked, 0);
+  cr_assert_eq(s->load.values_held, 2, "X and Y (kept)");
+  simple(s, LT_MSG_FETCH, y, 0);
+  WAIT_FOR(s, s->value[11].got);
+  cr_assert_eq(s->value[11].v[0], 6);
+  simple(s, LT_MSG_RELEASE, x, 0);
+  memset(&s->value[10], 0, sizeof s->value[10]);
+  simple(s, LT_MSG_FETCH, x, 0);
+  WAIT_FOR(s, s->value[10].got);
+  cr_assert_eq(s->value[10].status, LT_ENOENT);
+  cr_assert_eq(s->value[10].frame[0], -1);
+  cr_assert_neq(s->value[10].msg[0], '\0');
+  cr_assert_eq(s->load.values_held, 1);
+  stop(s);
+  free(s);
+}
+
+Test(protocol, release_inputs_after_use) {
+  st_t *s = calloc(1, sizeof *s);
+  start(s, NULL);
+  unsigned char v[8];
+  th_put_i64(v, 1);
+  lt_bytes_t pay = {v, 8};
+  lt_input_t ina = inl(0), inb = ref(20);
+  lt_oid_t x = oid(20), y = oid(21);
+  lt_instr_t ins[2] = {instr(1, K_INC, &ina, 1, &x, 1, 0, NULL),
+                       instr(2, K_INC, &inb, 1, &y, 1,
+                             LT_INSTR_RETURN | LT_INSTR_RELEASE_INPUTS, NULL)};
+  execute(s, ins, 2, &pay, 1);
+  WAIT_FOR(s, s->done[2].got);
+  cr_assert_eq(s->done[2].v[0], 3);
+  simple(s, LT_MSG_FETCH, x, 0);
+  WAIT_FOR(s, s->value[20].got);
+  cr_assert_eq(s->value[20].status, LT_ENOENT, "X was released after its last use");
+  cr_assert_eq(s->load.values_held, 0);
+  stop(s);
+  free(s);
+}
+
+Test(protocol, failures_propagate) {
+  st_t *s = calloc(1, sizeof *s);
+  start(s, NULL);
+  unsigned char v[8] = {0};
+  lt_bytes_t pay = {v, 8};
+  lt_input_t ina = inl(0), inb = ref(30);
+  lt_oid_t x = oid(30), y = oid(31);
+  lt_instr_t ins[2] = {instr(1, K_FAIL, &ina, 1, &x, 1, 0, NULL),
+                       instr(2, K_INC, &inb, 1, &y, 1, LT_INSTR_RETURN, NULL)};
+  execute(s, ins, 2, &pay, 1);
+  WAIT_FOR(s, s->done[1].got && s->done[2].got);
+  cr_assert_eq(s->done[1].status, LT_EKERNEL);
+  cr_assert_str_eq(s->done[1].msg, "fail: asked to fail");
+  cr_assert_eq(s->done[1].nout, 0);
+  cr_assert_eq(s->done[2].status, LT_EKERNEL);
+  cr_assert_not_null(strstr(s->done[2].msg, "asked to fail"), "%s", s->done[2].msg);
+  simple(s, LT_MSG_FETCH, x, 0);
+  WAIT_FOR(s, s->value[30].got);
+  cr_assert_eq(s->value[30].status, LT_EKERNEL);
+  cr_assert_str_eq(s->value[30].msg, "fail: asked to fail");
+  stop(s);
+  free(s);
+}
+
+Test(protocol, arity_and_bad_instructions) {
+  st_t *s = calloc(1, sizeof *s);
+  start(s, NULL);
+  unsigned char v[8] = {9};
+  lt_bytes_t pay = {v, 8};
+  lt_input_t in0 = inl(0);
+  lt_input_t far = {.kind = LT_INPUT_REF, .id = oid(1), .holder = "tcp://10.1.2.3:9"};
+  lt_input_t missing = ref(999);
+  lt_oid_t o2[2] = {oid(40), oid(41)}, dup[2] = {oid(42), oid(42)}, o1 = oid(43);
+  lt_instr_t ins[] = {
+      instr(1, K_TWO, &in0, 1, o2, 2, LT_INSTR_RETURN, NULL),  /* ok: 2 outputs */
+      instr(2, K_TWO, &in0, 1, &o1, 1, LT_INSTR_RETURN, NULL), /* made 2, expected 1 */
+      instr(3, K_NONE, &in0, 1, NULL, 0, LT_INSTR_RETURN, NULL), /* ok: 0 outputs */
+      instr(4, 99, &in0, 1, &o1, 1, LT_INSTR_RETURN, NULL),      /* kernel index */
+      instr(5, K_BAD, &in0, 1, &o1, 1, LT_INSTR_RETURN, NULL),   /* unresolved */
+      instr(6, K_INC, &far, 1, &o1, 1, LT_INSTR_RETURN, NULL),   /* peer holder */
+      instr(7, K_INC, &missing, 1, &o1, 1, LT_INSTR_RETURN, NULL), /* unknown ref */
+      instr(8, K_TWO, &in0, 1, dup, 2, 0, NULL), /* the same id set twice */
+  };
+  execute(s, ins, 8, &pay, 1);
+  WAIT_FOR(s, s->ndone == 8);
+  cr_assert_eq(s->done[1].status, LT_OK);
+  cr_assert_eq(s->done[1].nout, 2);
+  cr_assert_eq(s->done[1].frame[0] >= 0 && s->done[1].frame[1] >= 0, true);
+  cr_assert_eq(s->done[2].status, LT_EKERNEL);
+  cr_assert_str_eq(s->done[2].msg, "kernel made 2 outputs, expected 1");
+  cr_assert_eq(s->done[3].status, LT_OK);
+  cr_assert_eq(s->done[3].nout, 0);
+  cr_assert_eq(s->done[4].status, LT_ENOKERNEL);
+  cr_assert_not_null(strstr(s->done[4].msg, "kernel index 99 not in program"), "%s",
+                     s->done[4].msg);
+  cr_assert_eq(s->done[5].status, LT_ENOMODULE);
+  cr_assert_not_null(strstr(s->done[5].msg, "nosuchmod"), "%s", s->done[5].msg);
+  cr_assert_eq(s->done[6].status, LT_ENOENT);
+  cr_assert_not_null(strstr(s->done[6].msg, "peer fetch not supported yet"), "%s",
+                     s->done[6].msg);
+  cr_assert_eq(s->done[7].status, LT_ENOENT);
+  cr_assert_eq(s->done[8].status, LT_EEXIST, "%s", s->done[8].msg);
+  stop(s);
+  free(s);
+}
+
+/* Refused instructions of one EXECUTE come back in one done. */
+Test(protocol, completions_are_batched) {
+  st_t *s = calloc(1, sizeof *s);
+  start(s, NULL);
+  lt_instr_t ins[50];
+  for (int i = 0; i < 50; i++) ins[i] = instr((uint64_t)i + 1, 1000, NULL, 0, NULL, 0, 0, NULL);
+  execute(s, ins, 50, NULL, 0);
+  WAIT_FOR(s, s->ndone == 50);
+  cr_assert_eq(s->ndone_msgs, 1);
+  stop(s);
+  free(s);
+}
+
+Test(protocol, duplicate_seq_in_flight) {
+  st_t *s = calloc(1, sizeof *s);
+  start(s, NULL);
+  unsigned char v[8] = {0};
+  lt_bytes_t pay = {v, 8};
+  lt_input_t in0 = inl(0);
+  lt_oid_t a = oid(50), b = oid(51);
+  lt_instr_t ins[2] = {instr(1, K_SLEEP, &in0, 1, &a, 1, LT_INSTR_RETURN, "200"),
+                       instr(1, K_ECHO, &in0, 1, &b, 1, LT_INSTR_RETURN, NULL)};
+  execute(s, ins, 2, &pay, 1);
+  WAIT_FOR(s, s->done[1].got);
+  cr_assert_eq(s->done[1].status, LT_EEXIST, "the duplicate is refused first");
+  memset(&s->done[1], 0, sizeof s->done[1]);
+  WAIT_FOR(s, s->done[1].got);
+  cr_assert_eq(s->done[1].status, LT_OK, "the original completes");
+  stop(s);
+  free(s);
+}
+
+Test(protocol, cancel_queued_and_parked) {
+  st_t *s = calloc(1, sizeof *s);
+  start(s, NULL);
+  unsigned char v[8] = {0};
+  lt_bytes_t pay = {v, 8};
+  lt_input_t in0 = inl(0), inp = ref(60);
+  lt_oid_t o[6] = {oid(60), oid(61), oid(62), oid(63), oid(64), oid(65)};
+  lt_instr_t ins[6];
+  for (int i = 0; i < 5; i++)
+    ins[i] = instr((uint64_t)i + 1, K_SLEEP, &in0, 1, &o[i], 1, i == 0 ? 0 : LT_INSTR_RETURN,
+                   "300");
+  ins[5] = instr(6, K_INC, &inp, 1, &o[5], 1, LT_INSTR_RETURN, NULL); /* parked on seq 1 */
+  execute(s, ins, 6, &pay, 1);
+  wait_active(s, 2);
+  cr_assert_eq(s->load.active + s->load.queued, 5);
+  cr_assert_leq(s->load.active, 2);
+  cr_assert_eq(s->load.parked, 1);
+  lt_msg_t m;
+  memset(&m, 0, sizeof m);
+  m.type = LT_MSG_CANCEL;
+  uint64_t seqs[] = {1, 3, 4, 6, 999};
+  m.u.cancel.nseqs = 5;
+  m.u.cancel.seqs = seqs;
+  cr_assert_eq(th_send(&s->c, &m, NULL, 0), LT_OK);
+  WAIT_FOR(s, s->ndone == 6);
+  cr_assert_eq(s->done[1].status, LT_OK, "running: not canceled");
+  cr_assert_eq(s->done[2].status, LT_OK);
+  cr_assert_eq(s->done[3].status, LT_ECANCELED);
+  cr_assert_eq(s->done[4].status, LT_ECANCELED);
+  cr_assert_eq(s->done[5].status, LT_OK);
+  cr_assert_eq(s->done[6].status, LT_ECANCELED);
+  heartbeat(s, 2);
+  cr_assert_eq(s->load.parked, 0);
+  cr_assert_eq(s->load.queued, 0);
+  cr_assert_eq(s->load.active, 0);
+  stop(s);
+  free(s);
+}
+
+Test(protocol, messages_need_a_session) {
+  th_server_t srv;
+  cr_assert_eq(th_server_start_default(&srv, NULL), 0);
+  st_t *s = calloc(1, sizeof *s);
+  cr_assert_eq(th_client_open(&s->c, srv.endpoint), 0);
+  simple(s, LT_MSG_HEARTBEAT, oid(0), 5);
+  WAIT_FOR(s, s->nerror == 1);
+  cr_assert_eq(s->last_error, LT_ESTATE);
+  cr_assert_not_null(strstr(s->last_errmsg, "hello"));
+  cr_assert_eq(th_hello(&s->c, 1, LT_PROTO_VERSION + 41), 0);
+  WAIT_FOR(s, s->nerror == 2);
+  cr_assert_eq(s->last_error, LT_EVERSION);
+  /* A server-side message type from a client is refused. */
+  lt_msg_t m;
+  memset(&m, 0, sizeof m);
+  m.type = LT_MSG_WELCOME;
+  m.u.welcome.server_id = "me";
+  cr_assert_eq(th_send(&s->c, &m, NULL, 0), 0);
+  WAIT_FOR(s, s->nerror == 3);
+  cr_assert_eq(s->last_error, LT_EPROTO);
+  th_client_close(&s->c);
+  free(s);
+  cr_assert_eq(th_server_stop(&srv, SIGTERM, 5000), 0);
+}
+
+Test(protocol, bye_releases_values) {
+  st_t *s = calloc(1, sizeof *s);
+  start(s, NULL);
+  unsigned char v[8] = {0};
+  lt_bytes_t pay = {v, 8};
+  lt_input_t in0 = inl(0);
+  lt_oid_t x = oid(70);
+  lt_instr_t i = instr(1, K_INC, &in0, 1, &x, 1, 0, NULL);
+  execute(s, &i, 1, &pay, 1);
+  WAIT_FOR(s, s->done[1].got);
+  cr_assert_eq(s->load.values_held, 1);
+  simple(s, LT_MSG_BYE, oid(0), 0);
+  simple(s, LT_MSG_HEARTBEAT, oid(0), 3);
+  WAIT_FOR(s, s->nerror == 1);
+  cr_assert_eq(s->last_error, LT_ESTATE);
+  cr_assert_eq(s->load.values_held, 0);
+  stop(s);
+  free(s);
+}
+
+Test(protocol, idle_session_dropped) {
+  st_t *s = calloc(1, sizeof *s);
+  const char *extra[] = {"--idle-timeout", "300", NULL};
+  start(s, extra);
+  unsigned char v[8] = {0};
+  lt_bytes_t pay = {v, 8};
+  lt_input_t in0 = inl(0);
+  lt_oid_t x = oid(80);
+  lt_instr_t i = instr(1, K_INC, &in0, 1, &x, 1, 0, NULL);
+  execute(s, &i, 1, &pay, 1);
+  WAIT_FOR(s, s->done[1].got);
+  cr_assert_eq(s->load.values_held, 1);
+  usleep(900 * 1000);
+  simple(s, LT_MSG_HEARTBEAT, oid(0), 3);
+  WAIT_FOR(s, s->nerror == 1);
+  cr_assert_eq(s->last_error, LT_ESTATE, "the silent session was dropped");
+  cr_assert_eq(s->load.values_held, 0, "with its values");
+  stop(s);
+  free(s);
+}
+
+/* SIGTERM: running kernels finish and are reported, queued and parked ones are answered
+ * with LT_ESHUTDOWN, as are new instructions and parked fetches; then exit 0. */
+Test(protocol, shutdown_drains) {
+  st_t *s = calloc(1, sizeof *s);
+  start(s, NULL);
+  unsigned char v[8] = {0};
+  lt_bytes_t pay = {v, 8};
+  lt_input_t in0 = inl(0), inp = ref(90);
+  lt_oid_t o[5] = {oid(90), oid(91), oid(92), oid(93), oid(94)};
+  lt_instr_t ins[5];
+  for (int i = 0; i < 4; i++)
+    ins[i] = instr((uint64_t)i + 1, K_SLEEP, &in0, 1, &o[i], 1, i == 0 ? 0 : LT_INSTR_RETURN,
+                   "800");
+  ins[4] = instr(5, K_INC, &inp, 1, &o[4], 1, LT_INSTR_RETURN, NULL);
+  execute(s, ins, 5, &pay, 1);
+  wait_active(s, 2);
+  cr_assert_eq(s->load.active + s->load.queued, 4);
+  cr_assert_eq(s->load.parked, 1);
+  simple(s, LT_MSG_FETCH, oid(90), 0); /* pending: parked */
+  heartbeat(s, 2);
+  kill(s->srv.pid, SIGTERM);
+  WAIT_FOR(s, s->done[3].got && s->done[4].got && s->done[5].got && s->value[90].got);
+  cr_assert_eq(s->done[3].status, LT_ESHUTDOWN);
+  cr_assert_eq(s->done[4].status, LT_ESHUTDOWN);
+  cr_assert_eq(s->done[5].status, LT_ESHUTDOWN);
+  cr_assert_eq(s->value[90].status, LT_ESHUTDOWN);
+  lt_input_t in1 = inl(0);
+  lt_oid_t late = oid(95);
+  lt_instr_t l = instr(6, K_INC, &in1, 1, &late, 1, LT_INSTR_RETURN, NULL);
+  execute(s, &l, 1, &pay, 1);
+  WAIT_FOR(s, s->done[6].got && s->done[1].got && s->done[2].got);
+  cr_assert_eq(s->done[6].status, LT_ESHUTDOWN);
+  cr_assert_eq(s->done[1].status, LT_OK, "%s", s->done[1].msg);
+  cr_assert_eq(s->done[2].status, LT_OK, "%s", s->done[2].msg);
+  th_client_close(&s->c);
+  /* Already signaled: just reap. */
+  int64_t t0 = th_now_ms();
+  cr_assert_eq(th_server_stop(&s->srv, 0, 5000), 0);
+  cr_assert_lt(th_now_ms() - t0, 4000);
+  free(s);
+}
+
+Test(protocol, bad_modules_dir_exits_2) {
+  const char *argv[] = {LT_TEST_SERVER, "--listen", "tcp://127.0.0.1:0", "--modules",
+                        "/nonexistent/dir", NULL};
+  char out[4096], err[8192];
+  cr_assert_eq(th_run(argv, 10000, out, sizeof out, err, sizeof err), 2);
+  cr_assert_not_null(strstr(err, "/nonexistent/dir"), "%s", err);
+  cr_assert_not_null(strstr(err, "usage:"));
+  cr_assert_null(strstr(out, "READY"));
+}
+
+Test(protocol, bad_endpoint_exits_2) {
+  const char *argv[] = {LT_TEST_SERVER, "--listen", "bogus://x", NULL};
+  char out[4096], err[8192];
+  cr_assert_eq(th_run(argv, 10000, out, sizeof out, err, sizeof err), 2, "%s", err);
+  cr_assert_not_null(strstr(err, "bogus://x"), "%s", err);
+}
