@@ -12,6 +12,7 @@
 #include "buf.h"
 #include "eval.h"
 #include "future.h"
+#include "local.h"
 #include "log.h"
 #include "oid.h"
 #include "scheduler.h"
@@ -75,7 +76,7 @@ LT_API int lt_eval_new(lt_eval_t **out, lt_skel_t *program) {
   pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
   pthread_cond_init(&ev->cv_start, &attr);
   pthread_condattr_destroy(&attr);
-  int rc = lt__template_compile(&ev->tmpl, program);
+  int rc = lt__skel_valid(program) ? LT_OK : LT_EINVAL;
   if (rc == LT_OK) rc = lt__options_from_env(&ev->opts);
   if (rc == LT_OK) {
     ev->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -156,8 +157,11 @@ LT_API int lt_eval_start(lt_eval_t *ev) {
   pthread_mutex_unlock(&ev->mu);
   if (state != LT_EVAL_NEW) return LT_ESTATE;
   if (nhosts == 0) return LT_ENOSERVER;
+  lt__template_free(ev->tmpl);
+  int rc = lt__template_compile(&ev->tmpl, ev->program, ev->opts.normal_form);
+  if (rc != LT_OK) return rc;
 
-  int rc = lt__sched_new(&ev->sched, ev);
+  rc = lt__sched_new(&ev->sched, ev);
   if (rc != LT_OK) return rc;
   pthread_mutex_lock(&ev->mu);
   ev->start_waiting = (int)ev->nhosts;
@@ -165,6 +169,7 @@ LT_API int lt_eval_start(lt_eval_t *ev) {
   pthread_mutex_unlock(&ev->mu);
   if (pthread_create(&ev->thread, NULL, lt__sched_main, ev->sched) != 0) {
     lt__sched_free(ev->sched);
+  lt__local_free(ev->local);
     ev->sched = NULL;
     return LT_ENOMEM;
   }
@@ -181,6 +186,22 @@ LT_API int lt_eval_start(lt_eval_t *ev) {
     return LT_ENOSERVER;
   }
   lt__eval_wake(ev); /* tasks submitted before start */
+  return LT_OK;
+}
+
+LT_API int lt_eval_run_local(lt_eval_t *ev) {
+  if (ev == NULL) return LT_EINVAL;
+  if (ev->state != LT_EVAL_NEW) return LT_ESTATE;
+  lt__template_free(ev->tmpl);
+  int rc = lt__template_compile(&ev->tmpl, ev->program, ev->opts.normal_form);
+  if (rc == LT_OK) rc = lt__local_new(&ev->local, ev);
+  if (rc != LT_OK) return rc;
+  if (pthread_create(&ev->thread, NULL, lt__local_main, ev->local) != 0) return LT_ENOMEM;
+  ev->thread_started = 1;
+  pthread_mutex_lock(&ev->mu);
+  ev->state = LT_EVAL_STARTED;
+  pthread_mutex_unlock(&ev->mu);
+  lt__eval_wake(ev); /* tasks submitted before */
   return LT_OK;
 }
 
@@ -301,6 +322,8 @@ LT_API int lt_eval_stats_json(lt_eval_t *ev, char **json) {
   pthread_mutex_unlock(&ev->mu);
   if (ev->sched != NULL) {
     lt__sched_stats_json(ev->sched, &j);
+  } else if (ev->local != NULL) {
+    lt__local_stats_json(ev->local, &j);
   } else {
     lt__json_u64(&j, "instructions", 0);
     lt__json_u64(&j, "bytes_to_servers", 0);
@@ -334,6 +357,7 @@ LT_API void lt_eval_free(lt_eval_t *ev) {
     pthread_join(ev->thread, NULL);
   }
   lt__sched_free(ev->sched);
+  lt__local_free(ev->local);
   for (size_t i = 0; i < ev->nprocs; i++) lt__proc_stop(&ev->procs[i], 5000);
   free(ev->procs);
   free_task_list(ev->intake_head);

@@ -63,7 +63,8 @@ struct lt_eval {
   int wake_fd; /* eventfd: wakes the dispatcher */
   pthread_t thread;
   int thread_started;
-  struct lt_sched *sched;
+  struct lt_sched *sched; /* servers (lt_eval_start) */
+  struct lt_local *local; /* or the sequential evaluator (lt_eval_run_local) */
 };
 
 /* lt__eval_wake wakes the dispatcher. Any thread. */

@@ -64,6 +64,7 @@ int lt__options_set(lt_options_t *o, const char *key, const char *value) {
   if (strcmp(key, "mode") == 0) return set_mode(o, value);
   if (strcmp(key, "ordered") == 0) return parse_bool(value, &o->ordered);
   if (strcmp(key, "nonblocking") == 0) return parse_bool(value, &o->nonblocking);
+  if (strcmp(key, "normal_form") == 0) return parse_bool(value, &o->normal_form);
   if (strcmp(key, "max_pending") == 0) return parse_u32(value, 1, 1u << 30, &o->max_pending);
   if (strcmp(key, "max_retries") == 0) return parse_u32(value, 0, 1000, &o->max_retries);
   if (strcmp(key, "heartbeat_ms") == 0) return parse_u32(value, 10, 600000, &o->heartbeat_ms);
@@ -76,7 +77,7 @@ int lt__options_set(lt_options_t *o, const char *key, const char *value) {
   return LT_EINVAL;
 }
 
-static const char *const env_keys[] = {"mode",         "ordered",    "nonblocking",
+static const char *const env_keys[] = {"mode",         "ordered",    "nonblocking", "normal_form",
                                        "max_pending",  "max_retries", "heartbeat_ms",
                                        "connect_timeout_ms", "server_threads", "modules",
                                        "server"};

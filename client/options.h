@@ -9,6 +9,7 @@
 typedef struct lt_options {
   int ordered;                 /* results in submission order */
   int nonblocking;             /* lt_eval_submit gives LT_EAGAIN instead of blocking */
+  int normal_form;             /* fuse adjacent seq stages into one instruction */
   uint32_t max_pending;        /* unfinished tasks before submit blocks */
   uint32_t max_retries;        /* re-dispatches of one instruction after server loss */
   uint32_t heartbeat_ms;       /* heartbeat period; a server silent 3 periods is dead */

@@ -26,24 +26,31 @@ typedef struct job {
   int finished;   /* result delivered; free when live reaches 0 */
 } job_t;
 
-/* One instruction: a fired node of an instance, queued or in flight on `conn`. */
+/* One instruction: what a frame of an instance needs run, queued or in flight on `conn`. */
 typedef struct instr_rec {
-  uint64_t seq; /* instruction id = sequence of its output's object id */
+  uint64_t seq; /* instruction id = sequence of its output 0's object id */
   job_t *job;
-  uint32_t node;
+  lt_frame_t *frame;
   int conn;       /* -1 while queued */
   uint32_t tries; /* dispatches lost to a failed server */
   struct instr_rec *next;
   UT_hash_handle hh; /* in flight, by seq */
 } instr_rec_t;
 
-/* An execute message being assembled for one server in this turn. */
+/* An execute message being assembled for one server in this turn. Inputs, outputs and
+ * further stages of all instructions live in flat arrays; each instruction records where
+ * its own start (in the pointer fields, as offsets) until batch_send points them there. */
 typedef struct batch {
   lt_instr_t *instrs;
   uint32_t n, cap;
   lt_input_t *inputs;
+  uint32_t ninputs, capinputs;
+  lt_stage_t *stages;
+  uint32_t nstages, capstages;
   lt_oid_t *outputs;
+  uint32_t capoutputs;
   lt_value_t **values;
+  uint32_t capvalues;
   lt_bytes_t *frames;
   uint32_t nframes, capframes;
 } batch_t;
@@ -81,7 +88,7 @@ int lt__sched_new(lt_sched_t **out, lt_eval_t *ev) {
   if (s == NULL) return LT_ENOMEM;
   s->ev = ev;
   s->window = 1;
-  s->next_seq = 1;
+  s->next_seq = (uint64_t)LT_MAX_PARTS + 1;
   lt__codec_limits_default(&s->limits);
   pthread_mutex_init(&s->stats_mu, NULL);
   s->zctx = zmq_ctx_new();
@@ -161,8 +168,8 @@ static void rec_done(instr_rec_t *r) {
   job_release(j);
 }
 
-/* on_fire is the instance's callback: a node has every input, queue it. */
-static void on_fire(void *ud, lt_instance_t *inst, uint32_t node) {
+/* on_fire is the instance's callback: a frame needs an instruction, queue it. */
+static void on_fire(void *ud, lt_instance_t *inst, lt_frame_t *frame) {
   lt_sched_t *s = ud;
   job_t *j = inst->user;
   instr_rec_t *r = calloc(1, sizeof *r);
@@ -170,9 +177,11 @@ static void on_fire(void *ud, lt_instance_t *inst, uint32_t node) {
     job_fail(s, j, LT_ENOMEM, "out of memory queueing an instruction");
     return;
   }
-  r->seq = s->next_seq++;
+  /* Output i of this instruction is named seq + i: ids are spaced for the most parts. */
+  r->seq = s->next_seq;
+  s->next_seq += (uint64_t)LT_MAX_PARTS + 1;
   r->job = j;
-  r->node = node;
+  r->frame = frame;
   j->live++;
   push_fireable(s, r, 0);
 }
@@ -318,24 +327,31 @@ static void on_completion(lt_sched_t *s, size_t idx, const lt_completion_t *cp,
     rec_done(r);
     return;
   }
-  if (cp->noutputs != 1 || cp->outputs[0].frame < 0) {
-    job_fail(s, j, LT_EPROTO, "server returned no value for an instruction");
+  if (cp->noutputs > LT_MAX_PARTS) {
+    job_fail(s, j, LT_EPROTO, "server returned too many outputs");
     rec_done(r);
     return;
   }
-  const lt_bytes_t *f = &m->frames[cp->outputs[0].frame];
-  lt_value_t *v = lt__value_copy(f->data, f->len);
-  if (v == NULL) {
-    job_fail(s, j, LT_ENOMEM, "out of memory receiving a value");
-    rec_done(r);
-    return;
+  lt_value_t **vals = calloc(cp->noutputs ? cp->noutputs : 1, sizeof *vals);
+  int rc = vals != NULL ? LT_OK : LT_ENOMEM;
+  for (uint32_t i = 0; rc == LT_OK && i < cp->noutputs; i++) {
+    if (cp->outputs[i].frame < 0) {
+      rc = LT_EPROTO; /* plain mode asks every value back */
+      break;
+    }
+    const lt_bytes_t *f = &m->frames[cp->outputs[i].frame];
+    if ((vals[i] = lt__value_copy(f->data, f->len)) == NULL) rc = LT_ENOMEM;
   }
-  int rc = lt__instance_complete(j->inst, r->node, v, on_fire, s);
-  lt__value_unref(v);
+  char err[256] = "";
+  if (rc == LT_OK)
+    rc = lt__instance_complete(j->inst, r->frame, cp->answer, vals, cp->noutputs, on_fire, s, err,
+                               sizeof err);
+  for (uint32_t i = 0; vals != NULL && i < cp->noutputs; i++) lt__value_unref(vals[i]);
+  free(vals);
   if (rc != LT_OK) {
-    job_fail(s, j, rc, "inconsistent completion");
+    job_fail(s, j, rc, err[0] ? err : "server returned an unusable completion");
   } else if (j->inst->done) {
-    job_finish(s, j, lt__buf_ok(j->inst->result));
+    job_finish(s, j, lt__buf_ok(j->inst->result.value));
   }
   rec_done(r);
 }
@@ -421,47 +437,47 @@ static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem) {
 
 /* batch_add appends the instruction of `r` to `b`, its input values as payload frames. */
 static int batch_add(lt_sched_t *s, batch_t *b, instr_rec_t *r) {
-  const lt_tnode_t *node = &s->ev->tmpl->nodes[r->node];
-  uint32_t nin;
-  lt_value_t *const *in = lt__instance_inputs(r->job->inst, r->node, &nin);
-  uint32_t icap = b->cap;
-  if (grow((void **)&b->instrs, &b->cap, b->n + 1, sizeof *b->instrs) != LT_OK) return LT_ENOMEM;
-  if (b->cap != icap) {
-    /* inputs/outputs are per instruction with a fixed stride; grow them along. */
-    lt_input_t *ni = realloc(b->inputs, (size_t)b->cap * sizeof *ni);
-    if (ni != NULL) b->inputs = ni;
-    lt_oid_t *no = realloc(b->outputs, (size_t)b->cap * sizeof *no);
-    if (no != NULL) b->outputs = no;
-    if (ni == NULL || no == NULL) return LT_ENOMEM;
-  }
-  uint32_t fcap = b->capframes;
-  if (grow((void **)&b->frames, &b->capframes, b->nframes + nin, sizeof *b->frames) != LT_OK)
+  lt_fire_t fi;
+  lt__frame_fire_info(r->frame, &fi);
+  uint32_t more = fi.nstages - 1;
+  if (grow((void **)&b->instrs, &b->cap, b->n + 1, sizeof *b->instrs) != LT_OK ||
+      grow((void **)&b->outputs, &b->capoutputs, b->n + 1, sizeof *b->outputs) != LT_OK ||
+      grow((void **)&b->inputs, &b->capinputs, b->ninputs + fi.ninputs, sizeof *b->inputs) != LT_OK ||
+      grow((void **)&b->stages, &b->capstages, b->nstages + more, sizeof *b->stages) != LT_OK ||
+      grow((void **)&b->frames, &b->capframes, b->nframes + fi.ninputs, sizeof *b->frames) != LT_OK ||
+      grow((void **)&b->values, &b->capvalues, b->nframes + fi.ninputs, sizeof *b->values) != LT_OK)
     return LT_ENOMEM;
-  if (b->capframes != fcap) {
-    lt_value_t **nv = realloc(b->values, (size_t)b->capframes * sizeof *nv);
-    if (nv == NULL) return LT_ENOMEM;
-    b->values = nv;
-  }
-  /* A seq node has exactly one input (checked by the compiler). */
-  lt_input_t *inp = &b->inputs[b->n];
-  memset(inp, 0, sizeof *inp);
-  inp->kind = LT_INPUT_INLINE;
-  inp->frame = b->nframes;
-  inp->holder = "";
-  b->frames[b->nframes].data = in[0]->data;
-  b->frames[b->nframes].len = in[0]->len;
-  b->values[b->nframes] = in[0];
-  b->nframes++;
-
-  b->outputs[b->n].client = s->ev->client_id;
-  b->outputs[b->n].seq = r->seq;
   lt_instr_t *ins = &b->instrs[b->n];
   memset(ins, 0, sizeof *ins);
   ins->seq = r->seq;
-  ins->kernel = node->kernel;
-  ins->param.data = node->param;
-  ins->param.len = node->param_len;
-  ins->ninputs = 1;
+  ins->op = fi.op;
+  ins->kernel = fi.stages[0].kernel;
+  ins->param.data = fi.stages[0].param;
+  ins->param.len = fi.stages[0].param_len;
+  /* Offsets into the flat arrays; batch_send turns them into pointers. */
+  ins->more = (lt_stage_t *)(uintptr_t)b->nstages;
+  ins->nmore = more;
+  for (uint32_t k = 1; k < fi.nstages; k++) {
+    lt_stage_t *st = &b->stages[b->nstages++];
+    st->kernel = fi.stages[k].kernel;
+    st->param.data = fi.stages[k].param;
+    st->param.len = fi.stages[k].param_len;
+  }
+  ins->inputs = (lt_input_t *)(uintptr_t)b->ninputs;
+  ins->ninputs = fi.ninputs;
+  for (uint32_t k = 0; k < fi.ninputs; k++) {
+    lt_input_t *inp = &b->inputs[b->ninputs++];
+    memset(inp, 0, sizeof *inp);
+    inp->kind = LT_INPUT_INLINE;
+    inp->frame = b->nframes;
+    inp->holder = "";
+    lt_value_t *v = fi.inputs[k].value;
+    b->frames[b->nframes].data = v->data;
+    b->frames[b->nframes].len = v->len;
+    b->values[b->nframes++] = v;
+  }
+  b->outputs[b->n].client = s->ev->client_id;
+  b->outputs[b->n].seq = r->seq;
   ins->noutputs = 1;
   ins->flags = LT_INSTR_RETURN;
   b->n++;
@@ -469,10 +485,11 @@ static int batch_add(lt_sched_t *s, batch_t *b, instr_rec_t *r) {
 }
 
 static void batch_send(lt_sched_t *s, size_t idx, batch_t *b) {
-  /* inputs/outputs may have moved while growing: point each instruction at its own. */
   for (uint32_t i = 0; i < b->n; i++) {
-    b->instrs[i].inputs = &b->inputs[i];
-    b->instrs[i].outputs = &b->outputs[i];
+    lt_instr_t *ins = &b->instrs[i];
+    ins->inputs = b->inputs + (uintptr_t)ins->inputs;
+    ins->more = ins->nmore ? b->stages + (uintptr_t)ins->more : NULL;
+    ins->outputs = &b->outputs[i];
   }
   lt_msg_t m = {.type = LT_MSG_EXECUTE};
   m.u.execute.ninstrs = b->n;
@@ -509,6 +526,7 @@ static void dispatch(lt_sched_t *s) {
     if (b->n > 0) batch_send(s, i, b);
     free(b->instrs);
     free(b->inputs);
+    free(b->stages);
     free(b->outputs);
     free(b->values);
     free(b->frames);

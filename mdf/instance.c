@@ -1,71 +1,220 @@
-/* instance.c: graph instances: token slots per node, firing, completion. Knows nothing of
- * servers or the wire; the dispatcher decides where fired nodes run. One thread. */
+/* instance.c: graph instances as trees of frames (instance.h). Knows nothing of servers or
+ * the wire; the caller decides where each fired instruction runs. One thread. */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include <lithium/error.h>
 #include "instance.h"
 
-int lt__instance_new(lt_instance_t **out, const lt_template_t *t, uint64_t task) {
-  *out = NULL;
-  lt_instance_t *inst = calloc(1, sizeof *inst);
-  if (inst == NULL) return LT_ENOMEM;
-  inst->tmpl = t;
-  inst->slots = calloc(t->nslots > 0 ? t->nslots : 1, sizeof *inst->slots);
-  inst->missing = calloc(t->nnodes > 0 ? t->nnodes : 1, sizeof *inst->missing);
-  if (inst->slots == NULL || inst->missing == NULL) {
-    lt__instance_free(inst);
-    return LT_ENOMEM;
-  }
-  for (uint32_t i = 0; i < t->nnodes; i++) inst->missing[i] = t->nodes[i].ninputs;
-  inst->task = task;
-  *out = inst;
-  return LT_OK;
+typedef enum phase {
+  PH_RUN = 1, /* the node's own instruction (seq, split, dc step) is out */
+  PH_GATHER,  /* waiting for the children of a map or a divided dc */
+  PH_FINAL,   /* the merge/combine is out */
+  PH_BASE     /* waiting for the base block of a dc base case */
+} phase_t;
+
+struct lt_frame {
+  lt_instance_t *inst;
+  lt_frame_t *parent; /* NULL for the root: its token is the task's result */
+  uint32_t slot;      /* index in the parent's parts */
+  int32_t node;
+  int single; /* a dc part: finishes after its own node instead of following the chain */
+  phase_t phase;
+  lt_token_t token; /* input of the node; the block's result once finished */
+  lt_token_t *parts;
+  uint32_t nparts;
+  uint32_t missing;
+  lt_frame_t *prev, *next; /* inst->live */
+};
+
+static void token_set(lt_token_t *t, lt_value_t *v) {
+  lt_value_t *old = t->value;
+  t->value = v != NULL ? lt__value_ref(v) : NULL;
+  lt__value_unref(old);
 }
 
-/* put stores a token into input `slot` of `node` and fires the node when it is complete. */
-static int put(lt_instance_t *inst, uint32_t node, uint32_t slot, lt_value_t *v,
-               lt_fire_fn fire, void *ud) {
-  const lt_tnode_t *n = &inst->tmpl->nodes[node];
-  lt_value_t **s = &inst->slots[n->slot_base + slot];
-  if (slot >= n->ninputs || *s != NULL || inst->missing[node] == 0) return LT_ESTATE;
-  *s = lt__value_ref(v);
-  if (--inst->missing[node] == 0) fire(ud, inst, node);
+static void parts_drop(lt_frame_t *f) {
+  for (uint32_t i = 0; i < f->nparts; i++) lt__value_unref(f->parts[i].value);
+  free(f->parts);
+  f->parts = NULL;
+  f->nparts = f->missing = 0;
+}
+
+static void frame_free(lt_frame_t *f) {
+  lt_instance_t *inst = f->inst;
+  if (f->prev != NULL)
+    f->prev->next = f->next;
+  else
+    inst->live = f->next;
+  if (f->next != NULL) f->next->prev = f->prev;
+  lt__value_unref(f->token.value);
+  parts_drop(f);
+  free(f);
+}
+
+static lt_frame_t *frame_new(lt_instance_t *inst, lt_frame_t *parent, uint32_t slot, int32_t node,
+                             int single, lt_value_t *v) {
+  lt_frame_t *f = calloc(1, sizeof *f);
+  if (f == NULL) return NULL;
+  f->inst = inst;
+  f->parent = parent;
+  f->slot = slot;
+  f->node = node;
+  f->single = single;
+  f->phase = PH_RUN;
+  token_set(&f->token, v);
+  f->next = inst->live;
+  if (inst->live != NULL) inst->live->prev = f;
+  inst->live = f;
+  inst->frames++;
+  return f;
+}
+
+int lt__instance_new(lt_instance_t **out, const lt_template_t *t, uint64_t task) {
+  lt_instance_t *inst = calloc(1, sizeof *inst);
+  *out = inst;
+  if (inst == NULL) return LT_ENOMEM;
+  inst->tmpl = t;
+  inst->task = task;
   return LT_OK;
 }
 
 int lt__instance_feed(lt_instance_t *inst, lt_value_t *v, lt_fire_fn fire, void *ud) {
-  return put(inst, inst->tmpl->entry, 0, v, fire, ud);
+  if (inst->live != NULL || inst->done) return LT_ESTATE;
+  lt_frame_t *f = frame_new(inst, NULL, 0, (int32_t)inst->tmpl->blocks[0], 0, v);
+  if (f == NULL) return LT_ENOMEM;
+  fire(ud, inst, f);
+  return LT_OK;
 }
 
-int lt__instance_complete(lt_instance_t *inst, uint32_t node, lt_value_t *v, lt_fire_fn fire,
-                          void *ud) {
-  if (node >= inst->tmpl->nnodes || inst->done) return LT_ESTATE;
-  const lt_tnode_t *n = &inst->tmpl->nodes[node];
-  if (inst->missing[node] != 0 || inst->slots[n->slot_base] == NULL) return LT_ESTATE;
-  for (uint32_t i = 0; i < n->ninputs; i++) {
-    lt__value_unref(inst->slots[n->slot_base + i]);
-    inst->slots[n->slot_base + i] = NULL;
+void lt__frame_fire_info(const lt_frame_t *f, lt_fire_t *out) {
+  const lt_tnode_t *n = &f->inst->tmpl->nodes[f->node];
+  if (f->phase == PH_FINAL) {
+    out->op = LT_OP_SEQ;
+    out->stages = &n->stages[n->kind == LT_TN_MAP ? LT_TS_MERGE : LT_TS_COMBINE];
+    out->nstages = 1;
+    out->inputs = f->parts;
+    out->ninputs = f->nparts;
+    return;
   }
-  if (n->succ < 0) {
-    inst->result = lt__value_ref(v);
-    inst->done = 1;
+  out->inputs = &f->token;
+  out->ninputs = 1;
+  out->stages = n->stages;
+  switch (n->kind) {
+  case LT_TN_SEQ:
+    out->op = LT_OP_SEQ;
+    out->nstages = n->nstages;
+    break;
+  case LT_TN_MAP:
+    out->op = LT_OP_SPLIT;
+    out->nstages = 1;
+    break;
+  case LT_TN_DC:
+    out->op = LT_OP_DCSTEP;
+    out->nstages = 2; /* cond, divide */
+    break;
+  }
+}
+
+/* finish_chain moves a frame on after its node produced f->token: to the next node of its
+ * chain, or, at the end, up into its parent, as far up as frames complete. */
+static void finish_chain(lt_frame_t *f, lt_fire_fn fire, void *ud) {
+  lt_instance_t *inst = f->inst;
+  for (;;) {
+    const lt_tnode_t *n = &inst->tmpl->nodes[f->node];
+    if (!f->single && n->next >= 0) {
+      f->node = n->next;
+      f->phase = PH_RUN;
+      fire(ud, inst, f);
+      return;
+    }
+    lt_frame_t *p = f->parent;
+    if (p == NULL) {
+      inst->result = f->token;
+      f->token.value = NULL;
+      inst->done = 1;
+      frame_free(f);
+      return;
+    }
+    p->parts[f->slot] = f->token;
+    f->token.value = NULL;
+    frame_free(f);
+    if (--p->missing > 0) return;
+    if (p->phase == PH_BASE) {
+      token_set(&p->token, p->parts[0].value);
+      parts_drop(p);
+      f = p; /* the dc node is done: go on with the parent's chain */
+      continue;
+    }
+    p->phase = PH_FINAL;
+    fire(ud, inst, p);
+    return;
+  }
+}
+
+/* gather starts a child frame per part (the body block, or the same dc node), or fires the
+ * merge/combine at once when there are none. */
+static int gather(lt_frame_t *f, phase_t phase, int32_t child_node, int single,
+                  lt_value_t *const *vals, uint32_t n, lt_fire_fn fire, void *ud) {
+  f->phase = n == 0 ? PH_FINAL : phase;
+  if (n == 0) {
+    fire(ud, f->inst, f);
     return LT_OK;
   }
-  return put(inst, (uint32_t)n->succ, n->succ_slot, v, fire, ud);
+  f->parts = calloc(n, sizeof *f->parts);
+  if (f->parts == NULL) return LT_ENOMEM;
+  f->nparts = f->missing = n;
+  /* Create every child before firing any, so a synchronous caller that completes a child
+   * inside `fire` never sees a half-built gather. */
+  lt_frame_t **kids = malloc(n * sizeof *kids);
+  if (kids == NULL) return LT_ENOMEM;
+  for (uint32_t i = 0; i < n; i++) {
+    kids[i] = frame_new(f->inst, f, i, child_node, single, vals[i]);
+    if (kids[i] == NULL) {
+      free(kids);
+      return LT_ENOMEM;
+    }
+  }
+  for (uint32_t i = 0; i < n; i++) fire(ud, f->inst, kids[i]);
+  free(kids);
+  return LT_OK;
 }
 
-lt_value_t *const *lt__instance_inputs(const lt_instance_t *inst, uint32_t node, uint32_t *n) {
-  const lt_tnode_t *tn = &inst->tmpl->nodes[node];
-  *n = tn->ninputs;
-  return &inst->slots[tn->slot_base];
+int lt__instance_complete(lt_instance_t *inst, lt_frame_t *f, int answer, lt_value_t *const *outs,
+                          uint32_t nout, lt_fire_fn fire, void *ud, char *err, size_t errlen) {
+  const lt_template_t *t = inst->tmpl;
+  const lt_tnode_t *n = &t->nodes[f->node];
+  const char *why = NULL;
+  if (f->phase == PH_FINAL || (f->phase == PH_RUN && n->kind == LT_TN_SEQ)) {
+    if (nout != 1) {
+      why = "a stage must make exactly one output";
+    } else {
+      token_set(&f->token, outs[0]);
+      parts_drop(f);
+      finish_chain(f, fire, ud);
+      return LT_OK;
+    }
+  } else if (f->phase == PH_RUN && n->kind == LT_TN_MAP) {
+    return gather(f, PH_GATHER, (int32_t)t->blocks[n->block], 0, outs, nout, fire, ud);
+  } else if (f->phase == PH_RUN && n->kind == LT_TN_DC && answer == 1) {
+    if (nout != 0) {
+      why = "a base case must make no parts";
+    } else {
+      lt_value_t *v = f->token.value;
+      return gather(f, PH_BASE, (int32_t)t->blocks[n->block], 0, &v, 1, fire, ud);
+    }
+  } else if (f->phase == PH_RUN && n->kind == LT_TN_DC && answer == 0) {
+    return gather(f, PH_GATHER, f->node, 1, outs, nout, fire, ud);
+  } else {
+    why = f->phase == PH_RUN ? "a dc step needs an answer" : "the frame was not waiting";
+  }
+  snprintf(err, errlen, "%s (got %u outputs)", why, nout);
+  return LT_EPROTO;
 }
 
 void lt__instance_free(lt_instance_t *inst) {
   if (inst == NULL) return;
-  if (inst->slots != NULL)
-    for (uint32_t i = 0; i < inst->tmpl->nslots; i++) lt__value_unref(inst->slots[i]);
-  lt__value_unref(inst->result);
-  free(inst->slots);
-  free(inst->missing);
+  while (inst->live != NULL) frame_free(inst->live);
+  lt__value_unref(inst->result.value);
   free(inst);
 }

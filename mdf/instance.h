@@ -1,47 +1,70 @@
-/* instance.h: a graph instance: the template instantiated for one input task (DESIGN.md 3).
- * It holds the input tokens of every node until the node fires, counts what each node still
- * misses, and reports through a callback which nodes became fireable. A token is a value
- * (plain mode: values travel through the client). Owned by one thread, the dispatcher. */
+/* instance.h: a graph instance: the template instantiated for one input task, grown at run
+ * time (DESIGN.md 3). It is a tree of frames; a frame runs one block's chain on one token.
+ * A map node, once its split says how many parts there are, starts a child frame on the body
+ * block per part and gathers their tokens for the merge; a dc node starts the base block on
+ * a base case, or a child dc frame per part and a combine. The instance tells through a
+ * callback which frame needs an instruction now, and describes it (lt__frame_fire_info);
+ * the caller runs it anywhere and reports the outputs with lt__instance_complete. Frames
+ * live on the heap: dc trees of any depth cost no stack. Owned by one thread. */
 #ifndef LT_INSTANCE_H
 #define LT_INSTANCE_H
 
 #include <stdint.h>
+#include "msg.h"
 #include "template.h"
 #include "value.h"
 
 typedef struct lt_instance lt_instance_t;
+typedef struct lt_frame lt_frame_t;
 
-/* Called when `node` of `inst` has every input. */
-typedef void (*lt_fire_fn)(void *ud, lt_instance_t *inst, uint32_t node);
+/* A token is an input or output of an instruction. In plain mode it is a value held by the
+ * client. */
+typedef struct lt_token {
+  lt_value_t *value;
+} lt_token_t;
+
+/* Called when frame `f` of `inst` needs its next instruction. */
+typedef void (*lt_fire_fn)(void *ud, lt_instance_t *inst, lt_frame_t *f);
+
+/* What a frame needs run: an op (LT_OP_SEQ, LT_OP_SPLIT, LT_OP_DCSTEP) with its stages and
+ * input tokens, all borrowed from the instance until the frame's completion. */
+typedef struct lt_fire {
+  uint32_t op;
+  const lt_tstage_t *stages;
+  uint32_t nstages;
+  const lt_token_t *inputs;
+  uint32_t ninputs;
+} lt_fire_t;
 
 struct lt_instance {
-  uint64_t task;             /* task sequence number, named by the client */
+  uint64_t task;             /* task sequence number */
   const lt_template_t *tmpl; /* borrowed */
-  lt_value_t **slots;        /* tmpl->nslots input tokens, NULL while missing */
-  uint32_t *missing;         /* per node: inputs not yet there */
-  lt_value_t *result;        /* the task's result once the graph is done */
+  lt_frame_t *live;          /* every frame not yet finished */
+  uint64_t frames;           /* frames created, for stats */
+  lt_token_t result;         /* the task's result once done */
   int done;
-  void *user; /* the dispatcher's own per-task data */
+  void *user; /* the caller's per-task data */
 };
 
 /* lt__instance_new creates the instance of task `task` over `t` (borrowed). */
 int lt__instance_new(lt_instance_t **out, const lt_template_t *t, uint64_t task);
 
-/* lt__instance_feed gives the task's input `v` (a new reference is taken) to the entry
- * node, which fires. */
+/* lt__instance_feed starts the program on the task's input `v` (a reference is taken); the
+ * first frame fires. */
 int lt__instance_feed(lt_instance_t *inst, lt_value_t *v, lt_fire_fn fire, void *ud);
 
-/* lt__instance_complete records the output `v` (a new reference is taken) of `node`: its
- * input tokens are dropped, the successor gets the token and fires when complete; a node
- * without successor makes `v` the task's result and sets inst->done. LT_ESTATE when the
- * node had not fired (a duplicate or stray completion). */
-int lt__instance_complete(lt_instance_t *inst, uint32_t node, lt_value_t *v, lt_fire_fn fire,
-                          void *ud);
+/* lt__frame_fire_info describes the instruction frame `f` waits for. */
+void lt__frame_fire_info(const lt_frame_t *f, lt_fire_t *out);
 
-/* lt__instance_inputs returns the input tokens of `node` (borrowed) and their count. */
-lt_value_t *const *lt__instance_inputs(const lt_instance_t *inst, uint32_t node, uint32_t *n);
+/* lt__instance_complete applies the completion of `f`'s instruction: `answer` (DCSTEP: 1
+ * base case, 0 divided; else ignored) and its `nout` outputs (references are taken). Frames
+ * that can go on fire; when the program is done inst->done is set and inst->result holds
+ * the result. LT_EPROTO when the outputs do not fit the op (a seq stage must make exactly
+ * one output), with a message in err; the frame is then finished with nothing. */
+int lt__instance_complete(lt_instance_t *inst, lt_frame_t *f, int answer, lt_value_t *const *outs,
+                          uint32_t nout, lt_fire_fn fire, void *ud, char *err, size_t errlen);
 
-/* lt__instance_free drops every token and frees the instance; accepts NULL. */
+/* lt__instance_free drops every token and frame; accepts NULL. */
 void lt__instance_free(lt_instance_t *inst);
 
 #endif

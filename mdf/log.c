@@ -17,7 +17,7 @@
 
 #define LOG_LINE_MAX 2048
 #define LOG_NAME_MAX 64
-#define LEVEL_UNSET (-1)
+#define LEVEL_UNSET  (-1)
 
 static atomic_int log_level = LEVEL_UNSET;
 static pthread_mutex_t name_lock = PTHREAD_MUTEX_INITIALIZER;

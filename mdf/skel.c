@@ -76,11 +76,61 @@ LT_API lt_skel_t *lt_pipeline(lt_skel_t *first, ...) {
   return s;
 }
 
+/* with_child builds a MAP or DC node around `child` with kernels k0, k1 (DC only), k2. */
+static lt_skel_t *with_child(lt_skel_kind_t kind, const char *k0, const char *k1,
+                             lt_skel_t *child, const char *k2) {
+  if (child == NULL) return NULL;
+  int ok = k0 != NULL && lt__kernel_name_valid(k0) && k2 != NULL && lt__kernel_name_valid(k2) &&
+           (kind != LT_SKEL_DC || (k1 != NULL && lt__kernel_name_valid(k1)));
+  lt_skel_t *s = ok ? node_new(kind, 1) : NULL;
+  if (s == NULL) {
+    lt_skel_free(child);
+    return NULL;
+  }
+  s->children[0] = child;
+  s->kernel = strdup(k0);
+  s->combine = strdup(k2);
+  if (kind == LT_SKEL_DC) s->divide = strdup(k1);
+  if (s->kernel == NULL || s->combine == NULL || (kind == LT_SKEL_DC && s->divide == NULL)) {
+    lt_skel_free(s);
+    return NULL;
+  }
+  return s;
+}
+
+LT_API lt_skel_t *lt_map(const char *split, lt_skel_t *body, const char *merge) {
+  return with_child(LT_SKEL_MAP, split, NULL, body, merge);
+}
+
+LT_API lt_skel_t *lt_dc(const char *cond, const char *divide, lt_skel_t *base,
+                        const char *combine) {
+  return with_child(LT_SKEL_DC, cond, divide, base, combine);
+}
+
+static int str_eq(const char *a, const char *b) {
+  return (a == NULL && b == NULL) || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+LT_API int lt_skel_equal(const lt_skel_t *a, const lt_skel_t *b) {
+  if (a == NULL || b == NULL) return a == b;
+  if (a->kind != b->kind || a->nchildren != b->nchildren || a->param_len != b->param_len)
+    return 0;
+  if (!str_eq(a->kernel, b->kernel) || !str_eq(a->divide, b->divide) ||
+      !str_eq(a->combine, b->combine))
+    return 0;
+  if (a->param_len > 0 && memcmp(a->param, b->param, a->param_len) != 0) return 0;
+  for (size_t i = 0; i < a->nchildren; i++)
+    if (!lt_skel_equal(a->children[i], b->children[i])) return 0;
+  return 1;
+}
+
 LT_API void lt_skel_free(lt_skel_t *s) {
   if (s == NULL) return;
   for (size_t i = 0; i < s->nchildren; i++) lt_skel_free(s->children[i]);
   free(s->children);
   free(s->kernel);
+  free(s->divide);
+  free(s->combine);
   free(s->param);
   free(s);
 }
@@ -97,6 +147,14 @@ int lt__skel_valid(const lt_skel_t *s) {
     for (size_t i = 0; i < s->nchildren; i++)
       if (!lt__skel_valid(s->children[i])) return 0;
     return 1;
+  case LT_SKEL_MAP:
+  case LT_SKEL_DC:
+    if (s->nchildren != 1 || s->kernel == NULL || !lt__kernel_name_valid(s->kernel) ||
+        s->combine == NULL || !lt__kernel_name_valid(s->combine))
+      return 0;
+    if (s->kind == LT_SKEL_DC && (s->divide == NULL || !lt__kernel_name_valid(s->divide)))
+      return 0;
+    return lt__skel_valid(s->children[0]);
   }
   return 0;
 }

@@ -1,8 +1,12 @@
-/* template.h: the MDF template compiled once from a skeleton tree (DESIGN.md 3). A node is
- * one instruction: a kernel (index into the program's kernel table, which is what the
- * client sends to servers in `program`), its parameter, its number of inputs and where its
- * output goes: input `succ_slot` of node `succ`, or out of the graph as the task's result
- * (succ = -1). Immutable after compile; any thread may read it. */
+/* template.h: the MDF template compiled once from a skeleton tree (DESIGN.md 3). The tree
+ * becomes blocks; a block is a chain of nodes run one after the other on one token:
+ *   SEQ  one instruction running its stages back to back (one stage, or several adjacent seq
+ *        stages fused by normal form);
+ *   MAP  a split instruction, then the body block on every part, then a merge instruction;
+ *   DC   a step instruction (condition, and divide when not a base case), then the base
+ *        block on a base case, or the same DC node on every part and a combine instruction.
+ * farm adds no node (it only says that instances are independent) and pipe concatenates
+ * chains. Block 0 is the program. Immutable after compile; any thread may read it. */
 #ifndef LT_TEMPLATE_H
 #define LT_TEMPLATE_H
 
@@ -10,28 +14,47 @@
 #include <stdint.h>
 #include "skel.h"
 
-typedef struct lt_tnode {
-  uint32_t kernel;    /* index into lt_template_t.kernels */
-  void *param;        /* owned copy; NULL when param_len is 0 */
+typedef enum lt_tnode_kind { LT_TN_SEQ = 1, LT_TN_MAP, LT_TN_DC } lt_tnode_kind_t;
+
+typedef struct lt_tstage {
+  uint32_t kernel; /* index into lt_template_t.kernels */
+  void *param;     /* owned copy; NULL when param_len is 0 */
   size_t param_len;
-  uint32_t ninputs;   /* input tokens the instruction waits for */
-  uint32_t slot_base; /* first of its input slots in a graph instance */
-  int32_t succ;       /* node fed by the output, -1 for the task's result */
-  uint32_t succ_slot;
+} lt_tstage_t;
+
+/* Stage roles of MAP and DC nodes. */
+enum { LT_TS_SPLIT = 0, LT_TS_MERGE = 1 };
+enum { LT_TS_COND = 0, LT_TS_DIVIDE = 1, LT_TS_COMBINE = 2 };
+
+typedef struct lt_tnode {
+  lt_tnode_kind_t kind;
+  lt_tstage_t *stages; /* SEQ: >= 1; MAP: split, merge; DC: cond, divide, combine */
+  uint32_t nstages;
+  uint32_t block; /* MAP: the body; DC: the base */
+  int32_t next;   /* next node of the chain, -1 at the end of the block */
 } lt_tnode_t;
 
 typedef struct lt_template {
-  char **kernels; /* distinct "module:function" names, in first-use order */
+  char **kernels; /* distinct "module:function" names, in first-use order: the program */
   uint32_t nkernels;
   lt_tnode_t *nodes;
   uint32_t nnodes;
-  uint32_t nslots; /* input slots of all nodes */
-  uint32_t entry;  /* node that receives the task's input (slot 0) */
+  uint32_t *blocks; /* first node of each block */
+  uint32_t nblocks;
+  int normal_form; /* adjacent seq stages were fused */
 } lt_template_t;
 
-/* lt__template_compile compiles `s` (borrowed) into *out. LT_EINVAL for a malformed tree,
- * LT_ENOMEM. Caller frees *out with lt__template_free. */
-int lt__template_compile(lt_template_t **out, const lt_skel_t *s);
+/* lt__template_compile compiles `s` (borrowed) into *out, fusing adjacent seq stages when
+ * `normal_form` is set. LT_EINVAL for a malformed tree, LT_ENOMEM. Caller frees *out. */
+int lt__template_compile(lt_template_t **out, const lt_skel_t *s, int normal_form);
+
+/* lt__template_chain_length returns the number of nodes of `block`'s chain: for a program
+ * without map or dc, the instructions one task costs. */
+uint32_t lt__template_chain_length(const lt_template_t *t, uint32_t block);
+
+/* lt__template_dot writes the template as a Graphviz digraph into a malloc'd string (caller
+ * frees); NULL on out of memory. */
+char *lt__template_dot(const lt_template_t *t);
 
 /* lt__template_free frees a template; accepts NULL. */
 void lt__template_free(lt_template_t *t);

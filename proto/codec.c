@@ -90,14 +90,29 @@ static void *arr(dec *d, size_t n, size_t size, int *rc) {
   return p;
 }
 
+/* bytes_in returns a decoded bytes field (its data lives in the arena; NULL when empty). */
+static lt_bytes_t bytes_in(ProtobufCBinaryData b) {
+  return (lt_bytes_t){b.len > 0 ? b.data : NULL, b.len};
+}
+
 static int instr_in(dec *d, const Lithium__Instr *pi, lt_instr_t *in) {
   int rc;
-  if ((rc = count_in(d, pi->n_inputs)) != 0 || (rc = count_in(d, pi->n_outputs)) != 0) return rc;
+  if ((rc = count_in(d, pi->n_inputs)) != 0 || (rc = count_in(d, pi->n_outputs)) != 0 ||
+      (rc = count_in(d, pi->n_more)) != 0)
+    return rc;
+  if (pi->op > LT_OP_DCSTEP) return LT_EPROTO;
   in->seq = pi->seq;
+  in->op = pi->op;
   in->kernel = pi->kernel;
-  in->param.data = pi->param.data;
-  in->param.len = pi->param.len;
+  in->param = bytes_in(pi->param);
   in->flags = pi->flags;
+  in->nmore = (uint32_t)pi->n_more;
+  in->more = arr(d, pi->n_more, sizeof(lt_stage_t), &rc);
+  if (rc != 0) return rc;
+  for (size_t j = 0; j < pi->n_more; j++) {
+    in->more[j].kernel = pi->more[j]->kernel;
+    in->more[j].param = bytes_in(pi->more[j]->param);
+  }
   in->ninputs = (uint32_t)pi->n_inputs;
   in->inputs = arr(d, pi->n_inputs, sizeof(lt_input_t), &rc);
   if (rc != 0) return rc;
@@ -130,6 +145,8 @@ static int instr_in(dec *d, const Lithium__Instr *pi, lt_instr_t *in) {
 static int compl_in(dec *d, const Lithium__Completion *pc, lt_completion_t *c) {
   int rc;
   if ((rc = count_in(d, pc->n_outputs)) != 0) return rc;
+  if (pc->answer > 2) return LT_EPROTO;
+  c->answer = (int32_t)pc->answer - 1; /* 0 none -> -1, 1 false -> 0, 2 true -> 1 */
   c->seq = pc->seq;
   c->status = pc->status;
   c->service_us = pc->service_us;
@@ -339,14 +356,36 @@ static int oids_out(arena *a, const lt_oid_t *ids, size_t n, Lithium__Oid ***out
   return 0;
 }
 
+/* bytes_out returns `b` as protobuf-c wants it; LT_EINVAL for a length without data. */
+static int bytes_out(lt_bytes_t b, ProtobufCBinaryData *out) {
+  if (b.len > 0 && b.data == NULL) return LT_EINVAL;
+  out->len = b.len;
+  out->data = (uint8_t *)b.data;
+  return 0;
+}
+
 static int instr_out(arena *a, const lt_msg_t *m, const lt_instr_t *in, Lithium__Instr *pi) {
   lithium__instr__init(pi);
+  if (in->op > LT_OP_DCSTEP) return LT_EINVAL;
   pi->seq = in->seq;
+  pi->op = in->op;
   pi->kernel = in->kernel;
   pi->flags = in->flags;
-  if (in->param.len > 0 && in->param.data == NULL) return LT_EINVAL;
-  pi->param.len = in->param.len;
-  pi->param.data = (uint8_t *)in->param.data;
+  if (bytes_out(in->param, &pi->param) != 0) return LT_EINVAL;
+  if (in->nmore > 0) {
+    if (in->more == NULL) return LT_EINVAL;
+    Lithium__Stage **v = lt__arena_alloc(a, in->nmore * sizeof *v);
+    Lithium__Stage *x = lt__arena_alloc(a, in->nmore * sizeof *x);
+    if (v == NULL || x == NULL) return LT_ENOMEM;
+    for (uint32_t j = 0; j < in->nmore; j++) {
+      lithium__stage__init(&x[j]);
+      x[j].kernel = in->more[j].kernel;
+      if (bytes_out(in->more[j].param, &x[j].param) != 0) return LT_EINVAL;
+      v[j] = &x[j];
+    }
+    pi->n_more = in->nmore;
+    pi->more = v;
+  }
   if (in->ninputs > 0) {
     if (in->inputs == NULL) return LT_EINVAL;
     Lithium__Input **v = lt__arena_alloc(a, in->ninputs * sizeof *v);
@@ -378,6 +417,8 @@ static int instr_out(arena *a, const lt_msg_t *m, const lt_instr_t *in, Lithium_
 static int compl_out(arena *a, const lt_msg_t *m, const lt_completion_t *c,
                      Lithium__Completion *pc) {
   lithium__completion__init(pc);
+  if (c->answer < -1 || c->answer > 1) return LT_EINVAL;
+  pc->answer = (uint32_t)(c->answer + 1);
   pc->seq = c->seq;
   pc->status = c->status;
   pc->service_us = c->service_us;
@@ -427,7 +468,8 @@ static size_t encode_size_hint(const lt_msg_t *m) {
       const lt_instr_t *in = &m->u.execute.instrs[i];
       n += sizeof(Lithium__Instr) + 8 +
            in->ninputs * (sizeof(Lithium__Input) + sizeof(Lithium__Oid) + 8) +
-           in->noutputs * (sizeof(Lithium__Oid) + 8);
+           in->noutputs * (sizeof(Lithium__Oid) + 8) +
+           (size_t)in->nmore * (sizeof(Lithium__Stage) + 8);
     }
   } else if (m->type == LT_MSG_DONE && m->u.done.compl != NULL) {
     for (uint32_t i = 0; i < m->u.done.ncompl; i++)

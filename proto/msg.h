@@ -69,13 +69,35 @@ enum {
   LT_INSTR_KEEP = 1u << 2            /* also keep returned outputs in the store */
 };
 
+/* What an instruction does with its kernels (DESIGN.md 3). */
+typedef enum lt_op {
+  LT_OP_SEQ = 0,   /* run `kernel`, then each of `more` on the previous output (normal form
+                      fuses adjacent seq stages); exactly one output */
+  LT_OP_SPLIT = 1, /* run `kernel` (a map's split); any number of outputs */
+  LT_OP_DCSTEP = 2 /* run `kernel` as a condition (lt_call_answer); when false run more[0]
+                      (the divide) on the same inputs; its outputs are the parts */
+} lt_op_t;
+
+/* Most parts a split/divide may make: output i of an instruction has the id
+ * {outputs[0].client, outputs[0].seq + i}, so the client spaces instruction ids this far. */
+#define LT_MAX_PARTS 65535u
+
+typedef struct lt_stage {
+  uint32_t kernel;  /* index into the session's program */
+  lt_bytes_t param; /* constant parameter (decoder-owned) */
+} lt_stage_t;
+
 typedef struct lt_instr {
   uint64_t seq;      /* instruction id, named by the client */
+  uint32_t op;       /* lt_op_t */
   uint32_t kernel;   /* index into the session's program (kernel table) */
-  lt_bytes_t param;  /* constant parameter (points into the header) */
+  lt_bytes_t param;  /* constant parameter (decoder-owned) */
+  uint32_t nmore;    /* further stages: fused seq stages, or the divide of a DCSTEP */
+  lt_stage_t *more;
   uint32_t ninputs;
   lt_input_t *inputs;
-  uint32_t noutputs; /* ids under which outputs are stored/returned */
+  uint32_t noutputs; /* ids under which outputs are stored/returned; for SPLIT and DCSTEP
+                        one: the id of output 0 (output i is seq + i) */
   lt_oid_t *outputs;
   uint32_t flags;    /* LT_INSTR_* */
 } lt_instr_t;
@@ -92,6 +114,7 @@ typedef struct lt_completion {
   uint32_t noutputs;
   lt_output_info_t *outputs;
   uint64_t service_us; /* time the kernel ran */
+  int32_t answer;      /* DCSTEP: 1 base case (no outputs), 0 divided; else -1 */
 } lt_completion_t;
 
 typedef struct lt_msg {

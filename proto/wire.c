@@ -218,20 +218,21 @@ static int next_field(wire *w, field *f) {
   }
 }
 
-/* What to count in one message kind: up to two repeated fields, checked against
- * max_items; the elements of rep[0] may be messages to scan with `child`. */
+/* What to count in one message kind: up to three repeated fields (0 = unused), each
+ * checked against max_items; the elements of rep[0] may be messages to scan with `child`. */
+#define SCAN_REP 3
 typedef struct scan_spec {
-  uint32_t rep[2];
+  uint32_t rep[SCAN_REP];
   bool packed; /* rep[0] is a packable varint field (Cancel.seqs) */
   const struct scan_spec *child;
 } scan_spec;
 
-static const scan_spec instr_spec = {{4, 5}, false, NULL}; /* inputs, outputs */
-static const scan_spec execute_spec = {{1, 0}, false, &instr_spec};
-static const scan_spec compl_spec = {{4, 0}, false, NULL}; /* outputs */
-static const scan_spec done_spec = {{1, 0}, false, &compl_spec};
-static const scan_spec list_spec = {{1, 0}, false, NULL};  /* kernels, ids */
-static const scan_spec cancel_spec = {{1, 0}, true, NULL}; /* seqs */
+static const scan_spec instr_spec = {{4, 5, 8}, false, NULL}; /* inputs, outputs, more */
+static const scan_spec execute_spec = {{1, 0, 0}, false, &instr_spec};
+static const scan_spec compl_spec = {{4, 0, 0}, false, NULL}; /* outputs */
+static const scan_spec done_spec = {{1, 0, 0}, false, &compl_spec};
+static const scan_spec list_spec = {{1, 0, 0}, false, NULL};  /* kernels, ids */
+static const scan_spec cancel_spec = {{1, 0, 0}, true, NULL}; /* seqs */
 
 static size_t count_varints(const uint8_t *p, size_t n) {
   size_t k = 0;
@@ -240,14 +241,16 @@ static size_t count_varints(const uint8_t *p, size_t n) {
   return k;
 }
 
-/* scan_msg counts the repeated fields of one message into n[0..1], which may already hold
- * the counts of an earlier occurrence of the same body (see lt__wire_prescan). */
-static int scan_msg(const uint8_t *p, size_t len, const scan_spec *s, uint32_t max, uint64_t n[2]) {
+/* scan_msg counts the repeated fields of one message into n[0..SCAN_REP), which may
+ * already hold the counts of an earlier occurrence of the same body (see
+ * lt__wire_prescan). */
+static int scan_msg(const uint8_t *p, size_t len, const scan_spec *s, uint32_t max,
+                    uint64_t n[SCAN_REP]) {
   wire w = {p, p + len};
   field f;
   int r;
   while ((r = next_field(&w, &f)) == 1) {
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < SCAN_REP; k++) {
       if (s->rep[k] == 0 || f.fno != s->rep[k]) continue;
       if (s->packed && f.wt == WT_LEN)
         n[k] += count_varints(f.sub, f.sublen);
@@ -255,7 +258,7 @@ static int scan_msg(const uint8_t *p, size_t len, const scan_spec *s, uint32_t m
         n[k]++;
       if (n[k] > max) return LT_ETOOBIG;
       if (k == 0 && s->child != NULL && f.wt == WT_LEN) {
-        uint64_t inner[2] = {0, 0};
+        uint64_t inner[SCAN_REP] = {0, 0, 0};
         int rc = scan_msg(f.sub, f.sublen, s->child, max, inner);
         if (rc != 0) return rc;
       }
@@ -267,7 +270,7 @@ static int scan_msg(const uint8_t *p, size_t len, const scan_spec *s, uint32_t m
 int lt__wire_prescan(const uint8_t *p, size_t len, uint32_t max) {
   /* Counts per body field number (2..13). A body given twice is summed: never less than
    * what protobuf-c keeps, whether it merges the two or keeps the last. */
-  uint64_t counts[14][2];
+  uint64_t counts[14][SCAN_REP];
   memset(counts, 0, sizeof counts);
   wire w = {p, p + len};
   field f;

@@ -195,8 +195,7 @@ int lt__args_parse(lt_srv_args_t *a, int argc, char **argv, FILE *out, FILE *err
       char **m = realloc(a->modules, (a->nmodules + 1) * sizeof *m);
       if (m == NULL) return usage_error(err, "%s", "out of memory");
       a->modules = m;
-      if ((m[a->nmodules] = strdup(optarg)) == NULL)
-        return usage_error(err, "%s", "out of memory");
+      if ((m[a->nmodules] = strdup(optarg)) == NULL) return usage_error(err, "%s", "out of memory");
       a->nmodules++;
       break;
     }
@@ -250,7 +249,8 @@ void lt__args_free(lt_srv_args_t *a) {
   if (a == NULL) return;
   free(a->listen);
   free(a->name);
-  for (size_t i = 0; i < a->nmodules; i++) free(a->modules[i]);
+  for (size_t i = 0; i < a->nmodules; i++)
+    free(a->modules[i]);
   free(a->modules);
   memset(a, 0, sizeof *a);
 }

@@ -8,11 +8,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define LT_SRV_DEFAULT_LISTEN "tcp://127.0.0.1:5555"
+#define LT_SRV_DEFAULT_LISTEN    "tcp://127.0.0.1:5555"
 #define LT_SRV_DEFAULT_MAX_FRAME ((uint64_t)1 << 30)
-#define LT_SRV_DEFAULT_IDLE_MS 60000
-#define LT_SRV_MAX_THREADS 1024
-#define LT_SRV_NAME_MAX 255
+#define LT_SRV_DEFAULT_IDLE_MS   60000
+#define LT_SRV_MAX_THREADS       1024
+#define LT_SRV_NAME_MAX          255
 
 /* What lt__args_parse tells main to do; the value is also the exit code. */
 enum {
@@ -22,15 +22,15 @@ enum {
 };
 
 typedef struct lt_srv_args {
-  char *listen;        /* endpoint to bind (owned) */
-  int threads;         /* worker threads */
-  char **modules;      /* module directories, in order (owned) */
+  char *listen;   /* endpoint to bind (owned) */
+  int threads;    /* worker threads */
+  char **modules; /* module directories, in order (owned) */
   size_t nmodules;
-  char *name;          /* server id shown to clients; NULL: hostname:pid (owned) */
-  int log_level;       /* LT_LOG_*, or -1 to keep LITHIUM_LOG */
-  uint64_t max_frame;  /* bytes per frame (ZMQ_MAXMSGSIZE and codec limit) */
-  uint64_t idle_ms;    /* drop a silent session after this long; 0 = never */
-  double slowdown;     /* emulation: a kernel that took t keeps its worker (F-1)*t longer */
+  char *name;         /* server id shown to clients; NULL: hostname:pid (owned) */
+  int log_level;      /* LT_LOG_*, or -1 to keep LITHIUM_LOG */
+  uint64_t max_frame; /* bytes per frame (ZMQ_MAXMSGSIZE and codec limit) */
+  uint64_t idle_ms;   /* drop a silent session after this long; 0 = never */
+  double slowdown;    /* emulation: a kernel that took t keeps its worker (F-1)*t longer */
 } lt_srv_args_t;
 
 /* lt__args_parse parses argv into *a (which it initialises; free with lt__args_free in

@@ -59,15 +59,18 @@ static void *worker_main(void *arg) {
   lt_executor_t *ex = arg;
   for (;;) {
     pthread_mutex_lock(&ex->qlock);
-    while (!ex->stop && ex->qhead == NULL) pthread_cond_wait(&ex->qcond, &ex->qlock);
+    while (!ex->stop && ex->qhead == NULL)
+      pthread_cond_wait(&ex->qcond, &ex->qlock);
     if (ex->stop) {
       pthread_mutex_unlock(&ex->qlock);
       return NULL;
     }
     lt_job_t *job = ex->qhead;
     ex->qhead = job->next;
-    if (ex->qhead) ex->qhead->prev = NULL;
-    else ex->qtail = NULL;
+    if (ex->qhead)
+      ex->qhead->prev = NULL;
+    else
+      ex->qtail = NULL;
     job->next = job->prev = NULL;
     job->state = JOB_RUNNING;
     atomic_fetch_sub(&ex->queued, 1);
@@ -77,8 +80,10 @@ static void *worker_main(void *arg) {
     run_job(ex, job);
 
     pthread_mutex_lock(&ex->dlock);
-    if (ex->dtail) ex->dtail->next = job;
-    else ex->dhead = job;
+    if (ex->dtail)
+      ex->dtail->next = job;
+    else
+      ex->dhead = job;
     ex->dtail = job;
     atomic_fetch_sub(&ex->active, 1);
     pthread_mutex_unlock(&ex->dlock);
@@ -92,7 +97,8 @@ static void on_async(uv_async_t *h) {
   lt_job_t *list = ex->dhead;
   ex->dhead = ex->dtail = NULL;
   pthread_mutex_unlock(&ex->dlock);
-  for (lt_job_t *j = list; j; j = j->next) j->state = JOB_IDLE;
+  for (lt_job_t *j = list; j; j = j->next)
+    j->state = JOB_IDLE;
   if (list) ex->cb(ex, list, ex->data);
 }
 
@@ -101,7 +107,8 @@ static void stop_workers(lt_executor_t *ex) {
   ex->stop = true;
   pthread_cond_broadcast(&ex->qcond);
   pthread_mutex_unlock(&ex->qlock);
-  for (int i = 0; i < ex->nthreads; i++) pthread_join(ex->threads[i], NULL);
+  for (int i = 0; i < ex->nthreads; i++)
+    pthread_join(ex->threads[i], NULL);
   ex->nthreads = 0;
 }
 
@@ -113,7 +120,9 @@ static void destroy(lt_executor_t *ex) {
   free(ex);
 }
 
-static void on_closed(uv_handle_t *h) { destroy(h->data); }
+static void on_closed(uv_handle_t *h) {
+  destroy(h->data);
+}
 
 int lt__executor_new(lt_executor_t **out, uv_loop_t *loop, int nthreads, double slowdown,
                      lt_executor_done_cb cb, void *data) {
@@ -161,8 +170,10 @@ void lt__executor_submit(lt_executor_t *ex, lt_job_t *job) {
   job->next = NULL;
   job->prev = ex->qtail;
   job->state = JOB_QUEUED;
-  if (ex->qtail) ex->qtail->next = job;
-  else ex->qhead = job;
+  if (ex->qtail)
+    ex->qtail->next = job;
+  else
+    ex->qhead = job;
   ex->qtail = job;
   atomic_fetch_add(&ex->queued, 1);
   pthread_cond_signal(&ex->qcond);
@@ -173,10 +184,14 @@ bool lt__executor_cancel(lt_executor_t *ex, lt_job_t *job) {
   bool removed = false;
   pthread_mutex_lock(&ex->qlock);
   if (job->state == JOB_QUEUED) {
-    if (job->prev) job->prev->next = job->next;
-    else ex->qhead = job->next;
-    if (job->next) job->next->prev = job->prev;
-    else ex->qtail = job->prev;
+    if (job->prev)
+      job->prev->next = job->next;
+    else
+      ex->qhead = job->next;
+    if (job->next)
+      job->next->prev = job->prev;
+    else
+      ex->qtail = job->prev;
     job->next = job->prev = NULL;
     job->state = JOB_IDLE;
     atomic_fetch_sub(&ex->queued, 1);
@@ -186,11 +201,17 @@ bool lt__executor_cancel(lt_executor_t *ex, lt_job_t *job) {
   return removed;
 }
 
-uint32_t lt__executor_active(lt_executor_t *ex) { return atomic_load(&ex->active); }
+uint32_t lt__executor_active(lt_executor_t *ex) {
+  return atomic_load(&ex->active);
+}
 
-uint32_t lt__executor_queued(lt_executor_t *ex) { return atomic_load(&ex->queued); }
+uint32_t lt__executor_queued(lt_executor_t *ex) {
+  return atomic_load(&ex->queued);
+}
 
-int lt__executor_threads(const lt_executor_t *ex) { return ex->nthreads; }
+int lt__executor_threads(const lt_executor_t *ex) {
+  return ex->nthreads;
+}
 
 void lt__executor_free(lt_executor_t *ex) {
   if (ex == NULL) return;

@@ -1,8 +1,8 @@
 /* server.c: lithium-server's life cycle and message dispatch. Sets up the loop, the ROUTER
  * socket, store, modules and workers; decodes every message (replying LT_MSG_ERROR to what
  * cannot be decoded or is not allowed), handles the session-level messages itself and hands
- * EXECUTE and CANCEL to task.c; parks FETCHes for pending values; drops idle sessions; and
- * shuts down on SIGINT/SIGTERM once running kernels are done. Loop thread only. */
+ * EXECUTE and CANCEL to task.c, FETCH to fetch.c; drops idle sessions; and shuts down on
+ * SIGINT/SIGTERM once running kernels are done. Loop thread only. */
 #include "server.h"
 
 #include <errno.h>
@@ -13,12 +13,12 @@
 #include <string.h>
 #include <unistd.h>
 #include <lithium/error.h>
+#include "fetch.h"
 #include "log.h"
-#include "oid.h"
 #include "session.h"
 #include "task.h"
 
-#define SNDHWM         100000
+#define SNDHWM          100000
 #define CLOSE_LINGER_MS 1000
 
 /* ---------------------------------------------------------------------------------------
@@ -34,13 +34,18 @@ void lt__utf8_sanitize(char *s) {
       p++;
       continue;
     }
-    if ((c & 0xe0) == 0xc0) n = 1, c &= 0x1f, min = 0x80;
-    else if ((c & 0xf0) == 0xe0) n = 2, c &= 0x0f, min = 0x800;
-    else if ((c & 0xf8) == 0xf0) n = 3, c &= 0x07, min = 0x10000;
+    if ((c & 0xe0) == 0xc0)
+      n = 1, c &= 0x1f, min = 0x80;
+    else if ((c & 0xf0) == 0xe0)
+      n = 2, c &= 0x0f, min = 0x800;
+    else if ((c & 0xf8) == 0xf0)
+      n = 3, c &= 0x07, min = 0x10000;
     bool ok = n > 0;
     for (int i = 1; ok && i <= n; i++) {
-      if ((p[i] & 0xc0) != 0x80) ok = false;
-      else c = (c << 6) | (p[i] & 0x3f);
+      if ((p[i] & 0xc0) != 0x80)
+        ok = false;
+      else
+        c = (c << 6) | (p[i] & 0x3f);
     }
     if (ok && (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))) ok = false;
     if (!ok) {
@@ -64,7 +69,8 @@ int lt__server_send(lt_server_t *srv, const void *rid, size_t rid_len, lt_msg_t 
   zmq_msg_t *parts = nvals <= 8 ? pstack : malloc((nvals + 2) * sizeof *parts);
   int rc = LT_ENOMEM;
   if (f == NULL || parts == NULL) goto out;
-  for (uint32_t i = 0; i < nvals; i++) f[i] = (lt_bytes_t){vals[i]->data, vals[i]->len};
+  for (uint32_t i = 0; i < nvals; i++)
+    f[i] = (lt_bytes_t){vals[i]->data, vals[i]->len};
   msg->has_load = true;
   lt__load_fill(srv, &msg->load);
   msg->nframes = nvals;
@@ -97,7 +103,8 @@ int lt__server_send(lt_server_t *srv, const void *rid, size_t rid_len, lt_msg_t 
   rc = lt__zuv_send(&srv->zuv, parts, n);
   goto out;
 nomem:
-  for (size_t i = 0; i < n; i++) zmq_msg_close(&parts[i]);
+  for (size_t i = 0; i < n; i++)
+    zmq_msg_close(&parts[i]);
   lt__log(LT_LOG_ERROR, "out of memory sending a %s message", lt__msg_type_name(msg->type));
   rc = LT_ENOMEM;
 out:
@@ -125,96 +132,10 @@ void lt__server_send_error(lt_server_t *srv, const void *rid, size_t rid_len, in
 }
 
 /* ---------------------------------------------------------------------------------------
- * FETCH: answered at once, or parked in the store until the value is set. */
-
-static void send_value(lt_server_t *srv, lt_session_t *s, lt_oid_t id, int status,
-                       const char *errmsg, lt_value_t *v) {
-  char text[LT_KERNEL_ERRMSG_MAX + 128];
-  snprintf(text, sizeof text, "%s", status == LT_OK ? "" : errmsg != NULL ? errmsg : "");
-  lt__utf8_sanitize(text);
-  lt_msg_t m;
-  memset(&m, 0, sizeof m);
-  m.type = LT_MSG_VALUE;
-  m.u.value.id = id;
-  m.u.value.status = status;
-  m.u.value.errmsg = text;
-  m.u.value.frame = v != NULL ? 0 : -1;
-  lt__server_send(srv, s->rid, s->rid_len, &m, v != NULL ? &v : NULL, v != NULL ? 1 : 0);
-}
-
-static void fetch_unlink(lt_session_t *s, lt_fetch_t *f) {
-  if (f->prev) f->prev->next = f->next;
-  else s->fetches = f->next;
-  if (f->next) f->next->prev = f->prev;
-  f->next = f->prev = NULL;
-}
-
-static void on_fetch_ready(lt_waiter_t *w, lt_oid_t id, int status, lt_value_t *v,
-                           const char *errmsg) {
-  lt_fetch_t *f = (lt_fetch_t *)w;
-  fetch_unlink(f->sess, f);
-  if (status != LT_OK && (errmsg == NULL || errmsg[0] == '\0')) errmsg = lt_strerror(status);
-  send_value(f->srv, f->sess, id, status, errmsg, status == LT_OK ? v : NULL);
-  free(f);
-}
-
-static void handle_fetch(lt_server_t *srv, lt_session_t *s, lt_oid_t id) {
-  lt_fetch_t *f = calloc(1, sizeof *f);
-  if (f == NULL) {
-    send_value(srv, s, id, LT_ENOMEM, "out of memory", NULL);
-    return;
-  }
-  f->w.cb = on_fetch_ready;
-  f->srv = srv;
-  f->sess = s;
-  f->id = id;
-  lt_value_t *v = NULL;
-  const char *em = NULL;
-  char ids[48], text[96];
-  int rc = lt__store_get(srv->store, id, &v, srv->stopping ? NULL : &f->w, &em);
-  if (rc == LT_EAGAIN && !srv->stopping) {
-    f->next = s->fetches;
-    if (s->fetches) s->fetches->prev = f;
-    s->fetches = f;
-    return;
-  }
-  free(f);
-  switch (rc) {
-  case LT_OK:
-    send_value(srv, s, id, LT_OK, "", v);
-    lt__value_unref(v);
-    break;
-  case LT_EAGAIN:
-    send_value(srv, s, id, LT_ESHUTDOWN, "server shutting down", NULL);
-    break;
-  case LT_ENOENT:
-    snprintf(text, sizeof text, "no object %s on this server",
-             lt__oid_format(id, ids, sizeof ids));
-    send_value(srv, s, id, LT_ENOENT, text, NULL);
-    break;
-  default:
-    send_value(srv, s, id, rc, em != NULL && em[0] ? em : lt_strerror(rc), NULL);
-    break;
-  }
-}
-
-/* drop_fetches takes the session's parked fetches out of the store; with `status` they are
- * answered first. */
-static void drop_fetches(lt_server_t *srv, lt_session_t *s, int status) {
-  lt_fetch_t *f;
-  while ((f = s->fetches) != NULL) {
-    fetch_unlink(s, f);
-    lt__store_unpark(srv->store, &f->w);
-    if (status != LT_OK) send_value(srv, s, f->id, status, lt_strerror(status), NULL);
-    free(f);
-  }
-}
-
-/* ---------------------------------------------------------------------------------------
  * Sessions. */
 
 void lt__server_drop_session(lt_server_t *srv, lt_session_t *s, const char *why) {
-  drop_fetches(srv, s, LT_OK);
+  lt__fetch_drop_session(srv, s, LT_OK);
   lt__task_drop_session(srv, s);
   lt__session_flush(srv, s);
   size_t n = lt__store_release_client(srv->store, s->client_id);
@@ -283,14 +204,13 @@ static void dispatch(lt_server_t *srv, const void *rid, size_t rid_len, const lt
     rc = lt__session_program(srv, s, (const char *const *)m->u.program.kernels,
                              m->u.program.nkernels);
     if (rc != LT_OK)
-      lt__server_send_error(srv, rid, rid_len, rc, "cannot load the program: %s",
-                            lt_strerror(rc));
+      lt__server_send_error(srv, rid, rid_len, rc, "cannot load the program: %s", lt_strerror(rc));
     break;
   case LT_MSG_EXECUTE:
     lt__task_execute(srv, s, m, payloads);
     break;
   case LT_MSG_FETCH:
-    handle_fetch(srv, s, m->u.fetch.id);
+    lt__fetch_handle(srv, s, m->u.fetch.id);
     break;
   case LT_MSG_RELEASE:
     for (uint32_t i = 0; i < m->u.release.nids; i++)
@@ -323,10 +243,9 @@ static void on_message(lt_zuv_t *z, zmq_msg_t *parts, size_t n, bool truncated) 
   size_t rid_len = zmq_msg_size(&parts[0]);
   if (rid_len == 0 || rid_len > 255) return; /* not from a ROUTER peer: nobody to answer */
   if (truncated) {
-    lt__log(LT_LOG_DEBUG, "dropped a message of more than %u payload frames",
-            srv->lim.max_frames);
-    lt__server_send_error(srv, rid, rid_len, LT_ETOOBIG,
-                          "message has more than %u payload frames", srv->lim.max_frames);
+    lt__log(LT_LOG_DEBUG, "dropped a message of more than %u payload frames", srv->lim.max_frames);
+    lt__server_send_error(srv, rid, rid_len, LT_ETOOBIG, "message has more than %u payload frames",
+                          srv->lim.max_frames);
   } else if (n < 2) {
     lt__server_send_error(srv, rid, rid_len, LT_EPROTO, "empty message");
   } else {
@@ -366,7 +285,8 @@ static void close_handles(lt_server_t *srv) {
 
 void lt__server_settle(lt_server_t *srv) {
   lt__task_run_failq(srv);
-  while (srv->dirty != NULL) lt__session_flush(srv, srv->dirty);
+  while (srv->dirty != NULL)
+    lt__session_flush(srv, srv->dirty);
   if (srv->stopping && !srv->closing && srv->inexec == 0 && srv->failq == NULL) {
     lt__log(LT_LOG_INFO, "nothing running: closing");
     close_handles(srv);
@@ -390,8 +310,7 @@ static void on_idle_check(uv_timer_t *h) {
 static void on_signal(uv_signal_t *h, int signum) {
   lt_server_t *srv = h->data;
   if (srv->stopping) {
-    lt__log(LT_LOG_WARN, "signal %d again: exiting without waiting for running kernels",
-            signum);
+    lt__log(LT_LOG_WARN, "signal %d again: exiting without waiting for running kernels", signum);
     _exit(1);
   }
   lt__log(LT_LOG_INFO, "signal %d: shutting down (%u instructions on the executor)", signum,
@@ -399,7 +318,7 @@ static void on_signal(uv_signal_t *h, int signum) {
   srv->stopping = true;
   lt__task_shutdown(srv);
   lt_session_t *s, *tmp;
-  HASH_ITER(hh, srv->sessions, s, tmp) drop_fetches(srv, s, LT_ESHUTDOWN);
+  HASH_ITER(hh, srv->sessions, s, tmp) lt__fetch_drop_session(srv, s, LT_ESHUTDOWN);
   lt__server_settle(srv);
 }
 
@@ -415,8 +334,9 @@ static bool is_loopback(const char *ep) {
 }
 
 static int bind_socket(lt_server_t *srv, const lt_srv_args_t *a, char *err, size_t errlen) {
-  int64_t maxmsg = (int64_t)(a->max_frame > srv->lim.max_header ? a->max_frame
-                                                                 : srv->lim.max_header);
+  /* --max-frame bounds every frame, the header too: ZeroMQ drops a peer that exceeds it
+   * before anything is allocated for the frame. */
+  int64_t maxmsg = (int64_t)a->max_frame;
   int hwm = SNDHWM, off = 0, on = 1;
   if (zmq_setsockopt(srv->router, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) != 0 ||
       zmq_setsockopt(srv->router, ZMQ_SNDHWM, &hwm, sizeof hwm) != 0 ||
@@ -426,10 +346,18 @@ static int bind_socket(lt_server_t *srv, const lt_srv_args_t *a, char *err, size
     snprintf(err, errlen, "cannot configure the socket: %s", zmq_strerror(zmq_errno()));
     return LT_EIO;
   }
-  if (zmq_bind(srv->router, a->listen) != 0) {
+  /* ZeroMQ binds interface names, not host names: "localhost" would be looked up as an
+   * interface. */
+  char ep[300];
+  if (strncmp(a->listen, "tcp://localhost:", 16) == 0)
+    snprintf(ep, sizeof ep, "tcp://127.0.0.1:%s", a->listen + 16);
+  else
+    snprintf(ep, sizeof ep, "%s", a->listen);
+  if (zmq_bind(srv->router, ep) != 0) {
     int e = zmq_errno();
     snprintf(err, errlen, "cannot bind %s: %s", a->listen, zmq_strerror(e));
-    return e == EINVAL || e == EPROTONOSUPPORT || e == ENOCOMPATPROTO ? LT_EINVAL : LT_EIO;
+    return e == EINVAL || e == EPROTONOSUPPORT || e == ENOCOMPATPROTO || e == ENODEV ? LT_EINVAL
+                                                                                     : LT_EIO;
   }
   size_t len = sizeof srv->endpoint;
   if (zmq_getsockopt(srv->router, ZMQ_LAST_ENDPOINT, srv->endpoint, &len) != 0) {
@@ -465,6 +393,7 @@ int lt__server_new(lt_server_t **out, const lt_srv_args_t *a, char *err, size_t 
 
   lt__codec_limits_default(&srv->lim);
   srv->lim.max_frame = (size_t)a->max_frame;
+  if (srv->lim.max_header > srv->lim.max_frame) srv->lim.max_header = srv->lim.max_frame;
   srv->threads = (uint32_t)a->threads;
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   srv->cores = cores > 0 ? (uint32_t)cores : 1;
@@ -529,7 +458,9 @@ fail:
   return rc;
 }
 
-const char *lt__server_endpoint(const lt_server_t *srv) { return srv->endpoint; }
+const char *lt__server_endpoint(const lt_server_t *srv) {
+  return srv->endpoint;
+}
 
 int lt__server_run(lt_server_t *srv) {
   uv_run(&srv->loop, UV_RUN_DEFAULT);

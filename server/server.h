@@ -45,8 +45,8 @@ typedef struct lt_server {
   uv_signal_t sigint, sigterm;
   uv_timer_t idle_timer, load_timer;
 
-  char endpoint[256];   /* ZMQ_LAST_ENDPOINT */
-  char server_id[320];  /* --name or hostname:pid */
+  char endpoint[256];  /* ZMQ_LAST_ENDPOINT */
+  char server_id[320]; /* --name or hostname:pid */
   uint32_t threads;
   uint32_t cores;
   uint64_t idle_ms;
@@ -89,9 +89,9 @@ int lt__server_send(lt_server_t *srv, const void *rid, size_t rid_len, lt_msg_t 
                     lt_value_t *const *vals, uint32_t nvals);
 
 /* lt__server_send_error answers with LT_MSG_ERROR {code, message}. */
-__attribute__((format(printf, 5, 6))) void lt__server_send_error(lt_server_t *srv,
-                                                                 const void *rid, size_t rid_len,
-                                                                 int code, const char *fmt, ...);
+__attribute__((format(printf, 5, 6))) void lt__server_send_error(lt_server_t *srv, const void *rid,
+                                                                 size_t rid_len, int code,
+                                                                 const char *fmt, ...);
 
 /* lt__server_settle finishes queued failures, flushes every dirty session's completions and
  * closes the server once a shutdown has nothing left running. Ends every loop callback. */

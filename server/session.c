@@ -43,7 +43,8 @@ lt_session_t *lt__session_find(lt_server_t *srv, const void *rid, size_t rid_len
 }
 
 static void program_clear(lt_session_t *s) {
-  for (uint32_t i = 0; i < s->nkernels; i++) free(s->kerr[i]);
+  for (uint32_t i = 0; i < s->nkernels; i++)
+    free(s->kerr[i]);
   free(s->fns);
   free(s->kstatus);
   free(s->kerr);
@@ -53,8 +54,7 @@ static void program_clear(lt_session_t *s) {
   s->nkernels = 0;
 }
 
-int lt__session_program(lt_server_t *srv, lt_session_t *s, const char *const *names,
-                        uint32_t n) {
+int lt__session_program(lt_server_t *srv, lt_session_t *s, const char *const *names, uint32_t n) {
   program_clear(s);
   if (n == 0) return LT_OK;
   s->fns = calloc(n, sizeof *s->fns);
@@ -71,8 +71,8 @@ int lt__session_program(lt_server_t *srv, lt_session_t *s, const char *const *na
     if (rc == LT_OK) continue;
     s->fns[i] = NULL;
     s->kstatus[i] = rc;
-    if (err[0] == '\0') snprintf(err, sizeof err, "cannot resolve kernel %s: %s", names[i],
-                                 lt_strerror(rc));
+    if (err[0] == '\0')
+      snprintf(err, sizeof err, "cannot resolve kernel %s: %s", names[i], lt_strerror(rc));
     lt__utf8_sanitize(err);
     s->kerr[i] = strdup(err);
     if (s->kerr[i] == NULL) {
@@ -107,7 +107,8 @@ static void unmark_dirty(lt_server_t *srv, lt_session_t *s) {
 static int grow(void **arr, uint32_t *cap, uint32_t used, uint32_t more, size_t size) {
   if ((uint64_t)used + more <= *cap) return LT_OK;
   uint64_t want = *cap ? *cap : 16;
-  while (want < (uint64_t)used + more) want *= 2;
+  while (want < (uint64_t)used + more)
+    want *= 2;
   void *p = realloc(*arr, want * size);
   if (p == NULL) return LT_ENOMEM;
   *arr = p;
@@ -119,7 +120,8 @@ int lt__session_done_add(lt_server_t *srv, lt_session_t *s, uint64_t seq, int st
                          const char *errmsg, uint64_t service_us, uint32_t nout,
                          const uint64_t *sizes, lt_value_t *const *ret) {
   uint32_t nret = 0;
-  for (uint32_t i = 0; ret != NULL && i < nout; i++) nret += ret[i] != NULL;
+  for (uint32_t i = 0; ret != NULL && i < nout; i++)
+    nret += ret[i] != NULL;
   if (s->ndone + 1 > LT_DONE_MAX_COMPL || s->nvals + nret > LT_DONE_MAX_FRAMES ||
       s->nouts + nout > LT_DONE_MAX_OUTS)
     lt__session_flush(srv, s);
@@ -159,8 +161,10 @@ int lt__session_done_add(lt_server_t *srv, lt_session_t *s, uint64_t seq, int st
 }
 
 static void done_reset(lt_session_t *s) {
-  for (uint32_t i = 0; i < s->ndone; i++) free(s->done[i].errmsg);
-  for (uint32_t i = 0; i < s->nvals; i++) lt__value_unref(s->vals[i]);
+  for (uint32_t i = 0; i < s->ndone; i++)
+    free(s->done[i].errmsg);
+  for (uint32_t i = 0; i < s->nvals; i++)
+    lt__value_unref(s->vals[i]);
   s->ndone = s->nouts = s->nvals = 0;
 }
 
@@ -188,8 +192,7 @@ void lt__session_flush(lt_server_t *srv, lt_session_t *s) {
   m.u.done.ncompl = s->ndone;
   m.u.done.compl = c;
   if (lt__server_send(srv, s->rid, s->rid_len, &m, s->vals, s->nvals) != LT_OK)
-    lt__log(LT_LOG_WARN, "session %s: a done with %u completions was not sent", s->name,
-            s->ndone);
+    lt__log(LT_LOG_WARN, "session %s: a done with %u completions was not sent", s->name, s->ndone);
   free(c);
   done_reset(s);
 }

@@ -14,16 +14,7 @@
 #define LT_DONE_MAX_FRAMES 4096
 #define LT_DONE_MAX_OUTS   65536
 
-typedef struct lt_fetch lt_fetch_t;
-
-/* A FETCH for a pending value, parked in the store until the value is set. */
-struct lt_fetch {
-  lt_waiter_t w;
-  lt_server_t *srv;
-  lt_session_t *sess;
-  lt_oid_t id;
-  lt_fetch_t *next, *prev; /* in sess->fetches */
-};
+typedef struct lt_fetch lt_fetch_t; /* fetch.c */
 
 typedef struct lt_done_entry {
   uint64_t seq;
@@ -72,8 +63,7 @@ lt_session_t *lt__session_find(lt_server_t *srv, const void *rid, size_t rid_len
 
 /* lt__session_program replaces the kernel table with `names`, resolving each; a name that
  * does not resolve keeps its error for the instructions that use it. LT_ENOMEM. */
-int lt__session_program(lt_server_t *srv, lt_session_t *s, const char *const *names,
-                        uint32_t n);
+int lt__session_program(lt_server_t *srv, lt_session_t *s, const char *const *names, uint32_t n);
 
 /* lt__session_done_add queues one completion for the session's next `done`: `nout`
  * outputs with sizes `sizes` (NULL when nout is 0); ret[i] non-NULL returns output i as a

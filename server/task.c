@@ -97,8 +97,10 @@ static void fail_later(lt_server_t *srv, lt_task_t *t, int status, const char *m
   free(t->fail_msg);
   t->fail_msg = msg != NULL ? strdup(msg) : NULL;
   t->fail_next = NULL;
-  if (srv->failq_tail) srv->failq_tail->fail_next = t;
-  else srv->failq = t;
+  if (srv->failq_tail)
+    srv->failq_tail->fail_next = t;
+  else
+    srv->failq = t;
   srv->failq_tail = t;
 }
 
@@ -142,7 +144,8 @@ static void on_input(lt_waiter_t *w, lt_oid_t id, int status, lt_value_t *v, con
 /* release_expected drops the ids t was to produce (its session is gone). */
 static void release_expected(lt_server_t *srv, lt_task_t *t) {
   if (!expected(t)) return;
-  for (uint32_t i = 0; i < t->noutputs; i++) lt__store_release(srv->store, t->outputs[i]);
+  for (uint32_t i = 0; i < t->noutputs; i++)
+    lt__store_release(srv->store, t->outputs[i]);
 }
 
 static void release_inputs(lt_server_t *srv, lt_task_t *t) {
@@ -169,8 +172,7 @@ static int store_outputs(lt_server_t *srv, lt_task_t *t, lt_value_t **vals, char
     int rc = lt__store_set(srv->store, t->outputs[i], vals[i]);
     if (rc != LT_OK) {
       char ids[48];
-      snprintf(err, errlen, "output %u (%s): %s", i,
-               lt__oid_format(t->outputs[i], ids, sizeof ids),
+      snprintf(err, errlen, "output %u (%s): %s", i, lt__oid_format(t->outputs[i], ids, sizeof ids),
                rc == LT_EEXIST ? "already set (duplicate output id)" : lt_strerror(rc));
       return rc;
     }
@@ -220,11 +222,13 @@ static void finish(lt_server_t *srv, lt_task_t *t, int status, const char *errms
   } else {
     if (errmsg == NULL || errmsg[0] == '\0') errmsg = lt_strerror(status);
     if (expected(t))
-      for (uint32_t i = 0; i < n; i++) lt__store_fail(srv->store, t->outputs[i], status, errmsg);
+      for (uint32_t i = 0; i < n; i++)
+        lt__store_fail(srv->store, t->outputs[i], status, errmsg);
     lt__session_done_add(srv, s, t->seq, status, errmsg, us, 0, NULL, NULL);
   }
   release_inputs(srv, t);
-  for (uint32_t i = 0; vals != NULL && i < n; i++) lt__value_unref(vals[i]);
+  for (uint32_t i = 0; vals != NULL && i < n; i++)
+    lt__value_unref(vals[i]);
   free(vals);
   free(ret);
   free(sizes);
@@ -239,8 +243,7 @@ static int check(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m, const lt_
     return LT_ESHUTDOWN;
   }
   if (ins->kernel >= s->nkernels) {
-    snprintf(err, errlen, "kernel index %u not in program (%u kernels)", ins->kernel,
-             s->nkernels);
+    snprintf(err, errlen, "kernel index %u not in program (%u kernels)", ins->kernel, s->nkernels);
     return LT_ENOKERNEL;
   }
   if (s->fns[ins->kernel] == NULL) {
@@ -344,7 +347,7 @@ static void resolve_inputs(lt_server_t *srv, lt_task_t *t, zmq_msg_t *payloads,
     } else {
       char ids[48], msg[LT_KERNEL_ERRMSG_MAX + 96];
       snprintf(msg, sizeof msg, "input %u (%s): %s", j, lt__oid_format(in->id, ids, sizeof ids),
-               rc == LT_ENOENT ? "no such object on this server"
+               rc == LT_ENOENT       ? "no such object on this server"
                : em != NULL && em[0] ? em
                                      : lt_strerror(rc));
       unpark_all(srv, t);
@@ -361,8 +364,7 @@ static void resolve_inputs(lt_server_t *srv, lt_task_t *t, zmq_msg_t *payloads,
   }
 }
 
-void lt__task_execute(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m,
-                      zmq_msg_t *payloads) {
+void lt__task_execute(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m, zmq_msg_t *payloads) {
   for (uint32_t i = 0; i < m->u.execute.ninstrs; i++) {
     const lt_instr_t *ins = &m->u.execute.instrs[i];
     char err[600];

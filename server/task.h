@@ -11,8 +11,7 @@
 /* lt__task_execute handles an EXECUTE of session `s`: `payloads` are the message's payload
  * frames (msg->nframes of them, borrowed: a task copies the ones it needs). Every
  * instruction is either accepted (parked or queued) or answered with a completion error. */
-void lt__task_execute(lt_server_t *srv, lt_session_t *s, const lt_msg_t *msg,
-                      zmq_msg_t *payloads);
+void lt__task_execute(lt_server_t *srv, lt_session_t *s, const lt_msg_t *msg, zmq_msg_t *payloads);
 
 /* lt__task_cancel drops the session's queued or parked instructions with these sequence
  * numbers, answering each with LT_ECANCELED; running and unknown ones are left alone. */

@@ -43,7 +43,8 @@ static bool recv_one(lt_zuv_t *z) {
       if (n == 0 && !truncated) return false;
       /* A multipart message arrives whole, so this cannot happen short of ETERM. */
       lt__log(LT_LOG_ERROR, "receive failed inside a message: %s", zmq_strerror(e));
-      for (size_t i = 0; i < n; i++) zmq_msg_close(&z->parts[i]);
+      for (size_t i = 0; i < n; i++)
+        zmq_msg_close(&z->parts[i]);
       return false;
     }
     bool more = zmq_msg_more(m) != 0;
@@ -56,7 +57,8 @@ static bool recv_one(lt_zuv_t *z) {
     if (!more) break;
   }
   z->cb(z, z->parts, n, truncated);
-  for (size_t i = 0; i < n; i++) zmq_msg_close(&z->parts[i]);
+  for (size_t i = 0; i < n; i++)
+    zmq_msg_close(&z->parts[i]);
   return true;
 }
 
@@ -87,8 +89,8 @@ static void on_idle(uv_idle_t *h) {
   drain(z);
 }
 
-int lt__zuv_start(lt_zuv_t *z, uv_loop_t *loop, void *sock, size_t max_parts,
-                  lt_zuv_recv_cb cb, void *data) {
+int lt__zuv_start(lt_zuv_t *z, uv_loop_t *loop, void *sock, size_t max_parts, lt_zuv_recv_cb cb,
+                  void *data) {
   memset(z, 0, sizeof *z);
   z->data = data;
   z->sock = sock;
@@ -137,7 +139,8 @@ int lt__zuv_send(lt_zuv_t *z, zmq_msg_t *parts, size_t n) {
       break;
     }
   }
-  for (; i < n; i++) zmq_msg_close(&parts[i]);
+  for (; i < n; i++)
+    zmq_msg_close(&parts[i]);
   lt__zuv_kick(z);
   return rc;
 }

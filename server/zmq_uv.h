@@ -36,8 +36,8 @@ struct lt_zuv {
 
 /* lt__zuv_start watches `sock` (not owned) on `loop`; messages longer than `max_parts`
  * parts are cut (see lt_zuv_recv_cb). LT_EIO when ZMQ_FD cannot be read, LT_ENOMEM. */
-int lt__zuv_start(lt_zuv_t *z, uv_loop_t *loop, void *sock, size_t max_parts,
-                  lt_zuv_recv_cb cb, void *data);
+int lt__zuv_start(lt_zuv_t *z, uv_loop_t *loop, void *sock, size_t max_parts, lt_zuv_recv_cb cb,
+                  void *data);
 
 /* lt__zuv_send sends the `n` parts as one message with ZMQ_DONTWAIT, taking ownership of
  * them (they are closed or sent in every case). A message that cannot be sent (EAGAIN at

@@ -44,6 +44,12 @@ LT_API int lt_eval_spawn_local(lt_eval_t *ev, int nservers);
  * be submitted before or after. */
 LT_API int lt_eval_start(lt_eval_t *ev);
 
+/* lt_eval_run_local is lt_eval_start's alternative: the sequential reference evaluator runs
+ * every task in this process, one instruction at a time, with kernels loaded from option
+ * `modules`; no servers. Submit, close, next, futures and stats work the same. It is the
+ * oracle of the tests and a debugging aid (a kernel can be stepped in a debugger). */
+LT_API int lt_eval_run_local(lt_eval_t *ev);
+
 /* lt_eval_submit adds an input task (the bytes are copied). It blocks while `max_pending`
  * tasks are unfinished (LT_EAGAIN instead when option `nonblocking` is on). With `out` not
  * NULL the result goes to *out only, and lt_eval_next skips it; the caller owns *out. */

@@ -82,8 +82,13 @@ static void proper_run(th_client_t *c, uint64_t client, int n) {
     pay[i] = (lt_bytes_t){val[i], 8};
     in[i] = (lt_input_t){.kind = LT_INPUT_INLINE, .frame = (uint32_t)i, .holder = ""};
     out[i] = (lt_oid_t){client, 1000 + (uint64_t)i};
-    ins[i] = (lt_instr_t){.seq = (uint64_t)i, .kernel = 0, .ninputs = 1, .inputs = &in[i],
-                          .noutputs = 1, .outputs = &out[i], .flags = LT_INSTR_RETURN};
+    ins[i] = (lt_instr_t){.seq = (uint64_t)i,
+                          .kernel = 0,
+                          .ninputs = 1,
+                          .inputs = &in[i],
+                          .noutputs = 1,
+                          .outputs = &out[i],
+                          .flags = LT_INSTR_RETURN};
   }
   send_execute(c, ins, (uint32_t)n, pay, (uint32_t)n);
   bool *seen = calloc((size_t)n, sizeof *seen);
@@ -95,7 +100,7 @@ static void proper_run(th_client_t *c, uint64_t client, int n) {
     if (th_recv(c, &r, 1000) != LT_OK) continue;
     cr_assert_eq(r.m.type, LT_MSG_DONE, "got %s", lt__msg_type_name(r.m.type));
     for (uint32_t j = 0; j < r.m.u.done.ncompl; j++) {
-      const lt_completion_t *cp = &r.m.u.done.compl[j];
+      const lt_completion_t *cp = &r.m.u.done.compl [j];
       cr_assert_lt(cp->seq, (uint64_t)n);
       cr_assert(!seen[cp->seq]);
       seen[cp->seq] = true;
@@ -139,7 +144,8 @@ static void random_barrage(th_client_t *c, bool strict) {
     for (size_t f = 0; f < nf; f++) {
       size_t len = rng() % 300;
       /* Some start like an Envelope body field, to get past the first byte. */
-      for (size_t b = 0; b < len; b++) buf[f][b] = (unsigned char)rng();
+      for (size_t b = 0; b < len; b++)
+        buf[f][b] = (unsigned char)rng();
       if (f == 0 && len > 0 && (i & 1)) buf[f][0] = (unsigned char)(((2 + rng() % 12) << 3) | 2);
       fr[f] = (lt_bytes_t){buf[f], len};
     }
@@ -160,8 +166,14 @@ static void truncated_headers(th_client_t *c, bool strict) {
   lt_input_t in = {.kind = LT_INPUT_REF, .id = {CLIENT, 7}, .holder = ""};
   lt_oid_t out[3] = {{CLIENT, 1}, {CLIENT, 2}, {CLIENT, 3}};
   lt_instr_t ins[2] = {
-      {.seq = 1, .kernel = 0, .param = {"abcdef", 6}, .ninputs = 1, .inputs = &in,
-       .noutputs = 3, .outputs = out, .flags = 3},
+      {.seq = 1,
+       .kernel = 0,
+       .param = {"abcdef", 6},
+       .ninputs = 1,
+       .inputs = &in,
+       .noutputs = 3,
+       .outputs = out,
+       .flags = 3},
       {.seq = 2, .kernel = 5, .ninputs = 1, .inputs = &in, .noutputs = 1, .outputs = out}};
   lt_msg_t m;
   memset(&m, 0, sizeof m);
@@ -253,7 +265,8 @@ static void huge_declarations(th_client_t *c) {
 static void too_many_frames(th_client_t *c) {
   enum { NF = 5000 };
   lt_bytes_t *fr = calloc(NF, sizeof *fr);
-  for (int i = 0; i < NF; i++) fr[i] = (lt_bytes_t){"x", 1};
+  for (int i = 0; i < NF; i++)
+    fr[i] = (lt_bytes_t){"x", 1};
   cr_assert_eq(th_send_raw(c, fr, NF), 0);
   free(fr);
   expect_error(c, LT_ETOOBIG, "5000 frames");
@@ -287,17 +300,26 @@ static void out_of_order(th_client_t *c) {
   lt_bytes_t pay = {v, 8};
   lt_input_t in = {.kind = LT_INPUT_INLINE, .frame = 0, .holder = ""};
   lt_oid_t o = {CLIENT, 1};
-  lt_instr_t ins[2] = {
-      {.seq = 10, .kernel = 7, .ninputs = 1, .inputs = &in, .noutputs = 1, .outputs = &o,
-       .flags = LT_INSTR_RETURN},
-      {.seq = 11, .kernel = 1, .ninputs = 1, .inputs = &in, .noutputs = 1, .outputs = &o,
-       .flags = LT_INSTR_RETURN}};
+  lt_instr_t ins[2] = {{.seq = 10,
+                        .kernel = 7,
+                        .ninputs = 1,
+                        .inputs = &in,
+                        .noutputs = 1,
+                        .outputs = &o,
+                        .flags = LT_INSTR_RETURN},
+                       {.seq = 11,
+                        .kernel = 1,
+                        .ninputs = 1,
+                        .inputs = &in,
+                        .noutputs = 1,
+                        .outputs = &o,
+                        .flags = LT_INSTR_RETURN}};
   send_execute(c, ins, 2, &pay, 1);
   cr_assert_eq(th_recv(c, &r, 5000), 0);
   cr_assert_eq(r.m.type, LT_MSG_DONE);
   cr_assert_eq(r.m.u.done.ncompl, 2);
   for (uint32_t j = 0; j < 2; j++) {
-    const lt_completion_t *cp = &r.m.u.done.compl[j];
+    const lt_completion_t *cp = &r.m.u.done.compl [j];
     if (cp->seq == 10) {
       cr_assert_eq(cp->status, LT_ENOKERNEL);
       cr_assert_not_null(strstr(cp->errmsg, "kernel index 7 not in program"), "%s", cp->errmsg);
@@ -313,8 +335,13 @@ static void out_of_order(th_client_t *c) {
    * if there were six frames, then sent with one. */
   lt_bytes_t six[6] = {{v, 8}, {v, 8}, {v, 8}, {v, 8}, {v, 8}, {v, 8}};
   lt_input_t bad = {.kind = LT_INPUT_INLINE, .frame = 5, .holder = ""};
-  lt_instr_t bi = {.seq = 12, .kernel = 0, .ninputs = 1, .inputs = &bad, .noutputs = 1,
-                   .outputs = &o, .flags = LT_INSTR_RETURN};
+  lt_instr_t bi = {.seq = 12,
+                   .kernel = 0,
+                   .ninputs = 1,
+                   .inputs = &bad,
+                   .noutputs = 1,
+                   .outputs = &o,
+                   .flags = LT_INSTR_RETURN};
   memset(&m, 0, sizeof m);
   m.type = LT_MSG_EXECUTE;
   m.u.execute.ninstrs = 1;
@@ -333,8 +360,8 @@ static void out_of_order(th_client_t *c) {
 Test(e2e_fuzz, server_survives_hostile_input) {
   rng_state = 0x9e3779b97f4a7c15ULL;
   th_server_t srv;
-  const char *args[] = {"--listen", "tcp://127.0.0.1:0", "--modules", LT_TEST_MODULES,
-                        "--threads", "2", NULL};
+  const char *args[] = {
+      "--listen", "tcp://127.0.0.1:0", "--modules", LT_TEST_MODULES, "--threads", "2", NULL};
   cr_assert_eq(th_server_start(&srv, args, 10000), 0, "no READY line");
   th_client_t c;
   cr_assert_eq(th_client_open(&c, srv.endpoint), 0);
@@ -362,8 +389,13 @@ Test(e2e_fuzz, server_survives_hostile_input) {
   lt_oid_t o = {CLIENT + 1, 1};
   lt_instr_t ins[4];
   for (int i = 0; i < 4; i++)
-    ins[i] = (lt_instr_t){.seq = (uint64_t)i, .kernel = 0, .param = {"100", 3}, .ninputs = 1,
-                          .inputs = &in, .noutputs = 1, .outputs = &o,
+    ins[i] = (lt_instr_t){.seq = (uint64_t)i,
+                          .kernel = 0,
+                          .param = {"100", 3},
+                          .ninputs = 1,
+                          .inputs = &in,
+                          .noutputs = 1,
+                          .outputs = &o,
                           .flags = LT_INSTR_RETURN};
   send_execute(&gone, ins, 4, &pay, 1);
   th_client_close(&gone);
@@ -407,7 +439,8 @@ Test(e2e_fuzz, command_line) {
                           {"--listen", NULL}};
   for (int i = 0; i < 4; i++) {
     const char *argv[6] = {LT_TEST_SERVER};
-    for (int j = 0; bad[i][j] != NULL; j++) argv[j + 1] = bad[i][j];
+    for (int j = 0; bad[i][j] != NULL; j++)
+      argv[j + 1] = bad[i][j];
     cr_assert_eq(th_run(argv, 10000, out, sizeof out, err, sizeof err), 2, "case %d", i);
     cr_assert_not_null(strstr(err, "usage: lithium-server"), "case %d: %s", i, err);
     cr_assert_eq(out[0], '\0', "case %d printed on stdout: %s", i, out);

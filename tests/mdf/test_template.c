@@ -1,5 +1,6 @@
-/* test_template.c: skeleton builders and the compiler to MDF templates: node counts,
- * wiring of pipelines (nested ones too), shared kernel tables, parameters, bad trees. */
+/* test_template.c: skeleton builders and the compiler to MDF templates: chains of nested
+ * pipelines, shared kernel tables, parameters, map and dc blocks, normal-form fusion, the
+ * DOT output and malformed trees. */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -17,6 +18,9 @@ Test(skel, builders_check_names_and_children) {
   cr_assert_null(lt_seq_with("m:f", NULL, 3));
   cr_assert_null(lt_farm(NULL));
   cr_assert_null(lt_pipeline(NULL));
+  cr_assert_null(lt_map("m:s", NULL, "m:m"));
+  cr_assert_null(lt_map("bad", lt_seq("m:f"), "m:m"));
+  cr_assert_null(lt_dc("m:c", "m:d", lt_seq("m:f"), "nope"));
   lt_skel_t *s = lt_seq_with("m:f", "ab", 2);
   cr_assert_not_null(s);
   cr_assert_eq(s->kind, LT_SKEL_SEQ);
@@ -26,42 +30,83 @@ Test(skel, builders_check_names_and_children) {
   lt_skel_free(NULL);
 }
 
-Test(template, seq_is_one_node) {
+Test(skel, equal_compares_everything) {
+  lt_skel_t *a = lt_dc("m:c", "m:d", lt_pipeline(lt_seq_with("m:f", "x", 1), NULL), "m:k");
+  lt_skel_t *b = lt_dc("m:c", "m:d", lt_pipeline(lt_seq_with("m:f", "x", 1), NULL), "m:k");
+  lt_skel_t *c = lt_dc("m:c", "m:d", lt_pipeline(lt_seq_with("m:f", "y", 1), NULL), "m:k");
+  cr_assert(lt_skel_equal(a, b));
+  cr_assert_not(lt_skel_equal(a, c));
+  cr_assert_not(lt_skel_equal(a, NULL));
+  lt_skel_free(a);
+  lt_skel_free(b);
+  lt_skel_free(c);
+}
+
+/* chain returns the kernel names of a block's chain, "|"-separated, stages by "+". */
+static void chain(const lt_template_t *t, uint32_t block, char *buf, size_t len) {
+  buf[0] = '\0';
+  for (int32_t i = (int32_t)t->blocks[block]; i >= 0; i = t->nodes[i].next) {
+    if (buf[0]) strncat(buf, "|", len - strlen(buf) - 1);
+    const lt_tnode_t *n = &t->nodes[i];
+    if (n->kind == LT_TN_MAP) strncat(buf, "MAP:", len - strlen(buf) - 1);
+    if (n->kind == LT_TN_DC) strncat(buf, "DC:", len - strlen(buf) - 1);
+    for (uint32_t k = 0; k < n->nstages; k++) {
+      if (k) strncat(buf, "+", len - strlen(buf) - 1);
+      strncat(buf, t->kernels[n->stages[k].kernel], len - strlen(buf) - 1);
+    }
+  }
+}
+
+Test(template, nested_pipeline_is_one_chain) {
+  lt_skel_t *s = lt_pipeline(
+      lt_farm(lt_seq("m:a")),
+      lt_pipeline(lt_seq_with("m:b", "p", 1),
+                  lt_farm(lt_pipeline(lt_seq("m:c"), lt_seq("m:a"), NULL)), NULL),
+      lt_seq("m:d"), NULL);
+  cr_assert_not_null(s);
   lt_template_t *t = NULL;
-  lt_skel_t *s = lt_seq("m:f");
-  cr_assert_eq(lt__template_compile(&t, s), LT_OK);
-  cr_assert_eq(t->nnodes, 1);
-  cr_assert_eq(t->nkernels, 1);
-  cr_assert_str_eq(t->kernels[0], "m:f");
-  cr_assert_eq(t->entry, 0);
-  cr_assert_eq(t->nodes[0].succ, -1);
-  cr_assert_eq(t->nodes[0].ninputs, 1);
+  cr_assert_eq(lt__template_compile(&t, s, 0), LT_OK);
+  char buf[256];
+  chain(t, 0, buf, sizeof buf);
+  cr_assert_str_eq(buf, "m:a|m:b|m:c|m:a|m:d");
+  cr_assert_eq(t->nkernels, 4, "a kernel used twice is one table entry");
+  cr_assert_eq(lt__template_chain_length(t, 0), 5);
+  lt__template_free(t);
+
+  cr_assert_eq(lt__template_compile(&t, s, 1), LT_OK);
+  chain(t, 0, buf, sizeof buf);
+  cr_assert_str_eq(buf, "m:a+m:b+m:c+m:a+m:d", "normal form fuses the whole chain");
+  cr_assert_eq(t->nodes[t->blocks[0]].stages[1].param_len, 1);
   lt__template_free(t);
   lt_skel_free(s);
 }
 
-Test(template, nested_pipeline_is_wired_in_order) {
-  /* pipe(farm(a), pipe(b, farm(pipe(c, a))), d) = a -> b -> c -> a -> d */
+Test(template, map_and_dc_get_blocks) {
   lt_skel_t *s = lt_pipeline(
-      lt_farm(lt_seq("m:a")),
-      lt_pipeline(lt_seq_with("m:b", "p", 1), lt_farm(lt_pipeline(lt_seq("m:c"), lt_seq("m:a"), NULL)),
-                  NULL),
-      lt_seq("m:d"), NULL);
-  cr_assert_not_null(s);
+      lt_seq("m:a"), lt_seq("m:b"),
+      lt_map("m:split", lt_pipeline(lt_seq("m:x"), lt_dc("m:c", "m:d", lt_seq("m:base"), "m:k"),
+                                    NULL),
+             "m:merge"),
+      lt_seq("m:z"), NULL);
   lt_template_t *t = NULL;
-  cr_assert_eq(lt__template_compile(&t, s), LT_OK);
-  cr_assert_eq(t->nnodes, 5);
-  cr_assert_eq(t->nkernels, 4, "a kernel used twice is one table entry");
-  const char *want[] = {"m:a", "m:b", "m:c", "m:a", "m:d"};
-  int32_t n = (int32_t)t->entry;
-  for (int i = 0; i < 5; i++) {
-    cr_assert_geq(n, 0);
-    cr_assert_str_eq(t->kernels[t->nodes[n].kernel], want[i]);
-    if (i == 1) cr_assert_eq(t->nodes[n].param_len, 1);
-    n = t->nodes[n].succ;
-  }
-  cr_assert_eq(n, -1);
-  cr_assert_eq(t->nslots, 5);
+  cr_assert_eq(lt__template_compile(&t, s, 1), LT_OK);
+  char buf[256];
+  chain(t, 0, buf, sizeof buf);
+  cr_assert_str_eq(buf, "m:a+m:b|MAP:m:split+m:merge|m:z");
+  const lt_tnode_t *map = &t->nodes[t->nodes[t->blocks[0]].next];
+  chain(t, map->block, buf, sizeof buf);
+  cr_assert_str_eq(buf, "m:x|DC:m:c+m:d+m:k");
+  int32_t dc = t->nodes[t->blocks[map->block]].next;
+  chain(t, t->nodes[dc].block, buf, sizeof buf);
+  cr_assert_str_eq(buf, "m:base");
+  cr_assert_eq(t->nblocks, 3);
+
+  char *dot = lt__template_dot(t);
+  cr_assert_not_null(dot);
+  cr_assert_not_null(strstr(dot, "digraph"));
+  cr_assert_not_null(strstr(dot, "split m:split"));
+  cr_assert_not_null(strstr(dot, "cond m:c"));
+  free(dot);
   lt__template_free(t);
   lt_skel_free(s);
 }
@@ -69,9 +114,9 @@ Test(template, nested_pipeline_is_wired_in_order) {
 Test(template, malformed_tree_is_rejected) {
   lt_skel_t bad = {.kind = LT_SKEL_PIPE, .nchildren = 0};
   lt_template_t *t = (lt_template_t *)1;
-  cr_assert_eq(lt__template_compile(&t, &bad), LT_EINVAL);
+  cr_assert_eq(lt__template_compile(&t, &bad, 0), LT_EINVAL);
   cr_assert_null(t);
   lt_skel_t leaf = {.kind = LT_SKEL_SEQ, .kernel = "not a name"};
-  cr_assert_eq(lt__template_compile(&t, &leaf), LT_EINVAL);
-  cr_assert_eq(lt__template_compile(&t, NULL), LT_EINVAL);
+  cr_assert_eq(lt__template_compile(&t, &leaf, 0), LT_EINVAL);
+  cr_assert_eq(lt__template_compile(&t, NULL, 0), LT_EINVAL);
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "codec.h"
+#include "wire.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/lsan_interface.h>
@@ -171,7 +172,13 @@ static bool msg_equal(const lt_msg_t *a, const lt_msg_t *b, const char **why) {
     for (uint32_t i = 0; i < a->u.execute.ninstrs; i++) {
       const lt_instr_t *x = &a->u.execute.instrs[i], *y = &b->u.execute.instrs[i];
       DIFF(x->seq != y->seq || x->kernel != y->kernel || x->flags != y->flags, "instr");
+      DIFF(x->op != y->op, "instr.op");
       DIFF(!bytes_eq(x->param, y->param), "instr.param");
+      DIFF(x->nmore != y->nmore, "instr.nmore");
+      for (uint32_t j = 0; j < x->nmore; j++)
+        DIFF(x->more[j].kernel != y->more[j].kernel ||
+                 !bytes_eq(x->more[j].param, y->more[j].param),
+             "instr.more");
       DIFF(x->ninputs != y->ninputs || x->noutputs != y->noutputs, "instr counts");
       for (uint32_t j = 0; j < x->ninputs; j++) {
         const lt_input_t *p = &x->inputs[j], *q = &y->inputs[j];
@@ -192,6 +199,7 @@ static bool msg_equal(const lt_msg_t *a, const lt_msg_t *b, const char **why) {
       DIFF(x->seq != y->seq || x->status != y->status || x->service_us != y->service_us,
            "completion");
       DIFF(!str_eq(x->errmsg, y->errmsg), "completion.errmsg");
+      DIFF(x->answer != y->answer, "completion.answer");
       DIFF(x->noutputs != y->noutputs, "completion.noutputs");
       for (uint32_t j = 0; j < x->noutputs; j++)
         DIFF(x->outputs[j].size != y->outputs[j].size || x->outputs[j].frame != y->outputs[j].frame,
@@ -241,6 +249,10 @@ static void check_decoded(const lt_msg_t *m) {
   case LT_MSG_EXECUTE:
     for (uint32_t i = 0; i < m->u.execute.ninstrs; i++) {
       const lt_instr_t *in = &m->u.execute.instrs[i];
+      cr_assert_leq(in->op, LT_OP_DCSTEP);
+      cr_assert((in->nmore == 0) == (in->more == NULL));
+      for (uint32_t j = 0; j < in->nmore; j++)
+        cr_assert(in->more[j].param.len == 0 || in->more[j].param.data != NULL);
       for (uint32_t j = 0; j < in->ninputs; j++) {
         cr_assert(in->inputs[j].holder != NULL);
         if (in->inputs[j].kind == LT_INPUT_INLINE)
@@ -253,6 +265,7 @@ static void check_decoded(const lt_msg_t *m) {
   case LT_MSG_DONE:
     for (uint32_t i = 0; i < m->u.done.ncompl; i++) {
       cr_assert(m->u.done.compl [i].errmsg != NULL);
+      cr_assert(m->u.done.compl [i].answer >= -1 && m->u.done.compl [i].answer <= 1);
       for (uint32_t j = 0; j < m->u.done.compl [i].noutputs; j++) {
         int32_t f = m->u.done.compl [i].outputs[j].frame;
         cr_assert(f == -1 || (f >= 0 && (uint32_t)f < m->nframes));
@@ -295,9 +308,11 @@ static lt_input_t inputs0[3];
 static lt_input_t inputs1[1];
 static lt_oid_t outs0[2] = {{1, 2}, {UINT64_MAX, 0}};
 static lt_oid_t outs1[1] = {{0x0123456789abcdefull, 42}};
+static lt_stage_t stages0[3] = {{5, {"\0\1", 2}}, {0, {NULL, 0}}, {UINT32_MAX, {"zz", 2}}};
+static lt_stage_t stages2[1] = {{2, {"divide", 6}}};
 static lt_instr_t instrs[3];
 static lt_output_info_t oinfo0[3] = {{100, 0}, {1ull << 40, -1}, {0, 2}};
-static lt_completion_t compls[2];
+static lt_completion_t compls[3];
 static lt_oid_t rel_ids[3] = {{1, 1}, {2, 2}, {UINT64_MAX, UINT64_MAX}};
 static uint64_t cancel_seqs[4] = {0, 1, 1ull << 63, UINT64_MAX};
 
@@ -336,21 +351,26 @@ static void sample(lt_msg_t *m, lt_msg_type_t t) {
     inputs0[2] = (lt_input_t){LT_INPUT_REF, 0, {5, 6}, "", 0};
     inputs1[0] = (lt_input_t){LT_INPUT_INLINE, 0, {0, 0}, "", 0};
     instrs[0] = (lt_instr_t){.seq = 1ull << 50,
+                             .op = LT_OP_SEQ,
                              .kernel = 3,
                              .param = {param_bytes, sizeof param_bytes},
+                             .nmore = 3,
+                             .more = stages0,
                              .ninputs = 3,
                              .inputs = inputs0,
                              .noutputs = 2,
                              .outputs = outs0,
                              .flags = LT_INSTR_RETURN | LT_INSTR_RELEASE_INPUTS | LT_INSTR_KEEP};
     instrs[1] = (lt_instr_t){.seq = 2,
+                             .op = LT_OP_SPLIT,
                              .kernel = 0,
                              .ninputs = 1,
                              .inputs = inputs1,
                              .noutputs = 1,
                              .outputs = outs1,
                              .flags = LT_INSTR_KEEP};
-    instrs[2] = (lt_instr_t){.seq = 3, .kernel = 1, .param = {"p", 1}};
+    instrs[2] = (lt_instr_t){
+        .seq = 3, .op = LT_OP_DCSTEP, .kernel = 1, .param = {"p", 1}, .nmore = 1, .more = stages2};
     m->u.execute.ninstrs = 3;
     m->u.execute.instrs = instrs;
     break;
@@ -360,10 +380,15 @@ static void sample(lt_msg_t *m, lt_msg_type_t t) {
                                   .errmsg = "",
                                   .noutputs = 3,
                                   .outputs = oinfo0,
-                                  .service_us = 123456};
-    compls[1] = (lt_completion_t){
-        .seq = 78, .status = LT_EKERNEL, .errmsg = "kernel failed: \xc3\xa9", .service_us = 1};
-    m->u.done.ncompl = 2;
+                                  .service_us = 123456,
+                                  .answer = 0};
+    compls[1] = (lt_completion_t){.seq = 78,
+                                  .status = LT_EKERNEL,
+                                  .errmsg = "kernel failed: \xc3\xa9",
+                                  .service_us = 1,
+                                  .answer = 1};
+    compls[2] = (lt_completion_t){.seq = 79, .status = LT_OK, .errmsg = "", .answer = -1};
+    m->u.done.ncompl = 3;
     m->u.done.compl = compls;
     break;
   case LT_MSG_FETCH:
@@ -503,6 +528,7 @@ Test(codec, roundtrip_large_batches) {
   lt_instr_t *ins = calloc(N, sizeof *ins);
   lt_input_t *inp = calloc(N * 3, sizeof *inp);
   lt_oid_t *outs = calloc(N * 2, sizeof *outs);
+  lt_stage_t *st = calloc(N * 2, sizeof *st);
   char holder[] = "tcp://127.0.0.1:1234";
   static const uint8_t pbytes[17] = {0, 1, 2, 3, 255, 254, 0, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0};
   for (uint32_t i = 0; i < N; i++) {
@@ -516,9 +542,14 @@ Test(codec, roundtrip_large_batches) {
     }
     outs[i * 2] = (lt_oid_t){i, 1000000 + i};
     outs[i * 2 + 1] = (lt_oid_t){i, 2000000 + i};
+    st[i * 2] = (lt_stage_t){i, {pbytes, i % 5}};
+    st[i * 2 + 1] = (lt_stage_t){i + 1, {pbytes + 1, 3}};
     ins[i] = (lt_instr_t){.seq = i,
+                          .op = i % 3,
                           .kernel = i % 7,
                           .param = {pbytes, i % 17},
+                          .nmore = i % 3,
+                          .more = i % 3 ? &st[i * 2] : NULL,
                           .ninputs = 3,
                           .inputs = &inp[i * 3],
                           .noutputs = 2,
@@ -540,7 +571,8 @@ Test(codec, roundtrip_large_batches) {
                              .errmsg = i % 3 ? "" : "e",
                              .noutputs = 1,
                              .outputs = &oi[i],
-                             .service_us = i};
+                             .service_us = i,
+                             .answer = (int32_t)(i % 3) - 1};
   }
   lt_msg_t d = {.type = LT_MSG_DONE, .nframes = 1, .frames = &pay, .has_load = true};
   d.u.done.ncompl = N;
@@ -554,6 +586,7 @@ Test(codec, roundtrip_large_batches) {
   free(ins);
   free(inp);
   free(outs);
+  free(st);
   free(c);
   free(oi);
 }
@@ -595,6 +628,26 @@ Test(codec, every_truncated_prefix_fails_or_differs) {
   }
 }
 
+/* What the fuzzers got through the decoder, so that they are known to reach the newer
+ * fields: instructions with a non-SEQ op, with stages, with an empty stage parameter, and
+ * completions with an answer. */
+static struct { int op, more, empty_param, answer; } seen;
+
+static void tally(const lt_msg_t *m) {
+  if (m->type == LT_MSG_EXECUTE) {
+    for (uint32_t i = 0; i < m->u.execute.ninstrs; i++) {
+      const lt_instr_t *in = &m->u.execute.instrs[i];
+      seen.op += in->op != LT_OP_SEQ;
+      seen.more += in->nmore > 0;
+      for (uint32_t j = 0; j < in->nmore; j++)
+        seen.empty_param += in->more[j].param.len == 0;
+    }
+  } else if (m->type == LT_MSG_DONE) {
+    for (uint32_t i = 0; i < m->u.done.ncompl; i++)
+      seen.answer += m->u.done.compl [i].answer != -1;
+  }
+}
+
 /* fuzz_one decodes p[0..n) and, when it is accepted, checks that it re-encodes and decodes
  * to the same message. */
 static int fuzz_one(const uint8_t *p, size_t n, const lt_bytes_t *pay, size_t npay,
@@ -604,6 +657,7 @@ static int fuzz_one(const uint8_t *p, size_t n, const lt_bytes_t *pay, size_t np
   cr_assert(acceptable(rc), "rc %d", rc);
   if (rc != 0) return rc;
   check_decoded(&out);
+  tally(&out);
   void *h2;
   size_t l2;
   rc = lt__msg_encode(&out, &h2, &l2);
@@ -644,13 +698,13 @@ Test(codec, random_garbage) {
   cr_assert_gt(outcome[-LT_EPROTO], 10000);
 }
 
-/* gen_fields appends random but well-framed fields to *w (at most `cap` bytes): small field
- * numbers, every wire type, nested messages up to depth 4, strings of any bytes, runs of one field.
- */
+/* gen_fields appends random but well-framed fields to *w (at most `cap` bytes): field
+ * numbers 1..8 (every field of every message), every wire type, nested messages up to depth
+ * 4, strings of any bytes, runs of one field. */
 static void gen_fields(pb *w, int depth, size_t cap) {
   int nf = (int)(rnd() % 7);
   for (int f = 0; f < nf; f++) {
-    uint32_t fno = 1 + (uint32_t)(rnd() % 6);
+    uint32_t fno = 1 + (uint32_t)(rnd() % 8);
     int reps = rnd() % 6 == 0 ? 1 + (int)(rnd() % 80) : 1;
     unsigned kind = (unsigned)(rnd() % 5);
     for (int r = 0; r < reps; r++) {
@@ -691,6 +745,83 @@ static void gen_fields(pb *w, int depth, size_t cap) {
   }
 }
 
+/* The bodies with nested repeated fields (Execute, Done) are too deep for gen_fields to get
+ * right by chance, so gen_schema follows their schema: the wire kind of every field number
+ * and the message kind of sub-messages. */
+enum { K_VARINT = 0, K_I64, K_STR, K_BYTES, K_I32, K_SUB };
+enum { S_OID, S_INPUT, S_STAGE, S_INSTR, S_EXECUTE, S_OUTINFO, S_COMPL, S_DONE };
+typedef struct gschema {
+  uint32_t nf;     /* highest field number */
+  uint8_t kind[9]; /* by field number */
+  uint8_t sub[9];  /* K_SUB: schema of the sub-message */
+} gschema;
+static const gschema schemas[] = {
+    [S_OID] = {2, {0, K_I64, K_I64}, {0}},
+    [S_INPUT] = {5, {0, K_VARINT, K_VARINT, K_SUB, K_STR, K_VARINT}, {0, 0, 0, S_OID}},
+    [S_STAGE] = {2, {0, K_VARINT, K_BYTES}, {0}},
+    [S_INSTR] = {8,
+                 {0, K_VARINT, K_VARINT, K_BYTES, K_SUB, K_SUB, K_VARINT, K_VARINT, K_SUB},
+                 {0, 0, 0, 0, S_INPUT, S_OID, 0, 0, S_STAGE}},
+    [S_EXECUTE] = {1, {0, K_SUB}, {0, S_INSTR}},
+    [S_OUTINFO] = {2, {0, K_VARINT, K_VARINT}, {0}},
+    [S_COMPL] = {6,
+                 {0, K_VARINT, K_VARINT, K_STR, K_SUB, K_VARINT, K_VARINT},
+                 {0, 0, 0, 0, S_OUTINFO}},
+    [S_DONE] = {1, {0, K_SUB}, {0, S_COMPL}},
+};
+
+/* gen_schema appends random fields of message kind `s` to *w (at most `cap` bytes): mostly
+ * the right wire kind, small varints (so that op, answer, kind and frame indices are often
+ * in range), empty and binary bytes, runs of repeated fields past max_items, now and then
+ * an unknown field or a wrong wire type. */
+static void gen_schema(pb *w, int s, size_t cap) {
+  const gschema *g = &schemas[s];
+  int nf = (int)(rnd() % 6);
+  for (int f = 0; f < nf; f++) {
+    uint32_t fno = 1 + (uint32_t)(rnd() % (g->nf + 1)); /* g->nf + 1 is unknown */
+    unsigned kind = fno <= g->nf ? g->kind[fno] : K_VARINT;
+    int sub = kind == K_SUB ? g->sub[fno] : S_OID;
+    if (rnd() % 40 == 0) kind = (unsigned)(rnd() % 6); /* the wrong wire type, maybe */
+    int reps = kind == K_SUB && rnd() % 8 == 0 ? 1 + (int)(rnd() % 60) : 1 + (int)(rnd() % 2);
+    for (int r = 0; r < reps; r++) {
+      if (w->n + 160 > cap) return;
+      uint64_t v = rnd();
+      switch (kind) {
+      case K_VARINT:
+        pb_uint(w, fno, rnd() % 4 == 0 ? v : v % 4);
+        break;
+      case K_I64:
+        pb_varint(w, ((uint64_t)fno << 3) | 1);
+        memcpy(w->b + w->n, &v, 8);
+        w->n += 8;
+        break;
+      case K_I32:
+        pb_varint(w, ((uint64_t)fno << 3) | 5);
+        memcpy(w->b + w->n, &v, 4);
+        w->n += 4;
+        break;
+      case K_STR:
+      case K_BYTES: {
+        char str[16];
+        size_t len = rnd() % 4 == 0 ? 0 : rnd() % sizeof str;
+        bool binary = kind == K_BYTES || rnd() % 8 == 0;
+        for (size_t k = 0; k < len; k++)
+          str[k] = binary ? (char)rnd() : (char)('a' + rnd() % 26);
+        pb_bytes(w, fno, str, len);
+        break;
+      }
+      default: {
+        pb inner = {.n = 0};
+        gen_schema(&inner, sub, cap - w->n - 16);
+        if (w->n + inner.n + 16 > cap) return;
+        pb_sub(w, fno, &inner);
+        break;
+      }
+      }
+    }
+  }
+}
+
 Test(codec, random_structured) {
   rng_state = 0xdeadbeef12345678ull;
   lt_codec_limits_t lim = limits();
@@ -707,8 +838,15 @@ Test(codec, random_structured) {
       pb_sub(env, 1, &load);
     }
     pb body = {.n = 0};
-    gen_fields(&body, 1, 6000);
-    uint32_t fno = rnd() % 8 == 0 ? 1 + (uint32_t)(rnd() % 20) : 2 + (uint32_t)(rnd() % 12);
+    uint32_t fno;
+    if (rnd() % 3 == 0) {
+      bool ex = rnd() % 2;
+      gen_schema(&body, ex ? S_EXECUTE : S_DONE, 6000);
+      fno = body_fno(ex ? LT_MSG_EXECUTE : LT_MSG_DONE);
+    } else {
+      gen_fields(&body, 1, 6000);
+      fno = rnd() % 8 == 0 ? 1 + (uint32_t)(rnd() % 20) : 2 + (uint32_t)(rnd() % 12);
+    }
     pb_sub(env, fno, &body);
     if (rnd() % 10 == 0) env->b[rnd() % env->n] ^= (uint8_t)(1u << (rnd() % 8));
     uint8_t *p = malloc(env->n); /* exact size, for ASan */
@@ -717,8 +855,13 @@ Test(codec, random_structured) {
     free(p);
   }
   free(env);
-  cr_log_info("structured: ok %d, eproto %d, etoobig %d", outcome[0], outcome[-LT_EPROTO],
-              outcome[-LT_ETOOBIG]);
+  cr_log_info("structured: ok %d, eproto %d, etoobig %d; op %d, more %d, empty %d, answer %d",
+              outcome[0], outcome[-LT_EPROTO], outcome[-LT_ETOOBIG], seen.op, seen.more,
+              seen.empty_param, seen.answer);
+  cr_assert_gt(seen.op, 50);
+  cr_assert_gt(seen.more, 50);
+  cr_assert_gt(seen.empty_param, 50);
+  cr_assert_gt(seen.answer, 50);
   cr_assert_gt(outcome[0], 1000);
   cr_assert_gt(outcome[-LT_EPROTO], 1000);
   cr_assert_gt(outcome[-LT_ETOOBIG], 100);
@@ -749,8 +892,13 @@ Test(codec, mutated_valid_headers) {
     }
     free(hdr);
   }
-  cr_log_info("mutated: ok %d, eproto %d, etoobig %d", outcome[0], outcome[-LT_EPROTO],
-              outcome[-LT_ETOOBIG]);
+  cr_log_info("mutated: ok %d, eproto %d, etoobig %d; op %d, more %d, empty %d, answer %d",
+              outcome[0], outcome[-LT_EPROTO], outcome[-LT_ETOOBIG], seen.op, seen.more,
+              seen.empty_param, seen.answer);
+  cr_assert_gt(seen.op, 50);
+  cr_assert_gt(seen.more, 50);
+  cr_assert_gt(seen.empty_param, 50);
+  cr_assert_gt(seen.answer, 50);
   cr_assert_gt(outcome[0], 1000);
   cr_assert_gt(outcome[-LT_EPROTO], 1000);
 }
@@ -939,9 +1087,9 @@ Test(codec, count_over_max_items) {
   count_over(&m, 3);
   sample(&m, LT_MSG_CANCEL); /* 4 seqs, packed */
   count_over(&m, 4);
-  sample(&m, LT_MSG_EXECUTE); /* 3 instrs, the first with 3 inputs and 2 outputs */
+  sample(&m, LT_MSG_EXECUTE); /* 3 instrs, the first with 3 inputs, 2 outputs, 3 stages */
   count_over(&m, 3);
-  sample(&m, LT_MSG_DONE); /* 2 completions, the first with 3 outputs */
+  sample(&m, LT_MSG_DONE); /* 3 completions, the first with 3 outputs */
   count_over(&m, 3);
 
   /* Inner counts alone: one instruction with 5 outputs, one completion with 5 outputs. */
@@ -984,6 +1132,282 @@ Test(codec, count_over_max_items) {
   pb_sub(&env, body_fno(LT_MSG_RELEASE), &rel);
   lim.max_items = 3;
   cr_assert_eq(decode_hdr(&out, env.b, env.n, NULL, 0, &lim), LT_ETOOBIG);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Instruction ops, further stages and condition answers. */
+
+Test(codec, roundtrip_every_op_stages_answer) {
+  /* Stage 1 has an empty parameter, so an empty Stage message travels too. */
+  lt_stage_t st[3] = {{1, {"a", 1}}, {0, {NULL, 0}}, {7, {"\0x\0", 3}}};
+  lt_oid_t out0 = {9, 1000};
+  lt_input_t in = {LT_INPUT_INLINE, 0, {0, 0}, "", 1};
+  lt_bytes_t pay = {"x", 1};
+  lt_instr_t all[3 * 4 * 2];
+  uint32_t n = 0;
+  for (uint32_t op = LT_OP_SEQ; op <= LT_OP_DCSTEP; op++)
+    for (uint32_t nmore = 0; nmore <= 3; nmore++)
+      for (int own = 0; own < 2; own++) {
+        lt_instr_t *x = &all[n++];
+        *x = (lt_instr_t){.seq = n,
+                          .op = op,
+                          .kernel = op + nmore,
+                          .param = own ? (lt_bytes_t){"pp", 2} : (lt_bytes_t){NULL, 0},
+                          .nmore = nmore,
+                          .more = nmore ? st : NULL,
+                          .ninputs = 1,
+                          .inputs = &in,
+                          .noutputs = 1,
+                          .outputs = &out0};
+        lt_msg_t m = {.type = LT_MSG_EXECUTE, .nframes = 1, .frames = &pay};
+        m.u.execute.ninstrs = 1;
+        m.u.execute.instrs = x;
+        roundtrip(&m, NULL);
+      }
+  lt_msg_t m = {.type = LT_MSG_EXECUTE, .nframes = 1, .frames = &pay};
+  m.u.execute.ninstrs = n;
+  m.u.execute.instrs = all;
+  roundtrip(&m, NULL);
+
+  /* The decoded values themselves, not only their equality. */
+  void *hdr;
+  size_t len;
+  encode_ok(&m, &hdr, &len);
+  lt_msg_t out;
+  cr_assert_eq(decode_hdr(&out, hdr, len, &pay, 1, NULL), 0);
+  const lt_instr_t *d = &out.u.execute.instrs[n - 1]; /* DCSTEP, 3 stages, own param */
+  cr_assert_eq(d->op, LT_OP_DCSTEP);
+  cr_assert_eq(d->nmore, 3);
+  cr_assert_eq(d->more[0].kernel, 1);
+  cr_assert_eq(d->more[1].kernel, 0);
+  cr_assert_eq(d->more[1].param.len, 0);
+  cr_assert_eq(d->more[2].kernel, 7);
+  cr_assert_eq(d->more[2].param.len, 3);
+  cr_assert_eq(memcmp(d->more[2].param.data, "\0x\0", 3), 0);
+  cr_assert(d->more[2].param.data != st[2].param.data, "stage params live in the decoder");
+  const lt_instr_t *z = &out.u.execute.instrs[0]; /* SEQ, no stages, no param */
+  cr_assert_eq(z->op, LT_OP_SEQ);
+  cr_assert_eq(z->nmore, 0);
+  cr_assert_null(z->more);
+  lt__msg_clear(&out);
+  free(hdr);
+
+  /* Every answer, with and without outputs, with success and failure. */
+  lt_output_info_t oi[2] = {{10, 0}, {20, -1}};
+  lt_completion_t cs[3 * 2 * 2];
+  n = 0;
+  for (int32_t answer = -1; answer <= 1; answer++)
+    for (uint32_t nout = 0; nout <= 2; nout += 2)
+      for (int fail = 0; fail < 2; fail++) {
+        lt_completion_t *c = &cs[n++];
+        *c = (lt_completion_t){.seq = n,
+                               .status = fail ? LT_EKERNEL : LT_OK,
+                               .errmsg = fail ? "no" : "",
+                               .noutputs = nout,
+                               .outputs = nout ? oi : NULL,
+                               .service_us = n,
+                               .answer = answer};
+        lt_msg_t dm = {.type = LT_MSG_DONE, .nframes = 1, .frames = &pay, .has_load = true};
+        dm.u.done.ncompl = 1;
+        dm.u.done.compl = c;
+        roundtrip(&dm, NULL);
+      }
+  lt_msg_t dm = {.type = LT_MSG_DONE, .nframes = 1, .frames = &pay};
+  dm.u.done.ncompl = n;
+  dm.u.done.compl = cs;
+  roundtrip(&dm, NULL);
+}
+
+Test(codec, op_more_answer_wire_format) {
+  /* Checked against the hand-built writer, independent of the generated code: Instr.op is
+   * field 7, Instr.more field 8 with Stage {kernel 1, param 2}; Completion.answer field 6
+   * with 0 = none (omitted), 1 = false, 2 = true. */
+  lt_stage_t st[2] = {{4, {"ab", 2}}, {0, {NULL, 0}}};
+  lt_instr_t in = {.seq = 1, .op = LT_OP_DCSTEP, .nmore = 2, .more = st};
+  lt_msg_t m = {.type = LT_MSG_EXECUTE};
+  m.u.execute.ninstrs = 1;
+  m.u.execute.instrs = &in;
+  void *hdr;
+  size_t len;
+  encode_ok(&m, &hdr, &len);
+  pb s0 = {.n = 0}, s1 = {.n = 0}, ins = {.n = 0}, ex = {.n = 0}, env = {.n = 0};
+  pb_uint(&s0, 1, 4);
+  pb_bytes(&s0, 2, "ab", 2);
+  pb_uint(&ins, 1, 1);
+  pb_uint(&ins, 7, LT_OP_DCSTEP);
+  pb_sub(&ins, 8, &s0);
+  pb_sub(&ins, 8, &s1);
+  pb_sub(&ex, 1, &ins);
+  pb_sub(&env, body_fno(LT_MSG_EXECUTE), &ex);
+  cr_assert_eq(len, env.n);
+  cr_assert_eq(memcmp(hdr, env.b, len), 0);
+  free(hdr);
+
+  for (int32_t answer = -1; answer <= 1; answer++) {
+    lt_completion_t c = {.seq = 5, .errmsg = "", .answer = answer};
+    lt_msg_t d = {.type = LT_MSG_DONE};
+    d.u.done.ncompl = 1;
+    d.u.done.compl = &c;
+    encode_ok(&d, &hdr, &len);
+    pb cp = {.n = 0}, dn = {.n = 0};
+    env.n = 0;
+    pb_uint(&cp, 1, 5);
+    if (answer != -1) pb_uint(&cp, 6, (uint64_t)(answer + 1));
+    pb_sub(&dn, 1, &cp);
+    pb_sub(&env, body_fno(LT_MSG_DONE), &dn);
+    cr_assert_eq(len, env.n, "answer %d", answer);
+    cr_assert_eq(memcmp(hdr, env.b, len), 0, "answer %d", answer);
+    free(hdr);
+  }
+}
+
+Test(codec, bad_op_and_answer_rejected) {
+  lt_msg_t out;
+  static const uint64_t ops[] = {0, 1, 2, 3, 4, 255, 1u << 20, UINT32_MAX};
+  for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+    pb ins = {.n = 0}, ex = {.n = 0}, env = {.n = 0};
+    pb_uint(&ins, 1, 7);
+    pb_uint(&ins, 7, ops[i]);
+    pb_sub(&ex, 1, &ins);
+    pb_sub(&env, body_fno(LT_MSG_EXECUTE), &ex);
+    int rc = decode_hdr(&out, env.b, env.n, NULL, 0, NULL);
+    if (ops[i] <= LT_OP_DCSTEP) {
+      cr_assert_eq(rc, 0, "op %llu", (unsigned long long)ops[i]);
+      cr_assert_eq(out.u.execute.instrs[0].op, ops[i]);
+      cr_assert_eq(out.u.execute.instrs[0].seq, 7);
+      lt__msg_clear(&out);
+    } else {
+      cr_assert_eq(rc, LT_EPROTO, "op %llu", (unsigned long long)ops[i]);
+      cr_assert_null(out.priv);
+    }
+  }
+  /* A bad op in the second instruction of a batch fails the whole message. */
+  pb good = {.n = 0}, bad = {.n = 0}, ex = {.n = 0}, env = {.n = 0};
+  pb_uint(&good, 7, LT_OP_SPLIT);
+  pb_uint(&bad, 7, 3);
+  pb_sub(&ex, 1, &good);
+  pb_sub(&ex, 1, &bad);
+  pb_sub(&env, body_fno(LT_MSG_EXECUTE), &ex);
+  cr_assert_eq(decode_hdr(&out, env.b, env.n, NULL, 0, NULL), LT_EPROTO);
+
+  static const uint64_t answers[] = {0, 1, 2, 3, 100, UINT32_MAX};
+  for (size_t i = 0; i < sizeof answers / sizeof *answers; i++) {
+    pb cp = {.n = 0}, dn = {.n = 0};
+    env.n = 0;
+    pb_uint(&cp, 1, 9);
+    pb_uint(&cp, 6, answers[i]);
+    pb_sub(&dn, 1, &cp);
+    pb_sub(&env, body_fno(LT_MSG_DONE), &dn);
+    int rc = decode_hdr(&out, env.b, env.n, NULL, 0, NULL);
+    if (answers[i] <= 2) {
+      cr_assert_eq(rc, 0, "answer %llu", (unsigned long long)answers[i]);
+      cr_assert_eq(out.u.done.compl [0].answer, (int32_t)answers[i] - 1);
+      lt__msg_clear(&out);
+    } else {
+      cr_assert_eq(rc, LT_EPROTO, "answer %llu", (unsigned long long)answers[i]);
+      cr_assert_null(out.priv);
+    }
+  }
+  /* A completion without the field has no answer. */
+  pb cp = {.n = 0}, dn = {.n = 0};
+  env.n = 0;
+  pb_uint(&cp, 1, 9);
+  pb_sub(&dn, 1, &cp);
+  pb_sub(&env, body_fno(LT_MSG_DONE), &dn);
+  cr_assert_eq(decode_hdr(&out, env.b, env.n, NULL, 0, NULL), 0);
+  cr_assert_eq(out.u.done.compl [0].answer, -1);
+  lt__msg_clear(&out);
+
+  /* Encoding refuses what decoding would refuse. */
+  void *hdr = (void *)1;
+  size_t len = 1;
+  lt_msg_t m;
+  static const uint32_t bad_ops[] = {3, 4, UINT32_MAX};
+  for (size_t i = 0; i < 3; i++) {
+    sample(&m, LT_MSG_EXECUTE);
+    instrs[2].op = bad_ops[i];
+    cr_assert_eq(lt__msg_encode(&m, &hdr, &len), LT_EINVAL, "op %u", bad_ops[i]);
+    cr_assert_null(hdr);
+  }
+  static const int32_t bad_answers[] = {-2, 2, INT32_MIN, INT32_MAX};
+  for (size_t i = 0; i < 4; i++) {
+    sample(&m, LT_MSG_DONE);
+    compls[1].answer = bad_answers[i];
+    cr_assert_eq(lt__msg_encode(&m, &hdr, &len), LT_EINVAL, "answer %d", bad_answers[i]);
+    cr_assert_null(hdr);
+  }
+  sample(&m, LT_MSG_EXECUTE);
+  instrs[0].more = NULL; /* nmore without stages */
+  cr_assert_eq(lt__msg_encode(&m, &hdr, &len), LT_EINVAL);
+  sample(&m, LT_MSG_EXECUTE);
+  stages0[2].param.data = NULL; /* a stage parameter length without data */
+  cr_assert_eq(lt__msg_encode(&m, &hdr, &len), LT_EINVAL);
+  stages0[2].param.data = "zz";
+  sample(&m, LT_MSG_EXECUTE);
+  cr_assert_eq(lt__msg_encode(&m, &hdr, &len), 0);
+  free(hdr);
+}
+
+Test(codec, stage_count_limits) {
+  /* One instruction with 5 stages. */
+  lt_stage_t st[6] = {{1, {"a", 1}},  {2, {NULL, 0}}, {3, {"c", 1}},
+                      {4, {NULL, 0}}, {5, {"e", 1}},  {6, {NULL, 0}}};
+  lt_instr_t in = {.seq = 1, .nmore = 5, .more = st};
+  lt_msg_t m = {.type = LT_MSG_EXECUTE};
+  m.u.execute.ninstrs = 1;
+  m.u.execute.instrs = &in;
+  count_over(&m, 5);
+
+  /* The pre-scan itself counts them, before protobuf-c allocates anything. */
+  void *hdr;
+  size_t len;
+  encode_ok(&m, &hdr, &len);
+  cr_assert_eq(lt__wire_prescan(hdr, len, 5), 0);
+  cr_assert_eq(lt__wire_prescan(hdr, len, 4), LT_ETOOBIG);
+  free(hdr);
+
+  /* Each repeated field of an instruction has the limit of its own: 4 inputs, 4 outputs and
+   * 4 stages pass under 4; and the limit is per instruction, not per batch. */
+  lt_input_t ip[4];
+  lt_oid_t op[4];
+  for (int i = 0; i < 4; i++) {
+    ip[i] = (lt_input_t){LT_INPUT_REF, 0, {1, (uint64_t)i}, "", 0};
+    op[i] = (lt_oid_t){2, (uint64_t)i};
+  }
+  lt_instr_t two[2];
+  for (int i = 0; i < 2; i++)
+    two[i] = (lt_instr_t){.seq = (uint64_t)i,
+                          .nmore = 4,
+                          .more = st,
+                          .ninputs = 4,
+                          .inputs = ip,
+                          .noutputs = 4,
+                          .outputs = op};
+  m.u.execute.ninstrs = 2;
+  m.u.execute.instrs = two;
+  count_over(&m, 4);
+  two[1].nmore = 5; /* now the stages are the largest count */
+  count_over(&m, 5);
+
+  /* Hand-built: `more` six times, empty stages (all defaults) included. */
+  pb ins = {.n = 0}, ex = {.n = 0}, env = {.n = 0}, stage = {.n = 0}, empty = {.n = 0};
+  pb_uint(&stage, 1, 3);
+  for (int i = 0; i < 6; i++)
+    pb_sub(&ins, 8, i % 2 ? &stage : &empty);
+  pb_sub(&ex, 1, &ins);
+  pb_sub(&env, body_fno(LT_MSG_EXECUTE), &ex);
+  lt_codec_limits_t lim = limits();
+  lim.max_items = 6;
+  lt_msg_t out;
+  cr_assert_eq(decode_hdr(&out, env.b, env.n, NULL, 0, &lim), 0);
+  cr_assert_eq(out.u.execute.instrs[0].nmore, 6);
+  cr_assert_eq(out.u.execute.instrs[0].more[0].kernel, 0);
+  cr_assert_eq(out.u.execute.instrs[0].more[0].param.len, 0);
+  cr_assert_eq(out.u.execute.instrs[0].more[5].kernel, 3);
+  lt__msg_clear(&out);
+  lim.max_items = 5;
+  cr_assert_eq(decode_hdr(&out, env.b, env.n, NULL, 0, &lim), LT_ETOOBIG);
+  cr_assert_eq(lt__wire_prescan(env.b, env.n, 5), LT_ETOOBIG);
 }
 
 Test(codec, string_limits_and_utf8) {

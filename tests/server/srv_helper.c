@@ -68,14 +68,50 @@ static void kill_reap(pid_t pid) {
   waitpid(pid, NULL, 0);
 }
 
+/* Servers still running when the test process exits (a failed assertion ends the test
+ * early) are killed and reaped, so no test leaves a server behind. */
+#define MAX_LIVE 16
+static pid_t live[MAX_LIVE];
+static bool atexit_set;
+
+static void reap_live(void) {
+  for (int i = 0; i < MAX_LIVE; i++) {
+    if (live[i] > 0) {
+      kill(live[i], SIGKILL);
+      waitpid(live[i], NULL, 0);
+      live[i] = 0;
+    }
+  }
+}
+
+static void live_add(pid_t pid) {
+  if (!atexit_set) {
+    atexit(reap_live);
+    atexit_set = true;
+  }
+  for (int i = 0; i < MAX_LIVE; i++) {
+    if (live[i] == 0) {
+      live[i] = pid;
+      return;
+    }
+  }
+}
+
+static void live_del(pid_t pid) {
+  for (int i = 0; i < MAX_LIVE; i++)
+    if (live[i] == pid) live[i] = 0;
+}
+
 int th_server_start(th_server_t *s, const char *const *args, int timeout_ms) {
   memset(s, 0, sizeof *s);
   const char *argv[64];
   size_t n = 0;
   argv[n++] = LT_TEST_SERVER;
-  for (size_t i = 0; args != NULL && args[i] != NULL && n < 63; i++) argv[n++] = args[i];
+  for (size_t i = 0; args != NULL && args[i] != NULL && n < 63; i++)
+    argv[n++] = args[i];
   argv[n] = NULL;
   if (spawn(argv, &s->out_fd, NULL, &s->pid) != 0) return -1;
+  live_add(s->pid);
   char line[512];
   size_t used = 0;
   int64_t until = th_now_ms() + timeout_ms;
@@ -96,15 +132,17 @@ int th_server_start(th_server_t *s, const char *const *args, int timeout_ms) {
   }
   close(s->out_fd);
   kill_reap(s->pid);
+  live_del(s->pid);
   s->pid = 0;
   return -1;
 }
 
 int th_server_start_default(th_server_t *s, const char *const *extra) {
-  const char *args[48] = {"--listen", "tcp://127.0.0.1:0", "--modules", LT_TEST_MODULES,
-                          "--threads", "2"};
+  const char *args[48] = {"--listen",      "tcp://127.0.0.1:0", "--modules",
+                          LT_TEST_MODULES, "--threads",         "2"};
   size_t n = 6;
-  for (size_t i = 0; extra != NULL && extra[i] != NULL && n < 47; i++) args[n++] = extra[i];
+  for (size_t i = 0; extra != NULL && extra[i] != NULL && n < 47; i++)
+    args[n++] = extra[i];
   args[n] = NULL;
   return th_server_start(s, args, 10000);
 }
@@ -114,6 +152,7 @@ int th_server_stop(th_server_t *s, int sig, int timeout_ms) {
   kill(s->pid, sig);
   int rc = reap(s->pid, timeout_ms);
   if (rc < 0) kill_reap(s->pid);
+  live_del(s->pid);
   close(s->out_fd);
   s->pid = 0;
   return rc;
@@ -136,8 +175,10 @@ int th_run(const char *const *argv, int timeout_ms, char *out, size_t outlen, ch
       if (!(p[i].revents & (POLLIN | POLLHUP))) continue;
       ssize_t r = read(p[i].fd, buf, sizeof buf);
       if (r <= 0) {
-        if (i == 0) oopen = false;
-        else eopen = false;
+        if (i == 0)
+          oopen = false;
+        else
+          eopen = false;
         continue;
       }
       char *dst = i == 0 ? out : err;
@@ -193,7 +234,8 @@ int th_send(th_client_t *c, lt_msg_t *m, const lt_bytes_t *pay, uint32_t n) {
   if (rc != LT_OK) return rc;
   lt_bytes_t *fr = calloc(n + 1, sizeof *fr);
   fr[0] = (lt_bytes_t){hdr, len};
-  for (uint32_t i = 0; i < n; i++) fr[i + 1] = pay[i];
+  for (uint32_t i = 0; i < n; i++)
+    fr[i + 1] = pay[i];
   rc = th_send_raw(c, fr, n + 1) == 0 ? LT_OK : LT_EIO;
   free(fr);
   free(hdr);
@@ -230,7 +272,8 @@ int th_recv(th_client_t *c, th_rx_t *r, int timeout_ms) {
 
 void th_rx_clear(th_rx_t *r) {
   lt__msg_clear(&r->m);
-  for (size_t i = 0; i < r->nparts; i++) zmq_msg_close(&r->parts[i]);
+  for (size_t i = 0; i < r->nparts; i++)
+    zmq_msg_close(&r->parts[i]);
   free(r->parts);
   free(r->frames);
   memset(r, 0, sizeof *r);
@@ -266,12 +309,14 @@ int th_program(th_client_t *c, const char *const *kernels, uint32_t n) {
 
 void th_put_i64(unsigned char *p, int64_t v) {
   uint64_t x = (uint64_t)v;
-  for (int i = 0; i < 8; i++, x >>= 8) p[i] = (unsigned char)(x & 0xff);
+  for (int i = 0; i < 8; i++, x >>= 8)
+    p[i] = (unsigned char)(x & 0xff);
 }
 
 int64_t th_get_i64(const void *p) {
   const unsigned char *b = p;
   uint64_t x = 0;
-  for (int i = 7; i >= 0; i--) x = (x << 8) | b[i];
+  for (int i = 7; i >= 0; i--)
+    x = (x << 8) | b[i];
   return (int64_t)x;
 }

@@ -17,12 +17,14 @@ typedef struct streams {
 
 static int parse(lt_srv_args_t *a, streams_t *s, const char *const *argv) {
   int argc = 0;
-  while (argv[argc] != NULL) argc++;
+  while (argv[argc] != NULL)
+    argc++;
   s->out = open_memstream(&s->obuf, &s->olen);
   s->err = open_memstream(&s->ebuf, &s->elen);
   /* getopt may permute argv: give it a copy. */
   char **copy = calloc((size_t)argc + 1, sizeof *copy);
-  for (int i = 0; i < argc; i++) copy[i] = (char *)argv[i];
+  for (int i = 0; i < argc; i++)
+    copy[i] = (char *)argv[i];
   int rc = lt__args_parse(a, argc, copy, s->out, s->err);
   fclose(s->out);
   fclose(s->err);
@@ -58,13 +60,26 @@ Test(args, defaults) {
 Test(args, every_flag) {
   lt_srv_args_t a;
   streams_t s = {0};
-  const char *argv[] = {"lithium-server",  "--listen",       "tcp://127.0.0.1:0",
-                        "--threads",       "7",              "--modules",
-                        "/tmp/a",          "-m",             "/tmp/b",
-                        "--name",          "node-1 (östra)", "--log-level",
-                        "debug",           "--max-frame",    "64k",
-                        "--idle-timeout",  "0",              "--slowdown",
-                        "2.5",             NULL};
+  const char *argv[] = {"lithium-server",
+                        "--listen",
+                        "tcp://127.0.0.1:0",
+                        "--threads",
+                        "7",
+                        "--modules",
+                        "/tmp/a",
+                        "-m",
+                        "/tmp/b",
+                        "--name",
+                        "node-1 (östra)",
+                        "--log-level",
+                        "debug",
+                        "--max-frame",
+                        "64k",
+                        "--idle-timeout",
+                        "0",
+                        "--slowdown",
+                        "2.5",
+                        NULL};
   cr_assert_eq(parse(&a, &s, argv), LT_ARGS_RUN, "%s", s.ebuf);
   cr_assert_str_eq(a.listen, "tcp://127.0.0.1:0");
   cr_assert_eq(a.threads, 7);
@@ -144,7 +159,8 @@ Test(args, bad_flags_exit_2) {
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     const char *argv[6] = {"lithium-server"};
-    for (size_t j = 0; bad[i][j] != NULL; j++) argv[j + 1] = bad[i][j];
+    for (size_t j = 0; bad[i][j] != NULL; j++)
+      argv[j + 1] = bad[i][j];
     lt_srv_args_t a;
     streams_t s = {0};
     int rc = parse(&a, &s, argv);

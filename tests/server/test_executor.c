@@ -71,12 +71,14 @@ static void teardown(fixture_t *f) {
 }
 
 static void put_i64(unsigned char *p, int64_t v) {
-  for (int i = 0; i < 8; i++) p[i] = (unsigned char)((uint64_t)v >> (8 * i));
+  for (int i = 0; i < 8; i++)
+    p[i] = (unsigned char)((uint64_t)v >> (8 * i));
 }
 
 static int64_t get_i64(const unsigned char *p) {
   uint64_t x = 0;
-  for (int i = 7; i >= 0; i--) x = (x << 8) | p[i];
+  for (int i = 7; i >= 0; i--)
+    x = (x << 8) | p[i];
   return (int64_t)x;
 }
 
@@ -207,7 +209,8 @@ Test(executor, cancel_queued_not_running) {
     lt__executor_submit(f.ex, &jobs[i]);
   }
   /* Wait until the single worker has taken job 0. */
-  for (int spins = 0; lt__executor_active(f.ex) == 0 && spins < 1000; spins++) usleep(1000);
+  for (int spins = 0; lt__executor_active(f.ex) == 0 && spins < 1000; spins++)
+    usleep(1000);
   cr_assert_eq(lt__executor_active(f.ex), 1);
   cr_assert_eq(lt__executor_queued(f.ex), 3);
   cr_assert(!lt__executor_cancel(f.ex, &jobs[0]), "a running job cannot be canceled");
@@ -219,7 +222,8 @@ Test(executor, cancel_queued_not_running) {
   cr_assert_eq(f.ndone, 2);
   cr_assert_eq(f.order[0], &jobs[0]);
   cr_assert_eq(f.order[1], &jobs[1]);
-  for (int i = 0; i < 2; i++) lt__call_clear(&jobs[i].call);
+  for (int i = 0; i < 2; i++)
+    lt__call_clear(&jobs[i].call);
   teardown(&f);
 }
 
@@ -228,8 +232,7 @@ Test(executor, slowdown_stretches_service_time) {
   setup(&f, 1, 3.0);
   unsigned char x = 'x';
   lt_bytes_t in = {&x, 1};
-  lt_job_t j = {.fn = kernel(&f, "testk:sleep"), .inputs = &in, .ninputs = 1,
-                .param = {"30", 2}};
+  lt_job_t j = {.fn = kernel(&f, "testk:sleep"), .inputs = &in, .ninputs = 1, .param = {"30", 2}};
   lt__executor_submit(f.ex, &j);
   run_until(&f, 1);
   cr_assert_eq(j.status, LT_OK);

@@ -45,7 +45,7 @@ static void record(st_t *s, th_rx_t *r) {
   case LT_MSG_DONE:
     s->ndone_msgs++;
     for (uint32_t i = 0; i < r->m.u.done.ncompl; i++) {
-      const lt_completion_t *c = &r->m.u.done.compl[i];
+      const lt_completion_t *c = &r->m.u.done.compl [i];
       cr_assert_lt(c->seq, MAXSEQ);
       rec_t *d = &s->done[c->seq];
       cr_assert(!d->got, "two completions for seq %llu", (unsigned long long)c->seq);
@@ -103,13 +103,13 @@ static int pump(st_t *s, int timeout_ms) {
   return 0;
 }
 
-#define WAIT_FOR(s, cond)                                                                   \
-  do {                                                                                      \
-    int64_t until_ = th_now_ms() + 10000;                                                   \
-    while (!(cond)) {                                                                       \
-      cr_assert_lt(th_now_ms(), until_, "timed out waiting for " #cond);                    \
-      pump((s), 200);                                                                       \
-    }                                                                                       \
+#define WAIT_FOR(s, cond)                                                                          \
+  do {                                                                                             \
+    int64_t until_ = th_now_ms() + 10000;                                                          \
+    while (!(cond)) {                                                                              \
+      cr_assert_lt(th_now_ms(), until_, "timed out waiting for " #cond);                           \
+      pump((s), 200);                                                                              \
+    }                                                                                              \
   } while (0)
 
 static void start(st_t *s, const char *const *extra) {
@@ -129,7 +129,9 @@ static void stop(st_t *s) {
   cr_assert_eq(th_server_stop(&s->srv, SIGTERM, 5000), 0, "server exits 0 on SIGTERM");
 }
 
-static lt_oid_t oid(uint64_t seq) { return (lt_oid_t){CLIENT, seq}; }
+static lt_oid_t oid(uint64_t seq) {
+  return (lt_oid_t){CLIENT, seq};
+}
 
 static lt_input_t inl(uint32_t frame) {
   return (lt_input_t){.kind = LT_INPUT_INLINE, .frame = frame, .holder = ""};
@@ -139,8 +141,8 @@ static lt_input_t ref(uint64_t seq) {
   return (lt_input_t){.kind = LT_INPUT_REF, .id = oid(seq), .holder = ""};
 }
 
-static lt_instr_t instr(uint64_t seq, uint32_t kernel, lt_input_t *in, uint32_t nin,
-                        lt_oid_t *out, uint32_t nout, uint32_t flags, const char *param) {
+static lt_instr_t instr(uint64_t seq, uint32_t kernel, lt_input_t *in, uint32_t nin, lt_oid_t *out,
+                        uint32_t nout, uint32_t flags, const char *param) {
   return (lt_instr_t){.seq = seq,
                       .kernel = kernel,
                       .param = {param, param ? strlen(param) : 0},
@@ -291,9 +293,9 @@ Test(protocol, release_inputs_after_use) {
   lt_bytes_t pay = {v, 8};
   lt_input_t ina = inl(0), inb = ref(20);
   lt_oid_t x = oid(20), y = oid(21);
-  lt_instr_t ins[2] = {instr(1, K_INC, &ina, 1, &x, 1, 0, NULL),
-                       instr(2, K_INC, &inb, 1, &y, 1,
-                             LT_INSTR_RETURN | LT_INSTR_RELEASE_INPUTS, NULL)};
+  lt_instr_t ins[2] = {
+      instr(1, K_INC, &ina, 1, &x, 1, 0, NULL),
+      instr(2, K_INC, &inb, 1, &y, 1, LT_INSTR_RETURN | LT_INSTR_RELEASE_INPUTS, NULL)};
   execute(s, ins, 2, &pay, 1);
   WAIT_FOR(s, s->done[2].got);
   cr_assert_eq(s->done[2].v[0], 3);
@@ -339,14 +341,14 @@ Test(protocol, arity_and_bad_instructions) {
   lt_input_t missing = ref(999);
   lt_oid_t o2[2] = {oid(40), oid(41)}, dup[2] = {oid(42), oid(42)}, o1 = oid(43);
   lt_instr_t ins[] = {
-      instr(1, K_TWO, &in0, 1, o2, 2, LT_INSTR_RETURN, NULL),  /* ok: 2 outputs */
-      instr(2, K_TWO, &in0, 1, &o1, 1, LT_INSTR_RETURN, NULL), /* made 2, expected 1 */
-      instr(3, K_NONE, &in0, 1, NULL, 0, LT_INSTR_RETURN, NULL), /* ok: 0 outputs */
-      instr(4, 99, &in0, 1, &o1, 1, LT_INSTR_RETURN, NULL),      /* kernel index */
-      instr(5, K_BAD, &in0, 1, &o1, 1, LT_INSTR_RETURN, NULL),   /* unresolved */
-      instr(6, K_INC, &far, 1, &o1, 1, LT_INSTR_RETURN, NULL),   /* peer holder */
+      instr(1, K_TWO, &in0, 1, o2, 2, LT_INSTR_RETURN, NULL),      /* ok: 2 outputs */
+      instr(2, K_TWO, &in0, 1, &o1, 1, LT_INSTR_RETURN, NULL),     /* made 2, expected 1 */
+      instr(3, K_NONE, &in0, 1, NULL, 0, LT_INSTR_RETURN, NULL),   /* ok: 0 outputs */
+      instr(4, 99, &in0, 1, &o1, 1, LT_INSTR_RETURN, NULL),        /* kernel index */
+      instr(5, K_BAD, &in0, 1, &o1, 1, LT_INSTR_RETURN, NULL),     /* unresolved */
+      instr(6, K_INC, &far, 1, &o1, 1, LT_INSTR_RETURN, NULL),     /* peer holder */
       instr(7, K_INC, &missing, 1, &o1, 1, LT_INSTR_RETURN, NULL), /* unknown ref */
-      instr(8, K_TWO, &in0, 1, dup, 2, 0, NULL), /* the same id set twice */
+      instr(8, K_TWO, &in0, 1, dup, 2, 0, NULL),                   /* the same id set twice */
   };
   execute(s, ins, 8, &pay, 1);
   WAIT_FOR(s, s->ndone == 8);
@@ -363,8 +365,7 @@ Test(protocol, arity_and_bad_instructions) {
   cr_assert_eq(s->done[5].status, LT_ENOMODULE);
   cr_assert_not_null(strstr(s->done[5].msg, "nosuchmod"), "%s", s->done[5].msg);
   cr_assert_eq(s->done[6].status, LT_ENOENT);
-  cr_assert_not_null(strstr(s->done[6].msg, "peer fetch not supported yet"), "%s",
-                     s->done[6].msg);
+  cr_assert_not_null(strstr(s->done[6].msg, "peer fetch not supported yet"), "%s", s->done[6].msg);
   cr_assert_eq(s->done[7].status, LT_ENOENT);
   cr_assert_eq(s->done[8].status, LT_EEXIST, "%s", s->done[8].msg);
   stop(s);
@@ -376,7 +377,8 @@ Test(protocol, completions_are_batched) {
   st_t *s = calloc(1, sizeof *s);
   start(s, NULL);
   lt_instr_t ins[50];
-  for (int i = 0; i < 50; i++) ins[i] = instr((uint64_t)i + 1, 1000, NULL, 0, NULL, 0, 0, NULL);
+  for (int i = 0; i < 50; i++)
+    ins[i] = instr((uint64_t)i + 1, 1000, NULL, 0, NULL, 0, 0, NULL);
   execute(s, ins, 50, NULL, 0);
   WAIT_FOR(s, s->ndone == 50);
   cr_assert_eq(s->ndone_msgs, 1);
@@ -412,8 +414,8 @@ Test(protocol, cancel_queued_and_parked) {
   lt_oid_t o[6] = {oid(60), oid(61), oid(62), oid(63), oid(64), oid(65)};
   lt_instr_t ins[6];
   for (int i = 0; i < 5; i++)
-    ins[i] = instr((uint64_t)i + 1, K_SLEEP, &in0, 1, &o[i], 1, i == 0 ? 0 : LT_INSTR_RETURN,
-                   "300");
+    ins[i] =
+        instr((uint64_t)i + 1, K_SLEEP, &in0, 1, &o[i], 1, i == 0 ? 0 : LT_INSTR_RETURN, "300");
   ins[5] = instr(6, K_INC, &inp, 1, &o[5], 1, LT_INSTR_RETURN, NULL); /* parked on seq 1 */
   execute(s, ins, 6, &pay, 1);
   wait_active(s, 2);
@@ -519,8 +521,8 @@ Test(protocol, shutdown_drains) {
   lt_oid_t o[5] = {oid(90), oid(91), oid(92), oid(93), oid(94)};
   lt_instr_t ins[5];
   for (int i = 0; i < 4; i++)
-    ins[i] = instr((uint64_t)i + 1, K_SLEEP, &in0, 1, &o[i], 1, i == 0 ? 0 : LT_INSTR_RETURN,
-                   "800");
+    ins[i] =
+        instr((uint64_t)i + 1, K_SLEEP, &in0, 1, &o[i], 1, i == 0 ? 0 : LT_INSTR_RETURN, "800");
   ins[4] = instr(5, K_INC, &inp, 1, &o[4], 1, LT_INSTR_RETURN, NULL);
   execute(s, ins, 5, &pay, 1);
   wait_active(s, 2);
@@ -551,8 +553,8 @@ Test(protocol, shutdown_drains) {
 }
 
 Test(protocol, bad_modules_dir_exits_2) {
-  const char *argv[] = {LT_TEST_SERVER, "--listen", "tcp://127.0.0.1:0", "--modules",
-                        "/nonexistent/dir", NULL};
+  const char *argv[] = {LT_TEST_SERVER, "--listen",         "tcp://127.0.0.1:0",
+                        "--modules",    "/nonexistent/dir", NULL};
   char out[4096], err[8192];
   cr_assert_eq(th_run(argv, 10000, out, sizeof out, err, sizeof err), 2);
   cr_assert_not_null(strstr(err, "/nonexistent/dir"), "%s", err);

@@ -145,7 +145,8 @@ Test(zmq_uv, echo_from_callback) {
   setup(&f, 8);
   f.echo = true;
   enum { N = 500 };
-  for (int i = 0; i < N; i++) send_parts(f.dealer, 2, "ping");
+  for (int i = 0; i < N; i++)
+    send_parts(f.dealer, 2, "ping");
   run_until(&f, N);
   cr_assert_eq(f.nmsgs, N);
   int got = 0;

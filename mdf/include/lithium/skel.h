@@ -28,6 +28,30 @@ LT_API lt_skel_t *lt_farm(lt_skel_t *worker);
  * every stage, also on failure. */
 LT_API lt_skel_t *lt_pipeline(lt_skel_t *first, ...);
 
+/* lt_map is data parallelism: kernel `split` makes k parts of a task (lt_call_output k
+ * times, k >= 0), `body` runs on each part in parallel, kernel `merge` gets the k results as
+ * its k inputs (in part order) and makes the map's one output. Takes ownership of `body`. */
+LT_API lt_skel_t *lt_map(const char *split, lt_skel_t *body, const char *merge);
+
+/* lt_dc is divide and conquer: condition kernel `cond` answers (lt_call_answer) whether a
+ * task is a base case; base cases run `base`; others are cut by kernel `divide` into k parts
+ * solved by the same dc recursively, and kernel `combine` gets the k solutions (in part
+ * order) and makes the one result. Takes ownership of `base`. */
+LT_API lt_skel_t *lt_dc(const char *cond, const char *divide, lt_skel_t *base,
+                        const char *combine);
+
+/* lt_skel_parse parses an expression (README.md, "Expressions") into *out (caller frees).
+ * On a syntax error returns LT_EINVAL and writes "offset N: expected X, found Y" into err
+ * (when errlen > 0). */
+LT_API int lt_skel_parse(const char *expr, lt_skel_t **out, char *err, size_t errlen);
+
+/* lt_skel_format returns the canonical expression of `s` (caller frees with free()); parsing
+ * it gives the same tree. NULL on out of memory or a NULL tree. */
+LT_API char *lt_skel_format(const lt_skel_t *s);
+
+/* lt_skel_equal tells whether two trees are the same (kinds, kernels, parameters). */
+LT_API int lt_skel_equal(const lt_skel_t *a, const lt_skel_t *b);
+
 /* lt_skel_free frees a tree; accepts NULL. */
 LT_API void lt_skel_free(lt_skel_t *s);
 

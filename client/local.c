@@ -1,0 +1,190 @@
+/* local.c: the sequential reference evaluator (local.h). Every fired frame goes on a stack
+ * and is run at once with lt__exec_run; a task's instance is driven to its end before the
+ * next task starts. Nothing here knows of sockets. Its own thread, plus lt__local_new on
+ * the evaluator's thread. */
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "exec.h"
+#include "instance.h"
+#include "local.h"
+#include "log.h"
+#include "module.h"
+
+struct lt_local {
+  lt_eval_t *ev;
+  lt_modules_t *mods;
+  lt_kernel_fn *fns; /* per kernel of the template; NULL when it did not resolve */
+  int *errs;
+  char **errmsgs;
+  lt_frame_t **stack;
+  size_t nstack, capstack;
+  atomic_ullong instructions;
+};
+
+int lt__local_new(lt_local_t **out, lt_eval_t *ev) {
+  *out = NULL;
+  lt_local_t *l = calloc(1, sizeof *l);
+  if (l == NULL) return LT_ENOMEM;
+  l->ev = ev;
+  uint32_t n = ev->tmpl->nkernels;
+  l->fns = calloc(n, sizeof *l->fns);
+  l->errs = calloc(n, sizeof *l->errs);
+  l->errmsgs = calloc(n, sizeof *l->errmsgs);
+  int rc = (l->fns && l->errs && l->errmsgs) ? lt__modules_new(&l->mods) : LT_ENOMEM;
+  if (rc == LT_OK && ev->opts.modules != NULL) rc = lt__modules_add_dir(l->mods, ev->opts.modules);
+  if (rc != LT_OK) {
+    lt__log(LT_LOG_ERROR, "run_local: cannot use module directory '%s'",
+            ev->opts.modules != NULL ? ev->opts.modules : "");
+    lt__local_free(l);
+    return rc;
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    char err[512];
+    l->errs[i] = lt__modules_resolve(l->mods, ev->tmpl->kernels[i], &l->fns[i], err, sizeof err);
+    if (l->errs[i] != LT_OK && (l->errmsgs[i] = strdup(err)) == NULL) {
+      lt__local_free(l);
+      return LT_ENOMEM;
+    }
+  }
+  *out = l;
+  return LT_OK;
+}
+
+void lt__local_free(lt_local_t *l) {
+  if (l == NULL) return;
+  if (l->errmsgs != NULL && l->ev->tmpl != NULL)
+    for (uint32_t i = 0; i < l->ev->tmpl->nkernels; i++) free(l->errmsgs[i]);
+  free(l->errmsgs);
+  free(l->errs);
+  free(l->fns);
+  free(l->stack);
+  lt__modules_free(l->mods);
+  free(l);
+}
+
+static void on_fire(void *ud, lt_instance_t *inst, lt_frame_t *f) {
+  (void)inst;
+  lt_local_t *l = ud;
+  if (l->nstack == l->capstack) {
+    size_t cap = l->capstack ? l->capstack * 2 : 64;
+    lt_frame_t **s = realloc(l->stack, cap * sizeof *s);
+    if (s == NULL) abort(); /* nothing sensible is left to do without memory */
+    l->stack = s;
+    l->capstack = cap;
+  }
+  l->stack[l->nstack++] = f;
+}
+
+/* run_frame runs the instruction of `f` and applies its completion. On failure returns the
+ * error and writes its message into err. */
+static int run_frame(lt_local_t *l, lt_instance_t *inst, lt_frame_t *f, char *err, size_t errlen) {
+  const lt_template_t *t = l->ev->tmpl;
+  lt_fire_t fi;
+  lt__frame_fire_info(f, &fi);
+  lt_exec_stage_t st[fi.nstages];
+  for (uint32_t k = 0; k < fi.nstages; k++) {
+    uint32_t ki = fi.stages[k].kernel;
+    if (l->fns[ki] == NULL) {
+      snprintf(err, errlen, "%s", l->errmsgs[ki]);
+      return l->errs[ki];
+    }
+    st[k] = (lt_exec_stage_t){l->fns[ki], t->kernels[ki], {fi.stages[k].param, fi.stages[k].param_len}};
+  }
+  lt_bytes_t in[fi.ninputs ? fi.ninputs : 1];
+  for (uint32_t k = 0; k < fi.ninputs; k++)
+    in[k] = (lt_bytes_t){fi.inputs[k].value->data, fi.inputs[k].value->len};
+  lt_exec_result_t r;
+  lt__exec_run(fi.op, st, fi.nstages, in, fi.ninputs, &r);
+  atomic_fetch_add(&l->instructions, 1);
+  if (r.status != LT_OK) {
+    snprintf(err, errlen, "%s", r.errmsg);
+    lt__exec_result_clear(&r);
+    return r.status;
+  }
+  lt_value_t **vals = calloc(r.nout ? r.nout : 1, sizeof *vals);
+  int rc = vals != NULL ? LT_OK : LT_ENOMEM;
+  for (uint32_t i = 0; rc == LT_OK && i < r.nout; i++) {
+    vals[i] = lt__value_wrap(r.out[i], r.outlen[i]);
+    r.out[i] = NULL;
+    if (vals[i] == NULL) rc = LT_ENOMEM;
+  }
+  if (rc == LT_OK)
+    rc = lt__instance_complete(inst, f, r.answer, vals, r.nout, on_fire, l, err, errlen);
+  else
+    snprintf(err, errlen, "out of memory");
+  for (uint32_t i = 0; vals != NULL && i < r.nout; i++) lt__value_unref(vals[i]);
+  free(vals);
+  lt__exec_result_clear(&r);
+  return rc;
+}
+
+/* run_task drives one task's instance to its end and returns its result. */
+static lt_buf_t *run_task(lt_local_t *l, lt_task_t *task) {
+  lt_instance_t *inst = NULL;
+  char err[LT_KERNEL_ERRMSG_MAX + 256] = "";
+  int rc = lt__instance_new(&inst, l->ev->tmpl, task->seq);
+  l->nstack = 0;
+  if (rc == LT_OK) rc = lt__instance_feed(inst, task->input, on_fire, l);
+  while (rc == LT_OK && l->nstack > 0) {
+    lt_frame_t *f = l->stack[--l->nstack];
+    rc = run_frame(l, inst, f, err, sizeof err);
+  }
+  lt_buf_t *b;
+  if (rc != LT_OK)
+    b = lt__buf_fail(rc, err);
+  else if (!inst->done)
+    b = lt__buf_fail(LT_ESTATE, "the program ended without a result");
+  else
+    b = lt__buf_ok(inst->result.value);
+  lt__instance_free(inst);
+  return b != NULL ? b : lt__buf_fail(LT_ENOMEM, NULL);
+}
+
+void *lt__local_main(void *arg) {
+  lt_local_t *l = arg;
+  lt_eval_t *ev = l->ev;
+  for (;;) {
+    pthread_mutex_lock(&ev->mu);
+    if (ev->stop) {
+      pthread_mutex_unlock(&ev->mu);
+      break; /* tasks still queued are cancelled by lt_eval_free */
+    }
+    lt_task_t *t = ev->intake_head;
+    if (t != NULL) {
+      ev->intake_head = t->next;
+      if (ev->intake_head == NULL) ev->intake_tail = NULL;
+      t->next = NULL;
+    }
+    pthread_mutex_unlock(&ev->mu);
+    if (t == NULL) {
+      struct pollfd pfd = {.fd = ev->wake_fd, .events = POLLIN};
+      if (poll(&pfd, 1, -1) > 0) {
+        uint64_t junk;
+        ssize_t n = read(ev->wake_fd, &junk, sizeof junk);
+        (void)n;
+      }
+      continue;
+    }
+    lt_buf_t *b = run_task(l, t);
+    pthread_mutex_lock(&ev->mu);
+    lt__eval_finish(ev, t, b);
+    pthread_mutex_unlock(&ev->mu);
+  }
+  return NULL;
+}
+
+void lt__local_stats_json(lt_local_t *l, lt_json_t *j) {
+  lt__json_u64(j, "instructions", atomic_load(&l->instructions));
+  lt__json_u64(j, "bytes_to_servers", 0);
+  lt__json_u64(j, "bytes_from_servers", 0);
+  lt__json_u64(j, "retries", 0);
+  lt__json_str(j, "mode", "local");
+  lt__json_array_open(j, "servers");
+  lt__json_array_close(j);
+}

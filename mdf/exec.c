@@ -1,0 +1,124 @@
+/* exec.c: the semantics of an instruction's op over its stages (exec.h), on top of
+ * lt__call_t. Knows nothing of where the inputs came from or where outputs go. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lithium/error.h>
+#include "call.h"
+#include "exec.h"
+
+/* call_stage runs one kernel; on success moves its outputs into r. */
+static int call_stage(const lt_exec_stage_t *st, const lt_bytes_t *inputs, uint32_t ninputs,
+                      lt_exec_result_t *r, int *answer) {
+  lt__call_t c;
+  lt__call_init(&c, inputs, ninputs, st->param);
+  int rc = lt__call_run(&c, st->fn);
+  if (rc != LT_OK) {
+    r->status = rc;
+    snprintf(r->errmsg, sizeof r->errmsg, "%s: %s", st->name,
+             c.errmsg[0] != '\0' ? c.errmsg : lt_strerror(rc));
+    lt__call_clear(&c);
+    return rc;
+  }
+  if (answer != NULL) *answer = c.answer;
+  if (c.noutputs > LT_MAX_PARTS) {
+    r->status = LT_EKERNEL;
+    snprintf(r->errmsg, sizeof r->errmsg, "%s: made %u outputs, at most %u allowed", st->name,
+             c.noutputs, LT_MAX_PARTS);
+    lt__call_clear(&c);
+    return r->status;
+  }
+  r->out = calloc(c.noutputs ? c.noutputs : 1, sizeof *r->out);
+  r->outlen = calloc(c.noutputs ? c.noutputs : 1, sizeof *r->outlen);
+  if (r->out == NULL || r->outlen == NULL) {
+    r->status = LT_ENOMEM;
+    snprintf(r->errmsg, sizeof r->errmsg, "%s: out of memory", st->name);
+    lt__call_clear(&c);
+    return r->status;
+  }
+  for (uint32_t i = 0; i < c.noutputs; i++) lt__call_take_output(&c, i, &r->out[i], &r->outlen[i]);
+  r->nout = c.noutputs;
+  lt__call_clear(&c);
+  return LT_OK;
+}
+
+static int expect_one(const lt_exec_stage_t *st, lt_exec_result_t *r) {
+  if (r->nout == 1) return LT_OK;
+  r->status = LT_EKERNEL;
+  snprintf(r->errmsg, sizeof r->errmsg, "%s: made %u outputs, a stage must make exactly 1",
+           st->name, r->nout);
+  return r->status;
+}
+
+static void run_seq(const lt_exec_stage_t *stages, uint32_t nstages, const lt_bytes_t *inputs,
+                    uint32_t ninputs, lt_exec_result_t *r) {
+  for (uint32_t s = 0; s < nstages; s++) {
+    if (s == 0) {
+      if (call_stage(&stages[0], inputs, ninputs, r, NULL) != LT_OK) return;
+    } else {
+      /* The previous stage's output is this stage's only input. */
+      void *prev = r->out[0];
+      lt_bytes_t in = {prev, r->outlen[0]};
+      free(r->out);
+      free(r->outlen);
+      r->out = NULL;
+      r->outlen = NULL;
+      r->nout = 0;
+      int rc = call_stage(&stages[s], &in, 1, r, NULL);
+      free(prev);
+      if (rc != LT_OK) return;
+    }
+    if (expect_one(&stages[s], r) != LT_OK) return;
+  }
+}
+
+static void run_dcstep(const lt_exec_stage_t *stages, const lt_bytes_t *inputs,
+                       uint32_t ninputs, lt_exec_result_t *r) {
+  int answer = -1;
+  if (call_stage(&stages[0], inputs, ninputs, r, &answer) != LT_OK) return;
+  lt__exec_result_clear(r); /* a condition's outputs mean nothing */
+  if (answer < 0) {
+    r->status = LT_EKERNEL;
+    snprintf(r->errmsg, sizeof r->errmsg, "%s: condition kernel gave no answer (lt_call_answer)",
+             stages[0].name);
+    return;
+  }
+  r->answer = answer ? 1 : 0;
+  if (answer) return;
+  call_stage(&stages[1], inputs, ninputs, r, NULL);
+}
+
+void lt__exec_run(uint32_t op, const lt_exec_stage_t *stages, uint32_t nstages,
+                  const lt_bytes_t *inputs, uint32_t ninputs, lt_exec_result_t *r) {
+  memset(r, 0, sizeof *r);
+  r->answer = -1;
+  if (nstages == 0 || (op == LT_OP_DCSTEP && nstages != 2) || (op == LT_OP_SPLIT && nstages != 1) ||
+      op > LT_OP_DCSTEP) {
+    r->status = LT_EINVAL;
+    snprintf(r->errmsg, sizeof r->errmsg, "malformed instruction: op %u with %u stages", op,
+             nstages);
+    return;
+  }
+  switch (op) {
+  case LT_OP_SEQ:
+    run_seq(stages, nstages, inputs, ninputs, r);
+    break;
+  case LT_OP_SPLIT:
+    call_stage(&stages[0], inputs, ninputs, r, NULL);
+    break;
+  case LT_OP_DCSTEP:
+    run_dcstep(stages, inputs, ninputs, r);
+    break;
+  }
+  if (r->status != LT_OK) lt__exec_result_clear(r);
+}
+
+void lt__exec_result_clear(lt_exec_result_t *r) {
+  for (uint32_t i = 0; i < r->nout; i++) free(r->out[i]);
+  free(r->out);
+  free(r->outlen);
+  r->out = NULL;
+  r->outlen = NULL;
+  r->nout = 0;
+}

@@ -1,0 +1,376 @@
+/* parse.c: lt_skel_parse, a recursive-descent parser from the expression syntax (DESIGN.md
+ * §8) to a skeleton tree. It only builds trees (skel.c) and never touches modules, so the
+ * names it accepts are checked for form, not for existence. Any thread. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lithium/error.h>
+#include "module.h"
+#include "skel.h"
+
+/* MAX_DEPTH bounds the nesting of skeletons so that a hostile expression cannot exhaust the
+ * stack of the parser (or of the recursive code that later walks the tree). */
+#define MAX_DEPTH 1000
+/* TOKEN_SHOW bounds how much of a found token an error message quotes. */
+#define TOKEN_SHOW 40
+
+typedef struct parser {
+  const char *start; /* the whole expression, for offsets */
+  const char *p;     /* next unread byte */
+  char *err;
+  size_t errlen;
+  int failed; /* an error has been reported; later reports are ignored */
+} parser_t;
+
+static int is_word(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* is_name is any byte of a kernel name or keyword: the union of module and function
+ * bytes, and the colon between them. */
+static int is_name(char c) {
+  return is_word(c) || c == '-' || c == '.' || c == ':';
+}
+
+static void skip_space(parser_t *ps) {
+  while (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\n' || *ps->p == '\r')
+    ps->p++;
+}
+
+/* name_len is the length of the run of name bytes at `p`. */
+static size_t name_len(const char *p) {
+  size_t n = 0;
+  while (is_name(p[n]))
+    n++;
+  return n;
+}
+
+/* show_bytes appends `n` bytes of `s` to `out` (of size `size`, already holding `*used`),
+ * printable ASCII as is and any other byte as \xHH, so messages stay one readable line. */
+static void show_bytes(char *out, size_t size, size_t *used, const char *s, size_t n) {
+  for (size_t i = 0; i < n && *used + 5 < size; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if (c >= 0x20 && c < 0x7f)
+      out[(*used)++] = (char)c;
+    else
+      *used += (size_t)snprintf(out + *used, size - *used, "\\x%02x", c);
+  }
+  out[*used] = '\0';
+}
+
+/* describe writes what sits at `at` for an error message: "end of input", a quoted run of
+ * name bytes (truncated), or one quoted byte. `n` > 0 quotes exactly n bytes instead. */
+static void describe(const char *at, size_t n, char *out, size_t size) {
+  if (*at == '\0') {
+    snprintf(out, size, "end of input");
+    return;
+  }
+  if (n == 0) n = is_name(*at) ? name_len(at) : 1;
+  size_t used = 0;
+  out[used++] = '\'';
+  show_bytes(out, size, &used, at, n < TOKEN_SHOW ? n : TOKEN_SHOW);
+  if (n > TOKEN_SHOW && used + 4 < size) used += (size_t)snprintf(out + used, size - used, "...");
+  if (used + 2 <= size) {
+    out[used++] = '\'';
+    out[used] = '\0';
+  }
+}
+
+/* fail_at reports "offset N: expected X, found Y" for position `at`, where Y describes the
+ * `n` bytes at `at` (see describe). Only the first report is kept. */
+static void fail_at(parser_t *ps, const char *at, size_t n, const char *expected) {
+  if (ps->failed) return;
+  ps->failed = 1;
+  if (ps->err == NULL || ps->errlen == 0) return;
+  char found[TOKEN_SHOW * 4 + 16];
+  describe(at, n, found, sizeof found);
+  snprintf(ps->err, ps->errlen, "offset %zu: expected %s, found %s", (size_t)(at - ps->start),
+           expected, found);
+}
+
+/* expect_char skips whitespace and consumes `c`, or reports that `what` was expected. */
+static int expect_char(parser_t *ps, char c, const char *what) {
+  skip_space(ps);
+  if (*ps->p != c) {
+    fail_at(ps, ps->p, 0, what);
+    return LT_EINVAL;
+  }
+  ps->p++;
+  return LT_OK;
+}
+
+/* parse_kernel reads a kernel name "module:function" into a new string *out. */
+static int parse_kernel(parser_t *ps, char **out) {
+  skip_space(ps);
+  size_t n = name_len(ps->p);
+  char *name = n > 0 ? strndup(ps->p, n) : NULL;
+  if (n > 0 && name == NULL) return LT_ENOMEM;
+  if (name == NULL || !lt__kernel_name_valid(name)) {
+    free(name);
+    fail_at(ps, ps->p, 0, "a kernel name module:function");
+    return LT_EINVAL;
+  }
+  ps->p += n;
+  *out = name;
+  return LT_OK;
+}
+
+static int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+/* escape decodes the escape sequence at `q` (a backslash): the byte it stands for, or -1
+ * when it is not one of \" \\ \n \t \r \0 \xHH. */
+static int escape(const char *q) {
+  switch (q[1]) {
+  case '"':
+  case '\\':
+    return (unsigned char)q[1];
+  case 'n':
+    return '\n';
+  case 't':
+    return '\t';
+  case 'r':
+    return '\r';
+  case '0':
+    return 0;
+  case 'x': {
+    int hi = hex_digit(q[2]);
+    int lo = hi >= 0 ? hex_digit(q[3]) : -1;
+    return lo >= 0 ? hi << 4 | lo : -1;
+  }
+  default:
+    return -1;
+  }
+}
+
+/* parse_string reads a double-quoted string with escapes \" \\ \n \t \r \0 \xHH into a new
+ * buffer *out of *len bytes (NULL when empty). */
+static int parse_string(parser_t *ps, char **out, size_t *len) {
+  skip_space(ps);
+  const char *open = ps->p;
+  if (*open != '"') {
+    fail_at(ps, open, 0, "a string parameter \"...\"");
+    return LT_EINVAL;
+  }
+  const char *q = open + 1;
+  size_t raw = 0; /* the decoded string is never longer than its source */
+  while (q[raw] != '\0' && q[raw] != '"')
+    raw += q[raw] == '\\' && q[raw + 1] != '\0' ? 2 : 1;
+  char *buf = malloc(raw + 1);
+  if (buf == NULL) return LT_ENOMEM;
+  size_t n = 0;
+  for (;;) {
+    char c = *q;
+    if (c == '\0' || (c == '\\' && q[1] == '\0')) {
+      char what[64];
+      snprintf(what, sizeof what, "'\"' closing the string opened at offset %zu",
+               (size_t)(open - ps->start));
+      fail_at(ps, q + (c == '\\'), 0, what);
+      free(buf);
+      return LT_EINVAL;
+    }
+    if (c == '"') break;
+    if (c != '\\') {
+      buf[n++] = c;
+      q++;
+      continue;
+    }
+    int byte = escape(q);
+    if (byte < 0) {
+      size_t shown = 2; /* the backslash and its letter; for \x up to the first non-hex */
+      while (q[1] == 'x' && shown < 4 && q[shown] != '\0')
+        if (hex_digit(q[shown++]) < 0) break;
+      fail_at(ps, q, shown, "an escape \\\" \\\\ \\n \\t \\r \\0 or \\xHH");
+      free(buf);
+      return LT_EINVAL;
+    }
+    buf[n++] = (char)byte;
+    q += q[1] == 'x' ? 4 : 2;
+  }
+  ps->p = q + 1;
+  if (n == 0) {
+    free(buf);
+    buf = NULL;
+  }
+  *out = buf;
+  *len = n;
+  return LT_OK;
+}
+
+static int parse_skel(parser_t *ps, int depth, lt_skel_t **out);
+
+/* parse_seq reads the rest of "seq(m:f)" or "seq(m:f, \"param\")" after "seq". */
+static int parse_seq(parser_t *ps, lt_skel_t **out) {
+  char *kernel = NULL, *param = NULL;
+  size_t len = 0;
+  int has_param = 0;
+  int rc = expect_char(ps, '(', "'(' after seq");
+  if (rc == LT_OK) rc = parse_kernel(ps, &kernel);
+  if (rc == LT_OK) {
+    skip_space(ps);
+    if (*ps->p == ',') {
+      ps->p++;
+      has_param = 1;
+      rc = parse_string(ps, &param, &len);
+    }
+  }
+  if (rc == LT_OK) rc = expect_char(ps, ')', has_param ? "')'" : "',' or ')'");
+  if (rc == LT_OK) {
+    *out = lt_seq_with(kernel, param, len);
+    if (*out == NULL) rc = LT_ENOMEM;
+  }
+  free(kernel);
+  free(param);
+  return rc;
+}
+
+/* parse_farm reads the rest of "farm(S)" after "farm". */
+static int parse_farm(parser_t *ps, int depth, lt_skel_t **out) {
+  lt_skel_t *worker = NULL;
+  int rc = expect_char(ps, '(', "'(' after farm");
+  if (rc == LT_OK) rc = parse_skel(ps, depth + 1, &worker);
+  if (rc == LT_OK) rc = expect_char(ps, ')', "')'");
+  if (rc != LT_OK) {
+    lt_skel_free(worker);
+    return rc;
+  }
+  *out = lt_farm(worker);
+  return *out != NULL ? LT_OK : LT_ENOMEM;
+}
+
+/* parse_pipe reads the rest of "pipe(S, S, ...)" after "pipe" or "pipeline", building the
+ * node by hand since lt_pipeline takes a fixed argument list. */
+static int parse_pipe(parser_t *ps, int depth, const char *word, lt_skel_t **out) {
+  char what[32];
+  snprintf(what, sizeof what, "'(' after %s", word);
+  int rc = expect_char(ps, '(', what);
+  if (rc != LT_OK) return rc;
+  lt_skel_t *s = calloc(1, sizeof *s);
+  if (s == NULL) return LT_ENOMEM;
+  s->kind = LT_SKEL_PIPE;
+  size_t cap = 0;
+  for (;;) {
+    if (s->nchildren == cap) {
+      size_t ncap = cap == 0 ? 4 : cap * 2;
+      lt_skel_t **c = realloc(s->children, ncap * sizeof *c);
+      if (c == NULL) {
+        rc = LT_ENOMEM;
+        break;
+      }
+      s->children = c;
+      cap = ncap;
+    }
+    lt_skel_t *stage = NULL;
+    rc = parse_skel(ps, depth + 1, &stage);
+    if (rc != LT_OK) break;
+    s->children[s->nchildren++] = stage;
+    skip_space(ps);
+    if (*ps->p == ',') {
+      ps->p++;
+      continue;
+    }
+    rc = expect_char(ps, ')', "',' or ')'");
+    break;
+  }
+  if (rc != LT_OK) {
+    lt_skel_free(s);
+    return rc;
+  }
+  *out = s;
+  return LT_OK;
+}
+
+/* parse_map_dc reads the rest of "map(m:split, S, m:merge)" or
+ * "dc(m:cond, m:divide, S, m:combine)" after the keyword. */
+static int parse_map_dc(parser_t *ps, int depth, int is_dc, lt_skel_t **out) {
+  char *first = NULL, *divide = NULL, *last = NULL;
+  lt_skel_t *body = NULL;
+  int rc = expect_char(ps, '(', is_dc ? "'(' after dc" : "'(' after map");
+  if (rc == LT_OK) rc = parse_kernel(ps, &first);
+  if (rc == LT_OK) rc = expect_char(ps, ',', "','");
+  if (rc == LT_OK && is_dc) rc = parse_kernel(ps, &divide);
+  if (rc == LT_OK && is_dc) rc = expect_char(ps, ',', "','");
+  if (rc == LT_OK) rc = parse_skel(ps, depth + 1, &body);
+  if (rc == LT_OK) rc = expect_char(ps, ',', "','");
+  if (rc == LT_OK) rc = parse_kernel(ps, &last);
+  if (rc == LT_OK) rc = expect_char(ps, ')', "')'");
+  if (rc == LT_OK) {
+    *out = is_dc ? lt_dc(first, divide, body, last) : lt_map(first, body, last);
+    body = NULL; /* the builder took it */
+    if (*out == NULL) rc = LT_ENOMEM;
+  }
+  lt_skel_free(body);
+  free(first);
+  free(divide);
+  free(last);
+  return rc;
+}
+
+/* parse_skel reads one skeleton: a bare kernel name (a name run holding ':') or a keyword
+ * and its arguments. `depth` is the nesting level of this skeleton, 1 at the top. */
+static int parse_skel(parser_t *ps, int depth, lt_skel_t **out) {
+  static const char expected[] = "a skeleton (module:function, seq, farm, pipe, map or dc)";
+  skip_space(ps);
+  const char *at = ps->p;
+  if (depth > MAX_DEPTH) {
+    char what[64];
+    snprintf(what, sizeof what, "nesting at most %d deep", MAX_DEPTH);
+    fail_at(ps, at, 0, what);
+    return LT_EINVAL;
+  }
+  size_t n = name_len(at);
+  if (memchr(at, ':', n) != NULL) {
+    char *kernel = NULL;
+    int rc = parse_kernel(ps, &kernel);
+    if (rc != LT_OK) return rc;
+    *out = lt_seq(kernel);
+    free(kernel);
+    return *out != NULL ? LT_OK : LT_ENOMEM;
+  }
+  char word[16] = "";
+  if (n < sizeof word) memcpy(word, at, n);
+  word[n < sizeof word ? n : 0] = '\0';
+  ps->p += n;
+  if (strcmp(word, "seq") == 0) return parse_seq(ps, out);
+  if (strcmp(word, "farm") == 0) return parse_farm(ps, depth, out);
+  if (strcmp(word, "pipe") == 0 || strcmp(word, "pipeline") == 0)
+    return parse_pipe(ps, depth, word, out);
+  if (strcmp(word, "map") == 0) return parse_map_dc(ps, depth, 0, out);
+  if (strcmp(word, "dc") == 0) return parse_map_dc(ps, depth, 1, out);
+  ps->p = at;
+  fail_at(ps, at, 0, expected);
+  return LT_EINVAL;
+}
+
+LT_API int lt_skel_parse(const char *expr, lt_skel_t **out, char *err, size_t errlen) {
+  if (out != NULL) *out = NULL;
+  if (err != NULL && errlen > 0) err[0] = '\0';
+  if (expr == NULL || out == NULL) {
+    if (err != NULL && errlen > 0)
+      snprintf(err, errlen, "offset 0: expected an expression, found %s",
+               expr == NULL ? "NULL" : "a NULL result pointer");
+    return LT_EINVAL;
+  }
+  parser_t ps = {.start = expr, .p = expr, .err = err, .errlen = errlen};
+  lt_skel_t *s = NULL;
+  int rc = parse_skel(&ps, 1, &s);
+  if (rc == LT_OK) {
+    skip_space(&ps);
+    if (*ps.p != '\0') {
+      fail_at(&ps, ps.p, 0, "end of input");
+      rc = LT_EINVAL;
+    }
+  }
+  if (rc != LT_OK) {
+    lt_skel_free(s);
+    if (rc == LT_ENOMEM && err != NULL && errlen > 0) snprintf(err, errlen, "out of memory");
+    return rc;
+  }
+  *out = s;
+  return LT_OK;
+}
