@@ -193,6 +193,7 @@ Test(instance, bad_completions_are_refused) {
   cr_assert_eq(lt__instance_complete(inst, f, -1, NULL, 0, on_fire, NULL, err, sizeof err), LT_EPROTO);
   cr_assert_not_null(strstr(err, "exactly one output"), "%s", err);
   lt__instance_free(inst); /* frees the frames and tokens still held */
+  lt__template_free(t);
 
   inst = start(s, &t, "x");
   cr_assert_eq(complete1(inst, pop(), "y"), LT_OK);

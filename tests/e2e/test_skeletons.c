@@ -1,0 +1,226 @@
+/* test_skeletons.c: map and divide-and-conquer on real servers, alone and nested, checked
+ * against expected values and against the sequential evaluator (lt_eval_run_local): map
+ * with 0, 1 and many parts; dc of depth 0 and depth 12; a kernel failing deep inside a
+ * nested program; normal form; and a generated-program test (random skeleton trees over a
+ * fixed set of kernels, run on 3 servers and sequentially, results identical). */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "harness.h"
+
+/* run_all runs `inputs` through `expr`'s program on `hosts` (NULL: the sequential
+ * evaluator) and returns every result as "ok:<hex>" or "err:<code>:<message>" lines. */
+static char *run_all(const lt_skel_t *prog, lt_proc_t *hosts, int nhosts, int normal_form,
+                     const char *const *inputs, int n, char **stats) {
+  char *text = lt_skel_format(prog);
+  lt_skel_t *copy = NULL;
+  char err[256];
+  cr_assert_eq(lt_skel_parse(text, &copy, err, sizeof err), LT_OK, "%s: %s", text, err);
+  lt_eval_t *ev = NULL;
+  cr_assert_eq(lt_eval_new(&ev, copy), LT_OK);
+  cr_assert_eq(lt_eval_set(ev, "modules", LT_TEST_MODULES), LT_OK);
+  cr_assert_eq(lt_eval_set(ev, "normal_form", normal_form ? "on" : "off"), LT_OK);
+  for (int i = 0; i < nhosts; i++) cr_assert_eq(lt_eval_add_host(ev, hosts[i].endpoint), LT_OK);
+  int rc = nhosts > 0 ? lt_eval_start(ev) : lt_eval_run_local(ev);
+  cr_assert_eq(rc, LT_OK, "%s", lt_strerror(rc));
+  for (int i = 0; i < n; i++) cr_assert_eq(lt_eval_submit(ev, inputs[i], strlen(inputs[i]), NULL), LT_OK);
+  lt_eval_close(ev);
+  size_t cap = 4096, len = 0;
+  char *out = malloc(cap);
+  out[0] = '\0';
+  lt_buf_t *b;
+  while ((rc = lt_eval_next(ev, &b)) == LT_OK) {
+    size_t need = len + 2 * lt_buf_len(b) + strlen(lt_buf_errmsg(b)) + 64;
+    if (need > cap) out = realloc(out, cap = need * 2);
+    if (lt_buf_error(b) != LT_OK) {
+      len += (size_t)sprintf(out + len, "err:%d:%s\n", lt_buf_error(b), lt_buf_errmsg(b));
+    } else {
+      len += (size_t)sprintf(out + len, "ok:");
+      const unsigned char *d = lt_buf_data(b);
+      for (size_t k = 0; k < lt_buf_len(b); k++) len += (size_t)sprintf(out + len, "%02x", d[k]);
+      len += (size_t)sprintf(out + len, "\n");
+    }
+    lt_buf_free(b);
+  }
+  cr_assert_eq(rc, LT_ECLOSED);
+  if (stats != NULL) lt_eval_stats_json(ev, stats);
+  lt_eval_free(ev);
+  free(text);
+  return out;
+}
+
+static void start3(lt_proc_t *p) {
+  start_server(&p[0], "s0", 2);
+  start_server(&p[1], "s1", 2);
+  start_server(&p[2], "s2", 2);
+}
+
+static void stop3(lt_proc_t *p) {
+  for (int i = 0; i < 3; i++) lt__proc_stop(&p[i], 5000);
+}
+
+/* same_everywhere checks servers, servers with normal form, and the sequential evaluator
+ * agree, and returns the result text (caller frees). */
+static char *same_everywhere(lt_skel_t *prog, lt_proc_t *hosts, const char *const *in, int n) {
+  char *local = run_all(prog, NULL, 0, 0, in, n, NULL);
+  char *remote = run_all(prog, hosts, 3, 0, in, n, NULL);
+  char *fused = run_all(prog, hosts, 3, 1, in, n, NULL);
+  char *prog_text = lt_skel_format(prog);
+  cr_assert_str_eq(remote, local, "%s", prog_text);
+  cr_assert_str_eq(fused, local, "%s (normal form)", prog_text);
+  free(prog_text);
+  free(remote);
+  free(fused);
+  lt_skel_free(prog);
+  return local;
+}
+
+Test(map, zero_one_and_many_parts, .timeout = 120) {
+  lt_proc_t hosts[3];
+  start3(hosts);
+  const char *in[] = {"", "ab", "abcdefghij"};
+  char *r = same_everywhere(
+      lt_map("skelk:chunks", lt_seq("skelk:rev"), "skelk:cat"), hosts, in, 3);
+  /* chunks of 3 reversed: "" -> "", "ab" -> "ba", "abcdefghij" -> "cbafedihgj" */
+  cr_assert_str_eq(r, "ok:\nok:6261\nok:636261666564696867" "6a\n");
+  free(r);
+  stop3(hosts);
+}
+
+Test(dc, fib_with_cutoff_and_depth_zero, .timeout = 120) {
+  lt_proc_t hosts[3];
+  start3(hosts);
+  lt_eval_t *ev = NULL;
+  cr_assert_eq(lt_eval_new(&ev, lt_dc("skelk:fib_cut", "skelk:fib_div",
+                                      lt_seq("skelk:fib_seq"), "skelk:add")), LT_OK);
+  cr_assert_eq(lt_eval_set(ev, "modules", LT_TEST_MODULES), LT_OK);
+  for (int i = 0; i < 3; i++) cr_assert_eq(lt_eval_add_host(ev, hosts[i].endpoint), LT_OK);
+  cr_assert_eq(lt_eval_start(ev), LT_OK);
+  const int64_t want[] = {0, 1, 1, 2, 55, 6765};
+  const int64_t n[] = {0, 1, 2, 3, 10, 20};
+  for (int i = 0; i < 6; i++) {
+    unsigned char tok[8];
+    put_i64(tok, n[i]);
+    cr_assert_eq(lt_eval_submit(ev, tok, 8, NULL), LT_OK);
+  }
+  lt_eval_close(ev);
+  for (int i = 0; i < 6; i++) cr_assert_eq(next_i64(ev), want[i], "fib(%lld)", (long long)n[i]);
+  lt_eval_free(ev);
+  stop3(hosts);
+}
+
+Test(dc, depth_twelve, .timeout = 180) {
+  lt_proc_t hosts[3];
+  start3(hosts);
+  char big[4097];
+  for (int i = 0; i < 4096; i++) big[i] = (char)('a' + i % 26);
+  big[4096] = '\0';
+  const char *in[] = {big, "x"};
+  /* halves until 1 byte: depth 12, 4096 base cases, each reversed (a no-op on 1 byte) and
+   * xor-ed; the combine concatenates, so the result is the input xor 0x20. */
+  char *r = same_everywhere(lt_dc("skelk:small", "skelk:halves",
+                                  lt_pipeline(lt_seq("skelk:rev"), lt_seq_with("skelk:xor", " ", 1), NULL),
+                                  "skelk:cat"),
+                            hosts, in, 2);
+  char *want = malloc(3 + 2 * 4096 + 16 + 8);
+  size_t len = (size_t)sprintf(want, "ok:");
+  for (int i = 0; i < 4096; i++) len += (size_t)sprintf(want + len, "%02x", (unsigned char)(big[i] ^ 0x20));
+  sprintf(want + len, "\nok:58\n");
+  cr_assert_str_eq(r, want);
+  free(want);
+  free(r);
+  stop3(hosts);
+}
+
+Test(nested, failing_kernel_deep_inside_fails_that_task_only, .timeout = 120) {
+  lt_proc_t hosts[3];
+  start3(hosts);
+  const char *in[] = {"hello world", "oops! here", "fine"};
+  /* farm(pipe(map(chunks, dc(small, halves, fail_on "!", cat), cat), rev)) */
+  char *r = same_everywhere(
+      lt_farm(lt_pipeline(
+          lt_map("skelk:chunks",
+                 lt_dc("skelk:small", "skelk:halves", lt_seq_with("skelk:fail_on", "!", 1), "skelk:cat"),
+                 "skelk:cat"),
+          lt_seq("skelk:rev"), NULL)),
+      hosts, in, 3);
+  cr_assert_not_null(strstr(r, "ok:646c726f77206f6c6c6568\n"), "%s", r);
+  cr_assert_not_null(strstr(r, "err:-10:skelk:fail_on: fail_on: found !\n"), "%s", r);
+  cr_assert_not_null(strstr(r, "ok:656e6966\n"), "%s", r);
+  free(r);
+  stop3(hosts);
+}
+
+Test(normal_form, fewer_instructions_same_results, .timeout = 120) {
+  lt_proc_t hosts[3];
+  start3(hosts);
+  const char *in[] = {"abc", "defg", "hi"};
+  lt_skel_t *p = lt_pipeline(lt_seq("skelk:rev"), lt_seq_with("skelk:app", "!", 1),
+                             lt_seq_with("skelk:xor", "A", 1), lt_seq("skelk:rev"), NULL);
+  char *plain_stats = NULL, *fused_stats = NULL;
+  char *a = run_all(p, hosts, 3, 0, in, 3, &plain_stats);
+  char *b = run_all(p, hosts, 3, 1, in, 3, &fused_stats);
+  cr_assert_str_eq(a, b);
+  cr_assert_not_null(strstr(plain_stats, "\"instructions\":12"), "%s", plain_stats);
+  cr_assert_not_null(strstr(fused_stats, "\"instructions\":3"), "%s", fused_stats);
+  free(a);
+  free(b);
+  free(plain_stats);
+  free(fused_stats);
+  lt_skel_free(p);
+  stop3(hosts);
+}
+
+/* ---- generated programs ---------------------------------------------------------------- */
+
+static uint32_t rng = 12345;
+static uint32_t rnd(uint32_t n) {
+  rng = rng * 1103515245u + 12345u;
+  return (rng >> 8) % n;
+}
+
+static lt_skel_t *gen(int depth) {
+  uint32_t pick = depth <= 0 ? rnd(3) : rnd(8);
+  char param[4];
+  switch (pick) {
+  case 0:
+    return lt_seq("skelk:rev");
+  case 1:
+    param[0] = (char)rnd(256);
+    return lt_seq_with("skelk:xor", param, 1);
+  case 2: {
+    uint32_t n = rnd(4);
+    for (uint32_t i = 0; i < n; i++) param[i] = (char)('a' + rnd(26));
+    return lt_seq_with("skelk:app", param, n);
+  }
+  case 3:
+    return lt_farm(gen(depth - 1));
+  case 4:
+  case 5:
+    return rnd(2) ? lt_pipeline(gen(depth - 1), gen(depth - 1), NULL)
+                  : lt_pipeline(gen(depth - 1), gen(depth - 1), gen(depth - 1), NULL);
+  case 6:
+    return lt_map("skelk:halves", gen(depth - 1), "skelk:cat");
+  default:
+    return lt_dc("skelk:small", "skelk:halves", gen(depth - 1), "skelk:cat");
+  }
+}
+
+Test(generated, random_programs_agree_with_the_sequential_evaluator, .timeout = 300) {
+  lt_proc_t hosts[3];
+  start3(hosts);
+  char bufs[12][48];
+  const char *in[12];
+  for (int i = 0; i < 12; i++) {
+    uint32_t n = rnd(40);
+    for (uint32_t k = 0; k < n; k++) bufs[i][k] = (char)('A' + rnd(58));
+    bufs[i][n] = '\0';
+    in[i] = bufs[i];
+  }
+  for (int p = 0; p < 30; p++) {
+    char *r = same_everywhere(gen(3), hosts, in, 12);
+    free(r);
+  }
+  stop3(hosts);
+}
