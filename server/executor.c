@@ -42,9 +42,8 @@ static uint64_t now_us(void) {
 }
 
 static void run_job(lt_executor_t *ex, lt_job_t *job) {
-  lt__call_init(&job->call, job->inputs, job->ninputs, job->param);
   uint64_t t0 = now_us();
-  job->status = lt__call_run(&job->call, job->fn);
+  lt__exec_run(job->op, job->stages, job->nstages, job->inputs, job->ninputs, &job->result);
   uint64_t t1 = now_us();
   if (ex->slowdown > 1.0) {
     /* Emulation of a slower host: stay busy, as a slower CPU would. */

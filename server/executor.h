@@ -1,16 +1,15 @@
-/* executor.h: lithium-server's worker pool. The loop thread submits jobs (a kernel and its
- * borrowed inputs) to a locked FIFO; worker threads run them with lt__call_run and hand
- * them back through a locked completion list plus uv_async_send, so the loop thread gets
- * every finished job of a turn in one callback. The executor never owns a job's memory.
- * Loop thread only, except lt__executor_active/queued (any thread). */
+/* executor.h: lithium-server's worker pool. The loop thread submits jobs (an instruction's
+ * op and kernel stages over borrowed inputs) to a locked FIFO; worker threads run them with
+ * lt__exec_run and hand them back through a locked completion list plus uv_async_send, so
+ * the loop thread gets every finished job of a turn in one callback. The executor never
+ * owns a job's memory. Loop thread only, except lt__executor_active/queued (any thread). */
 #ifndef LT_EXECUTOR_H
 #define LT_EXECUTOR_H
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <uv.h>
-#include "call.h"
-#include "module.h"
+#include "exec.h"
 #include "msg.h"
 
 typedef struct lt_executor lt_executor_t;
@@ -22,16 +21,16 @@ typedef void (*lt_executor_done_cb)(lt_executor_t *ex, lt_job_t *done, void *dat
 
 struct lt_job {
   /* Set by the submitter; borrowed by the worker until the job comes back. */
-  lt_kernel_fn fn;
+  uint32_t op; /* lt_op_t */
+  const lt_exec_stage_t *stages;
+  uint32_t nstages;
   const lt_bytes_t *inputs;
   uint32_t ninputs;
-  lt_bytes_t param;
   void *data;
-  /* Set by the worker; valid in the done callback. `call` holds the outputs (take them
-   * with lt__call_take_output, then lt__call_clear). */
-  int status;          /* lt__call_run's result */
+  /* Set by the worker; valid in the done callback. `result` holds the outputs (take them,
+   * then lt__exec_result_clear). */
+  lt_exec_result_t result;
   uint64_t service_us; /* kernel run time (CLOCK_MONOTONIC), slowdown included */
-  lt__call_t call;
   /* Private. */
   lt_job_t *next;
   lt_job_t *prev;

@@ -43,11 +43,15 @@ lt_session_t *lt__session_find(lt_server_t *srv, const void *rid, size_t rid_len
 }
 
 static void program_clear(lt_session_t *s) {
-  for (uint32_t i = 0; i < s->nkernels; i++)
+  for (uint32_t i = 0; i < s->nkernels; i++) {
     free(s->kerr[i]);
+    free(s->knames[i]);
+  }
+  free(s->knames);
   free(s->fns);
   free(s->kstatus);
   free(s->kerr);
+  s->knames = NULL;
   s->fns = NULL;
   s->kstatus = NULL;
   s->kerr = NULL;
@@ -60,12 +64,17 @@ int lt__session_program(lt_server_t *srv, lt_session_t *s, const char *const *na
   s->fns = calloc(n, sizeof *s->fns);
   s->kstatus = calloc(n, sizeof *s->kstatus);
   s->kerr = calloc(n, sizeof *s->kerr);
-  if (s->fns == NULL || s->kstatus == NULL || s->kerr == NULL) {
+  s->knames = calloc(n, sizeof *s->knames);
+  if (s->fns == NULL || s->kstatus == NULL || s->kerr == NULL || s->knames == NULL) {
     program_clear(s);
     return LT_ENOMEM;
   }
   s->nkernels = n;
   for (uint32_t i = 0; i < n; i++) {
+    if ((s->knames[i] = strdup(names[i])) == NULL) {
+      program_clear(s);
+      return LT_ENOMEM;
+    }
     char err[512] = "";
     int rc = lt__modules_resolve(srv->mods, names[i], &s->fns[i], err, sizeof err);
     if (rc == LT_OK) continue;
@@ -117,7 +126,7 @@ static int grow(void **arr, uint32_t *cap, uint32_t used, uint32_t more, size_t 
 }
 
 int lt__session_done_add(lt_server_t *srv, lt_session_t *s, uint64_t seq, int status,
-                         const char *errmsg, uint64_t service_us, uint32_t nout,
+                         const char *errmsg, uint64_t service_us, int answer, uint32_t nout,
                          const uint64_t *sizes, lt_value_t *const *ret) {
   uint32_t nret = 0;
   for (uint32_t i = 0; ret != NULL && i < nout; i++)
@@ -140,6 +149,7 @@ int lt__session_done_add(lt_server_t *srv, lt_session_t *s, uint64_t seq, int st
   e->seq = seq;
   e->status = status;
   e->service_us = service_us;
+  e->answer = answer;
   if (errmsg != NULL && errmsg[0] != '\0') {
     e->errmsg = strdup(errmsg);
     if (e->errmsg != NULL) lt__utf8_sanitize(e->errmsg);
@@ -185,6 +195,7 @@ void lt__session_flush(lt_server_t *srv, lt_session_t *s) {
     c[i].noutputs = e->nout;
     c[i].outputs = e->nout ? &s->outs[e->out_off] : NULL;
     c[i].service_us = e->service_us;
+    c[i].answer = e->answer;
   }
   lt_msg_t m;
   memset(&m, 0, sizeof m);

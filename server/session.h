@@ -21,6 +21,7 @@ typedef struct lt_done_entry {
   int32_t status;
   char *errmsg; /* owned, sanitized; NULL for "" */
   uint64_t service_us;
+  int32_t answer;   /* DCSTEP: 1 base case, 0 divided; else -1 */
   uint32_t out_off; /* first of its outputs in outs */
   uint32_t nout;
 } lt_done_entry_t;
@@ -35,6 +36,7 @@ struct lt_session {
   uint64_t last_seen; /* uv_now of its last message */
 
   uint32_t nkernels; /* PROGRAM: fns[i] resolved, or NULL with kstatus/kerr */
+  char **knames;     /* "module:function", for error messages */
   lt_kernel_fn *fns;
   int *kstatus;
   char **kerr;
@@ -65,12 +67,13 @@ lt_session_t *lt__session_find(lt_server_t *srv, const void *rid, size_t rid_len
  * does not resolve keeps its error for the instructions that use it. LT_ENOMEM. */
 int lt__session_program(lt_server_t *srv, lt_session_t *s, const char *const *names, uint32_t n);
 
-/* lt__session_done_add queues one completion for the session's next `done`: `nout`
- * outputs with sizes `sizes` (NULL when nout is 0); ret[i] non-NULL returns output i as a
- * payload frame (the session takes a reference). Sends the batch first when it is full.
- * LT_ENOMEM (the completion is then reported without outputs, if even that fits). */
+/* lt__session_done_add queues one completion for the session's next `done`: `answer`
+ * (-1 unless a DCSTEP), `nout` outputs with sizes `sizes` (NULL when nout is 0); ret[i]
+ * non-NULL returns output i as a payload frame (the session takes a reference). Sends the
+ * batch first when it is full. LT_ENOMEM (the completion is then reported without outputs,
+ * if even that fits). */
 int lt__session_done_add(lt_server_t *srv, lt_session_t *s, uint64_t seq, int status,
-                         const char *errmsg, uint64_t service_us, uint32_t nout,
+                         const char *errmsg, uint64_t service_us, int answer, uint32_t nout,
                          const uint64_t *sizes, lt_value_t *const *ret);
 
 /* lt__session_flush sends the queued completions as one `done` (nothing when none) and

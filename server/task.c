@@ -3,7 +3,8 @@
  * or running on the executor) -> finished, or to FAILING (queued on srv->failq, finished by
  * lt__server_settle) when an input fails, it is canceled or the server stops. Failures go
  * through the queue so that a chain of parked dependants fails iteratively, not by
- * recursion. Loop thread only. */
+ * recursion. Every instruction has one output id: a SEQ's single output, or the first part
+ * of a SPLIT/DCSTEP, whose part i is {client, seq + i}. Loop thread only. */
 #include "task.h"
 
 #include <stdio.h>
@@ -34,7 +35,10 @@ struct lt_task {
   uint64_t seq; /* key in sess->tasks */
   lt_server_t *srv;
   lt_session_t *sess; /* NULL once orphaned */
-  lt_kernel_fn fn;
+  uint32_t op;        /* lt_op_t */
+  uint32_t nstages;
+  lt_exec_stage_t *stages; /* params point into `params` */
+  void **params;
   uint32_t flags;
   int state;
   bool ran;
@@ -42,31 +46,41 @@ struct lt_task {
   task_input_t *inputs;
   lt_bytes_t *in; /* what the kernel sees */
   uint32_t nwait;
-  uint32_t noutputs;
-  lt_oid_t *outputs;
-  void *param;
-  size_t param_len;
+  lt_oid_t out; /* the output id (SEQ), or the id of part 0 (SPLIT, DCSTEP) */
   int fail_status;
   char *fail_msg;
   lt_task_t *fail_next; /* failq, or a private list while dropping */
 };
 
-static bool expected(const lt_task_t *t) {
+/* kept tells whether the outputs go into the store (not only back to the client). */
+static bool kept(const lt_task_t *t) {
   return !(t->flags & LT_INSTR_RETURN) || (t->flags & LT_INSTR_KEEP);
 }
 
+/* expected tells whether the output id is registered as pending before the run: only for
+ * SEQ, whose one output id is known; the number of parts of a split is not. */
+static bool expected(const lt_task_t *t) {
+  return t->op == LT_OP_SEQ && kept(t);
+}
+
+static lt_oid_t part_id(const lt_task_t *t, uint32_t i) {
+  return (lt_oid_t){t->out.client, t->out.seq + i};
+}
+
 static void task_free(lt_server_t *srv, lt_task_t *t) {
-  for (uint32_t i = 0; i < t->ninputs; i++) {
+  for (uint32_t i = 0; t->inputs != NULL && i < t->ninputs; i++) {
     task_input_t *in = &t->inputs[i];
     if (in->parked) lt__store_unpark(srv->store, &in->w);
     if (in->has_msg) zmq_msg_close(&in->msg);
     lt__value_unref(in->val);
   }
-  if (t->ran) lt__call_clear(&t->job.call);
+  if (t->ran) lt__exec_result_clear(&t->job.result);
+  for (uint32_t i = 0; t->params != NULL && i < t->nstages; i++)
+    free(t->params[i]);
+  free(t->params);
+  free(t->stages);
   free(t->inputs);
   free(t->in);
-  free(t->outputs);
-  free(t->param);
   free(t->fail_msg);
   free(t);
 }
@@ -109,10 +123,11 @@ static void fire(lt_server_t *srv, lt_task_t *t) {
     fail_later(srv, t, LT_ESHUTDOWN, "server shutting down");
     return;
   }
-  t->job.fn = t->fn;
+  t->job.op = t->op;
+  t->job.stages = t->stages;
+  t->job.nstages = t->nstages;
   t->job.inputs = t->in;
   t->job.ninputs = t->ninputs;
-  t->job.param = (lt_bytes_t){t->param, t->param_len};
   t->job.data = t;
   t->state = TASK_EXEC;
   srv->inexec++;
@@ -141,11 +156,9 @@ static void on_input(lt_waiter_t *w, lt_oid_t id, int status, lt_value_t *v, con
   fail_later(srv, t, status, msg);
 }
 
-/* release_expected drops the ids t was to produce (its session is gone). */
+/* release_expected drops the id t was to produce (its session is gone). */
 static void release_expected(lt_server_t *srv, lt_task_t *t) {
-  if (!expected(t)) return;
-  for (uint32_t i = 0; i < t->noutputs; i++)
-    lt__store_release(srv->store, t->outputs[i]);
+  if (expected(t)) lt__store_release(srv->store, t->out);
 }
 
 static void release_inputs(lt_server_t *srv, lt_task_t *t) {
@@ -154,25 +167,26 @@ static void release_inputs(lt_server_t *srv, lt_task_t *t) {
     if (t->inputs[i].kind == LT_INPUT_REF) lt__store_release(srv->store, t->inputs[i].id);
 }
 
-/* store_outputs wraps the kernel's outputs into vals[] and stores the expected ones.
- * Returns LT_OK or an error with its message in err. */
-static int store_outputs(lt_server_t *srv, lt_task_t *t, lt_value_t **vals, char *err,
+/* store_outputs wraps the `n` outputs of the run into vals[] and, when they are kept,
+ * stores them under their ids. Returns LT_OK or an error with its message in err. */
+static int store_outputs(lt_server_t *srv, lt_task_t *t, uint32_t n, lt_value_t **vals, char *err,
                          size_t errlen) {
-  for (uint32_t i = 0; i < t->noutputs; i++) {
-    void *d;
-    size_t len;
-    lt__call_take_output(&t->job.call, i, &d, &len);
-    if ((vals[i] = lt__value_wrap(d, len)) == NULL) {
+  lt_exec_result_t *r = &t->job.result;
+  for (uint32_t i = 0; i < n; i++) {
+    vals[i] = lt__value_wrap(r->out[i], r->outlen[i]);
+    r->out[i] = NULL; /* taken, also when wrapping failed */
+    if (vals[i] == NULL) {
       snprintf(err, errlen, "out of memory for output %u", i);
       return LT_ENOMEM;
     }
   }
-  if (!expected(t)) return LT_OK;
-  for (uint32_t i = 0; i < t->noutputs; i++) {
-    int rc = lt__store_set(srv->store, t->outputs[i], vals[i]);
+  if (!kept(t)) return LT_OK;
+  for (uint32_t i = 0; i < n; i++) {
+    lt_oid_t id = part_id(t, i);
+    int rc = lt__store_set(srv->store, id, vals[i]);
     if (rc != LT_OK) {
       char ids[48];
-      snprintf(err, errlen, "output %u (%s): %s", i, lt__oid_format(t->outputs[i], ids, sizeof ids),
+      snprintf(err, errlen, "output %u (%s): %s", i, lt__oid_format(id, ids, sizeof ids),
                rc == LT_EEXIST ? "already set (duplicate output id)" : lt_strerror(rc));
       return rc;
     }
@@ -191,24 +205,31 @@ static void finish(lt_server_t *srv, lt_task_t *t, int status, const char *errms
     task_free(srv, t);
     return;
   }
-  char err[LT_KERNEL_ERRMSG_MAX + 96];
-  uint32_t n = t->noutputs;
-  if (status == LT_OK && t->job.call.noutputs != n) {
-    snprintf(err, sizeof err, "kernel made %u outputs, expected %u", t->job.call.noutputs, n);
+  char err[LT_KERNEL_ERRMSG_MAX + 128];
+  uint32_t n = status == LT_OK && t->ran ? t->job.result.nout : 0;
+  int answer = t->op == LT_OP_DCSTEP && status == LT_OK && t->ran ? t->job.result.answer : -1;
+  if (status == LT_OK && t->op == LT_OP_SEQ && n != 1) {
+    snprintf(err, sizeof err, "kernel made %u outputs, expected 1", n);
     status = LT_EKERNEL;
     errmsg = err;
+  } else if (status == LT_OK && (t->flags & LT_INSTR_RETURN) && n > LT_DONE_MAX_FRAMES) {
+    snprintf(err, sizeof err, "%u returned outputs exceed the %d frames of a message", n,
+             LT_DONE_MAX_FRAMES);
+    status = LT_ETOOBIG;
+    errmsg = err;
   }
+  if (status != LT_OK) n = 0;
   lt_value_t **vals = NULL;
   uint64_t *sizes = NULL;
   lt_value_t **ret = NULL;
-  if (status == LT_OK && n > 0) {
+  if (n > 0) {
     vals = calloc(n, sizeof *vals);
     ret = calloc(n, sizeof *ret);
     sizes = calloc(n, sizeof *sizes);
     if (vals == NULL || ret == NULL || sizes == NULL) {
       status = LT_ENOMEM;
       errmsg = "out of memory for the outputs";
-    } else if ((status = store_outputs(srv, t, vals, err, sizeof err)) != LT_OK) {
+    } else if ((status = store_outputs(srv, t, n, vals, err, sizeof err)) != LT_OK) {
       errmsg = err;
     }
   }
@@ -218,13 +239,11 @@ static void finish(lt_server_t *srv, lt_task_t *t, int status, const char *errms
       sizes[i] = vals[i]->len;
       ret[i] = (t->flags & LT_INSTR_RETURN) ? vals[i] : NULL;
     }
-    lt__session_done_add(srv, s, t->seq, LT_OK, "", us, n, sizes, ret);
+    lt__session_done_add(srv, s, t->seq, LT_OK, "", us, answer, n, sizes, ret);
   } else {
     if (errmsg == NULL || errmsg[0] == '\0') errmsg = lt_strerror(status);
-    if (expected(t))
-      for (uint32_t i = 0; i < n; i++)
-        lt__store_fail(srv->store, t->outputs[i], status, errmsg);
-    lt__session_done_add(srv, s, t->seq, status, errmsg, us, 0, NULL, NULL);
+    if (expected(t)) lt__store_fail(srv->store, t->out, status, errmsg);
+    lt__session_done_add(srv, s, t->seq, status, errmsg, us, -1, 0, NULL, NULL);
   }
   release_inputs(srv, t);
   for (uint32_t i = 0; vals != NULL && i < n; i++)
@@ -235,31 +254,44 @@ static void finish(lt_server_t *srv, lt_task_t *t, int status, const char *errms
   task_free(srv, t);
 }
 
+/* check_kernel checks one stage's kernel index against the session's program. */
+static int check_kernel(const lt_session_t *s, uint32_t k, char *err, size_t errlen) {
+  if (k >= s->nkernels) {
+    snprintf(err, errlen, "kernel index %u not in program (%u kernels)", k, s->nkernels);
+    return LT_ENOKERNEL;
+  }
+  if (s->fns[k] == NULL) {
+    snprintf(err, errlen, "%s", s->kerr[k]);
+    return s->kstatus[k];
+  }
+  return LT_OK;
+}
+
 /* check refuses an instruction that cannot be accepted: LT_OK, or an error with `err`. */
 static int check(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m, const lt_instr_t *ins,
                  char *err, size_t errlen) {
+  int rc;
   if (srv->stopping) {
     snprintf(err, errlen, "server shutting down");
     return LT_ESHUTDOWN;
   }
-  if (ins->kernel >= s->nkernels) {
-    snprintf(err, errlen, "kernel index %u not in program (%u kernels)", ins->kernel, s->nkernels);
-    return LT_ENOKERNEL;
+  if (ins->op > LT_OP_DCSTEP || (ins->op == LT_OP_SPLIT && ins->nmore != 0) ||
+      (ins->op == LT_OP_DCSTEP && ins->nmore != 1)) {
+    snprintf(err, errlen, "malformed instruction: op %u with %u stages", ins->op, ins->nmore + 1);
+    return LT_EPROTO;
   }
-  if (s->fns[ins->kernel] == NULL) {
-    snprintf(err, errlen, "%s", s->kerr[ins->kernel]);
-    return s->kstatus[ins->kernel];
+  if (ins->noutputs != 1) {
+    snprintf(err, errlen, "malformed instruction: %u output ids, expected 1", ins->noutputs);
+    return LT_EPROTO;
   }
+  if ((rc = check_kernel(s, ins->kernel, err, errlen)) != LT_OK) return rc;
+  for (uint32_t j = 0; j < ins->nmore; j++)
+    if ((rc = check_kernel(s, ins->more[j].kernel, err, errlen)) != LT_OK) return rc;
   lt_task_t *dup = NULL;
   HASH_FIND(hh, s->tasks, &ins->seq, sizeof ins->seq, dup);
   if (dup != NULL) {
     snprintf(err, errlen, "instruction %llu is already in flight", (unsigned long long)ins->seq);
     return LT_EEXIST;
-  }
-  if ((ins->flags & LT_INSTR_RETURN) && ins->noutputs > LT_DONE_MAX_FRAMES) {
-    snprintf(err, errlen, "%u returned outputs exceed the %d frames of a message", ins->noutputs,
-             LT_DONE_MAX_FRAMES);
-    return LT_ETOOBIG;
   }
   for (uint32_t j = 0; j < ins->ninputs; j++) {
     const lt_input_t *in = &ins->inputs[j];
@@ -285,26 +317,43 @@ static int check(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m, const lt_
   return LT_OK;
 }
 
+/* set_stage fills stage i from kernel index k and a copy of `param`. */
+static int set_stage(lt_task_t *t, const lt_session_t *s, uint32_t i, uint32_t k,
+                     lt_bytes_t param) {
+  t->params[i] = malloc(param.len ? param.len : 1);
+  if (t->params[i] == NULL) return LT_ENOMEM;
+  if (param.len) memcpy(t->params[i], param.data, param.len);
+  t->stages[i].fn = s->fns[k];
+  t->stages[i].name = s->knames[k];
+  t->stages[i].param = (lt_bytes_t){t->params[i], param.len};
+  return LT_OK;
+}
+
 static lt_task_t *task_new(lt_server_t *srv, lt_session_t *s, const lt_instr_t *ins) {
   lt_task_t *t = calloc(1, sizeof *t);
   if (t == NULL) return NULL;
   t->srv = srv;
   t->seq = ins->seq;
-  t->fn = s->fns[ins->kernel];
+  t->op = ins->op;
   t->flags = ins->flags;
+  t->out = ins->outputs[0];
   t->ninputs = ins->ninputs;
-  t->noutputs = ins->noutputs;
+  t->nstages = ins->nmore + 1;
   t->inputs = calloc(ins->ninputs ? ins->ninputs : 1, sizeof *t->inputs);
   t->in = calloc(ins->ninputs ? ins->ninputs : 1, sizeof *t->in);
-  t->outputs = calloc(ins->noutputs ? ins->noutputs : 1, sizeof *t->outputs);
-  t->param = malloc(ins->param.len ? ins->param.len : 1);
-  if (t->inputs == NULL || t->in == NULL || t->outputs == NULL || t->param == NULL) {
+  t->stages = calloc(t->nstages, sizeof *t->stages);
+  t->params = calloc(t->nstages, sizeof *t->params);
+  if (t->inputs == NULL || t->in == NULL || t->stages == NULL || t->params == NULL) {
     task_free(srv, t);
     return NULL;
   }
-  if (ins->param.len) memcpy(t->param, ins->param.data, ins->param.len);
-  t->param_len = ins->param.len;
-  if (ins->noutputs) memcpy(t->outputs, ins->outputs, ins->noutputs * sizeof *t->outputs);
+  int rc = set_stage(t, s, 0, ins->kernel, ins->param);
+  for (uint32_t j = 0; rc == LT_OK && j < ins->nmore; j++)
+    rc = set_stage(t, s, j + 1, ins->more[j].kernel, ins->more[j].param);
+  if (rc != LT_OK) {
+    task_free(srv, t);
+    return NULL;
+  }
   for (uint32_t j = 0; j < ins->ninputs; j++) {
     t->inputs[j].task = t;
     t->inputs[j].idx = j;
@@ -377,17 +426,12 @@ void lt__task_execute(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m, zmq_
     if (rc != LT_OK) {
       lt__log(LT_LOG_DEBUG, "session %s: instruction %llu refused: %s", s->name,
               (unsigned long long)ins->seq, err);
-      lt__session_done_add(srv, s, ins->seq, rc, err, 0, 0, NULL, NULL);
+      lt__session_done_add(srv, s, ins->seq, rc, err, 0, -1, 0, NULL, NULL);
       continue;
     }
-    if (expected(t)) {
-      for (uint32_t j = 0; j < t->noutputs; j++) {
-        if ((rc = lt__store_expect(srv->store, t->outputs[j])) != LT_OK) break;
-      }
-      if (rc != LT_OK) {
-        fail_later(srv, t, rc, "cannot register the outputs in the store");
-        continue;
-      }
+    if (expected(t) && (rc = lt__store_expect(srv->store, t->out)) != LT_OK) {
+      fail_later(srv, t, rc, "cannot register the output in the store");
+      continue;
     }
     resolve_inputs(srv, t, payloads, ins);
   }
@@ -419,7 +463,7 @@ void lt__task_on_done(lt_executor_t *ex, lt_job_t *done, void *data) {
     srv->inexec--;
     srv->completed++;
     t->ran = true;
-    finish(srv, t, j->status, j->status == LT_OK ? "" : j->call.errmsg);
+    finish(srv, t, j->result.status, j->result.status == LT_OK ? "" : j->result.errmsg);
   }
   lt__server_settle(srv);
 }

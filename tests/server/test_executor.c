@@ -1,7 +1,8 @@
 /* test_executor.c: the worker pool alone, with kernels of the test module testk: results
- * and service times come back on the loop thread, failures carry the kernel's message,
- * queued jobs can be canceled and running ones cannot, the active/queued counters move,
- * and the slowdown emulation stretches service time. Each test closes its loop. */
+ * and service times come back on the loop thread, fused stages and splits run whole,
+ * failures carry the kernel's message, queued jobs can be canceled and running ones cannot,
+ * the active/queued counters move, and the slowdown emulation stretches service time. Each
+ * test closes its loop. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,11 +32,22 @@ static void on_done(lt_executor_t *ex, lt_job_t *done, void *data) {
   if (f->ndone >= f->want) uv_stop(&f->loop);
 }
 
-static lt_kernel_fn kernel(fixture_t *f, const char *name) {
-  lt_kernel_fn fn = NULL;
+/* stage resolves `name` into a one-kernel stage with parameter `param` (may be NULL). */
+static lt_exec_stage_t stage(fixture_t *f, const char *name, const char *param) {
+  lt_exec_stage_t st = {.name = name, .param = {param, param ? strlen(param) : 0}};
   char err[512];
-  cr_assert_eq(lt__modules_resolve(f->mods, name, &fn, err, sizeof err), LT_OK, "%s", err);
-  return fn;
+  cr_assert_eq(lt__modules_resolve(f->mods, name, &st.fn, err, sizeof err), LT_OK, "%s", err);
+  return st;
+}
+
+static void job_init(lt_job_t *j, const lt_exec_stage_t *st, uint32_t nst, const lt_bytes_t *in,
+                     uint32_t nin) {
+  memset(j, 0, sizeof *j);
+  j->op = LT_OP_SEQ;
+  j->stages = st;
+  j->nstages = nst;
+  j->inputs = in;
+  j->ninputs = nin;
 }
 
 static void setup(fixture_t *f, int threads, double slowdown) {
@@ -85,18 +97,15 @@ static int64_t get_i64(const unsigned char *p) {
 Test(executor, inc_many) {
   fixture_t f;
   setup(&f, 3, 1.0);
-  lt_kernel_fn inc = kernel(&f, "testk:inc");
+  lt_exec_stage_t inc = stage(&f, "testk:inc", NULL);
   enum { N = 200 };
   static lt_job_t jobs[N];
   static unsigned char in[N][8];
   static lt_bytes_t inb[N];
   for (int i = 0; i < N; i++) {
-    memset(&jobs[i], 0, sizeof jobs[i]);
     put_i64(in[i], 1000 * i - 7);
     inb[i] = (lt_bytes_t){in[i], 8};
-    jobs[i].fn = inc;
-    jobs[i].inputs = &inb[i];
-    jobs[i].ninputs = 1;
+    job_init(&jobs[i], &inc, 1, &inb[i], 1);
     jobs[i].data = (void *)(intptr_t)i;
     lt__executor_submit(f.ex, &jobs[i]);
   }
@@ -109,15 +118,11 @@ Test(executor, inc_many) {
     int i = (int)(intptr_t)j->data;
     cr_assert(!seen[i]);
     seen[i] = true;
-    cr_assert_eq(j->status, LT_OK);
-    cr_assert_eq(j->call.noutputs, 1);
-    void *d;
-    size_t len;
-    lt__call_take_output(&j->call, 0, &d, &len);
-    cr_assert_eq(len, 8);
-    cr_assert_eq(get_i64(d), 1000 * i - 7 + 1);
-    free(d);
-    lt__call_clear(&j->call);
+    cr_assert_eq(j->result.status, LT_OK);
+    cr_assert_eq(j->result.nout, 1);
+    cr_assert_eq(j->result.outlen[0], 8);
+    cr_assert_eq(get_i64(j->result.out[0]), 1000 * i - 7 + 1);
+    lt__exec_result_clear(&j->result);
   }
   cr_assert_eq(lt__executor_active(f.ex), 0);
   cr_assert_eq(lt__executor_queued(f.ex), 0);
@@ -127,23 +132,25 @@ Test(executor, inc_many) {
 Test(executor, failure_message) {
   fixture_t f;
   setup(&f, 1, 1.0);
-  lt_job_t fail = {.fn = kernel(&f, "testk:fail")};
+  lt_exec_stage_t sf = stage(&f, "testk:fail", NULL), si = stage(&f, "testk:inc", NULL);
   unsigned char four[4] = {1, 2, 3, 4};
   lt_bytes_t bad = {four, 4};
-  lt_job_t inc = {.fn = kernel(&f, "testk:inc"), .inputs = &bad, .ninputs = 1};
+  lt_job_t fail, inc;
+  job_init(&fail, &sf, 1, NULL, 0);
+  job_init(&inc, &si, 1, &bad, 1);
   lt__executor_submit(f.ex, &fail);
   lt__executor_submit(f.ex, &inc);
   run_until(&f, 2);
-  cr_assert_eq(fail.status, LT_EKERNEL);
-  cr_assert_str_eq(fail.call.errmsg, "fail: asked to fail");
-  cr_assert_eq(fail.call.noutputs, 0);
-  cr_assert_eq(inc.status, LT_EKERNEL);
-  cr_assert_str_eq(inc.call.errmsg, "inc: expected 8 bytes, got 4");
+  cr_assert_eq(fail.result.status, LT_EKERNEL);
+  cr_assert_str_eq(fail.result.errmsg, "testk:fail: fail: asked to fail");
+  cr_assert_eq(fail.result.nout, 0);
+  cr_assert_eq(inc.result.status, LT_EKERNEL);
+  cr_assert_str_eq(inc.result.errmsg, "testk:inc: inc: expected 8 bytes, got 4");
   /* One thread: FIFO order. */
   cr_assert_eq(f.order[0], &fail);
   cr_assert_eq(f.order[1], &inc);
-  lt__call_clear(&fail.call);
-  lt__call_clear(&inc.call);
+  lt__exec_result_clear(&fail.result);
+  lt__exec_result_clear(&inc.result);
   teardown(&f);
 }
 
@@ -162,16 +169,12 @@ static void on_sample(uv_timer_t *t) {
 Test(executor, active_and_queued_counts) {
   fixture_t f;
   setup(&f, 2, 1.0);
-  lt_kernel_fn sl = kernel(&f, "testk:sleep");
+  lt_exec_stage_t sl = stage(&f, "testk:sleep", "60");
   static lt_job_t jobs[5];
   unsigned char x = 'x';
   lt_bytes_t in = {&x, 1};
   for (int i = 0; i < 5; i++) {
-    memset(&jobs[i], 0, sizeof jobs[i]);
-    jobs[i].fn = sl;
-    jobs[i].inputs = &in;
-    jobs[i].ninputs = 1;
-    jobs[i].param = (lt_bytes_t){"60", 2};
+    job_init(&jobs[i], &sl, 1, &in, 1);
     lt__executor_submit(f.ex, &jobs[i]);
   }
   cr_assert_leq(lt__executor_active(f.ex) + lt__executor_queued(f.ex), 5);
@@ -185,9 +188,9 @@ Test(executor, active_and_queued_counts) {
   cr_assert_eq(s.max_active, 2, "never more than 2 threads, and both used: %u", s.max_active);
   cr_assert_geq(s.max_queued, 1);
   for (int i = 0; i < 5; i++) {
-    cr_assert_eq(jobs[i].status, LT_OK);
+    cr_assert_eq(jobs[i].result.status, LT_OK);
     cr_assert_geq(jobs[i].service_us, 55000);
-    lt__call_clear(&jobs[i].call);
+    lt__exec_result_clear(&jobs[i].result);
   }
   teardown(&f);
 }
@@ -195,16 +198,12 @@ Test(executor, active_and_queued_counts) {
 Test(executor, cancel_queued_not_running) {
   fixture_t f;
   setup(&f, 1, 1.0);
-  lt_kernel_fn sl = kernel(&f, "testk:sleep");
+  lt_exec_stage_t sl = stage(&f, "testk:sleep", "100");
   static lt_job_t jobs[4];
   unsigned char x = 'x';
   lt_bytes_t in = {&x, 1};
   for (int i = 0; i < 4; i++) {
-    memset(&jobs[i], 0, sizeof jobs[i]);
-    jobs[i].fn = sl;
-    jobs[i].inputs = &in;
-    jobs[i].ninputs = 1;
-    jobs[i].param = (lt_bytes_t){"100", 3};
+    job_init(&jobs[i], &sl, 1, &in, 1);
     jobs[i].data = (void *)(intptr_t)i;
     lt__executor_submit(f.ex, &jobs[i]);
   }
@@ -223,7 +222,7 @@ Test(executor, cancel_queued_not_running) {
   cr_assert_eq(f.order[0], &jobs[0]);
   cr_assert_eq(f.order[1], &jobs[1]);
   for (int i = 0; i < 2; i++)
-    lt__call_clear(&jobs[i].call);
+    lt__exec_result_clear(&jobs[i].result);
   teardown(&f);
 }
 
@@ -232,12 +231,42 @@ Test(executor, slowdown_stretches_service_time) {
   setup(&f, 1, 3.0);
   unsigned char x = 'x';
   lt_bytes_t in = {&x, 1};
-  lt_job_t j = {.fn = kernel(&f, "testk:sleep"), .inputs = &in, .ninputs = 1, .param = {"30", 2}};
+  lt_exec_stage_t sl = stage(&f, "testk:sleep", "30");
+  lt_job_t j;
+  job_init(&j, &sl, 1, &in, 1);
   lt__executor_submit(f.ex, &j);
   run_until(&f, 1);
-  cr_assert_eq(j.status, LT_OK);
+  cr_assert_eq(j.result.status, LT_OK);
   cr_assert_geq(j.service_us, 90000, "service %llu us", (unsigned long long)j.service_us);
-  lt__call_clear(&j.call);
+  lt__exec_result_clear(&j.result);
+  teardown(&f);
+}
+
+/* The worker runs the whole op: fused stages back to back, a split's parts. */
+Test(executor, ops) {
+  fixture_t f;
+  setup(&f, 2, 1.0);
+  lt_exec_stage_t chain[3] = {stage(&f, "testk:inc", NULL), stage(&f, "testk:dbl", NULL),
+                              stage(&f, "testk:inc", NULL)};
+  lt_exec_stage_t two = stage(&f, "testk:two", NULL);
+  unsigned char v[8];
+  put_i64(v, 20);
+  lt_bytes_t in = {v, 8};
+  lt_job_t seq, split;
+  job_init(&seq, chain, 3, &in, 1);
+  job_init(&split, &two, 1, &in, 1);
+  split.op = LT_OP_SPLIT;
+  lt__executor_submit(f.ex, &seq);
+  lt__executor_submit(f.ex, &split);
+  run_until(&f, 2);
+  cr_assert_eq(seq.result.status, LT_OK, "%s", seq.result.errmsg);
+  cr_assert_eq(seq.result.nout, 1);
+  cr_assert_eq(get_i64(seq.result.out[0]), (20 + 1) * 2 + 1);
+  cr_assert_eq(split.result.status, LT_OK, "%s", split.result.errmsg);
+  cr_assert_eq(split.result.nout, 2);
+  cr_assert_eq(get_i64(split.result.out[1]), 20);
+  lt__exec_result_clear(&seq.result);
+  lt__exec_result_clear(&split.result);
   teardown(&f);
 }
 

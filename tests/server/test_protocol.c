@@ -23,6 +23,7 @@ typedef struct rec {
   uint64_t size[4];
   int32_t frame[4];
   int64_t v[4];
+  int answer;
 } rec_t;
 
 typedef struct st {
@@ -53,6 +54,7 @@ static void record(st_t *s, th_rx_t *r) {
       d->status = c->status;
       snprintf(d->msg, sizeof d->msg, "%s", c->errmsg);
       d->nout = c->noutputs;
+      d->answer = c->answer;
       for (uint32_t k = 0; k < c->noutputs && k < 4; k++) {
         d->size[k] = c->outputs[k].size;
         d->frame[k] = c->outputs[k].frame;
@@ -117,12 +119,12 @@ static void start(st_t *s, const char *const *extra) {
   cr_assert_eq(th_server_start_default(&s->srv, extra), 0, "server did not start");
   cr_assert_eq(th_client_open(&s->c, s->srv.endpoint), 0);
   cr_assert_eq(th_hello_ok(&s->c, CLIENT), 0);
-  const char *kernels[] = {"testk:inc",  "testk:sleep", "testk:fail", "testk:two",
-                           "testk:none", "testk:echo",  "nosuchmod:f"};
-  cr_assert_eq(th_program(&s->c, kernels, 7), 0);
+  const char *kernels[] = {"testk:inc",  "testk:sleep", "testk:fail",     "testk:two", "testk:none",
+                           "testk:echo", "nosuchmod:f", "testk:positive", "testk:dbl"};
+  cr_assert_eq(th_program(&s->c, kernels, 9), 0);
 }
 
-enum { K_INC, K_SLEEP, K_FAIL, K_TWO, K_NONE, K_ECHO, K_BAD };
+enum { K_INC, K_SLEEP, K_FAIL, K_TWO, K_NONE, K_ECHO, K_BAD, K_POS, K_DBL };
 
 static void stop(st_t *s) {
   th_client_close(&s->c);
@@ -139,6 +141,20 @@ static lt_input_t inl(uint32_t frame) {
 
 static lt_input_t ref(uint64_t seq) {
   return (lt_input_t){.kind = LT_INPUT_REF, .id = oid(seq), .holder = ""};
+}
+
+static lt_instr_t op_instr(uint64_t seq, uint32_t op, uint32_t kernel, lt_stage_t *more,
+                           uint32_t nmore, lt_input_t *in, lt_oid_t *out, uint32_t flags) {
+  return (lt_instr_t){.seq = seq,
+                      .op = op,
+                      .kernel = kernel,
+                      .nmore = nmore,
+                      .more = more,
+                      .ninputs = 1,
+                      .inputs = in,
+                      .noutputs = 1,
+                      .outputs = out,
+                      .flags = flags};
 }
 
 static lt_instr_t instr(uint64_t seq, uint32_t kernel, lt_input_t *in, uint32_t nin, lt_oid_t *out,
@@ -319,19 +335,81 @@ Test(protocol, failures_propagate) {
   execute(s, ins, 2, &pay, 1);
   WAIT_FOR(s, s->done[1].got && s->done[2].got);
   cr_assert_eq(s->done[1].status, LT_EKERNEL);
-  cr_assert_str_eq(s->done[1].msg, "fail: asked to fail");
+  cr_assert_str_eq(s->done[1].msg, "testk:fail: fail: asked to fail");
   cr_assert_eq(s->done[1].nout, 0);
   cr_assert_eq(s->done[2].status, LT_EKERNEL);
   cr_assert_not_null(strstr(s->done[2].msg, "asked to fail"), "%s", s->done[2].msg);
   simple(s, LT_MSG_FETCH, x, 0);
   WAIT_FOR(s, s->value[30].got);
   cr_assert_eq(s->value[30].status, LT_EKERNEL);
-  cr_assert_str_eq(s->value[30].msg, "fail: asked to fail");
+  cr_assert_str_eq(s->value[30].msg, "testk:fail: fail: asked to fail");
   stop(s);
   free(s);
 }
 
-Test(protocol, arity_and_bad_instructions) {
+/* The ops: a split returns its parts, a dc step answers (and divides when false), fused
+ * seq stages run back to back; arity is checked. */
+Test(protocol, ops_and_arity) {
+  st_t *s = calloc(1, sizeof *s);
+  start(s, NULL);
+  unsigned char v[8], neg[8];
+  th_put_i64(v, 9);
+  th_put_i64(neg, -4);
+  lt_bytes_t pay[2] = {{v, 8}, {neg, 8}};
+  lt_input_t in0 = inl(0), in1 = inl(1), inpart = ref(201);
+  lt_oid_t o[8] = {oid(40), oid(50), oid(60), oid(70), oid(80), oid(90), oid(200), oid(300)};
+  lt_stage_t chain[2] = {{K_DBL, {NULL, 0}}, {K_INC, {NULL, 0}}};
+  lt_stage_t divide = {K_TWO, {NULL, 0}};
+  lt_instr_t ins[] = {
+      op_instr(1, LT_OP_SPLIT, K_TWO, NULL, 0, &in0, &o[0], LT_INSTR_RETURN),
+      op_instr(2, LT_OP_SEQ, K_TWO, NULL, 0, &in0, &o[1], LT_INSTR_RETURN),
+      op_instr(3, LT_OP_SPLIT, K_NONE, NULL, 0, &in0, &o[2], LT_INSTR_RETURN),
+      op_instr(4, LT_OP_SEQ, K_INC, chain, 2, &in0, &o[3], LT_INSTR_RETURN),
+      op_instr(5, LT_OP_DCSTEP, K_POS, &divide, 1, &in0, &o[4], LT_INSTR_RETURN),
+      op_instr(6, LT_OP_DCSTEP, K_POS, &divide, 1, &in1, &o[5], LT_INSTR_RETURN),
+      op_instr(7, LT_OP_SPLIT, K_TWO, NULL, 0, &in0, &o[6], 0), /* parts kept: 200, 201 */
+  };
+  execute(s, ins, 7, pay, 2);
+  WAIT_FOR(s, s->ndone == 7);
+  cr_assert_eq(s->done[1].status, LT_OK, "%s", s->done[1].msg);
+  cr_assert_eq(s->done[1].nout, 2);
+  cr_assert(s->done[1].frame[0] >= 0 && s->done[1].frame[1] >= 0);
+  cr_assert_eq(s->done[1].v[0], 9);
+  cr_assert_eq(s->done[1].v[1], 9);
+  cr_assert_eq(s->done[1].answer, -1);
+  cr_assert_eq(s->done[2].status, LT_EKERNEL);
+  cr_assert_not_null(strstr(s->done[2].msg, "testk:two"), "%s", s->done[2].msg);
+  cr_assert_not_null(strstr(s->done[2].msg, "made 2 outputs"), "%s", s->done[2].msg);
+  cr_assert_eq(s->done[3].status, LT_OK);
+  cr_assert_eq(s->done[3].nout, 0);
+  cr_assert_eq(s->done[4].status, LT_OK, "%s", s->done[4].msg);
+  cr_assert_eq(s->done[4].v[0], (9 + 1) * 2 + 1, "inc, dbl, inc fused: %lld",
+               (long long)s->done[4].v[0]);
+  cr_assert_eq(s->done[5].status, LT_OK, "%s", s->done[5].msg);
+  cr_assert_eq(s->done[5].answer, 1, "9 > 0: base case");
+  cr_assert_eq(s->done[5].nout, 0);
+  cr_assert_eq(s->done[6].status, LT_OK, "%s", s->done[6].msg);
+  cr_assert_eq(s->done[6].answer, 0, "-4: divided");
+  cr_assert_eq(s->done[6].nout, 2);
+  cr_assert_eq(s->done[6].v[1], -4);
+  cr_assert_eq(s->done[7].status, LT_OK);
+  cr_assert_eq(s->done[7].nout, 2);
+  cr_assert_eq(s->done[7].frame[0], -1);
+  cr_assert_eq(s->done[7].size[1], 8);
+  /* Part i of a kept split is {client, seq + i}. */
+  simple(s, LT_MSG_FETCH, oid(201), 0);
+  WAIT_FOR(s, s->value[201].got);
+  cr_assert_eq(s->value[201].status, LT_OK);
+  cr_assert_eq(s->value[201].v[0], 9);
+  lt_instr_t use = op_instr(8, LT_OP_SEQ, K_INC, NULL, 0, &inpart, &o[7], LT_INSTR_RETURN);
+  execute(s, &use, 1, NULL, 0);
+  WAIT_FOR(s, s->done[8].got);
+  cr_assert_eq(s->done[8].v[0], 10);
+  stop(s);
+  free(s);
+}
+
+Test(protocol, bad_instructions) {
   st_t *s = calloc(1, sizeof *s);
   start(s, NULL);
   unsigned char v[8] = {9};
@@ -339,26 +417,30 @@ Test(protocol, arity_and_bad_instructions) {
   lt_input_t in0 = inl(0);
   lt_input_t far = {.kind = LT_INPUT_REF, .id = oid(1), .holder = "tcp://10.1.2.3:9"};
   lt_input_t missing = ref(999);
-  lt_oid_t o2[2] = {oid(40), oid(41)}, dup[2] = {oid(42), oid(42)}, o1 = oid(43);
+  lt_oid_t o2[2] = {oid(40), oid(41)}, o1 = oid(43), same = oid(50);
+  lt_stage_t bad_more = {99, {NULL, 0}};
+  lt_stage_t more = {K_TWO, {NULL, 0}};
   lt_instr_t ins[] = {
-      instr(1, K_TWO, &in0, 1, o2, 2, LT_INSTR_RETURN, NULL),      /* ok: 2 outputs */
-      instr(2, K_TWO, &in0, 1, &o1, 1, LT_INSTR_RETURN, NULL),     /* made 2, expected 1 */
-      instr(3, K_NONE, &in0, 1, NULL, 0, LT_INSTR_RETURN, NULL),   /* ok: 0 outputs */
-      instr(4, 99, &in0, 1, &o1, 1, LT_INSTR_RETURN, NULL),        /* kernel index */
-      instr(5, K_BAD, &in0, 1, &o1, 1, LT_INSTR_RETURN, NULL),     /* unresolved */
-      instr(6, K_INC, &far, 1, &o1, 1, LT_INSTR_RETURN, NULL),     /* peer holder */
-      instr(7, K_INC, &missing, 1, &o1, 1, LT_INSTR_RETURN, NULL), /* unknown ref */
-      instr(8, K_TWO, &in0, 1, dup, 2, 0, NULL),                   /* the same id set twice */
+      instr(1, K_INC, &in0, 1, o2, 2, LT_INSTR_RETURN, NULL),                /* two output ids */
+      instr(2, K_INC, &in0, 1, NULL, 0, LT_INSTR_RETURN, NULL),              /* no output id */
+      instr(3, K_INC, &in0, 1, &o1, 1, LT_INSTR_RETURN, NULL),               /* ok */
+      instr(4, 99, &in0, 1, &o1, 1, LT_INSTR_RETURN, NULL),                  /* kernel index */
+      instr(5, K_BAD, &in0, 1, &o1, 1, LT_INSTR_RETURN, NULL),               /* unresolved */
+      instr(6, K_INC, &far, 1, &o1, 1, LT_INSTR_RETURN, NULL),               /* peer holder */
+      instr(7, K_INC, &missing, 1, &o1, 1, LT_INSTR_RETURN, NULL),           /* unknown ref */
+      op_instr(8, LT_OP_SPLIT, K_TWO, &more, 1, &in0, &o1, LT_INSTR_RETURN), /* stages */
+      op_instr(9, LT_OP_DCSTEP, K_POS, NULL, 0, &in0, &o1, LT_INSTR_RETURN), /* no divide */
+      op_instr(10, LT_OP_DCSTEP, K_POS, &bad_more, 1, &in0, &o1, LT_INSTR_RETURN),
+      op_instr(11, LT_OP_SEQ, K_INC, &bad_more, 1, &in0, &o1, LT_INSTR_RETURN),
+      instr(12, K_INC, &in0, 1, &same, 1, 0, NULL), /* 12 and 13 both set id 50 */
+      instr(13, K_ECHO, &in0, 1, &same, 1, 0, NULL),
   };
-  execute(s, ins, 8, &pay, 1);
-  WAIT_FOR(s, s->ndone == 8);
-  cr_assert_eq(s->done[1].status, LT_OK);
-  cr_assert_eq(s->done[1].nout, 2);
-  cr_assert_eq(s->done[1].frame[0] >= 0 && s->done[1].frame[1] >= 0, true);
-  cr_assert_eq(s->done[2].status, LT_EKERNEL);
-  cr_assert_str_eq(s->done[2].msg, "kernel made 2 outputs, expected 1");
+  execute(s, ins, 13, &pay, 1);
+  WAIT_FOR(s, s->ndone == 13);
+  cr_assert_eq(s->done[1].status, LT_EPROTO);
+  cr_assert_eq(s->done[2].status, LT_EPROTO);
   cr_assert_eq(s->done[3].status, LT_OK);
-  cr_assert_eq(s->done[3].nout, 0);
+  cr_assert_eq(s->done[3].answer, -1);
   cr_assert_eq(s->done[4].status, LT_ENOKERNEL);
   cr_assert_not_null(strstr(s->done[4].msg, "kernel index 99 not in program"), "%s",
                      s->done[4].msg);
@@ -367,7 +449,14 @@ Test(protocol, arity_and_bad_instructions) {
   cr_assert_eq(s->done[6].status, LT_ENOENT);
   cr_assert_not_null(strstr(s->done[6].msg, "peer fetch not supported yet"), "%s", s->done[6].msg);
   cr_assert_eq(s->done[7].status, LT_ENOENT);
-  cr_assert_eq(s->done[8].status, LT_EEXIST, "%s", s->done[8].msg);
+  cr_assert_eq(s->done[8].status, LT_EPROTO);
+  cr_assert_eq(s->done[9].status, LT_EPROTO);
+  cr_assert_eq(s->done[10].status, LT_ENOKERNEL);
+  cr_assert_eq(s->done[11].status, LT_ENOKERNEL);
+  /* Single assignment: whichever finishes second finds id 50 set. */
+  cr_assert_eq(s->done[12].status + s->done[13].status, LT_EEXIST, "%d %d", s->done[12].status,
+               s->done[13].status);
+  cr_assert_not_null(strstr(s->done[s->done[12].status ? 12 : 13].msg, "already set"));
   stop(s);
   free(s);
 }
@@ -377,8 +466,9 @@ Test(protocol, completions_are_batched) {
   st_t *s = calloc(1, sizeof *s);
   start(s, NULL);
   lt_instr_t ins[50];
+  lt_oid_t out = oid(1);
   for (int i = 0; i < 50; i++)
-    ins[i] = instr((uint64_t)i + 1, 1000, NULL, 0, NULL, 0, 0, NULL);
+    ins[i] = instr((uint64_t)i + 1, 1000, NULL, 0, &out, 1, 0, NULL);
   execute(s, ins, 50, NULL, 0);
   WAIT_FOR(s, s->ndone == 50);
   cr_assert_eq(s->ndone_msgs, 1);

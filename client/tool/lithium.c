@@ -1,0 +1,109 @@
+/* lithium.c: the `lithium` command-line tool: `check` (parse and print the canonical form),
+ * `graph` (the compiled MDF template as Graphviz DOT) and `run` (run.c). Options are judged
+ * by the evaluator's own table before anything starts, so every command refuses a bad one.
+ * Exit status: 0 success, 1 a task or the run failed, 2 bad usage, expression or input. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <lithium.h>
+#include "cli.h"
+#include "options.h"
+#include "run.h"
+#include "template.h"
+
+/* Tasks submitted ahead of the one being written, at most (and at most max_pending). */
+#define MAX_WINDOW 1024
+
+/* check_options applies LITHIUM_<KEY> and then the command line's options to `o`, the way
+ * lt_eval_new and lt_eval_set will. Returns 0 or an exit status after a message. */
+static int check_options(const lt_cli_t *cli, lt_options_t *o) {
+  if (lt__options_from_env(o) != LT_OK) return LT_EXIT_USAGE; /* it told which */
+  for (size_t i = 0; i < cli->nopts; i++) {
+    int rc = lt__options_set(o, cli->opts[i].key, cli->opts[i].value);
+    if (rc != LT_OK) {
+      fprintf(stderr, "lithium: option %s: %s\n", cli->opts[i].flag, lt_strerror(rc));
+      return rc == LT_EINVAL ? LT_EXIT_USAGE : LT_EXIT_FAILED;
+    }
+  }
+  return LT_EXIT_OK;
+}
+
+static int finish_stdout(void) {
+  if (fflush(stdout) == 0 && !ferror(stdout)) return LT_EXIT_OK;
+  fprintf(stderr, "lithium: stdout: write failed\n");
+  return LT_EXIT_FAILED;
+}
+
+static int cmd_check(const lt_skel_t *s) {
+  char *text = lt_skel_format(s);
+  if (text == NULL) {
+    fprintf(stderr, "lithium: out of memory\n");
+    return LT_EXIT_FAILED;
+  }
+  puts(text);
+  free(text);
+  return finish_stdout();
+}
+
+static int cmd_graph(const lt_cli_t *cli, const lt_skel_t *s, int normal_form) {
+  lt_template_t *t;
+  int rc = lt__template_compile(&t, s, normal_form);
+  if (rc != LT_OK) {
+    fprintf(stderr, "lithium: %s: %s\n", cli->expr, lt_strerror(rc));
+    return rc == LT_EINVAL ? LT_EXIT_USAGE : LT_EXIT_FAILED;
+  }
+  char *dot = lt__template_dot(t);
+  lt__template_free(t);
+  if (dot == NULL) {
+    fprintf(stderr, "lithium: out of memory\n");
+    return LT_EXIT_FAILED;
+  }
+  fputs(dot, stdout);
+  free(dot);
+  return finish_stdout();
+}
+
+static int dispatch(const lt_cli_t *cli) {
+  lt_options_t opts;
+  lt__options_init(&opts);
+  int status = check_options(cli, &opts);
+  lt_skel_t *s = NULL;
+  if (status == LT_EXIT_OK) {
+    char err[512];
+    int rc = lt_skel_parse(cli->expr, &s, err, sizeof err);
+    if (rc != LT_OK) {
+      fprintf(stderr, "lithium: %s: %s\n", cli->expr, err[0] != '\0' ? err : lt_strerror(rc));
+      status = rc == LT_EINVAL ? LT_EXIT_USAGE : LT_EXIT_FAILED;
+    }
+  }
+  if (status == LT_EXIT_OK) {
+    switch (cli->cmd) {
+    case LT_CMD_CHECK:
+      status = cmd_check(s);
+      break;
+    case LT_CMD_GRAPH:
+      status = cmd_graph(cli, s, opts.normal_form);
+      break;
+    default: {
+      size_t window = opts.max_pending < MAX_WINDOW ? opts.max_pending : MAX_WINDOW;
+      status = lt__run(cli, s, window);
+      s = NULL; /* taken */
+      break;
+    }
+    }
+  }
+  lt_skel_free(s);
+  lt__options_clear(&opts);
+  return status;
+}
+
+int main(int argc, char **argv) {
+  /* A closed stdout shows up as a write error we report, not as a silent death. */
+  signal(SIGPIPE, SIG_IGN);
+  lt_cli_t cli;
+  int status = lt__cli_parse(&cli, argc, argv, stdout, stderr);
+  if (status == LT_CLI_GO) status = dispatch(&cli);
+  lt__cli_free(&cli);
+  return status;
+}
