@@ -48,6 +48,8 @@ typedef struct lt_load {
   float cpu;            /* recent CPU utilisation of the process, 0..ncores */
   uint64_t values_held; /* values in the store */
   uint32_t threads;     /* worker threads */
+  uint64_t peer_in;     /* bytes of values fetched from peer servers */
+  uint64_t peer_out;    /* bytes of values served to peer servers */
 } lt_load_t;
 
 typedef enum lt_input_kind {
@@ -146,7 +148,8 @@ typedef struct lt_msg {
     } done;
     struct {
       lt_oid_t id;
-    } fetch;
+      bool release; /* the asker is the last reader: drop the value once it is sent */
+        } fetch;
     struct {
       lt_oid_t id;
       int32_t status;

@@ -21,16 +21,14 @@ typedef struct task {
   int64_t n, cutoff;
 } task_t;
 
-/* read_task reads and checks the single task input , or fails the call. */
+/* read_task reads and checks the single task input, or fails the call. */
 static int read_task(lt_call_t *call, task_t *t) {
   int k = lt_call_ninputs(call);
   if (k != 1) return lt_call_fail(call, "expects 1 input, got %d", k);
   size_t len = 0;
   const unsigned char *p = lt_call_input(call, 0, &len);
   if (p == NULL || len != TASK_SIZE)
-    return lt_call_fail(call,
-                        "a task is %d bytes (int64 n, int64 cut-off, little-endian), "
-                        "got %zu",
+    return lt_call_fail(call, "a task is %d bytes (int64 n, int64 cut-off, little-endian), got %zu",
                         TASK_SIZE, len);
   t->n = ex_get_i64(p);
   t->cutoff = ex_get_i64(p + 8);

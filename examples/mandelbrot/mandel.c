@@ -12,7 +12,7 @@
 
 #include "mandel.h"
 
-/* read_image checks the image header at p , or fails the call. */
+/* read_image checks the image header at p, or fails the call. */
 static int read_image(lt_call_t *call, const unsigned char *p, mandel_image_t *m) {
   char why[160];
   mandel_image_decode(p, m);
@@ -20,7 +20,7 @@ static int read_image(lt_call_t *call, const unsigned char *p, mandel_image_t *m
   return 0;
 }
 
-/* one_input returns the single input  if it has exactly `size` bytes, else
+/* one_input returns the single input if it has exactly `size` bytes, else
  * NULL after failing the call. */
 static const unsigned char *one_input(lt_call_t *call, size_t size, const char *what) {
   int k = lt_call_ninputs(call);

@@ -138,9 +138,11 @@ int main(int argc, char **argv) {
   const ex_opts_t *co = &opt.common;
   const mandel_image_t *m = &opt.image;
 
-  char *text = lt_skel_format(make_program());
+  lt_skel_t *shown = make_program();
+  char *text = lt_skel_format(shown);
   printf("%s: %s\n", PROG, text != NULL ? text : "?");
   free(text);
+  lt_skel_free(shown);
   printf("%s: %ux%u pixels, %u iterations, %u bands\n", PROG, m->width, m->height, m->max_iter,
          m->bands);
 

@@ -26,16 +26,14 @@ typedef struct board {
   uint64_t cols_used, diag_left, diag_right;
 } board_t;
 
-/* read_board reads and checks the single task input , or fails the call. */
+/* read_board reads and checks the single task input, or fails the call. */
 static int read_board(lt_call_t *call, board_t *b) {
   int k = lt_call_ninputs(call);
   if (k != 1) return lt_call_fail(call, "expects 1 input, got %d", k);
   size_t len = 0;
   const unsigned char *p = lt_call_input(call, 0, &len);
   if (p == NULL || len < HEADER)
-    return lt_call_fail(call,
-                        "a task is n, the cut-off depth and the placed columns "
-                        "(at least 2 bytes), got %zu bytes",
+    return lt_call_fail(call, "a task is n, cut-off depth, placed columns (2+ bytes), got %zu",
                         len);
   *b = (board_t){
       .n = p[0], .depth = p[1], .placed = (unsigned)(len - HEADER), .raw = p, .cols = p + HEADER};

@@ -24,17 +24,15 @@ typedef struct task {
   const unsigned char *values; /* count little-endian int64, borrowed */
 } task_t;
 
-/* read_task reads and checks the single task input , or fails the call. */
+/* read_task reads and checks the single task input, or fails the call. */
 static int read_task(lt_call_t *call, task_t *t) {
   int k = lt_call_ninputs(call);
   if (k != 1) return lt_call_fail(call, "expects 1 input, got %d", k);
   size_t len = 0;
   const unsigned char *p = lt_call_input(call, 0, &len);
   if (p == NULL || len < HEADER || (len - HEADER) % VALUE != 0)
-    return lt_call_fail(call,
-                        "a task is a uint64 cut-off and int64 values (8 + 8k bytes), "
-                        "got %zu bytes",
-                        len);
+    return lt_call_fail(
+        call, "a task is a uint64 cut-off and int64 values (8 + 8k bytes), got %zu bytes", len);
   t->cutoff = ex_get_u64(p);
   if (t->cutoff == 0) return lt_call_fail(call, "the cut-off must be >= 1");
   t->count = (len - HEADER) / VALUE;

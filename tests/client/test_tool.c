@@ -1,0 +1,612 @@
+/* test_tool.c: the `lithium` command-line tool, run as a child process (posix_spawn) with
+ * stdin, stdout and stderr on files of a mkdtemp directory (stderr on a pseudo-terminal for
+ * the progress line): help and usage errors, check, graph, run to stdout and to --out, a
+ * failing task, bad options, parse errors, missing and clashing files, --local against
+ * servers, map and dc. Every test removes its directory; the tool reaps its servers. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define MAX_ARGS 64
+
+typedef struct result {
+  int status; /* exit status, or 128 + signal */
+  char *out;  /* stdout, NUL-terminated */
+  size_t out_len;
+  char *err; /* stderr, NUL-terminated */
+} result_t;
+
+static char dir[64]; /* this test's scratch directory */
+
+static void make_dir(void) {
+  strcpy(dir, "/tmp/lt_tool_XXXXXX");
+  cr_assert_not_null(mkdtemp(dir), "mkdtemp: %s", strerror(errno));
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+  (void)st, (void)flag, (void)ftw;
+  return remove(path);
+}
+
+static void remove_dir(void) {
+  nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* path_of returns dir/name in a static buffer of its own (eight of them rotate). */
+static const char *path_of(const char *name) {
+  static char bufs[8][256];
+  static int next;
+  char *b = bufs[next++ % 8];
+  snprintf(b, sizeof bufs[0], "%s/%s", dir, name);
+  return b;
+}
+
+static void write_file(const char *name, const char *text) {
+  FILE *f = fopen(path_of(name), "wb");
+  cr_assert_not_null(f, "%s: %s", name, strerror(errno));
+  fputs(text, f);
+  cr_assert_eq(fclose(f), 0);
+}
+
+/* slurp reads a whole file (NUL-terminated, caller frees); NULL when it does not exist. */
+static char *slurp(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) return NULL;
+  size_t cap = 1024, n = 0;
+  char *b = malloc(cap);
+  size_t got;
+  while ((got = fread(b + n, 1, cap - n - 1, f)) > 0) {
+    n += got;
+    if (n + 1 == cap) b = realloc(b, cap *= 2);
+  }
+  fclose(f);
+  b[n] = '\0';
+  if (len != NULL) *len = n;
+  return b;
+}
+
+static int wait_child(pid_t pid) {
+  int st;
+  while (waitpid(pid, &st, 0) < 0)
+    cr_assert_eq(errno, EINTR);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* collect_args turns the NULL-terminated arguments into argv for the tool. */
+static void collect_args(char **argv, va_list ap) {
+  int n = 0;
+  argv[n++] = (char *)LT_TEST_TOOL;
+  for (const char *a; (a = va_arg(ap, const char *)) != NULL;) {
+    cr_assert_lt(n, MAX_ARGS - 1);
+    argv[n++] = (char *)a;
+  }
+  argv[n] = NULL;
+}
+
+/* tool runs the tool with the NULL-terminated arguments, stdin from `in` (NULL:
+ * /dev/null), and fills `r` (free with free_result). */
+static void tool(result_t *r, const char *in, ...) {
+  char *argv[MAX_ARGS];
+  va_list ap;
+  va_start(ap, in);
+  collect_args(argv, ap);
+  va_end(ap);
+  char out_path[128], err_path[128];
+  snprintf(out_path, sizeof out_path, "%s/.stdout", dir);
+  snprintf(err_path, sizeof err_path, "%s/.stderr", dir);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, in != NULL ? in : "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  pid_t pid;
+  int rc = posix_spawn(&pid, LT_TEST_TOOL, &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  cr_assert_eq(rc, 0, "posix_spawn: %s", strerror(rc));
+  r->status = wait_child(pid);
+  r->out = slurp(out_path, &r->out_len);
+  r->err = slurp(err_path, NULL);
+  cr_assert(r->out != NULL && r->err != NULL);
+  unlink(out_path);
+  unlink(err_path);
+}
+
+/* start_server starts a lithium-server on a free loopback port and returns its pid, with
+ * its endpoint (from the READY line) in `ep`. */
+static pid_t start_server(char *ep, size_t eplen) {
+  int fds[2];
+  cr_assert_eq(pipe(fds), 0);
+  char *argv[] = {
+      (char *)LT_TEST_SERVER,  "--listen", "tcp://127.0.0.1:0", "--threads", "2", "--modules",
+      (char *)LT_TEST_MODULES, NULL};
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+  posix_spawn_file_actions_addclose(&fa, fds[0]);
+  pid_t pid;
+  int rc = posix_spawn(&pid, LT_TEST_SERVER, &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(fds[1]);
+  cr_assert_eq(rc, 0, "posix_spawn: %s", strerror(rc));
+  char line[512];
+  size_t n = 0;
+  while (n < sizeof line - 1 && memchr(line, '\n', n) == NULL) {
+    struct pollfd pfd = {.fd = fds[0], .events = POLLIN};
+    cr_assert_gt(poll(&pfd, 1, 10000), 0, "no READY line from the server");
+    ssize_t got = read(fds[0], line + n, sizeof line - 1 - n);
+    cr_assert_gt(got, 0, "the server exited before READY");
+    n += (size_t)got;
+  }
+  close(fds[0]);
+  line[n] = '\0';
+  cr_assert(strncmp(line, "READY ", 6) == 0, "%s", line);
+  snprintf(ep, eplen, "%.*s", (int)strcspn(line + 6, "\n"), line + 6);
+  return pid;
+}
+
+static void stop_server(pid_t pid) {
+  kill(pid, SIGTERM);
+  cr_expect_eq(wait_child(pid), 0, "the server exits cleanly");
+}
+
+static void free_result(result_t *r) {
+  free(r->out);
+  free(r->err);
+}
+
+#define SERVERS "--server", LT_TEST_SERVER, "--modules", LT_TEST_MODULES
+#define LOCAL   "--local", "--modules", LT_TEST_MODULES
+
+/* expect_file checks dir/name holds exactly `want` (NULL: does not exist). */
+static void expect_file(const char *name, const char *want) {
+  char *got = slurp(path_of(name), NULL);
+  if (want == NULL) {
+    cr_expect_null(got, "%s should not exist, holds '%s'", name, got);
+  } else {
+    cr_assert_not_null(got, "%s is missing", name);
+    cr_expect_str_eq(got, want, "%s", name);
+  }
+  free(got);
+}
+
+Test(tool, help_version_and_usage_errors, .timeout = 30) {
+  make_dir();
+  result_t r;
+  tool(&r, NULL, "--help", NULL);
+  cr_expect_eq(r.status, 0);
+  cr_expect(strncmp(r.out, "usage: lithium", 14) == 0, "%s", r.out);
+  cr_expect_str_eq(r.err, "");
+  free_result(&r);
+  tool(&r, NULL, "run", "-h", NULL);
+  cr_expect_eq(r.status, 0);
+  cr_expect(strstr(r.out, "lithium check EXPR") != NULL);
+  free_result(&r);
+  tool(&r, NULL, "--version", NULL);
+  cr_expect_eq(r.status, 0);
+  cr_expect(strncmp(r.out, "lithium 0.", 10) == 0, "%s", r.out);
+  free_result(&r);
+
+  tool(&r, NULL, NULL);
+  cr_expect_eq(r.status, 2);
+  cr_expect_str_eq(r.out, "");
+  cr_expect(strstr(r.err, "usage: lithium") != NULL, "%s", r.err);
+  free_result(&r);
+  tool(&r, NULL, "frobnicate", "m:f", NULL);
+  cr_expect_eq(r.status, 2);
+  cr_expect(strncmp(r.err, "lithium: unknown command 'frobnicate'\nusage:", 44) == 0, "%s", r.err);
+  free_result(&r);
+  tool(&r, NULL, "run", "testk:echo", NULL); /* no FILE */
+  cr_expect_eq(r.status, 2);
+  cr_expect(strstr(r.err, "usage:") != NULL);
+  free_result(&r);
+  tool(&r, NULL, "check", "m:f", "--out", path_of("o"), NULL); /* --out is run's */
+  cr_expect_eq(r.status, 2);
+  cr_expect(strncmp(r.err, "lithium: --out applies to run only", 34) == 0, "%s", r.err);
+  free_result(&r);
+  tool(&r, NULL, "run", "m:f", "x", "--local", "--servers", "2", NULL);
+  cr_expect_eq(r.status, 2);
+  cr_expect(strstr(r.err, "--local excludes") != NULL, "%s", r.err);
+  free_result(&r);
+  tool(&r, NULL, "run", "m:f", "-", "-", NULL);
+  cr_expect_eq(r.status, 2);
+  free_result(&r);
+  remove_dir();
+}
+
+Test(tool, check_prints_canonical_form, .timeout = 30) {
+  make_dir();
+  result_t r;
+  tool(&r, NULL, "check", " pipeline( farm(seq(testk:inc)) ,seq(skelk:app, \"x y\"),\n m:f)", NULL);
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  cr_expect_str_eq(r.out, "pipe(farm(testk:inc), seq(skelk:app, \"x y\"), m:f)\n");
+  cr_expect_str_eq(r.err, "");
+  free_result(&r);
+  tool(&r, NULL, "check",
+       "map(skelk:chunks, dc(skelk:small, skelk:halves, skelk:rev, skelk:cat), skelk:cat)", NULL);
+  cr_expect_eq(r.status, 0);
+  cr_expect_str_eq(r.out, "map(skelk:chunks, dc(skelk:small, skelk:halves, skelk:rev, skelk:cat), "
+                          "skelk:cat)\n");
+  free_result(&r);
+  remove_dir();
+}
+
+Test(tool, parse_error_exits_2_with_offset, .timeout = 30) {
+  make_dir();
+  result_t r;
+  tool(&r, NULL, "check", "farm(testk:inc", NULL);
+  cr_expect_eq(r.status, 2);
+  cr_expect_str_eq(r.out, "");
+  cr_expect(strncmp(r.err, "lithium: farm(testk:inc: offset 14: expected ", 45) == 0, "%s", r.err);
+  free_result(&r);
+  tool(&r, NULL, "graph", "pipe(a:b,, c:d)", NULL);
+  cr_expect_eq(r.status, 2);
+  cr_expect(strncmp(r.err, "lithium: pipe(a:b,, c:d): offset 9: expected ", 45) == 0, "%s", r.err);
+  free_result(&r);
+  /* run refuses before it starts anything: no output directory appears. */
+  write_file("a", "x");
+  tool(&r, NULL, "run", "farm(", path_of("a"), "--out", path_of("out"), SERVERS, NULL);
+  cr_expect_eq(r.status, 2);
+  cr_expect(strncmp(r.err, "lithium: farm(: offset 5: expected ", 35) == 0, "%s", r.err);
+  cr_expect_neq(access(path_of("out"), F_OK), 0);
+  free_result(&r);
+  remove_dir();
+}
+
+Test(tool, graph_is_dot_and_respects_normal_form, .timeout = 30) {
+  make_dir();
+  result_t r;
+  tool(&r, NULL, "graph", "pipe(farm(testk:upper), testk:echo)", NULL);
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  cr_expect(strncmp(r.out, "digraph lithium {", 17) == 0, "%s", r.out);
+  cr_expect(strstr(r.out, "testk:upper") != NULL && strstr(r.out, "testk:echo") != NULL);
+  cr_expect(strstr(r.out, "n0 -> n1") != NULL, "two instructions without normal form:\n%s", r.out);
+  cr_expect_eq(r.out[r.out_len - 2], '}');
+  free_result(&r);
+  tool(&r, NULL, "graph", "pipe(farm(testk:upper), testk:echo)", "--normal_form", "on", NULL);
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  cr_expect(strstr(r.out, "testk:upper ; testk:echo") != NULL, "fused:\n%s", r.out);
+  cr_expect(strstr(r.out, "n1") == NULL, "one instruction with normal form:\n%s", r.out);
+  free_result(&r);
+  tool(&r, NULL, "graph", "map(skelk:chunks, skelk:rev, skelk:cat)", "--normal-form=off", NULL);
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  cr_expect(strstr(r.out, "cluster_b1") != NULL, "the body is a block:\n%s", r.out);
+  free_result(&r);
+  remove_dir();
+}
+
+Test(tool, run_to_stdout_on_servers, .timeout = 60) {
+  make_dir();
+  write_file("a", "alpha ");
+  write_file("b", "");
+  write_file("c", "gamma\n");
+  result_t r;
+  tool(&r, NULL, "run", "farm(testk:upper)", path_of("a"), path_of("b"), path_of("c"), SERVERS,
+       NULL);
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  cr_expect_str_eq(r.out, "ALPHA GAMMA\n");
+  cr_expect_str_eq(r.err, "", "quiet when stderr is not a terminal");
+  free_result(&r);
+  /* --ordered off changes nothing: results are matched to files, written in input order. */
+  tool(&r, NULL, "run", "pipe(farm(testk:upper), seq(skelk:app, \"!\"))", path_of("a"),
+       path_of("b"), path_of("c"), SERVERS, "--servers", "3", "--ordered=off", NULL);
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  cr_expect_str_eq(r.out, "ALPHA !!GAMMA\n!");
+  free_result(&r);
+  remove_dir();
+}
+
+Test(tool, run_to_out_dir, .timeout = 60) {
+  make_dir();
+  mkdir(path_of("in"), 0755);
+  write_file("in/one.txt", "abc");
+  write_file("in/two.txt", "hello world");
+  result_t r;
+  tool(&r, NULL, "run", "pipe(testk:upper, skelk:rev)", path_of("in/one.txt"),
+       path_of("in/two.txt"), "-o", path_of("out/deep"), SERVERS, "--servers", "1", NULL);
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  cr_expect_str_eq(r.out, "");
+  cr_expect_str_eq(r.err, "");
+  expect_file("out/deep/one.txt", "CBA");
+  expect_file("out/deep/two.txt", "DLROW OLLEH");
+  free_result(&r);
+  /* stdin is one task, written as DIR/stdin. */
+  tool(&r, path_of("in/two.txt"), "run", "testk:upper", "-", "--out", path_of("out"), LOCAL, NULL);
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  expect_file("out/stdin", "HELLO WORLD");
+  free_result(&r);
+  remove_dir();
+}
+
+Test(tool, stdin_to_stdout, .timeout = 60) {
+  make_dir();
+  write_file("in", "piped text");
+  result_t r;
+  tool(&r, path_of("in"), "run", "farm(testk:upper)", "-", SERVERS, NULL);
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  cr_expect_str_eq(r.out, "PIPED TEXT");
+  free_result(&r);
+  remove_dir();
+}
+
+Test(tool, failing_task_exits_1_and_keeps_going, .timeout = 60) {
+  make_dir();
+  write_file("good1", "fine");
+  write_file("bad", "oh no!");
+  write_file("good2", "also fine");
+  result_t r;
+  tool(&r, NULL, "run", "farm(pipe(seq(skelk:fail_on, \"!\"), testk:upper))", path_of("good1"),
+       path_of("bad"), path_of("good2"), "--out", path_of("out"), SERVERS, NULL);
+  cr_expect_eq(r.status, 1);
+  char want[256];
+  snprintf(want, sizeof want, "lithium: %s: skelk:fail_on: fail_on: found !\n", path_of("bad"));
+  cr_expect_str_eq(r.err, want);
+  expect_file("out/good1", "FINE");
+  expect_file("out/good2", "ALSO FINE");
+  expect_file("out/bad", NULL);
+  free_result(&r);
+  /* testk:fail fails everything; on stdout nothing is written for a failed task. */
+  tool(&r, NULL, "run", "testk:fail", path_of("good1"), path_of("good2"), SERVERS, NULL);
+  cr_expect_eq(r.status, 1);
+  cr_expect_str_eq(r.out, "");
+  snprintf(want, sizeof want,
+           "lithium: %s: testk:fail: fail: asked to fail\n"
+           "lithium: %s: testk:fail: fail: asked to fail\n",
+           path_of("good1"), path_of("good2"));
+  cr_expect_str_eq(r.err, want);
+  free_result(&r);
+  tool(&r, NULL, "run", "pipe(testk:upper, seq(skelk:fail_on, \"!\"))", path_of("good1"),
+       path_of("bad"), path_of("good2"), LOCAL, NULL);
+  cr_expect_eq(r.status, 1);
+  cr_expect_str_eq(r.out, "FINEALSO FINE");
+  cr_expect(strstr(r.err, "fail_on: found !") != NULL, "%s", r.err);
+  free_result(&r);
+  remove_dir();
+}
+
+Test(tool, bad_options_exit_2, .timeout = 30) {
+  make_dir();
+  write_file("a", "x");
+  result_t r;
+  tool(&r, NULL, "run", "testk:echo", path_of("a"), "--no_such_key", "1", "--out", path_of("out"),
+       SERVERS, NULL);
+  cr_expect_eq(r.status, 2);
+  cr_expect_str_eq(r.err, "lithium: option --no_such_key: invalid argument\n");
+  cr_expect_neq(access(path_of("out"), F_OK), 0, "nothing done");
+  free_result(&r);
+  tool(&r, NULL, "run", "testk:echo", path_of("a"), "--ordered=maybe", SERVERS, NULL);
+  cr_expect_eq(r.status, 2);
+  cr_expect_str_eq(r.err, "lithium: option --ordered: invalid argument\n");
+  free_result(&r);
+  tool(&r, NULL, "graph", "m:f", "--max_pending", "0", NULL);
+  cr_expect_eq(r.status, 2);
+  cr_expect_str_eq(r.err, "lithium: option --max_pending: invalid argument\n");
+  free_result(&r);
+  tool(&r, NULL, "run", "testk:echo", path_of("a"), "--modules", NULL);
+  cr_expect_eq(r.status, 2);
+  cr_expect(strncmp(r.err, "lithium: option --modules: missing value", 40) == 0, "%s", r.err);
+  free_result(&r);
+  tool(&r, NULL, "run", "testk:echo", path_of("a"), "--servers", "0", NULL);
+  cr_expect_eq(r.status, 2);
+  free_result(&r);
+  tool(&r, NULL, "run", "testk:echo", path_of("a"), "--hosts", "udp://nowhere", SERVERS, NULL);
+  cr_expect_eq(r.status, 2);
+  cr_expect(strstr(r.err, "bad endpoint 'udp://nowhere'") != NULL, "%s", r.err);
+  free_result(&r);
+  remove_dir();
+}
+
+Test(tool, missing_input_is_named, .timeout = 30) {
+  make_dir();
+  write_file("here", "x");
+  result_t r;
+  tool(&r, NULL, "run", "testk:echo", path_of("here"), path_of("nope"), "--out", path_of("out"),
+       SERVERS, NULL);
+  cr_expect_eq(r.status, 2);
+  char want[256];
+  snprintf(want, sizeof want, "lithium: %s: No such file or directory\n", path_of("nope"));
+  cr_expect_str_eq(r.err, want);
+  cr_expect_str_eq(r.out, "");
+  cr_expect_neq(access(path_of("out"), F_OK), 0, "nothing done");
+  free_result(&r);
+  tool(&r, NULL, "run", "testk:echo", dir, LOCAL, NULL); /* a directory is no input */
+  cr_expect_eq(r.status, 2);
+  cr_expect(strstr(r.err, "Is a directory") != NULL, "%s", r.err);
+  free_result(&r);
+  remove_dir();
+}
+
+Test(tool, out_dir_clashes_are_refused, .timeout = 30) {
+  make_dir();
+  mkdir(path_of("x"), 0755);
+  mkdir(path_of("y"), 0755);
+  write_file("x/same", "1");
+  write_file("y/same", "2");
+  result_t r;
+  tool(&r, NULL, "run", "testk:upper", path_of("x/same"), path_of("y/same"), "--out", path_of("o"),
+       LOCAL, NULL);
+  cr_expect_eq(r.status, 2);
+  cr_expect(strstr(r.err, "would both write") != NULL, "%s", r.err);
+  free_result(&r);
+  /* --out the inputs' own directory would overwrite them. */
+  tool(&r, NULL, "run", "testk:upper", path_of("x/same"), "--out", path_of("x"), LOCAL, NULL);
+  cr_expect_eq(r.status, 2);
+  cr_expect(strstr(r.err, "would overwrite the input") != NULL, "%s", r.err);
+  expect_file("x/same", "1");
+  free_result(&r);
+  remove_dir();
+}
+
+/* Programs of farm and pipe run on servers and locally give the same bytes. */
+Test(tool, local_equals_servers, .timeout = 60) {
+  make_dir();
+  char name[16], text[64];
+  const char *files[12];
+  for (int i = 0; i < 12; i++) {
+    snprintf(name, sizeof name, "f%02d", i);
+    snprintf(text, sizeof text, "task %d: %.*s", i, i * 3, "the quick brown fox jumps over it");
+    write_file(name, text);
+    files[i] = strdup(path_of(name));
+  }
+  const char *prog = "pipe(farm(pipe(testk:upper, skelk:rev)), seq(skelk:xor, \" \"), "
+                     "farm(seq(skelk:app, \"|\")))";
+  result_t loc, srv, fused;
+#define FILES12                                                                                    \
+  files[0], files[1], files[2], files[3], files[4], files[5], files[6], files[7], files[8],        \
+      files[9], files[10], files[11]
+  tool(&loc, NULL, "run", prog, FILES12, LOCAL, NULL);
+  tool(&srv, NULL, "run", prog, FILES12, SERVERS, "--servers", "3", NULL);
+  tool(&fused, NULL, "run", prog, FILES12, SERVERS, "--normal_form", "on", "--max_pending", "2",
+       NULL);
+  cr_expect_eq(loc.status, 0, "%s", loc.err);
+  cr_expect_eq(srv.status, 0, "%s", srv.err);
+  cr_expect_eq(fused.status, 0, "%s", fused.err);
+  /* upper, rev, then xor ' ' (lower case; spaces become NUL bytes), then '|' per task. */
+  cr_expect(memmem(loc.out, loc.out_len, "kciuq\0eht", 9) != NULL);
+  cr_expect_eq(loc.out_len, 8 * 10 + 9 * 2 + 3 * 66 + 12, "%zu", loc.out_len);
+  cr_expect(srv.out_len == loc.out_len && memcmp(srv.out, loc.out, loc.out_len) == 0);
+  cr_expect(fused.out_len == loc.out_len && memcmp(fused.out, loc.out, loc.out_len) == 0);
+  free_result(&loc);
+  free_result(&srv);
+  free_result(&fused);
+  for (int i = 0; i < 12; i++)
+    free((char *)files[i]);
+  remove_dir();
+}
+
+Test(tool, map_and_dc_local, .timeout = 30) {
+  make_dir();
+  write_file("a", "abcdefgh");
+  write_file("e", "");
+  write_file("h", "Hello, World");
+  write_file("w", "HelloWorld");
+  result_t r;
+  tool(&r, NULL, "run", "map(skelk:chunks, skelk:rev, skelk:cat)", path_of("a"), path_of("e"),
+       path_of("h"), LOCAL, NULL);
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  cr_expect_str_eq(r.out, "cbafedhgleH,oloW dlr");
+  free_result(&r);
+  tool(&r, NULL, "run", "dc(skelk:small, skelk:halves, seq(skelk:xor, \" \"), skelk:cat)",
+       path_of("w"), "--out", path_of("out"), LOCAL, NULL);
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  expect_file("out/w", "hELLOwORLD");
+  free_result(&r);
+  remove_dir();
+}
+
+/* The one map test on servers: needs the servers' map support. */
+Test(tool, map_on_servers, .timeout = 60) {
+  make_dir();
+  write_file("a", "abcdefgh");
+  write_file("h", "Hello, World");
+  result_t r;
+  tool(&r, NULL, "run", "farm(map(skelk:chunks, skelk:rev, skelk:cat))", path_of("a"), path_of("h"),
+       SERVERS, NULL);
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  cr_expect_str_eq(r.out, "cbafedhgleH,oloW dlr");
+  free_result(&r);
+  remove_dir();
+}
+
+Test(tool, hosts_and_stats, .timeout = 60) {
+  make_dir();
+  write_file("a", "abc");
+  char ep[256];
+  pid_t srv = start_server(ep, sizeof ep);
+  result_t r;
+  tool(&r, NULL, "run", "testk:upper", path_of("a"), path_of("a"), "--hosts", ep, "--stats", NULL);
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  cr_expect_str_eq(r.out, "ABCABC");
+  cr_expect(strstr(r.err, "\"tasks_completed\":2") != NULL, "%s", r.err);
+  cr_expect(strstr(r.err, ep) != NULL, "the server is in the stats: %s", r.err);
+  free_result(&r);
+  stop_server(srv);
+  /* Nobody listens there: the run cannot start. */
+  tool(&r, NULL, "run", "testk:upper", path_of("a"), "--hosts", "tcp://127.0.0.1:1",
+       "--connect_timeout_ms", "200", NULL);
+  cr_expect_eq(r.status, 1);
+  cr_expect(strstr(r.err, "lithium: cannot start the evaluator") != NULL, "%s", r.err);
+  free_result(&r);
+  /* No server program there. */
+  tool(&r, NULL, "run", "testk:upper", path_of("a"), "--server", path_of("no-server"), NULL);
+  cr_expect_eq(r.status, 1);
+  cr_expect(strstr(r.err, "lithium: cannot start 2 local servers") != NULL, "%s", r.err);
+  free_result(&r);
+  remove_dir();
+}
+
+/* With stderr on a terminal the tool draws a progress line; reads the terminal while the
+ * tool runs so it never blocks on a full buffer. */
+Test(tool, progress_on_a_terminal, .timeout = 60) {
+  make_dir();
+  write_file("a", "x");
+  write_file("b", "y");
+  write_file("c", "z");
+  int master = posix_openpt(O_RDWR | O_NOCTTY);
+  cr_assert_geq(master, 0);
+  cr_assert_eq(grantpt(master), 0);
+  cr_assert_eq(unlockpt(master), 0);
+  const char *slave = ptsname(master);
+  cr_assert_not_null(slave);
+  char *argv[MAX_ARGS] = {(char *)LT_TEST_TOOL,
+                          "run",
+                          "farm(testk:upper)",
+                          (char *)path_of("a"),
+                          (char *)path_of("b"),
+                          (char *)path_of("c"),
+                          "--out",
+                          (char *)path_of("out"),
+                          SERVERS,
+                          NULL};
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 2, slave, O_RDWR | O_NOCTTY, 0);
+  posix_spawn_file_actions_addclose(&fa, master);
+  pid_t pid;
+  cr_assert_eq(posix_spawn(&pid, LT_TEST_TOOL, &fa, NULL, argv, environ), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  char seen[8192];
+  size_t n = 0;
+  int status = -1;
+  for (;;) {
+    struct pollfd pfd = {.fd = master, .events = POLLIN};
+    if (poll(&pfd, 1, 50) > 0) {
+      ssize_t got = read(master, seen + n, sizeof seen - 1 - n);
+      if (got > 0) n += (size_t)got;
+      if (got > 0) continue;
+    }
+    int st;
+    if (waitpid(pid, &st, WNOHANG) == pid) {
+      status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+      break;
+    }
+  }
+  /* Drain what the tool wrote last (the slave is closed: read ends with EIO). */
+  for (;;) {
+    struct pollfd pfd = {.fd = master, .events = POLLIN};
+    if (poll(&pfd, 1, 100) <= 0) break;
+    ssize_t got = read(master, seen + n, sizeof seen - 1 - n);
+    if (got <= 0) break;
+    n += (size_t)got;
+  }
+  close(master);
+  seen[n] = '\0';
+  cr_expect_eq(status, 0, "%s", seen);
+  cr_expect(strstr(seen, "3/3 tasks") != NULL, "progress line: '%s'", seen);
+  expect_file("out/a", "X");
+  remove_dir();
+}
