@@ -107,19 +107,21 @@ static int run_frame(lt_local_t *l, lt_instance_t *inst, lt_frame_t *f, char *er
     lt__exec_result_clear(&r);
     return r.status;
   }
-  lt_value_t **vals = calloc(r.nout ? r.nout : 1, sizeof *vals);
-  int rc = vals != NULL ? LT_OK : LT_ENOMEM;
+  lt_token_t *toks = calloc(r.nout ? r.nout : 1, sizeof *toks);
+  int rc = toks != NULL ? LT_OK : LT_ENOMEM;
   for (uint32_t i = 0; rc == LT_OK && i < r.nout; i++) {
-    vals[i] = lt__value_wrap(r.out[i], r.outlen[i]);
+    toks[i].holder = -1;
+    toks[i].size = r.outlen[i];
+    toks[i].value = lt__value_wrap(r.out[i], r.outlen[i]);
     r.out[i] = NULL;
-    if (vals[i] == NULL) rc = LT_ENOMEM;
+    if (toks[i].value == NULL) rc = LT_ENOMEM;
   }
   if (rc == LT_OK)
-    rc = lt__instance_complete(inst, f, r.answer, vals, r.nout, on_fire, l, err, errlen);
+    rc = lt__instance_complete(inst, f, r.answer, toks, r.nout, on_fire, l, err, errlen);
   else
     snprintf(err, errlen, "out of memory");
-  for (uint32_t i = 0; vals != NULL && i < r.nout; i++) lt__value_unref(vals[i]);
-  free(vals);
+  for (uint32_t i = 0; toks != NULL && i < r.nout; i++) lt__value_unref(toks[i].value);
+  free(toks);
   lt__exec_result_clear(&r);
   return rc;
 }

@@ -43,11 +43,19 @@ static int set_string(char **dst, const char *v) {
   return LT_OK;
 }
 
+/* set_mode sets every optimisation switch at once: "plain" is the original Lithium (one
+ * instruction in flight per server, values through the client), "optimized" turns task
+ * lookahead and lazy binding on. Single switches set later override it. */
 static int set_mode(lt_options_t *o, const char *v) {
-  (void)o;
-  /* Only the original Lithium behaviour exists so far; "optimized" arrives with lookahead
-   * and lazy binding and is refused until then rather than silently treated as plain. */
-  return strcmp(v, "plain") == 0 ? LT_OK : LT_EINVAL;
+  if (strcmp(v, "plain") == 0) {
+    o->lookahead = o->lazy = 0;
+    return LT_OK;
+  }
+  if (strcmp(v, "optimized") == 0) {
+    o->lookahead = o->lazy = 1;
+    return LT_OK;
+  }
+  return LT_EINVAL;
 }
 
 void lt__options_init(lt_options_t *o) {
@@ -57,6 +65,8 @@ void lt__options_init(lt_options_t *o) {
   o->max_retries = 3;
   o->heartbeat_ms = 1000;
   o->connect_timeout_ms = 5000;
+  o->max_threads = 6;
+  set_mode(o, "optimized");
 }
 
 int lt__options_set(lt_options_t *o, const char *key, const char *value) {
@@ -65,6 +75,9 @@ int lt__options_set(lt_options_t *o, const char *key, const char *value) {
   if (strcmp(key, "ordered") == 0) return parse_bool(value, &o->ordered);
   if (strcmp(key, "nonblocking") == 0) return parse_bool(value, &o->nonblocking);
   if (strcmp(key, "normal_form") == 0) return parse_bool(value, &o->normal_form);
+  if (strcmp(key, "lookahead") == 0) return parse_bool(value, &o->lookahead);
+  if (strcmp(key, "lazy") == 0) return parse_bool(value, &o->lazy);
+  if (strcmp(key, "max_threads") == 0) return parse_u32(value, 1, 4096, &o->max_threads);
   if (strcmp(key, "max_pending") == 0) return parse_u32(value, 1, 1u << 30, &o->max_pending);
   if (strcmp(key, "max_retries") == 0) return parse_u32(value, 0, 1000, &o->max_retries);
   if (strcmp(key, "heartbeat_ms") == 0) return parse_u32(value, 10, 600000, &o->heartbeat_ms);
@@ -77,7 +90,7 @@ int lt__options_set(lt_options_t *o, const char *key, const char *value) {
   return LT_EINVAL;
 }
 
-static const char *const env_keys[] = {"mode",         "ordered",    "nonblocking", "normal_form",
+static const char *const env_keys[] = {"mode",         "ordered",    "nonblocking", "normal_form", "lookahead", "lazy", "max_threads",
                                        "max_pending",  "max_retries", "heartbeat_ms",
                                        "connect_timeout_ms", "server_threads", "modules",
                                        "server"};

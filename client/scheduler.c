@@ -1,83 +1,23 @@
-/* scheduler.c: the dispatcher thread. Tasks become graph instances; fired nodes become
- * instruction records queued as fireable; each loop turn dispatches what the servers can
- * take (one `execute` per server per turn) and applies every completion that arrived.
- * Object ids are client-named ({client id, instruction seq}), so every output already has
- * its reference when it is dispatched. Dispatcher thread only, except the stats lock. */
+/* scheduler.c: the dispatcher thread's loop. It owns the ZeroMQ context and one
+ * connection per server; each turn it takes new tasks and hosts, reads every message that
+ * arrived, runs heartbeats and dispatches (dispatch.c); jobs.c applies completions. Object
+ * ids are named by the client ({client id, instruction seq}), so every output has its
+ * reference when it is dispatched. Dispatcher thread only, except the stats lock. */
 #include <errno.h>
-#include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <lithium/error.h>
 #include "buf.h"
-#include "instance.h"
 #include "log.h"
+#include "sched_internal.h"
 #include "scheduler.h"
 #include "stats.h"
 
-/* A submitted task while it runs: its instance and the instructions still out. */
-typedef struct job {
-  lt_task_t *task;
-  lt_instance_t *inst;
-  uint32_t live;  /* instruction records queued or in flight */
-  int finished;   /* result delivered; free when live reaches 0 */
-} job_t;
-
-/* One instruction: what a frame of an instance needs run, queued or in flight on `conn`. */
-typedef struct instr_rec {
-  uint64_t seq; /* instruction id = sequence of its output 0's object id */
-  job_t *job;
-  lt_frame_t *frame;
-  int conn;       /* -1 while queued */
-  uint32_t tries; /* dispatches lost to a failed server */
-  struct instr_rec *next;
-  UT_hash_handle hh; /* in flight, by seq */
-} instr_rec_t;
-
-/* An execute message being assembled for one server in this turn. Inputs, outputs and
- * further stages of all instructions live in flat arrays; each instruction records where
- * its own start (in the pointer fields, as offsets) until batch_send points them there. */
-typedef struct batch {
-  lt_instr_t *instrs;
-  uint32_t n, cap;
-  lt_input_t *inputs;
-  uint32_t ninputs, capinputs;
-  lt_stage_t *stages;
-  uint32_t nstages, capstages;
-  lt_oid_t *outputs;
-  uint32_t capoutputs;
-  lt_value_t **values;
-  uint32_t capvalues;
-  lt_bytes_t *frames;
-  uint32_t nframes, capframes;
-} batch_t;
-
-struct lt_sched {
-  lt_eval_t *ev;
-  void *zctx;
-  lt_conn_t *conns;
-  size_t nconns, capconns;
-  size_t initial; /* hosts known at start: they answer lt_eval_start */
-  instr_rec_t *fire_head, *fire_tail;
-  instr_rec_t *inflight;
-  uint64_t next_seq;
-  uint32_t window; /* instructions in flight per server */
-  lt_codec_limits_t limits;
-  lt_rx_t rx;
-  int64_t next_tick;
-  size_t rr; /* round-robin start for placement */
-
-  pthread_mutex_t stats_mu; /* guards conns[] and the counters for stats readers */
-  uint64_t instructions;
-  uint64_t retries;
-  uint64_t bytes_to_servers_closed; /* bytes of connections already closed */
-  uint64_t bytes_from_servers_closed;
-};
-
-static int64_t now_ms(void) {
+int64_t lt__sched_now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
@@ -87,7 +27,9 @@ int lt__sched_new(lt_sched_t **out, lt_eval_t *ev) {
   lt_sched_t *s = calloc(1, sizeof *s);
   if (s == NULL) return LT_ENOMEM;
   s->ev = ev;
-  s->window = 1;
+  /* Lookahead keeps twice the thread window in flight per server, so that a server has
+   * the next instructions at hand while results travel back; plain Lithium keeps one. */
+  s->window = ev->opts.lookahead ? 2 * ev->opts.max_threads : 1;
   s->next_seq = (uint64_t)LT_MAX_PARTS + 1;
   lt__codec_limits_default(&s->limits);
   pthread_mutex_init(&s->stats_mu, NULL);
@@ -104,117 +46,11 @@ void lt__sched_free(lt_sched_t *s) {
   if (s == NULL) return;
   if (s->zctx != NULL) zmq_ctx_term(s->zctx);
   pthread_mutex_destroy(&s->stats_mu);
+  for (size_t i = 0; i < s->capconns && s->relq != NULL; i++) free(s->relq[i].ids);
+  free(s->relq);
+  free(s->admitted);
   free(s->conns);
   free(s);
-}
-
-/* ---- jobs and results ------------------------------------------------------------- */
-
-static void job_release(job_t *j) {
-  if (j->live > 0 || !j->finished) return;
-  lt__instance_free(j->inst);
-  free(j);
-}
-
-/* job_finish delivers the task's result (or error) once. */
-static void job_finish(lt_sched_t *s, job_t *j, lt_buf_t *b) {
-  if (j->finished) {
-    lt_buf_free(b);
-    return;
-  }
-  j->finished = 1;
-  if (b == NULL) b = lt__buf_fail(LT_ENOMEM, NULL);
-  pthread_mutex_lock(&s->ev->mu);
-  lt__eval_finish(s->ev, j->task, b);
-  pthread_mutex_unlock(&s->ev->mu);
-  j->task = NULL;
-}
-
-static void job_fail(lt_sched_t *s, job_t *j, int err, const char *msg) {
-  job_finish(s, j, lt__buf_fail(err, msg));
-}
-
-/* ---- fireable queue --------------------------------------------------------------- */
-
-static void push_fireable(lt_sched_t *s, instr_rec_t *r, int front) {
-  r->conn = -1;
-  r->next = NULL;
-  if (s->fire_head == NULL) {
-    s->fire_head = s->fire_tail = r;
-  } else if (front) {
-    r->next = s->fire_head;
-    s->fire_head = r;
-  } else {
-    s->fire_tail->next = r;
-    s->fire_tail = r;
-  }
-}
-
-static instr_rec_t *pop_fireable(lt_sched_t *s) {
-  instr_rec_t *r = s->fire_head;
-  if (r != NULL) {
-    s->fire_head = r->next;
-    if (s->fire_head == NULL) s->fire_tail = NULL;
-    r->next = NULL;
-  }
-  return r;
-}
-
-/* rec_done drops a record and lets its job go when nothing else is out. */
-static void rec_done(instr_rec_t *r) {
-  job_t *j = r->job;
-  j->live--;
-  free(r);
-  job_release(j);
-}
-
-/* on_fire is the instance's callback: a frame needs an instruction, queue it. */
-static void on_fire(void *ud, lt_instance_t *inst, lt_frame_t *frame) {
-  lt_sched_t *s = ud;
-  job_t *j = inst->user;
-  instr_rec_t *r = calloc(1, sizeof *r);
-  if (r == NULL) {
-    job_fail(s, j, LT_ENOMEM, "out of memory queueing an instruction");
-    return;
-  }
-  /* Output i of this instruction is named seq + i: ids are spaced for the most parts. */
-  r->seq = s->next_seq;
-  s->next_seq += (uint64_t)LT_MAX_PARTS + 1;
-  r->job = j;
-  r->frame = frame;
-  j->live++;
-  push_fireable(s, r, 0);
-}
-
-/* take_intake turns newly submitted tasks into instances. */
-static void take_intake(lt_sched_t *s) {
-  lt_eval_t *ev = s->ev;
-  pthread_mutex_lock(&ev->mu);
-  lt_task_t *t = ev->intake_head;
-  ev->intake_head = ev->intake_tail = NULL;
-  pthread_mutex_unlock(&ev->mu);
-  while (t != NULL) {
-    lt_task_t *next = t->next;
-    t->next = NULL;
-    job_t *j = calloc(1, sizeof *j);
-    int rc = j != NULL ? lt__instance_new(&j->inst, ev->tmpl, t->seq) : LT_ENOMEM;
-    if (rc != LT_OK) {
-      pthread_mutex_lock(&ev->mu);
-      lt__eval_finish(ev, t, lt__buf_fail(rc, "cannot instantiate the program"));
-      pthread_mutex_unlock(&ev->mu);
-      free(j);
-    } else {
-      j->task = t;
-      j->inst->user = j;
-      j->live++; /* hold the job while feeding */
-      lt__instance_feed(j->inst, t->input, on_fire, s);
-      lt__value_unref(t->input);
-      t->input = NULL;
-      j->live--;
-      job_release(j);
-    }
-    t = next;
-  }
 }
 
 /* ---- connections ------------------------------------------------------------------ */
@@ -226,15 +62,21 @@ static void open_new_hosts(lt_sched_t *s) {
     if (s->nconns == s->capconns) {
       size_t cap = s->capconns ? s->capconns * 2 : 8;
       lt_conn_t *c = realloc(s->conns, cap * sizeof *c);
-      if (c == NULL) break;
-      s->conns = c;
+      if (c != NULL) s->conns = c;
+      relq_t *q = realloc(s->relq, cap * sizeof *q);
+      if (q != NULL) s->relq = q;
+      uint32_t *a = realloc(s->admitted, cap * sizeof *a);
+      if (a != NULL) s->admitted = a;
+      if (c == NULL || q == NULL || a == NULL) break;
+      memset(q + s->capconns, 0, (cap - s->capconns) * sizeof *q);
+      memset(a + s->capconns, 0, (cap - s->capconns) * sizeof *a);
       s->capconns = cap;
     }
     lt_conn_t *c = &s->conns[s->nconns];
     const char *ep = ev->hosts[s->nconns];
     s->nconns++;
     int rc = lt__conn_open(c, s->zctx, ep, ev->client_id, ev->tmpl->kernels, ev->tmpl->nkernels,
-                           now_ms());
+                           lt__sched_now_ms());
     if (rc != LT_OK) {
       lt__log(LT_LOG_WARN, "server %s: cannot open (%s)", ep, lt_strerror(rc));
       c->state = LT_CONN_DEAD;
@@ -257,8 +99,9 @@ static void start_answered(lt_sched_t *s, size_t idx, int ready) {
   pthread_mutex_unlock(&ev->mu);
 }
 
-/* conn_dead marks a server dead and re-queues its instructions elsewhere. */
-static void conn_dead(lt_sched_t *s, size_t idx, const char *why) {
+/* lt__sched_conn_dead marks a server dead and hands its instructions to jobs.c, which
+ * re-queues them elsewhere or fails their tasks. */
+void lt__sched_conn_dead(lt_sched_t *s, size_t idx, const char *why) {
   lt_conn_t *c = &s->conns[idx];
   if (c->state == LT_CONN_DEAD) return;
   int was_hello = c->state == LT_CONN_HELLO;
@@ -267,27 +110,15 @@ static void conn_dead(lt_sched_t *s, size_t idx, const char *why) {
   /* A dead link is closed at once: nothing more is read from it or sent to it. */
   if (c->sock != NULL) zmq_close(c->sock);
   c->sock = NULL;
+  s->relq[idx].n = 0;
   if (was_hello) start_answered(s, idx, 0);
   instr_rec_t *r, *tmp;
   HASH_ITER(hh, s->inflight, r, tmp) {
     if (r->conn != (int)idx) continue;
     HASH_DEL(s->inflight, r);
     c->inflight--;
-    if (r->job->finished) {
-      rec_done(r);
-      continue;
-    }
-    r->tries++;
-    s->retries++;
-    if (r->tries > s->ev->opts.max_retries) {
-      char msg[256];
-      snprintf(msg, sizeof msg, "instruction lost %u times, last on %s (%s)", r->tries,
-               c->endpoint, why);
-      job_fail(s, r->job, LT_ELOST, msg);
-      rec_done(r);
-    } else {
-      push_fireable(s, r, 1);
-    }
+    if (r->admitted) s->admitted[idx]--;
+    lt__sched_lost(s, r, c->endpoint, why);
   }
 }
 
@@ -297,65 +128,6 @@ static int live_servers(const lt_sched_t *s) {
   return n;
 }
 
-/* ---- completions ------------------------------------------------------------------ */
-
-static void on_completion(lt_sched_t *s, size_t idx, const lt_completion_t *cp,
-                          const lt_msg_t *m) {
-  lt_conn_t *c = &s->conns[idx];
-  instr_rec_t *r;
-  HASH_FIND(hh, s->inflight, &cp->seq, sizeof cp->seq, r);
-  if (r == NULL || r->conn != (int)idx) {
-    lt__log(LT_LOG_DEBUG, "server %s: stray completion %llu", c->endpoint,
-            (unsigned long long)cp->seq);
-    return;
-  }
-  HASH_DEL(s->inflight, r);
-  c->inflight--;
-  c->completed++;
-  job_t *j = r->job;
-  if (j->finished) {
-    rec_done(r);
-    return;
-  }
-  if (cp->status == LT_ESHUTDOWN || cp->status == LT_ECANCELED) {
-    /* The server refused it without running it: it may run elsewhere. */
-    push_fireable(s, r, 1);
-    return;
-  }
-  if (cp->status != LT_OK) {
-    job_fail(s, j, cp->status, cp->errmsg);
-    rec_done(r);
-    return;
-  }
-  if (cp->noutputs > LT_MAX_PARTS) {
-    job_fail(s, j, LT_EPROTO, "server returned too many outputs");
-    rec_done(r);
-    return;
-  }
-  lt_value_t **vals = calloc(cp->noutputs ? cp->noutputs : 1, sizeof *vals);
-  int rc = vals != NULL ? LT_OK : LT_ENOMEM;
-  for (uint32_t i = 0; rc == LT_OK && i < cp->noutputs; i++) {
-    if (cp->outputs[i].frame < 0) {
-      rc = LT_EPROTO; /* plain mode asks every value back */
-      break;
-    }
-    const lt_bytes_t *f = &m->frames[cp->outputs[i].frame];
-    if ((vals[i] = lt__value_copy(f->data, f->len)) == NULL) rc = LT_ENOMEM;
-  }
-  char err[256] = "";
-  if (rc == LT_OK)
-    rc = lt__instance_complete(j->inst, r->frame, cp->answer, vals, cp->noutputs, on_fire, s, err,
-                               sizeof err);
-  for (uint32_t i = 0; vals != NULL && i < cp->noutputs; i++) lt__value_unref(vals[i]);
-  free(vals);
-  if (rc != LT_OK) {
-    job_fail(s, j, rc, err[0] ? err : "server returned an unusable completion");
-  } else if (j->inst->done) {
-    job_finish(s, j, lt__buf_ok(j->inst->result.value));
-  }
-  rec_done(r);
-}
-
 static void on_message(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
   lt_conn_t *c = &s->conns[idx];
   if (m->has_load) c->load = m->load;
@@ -363,7 +135,7 @@ static void on_message(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
   case LT_MSG_WELCOME:
     if (c->state != LT_CONN_HELLO) break;
     if (m->u.welcome.version != LT_PROTO_VERSION) {
-      conn_dead(s, idx, "protocol version mismatch");
+      lt__sched_conn_dead(s, idx, "protocol version mismatch");
       break;
     }
     free(c->server_id);
@@ -376,12 +148,12 @@ static void on_message(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
     break;
   case LT_MSG_DONE:
     for (uint32_t i = 0; i < m->u.done.ncompl; i++)
-      on_completion(s, idx, &m->u.done.compl[i], m);
+      lt__sched_on_completion(s, idx, &m->u.done.compl[i], m);
     break;
   case LT_MSG_ERROR:
     lt__log(LT_LOG_WARN, "server %s refused a message: %s (%s)", c->endpoint,
             m->u.error.message, lt_strerror(m->u.error.code));
-    if (c->state == LT_CONN_HELLO) conn_dead(s, idx, m->u.error.message);
+    if (c->state == LT_CONN_HELLO) lt__sched_conn_dead(s, idx, m->u.error.message);
     break;
   case LT_MSG_HEARTBEAT:
     break;
@@ -395,7 +167,7 @@ static void drain_conn(lt_sched_t *s, size_t idx) {
   for (;;) {
     lt_conn_t *c = &s->conns[idx];
     if (c->sock == NULL) return;
-    int rc = lt__conn_recv(c, &s->rx, &s->limits, now_ms());
+    int rc = lt__conn_recv(c, &s->rx, &s->limits, lt__sched_now_ms());
     if (rc == LT_EAGAIN) return;
     if (rc != LT_OK) {
       lt__log(LT_LOG_WARN, "server %s: dropped a malformed message (%s)", c->endpoint,
@@ -408,139 +180,13 @@ static void drain_conn(lt_sched_t *s, size_t idx) {
   }
 }
 
-/* ---- dispatch --------------------------------------------------------------------- */
-
-/* pick_conn returns the ready server with a free window slot and the fewest instructions
- * in flight (round-robin among equals), or -1. */
-static int pick_conn(lt_sched_t *s) {
-  int best = -1;
-  for (size_t k = 0; k < s->nconns; k++) {
-    size_t i = (s->rr + k) % s->nconns;
-    lt_conn_t *c = &s->conns[i];
-    if (c->state != LT_CONN_READY || c->inflight >= s->window) continue;
-    if (best < 0 || c->inflight < s->conns[best].inflight) best = (int)i;
-  }
-  if (best >= 0) s->rr = (size_t)best + 1;
-  return best;
-}
-
-static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem) {
-  if (need <= *cap) return LT_OK;
-  uint32_t n = *cap ? *cap : 4;
-  while (n < need) n *= 2;
-  void *q = realloc(*p, (size_t)n * elem);
-  if (q == NULL) return LT_ENOMEM;
-  *p = q;
-  *cap = n;
-  return LT_OK;
-}
-
-/* batch_add appends the instruction of `r` to `b`, its input values as payload frames. */
-static int batch_add(lt_sched_t *s, batch_t *b, instr_rec_t *r) {
-  lt_fire_t fi;
-  lt__frame_fire_info(r->frame, &fi);
-  uint32_t more = fi.nstages - 1;
-  if (grow((void **)&b->instrs, &b->cap, b->n + 1, sizeof *b->instrs) != LT_OK ||
-      grow((void **)&b->outputs, &b->capoutputs, b->n + 1, sizeof *b->outputs) != LT_OK ||
-      grow((void **)&b->inputs, &b->capinputs, b->ninputs + fi.ninputs, sizeof *b->inputs) != LT_OK ||
-      grow((void **)&b->stages, &b->capstages, b->nstages + more, sizeof *b->stages) != LT_OK ||
-      grow((void **)&b->frames, &b->capframes, b->nframes + fi.ninputs, sizeof *b->frames) != LT_OK ||
-      grow((void **)&b->values, &b->capvalues, b->nframes + fi.ninputs, sizeof *b->values) != LT_OK)
-    return LT_ENOMEM;
-  lt_instr_t *ins = &b->instrs[b->n];
-  memset(ins, 0, sizeof *ins);
-  ins->seq = r->seq;
-  ins->op = fi.op;
-  ins->kernel = fi.stages[0].kernel;
-  ins->param.data = fi.stages[0].param;
-  ins->param.len = fi.stages[0].param_len;
-  /* Offsets into the flat arrays; batch_send turns them into pointers. */
-  ins->more = (lt_stage_t *)(uintptr_t)b->nstages;
-  ins->nmore = more;
-  for (uint32_t k = 1; k < fi.nstages; k++) {
-    lt_stage_t *st = &b->stages[b->nstages++];
-    st->kernel = fi.stages[k].kernel;
-    st->param.data = fi.stages[k].param;
-    st->param.len = fi.stages[k].param_len;
-  }
-  ins->inputs = (lt_input_t *)(uintptr_t)b->ninputs;
-  ins->ninputs = fi.ninputs;
-  for (uint32_t k = 0; k < fi.ninputs; k++) {
-    lt_input_t *inp = &b->inputs[b->ninputs++];
-    memset(inp, 0, sizeof *inp);
-    inp->kind = LT_INPUT_INLINE;
-    inp->frame = b->nframes;
-    inp->holder = "";
-    lt_value_t *v = fi.inputs[k].value;
-    b->frames[b->nframes].data = v->data;
-    b->frames[b->nframes].len = v->len;
-    b->values[b->nframes++] = v;
-  }
-  b->outputs[b->n].client = s->ev->client_id;
-  b->outputs[b->n].seq = r->seq;
-  ins->noutputs = 1;
-  ins->flags = LT_INSTR_RETURN;
-  b->n++;
-  return LT_OK;
-}
-
-static void batch_send(lt_sched_t *s, size_t idx, batch_t *b) {
-  for (uint32_t i = 0; i < b->n; i++) {
-    lt_instr_t *ins = &b->instrs[i];
-    ins->inputs = b->inputs + (uintptr_t)ins->inputs;
-    ins->more = ins->nmore ? b->stages + (uintptr_t)ins->more : NULL;
-    ins->outputs = &b->outputs[i];
-  }
-  lt_msg_t m = {.type = LT_MSG_EXECUTE};
-  m.u.execute.ninstrs = b->n;
-  m.u.execute.instrs = b->instrs;
-  m.nframes = b->nframes;
-  m.frames = b->frames;
-  int rc = lt__conn_send(&s->conns[idx], &m, b->values, now_ms());
-  if (rc != LT_OK) conn_dead(s, idx, lt_strerror(rc));
-}
-
-static void dispatch(lt_sched_t *s) {
-  if (s->fire_head == NULL || s->nconns == 0) return;
-  batch_t *batches = calloc(s->nconns, sizeof *batches);
-  if (batches == NULL) return;
-  while (s->fire_head != NULL) {
-    int idx = pick_conn(s);
-    if (idx < 0) break;
-    instr_rec_t *r = pop_fireable(s);
-    if (r->job->finished) {
-      rec_done(r);
-      continue;
-    }
-    if (batch_add(s, &batches[idx], r) != LT_OK) {
-      push_fireable(s, r, 1);
-      break;
-    }
-    r->conn = idx;
-    HASH_ADD(hh, s->inflight, seq, sizeof r->seq, r);
-    s->conns[idx].inflight++;
-    s->instructions++;
-  }
-  for (size_t i = 0; i < s->nconns; i++) {
-    batch_t *b = &batches[i];
-    if (b->n > 0) batch_send(s, i, b);
-    free(b->instrs);
-    free(b->inputs);
-    free(b->stages);
-    free(b->outputs);
-    free(b->values);
-    free(b->frames);
-  }
-  free(batches);
-}
-
 /* fail_unplaceable fails queued instructions when no server is left to run them. */
 static void fail_unplaceable(lt_sched_t *s) {
   if (s->fire_head == NULL || live_servers(s) > 0) return;
   instr_rec_t *r;
-  while ((r = pop_fireable(s)) != NULL) {
-    if (!r->job->finished) job_fail(s, r->job, LT_ENOSERVER, "no live server to run the task");
-    rec_done(r);
+  while ((r = lt__sched_pop_fireable(s)) != NULL) {
+    lt__sched_job_fail(s, r->job, LT_ENOSERVER, "no live server to run the task");
+    lt__sched_rec_done(s, r);
   }
 }
 
@@ -551,10 +197,10 @@ static void tick(lt_sched_t *s, int64_t now) {
   for (size_t i = 0; i < s->nconns; i++) {
     lt_conn_t *c = &s->conns[i];
     if (c->state == LT_CONN_HELLO && now - c->opened_ms > (int64_t)o->connect_timeout_ms) {
-      conn_dead(s, i, "no welcome in time");
+      lt__sched_conn_dead(s, i, "no welcome in time");
     } else if (c->state == LT_CONN_READY) {
       if (now - c->last_recv_ms > 3 * (int64_t)o->heartbeat_ms) {
-        conn_dead(s, i, "missed 3 heartbeats");
+        lt__sched_conn_dead(s, i, "missed 3 heartbeats");
       } else if (now - c->last_send_ms >= (int64_t)o->heartbeat_ms ||
                  now - c->last_recv_ms >= (int64_t)o->heartbeat_ms) {
         lt_msg_t hb = {.type = LT_MSG_HEARTBEAT};
@@ -575,15 +221,7 @@ static int should_stop(lt_sched_t *s) {
 }
 
 static void shutdown_all(lt_sched_t *s) {
-  instr_rec_t *r, *tmp;
-  HASH_ITER(hh, s->inflight, r, tmp) {
-    HASH_DEL(s->inflight, r);
-    push_fireable(s, r, 0);
-  }
-  while ((r = pop_fireable(s)) != NULL) {
-    if (!r->job->finished) job_fail(s, r->job, LT_ECANCELED, "evaluator freed");
-    rec_done(r);
-  }
+  lt__sched_fail_all(s, LT_ECANCELED, "evaluator freed");
   pthread_mutex_lock(&s->stats_mu);
   for (size_t i = 0; i < s->nconns; i++) lt__conn_close(&s->conns[i]);
   s->nconns = 0;
@@ -600,7 +238,7 @@ void *lt__sched_main(void *arg) {
   pthread_mutex_lock(&s->stats_mu);
   open_new_hosts(s);
   pthread_mutex_unlock(&s->stats_mu);
-  s->next_tick = now_ms() + ev->opts.heartbeat_ms;
+  s->next_tick = lt__sched_now_ms() + ev->opts.heartbeat_ms;
 
   zmq_pollitem_t *items = NULL;
   size_t capitems = 0;
@@ -620,7 +258,7 @@ void *lt__sched_main(void *arg) {
       else
         items[i + 1] = (zmq_pollitem_t){.fd = -1};
     }
-    long timeout = (long)(s->next_tick - now_ms());
+    long timeout = (long)(s->next_tick - lt__sched_now_ms());
     if (timeout < 0) timeout = 0;
     int n = zmq_poll(items, (int)npolled + 1, timeout);
     if (n < 0 && errno != EINTR) {
@@ -633,17 +271,18 @@ void *lt__sched_main(void *arg) {
       ssize_t rd = read(ev->wake_fd, &junk, sizeof junk);
       (void)rd;
       open_new_hosts(s);
-      take_intake(s);
+      lt__sched_take_intake(s);
     }
     for (size_t i = 0; n > 0 && i < npolled; i++)
       if (items[i + 1].revents & ZMQ_POLLIN) drain_conn(s, i);
-    int64_t now = now_ms();
+    int64_t now = lt__sched_now_ms();
     if (now >= s->next_tick) {
       tick(s, now);
       s->next_tick = now + ev->opts.heartbeat_ms / 4 + 1;
     }
-    dispatch(s);
+    lt__sched_dispatch(s);
     fail_unplaceable(s);
+    lt__sched_flush_releases(s);
     pthread_mutex_unlock(&s->stats_mu);
     if (should_stop(s)) break;
   }
@@ -662,10 +301,13 @@ int lt__sched_stats_json(lt_sched_t *s, lt_json_t *j) {
     from += s->conns[i].bytes_in;
   }
   lt__json_u64(j, "instructions", s->instructions);
-  lt__json_u64(j, "bytes_to_servers", to + s->bytes_to_servers_closed);
-  lt__json_u64(j, "bytes_from_servers", from + s->bytes_from_servers_closed);
+  const lt_options_t *o = &s->ev->opts;
+  lt__json_u64(j, "bytes_to_servers", to);
+  lt__json_u64(j, "bytes_from_servers", from);
   lt__json_u64(j, "retries", s->retries);
-  lt__json_str(j, "mode", "plain");
+  lt__json_str(j, "mode", o->lookahead && o->lazy ? "optimized" : !o->lookahead && !o->lazy ? "plain" : "custom");
+  lt__json_bool(j, "lookahead", o->lookahead);
+  lt__json_bool(j, "lazy", o->lazy);
   lt__json_array_open(j, "servers");
   for (size_t i = 0; i < s->nconns; i++) {
     const lt_conn_t *c = &s->conns[i];
@@ -681,8 +323,8 @@ int lt__sched_stats_json(lt_sched_t *s, lt_json_t *j) {
     lt__json_double(j, "speed", 1.0);
     lt__json_u64(j, "bytes_to", c->bytes_out);
     lt__json_u64(j, "bytes_from", c->bytes_in);
-    lt__json_u64(j, "bytes_peer_in", 0);
-    lt__json_u64(j, "bytes_peer_out", 0);
+    lt__json_u64(j, "bytes_peer_in", c->load.peer_in);
+    lt__json_u64(j, "bytes_peer_out", c->load.peer_out);
     lt__json_u64(j, "values_held", c->load.values_held);
     lt__json_object_close(j);
   }

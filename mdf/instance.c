@@ -2,6 +2,7 @@
  * the wire; the caller decides where each fired instruction runs. One thread. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <lithium/error.h>
 #include "instance.h"
@@ -27,10 +28,18 @@ struct lt_frame {
   lt_frame_t *prev, *next; /* inst->live */
 };
 
-static void token_set(lt_token_t *t, lt_value_t *v) {
+/* token_set copies `src` into `t` (taking a value reference), dropping what t held. */
+static void token_set(lt_token_t *t, const lt_token_t *src) {
   lt_value_t *old = t->value;
-  t->value = v != NULL ? lt__value_ref(v) : NULL;
+  *t = *src;
+  if (t->value != NULL) lt__value_ref(t->value);
   lt__value_unref(old);
+}
+
+static void token_clear(lt_token_t *t) {
+  lt__value_unref(t->value);
+  memset(t, 0, sizeof *t);
+  t->holder = -1;
 }
 
 static void parts_drop(lt_frame_t *f) {
@@ -53,7 +62,7 @@ static void frame_free(lt_frame_t *f) {
 }
 
 static lt_frame_t *frame_new(lt_instance_t *inst, lt_frame_t *parent, uint32_t slot, int32_t node,
-                             int single, lt_value_t *v) {
+                             int single, const lt_token_t *tok) {
   lt_frame_t *f = calloc(1, sizeof *f);
   if (f == NULL) return NULL;
   f->inst = inst;
@@ -62,7 +71,8 @@ static lt_frame_t *frame_new(lt_instance_t *inst, lt_frame_t *parent, uint32_t s
   f->node = node;
   f->single = single;
   f->phase = PH_RUN;
-  token_set(&f->token, v);
+  f->token.holder = -1;
+  token_set(&f->token, tok);
   f->next = inst->live;
   if (inst->live != NULL) inst->live->prev = f;
   inst->live = f;
@@ -81,7 +91,8 @@ int lt__instance_new(lt_instance_t **out, const lt_template_t *t, uint64_t task)
 
 int lt__instance_feed(lt_instance_t *inst, lt_value_t *v, lt_fire_fn fire, void *ud) {
   if (inst->live != NULL || inst->done) return LT_ESTATE;
-  lt_frame_t *f = frame_new(inst, NULL, 0, (int32_t)inst->tmpl->blocks[0], 0, v);
+  lt_token_t tok = {.value = v, .holder = -1, .size = v->len};
+  lt_frame_t *f = frame_new(inst, NULL, 0, (int32_t)inst->tmpl->blocks[0], 0, &tok);
   if (f == NULL) return LT_ENOMEM;
   fire(ud, inst, f);
   return LT_OK;
@@ -141,7 +152,7 @@ static void finish_chain(lt_frame_t *f, lt_fire_fn fire, void *ud) {
     frame_free(f);
     if (--p->missing > 0) return;
     if (p->phase == PH_BASE) {
-      token_set(&p->token, p->parts[0].value);
+      token_set(&p->token, &p->parts[0]);
       parts_drop(p);
       f = p; /* the dc node is done: go on with the parent's chain */
       continue;
@@ -155,7 +166,7 @@ static void finish_chain(lt_frame_t *f, lt_fire_fn fire, void *ud) {
 /* gather starts a child frame per part (the body block, or the same dc node), or fires the
  * merge/combine at once when there are none. */
 static int gather(lt_frame_t *f, phase_t phase, int32_t child_node, int single,
-                  lt_value_t *const *vals, uint32_t n, lt_fire_fn fire, void *ud) {
+                  const lt_token_t *toks, uint32_t n, lt_fire_fn fire, void *ud) {
   f->phase = n == 0 ? PH_FINAL : phase;
   if (n == 0) {
     fire(ud, f->inst, f);
@@ -169,7 +180,7 @@ static int gather(lt_frame_t *f, phase_t phase, int32_t child_node, int single,
   lt_frame_t **kids = malloc(n * sizeof *kids);
   if (kids == NULL) return LT_ENOMEM;
   for (uint32_t i = 0; i < n; i++) {
-    kids[i] = frame_new(f->inst, f, i, child_node, single, vals[i]);
+    kids[i] = frame_new(f->inst, f, i, child_node, single, &toks[i]);
     if (kids[i] == NULL) {
       free(kids);
       return LT_ENOMEM;
@@ -180,7 +191,32 @@ static int gather(lt_frame_t *f, phase_t phase, int32_t child_node, int single,
   return LT_OK;
 }
 
-int lt__instance_complete(lt_instance_t *inst, lt_frame_t *f, int answer, lt_value_t *const *outs,
+lt_token_t *lt__frame_input_token(lt_frame_t *f, uint32_t i) {
+  return f->phase == PH_FINAL ? &f->parts[i] : &f->token;
+}
+
+int lt__frame_moves_on(const lt_frame_t *f) {
+  return f->phase == PH_FINAL ||
+         (f->phase == PH_RUN && f->inst->tmpl->nodes[f->node].kind == LT_TN_SEQ);
+}
+
+void lt__instance_dispatched(lt_instance_t *inst, lt_frame_t *f, const lt_token_t *out,
+                             lt_fire_fn fire, void *ud) {
+  (void)inst;
+  token_set(&f->token, out);
+  parts_drop(f);
+  finish_chain(f, fire, ud);
+}
+
+void lt__instance_tokens(lt_instance_t *inst, void (*fn)(void *ud, const lt_token_t *t),
+                         void *ud) {
+  for (lt_frame_t *f = inst->live; f != NULL; f = f->next) {
+    fn(ud, &f->token);
+    for (uint32_t i = 0; i < f->nparts; i++) fn(ud, &f->parts[i]);
+  }
+}
+
+int lt__instance_complete(lt_instance_t *inst, lt_frame_t *f, int answer, const lt_token_t *outs,
                           uint32_t nout, lt_fire_fn fire, void *ud, char *err, size_t errlen) {
   const lt_template_t *t = inst->tmpl;
   const lt_tnode_t *n = &t->nodes[f->node];
@@ -189,7 +225,7 @@ int lt__instance_complete(lt_instance_t *inst, lt_frame_t *f, int answer, lt_val
     if (nout != 1) {
       why = "a stage must make exactly one output";
     } else {
-      token_set(&f->token, outs[0]);
+      token_set(&f->token, &outs[0]);
       parts_drop(f);
       finish_chain(f, fire, ud);
       return LT_OK;
@@ -200,8 +236,8 @@ int lt__instance_complete(lt_instance_t *inst, lt_frame_t *f, int answer, lt_val
     if (nout != 0) {
       why = "a base case must make no parts";
     } else {
-      lt_value_t *v = f->token.value;
-      return gather(f, PH_BASE, (int32_t)t->blocks[n->block], 0, &v, 1, fire, ud);
+      lt_token_t tok = f->token;
+      return gather(f, PH_BASE, (int32_t)t->blocks[n->block], 0, &tok, 1, fire, ud);
     }
   } else if (f->phase == PH_RUN && n->kind == LT_TN_DC && answer == 0) {
     return gather(f, PH_GATHER, f->node, 1, outs, nout, fire, ud);
@@ -215,6 +251,6 @@ int lt__instance_complete(lt_instance_t *inst, lt_frame_t *f, int answer, lt_val
 void lt__instance_free(lt_instance_t *inst) {
   if (inst == NULL) return;
   while (inst->live != NULL) frame_free(inst->live);
-  lt__value_unref(inst->result.value);
+  token_clear(&inst->result);
   free(inst);
 }

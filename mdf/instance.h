@@ -17,10 +17,14 @@
 typedef struct lt_instance lt_instance_t;
 typedef struct lt_frame lt_frame_t;
 
-/* A token is an input or output of an instruction. In plain mode it is a value held by the
- * client. */
+/* A token is an input or output of an instruction: a value the client holds (the task's
+ * input; every value in plain mode), or a reference to a value named `id` that server
+ * `holder` holds or will hold (lazy binding). */
 typedef struct lt_token {
-  lt_value_t *value;
+  lt_value_t *value; /* NULL for a reference */
+  lt_oid_t id;
+  int32_t holder; /* the dispatcher's server index */
+  uint64_t size;  /* bytes, when known (0: not yet) */
 } lt_token_t;
 
 /* Called when frame `f` of `inst` needs its next instruction. */
@@ -56,12 +60,35 @@ int lt__instance_feed(lt_instance_t *inst, lt_value_t *v, lt_fire_fn fire, void 
 /* lt__frame_fire_info describes the instruction frame `f` waits for. */
 void lt__frame_fire_info(const lt_frame_t *f, lt_fire_t *out);
 
+/* lt__frame_input_token borrows input `i` of f's instruction (what lt__frame_fire_info
+ * lists), so that the dispatcher can mark a reference it learnt more about. */
+lt_token_t *lt__frame_input_token(lt_frame_t *f, uint32_t i);
+
+/* lt__frame_moves_on tells whether f's instruction makes one output that the frame can
+ * pass on before it exists (a seq stage or a merge/combine): lazy binding may then call
+ * lt__instance_dispatched. Splits and dc steps must wait for their completion. */
+int lt__frame_moves_on(const lt_frame_t *f);
+
+/* lt__instance_dispatched passes on the reference `out` (copied; a value reference is
+ * taken) to f's output at dispatch time: the next node fires, or the parent's gather gets
+ * it, or the instance is done with `out` as its result. f's input tokens are dropped (the
+ * instruction carries them). Only when lt__frame_moves_on(f); the instruction's completion
+ * is then not reported to the instance. */
+void lt__instance_dispatched(lt_instance_t *inst, lt_frame_t *f, const lt_token_t *out,
+                             lt_fire_fn fire, void *ud);
+
+/* lt__instance_tokens calls `fn` for every token the live frames still hold (for releasing
+ * server-side values of a task that failed). */
+void lt__instance_tokens(lt_instance_t *inst, void (*fn)(void *ud, const lt_token_t *t),
+                         void *ud);
+
 /* lt__instance_complete applies the completion of `f`'s instruction: `answer` (DCSTEP: 1
- * base case, 0 divided; else ignored) and its `nout` outputs (references are taken). Frames
+ * base case, 0 divided; else ignored) and its `nout` output tokens (copied; value
+ * references are taken). Frames
  * that can go on fire; when the program is done inst->done is set and inst->result holds
  * the result. LT_EPROTO when the outputs do not fit the op (a seq stage must make exactly
  * one output), with a message in err; the frame is then finished with nothing. */
-int lt__instance_complete(lt_instance_t *inst, lt_frame_t *f, int answer, lt_value_t *const *outs,
+int lt__instance_complete(lt_instance_t *inst, lt_frame_t *f, int answer, const lt_token_t *outs,
                           uint32_t nout, lt_fire_fn fire, void *ud, char *err, size_t errlen);
 
 /* lt__instance_free drops every token and frame; accepts NULL. */

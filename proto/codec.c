@@ -215,6 +215,7 @@ static int body_in(dec *d, const Lithium__Envelope *env, lt_msg_t *m) {
   }
   case LITHIUM__ENVELOPE__BODY_FETCH:
     m->type = LT_MSG_FETCH;
+    m->u.fetch.release = env->fetch->release != 0;
     return oid_in(env->fetch->id, &m->u.fetch.id);
   case LITHIUM__ENVELOPE__BODY_VALUE: {
     const Lithium__Value *p = env->value;
@@ -299,6 +300,8 @@ int lt__msg_decode(lt_msg_t *msg, const lt_bytes_t *frames, size_t nframes,
       msg->load.cpu = l->cpu;
       msg->load.values_held = l->values_held;
       msg->load.threads = l->threads;
+      msg->load.peer_in = l->peer_in;
+      msg->load.peer_out = l->peer_out;
     }
   }
   if (rc != 0) {
@@ -554,6 +557,7 @@ static int body_out_fill(arena *a, const lt_msg_t *m, body_out *b, Lithium__Enve
     b->oid.client = m->u.fetch.id.client;
     b->oid.seq = m->u.fetch.id.seq;
     b->fetch.id = &b->oid;
+    b->fetch.release = m->u.fetch.release;
     env->fetch = &b->fetch;
     return 0;
   case LT_MSG_VALUE:
@@ -617,6 +621,8 @@ int lt__msg_encode(const lt_msg_t *msg, void **hdr, size_t *hdrlen) {
     load.cpu = msg->load.cpu;
     load.values_held = msg->load.values_held;
     load.threads = msg->load.threads;
+    load.peer_in = msg->load.peer_in;
+    load.peer_out = msg->load.peer_out;
     env.load = &load;
   }
   /* Only bodies with arrays of sub-messages need memory beyond the stack. */

@@ -247,7 +247,7 @@ static size_t count_varints(const uint8_t *p, size_t n) {
 static int scan_msg(const uint8_t *p, size_t len, const scan_spec *s, uint32_t max,
                     uint64_t n[SCAN_REP]) {
   wire w = {p, p + len};
-  field f;
+  field f = {0};
   int r;
   while ((r = next_field(&w, &f)) == 1) {
     for (int k = 0; k < SCAN_REP; k++) {
@@ -273,7 +273,7 @@ int lt__wire_prescan(const uint8_t *p, size_t len, uint32_t max) {
   uint64_t counts[14][SCAN_REP];
   memset(counts, 0, sizeof counts);
   wire w = {p, p + len};
-  field f;
+  field f = {0};
   int r;
   while ((r = next_field(&w, &f)) == 1) {
     if (f.wt != WT_LEN || f.fno >= 14) continue;

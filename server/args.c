@@ -28,6 +28,7 @@ enum {
   OPT_LOG_LEVEL = 256,
   OPT_MAX_FRAME,
   OPT_IDLE_TIMEOUT,
+  OPT_FETCH_TIMEOUT,
   OPT_SLOWDOWN
 };
 
@@ -39,6 +40,7 @@ static const struct option long_opts[] = {
     {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
     {"max-frame", required_argument, NULL, OPT_MAX_FRAME},
     {"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
+    {"fetch-timeout", required_argument, NULL, OPT_FETCH_TIMEOUT},
     {"slowdown", required_argument, NULL, OPT_SLOWDOWN},
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
@@ -55,11 +57,13 @@ void lt__args_usage(FILE *f) {
           "      --log-level L      debug, info, warn, error or off (default: $LITHIUM_LOG)\n"
           "      --max-frame BYTES  largest frame accepted, k/m/g suffixes (default 1g)\n"
           "      --idle-timeout MS  drop a session silent this long, 0 = never (default %d)\n"
+          "      --fetch-timeout MS fail fetches from a peer server silent this long\n"
+          "                         (default %d)\n"
           "      --slowdown F       emulation: run kernels F times slower (default 1)\n"
           "  -h, --help             show this help\n"
           "  -V, --version          show the version\n"
           "On start the server prints \"READY <endpoint>\" on stdout.\n",
-          LT_SRV_MAX_THREADS, LT_SRV_DEFAULT_IDLE_MS);
+          LT_SRV_MAX_THREADS, LT_SRV_DEFAULT_IDLE_MS, LT_SRV_DEFAULT_FETCH_MS);
 }
 
 int lt__args_parse_size(const char *s, uint64_t *out) {
@@ -166,6 +170,7 @@ int lt__args_parse(lt_srv_args_t *a, int argc, char **argv, FILE *out, FILE *err
   a->log_level = -1;
   a->max_frame = LT_SRV_DEFAULT_MAX_FRAME;
   a->idle_ms = LT_SRV_DEFAULT_IDLE_MS;
+  a->fetch_ms = LT_SRV_DEFAULT_FETCH_MS;
   a->slowdown = 1.0;
   if (replace_str(&a->listen, LT_SRV_DEFAULT_LISTEN) != LT_OK)
     return usage_error(err, "%s", "out of memory");
@@ -217,6 +222,10 @@ int lt__args_parse(lt_srv_args_t *a, int argc, char **argv, FILE *out, FILE *err
     case OPT_IDLE_TIMEOUT:
       if (parse_uint(optarg, 0, UINT64_C(1) << 40, &a->idle_ms) != LT_OK)
         return usage_error(err, "bad --idle-timeout '%s'", optarg);
+      break;
+    case OPT_FETCH_TIMEOUT:
+      if (parse_uint(optarg, 10, UINT64_C(1) << 40, &a->fetch_ms) != LT_OK)
+        return usage_error(err, "bad --fetch-timeout '%s' (at least 10)", optarg);
       break;
     case OPT_SLOWDOWN:
       errno = 0;

@@ -11,6 +11,7 @@
 #define LT_SRV_DEFAULT_LISTEN    "tcp://127.0.0.1:5555"
 #define LT_SRV_DEFAULT_MAX_FRAME ((uint64_t)1 << 30)
 #define LT_SRV_DEFAULT_IDLE_MS   60000
+#define LT_SRV_DEFAULT_FETCH_MS  30000
 #define LT_SRV_MAX_THREADS       1024
 #define LT_SRV_NAME_MAX          255
 
@@ -30,6 +31,7 @@ typedef struct lt_srv_args {
   int log_level;      /* LT_LOG_*, or -1 to keep LITHIUM_LOG */
   uint64_t max_frame; /* bytes per frame (ZMQ_MAXMSGSIZE and codec limit) */
   uint64_t idle_ms;   /* drop a silent session after this long; 0 = never */
+  uint64_t fetch_ms;  /* a peer silent this long while we fetch from it is unreachable */
   double slowdown;    /* emulation: a kernel that took t keeps its worker (F-1)*t longer */
 } lt_srv_args_t;
 

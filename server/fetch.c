@@ -1,7 +1,11 @@
 /* fetch.c: FETCH on the holder: a ready value is answered at once with a VALUE (zero copy),
- * an unknown or failed one with its error, and a pending one parks a waiter in the store so
- * that the VALUE goes out when the value is set (a deferred reply). Fetching from another
- * holder (peer fetch) will live beside this. Loop thread only. */
+ * a failed one with its error, and a pending one parks a waiter in the store so that the
+ * VALUE goes out when the value is set (a deferred reply). A FETCH with `release` comes
+ * from the value's last reader: once answered, the value leaves the store. An id this
+ * server does not know is answered LT_ENOENT at once for a client; for a peer server it may
+ * just not be here yet (the client dispatched its producer here and the reader there in the
+ * same turn, and the reader's fetch overtook the producer), so it waits up to a grace
+ * period for the id to appear. Fetching from another holder is peer.c. Loop thread only. */
 #include "fetch.h"
 
 #include <stdio.h>
@@ -9,14 +13,28 @@
 #include <string.h>
 #include <lithium/error.h>
 #include "oid.h"
+#include "peer.h"
 
-/* A FETCH for a pending value, parked in the store until the value is set. */
+/* How long a peer's fetch of an unknown id waits for the id to appear (capped at the fetch
+ * timeout). */
+#define GRACE_MS 2000
+#define TICK_MS  50
+/* Most such fetches waiting at once; beyond, an unknown id is answered at once. Each one is
+ * looked at again after every loop callback, so the list stays short. */
+#define UNKNOWN_MAX 4096
+
+/* A FETCH being answered later: parked in the store until the value is set, or (unknown)
+ * on srv->unknown until its id appears or its grace period ends. */
 struct lt_fetch {
   lt_waiter_t w; /* first: the waiter callback casts back */
   lt_server_t *srv;
   lt_session_t *sess;
   lt_oid_t id;
+  bool release;            /* drop the value once it is sent */
+  bool unknown;            /* on srv->unknown, not in the store */
+  uint64_t deadline;       /* unknown: uv_now after which it is answered LT_ENOENT */
   lt_fetch_t *next, *prev; /* in sess->fetches */
+  lt_fetch_t *unext, *uprev;
 };
 
 static void send_value(lt_server_t *srv, lt_session_t *s, lt_oid_t id, int status,
@@ -31,9 +49,24 @@ static void send_value(lt_server_t *srv, lt_session_t *s, lt_oid_t id, int statu
   m.u.value.status = status;
   m.u.value.errmsg = text;
   m.u.value.frame = v != NULL ? 0 : -1;
-  lt__server_send(srv, s->rid, s->rid_len, &m, v != NULL ? &v : NULL, v != NULL ? 1 : 0);
+  int rc = lt__server_send(srv, s->rid, s->rid_len, &m, v != NULL ? &v : NULL, v != NULL ? 1 : 0);
+  if (rc == LT_OK && v != NULL && lt__peer_session(s)) srv->peer_out += v->len;
 }
 
+static void send_unknown(lt_server_t *srv, lt_session_t *s, lt_oid_t id) {
+  char ids[48], text[96];
+  snprintf(text, sizeof text, "no object %s on this server", lt__oid_format(id, ids, sizeof ids));
+  send_value(srv, s, id, LT_ENOENT, text, NULL);
+}
+
+static void link_session(lt_session_t *s, lt_fetch_t *f) {
+  f->prev = NULL;
+  f->next = s->fetches;
+  if (s->fetches) s->fetches->prev = f;
+  s->fetches = f;
+}
+
+/* fetch_unlink takes f off its session's list and, when unknown, off srv->unknown. */
 static void fetch_unlink(lt_session_t *s, lt_fetch_t *f) {
   if (f->prev)
     f->prev->next = f->next;
@@ -41,6 +74,15 @@ static void fetch_unlink(lt_session_t *s, lt_fetch_t *f) {
     s->fetches = f->next;
   if (f->next) f->next->prev = f->prev;
   f->next = f->prev = NULL;
+  if (!f->unknown) return;
+  if (f->uprev)
+    f->uprev->unext = f->unext;
+  else
+    f->srv->unknown = f->unext;
+  if (f->unext) f->unext->uprev = f->uprev;
+  f->unext = f->uprev = NULL;
+  f->unknown = false;
+  f->srv->nunknown--;
 }
 
 static void on_fetch_ready(lt_waiter_t *w, lt_oid_t id, int status, lt_value_t *v,
@@ -49,10 +91,56 @@ static void on_fetch_ready(lt_waiter_t *w, lt_oid_t id, int status, lt_value_t *
   fetch_unlink(f->sess, f);
   if (status != LT_OK && (errmsg == NULL || errmsg[0] == '\0')) errmsg = lt_strerror(status);
   send_value(f->srv, f->sess, id, status, errmsg, status == LT_OK ? v : NULL);
+  /* Set or failed: the last reader has it. Released or shut down: nothing left to drop.
+   * The store woke this waiter from a detached list, so other readers woken by the same
+   * set still get the value. */
+  if (f->release && status != LT_ECANCELED && status != LT_ESHUTDOWN)
+    lt__store_release(f->srv->store, id);
   free(f);
 }
 
-void lt__fetch_handle(lt_server_t *srv, lt_session_t *s, lt_oid_t id) {
+/* answer looks f's id up: answers at once (and frees f) when the value is ready or failed,
+ * parks f in the store when it is pending. Returns false, leaving f alone, when the id is
+ * unknown. f is on no list. */
+static bool answer(lt_server_t *srv, lt_fetch_t *f) {
+  lt_session_t *s = f->sess;
+  lt_oid_t id = f->id;
+  lt_value_t *v = NULL;
+  const char *em = NULL;
+  int rc = lt__store_get(srv->store, id, &v, srv->stopping ? NULL : &f->w, &em);
+  if (rc == LT_ENOENT && em == NULL) return false;
+  if (rc == LT_EAGAIN && !srv->stopping) {
+    link_session(s, f);
+    return true;
+  }
+  bool release = f->release;
+  free(f);
+  if (rc == LT_OK) {
+    send_value(srv, s, id, LT_OK, "", v);
+    lt__value_unref(v);
+  } else if (rc == LT_EAGAIN) {
+    send_value(srv, s, id, LT_ESHUTDOWN, "server shutting down", NULL);
+    return true;
+  } else {
+    /* A failed value (also one that failed with LT_ENOENT: its own input was unknown). */
+    send_value(srv, s, id, rc, em != NULL && em[0] ? em : lt_strerror(rc), NULL);
+  }
+  if (release) lt__store_release(srv->store, id); /* after sending: em lives in the entry */
+  return true;
+}
+
+static void on_tick(uv_timer_t *h);
+
+void lt__fetch_init(lt_server_t *srv) {
+  uv_timer_init(&srv->loop, &srv->fetch_timer);
+  srv->fetch_timer.data = srv;
+}
+
+void lt__fetch_close(lt_server_t *srv) {
+  uv_close((uv_handle_t *)&srv->fetch_timer, NULL);
+}
+
+void lt__fetch_handle(lt_server_t *srv, lt_session_t *s, lt_oid_t id, bool release) {
   lt_fetch_t *f = calloc(1, sizeof *f);
   if (f == NULL) {
     send_value(srv, s, id, LT_ENOMEM, "out of memory", NULL);
@@ -62,33 +150,55 @@ void lt__fetch_handle(lt_server_t *srv, lt_session_t *s, lt_oid_t id) {
   f->srv = srv;
   f->sess = s;
   f->id = id;
-  lt_value_t *v = NULL;
-  const char *em = NULL;
-  char ids[48], text[96];
-  int rc = lt__store_get(srv->store, id, &v, srv->stopping ? NULL : &f->w, &em);
-  if (rc == LT_EAGAIN && !srv->stopping) {
-    f->next = s->fetches;
-    if (s->fetches) s->fetches->prev = f;
-    s->fetches = f;
+  f->release = release;
+  if (answer(srv, f)) return;
+  if (!lt__peer_session(s) || srv->stopping || srv->nunknown >= UNKNOWN_MAX) {
+    free(f);
+    send_unknown(srv, s, id);
     return;
   }
-  free(f);
-  switch (rc) {
-  case LT_OK:
-    send_value(srv, s, id, LT_OK, "", v);
-    lt__value_unref(v);
-    break;
-  case LT_EAGAIN:
-    send_value(srv, s, id, LT_ESHUTDOWN, "server shutting down", NULL);
-    break;
-  case LT_ENOENT:
-    snprintf(text, sizeof text, "no object %s on this server", lt__oid_format(id, ids, sizeof ids));
-    send_value(srv, s, id, LT_ENOENT, text, NULL);
-    break;
-  default:
-    send_value(srv, s, id, rc, em != NULL && em[0] ? em : lt_strerror(rc), NULL);
-    break;
+  uint64_t grace = srv->fetch_ms < GRACE_MS ? srv->fetch_ms : GRACE_MS;
+  f->unknown = true;
+  srv->nunknown++;
+  f->deadline = uv_now(&srv->loop) + grace;
+  f->unext = srv->unknown;
+  if (srv->unknown) srv->unknown->uprev = f;
+  srv->unknown = f;
+  link_session(s, f);
+  if (!uv_is_active((uv_handle_t *)&srv->fetch_timer))
+    uv_timer_start(&srv->fetch_timer, on_tick, TICK_MS, TICK_MS);
+}
+
+void lt__fetch_retry(lt_server_t *srv) {
+  if (srv->unknown == NULL) return;
+  uint64_t now = uv_now(&srv->loop);
+  lt_fetch_t *f = srv->unknown, *next;
+  for (; f != NULL; f = next) {
+    next = f->unext;
+    lt_session_t *s = f->sess;
+    fetch_unlink(s, f);
+    if (answer(srv, f)) continue;
+    if (now >= f->deadline || srv->stopping) {
+      lt_oid_t id = f->id;
+      free(f);
+      send_unknown(srv, s, id);
+      continue;
+    }
+    /* Still unknown: back on both lists (at the head of srv->unknown, behind `next`). */
+    f->unknown = true;
+    srv->nunknown++;
+    f->unext = srv->unknown;
+    if (srv->unknown) srv->unknown->uprev = f;
+    srv->unknown = f;
+    link_session(s, f);
   }
+  if (srv->unknown == NULL) uv_timer_stop(&srv->fetch_timer);
+}
+
+static void on_tick(uv_timer_t *h) {
+  lt_server_t *srv = h->data;
+  lt__fetch_retry(srv);
+  lt__server_settle(srv);
 }
 
 void lt__fetch_drop_session(lt_server_t *srv, lt_session_t *s, int status) {

@@ -1,5 +1,7 @@
 /* fetch.h: FETCH requests on the holder of a value: answered at once, or parked until the
- * value is set. Loop thread only. */
+ * value is set (or, for a peer, until an unknown id appears); with `release` the value is
+ * dropped once sent. Fetching from another holder
+ * is peer.h. Loop thread only. */
 #ifndef LT_FETCH_H
 #define LT_FETCH_H
 
@@ -8,8 +10,25 @@
 
 /* lt__fetch_handle answers a FETCH of `id` from session `s` with a VALUE: at once when the
  * value is ready, failed or unknown (LT_ENOENT), or once it is set when it is pending (while
- * the server is stopping, a pending value is answered LT_ESHUTDOWN at once). */
-void lt__fetch_handle(lt_server_t *srv, lt_session_t *s, lt_oid_t id);
+ * the server is stopping, a pending value is answered LT_ESHUTDOWN at once). An unknown id
+ * asked for by a peer server waits up to a grace period (2 s, at most --fetch-timeout) for
+ * the instruction that makes it, as the peer's fetch may overtake the client's EXECUTE. With
+ * `release` (the asker is the last reader) a ready or failed value is dropped from the store right
+ * after its VALUE is sent. The bytes of values sent to peer sessions count in
+ * srv->peer_out. */
+void lt__fetch_handle(lt_server_t *srv, lt_session_t *s, lt_oid_t id, bool release);
+
+/* lt__fetch_init initialises the timer of the fetches that wait for unknown ids. Call once
+ * while setting up, before anything can close the server's handles. */
+void lt__fetch_init(lt_server_t *srv);
+
+/* lt__fetch_close closes that timer. Part of closing the server. */
+void lt__fetch_close(lt_server_t *srv);
+
+/* lt__fetch_retry looks again at the peers' fetches of ids that were unknown: each one whose
+ * id has appeared is answered or parked, each one past its grace period is answered
+ * LT_ENOENT. Part of lt__server_settle (cheap when there are none). */
+void lt__fetch_retry(lt_server_t *srv);
 
 /* lt__fetch_drop_session takes the session's parked fetches out of the store; unless
  * `status` is LT_OK each is first answered with a VALUE carrying `status`. */

@@ -1,6 +1,7 @@
 /* load.c: the load report every server->client message carries (DESIGN.md 5): executor
- * counters, parked instructions, store size, and the process's recent CPU use, sampled
- * with getrusage once a second by a uv timer. Loop thread only. */
+ * counters, parked instructions, store size, bytes fetched from and served to peer servers,
+ * and the process's recent CPU use, sampled with getrusage once a second by a uv timer.
+ * Loop thread only. */
 #include <sys/resource.h>
 #include <sys/time.h>
 #include "server.h"
@@ -39,4 +40,6 @@ void lt__load_fill(lt_server_t *srv, lt_load_t *load) {
   load->cpu = srv->cpu;
   load->values_held = lt__store_count(srv->store);
   load->threads = srv->threads;
+  load->peer_in = srv->peer_in;
+  load->peer_out = srv->peer_out;
 }

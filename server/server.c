@@ -1,8 +1,9 @@
 /* server.c: lithium-server's life cycle and message dispatch. Sets up the loop, the ROUTER
  * socket, store, modules and workers; decodes every message (replying LT_MSG_ERROR to what
  * cannot be decoded or is not allowed), handles the session-level messages itself and hands
- * EXECUTE and CANCEL to task.c, FETCH to fetch.c; drops idle sessions; and shuts down on
- * SIGINT/SIGTERM once running kernels are done. Loop thread only. */
+ * EXECUTE and CANCEL to task.c, FETCH to fetch.c (links to peer servers are peer.c); drops
+ * idle sessions; and shuts down on SIGINT/SIGTERM once running kernels are done. Loop
+ * thread only. */
 #include "server.h"
 
 #include <errno.h>
@@ -15,6 +16,7 @@
 #include <lithium/error.h>
 #include "fetch.h"
 #include "log.h"
+#include "peer.h"
 #include "session.h"
 #include "task.h"
 
@@ -210,7 +212,7 @@ static void dispatch(lt_server_t *srv, const void *rid, size_t rid_len, const lt
     lt__task_execute(srv, s, m, payloads);
     break;
   case LT_MSG_FETCH:
-    lt__fetch_handle(srv, s, m->u.fetch.id);
+    lt__fetch_handle(srv, s, m->u.fetch.id, m->u.fetch.release);
     break;
   case LT_MSG_RELEASE:
     for (uint32_t i = 0; i < m->u.release.nids; i++)
@@ -274,6 +276,8 @@ static void close_handles(lt_server_t *srv) {
   lt_session_t *s, *tmp;
   HASH_ITER(hh, srv->sessions, s, tmp) lt__server_drop_session(srv, s, "server shutting down");
   lt__task_run_failq(srv);
+  lt__peer_close_all(srv);
+  lt__fetch_close(srv);
   if (srv->zuv_started) lt__zuv_close(&srv->zuv, NULL);
   uv_close((uv_handle_t *)&srv->sigint, NULL);
   uv_close((uv_handle_t *)&srv->sigterm, NULL);
@@ -284,6 +288,7 @@ static void close_handles(lt_server_t *srv) {
 }
 
 void lt__server_settle(lt_server_t *srv) {
+  lt__fetch_retry(srv);
   lt__task_run_failq(srv);
   while (srv->dirty != NULL)
     lt__session_flush(srv, srv->dirty);
@@ -390,6 +395,8 @@ int lt__server_new(lt_server_t **out, const lt_srv_args_t *a, char *err, size_t 
   uv_timer_init(&srv->loop, &srv->idle_timer);
   uv_timer_init(&srv->loop, &srv->load_timer);
   srv->sigint.data = srv->sigterm.data = srv->idle_timer.data = srv->load_timer.data = srv;
+  lt__peer_init(srv, a->fetch_ms);
+  lt__fetch_init(srv);
 
   lt__codec_limits_default(&srv->lim);
   srv->lim.max_frame = (size_t)a->max_frame;

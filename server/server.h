@@ -25,6 +25,7 @@
 
 typedef struct lt_session lt_session_t;
 typedef struct lt_task lt_task_t;
+typedef struct lt_peer lt_peer_t;
 
 typedef struct lt_server {
   uv_loop_t loop;
@@ -51,12 +52,25 @@ typedef struct lt_server {
   uint32_t cores;
   uint64_t idle_ms;
 
+  /* Peer links (peer.c): one DEALER per holder endpoint this server fetches from. */
+  lt_peer_t *peers; /* uthash by endpoint */
+  uint32_t npeers;
+  uint64_t peer_id;  /* the client id this server gives itself in its hello to peers */
+  uint64_t fetch_ms; /* a peer silent this long while we fetch from it is unreachable */
+  uv_timer_t peer_timer;
+  struct lt_copy *copies;   /* fetched copies in the store, by id, with their readers */
+  struct lt_fetch *unknown; /* peers' fetches of ids not here yet (fetch.c) */
+  uint32_t nunknown;
+  uv_timer_t fetch_timer;
+
   /* Load report (DESIGN.md 5). */
   uint64_t completed; /* kernels run since start */
   uint32_t parked;    /* instructions waiting for inputs */
   uint32_t inexec;    /* instructions handed to the executor and not yet back */
   float cpu;          /* process CPU use over the last sample, 0..cores */
   uint64_t cpu_prev_us, wall_prev_us;
+  uint64_t peer_in;  /* bytes of values fetched from peer servers */
+  uint64_t peer_out; /* bytes of values served to peer servers */
 
   bool zuv_started;
   bool stopping; /* SIGINT/SIGTERM seen: no new instructions */
@@ -93,8 +107,9 @@ __attribute__((format(printf, 5, 6))) void lt__server_send_error(lt_server_t *sr
                                                                  size_t rid_len, int code,
                                                                  const char *fmt, ...);
 
-/* lt__server_settle finishes queued failures, flushes every dirty session's completions and
- * closes the server once a shutdown has nothing left running. Ends every loop callback. */
+/* lt__server_settle retries peers' fetches of ids that were unknown, finishes queued
+ * failures, flushes every dirty session's completions and closes the server once a
+ * shutdown has nothing left running. Ends every loop callback. */
 void lt__server_settle(lt_server_t *srv);
 
 /* lt__server_drop_session ends session `s`: its queued and parked instructions are dropped,

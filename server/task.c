@@ -13,6 +13,7 @@
 #include <lithium/error.h>
 #include "log.h"
 #include "oid.h"
+#include "peer.h"
 
 enum { TASK_NEW = 0, TASK_PARKED, TASK_EXEC, TASK_FAILING };
 
@@ -24,6 +25,9 @@ typedef struct task_input {
   lt_oid_t id;
   bool parked;  /* w is linked in the store */
   bool has_msg; /* msg holds an INLINE payload frame */
+  bool copy;    /* a reader of a copy fetched from a peer (lt__peer_unref when done) */
+  bool told;    /* lt__peer_need has told the holder what this reader is */
+  char *holder; /* REF held by another server: its endpoint; else NULL */
   zmq_msg_t msg;
   lt_value_t *val; /* REF, once ready */
 } task_input_t;
@@ -42,6 +46,7 @@ struct lt_task {
   uint32_t flags;
   int state;
   bool ran;
+  bool input_failed; /* an input failed: the task can never run */
   uint32_t ninputs;
   task_input_t *inputs;
   lt_bytes_t *in; /* what the kernel sees */
@@ -73,6 +78,8 @@ static void task_free(lt_server_t *srv, lt_task_t *t) {
     if (in->parked) lt__store_unpark(srv->store, &in->w);
     if (in->has_msg) zmq_msg_close(&in->msg);
     lt__value_unref(in->val);
+    if (in->copy) lt__peer_unref(srv, in->id);
+    free(in->holder);
   }
   if (t->ran) lt__exec_result_clear(&t->job.result);
   for (uint32_t i = 0; t->params != NULL && i < t->nstages; i++)
@@ -153,6 +160,7 @@ static void on_input(lt_waiter_t *w, lt_oid_t id, int status, lt_value_t *v, con
   snprintf(msg, sizeof msg, "input %u (%s): %s", in->idx, lt__oid_format(id, ids, sizeof ids),
            errmsg != NULL && errmsg[0] ? errmsg : lt_strerror(status));
   unpark_all(srv, t);
+  t->input_failed = true;
   fail_later(srv, t, status, msg);
 }
 
@@ -161,10 +169,18 @@ static void release_expected(lt_server_t *srv, lt_task_t *t) {
   if (expected(t)) lt__store_release(srv->store, t->out);
 }
 
+/* release_inputs drops the REF inputs of the last reader (LT_INSTR_RELEASE_INPUTS) once it
+ * ran, or once an input failed, since then it never will: its other inputs are not needed
+ * any more either. A canceled or shut down one keeps them for a retry. */
 static void release_inputs(lt_server_t *srv, lt_task_t *t) {
-  if (!t->ran || !(t->flags & LT_INSTR_RELEASE_INPUTS)) return;
-  for (uint32_t i = 0; i < t->ninputs; i++)
-    if (t->inputs[i].kind == LT_INPUT_REF) lt__store_release(srv->store, t->inputs[i].id);
+  if (!(t->ran || t->input_failed) || !(t->flags & LT_INSTR_RELEASE_INPUTS)) return;
+  for (uint32_t i = 0; i < t->ninputs; i++) {
+    task_input_t *in = &t->inputs[i];
+    if (in->kind != LT_INPUT_REF) continue;
+    lt__store_release(srv->store, in->id);
+    /* A remote input never asked for (an earlier one failed): its holder drops it now. */
+    if (in->holder != NULL && !in->told) lt__peer_release(srv, in->holder, in->id);
+  }
 }
 
 /* store_outputs wraps the `n` outputs of the run into vals[] and, when they are kept,
@@ -302,12 +318,13 @@ static int check(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m, const lt_
         return LT_EPROTO;
       }
     } else if (in->kind == LT_INPUT_REF) {
-      /* A value held elsewhere needs a peer fetch from its holder (not supported yet). */
-      if (in->holder[0] != '\0' && strcmp(in->holder, srv->endpoint) != 0) {
-        char ids[48];
-        snprintf(err, errlen, "input %u: %s is held by %s: peer fetch not supported yet", j,
-                 lt__oid_format(in->id, ids, sizeof ids), in->holder);
-        return LT_ENOENT;
+      /* A value held elsewhere is fetched from its holder: a tcp:// endpoint this server
+       * may connect to. */
+      if (lt__peer_remote(srv, in->holder) && !lt__peer_endpoint_ok(in->holder)) {
+        snprintf(err, errlen,
+                 "input %u: holder '%.64s' is not a tcp:// endpoint of at most %d bytes", j,
+                 in->holder, LT_PEER_EP_MAX);
+        return LT_EINVAL;
       }
     } else {
       snprintf(err, errlen, "input %u: unknown kind %d", j, (int)in->kind);
@@ -361,6 +378,11 @@ static lt_task_t *task_new(lt_server_t *srv, lt_session_t *s, const lt_instr_t *
     t->inputs[j].id = ins->inputs[j].id;
     t->inputs[j].w.cb = on_input;
     t->inputs[j].w.data = t;
+    if (ins->inputs[j].kind == LT_INPUT_REF && lt__peer_remote(srv, ins->inputs[j].holder) &&
+        (t->inputs[j].holder = strdup(ins->inputs[j].holder)) == NULL) {
+      task_free(srv, t);
+      return NULL;
+    }
   }
   HASH_ADD(hh, s->tasks, seq, sizeof t->seq, t);
   if (t->oom) {
@@ -372,7 +394,9 @@ static lt_task_t *task_new(lt_server_t *srv, lt_session_t *s, const lt_instr_t *
 }
 
 /* resolve_inputs binds every input: INLINE frames are kept zero copy, REF inputs are got
- * from the store or parked there. On a failed or unknown input the task is queued to fail. */
+ * from the store or parked there; a REF held by another server is first fetched into the
+ * store (peer.c), so that it resolves like a local one. On a failed or unknown input the
+ * task is queued to fail. */
 static void resolve_inputs(lt_server_t *srv, lt_task_t *t, zmq_msg_t *payloads,
                            const lt_instr_t *ins) {
   for (uint32_t j = 0; j < t->ninputs; j++) {
@@ -386,7 +410,17 @@ static void resolve_inputs(lt_server_t *srv, lt_task_t *t, zmq_msg_t *payloads,
     }
     lt_value_t *v = NULL;
     const char *em = NULL;
-    int rc = lt__store_get(srv->store, in->id, &v, &in->w, &em);
+    char perr[400];
+    int rc = LT_OK;
+    if (in->holder != NULL) {
+      rc = lt__peer_need(srv, in->holder, in->id, (t->flags & LT_INSTR_RELEASE_INPUTS) != 0,
+                         &in->copy, perr, sizeof perr);
+      in->told = rc == LT_OK;
+    }
+    if (rc != LT_OK)
+      em = perr;
+    else
+      rc = lt__store_get(srv->store, in->id, &v, &in->w, &em);
     if (rc == LT_OK) {
       in->val = v;
       t->in[j] = (lt_bytes_t){v->data, v->len};
@@ -396,11 +430,12 @@ static void resolve_inputs(lt_server_t *srv, lt_task_t *t, zmq_msg_t *payloads,
     } else {
       char ids[48], msg[LT_KERNEL_ERRMSG_MAX + 96];
       snprintf(msg, sizeof msg, "input %u (%s): %s", j, lt__oid_format(in->id, ids, sizeof ids),
-               rc == LT_ENOENT       ? "no such object on this server"
-               : em != NULL && em[0] ? em
-                                     : lt_strerror(rc));
+               em != NULL && em[0] ? em
+               : rc == LT_ENOENT   ? "no such object on this server"
+                                   : lt_strerror(rc));
       unpark_all(srv, t);
       t->nwait = 0;
+      t->input_failed = true;
       fail_later(srv, t, rc, msg);
       return;
     }

@@ -219,15 +219,17 @@ int lt__files_read(const lt_input_t *in, void **data, size_t *len, char *err, si
 int lt__files_write(const lt_input_t *in, const void *data, size_t len, char *err, size_t errlen) {
   if (in->out_path == NULL) {
     if (len > 0 && fwrite(data, 1, len, stdout) != len) {
-      snprintf(err, errlen, "stdout: %s", strerror(errno));
-      return -1;
+      int e = errno != 0 ? errno : EIO;
+      snprintf(err, errlen, "stdout: %s", strerror(e));
+      return e;
     }
     return 0;
   }
   int fd = open(in->out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
   if (fd < 0) {
-    snprintf(err, errlen, "%s: %s", in->out_path, strerror(errno));
-    return -1;
+    int e = errno;
+    snprintf(err, errlen, "%s: %s", in->out_path, strerror(e));
+    return e;
   }
   const char *p = data;
   size_t left = len;
@@ -246,7 +248,7 @@ int lt__files_write(const lt_input_t *in, const void *data, size_t len, char *er
   if (rc != 0) {
     unlink(in->out_path);
     snprintf(err, errlen, "%s: %s", in->out_path, strerror(rc));
-    return -1;
+    return rc;
   }
   return 0;
 }

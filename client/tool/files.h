@@ -23,8 +23,8 @@ int lt__files_plan(lt_input_t **out, const char *const *paths, size_t n, const c
 int lt__files_read(const lt_input_t *in, void **data, size_t *len, char *err, size_t errlen);
 
 /* lt__files_write writes a result to the input's output file, or to stdout when it has none
- * (unflushed). Returns 0, or -1 with "NAME: why" in `err`; a partly written output file is
- * removed. */
+ * (unflushed). Returns 0, or an errno value with "NAME: why" in `err`; a partly written output file
+ * is removed. */
 int lt__files_write(const lt_input_t *in, const void *data, size_t len, char *err, size_t errlen);
 
 /* lt__files_free frees the inputs of lt__files_plan; accepts NULL. */

@@ -5,6 +5,7 @@
  * its own dispatcher thread. */
 #include "run.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,8 +138,10 @@ static int finish_next(run_t *r, int timeout_ms) {
     } else {
       char err[512];
       if (in->out_path == NULL && r->stdout_tty) lt__progress_clear(&r->progress);
-      if (lt__files_write(in, lt_buf_data(b), lt_buf_len(b), err, sizeof err) != 0) {
-        report(r, "%s", err);
+      int e = lt__files_write(in, lt_buf_data(b), lt_buf_len(b), err, sizeof err);
+      if (e != 0) {
+        /* A reader that went away (`lithium run ... | head`) is no news to anyone. */
+        if (e != EPIPE) report(r, "%s", err);
         r->failed++;
         if (in->out_path == NULL) status = -1;
       }
@@ -186,7 +189,7 @@ int lt__run(const lt_cli_t *cli, lt_skel_t *program, size_t window) {
     lt_eval_close(r.ev);
     if (stopped == 0) lt__progress_end(&r.progress, r.done, r.failed);
     if (fflush(stdout) != 0) {
-      report(&r, "stdout: write failed");
+      if (errno != EPIPE) report(&r, "stdout: %s", strerror(errno));
       stopped = -1;
     }
     if (cli->stats) {

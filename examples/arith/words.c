@@ -9,14 +9,13 @@
  * included) pass unchanged. */
 LT_KERNEL(upper, call) {
   int n = lt_call_ninputs(call);
-  if (n != 1) return lt_call_fail(call, "words:upper expects 1 input, got %d", n);
+  if (n != 1) return lt_call_fail(call, "expects 1 input, got %d", n);
   size_t len = 0;
   const unsigned char *in = lt_call_input(call, 0, &len);
-  if (in == NULL && len != 0) return lt_call_fail(call, "words:upper: missing input");
+  if (in == NULL && len != 0) return lt_call_fail(call, "missing input");
   /* An empty token still gets its (empty) output; NULL is an error only for len > 0. */
   unsigned char *out = lt_call_output(call, len);
-  if (out == NULL && len != 0)
-    return lt_call_fail(call, "words:upper: out of memory for %zu bytes", len);
+  if (out == NULL && len != 0) return lt_call_fail(call, "out of memory for %zu bytes", len);
   for (size_t i = 0; i < len; i++) {
     unsigned char ch = in[i];
     out[i] = (ch >= 'a' && ch <= 'z') ? (unsigned char)(ch - 'a' + 'A') : ch;

@@ -12,7 +12,7 @@
 /* run_all runs `inputs` through `expr`'s program on `hosts` (NULL: the sequential
  * evaluator) and returns every result as "ok:<hex>" or "err:<code>:<message>" lines. */
 static char *run_all(const lt_skel_t *prog, lt_proc_t *hosts, int nhosts, int normal_form,
-                     const char *const *inputs, int n, char **stats) {
+                     const char *mode, const char *const *inputs, int n, char **stats) {
   char *text = lt_skel_format(prog);
   lt_skel_t *copy = NULL;
   char err[256];
@@ -21,6 +21,7 @@ static char *run_all(const lt_skel_t *prog, lt_proc_t *hosts, int nhosts, int no
   cr_assert_eq(lt_eval_new(&ev, copy), LT_OK);
   cr_assert_eq(lt_eval_set(ev, "modules", LT_TEST_MODULES), LT_OK);
   cr_assert_eq(lt_eval_set(ev, "normal_form", normal_form ? "on" : "off"), LT_OK);
+  cr_assert_eq(lt_eval_set(ev, "mode", mode), LT_OK);
   for (int i = 0; i < nhosts; i++) cr_assert_eq(lt_eval_add_host(ev, hosts[i].endpoint), LT_OK);
   int rc = nhosts > 0 ? lt_eval_start(ev) : lt_eval_run_local(ev);
   cr_assert_eq(rc, LT_OK, "%s", lt_strerror(rc));
@@ -60,17 +61,21 @@ static void stop3(lt_proc_t *p) {
   for (int i = 0; i < 3; i++) lt__proc_stop(&p[i], 5000);
 }
 
-/* same_everywhere checks servers, servers with normal form, and the sequential evaluator
- * agree, and returns the result text (caller frees). */
+/* same_everywhere checks that servers in plain mode, in optimized mode (lookahead and
+ * lazy binding), with normal form, and the sequential evaluator agree, and returns the
+ * result text (caller frees). */
 static char *same_everywhere(lt_skel_t *prog, lt_proc_t *hosts, const char *const *in, int n) {
-  char *local = run_all(prog, NULL, 0, 0, in, n, NULL);
-  char *remote = run_all(prog, hosts, 3, 0, in, n, NULL);
-  char *fused = run_all(prog, hosts, 3, 1, in, n, NULL);
+  char *local = run_all(prog, NULL, 0, 0, "plain", in, n, NULL);
+  char *plain = run_all(prog, hosts, 3, 0, "plain", in, n, NULL);
+  char *lazy = run_all(prog, hosts, 3, 0, "optimized", in, n, NULL);
+  char *fused = run_all(prog, hosts, 3, 1, "optimized", in, n, NULL);
   char *prog_text = lt_skel_format(prog);
-  cr_assert_str_eq(remote, local, "%s", prog_text);
-  cr_assert_str_eq(fused, local, "%s (normal form)", prog_text);
+  cr_assert_str_eq(plain, local, "%s (plain)", prog_text);
+  cr_assert_str_eq(lazy, local, "%s (optimized)", prog_text);
+  cr_assert_str_eq(fused, local, "%s (optimized, normal form)", prog_text);
   free(prog_text);
-  free(remote);
+  free(plain);
+  free(lazy);
   free(fused);
   lt_skel_free(prog);
   return local;
@@ -159,8 +164,8 @@ Test(normal_form, fewer_instructions_same_results, .timeout = 120) {
   lt_skel_t *p = lt_pipeline(lt_seq("skelk:rev"), lt_seq_with("skelk:app", "!", 1),
                              lt_seq_with("skelk:xor", "A", 1), lt_seq("skelk:rev"), NULL);
   char *plain_stats = NULL, *fused_stats = NULL;
-  char *a = run_all(p, hosts, 3, 0, in, 3, &plain_stats);
-  char *b = run_all(p, hosts, 3, 1, in, 3, &fused_stats);
+  char *a = run_all(p, hosts, 3, 0, "optimized", in, 3, &plain_stats);
+  char *b = run_all(p, hosts, 3, 1, "optimized", in, 3, &fused_stats);
   cr_assert_str_eq(a, b);
   cr_assert_not_null(strstr(plain_stats, "\"instructions\":12"), "%s", plain_stats);
   cr_assert_not_null(strstr(fused_stats, "\"instructions\":3"), "%s", fused_stats);

@@ -100,19 +100,19 @@ LT_KERNEL(echo, call) {
 }
 
 LT_KERNEL(inc, call) {
-  int64_t v;
+  int64_t v = 0;
   if (int_input(call, "inc", &v) != 0) return 1;
   return int_output(call, (int64_t)((uint64_t)v + 1));
 }
 
 LT_KERNEL(dbl, call) {
-  int64_t v;
+  int64_t v = 0;
   if (int_input(call, "dbl", &v) != 0) return 1;
   return int_output(call, (int64_t)((uint64_t)v * 2));
 }
 
 LT_KERNEL(neg_fails, call) {
-  int64_t v;
+  int64_t v = 0;
   if (int_input(call, "neg_fails", &v) != 0) return 1;
   if (v < 0) return lt_call_fail(call, "negative input %lld", (long long)v);
   return int_output(call, v);
@@ -200,7 +200,7 @@ LT_KERNEL(none, call) {
 }
 
 LT_KERNEL(positive, call) {
-  int64_t v;
+  int64_t v = 0;
   if (int_input(call, "positive", &v) != 0) return 1;
   return lt_call_answer(call, v > 0);
 }

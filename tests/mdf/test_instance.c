@@ -26,11 +26,20 @@ static lt_frame_t *pop(void) {
 
 static lt_value_t *str(const char *s) { return lt__value_copy(s, strlen(s)); }
 
+/* complete_vals completes `f` with client-held values as its output tokens. */
+static int complete_vals(lt_instance_t *inst, lt_frame_t *f, int answer, lt_value_t **vals,
+                         uint32_t n, char *err) {
+  lt_token_t toks[16];
+  cr_assert_leq(n, 16);
+  for (uint32_t i = 0; i < n; i++) toks[i] = (lt_token_t){.value = vals[i], .holder = -1};
+  return lt__instance_complete(inst, f, answer, toks, n, on_fire, NULL, err, 128);
+}
+
 /* complete1 completes `f` with one output `s`. */
 static int complete1(lt_instance_t *inst, lt_frame_t *f, const char *s) {
   lt_value_t *v = str(s);
   char err[128];
-  int rc = lt__instance_complete(inst, f, -1, &v, 1, on_fire, NULL, err, sizeof err);
+  int rc = complete_vals(inst, f, -1, &v, 1, err);
   lt__value_unref(v);
   return rc;
 }
@@ -84,7 +93,7 @@ static void run_map(uint32_t parts) {
     outs[i] = str(b);
   }
   char err[128];
-  cr_assert_eq(lt__instance_complete(inst, f, -1, outs, parts, on_fire, NULL, err, sizeof err), LT_OK);
+  cr_assert_eq(complete_vals(inst, f, -1, outs, parts, err), LT_OK);
   for (uint32_t i = 0; i < parts; i++) lt__value_unref(outs[i]);
   if (parts > 0) {
     cr_assert_eq(nfired, (int)parts);
@@ -142,14 +151,14 @@ Test(instance, dc_recurses_to_depth_12_without_recursion_on_the_stack) {
       steps++;
       size_t depth = fi.inputs[0].value->len;
       if (depth == 12) {
-        cr_assert_eq(lt__instance_complete(inst, f, 1, NULL, 0, on_fire, NULL, err, sizeof err), LT_OK);
+        cr_assert_eq(complete_vals(inst, f, 1, NULL, 0, err), LT_OK);
       } else {
         lt_value_t *parts[2];
         char buf[16];
         memset(buf, 'd', sizeof buf);
         parts[0] = lt__value_copy(buf, depth + 1);
         parts[1] = lt__value_copy(buf, depth + 1);
-        cr_assert_eq(lt__instance_complete(inst, f, 0, parts, 2, on_fire, NULL, err, sizeof err), LT_OK);
+        cr_assert_eq(complete_vals(inst, f, 0, parts, 2, err), LT_OK);
         lt__value_unref(parts[0]);
         lt__value_unref(parts[1]);
       }
@@ -161,13 +170,13 @@ Test(instance, dc_recurses_to_depth_12_without_recursion_on_the_stack) {
       memcpy(&b, fi.inputs[1].value->data, 8);
       uint64_t sum = a + b;
       lt_value_t *v = lt__value_copy(&sum, 8);
-      cr_assert_eq(lt__instance_complete(inst, f, -1, &v, 1, on_fire, NULL, err, sizeof err), LT_OK);
+      cr_assert_eq(complete_vals(inst, f, -1, &v, 1, err), LT_OK);
       lt__value_unref(v);
     } else {
       if (strcmp(k, "m:b1") == 0) bases++;
       uint64_t one = 1;
       lt_value_t *v = lt__value_copy(&one, 8);
-      cr_assert_eq(lt__instance_complete(inst, f, -1, &v, 1, on_fire, NULL, err, sizeof err), LT_OK);
+      cr_assert_eq(complete_vals(inst, f, -1, &v, 1, err), LT_OK);
       lt__value_unref(v);
     }
   }
@@ -190,7 +199,7 @@ Test(instance, bad_completions_are_refused) {
   lt_instance_t *inst = start(s, &t, "x");
   lt_frame_t *f = pop();
   char err[128];
-  cr_assert_eq(lt__instance_complete(inst, f, -1, NULL, 0, on_fire, NULL, err, sizeof err), LT_EPROTO);
+  cr_assert_eq(complete_vals(inst, f, -1, NULL, 0, err), LT_EPROTO);
   cr_assert_not_null(strstr(err, "exactly one output"), "%s", err);
   lt__instance_free(inst); /* frees the frames and tokens still held */
   lt__template_free(t);
@@ -198,10 +207,10 @@ Test(instance, bad_completions_are_refused) {
   inst = start(s, &t, "x");
   cr_assert_eq(complete1(inst, pop(), "y"), LT_OK);
   f = pop();
-  cr_assert_eq(lt__instance_complete(inst, f, -1, NULL, 0, on_fire, NULL, err, sizeof err), LT_EPROTO,
+  cr_assert_eq(complete_vals(inst, f, -1, NULL, 0, err), LT_EPROTO,
                "a dc step without an answer");
   lt_value_t *v = str("z");
-  cr_assert_eq(lt__instance_complete(inst, f, 1, &v, 1, on_fire, NULL, err, sizeof err), LT_EPROTO,
+  cr_assert_eq(complete_vals(inst, f, 1, &v, 1, err), LT_EPROTO,
                "a base case with parts");
   lt__value_unref(v);
   lt__instance_free(inst);

@@ -145,6 +145,7 @@ static bool msg_equal(const lt_msg_t *a, const lt_msg_t *b, const char **why) {
              x->completed != y->completed || !feq(x->cpu, y->cpu) ||
              x->values_held != y->values_held || x->threads != y->threads,
          "load");
+    DIFF(x->peer_in != y->peer_in || x->peer_out != y->peer_out, "load.peer");
   }
   DIFF(a->nframes != b->nframes, "nframes");
   for (uint32_t i = 0; i < a->nframes; i++)
@@ -208,6 +209,7 @@ static bool msg_equal(const lt_msg_t *a, const lt_msg_t *b, const char **why) {
     break;
   case LT_MSG_FETCH:
     DIFF(!oid_eq(a->u.fetch.id, b->u.fetch.id), "fetch.id");
+    DIFF(a->u.fetch.release != b->u.fetch.release, "fetch.release");
     break;
   case LT_MSG_VALUE:
     DIFF(!oid_eq(a->u.value.id, b->u.value.id), "value.id");
@@ -324,7 +326,7 @@ static void sample(lt_msg_t *m, lt_msg_type_t t) {
   sample_frames[1] = (lt_bytes_t){frame_b, sizeof frame_b};
   sample_frames[2] = (lt_bytes_t){frame_c, 0};
   m->has_load = true;
-  m->load = (lt_load_t){3, 7, 11, 1ull << 35, 1.75f, 123456789012ull, 8};
+  m->load = (lt_load_t){3, 7, 11, 1ull << 35, 1.75f, 123456789012ull, 8, 1ull << 41, 99};
   m->nframes = 3;
   m->frames = sample_frames;
   switch (t) {
@@ -393,6 +395,7 @@ static void sample(lt_msg_t *m, lt_msg_type_t t) {
     break;
   case LT_MSG_FETCH:
     m->u.fetch.id = (lt_oid_t){0xa5a5a5a5a5a5a5a5ull, 9};
+    m->u.fetch.release = true;
     break;
   case LT_MSG_VALUE:
     m->u.value.id = (lt_oid_t){12, 13};
@@ -1259,6 +1262,64 @@ Test(codec, op_more_answer_wire_format) {
     cr_assert_eq(memcmp(hdr, env.b, len), 0, "answer %d", answer);
     free(hdr);
   }
+}
+
+Test(codec, fetch_release_and_peer_bytes) {
+  /* Fetch.release is field 2 (bool) and defaults to false; Load.peer_in and peer_out are
+   * fields 8 and 9, omitted when zero. Checked against the hand-built writer. */
+  for (int rel = 0; rel <= 1; rel++) {
+    lt_msg_t m = {.type = LT_MSG_FETCH};
+    m.u.fetch.id = (lt_oid_t){3, 4};
+    m.u.fetch.release = rel;
+    roundtrip(&m, NULL);
+    void *hdr;
+    size_t len;
+    encode_ok(&m, &hdr, &len);
+    pb f = {.n = 0}, env = {.n = 0};
+    pb_oid(&f, 1, 3, 4);
+    if (rel) pb_uint(&f, 2, 1);
+    pb_sub(&env, body_fno(LT_MSG_FETCH), &f);
+    cr_assert_eq(len, env.n, "release %d", rel);
+    cr_assert_eq(memcmp(hdr, env.b, len), 0, "release %d", rel);
+    free(hdr);
+  }
+  /* Any non-zero varint is true. */
+  pb f = {.n = 0}, env = {.n = 0};
+  pb_oid(&f, 1, 3, 4);
+  pb_uint(&f, 2, 300);
+  pb_sub(&env, body_fno(LT_MSG_FETCH), &f);
+  lt_msg_t out;
+  cr_assert_eq(decode_hdr(&out, env.b, env.n, NULL, 0, NULL), 0);
+  cr_assert(out.u.fetch.release);
+  lt__msg_clear(&out);
+
+  lt_msg_t h = {.type = LT_MSG_HEARTBEAT, .has_load = true};
+  h.load.peer_in = 5;
+  h.load.peer_out = UINT64_MAX;
+  roundtrip(&h, NULL);
+  void *hdr;
+  size_t len;
+  encode_ok(&h, &hdr, &len);
+  pb load = {.n = 0}, hb = {.n = 0};
+  env.n = 0;
+  pb_uint(&load, 8, 5);
+  pb_uint(&load, 9, UINT64_MAX);
+  pb_sub(&env, 1, &load);
+  pb_sub(&env, body_fno(LT_MSG_HEARTBEAT), &hb);
+  cr_assert_eq(len, env.n);
+  cr_assert_eq(memcmp(hdr, env.b, len), 0);
+  free(hdr);
+  /* An old peer's report (no fields 8 and 9) decodes as zero. */
+  env.n = load.n = 0;
+  pb_uint(&load, 6, 2);
+  pb_sub(&env, 1, &load);
+  pb_sub(&env, body_fno(LT_MSG_HEARTBEAT), &hb);
+  cr_assert_eq(decode_hdr(&out, env.b, env.n, NULL, 0, NULL), 0);
+  cr_assert(out.has_load);
+  cr_assert_eq(out.load.values_held, 2);
+  cr_assert_eq(out.load.peer_in, 0);
+  cr_assert_eq(out.load.peer_out, 0);
+  lt__msg_clear(&out);
 }
 
 Test(codec, bad_op_and_answer_rejected) {

@@ -50,6 +50,7 @@ Test(args, defaults) {
   cr_assert_eq(a.log_level, -1);
   cr_assert_eq(a.max_frame, (uint64_t)1 << 30);
   cr_assert_eq(a.idle_ms, 60000);
+  cr_assert_eq(a.fetch_ms, 30000);
   cr_assert_float_eq(a.slowdown, 1.0, 1e-9);
   cr_assert_eq(s.olen, 0);
   cr_assert_eq(s.elen, 0);
@@ -77,6 +78,8 @@ Test(args, every_flag) {
                         "64k",
                         "--idle-timeout",
                         "0",
+                        "--fetch-timeout",
+                        "750",
                         "--slowdown",
                         "2.5",
                         NULL};
@@ -90,6 +93,7 @@ Test(args, every_flag) {
   cr_assert_eq(a.log_level, LT_LOG_DEBUG);
   cr_assert_eq(a.max_frame, 65536);
   cr_assert_eq(a.idle_ms, 0);
+  cr_assert_eq(a.fetch_ms, 750);
   cr_assert_float_eq(a.slowdown, 2.5, 1e-9);
   lt__args_free(&a);
   streams_free(&s);
@@ -116,6 +120,7 @@ Test(args, help_and_version) {
   cr_assert_eq(parse(&a, &s, help), LT_ARGS_EXIT_OK);
   cr_assert_not_null(strstr(s.obuf, "usage: lithium-server"));
   cr_assert_not_null(strstr(s.obuf, "--idle-timeout"));
+  cr_assert_not_null(strstr(s.obuf, "--fetch-timeout"));
   cr_assert_eq(s.elen, 0);
   lt__args_free(&a);
   streams_free(&s);
@@ -144,6 +149,9 @@ Test(args, bad_flags_exit_2) {
       {"--max-frame", "2048g", NULL},
       {"--idle-timeout", "-1", NULL},
       {"--idle-timeout", "", NULL},
+      {"--fetch-timeout", "0", NULL},
+      {"--fetch-timeout", "9", NULL},
+      {"--fetch-timeout", "1s", NULL},
       {"--log-level", "loud", NULL},
       {"--slowdown", "0.5", NULL},
       {"--slowdown", "nan", NULL},

@@ -415,7 +415,7 @@ Test(protocol, bad_instructions) {
   unsigned char v[8] = {9};
   lt_bytes_t pay = {v, 8};
   lt_input_t in0 = inl(0);
-  lt_input_t far = {.kind = LT_INPUT_REF, .id = oid(1), .holder = "tcp://10.1.2.3:9"};
+  lt_input_t far = {.kind = LT_INPUT_REF, .id = oid(1), .holder = "ipc:///tmp/holder"};
   lt_input_t missing = ref(999);
   lt_oid_t o2[2] = {oid(40), oid(41)}, o1 = oid(43), same = oid(50);
   lt_stage_t bad_more = {99, {NULL, 0}};
@@ -426,7 +426,7 @@ Test(protocol, bad_instructions) {
       instr(3, K_INC, &in0, 1, &o1, 1, LT_INSTR_RETURN, NULL),               /* ok */
       instr(4, 99, &in0, 1, &o1, 1, LT_INSTR_RETURN, NULL),                  /* kernel index */
       instr(5, K_BAD, &in0, 1, &o1, 1, LT_INSTR_RETURN, NULL),               /* unresolved */
-      instr(6, K_INC, &far, 1, &o1, 1, LT_INSTR_RETURN, NULL),               /* peer holder */
+      instr(6, K_INC, &far, 1, &o1, 1, LT_INSTR_RETURN, NULL),               /* not tcp:// */
       instr(7, K_INC, &missing, 1, &o1, 1, LT_INSTR_RETURN, NULL),           /* unknown ref */
       op_instr(8, LT_OP_SPLIT, K_TWO, &more, 1, &in0, &o1, LT_INSTR_RETURN), /* stages */
       op_instr(9, LT_OP_DCSTEP, K_POS, NULL, 0, &in0, &o1, LT_INSTR_RETURN), /* no divide */
@@ -446,8 +446,8 @@ Test(protocol, bad_instructions) {
                      s->done[4].msg);
   cr_assert_eq(s->done[5].status, LT_ENOMODULE);
   cr_assert_not_null(strstr(s->done[5].msg, "nosuchmod"), "%s", s->done[5].msg);
-  cr_assert_eq(s->done[6].status, LT_ENOENT);
-  cr_assert_not_null(strstr(s->done[6].msg, "peer fetch not supported yet"), "%s", s->done[6].msg);
+  cr_assert_eq(s->done[6].status, LT_EINVAL);
+  cr_assert_not_null(strstr(s->done[6].msg, "not a tcp:// endpoint"), "%s", s->done[6].msg);
   cr_assert_eq(s->done[7].status, LT_ENOENT);
   cr_assert_eq(s->done[8].status, LT_EPROTO);
   cr_assert_eq(s->done[9].status, LT_EPROTO);

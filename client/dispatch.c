@@ -1,0 +1,259 @@
+/* dispatch.c: placement and execute batches. Each loop turn, fireable instructions go to
+ * servers: a successor fired by its predecessor's dispatch goes where its inputs are (chain
+ * affinity, outside the window: it cannot run before its predecessor is done); other work
+ * goes to the holder of most of its input bytes if that server has room in its window, else
+ * to the server with the most room. Inputs travel inline when the client holds them and as
+ * references otherwise; under lazy binding an instruction's output is passed on as a
+ * reference as soon as it is dispatched. One `execute` per server per turn. Dispatcher
+ * thread only. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <lithium/error.h>
+#include "oid.h"
+#include "sched_internal.h"
+
+/* An execute message being assembled for one server. Inputs, further stages and outputs of
+ * all its instructions live in flat arrays; an instruction's pointer fields hold offsets
+ * until batch_send turns them into pointers. */
+typedef struct batch {
+  lt_instr_t *instrs;
+  uint32_t n, cap;
+  lt_input_t *inputs;
+  uint32_t ninputs, capinputs;
+  lt_stage_t *stages;
+  uint32_t nstages, capstages;
+  lt_oid_t *outputs;
+  uint32_t capoutputs;
+  lt_value_t **values;
+  uint32_t capvalues;
+  lt_bytes_t *frames;
+  uint32_t nframes, capframes;
+} batch_t;
+
+static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem) {
+  if (need <= *cap) return LT_OK;
+  uint32_t n = *cap ? *cap : 4;
+  while (n < need) n *= 2;
+  void *q = realloc(*p, (size_t)n * elem);
+  if (q == NULL) return LT_ENOMEM;
+  *p = q;
+  *cap = n;
+  return LT_OK;
+}
+
+/* holder_of returns the live server holding most of the inputs' bytes, or -1. */
+static int holder_of(const lt_sched_t *s, const lt_fire_t *fi) {
+  int best = -1;
+  uint64_t best_bytes = 0;
+  for (uint32_t i = 0; i < fi->ninputs; i++) {
+    const lt_token_t *t = &fi->inputs[i];
+    if (t->value != NULL || t->holder < 0 || s->conns[t->holder].state != LT_CONN_READY) continue;
+    uint64_t bytes = 0;
+    for (uint32_t k = 0; k < fi->ninputs; k++)
+      if (fi->inputs[k].value == NULL && fi->inputs[k].holder == t->holder)
+        bytes += fi->inputs[k].size + 1; /* +1: unknown sizes still count */
+    if (best < 0 || bytes > best_bytes) {
+      best = t->holder;
+      best_bytes = bytes;
+    }
+  }
+  return best;
+}
+
+/* place returns the server for `r`, or -1 when none has room; sets r->admitted. */
+static int place(lt_sched_t *s, instr_rec_t *r, const lt_fire_t *fi) {
+  int pref = holder_of(s, fi);
+  if (pref >= 0 && r->chained) {
+    r->admitted = 0;
+    return pref;
+  }
+  if (pref >= 0 && s->admitted[pref] < s->window) {
+    r->admitted = 1;
+    return pref;
+  }
+  int best = -1;
+  for (size_t k = 0; k < s->nconns; k++) {
+    size_t i = (s->rr + k) % s->nconns;
+    if (s->conns[i].state != LT_CONN_READY || s->admitted[i] >= s->window) continue;
+    if (best < 0 || s->admitted[i] < s->admitted[best]) best = (int)i;
+  }
+  if (best >= 0) {
+    s->rr = (size_t)best + 1;
+    r->admitted = 1;
+  }
+  return best;
+}
+
+/* keep_inputs copies the instruction's input tokens into the record (value references
+ * included): they outlive the frame, which may go on at once. */
+static int keep_inputs(instr_rec_t *r, const lt_fire_t *fi) {
+  r->ins = calloc(fi->ninputs ? fi->ninputs : 1, sizeof *r->ins);
+  if (r->ins == NULL) return LT_ENOMEM;
+  for (uint32_t i = 0; i < fi->ninputs; i++) {
+    r->ins[i] = fi->inputs[i];
+    if (r->ins[i].value != NULL) lt__value_ref(r->ins[i].value);
+  }
+  r->nins = fi->ninputs;
+  return LT_OK;
+}
+
+/* batch_add appends r's instruction for server `idx`. */
+static int batch_add(lt_sched_t *s, batch_t *b, int idx, instr_rec_t *r, const lt_fire_t *fi,
+                     uint32_t flags) {
+  uint32_t more = fi->nstages - 1;
+  if (grow((void **)&b->instrs, &b->cap, b->n + 1, sizeof *b->instrs) != LT_OK ||
+      grow((void **)&b->outputs, &b->capoutputs, b->n + 1, sizeof *b->outputs) != LT_OK ||
+      grow((void **)&b->inputs, &b->capinputs, b->ninputs + r->nins, sizeof *b->inputs) != LT_OK ||
+      grow((void **)&b->stages, &b->capstages, b->nstages + more, sizeof *b->stages) != LT_OK ||
+      grow((void **)&b->frames, &b->capframes, b->nframes + r->nins, sizeof *b->frames) != LT_OK ||
+      grow((void **)&b->values, &b->capvalues, b->nframes + r->nins, sizeof *b->values) != LT_OK)
+    return LT_ENOMEM;
+  lt_instr_t *ins = &b->instrs[b->n];
+  memset(ins, 0, sizeof *ins);
+  ins->seq = r->seq;
+  ins->op = fi->op;
+  ins->kernel = fi->stages[0].kernel;
+  ins->param.data = fi->stages[0].param;
+  ins->param.len = fi->stages[0].param_len;
+  ins->more = (lt_stage_t *)(uintptr_t)b->nstages;
+  ins->nmore = more;
+  for (uint32_t k = 1; k < fi->nstages; k++) {
+    lt_stage_t *st = &b->stages[b->nstages++];
+    st->kernel = fi->stages[k].kernel;
+    st->param.data = fi->stages[k].param;
+    st->param.len = fi->stages[k].param_len;
+  }
+  ins->inputs = (lt_input_t *)(uintptr_t)b->ninputs;
+  ins->ninputs = r->nins;
+  for (uint32_t k = 0; k < r->nins; k++) {
+    const lt_token_t *t = &r->ins[k];
+    lt_input_t *inp = &b->inputs[b->ninputs++];
+    memset(inp, 0, sizeof *inp);
+    inp->holder = "";
+    if (t->value != NULL) {
+      inp->kind = LT_INPUT_INLINE;
+      inp->frame = b->nframes;
+      b->frames[b->nframes].data = t->value->data;
+      b->frames[b->nframes].len = t->value->len;
+      b->values[b->nframes++] = t->value;
+    } else {
+      inp->kind = LT_INPUT_REF;
+      inp->id = t->id;
+      inp->size = t->size;
+      if (t->holder != idx) inp->holder = s->conns[t->holder].endpoint;
+    }
+  }
+  b->outputs[b->n] = (lt_oid_t){s->ev->client_id, r->seq};
+  ins->noutputs = 1;
+  ins->flags = flags;
+  b->n++;
+  return LT_OK;
+}
+
+static void batch_send(lt_sched_t *s, size_t idx, batch_t *b) {
+  for (uint32_t i = 0; i < b->n; i++) {
+    lt_instr_t *ins = &b->instrs[i];
+    ins->inputs = b->inputs + (uintptr_t)ins->inputs;
+    ins->more = ins->nmore ? b->stages + (uintptr_t)ins->more : NULL;
+    ins->outputs = &b->outputs[i];
+  }
+  lt_msg_t m = {.type = LT_MSG_EXECUTE};
+  m.u.execute.ninstrs = b->n;
+  m.u.execute.instrs = b->instrs;
+  m.nframes = b->nframes;
+  m.frames = b->frames;
+  int rc = lt__conn_send(&s->conns[idx], &m, b->values, lt__sched_now_ms());
+  if (rc != LT_OK) lt__sched_conn_dead(s, idx, lt_strerror(rc));
+}
+
+static void batch_free(batch_t *b) {
+  free(b->instrs);
+  free(b->inputs);
+  free(b->stages);
+  free(b->outputs);
+  free(b->values);
+  free(b->frames);
+}
+
+/* inputs_lost tells whether an input is a reference to a value on a dead server. */
+static int inputs_lost(const lt_sched_t *s, const lt_fire_t *fi) {
+  for (uint32_t i = 0; i < fi->ninputs; i++) {
+    const lt_token_t *t = &fi->inputs[i];
+    if (t->value == NULL && (t->holder < 0 || s->conns[t->holder].state == LT_CONN_DEAD)) return 1;
+  }
+  return 0;
+}
+
+/* send_one places and encodes r; LT_EAGAIN when no server has room. */
+static int send_one(lt_sched_t *s, batch_t *batches, instr_rec_t *r) {
+  lt_fire_t fi;
+  if (r->moved) {
+    /* A re-dispatch after its frame went on: the record has all it needs. */
+    fi = (lt_fire_t){r->op, r->stages, r->nstages, r->ins, r->nins};
+  } else {
+    lt__frame_fire_info(r->frame, &fi);
+  }
+  if (inputs_lost(s, &fi)) {
+    lt__sched_job_fail(s, r->job, LT_ELOST, "a value the task needed was on a server that died");
+    lt__sched_rec_done(s, r);
+    return LT_OK;
+  }
+  int idx = place(s, r, &fi);
+  if (idx < 0) return LT_EAGAIN;
+  const lt_options_t *o = &s->ev->opts;
+  r->op = fi.op;
+  r->stages = fi.stages;
+  r->nstages = fi.nstages;
+  if (r->ins == NULL && keep_inputs(r, &fi) != LT_OK) return LT_ENOMEM;
+  job_t *j = r->job;
+  if (o->lazy && !r->moved && lt__frame_moves_on(r->frame)) {
+    /* Lazy binding: the output is known by name now, so the frame goes on. */
+    lt_token_t out = {.id = {s->ev->client_id, r->seq}, .holder = idx};
+    s->chaining = 1;
+    lt__instance_dispatched(j->inst, r->frame, &out, lt__sched_on_fire, s);
+    s->chaining = 0;
+    r->moved = 1;
+    r->frame = NULL; /* it may have finished and been freed */
+    if (j->inst->done && j->inst->result.value == NULL && lt__oid_eq(j->inst->result.id, out.id)) {
+      r->final = 1;
+      j->final_seq = r->seq;
+    }
+  }
+  uint32_t flags = (!o->lazy || r->final) ? LT_INSTR_RETURN : 0;
+  if (o->lazy && r->op != LT_OP_DCSTEP) flags |= LT_INSTR_RELEASE_INPUTS;
+  if (batch_add(s, &batches[idx], idx, r, &fi, flags) != LT_OK) return LT_ENOMEM;
+  r->conn = idx;
+  HASH_ADD(hh, s->inflight, seq, sizeof r->seq, r);
+  s->conns[idx].inflight++;
+  if (r->admitted) s->admitted[idx]++;
+  s->instructions++;
+  return LT_OK;
+}
+
+void lt__sched_dispatch(lt_sched_t *s) {
+  if (s->fire_head == NULL || s->nconns == 0) return;
+  batch_t *batches = calloc(s->nconns, sizeof *batches);
+  if (batches == NULL) return;
+  instr_rec_t *r;
+  while ((r = lt__sched_pop_fireable(s)) != NULL) {
+    if (r->job->finished) {
+      lt__sched_rec_done(s, r);
+      continue;
+    }
+    int rc = send_one(s, batches, r);
+    if (rc == LT_EAGAIN) {
+      lt__sched_push_fireable(s, r, 1);
+      break;
+    }
+    if (rc != LT_OK) {
+      lt__sched_job_fail(s, r->job, rc, "out of memory dispatching");
+      lt__sched_rec_done(s, r);
+    }
+  }
+  for (size_t i = 0; i < s->nconns; i++) {
+    if (batches[i].n > 0) batch_send(s, i, &batches[i]);
+    batch_free(&batches[i]);
+  }
+  free(batches);
+}

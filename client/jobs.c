@@ -1,0 +1,295 @@
+/* jobs.c: tasks while they run. A task becomes a job around its graph instance; every
+ * frame that fires becomes an instruction record in the fireable queue; completions are
+ * applied to the instance (or, for instructions whose frame already went on under lazy
+ * binding, only checked); results and errors go back to the evaluator; server-side values
+ * nobody will read are released. Dispatcher thread only. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lithium/error.h>
+#include "buf.h"
+#include "log.h"
+#include "sched_internal.h"
+
+/* ---- jobs --------------------------------------------------------------------------- */
+
+static void job_release(job_t *j) {
+  if (j->live > 0 || !j->finished) return;
+  lt__instance_free(j->inst);
+  free(j);
+}
+
+/* job_finish delivers the task's result (or error) once. */
+static void job_finish(lt_sched_t *s, job_t *j, lt_buf_t *b) {
+  if (j->finished) {
+    lt_buf_free(b);
+    return;
+  }
+  j->finished = 1;
+  if (b == NULL) b = lt__buf_fail(LT_ENOMEM, NULL);
+  pthread_mutex_lock(&s->ev->mu);
+  lt__eval_finish(s->ev, j->task, b);
+  pthread_mutex_unlock(&s->ev->mu);
+  j->task = NULL;
+}
+
+static void release_token(void *ud, const lt_token_t *t) {
+  if (t->value == NULL && t->holder >= 0) lt__sched_release(ud, t->holder, t->id);
+}
+
+void lt__sched_job_fail(lt_sched_t *s, job_t *j, int err, const char *msg) {
+  if (j->finished) return;
+  /* References the instance still holds name values nobody will read now. */
+  lt__instance_tokens(j->inst, release_token, s);
+  job_finish(s, j, lt__buf_fail(err, msg));
+}
+
+/* ---- the fireable queue and records ---------------------------------------------------- */
+
+void lt__sched_push_fireable(lt_sched_t *s, instr_rec_t *r, int front) {
+  r->conn = -1;
+  r->next = NULL;
+  if (s->fire_head == NULL) {
+    s->fire_head = s->fire_tail = r;
+  } else if (front) {
+    r->next = s->fire_head;
+    s->fire_head = r;
+  } else {
+    s->fire_tail->next = r;
+    s->fire_tail = r;
+  }
+}
+
+instr_rec_t *lt__sched_pop_fireable(lt_sched_t *s) {
+  instr_rec_t *r = s->fire_head;
+  if (r != NULL) {
+    s->fire_head = r->next;
+    if (s->fire_head == NULL) s->fire_tail = NULL;
+    r->next = NULL;
+  }
+  return r;
+}
+
+void lt__sched_rec_done(lt_sched_t *s, instr_rec_t *r) {
+  (void)s;
+  job_t *j = r->job;
+  for (uint32_t i = 0; i < r->nins; i++) lt__value_unref(r->ins[i].value);
+  free(r->ins);
+  j->live--;
+  free(r);
+  job_release(j);
+}
+
+void lt__sched_on_fire(void *ud, lt_instance_t *inst, lt_frame_t *frame) {
+  lt_sched_t *s = ud;
+  job_t *j = inst->user;
+  instr_rec_t *r = calloc(1, sizeof *r);
+  if (r == NULL) {
+    lt__sched_job_fail(s, j, LT_ENOMEM, "out of memory queueing an instruction");
+    return;
+  }
+  /* Output i of this instruction is named seq + i: ids are spaced for the most parts. */
+  r->seq = s->next_seq;
+  s->next_seq += (uint64_t)LT_MAX_PARTS + 1;
+  r->job = j;
+  r->frame = frame;
+  r->chained = s->chaining;
+  j->live++;
+  /* A successor fired by its predecessor's dispatch goes out in the same turn. */
+  lt__sched_push_fireable(s, r, r->chained);
+}
+
+void lt__sched_take_intake(lt_sched_t *s) {
+  lt_eval_t *ev = s->ev;
+  pthread_mutex_lock(&ev->mu);
+  lt_task_t *t = ev->intake_head;
+  ev->intake_head = ev->intake_tail = NULL;
+  pthread_mutex_unlock(&ev->mu);
+  while (t != NULL) {
+    lt_task_t *next = t->next;
+    t->next = NULL;
+    job_t *j = calloc(1, sizeof *j);
+    int rc = j != NULL ? lt__instance_new(&j->inst, ev->tmpl, t->seq) : LT_ENOMEM;
+    if (rc != LT_OK) {
+      pthread_mutex_lock(&ev->mu);
+      lt__eval_finish(ev, t, lt__buf_fail(rc, "cannot instantiate the program"));
+      pthread_mutex_unlock(&ev->mu);
+      if (j != NULL) lt__instance_free(j->inst);
+      free(j);
+    } else {
+      j->task = t;
+      j->inst->user = j;
+      j->live++; /* hold the job while feeding */
+      lt__instance_feed(j->inst, t->input, lt__sched_on_fire, s);
+      lt__value_unref(t->input);
+      t->input = NULL;
+      j->live--;
+      job_release(j);
+    }
+    t = next;
+  }
+}
+
+/* ---- releases --------------------------------------------------------------------------- */
+
+void lt__sched_release(lt_sched_t *s, int conn, lt_oid_t id) {
+  if (conn < 0 || (size_t)conn >= s->nconns || s->conns[conn].state == LT_CONN_DEAD) return;
+  relq_t *q = &s->relq[conn];
+  if (q->n == q->cap) {
+    uint32_t cap = q->cap ? q->cap * 2 : 64;
+    lt_oid_t *ids = realloc(q->ids, cap * sizeof *ids);
+    if (ids == NULL) return; /* the session's end releases it */
+    q->ids = ids;
+    q->cap = cap;
+  }
+  q->ids[q->n++] = id;
+}
+
+void lt__sched_flush_releases(lt_sched_t *s) {
+  for (size_t i = 0; i < s->nconns; i++) {
+    relq_t *q = &s->relq[i];
+    if (q->n == 0) continue;
+    if (s->conns[i].state != LT_CONN_DEAD) {
+      lt_msg_t m = {.type = LT_MSG_RELEASE};
+      m.u.release.ids = q->ids;
+      m.u.release.nids = q->n;
+      lt__conn_send(&s->conns[i], &m, NULL, lt__sched_now_ms());
+    }
+    q->n = 0;
+  }
+}
+
+/* release_outputs releases what an instruction left on server `conn`: its `n` outputs. */
+static void release_outputs(lt_sched_t *s, const instr_rec_t *r, int conn, uint32_t n) {
+  for (uint32_t i = 0; i < n; i++)
+    lt__sched_release(s, conn, (lt_oid_t){s->ev->client_id, r->seq + i});
+}
+
+/* ---- completions ------------------------------------------------------------------------ */
+
+void lt__sched_lost(lt_sched_t *s, instr_rec_t *r, const char *endpoint, const char *why) {
+  job_t *j = r->job;
+  if (j->finished) {
+    lt__sched_rec_done(s, r);
+    return;
+  }
+  /* An instruction can run elsewhere while every input is still somewhere: a value here,
+   * or a reference on a live server that the lost instruction did not release (only dc
+   * steps keep their inputs). One whose frame went on named its output to successors on
+   * that server, unless it was the task's last. */
+  int movable = !r->moved || r->final;
+  for (uint32_t i = 0; i < r->nins; i++) {
+    const lt_token_t *t = &r->ins[i];
+    if (t->value == NULL && (t->holder < 0 || s->conns[t->holder].state == LT_CONN_DEAD ||
+                             r->op != LT_OP_DCSTEP || (size_t)t->holder == (size_t)r->conn))
+      movable = 0;
+  }
+  r->tries++;
+  s->retries++;
+  if (!movable || r->tries > s->ev->opts.max_retries) {
+    char msg[256];
+    snprintf(msg, sizeof msg, "instruction lost on %s (%s)%s", endpoint, why,
+             movable ? ", too many times" : "; values it needed were lost with it");
+    lt__sched_job_fail(s, j, LT_ELOST, msg);
+    lt__sched_rec_done(s, r);
+    return;
+  }
+  r->admitted = 0;
+  lt__sched_push_fireable(s, r, 1);
+}
+
+/* output_tokens turns a completion's outputs into tokens: returned values, or references
+ * to values left on server `conn`. */
+static int output_tokens(lt_sched_t *s, const instr_rec_t *r, int conn, const lt_completion_t *cp,
+                         const lt_msg_t *m, lt_token_t *toks) {
+  for (uint32_t i = 0; i < cp->noutputs; i++) {
+    lt_token_t *t = &toks[i];
+    memset(t, 0, sizeof *t);
+    t->id = (lt_oid_t){s->ev->client_id, r->seq + i};
+    t->size = cp->outputs[i].size;
+    t->holder = conn;
+    if (cp->outputs[i].frame >= 0) {
+      const lt_bytes_t *f = &m->frames[cp->outputs[i].frame];
+      t->holder = -1;
+      if ((t->value = lt__value_copy(f->data, f->len)) == NULL) return LT_ENOMEM;
+    }
+  }
+  return LT_OK;
+}
+
+/* finished_value delivers the result of a job whose final instruction just completed. */
+static void deliver_final(lt_sched_t *s, job_t *j, const lt_completion_t *cp, const lt_msg_t *m) {
+  if (cp->noutputs != 1 || cp->outputs[0].frame < 0) {
+    lt__sched_job_fail(s, j, LT_EPROTO, "server did not return the task's result");
+    return;
+  }
+  const lt_bytes_t *f = &m->frames[cp->outputs[0].frame];
+  lt_value_t *v = lt__value_copy(f->data, f->len);
+  job_finish(s, j, v != NULL ? lt__buf_ok(v) : lt__buf_fail(LT_ENOMEM, NULL));
+  lt__value_unref(v);
+}
+
+/* apply gives a completed instruction's outputs to the instance. */
+static void apply(lt_sched_t *s, instr_rec_t *r, int conn, const lt_completion_t *cp,
+                  const lt_msg_t *m) {
+  job_t *j = r->job;
+  lt_token_t *toks = calloc(cp->noutputs ? cp->noutputs : 1, sizeof *toks);
+  int rc = toks != NULL ? output_tokens(s, r, conn, cp, m, toks) : LT_ENOMEM;
+  char err[256] = "";
+  /* A divided dc step leaves its input to nobody: the parts replace it. */
+  if (rc == LT_OK && r->op == LT_OP_DCSTEP && cp->answer == 0 && r->nins == 1)
+    release_token(s, &r->ins[0]);
+  if (rc == LT_OK)
+    rc = lt__instance_complete(j->inst, r->frame, cp->answer, toks, cp->noutputs,
+                               lt__sched_on_fire, s, err, sizeof err);
+  for (uint32_t i = 0; toks != NULL && i < cp->noutputs; i++) lt__value_unref(toks[i].value);
+  free(toks);
+  if (rc != LT_OK)
+    lt__sched_job_fail(s, j, rc, err[0] ? err : "server returned an unusable completion");
+  else if (j->inst->done && j->inst->result.value != NULL)
+    job_finish(s, j, lt__buf_ok(j->inst->result.value));
+}
+
+void lt__sched_on_completion(lt_sched_t *s, size_t idx, const lt_completion_t *cp,
+                             const lt_msg_t *m) {
+  lt_conn_t *c = &s->conns[idx];
+  instr_rec_t *r;
+  HASH_FIND(hh, s->inflight, &cp->seq, sizeof cp->seq, r);
+  if (r == NULL || r->conn != (int)idx || cp->noutputs > LT_MAX_PARTS) {
+    lt__log(LT_LOG_DEBUG, "server %s: stray completion %llu", c->endpoint,
+            (unsigned long long)cp->seq);
+    return;
+  }
+  HASH_DEL(s->inflight, r);
+  c->inflight--;
+  c->completed++;
+  if (r->admitted) s->admitted[idx]--;
+  job_t *j = r->job;
+  if (cp->status == LT_ESHUTDOWN || cp->status == LT_ECANCELED) {
+    lt__sched_lost(s, r, c->endpoint, lt_strerror(cp->status));
+    return;
+  }
+  /* Outputs left on the server that nobody will read: the job is over, or failed here. */
+  if (j->finished || cp->status != LT_OK) {
+    if (s->ev->opts.lazy) release_outputs(s, r, (int)idx, cp->noutputs > 0 ? cp->noutputs : 1);
+    if (cp->status != LT_OK) lt__sched_job_fail(s, j, cp->status, cp->errmsg);
+  } else if (r->final) {
+    deliver_final(s, j, cp, m);
+  } else if (!r->moved) {
+    apply(s, r, (int)idx, cp, m);
+  }
+  lt__sched_rec_done(s, r);
+}
+
+void lt__sched_fail_all(lt_sched_t *s, int err, const char *msg) {
+  instr_rec_t *r, *tmp;
+  HASH_ITER(hh, s->inflight, r, tmp) {
+    HASH_DEL(s->inflight, r);
+    lt__sched_push_fireable(s, r, 0);
+  }
+  while ((r = lt__sched_pop_fireable(s)) != NULL) {
+    lt__sched_job_fail(s, r->job, err, msg);
+    lt__sched_rec_done(s, r);
+  }
+}

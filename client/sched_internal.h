@@ -1,0 +1,96 @@
+/* sched_internal.h: the dispatcher's state, shared by its three files: scheduler.c (the
+ * loop, connections, heartbeats, stats), jobs.c (tasks as graph instances, instruction
+ * records, completions, releases) and dispatch.c (placement and execute batches).
+ * Dispatcher thread only, except stats_mu. */
+#ifndef LT_SCHED_INTERNAL_H
+#define LT_SCHED_INTERNAL_H
+
+#include <pthread.h>
+#include <uthash.h>
+
+#include "conn.h"
+#include "eval.h"
+#include "instance.h"
+#include "scheduler.h"
+
+/* A submitted task while it runs: its instance and the instructions still out. */
+typedef struct job {
+  lt_task_t *task;
+  lt_instance_t *inst;
+  uint32_t live;      /* instruction records queued or in flight */
+  int finished;       /* result delivered; freed when live reaches 0 */
+  uint64_t final_seq; /* lazy: the instruction whose returned output is the result */
+} job_t;
+
+/* One instruction: what a frame needs run, queued or in flight on `conn`. */
+typedef struct instr_rec {
+  uint64_t seq; /* instruction id = the sequence of output 0's object id */
+  job_t *job;
+  lt_frame_t *frame;
+  uint32_t op;
+  int conn;       /* -1 while queued */
+  uint32_t tries; /* dispatches lost to a failed server */
+  int chained;    /* fired by a predecessor's dispatch: placed by affinity, outside the window */
+  int admitted;   /* counted in its server's window */
+  int moved;      /* its frame went on at dispatch: the completion only reports status */
+  int final;      /* its output is the task's result: returned with done */
+  lt_token_t *ins; /* its input tokens (copies holding value references) */
+  uint32_t nins;
+  const lt_tstage_t *stages; /* borrowed from the template, for a re-dispatch */
+  uint32_t nstages;
+  struct instr_rec *next;
+  UT_hash_handle hh; /* s->inflight, by seq */
+} instr_rec_t;
+
+/* Ids to release on one server, sent as one `release` per loop turn. */
+typedef struct relq {
+  lt_oid_t *ids;
+  uint32_t n, cap;
+} relq_t;
+
+struct lt_sched {
+  lt_eval_t *ev;
+  void *zctx;
+  lt_conn_t *conns;
+  relq_t *relq; /* per connection */
+  uint32_t *admitted; /* per connection: instructions counted in the window */
+  size_t nconns, capconns;
+  size_t initial; /* hosts known at start: they answer lt_eval_start */
+  instr_rec_t *fire_head, *fire_tail;
+  instr_rec_t *inflight;
+  uint64_t next_seq;
+  uint32_t window; /* instructions admitted per server at once */
+  int chaining;    /* a dispatch-time pass-on is firing successors */
+  lt_codec_limits_t limits;
+  lt_rx_t rx;
+  int64_t next_tick;
+  size_t rr; /* round-robin start for placement */
+
+  pthread_mutex_t stats_mu; /* guards conns[] and the counters for stats readers */
+  uint64_t instructions;
+  uint64_t retries;
+};
+
+int64_t lt__sched_now_ms(void);
+
+/* jobs.c */
+void lt__sched_on_fire(void *ud, lt_instance_t *inst, lt_frame_t *frame);
+void lt__sched_take_intake(lt_sched_t *s);
+void lt__sched_push_fireable(lt_sched_t *s, instr_rec_t *r, int front);
+instr_rec_t *lt__sched_pop_fireable(lt_sched_t *s);
+void lt__sched_rec_done(lt_sched_t *s, instr_rec_t *r);
+void lt__sched_job_fail(lt_sched_t *s, job_t *j, int err, const char *msg);
+void lt__sched_on_completion(lt_sched_t *s, size_t idx, const lt_completion_t *cp,
+                             const lt_msg_t *m);
+void lt__sched_lost(lt_sched_t *s, instr_rec_t *r, const char *endpoint, const char *why);
+void lt__sched_release(lt_sched_t *s, int conn, lt_oid_t id);
+void lt__sched_flush_releases(lt_sched_t *s);
+void lt__sched_fail_all(lt_sched_t *s, int err, const char *msg);
+
+/* dispatch.c */
+void lt__sched_dispatch(lt_sched_t *s);
+
+/* scheduler.c */
+void lt__sched_conn_dead(lt_sched_t *s, size_t idx, const char *why);
+
+#endif

@@ -1,0 +1,66 @@
+/* benchlib.h: what the benchmark programs (examples/bench/) share: the clock, medians, the
+ * one JSON line per figure that scripts/bench/run collects, an evaluator on spawned local
+ * servers with given options, a streaming run (a feeder thread submits while the caller
+ * reads) and the raw ZeroMQ DEALER->ROUTER echo the runtime is compared against. The thread
+ * that owns an evaluator calls the evaluator helpers; the others may be called from any
+ * thread. */
+#ifndef LT_BENCHLIB_H
+#define LT_BENCHLIB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <lithium.h>
+
+/* bench_now returns a monotonic clock in seconds. */
+double bench_now(void);
+
+/* bench_median returns the median of v[0..n) (sorting v in place); 0 when n is 0. */
+double bench_median(double *v, size_t n);
+
+/* bench_json prints one result line: {"bench":..., "metric":..., "value":..., "baseline":...,
+ * "ratio":..., "unit":...}. The ratio is value / baseline, null when baseline is 0. */
+void bench_json(const char *bench, const char *metric, double value, double baseline,
+                const char *unit);
+
+/* bench_parse_args reads the options shared by the programs: `--runs N` into *runs and
+ * `--tasks N` into *tasks (either pointer may be NULL when the program does not take it).
+ * Returns 0, 1 after printing the usage for --help, -1 after printing why on a bad one. */
+int bench_parse_args(int argc, char **argv, const char *usage, int *runs, long *tasks);
+
+/* bench_eval_open makes an evaluator for `program` (taking ownership, also on failure) with
+ * this build's server program and kernel modules (unless LITHIUM_SERVER / LITHIUM_MODULES say
+ * otherwise), the options in `kv` (NULL-terminated key, value, key, value, ...), `nservers`
+ * spawned local servers, and starts it. Returns NULL after printing why. */
+lt_eval_t *bench_eval_open(const char *prog, lt_skel_t *program, const char *const *kv,
+                           int nservers);
+
+/* The task stream of bench_eval_stream: make(i, buf, arg) writes task i into buf (of the size
+ * given to bench_eval_stream); check(i, data, len, arg) returns 0 when the result of task i is
+ * right. Both run on the caller's threads (make on the feeder, check on the caller). */
+typedef void (*bench_make_fn)(long i, unsigned char *buf, void *arg);
+typedef int (*bench_check_fn)(long i, const unsigned char *data, size_t len, void *arg);
+
+/* bench_eval_stream submits `tasks` tasks of `size` bytes from a feeder thread while this
+ * thread reads the results in order and checks each one, then closes the input. The
+ * evaluator must have `ordered` on. *seconds is the time from the first submit to the last
+ * result. Returns 0, or -1 after printing the first failure. */
+int bench_eval_stream(const char *prog, lt_eval_t *ev, long tasks, size_t size, bench_make_fn make,
+                      bench_check_fn check, void *arg, double *seconds);
+
+/* bench_stat_u64 returns the top-level counter `key` of the stats JSON `json`; -1 when absent.
+ * The counters come before the per-server objects, so the first match is the top-level one. */
+long long bench_stat_u64(const char *json, const char *key);
+
+/* bench_stat_sum returns the sum of every occurrence of `key` in `json` (e.g. a per-server
+ * counter over all servers); 0 when there is none. */
+long long bench_stat_sum(const char *json, const char *key);
+
+/* bench_echo_run is the raw baseline: a ROUTER thread on a free loopback TCP port echoes
+ * every message, and a DEALER sends `count` messages of `size` bytes keeping `window` of them
+ * in flight. *seconds is the time from the first send to the last reply; when `rtt_us` is not
+ * NULL and window is 1, rtt_us[i] receives the round trip of message i in microseconds.
+ * Returns 0, or -1 after printing why. */
+int bench_echo_run(long count, int window, size_t size, double *seconds, double *rtt_us);
+
+#endif

@@ -1,0 +1,84 @@
+/* examples/bench/overhead.c: the `overhead` benchmark (shared/BENCHMARKS.md). It streams
+ * 200 000 tasks of 16 bytes through farm(seq(bench:noop)) on one local server in
+ * mode=optimized, submitting from a feeder thread while the main thread reads, and compares
+ * the task rate with a raw ZeroMQ DEALER->ROUTER echo of as many 16-byte messages with the
+ * runtime's window in flight (2 x max_threads). Each side runs --runs times (default 3),
+ * alternately; the medians are reported as one JSON line.
+ *
+ *   build/examples/bench/bench_overhead [--runs 3] [--tasks 200000]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "benchlib.h"
+
+#define TASK_SIZE   16
+#define MAX_THREADS 6                 /* the runtime's default */
+#define WINDOW      (2 * MAX_THREADS) /* instructions in flight per server with lookahead */
+
+static const char usage[] = "usage: bench_overhead [--runs N] [--tasks N]\n"
+                            "  --runs N   runs of each side, the median is reported (default 3)\n"
+                            "  --tasks N  tasks (and raw messages) per run (default 200000)\n";
+
+/* Task i carries i in its first 8 bytes and a fixed pattern in the rest; bench:noop "echo"
+ * answers with the same 16 bytes. */
+static void make_task(long i, unsigned char *buf, void *arg) {
+  (void)arg;
+  memset(buf, 0xa5, TASK_SIZE);
+  memcpy(buf, &i, sizeof i);
+}
+
+static int check_result(long i, const unsigned char *data, size_t len, void *arg) {
+  unsigned char want[TASK_SIZE];
+  make_task(i, want, arg);
+  return len == TASK_SIZE && memcmp(data, want, TASK_SIZE) == 0 ? 0 : -1;
+}
+
+/* runtime_run streams the tasks through a fresh evaluator and one fresh server; the server's
+ * start-up is not timed. */
+static int runtime_run(long tasks, double *rate) {
+  static const char *const kv[] = {"mode", "optimized", "max_threads", "6", NULL};
+  lt_eval_t *ev =
+      bench_eval_open("bench_overhead", lt_farm(lt_seq_with("bench:noop", "echo", 4)), kv, 1);
+  if (ev == NULL) return -1;
+  double secs = 0;
+  int rc = bench_eval_stream("bench_overhead", ev, tasks, TASK_SIZE, make_task, check_result, NULL,
+                             &secs);
+  lt_eval_free(ev);
+  if (rc == 0) *rate = (double)tasks / secs;
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  int runs = 3;
+  long tasks = 200000;
+  int rc = bench_parse_args(argc, argv, usage, &runs, &tasks);
+  if (rc != 0) return rc > 0 ? 0 : 2;
+  double *lt_rate = calloc((size_t)runs, sizeof *lt_rate);
+  double *raw_rate = calloc((size_t)runs, sizeof *raw_rate);
+  if (lt_rate == NULL || raw_rate == NULL) {
+    fprintf(stderr, "bench_overhead: out of memory\n");
+    return 1;
+  }
+  int status = 0;
+  for (int r = 0; r < runs && status == 0; r++) {
+    double secs = 0;
+    if (bench_echo_run(tasks, WINDOW, TASK_SIZE, &secs, NULL) != 0) {
+      status = 1;
+      break;
+    }
+    raw_rate[r] = (double)tasks / secs;
+    if (runtime_run(tasks, &lt_rate[r]) != 0)
+      status = 1;
+    else
+      fprintf(stderr, "bench_overhead: run %d: %.0f tasks/s, raw echo %.0f msgs/s\n", r + 1,
+              lt_rate[r], raw_rate[r]);
+  }
+  if (status == 0)
+    bench_json("overhead", "tasks_per_s", bench_median(lt_rate, (size_t)runs),
+               bench_median(raw_rate, (size_t)runs), "tasks/s");
+  free(lt_rate);
+  free(raw_rate);
+  return status;
+}

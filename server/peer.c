@@ -1,0 +1,531 @@
+/* peer.c: the asking side of server-to-server lazy binding (see peer.h). Each link is a
+ * DEALER connected to a holder's ROUTER and watched by the zmq_uv glue; it opens with a
+ * HELLO (this server's random peer id, name LT_PEER_NAME_PREFIX + own endpoint) and then
+ * carries FETCH, RELEASE and HEARTBEAT one way and WELCOME, VALUE, HEARTBEAT and ERROR the
+ * other. A fetched value lands in the local store under its own id; what the network sends
+ * is checked first (only asked-for ids, a payload frame for a value, a negative status for
+ * an error). A timer heartbeats links with pending fetches and fails them with LT_ELOST when
+ * the peer stays silent for --fetch-timeout. Loop thread only; it never touches tasks, only
+ * the store, whose waiters move them on. */
+#include "peer.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <lithium/error.h>
+#include "log.h"
+#include "oid.h"
+
+/* Links kept at most; beyond, idle ones are closed to make room. */
+#define PEER_MAX 256
+/* Parts of a message from a peer: a VALUE has two (header, value); more are dropped. */
+#define PEER_MAX_PARTS 8
+#define PEER_SNDHWM    100000
+
+/* One fetch under way: the local store holds a pending entry for `id` meanwhile. */
+typedef struct pfetch {
+  UT_hash_handle hh;
+  bool oom;
+  lt_oid_t id;        /* key */
+  bool asked_release; /* the FETCH asked the holder to drop the value once sent */
+  bool want_release;  /* a last reader came later: send a RELEASE once the value is here */
+} pfetch_t;
+
+/* A copy fetched into the local store (pending while its fetch is under way) and the
+ * local readers that hold on to it. */
+typedef struct lt_copy {
+  UT_hash_handle hh;
+  bool oom;
+  lt_oid_t id; /* key */
+  uint32_t readers;
+} lt_copy_t;
+
+struct lt_peer {
+  UT_hash_handle hh;
+  bool oom;
+  char ep[LT_PEER_EP_MAX + 1]; /* key: the holder's endpoint as instructions name it */
+  lt_server_t *srv;
+  void *sock;
+  lt_zuv_t zuv;
+  pfetch_t *fetches; /* uthash by id */
+  uint32_t nfetches;
+  uint64_t heard; /* uv_now of its last message, or of the start of the current wait */
+  uint64_t sent;  /* uv_now of our last message to it */
+  uint64_t hb_seq;
+};
+
+bool lt__peer_remote(const lt_server_t *srv, const char *holder) {
+  return holder[0] != '\0' && strcmp(holder, srv->endpoint) != 0;
+}
+
+bool lt__peer_endpoint_ok(const char *ep) {
+  size_t n = strnlen(ep, LT_PEER_EP_MAX + 1);
+  return n <= LT_PEER_EP_MAX && n > 6 && strncmp(ep, "tcp://", 6) == 0;
+}
+
+bool lt__peer_session(const lt_session_t *s) {
+  return strncmp(s->name, LT_PEER_NAME_PREFIX, sizeof LT_PEER_NAME_PREFIX - 1) == 0;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Sending. */
+
+static void free_hdr(void *data, void *hint) {
+  (void)hint;
+  free(data);
+}
+
+/* peer_send sends the header-only message `m` on the link; LT_OK or the error (logged). */
+static int peer_send(lt_peer_t *p, const lt_msg_t *m) {
+  void *hdr;
+  size_t len;
+  int rc = lt__msg_encode(m, &hdr, &len);
+  if (rc != LT_OK) {
+    lt__log(LT_LOG_ERROR, "peer %s: cannot encode a %s message: %s", p->ep,
+            lt__msg_type_name(m->type), lt_strerror(rc));
+    return rc;
+  }
+  zmq_msg_t part;
+  if (zmq_msg_init_data(&part, hdr, len, free_hdr, NULL) != 0) {
+    free(hdr);
+    return LT_ENOMEM;
+  }
+  p->sent = uv_now(&p->srv->loop);
+  return lt__zuv_send(&p->zuv, &part, 1);
+}
+
+static int send_hello(lt_peer_t *p) {
+  char name[sizeof LT_PEER_NAME_PREFIX + sizeof p->srv->endpoint];
+  snprintf(name, sizeof name, "%s%s", LT_PEER_NAME_PREFIX, p->srv->endpoint);
+  lt_msg_t m;
+  memset(&m, 0, sizeof m);
+  m.type = LT_MSG_HELLO;
+  m.u.hello.version = LT_PROTO_VERSION;
+  m.u.hello.client_id = p->srv->peer_id;
+  m.u.hello.name = name;
+  return peer_send(p, &m);
+}
+
+static int send_fetch(lt_peer_t *p, lt_oid_t id, bool release) {
+  lt_msg_t m;
+  memset(&m, 0, sizeof m);
+  m.type = LT_MSG_FETCH;
+  m.u.fetch.id = id;
+  m.u.fetch.release = release;
+  return peer_send(p, &m);
+}
+
+static void send_release(lt_peer_t *p, lt_oid_t id) {
+  lt_msg_t m;
+  memset(&m, 0, sizeof m);
+  m.type = LT_MSG_RELEASE;
+  m.u.release.nids = 1;
+  m.u.release.ids = &id;
+  peer_send(p, &m);
+}
+
+static void send_heartbeat(lt_peer_t *p) {
+  lt_msg_t m;
+  memset(&m, 0, sizeof m);
+  m.type = LT_MSG_HEARTBEAT;
+  m.u.heartbeat.seq = ++p->hb_seq;
+  peer_send(p, &m);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Fetches and their local entries. */
+
+/* local_pending tells whether the local store waits for `id` (nobody released it). */
+static bool local_pending(lt_server_t *srv, lt_oid_t id) {
+  return lt__store_get(srv->store, id, NULL, NULL, NULL) == LT_EAGAIN;
+}
+
+/* local_fail fails the pending local entry of `id`, waking its readers with the error,
+ * then drops it: a later reader fetches again instead of reading a stale failure. */
+static void local_fail(lt_server_t *srv, lt_oid_t id, int status, const char *msg) {
+  if (!local_pending(srv, id)) return;
+  lt__store_fail(srv->store, id, status, msg);
+  lt__store_release(srv->store, id);
+}
+
+static pfetch_t *fetch_find(lt_peer_t *p, lt_oid_t id) {
+  pfetch_t *f = NULL;
+  HASH_FIND(hh, p->fetches, &id, sizeof id, f);
+  return f;
+}
+
+static void fetch_del(lt_peer_t *p, pfetch_t *f) {
+  HASH_DEL(p->fetches, f);
+  p->nfetches--;
+  free(f);
+}
+
+static lt_copy_t *copy_find(lt_server_t *srv, lt_oid_t id) {
+  lt_copy_t *c = NULL;
+  HASH_FIND(hh, srv->copies, &id, sizeof id, c);
+  return c;
+}
+
+/* copy_drop_unused forgets a copy record nobody reads (one made for a fetch that failed to
+ * start). */
+static void copy_drop_unused(lt_server_t *srv, lt_copy_t *c) {
+  if (c->readers > 0) return;
+  HASH_DEL(srv->copies, c);
+  free(c);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Links. */
+
+static void on_link_closed(lt_zuv_t *z) {
+  lt_peer_t *p = z->data;
+  zmq_close(p->sock);
+  free(p);
+}
+
+/* link_drop takes the link out of the table, fails its pending fetches with `status` and
+ * `why`, and closes it; its memory goes when the loop has closed its handles. */
+static void link_drop(lt_peer_t *p, int status, const char *why) {
+  lt_server_t *srv = p->srv;
+  HASH_DEL(srv->peers, p);
+  srv->npeers--;
+  /* Detach the fetches first: waking readers must not see a half-dropped link. */
+  pfetch_t *list = p->fetches, *f, *tmp;
+  p->fetches = NULL;
+  if (p->nfetches > 0)
+    lt__log(LT_LOG_WARN, "peer %s: %u fetches failed: %s", p->ep, p->nfetches, why);
+  p->nfetches = 0;
+  HASH_ITER(hh, list, f, tmp) {
+    HASH_DEL(list, f);
+    local_fail(srv, f->id, status, why);
+    free(f);
+  }
+  lt__zuv_close(&p->zuv, on_link_closed);
+}
+
+/* make_room closes an idle link when the table is full; false when every link is busy. */
+static bool make_room(lt_server_t *srv) {
+  if (srv->npeers < PEER_MAX) return true;
+  lt_peer_t *p, *tmp;
+  HASH_ITER(hh, srv->peers, p, tmp) {
+    if (p->nfetches == 0) {
+      link_drop(p, LT_ESHUTDOWN, "link closed");
+      return true;
+    }
+  }
+  return false;
+}
+
+static void on_peer_message(lt_zuv_t *z, zmq_msg_t *parts, size_t n, bool truncated);
+static void on_tick(uv_timer_t *h);
+
+static int link_open(lt_server_t *srv, const char *ep, lt_peer_t **out, char *err, size_t errlen) {
+  *out = NULL;
+  if (!make_room(srv)) {
+    snprintf(err, errlen, "too many peer links (%d) busy", PEER_MAX);
+    return LT_EAGAIN;
+  }
+  lt_peer_t *p = calloc(1, sizeof *p);
+  if (p == NULL) {
+    snprintf(err, errlen, "out of memory for a peer link");
+    return LT_ENOMEM;
+  }
+  snprintf(p->ep, sizeof p->ep, "%s", ep);
+  p->srv = srv;
+  int64_t maxmsg = (int64_t)srv->lim.max_frame;
+  int zero = 0, hwm = PEER_SNDHWM, on = 1;
+  if ((p->sock = zmq_socket(srv->zctx, ZMQ_DEALER)) == NULL ||
+      zmq_setsockopt(p->sock, ZMQ_LINGER, &zero, sizeof zero) != 0 ||
+      zmq_setsockopt(p->sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) != 0 ||
+      zmq_setsockopt(p->sock, ZMQ_SNDHWM, &hwm, sizeof hwm) != 0 ||
+      (strchr(ep, '[') != NULL && zmq_setsockopt(p->sock, ZMQ_IPV6, &on, sizeof on) != 0)) {
+    snprintf(err, errlen, "cannot make a socket for peer %s: %s", ep, zmq_strerror(zmq_errno()));
+    if (p->sock != NULL) zmq_close(p->sock);
+    free(p);
+    return LT_EIO;
+  }
+  if (zmq_connect(p->sock, ep) != 0) {
+    snprintf(err, errlen, "cannot connect to peer %s: %s", ep, zmq_strerror(zmq_errno()));
+    zmq_close(p->sock);
+    free(p);
+    return LT_EINVAL;
+  }
+  int rc = lt__zuv_start(&p->zuv, &srv->loop, p->sock, PEER_MAX_PARTS, on_peer_message, p);
+  if (rc != LT_OK) {
+    snprintf(err, errlen, "cannot watch the socket of peer %s: %s", ep, lt_strerror(rc));
+    zmq_close(p->sock);
+    free(p);
+    return rc;
+  }
+  HASH_ADD(hh, srv->peers, ep, strlen(p->ep), p);
+  if (p->oom) {
+    snprintf(err, errlen, "out of memory for a peer link");
+    lt__zuv_close(&p->zuv, on_link_closed);
+    return LT_ENOMEM;
+  }
+  srv->npeers++;
+  p->heard = uv_now(&srv->loop);
+  if ((rc = send_hello(p)) != LT_OK) {
+    snprintf(err, errlen, "cannot say hello to peer %s: %s", ep, lt_strerror(rc));
+    link_drop(p, rc, err);
+    return rc == LT_EINVAL ? LT_EIO : rc;
+  }
+  if (!uv_is_active((uv_handle_t *)&srv->peer_timer)) {
+    uint64_t every = srv->fetch_ms / 4;
+    if (every > 1000) every = 1000;
+    if (every < 5) every = 5;
+    uv_timer_start(&srv->peer_timer, on_tick, every, every);
+  }
+  lt__log(LT_LOG_INFO, "peer %s: link opened", ep);
+  *out = p;
+  return LT_OK;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Receiving. */
+
+static void on_value(lt_peer_t *p, const lt_msg_t *m) {
+  lt_server_t *srv = p->srv;
+  lt_oid_t id = m->u.value.id;
+  char ids[48];
+  pfetch_t *f = fetch_find(p, id);
+  if (f == NULL) {
+    lt__log(LT_LOG_DEBUG, "peer %s: dropped a value for %s, which nobody asked for", p->ep,
+            lt__oid_format(id, ids, sizeof ids));
+    return;
+  }
+  bool release = f->want_release;
+  fetch_del(p, f);
+  int status = m->u.value.status;
+  char msg[LT_KERNEL_ERRMSG_MAX + 600];
+  if (status == LT_OK && m->u.value.frame < 0) {
+    status = LT_EPROTO;
+    snprintf(msg, sizeof msg, "peer %s answered without the value", p->ep);
+  } else if (status > 0) {
+    snprintf(msg, sizeof msg, "peer %s answered with status %d", p->ep, (int)status);
+    status = LT_EPROTO;
+  } else if (status == LT_ENOENT) {
+    snprintf(msg, sizeof msg, "no object %s on peer %s", lt__oid_format(id, ids, sizeof ids),
+             p->ep);
+  } else if (status != LT_OK) {
+    snprintf(msg, sizeof msg, "%s",
+             m->u.value.errmsg[0] != '\0' ? m->u.value.errmsg : lt_strerror(status));
+  }
+  if (status != LT_OK) {
+    local_fail(srv, id, status, msg);
+    if (release) send_release(p, id); /* a failed value is dropped by its last reader too */
+    return;
+  }
+  const lt_bytes_t *b = &m->frames[m->u.value.frame];
+  srv->peer_in += b->len;
+  if (local_pending(srv, id)) {
+    lt_value_t *v = lt__value_copy(b->data, b->len);
+    if (v == NULL) {
+      local_fail(srv, id, LT_ENOMEM, "out of memory for a fetched value");
+    } else {
+      lt__store_set(srv->store, id, v);
+      lt__value_unref(v);
+    }
+  } else {
+    lt__log(LT_LOG_DEBUG, "peer %s: value %s came after its readers left", p->ep,
+            lt__oid_format(id, ids, sizeof ids));
+  }
+  if (release) send_release(p, id);
+}
+
+/* rehello opens a new session on the peer (it dropped ours, e.g. for idleness) and asks
+ * again for everything still pending. */
+static void rehello(lt_peer_t *p) {
+  lt__log(LT_LOG_INFO, "peer %s: session lost, saying hello again (%u fetches pending)", p->ep,
+          p->nfetches);
+  send_hello(p);
+  pfetch_t *f, *tmp;
+  HASH_ITER(hh, p->fetches, f, tmp) send_fetch(p, f->id, f->asked_release);
+}
+
+static void on_peer_message(lt_zuv_t *z, zmq_msg_t *parts, size_t n, bool truncated) {
+  lt_peer_t *p = z->data;
+  lt_server_t *srv = p->srv;
+  if (srv->closing || n == 0) return;
+  p->heard = uv_now(&srv->loop);
+  if (truncated) {
+    lt__log(LT_LOG_DEBUG, "peer %s: dropped a message of more than %d parts", p->ep,
+            PEER_MAX_PARTS);
+    return;
+  }
+  lt_bytes_t frames[PEER_MAX_PARTS];
+  for (size_t i = 0; i < n; i++)
+    frames[i] = (lt_bytes_t){zmq_msg_data(&parts[i]), zmq_msg_size(&parts[i])};
+  lt_msg_t m;
+  int rc = lt__msg_decode(&m, frames, n, &srv->lim);
+  if (rc != LT_OK) {
+    lt__log(LT_LOG_DEBUG, "peer %s: dropped an undecodable message: %s", p->ep, lt_strerror(rc));
+    return;
+  }
+  char why[1000];
+  switch (m.type) {
+  case LT_MSG_VALUE:
+    on_value(p, &m);
+    break;
+  case LT_MSG_WELCOME:
+    if (m.u.welcome.version != LT_PROTO_VERSION) {
+      snprintf(why, sizeof why, "peer %s speaks protocol version %u, not %d", p->ep,
+               m.u.welcome.version, LT_PROTO_VERSION);
+      link_drop(p, LT_EVERSION, why);
+    }
+    break;
+  case LT_MSG_HEARTBEAT:
+    break;
+  case LT_MSG_ERROR:
+    if (m.u.error.code == LT_ESTATE) {
+      rehello(p);
+    } else {
+      snprintf(why, sizeof why, "peer %s refused a message: %.600s", p->ep, m.u.error.message);
+      link_drop(p, m.u.error.code < 0 ? m.u.error.code : LT_EPROTO, why);
+    }
+    break;
+  default:
+    lt__log(LT_LOG_DEBUG, "peer %s: dropped an unexpected %s message", p->ep,
+            lt__msg_type_name(m.type));
+    break;
+  }
+  lt__msg_clear(&m);
+  lt__server_settle(srv);
+}
+
+/* on_tick heartbeats links with pending fetches and drops those silent for too long. */
+static void on_tick(uv_timer_t *h) {
+  lt_server_t *srv = h->data;
+  uint64_t now = uv_now(&srv->loop);
+  lt_peer_t *p, *tmp;
+  HASH_ITER(hh, srv->peers, p, tmp) {
+    if (p->nfetches == 0) continue;
+    if (now - p->heard >= srv->fetch_ms) {
+      char why[400];
+      snprintf(why, sizeof why, "peer %s unreachable (silent for %" PRIu64 " ms)", p->ep,
+               now - p->heard);
+      link_drop(p, LT_ELOST, why);
+    } else if (now - p->sent >= srv->fetch_ms / 3) {
+      send_heartbeat(p);
+    }
+  }
+  lt__server_settle(srv);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Entry points. */
+
+void lt__peer_init(lt_server_t *srv, uint64_t fetch_ms) {
+  uv_timer_init(&srv->loop, &srv->peer_timer);
+  srv->peer_timer.data = srv;
+  srv->fetch_ms = fetch_ms > 0 ? fetch_ms : 1;
+  srv->peer_id = lt__oid_client_random();
+}
+
+int lt__peer_need(lt_server_t *srv, const char *holder, lt_oid_t id, bool last, bool *counted,
+                  char *err, size_t errlen) {
+  *counted = false;
+  lt_peer_t *p = NULL;
+  HASH_FIND(hh, srv->peers, holder, strlen(holder), p);
+  pfetch_t *f = p != NULL ? fetch_find(p, id) : NULL;
+  lt_copy_t *c = copy_find(srv, id);
+  if (lt__store_get(srv->store, id, NULL, NULL, NULL) != LT_ENOENT) {
+    if (c == NULL) return LT_OK; /* made here: a plain local read */
+    /* A copy fetched earlier, or on its way: share it. The last reader still has the
+     * holder drop the value. */
+    c->readers++;
+    *counted = true;
+    if (last && f != NULL && !f->asked_release)
+      f->want_release = true;
+    else if (last && f == NULL && p != NULL)
+      send_release(p, id);
+    return LT_OK;
+  }
+  int rc;
+  if (p == NULL && (rc = link_open(srv, holder, &p, err, errlen)) != LT_OK) return rc;
+  if (c == NULL) {
+    if ((c = calloc(1, sizeof *c)) == NULL) {
+      snprintf(err, errlen, "out of memory for a fetch");
+      return LT_ENOMEM;
+    }
+    c->id = id;
+    HASH_ADD(hh, srv->copies, id, sizeof c->id, c);
+    if (c->oom) {
+      free(c);
+      snprintf(err, errlen, "out of memory for a fetch");
+      return LT_ENOMEM;
+    }
+  }
+  if ((rc = lt__store_expect(srv->store, id)) != LT_OK) {
+    snprintf(err, errlen, "cannot register the fetched value: %s", lt_strerror(rc));
+    copy_drop_unused(srv, c);
+    return rc;
+  }
+  if (f != NULL) {
+    /* A fetch is under way already (its first readers left): its answer will do. */
+    if (last && !f->asked_release) f->want_release = true;
+    c->readers++;
+    *counted = true;
+    return LT_OK;
+  }
+  if ((f = calloc(1, sizeof *f)) != NULL) {
+    f->id = id;
+    f->asked_release = last;
+    HASH_ADD(hh, p->fetches, id, sizeof f->id, f);
+    if (f->oom) {
+      free(f);
+      f = NULL;
+    }
+  }
+  if (f == NULL) {
+    copy_drop_unused(srv, c);
+    lt__store_release(srv->store, id);
+    snprintf(err, errlen, "out of memory for a fetch");
+    return LT_ENOMEM;
+  }
+  /* The silence that makes a peer unreachable counts from the start of a wait. */
+  if (p->nfetches++ == 0) p->heard = uv_now(&srv->loop);
+  if ((rc = send_fetch(p, id, last)) != LT_OK) {
+    fetch_del(p, f);
+    copy_drop_unused(srv, c);
+    lt__store_release(srv->store, id);
+    snprintf(err, errlen, "cannot send a fetch to peer %s: %s", p->ep, lt_strerror(rc));
+    return rc == LT_EINVAL ? LT_EIO : rc;
+  }
+  c->readers++;
+  *counted = true;
+  return LT_OK;
+}
+
+void lt__peer_unref(lt_server_t *srv, lt_oid_t id) {
+  lt_copy_t *c = copy_find(srv, id);
+  if (c == NULL || --c->readers > 0) return;
+  HASH_DEL(srv->copies, c);
+  free(c);
+  /* Pending (its fetch still under way) or ready: either way nobody here reads it now; a
+   * value arriving later is dropped. */
+  lt__store_release(srv->store, id);
+}
+
+void lt__peer_release(lt_server_t *srv, const char *holder, lt_oid_t id) {
+  lt_peer_t *p = NULL;
+  HASH_FIND(hh, srv->peers, holder, strlen(holder), p);
+  char err[400];
+  if (p == NULL && link_open(srv, holder, &p, err, sizeof err) != LT_OK) {
+    lt__log(LT_LOG_DEBUG, "cannot release a value on %s: %s", holder, err);
+    return;
+  }
+  send_release(p, id);
+}
+
+void lt__peer_close_all(lt_server_t *srv) {
+  lt_peer_t *p, *tmp;
+  HASH_ITER(hh, srv->peers, p, tmp) link_drop(p, LT_ESHUTDOWN, "server shutting down");
+  lt_copy_t *c, *ctmp;
+  HASH_ITER(hh, srv->copies, c, ctmp) {
+    HASH_DEL(srv->copies, c);
+    free(c);
+  }
+  uv_close((uv_handle_t *)&srv->peer_timer, NULL);
+}

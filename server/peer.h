@@ -1,0 +1,65 @@
+/* peer.h: server-to-server lazy binding, the asking side. When an instruction reads a value
+ * held by another server, this server opens (once per holder endpoint, then keeps) a DEALER
+ * to the holder's ROUTER, says hello as a peer and fetches the value into its own store
+ * under the same id, where every local reader parked on it resolves without a copy; the
+ * copy stays while it has local readers. A peer that stays silent while fetches are pending
+ * fails them with LT_ELOST. The holder's side of a fetch is fetch.c. Loop thread only. */
+#ifndef LT_PEER_H
+#define LT_PEER_H
+
+#include <stdbool.h>
+#include "server.h"
+#include "session.h"
+
+/* The hello name of a peer session starts with this (then the asker's endpoint), so that
+ * the holder counts the values it serves to peers (load.peer_out). */
+#define LT_PEER_NAME_PREFIX "peer "
+
+/* Longest holder endpoint accepted (bytes). */
+#define LT_PEER_EP_MAX 255
+
+/* lt__peer_init initialises the peer state of `srv` (its timer handle, its peer client id)
+ * with `fetch_ms`, the silence after which a peer with pending fetches is unreachable. Call
+ * once while setting up, before anything can close the server's handles. */
+void lt__peer_init(lt_server_t *srv, uint64_t fetch_ms);
+
+/* lt__peer_remote tells whether `holder` names another server than `srv` (not "" and not
+ * its own endpoint). */
+bool lt__peer_remote(const lt_server_t *srv, const char *holder);
+
+/* lt__peer_endpoint_ok tells whether a holder endpoint from the network is acceptable:
+ * tcp://, with a host part, at most LT_PEER_EP_MAX bytes. */
+bool lt__peer_endpoint_ok(const char *ep);
+
+/* lt__peer_need makes sure value `id` of `holder` (a remote, valid endpoint) is or will be
+ * in the local store, for one more local reader: when the store has a copy fetched earlier
+ * (or a fetch under way) the reader shares it; when the store does not know `id` a pending
+ * entry is made and a FETCH goes to the holder. `last` says the reader is the value's last
+ * consumer (LT_INSTR_RELEASE_INPUTS): the holder is asked to drop the value once it has
+ * sent it, or, when a fetch without that request is under way or done, sent a RELEASE. The
+ * caller then reads `id` from the store as a local input; when *counted is set it calls
+ * lt__peer_unref once it no longer needs the input. (An id the store knows without having
+ * fetched it is simply read: *counted stays false.) LT_OK, or LT_EINVAL (cannot connect),
+ * LT_EAGAIN (too many peer links), LT_EIO (cannot send), LT_ENOMEM, with a message in
+ * err. */
+int lt__peer_need(lt_server_t *srv, const char *holder, lt_oid_t id, bool last, bool *counted,
+                  char *err, size_t errlen);
+
+/* lt__peer_unref ends one reader of the fetched copy of `id`; after the last one the copy
+ * leaves the store (the holder still has the value unless a last reader released it). A
+ * later reader fetches again. */
+void lt__peer_unref(lt_server_t *srv, lt_oid_t id);
+
+/* lt__peer_release tells `holder` (a remote, valid endpoint) to drop `id`: a last reader
+ * that will never fetch it (another of its inputs failed). Best effort: errors are logged. */
+void lt__peer_release(lt_server_t *srv, const char *holder, lt_oid_t id);
+
+/* lt__peer_session tells whether session `s` is another server's peer link. */
+bool lt__peer_session(const lt_session_t *s);
+
+/* lt__peer_close_all closes every peer link (pending fetches fail with LT_ESHUTDOWN) and the
+ * peer timer. Part of closing the server; the sockets are closed by the loop's close
+ * callbacks, before the ZeroMQ context is terminated. */
+void lt__peer_close_all(lt_server_t *srv);
+
+#endif

@@ -1,0 +1,150 @@
+/* test_lazy.c: future references on real servers. Lazy binding keeps intermediate values
+ * on the servers (client-link bytes are input + output), plain mode moves every value
+ * through the client (about 4 x that on a 4-stage pipeline); every value is released after
+ * its last reader (values_held is 0 on every server after runs of every skeleton); a
+ * successor dispatched before its producer finished gets the right value. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "harness.h"
+
+/* stat_u64 reads the first `"key":N` after `from` in a stats text. */
+static uint64_t stat_u64(const char *json, const char *key) {
+  char pat[64];
+  snprintf(pat, sizeof pat, "\"%s\":", key);
+  const char *p = strstr(json, pat);
+  cr_assert_not_null(p, "%s not in %s", key, json);
+  return strtoull(p + strlen(pat), NULL, 10);
+}
+
+/* values_held_total waits (up to 5 s, heartbeats refresh the load reports) until every
+ * server reports no value held, and returns the last total seen. */
+static uint64_t values_held_total(lt_eval_t *ev) {
+  uint64_t total = 0;
+  for (int tries = 0; tries < 100; tries++) {
+    char *json = NULL;
+    cr_assert_eq(lt_eval_stats_json(ev, &json), LT_OK);
+    total = 0;
+    for (const char *p = json; (p = strstr(p, "\"values_held\":")) != NULL; p++)
+      total += strtoull(p + strlen("\"values_held\":"), NULL, 10);
+    free(json);
+    if (total == 0) break;
+    struct timespec ts = {0, 50 * 1000000L};
+    nanosleep(&ts, NULL);
+  }
+  return total;
+}
+
+static lt_eval_t *eval_on(lt_skel_t *prog, lt_proc_t *hosts, int n, const char *mode) {
+  lt_eval_t *ev = NULL;
+  cr_assert_eq(lt_eval_new(&ev, prog), LT_OK);
+  cr_assert_eq(lt_eval_set(ev, "mode", mode), LT_OK);
+  cr_assert_eq(lt_eval_set(ev, "heartbeat_ms", "50"), LT_OK);
+  for (int i = 0; i < n; i++) cr_assert_eq(lt_eval_add_host(ev, hosts[i].endpoint), LT_OK);
+  cr_assert_eq(lt_eval_start(ev), LT_OK);
+  return ev;
+}
+
+/* client_bytes runs `ntasks` tokens of `size` bytes through the 4-stage pipeline and
+ * returns the bytes that crossed the client's links. */
+static uint64_t client_bytes(lt_proc_t *hosts, const char *mode, int ntasks, size_t size) {
+  lt_skel_t *p = lt_pipeline(lt_farm(lt_seq("skelk:rev")), lt_farm(lt_seq_with("skelk:xor", "a", 1)),
+                             lt_farm(lt_seq("skelk:rev")), lt_farm(lt_seq_with("skelk:xor", "b", 1)),
+                             NULL);
+  lt_eval_t *ev = eval_on(p, hosts, 2, mode);
+  unsigned char *tok = malloc(size);
+  for (int t = 0; t < ntasks; t++) {
+    for (size_t i = 0; i < size; i++) tok[i] = (unsigned char)(i * 7 + (size_t)t);
+    cr_assert_eq(lt_eval_submit(ev, tok, size, NULL), LT_OK);
+  }
+  lt_eval_close(ev);
+  for (int t = 0; t < ntasks; t++) {
+    lt_buf_t *b = NULL;
+    cr_assert_eq(lt_eval_next(ev, &b), LT_OK);
+    cr_assert_eq(lt_buf_error(b), LT_OK, "%s", lt_buf_errmsg(b));
+    cr_assert_eq(lt_buf_len(b), size);
+    const unsigned char *d = lt_buf_data(b);
+    for (size_t i = 0; i < size; i += 4099)
+      cr_assert_eq(d[i], (unsigned char)(i * 7 + (size_t)t) ^ 'a' ^ 'b', "task %d byte %zu", t, i);
+    lt_buf_free(b);
+  }
+  char *json = NULL;
+  cr_assert_eq(lt_eval_stats_json(ev, &json), LT_OK);
+  uint64_t bytes = stat_u64(json, "bytes_to_servers") + stat_u64(json, "bytes_from_servers");
+  free(json);
+  cr_assert_eq(values_held_total(ev), 0, "values left on servers (%s)", mode);
+  lt_eval_free(ev);
+  free(tok);
+  return bytes;
+}
+
+Test(lazy, client_link_bytes_are_input_plus_output, .timeout = 180) {
+  lt_proc_t hosts[2];
+  start_server(&hosts[0], "a", 2);
+  start_server(&hosts[1], "b", 2);
+  const int ntasks = 16;
+  const size_t size = 1 << 20;
+  double ideal = 2.0 * ntasks * (double)size;
+  uint64_t lazy = client_bytes(hosts, "optimized", ntasks, size);
+  uint64_t plain = client_bytes(hosts, "plain", ntasks, size);
+  cr_assert_leq((double)lazy, 1.05 * ideal, "lazy %llu bytes, ideal %.0f", (unsigned long long)lazy, ideal);
+  cr_assert_geq((double)plain, 3.5 * ideal, "plain %llu bytes, ideal %.0f", (unsigned long long)plain, ideal);
+  cr_assert_leq((double)plain, 4.2 * ideal, "plain %llu bytes, ideal %.0f", (unsigned long long)plain, ideal);
+  lt__proc_stop(&hosts[0], 5000);
+  lt__proc_stop(&hosts[1], 5000);
+}
+
+Test(lazy, successor_dispatched_before_its_producer_finished, .timeout = 60) {
+  lt_proc_t hosts[2];
+  start_server(&hosts[0], "a", 2);
+  start_server(&hosts[1], "b", 2);
+  /* The sleeping producer is still running when its successors arrive: they park. */
+  lt_eval_t *ev = eval_on(lt_pipeline(lt_seq_with("testk:sleep", "150", 3), lt_seq("testk:inc"),
+                                      lt_seq("testk:dbl"), NULL),
+                          hosts, 2, "optimized");
+  for (int i = 0; i < 8; i++) {
+    unsigned char tok[8];
+    put_i64(tok, i);
+    cr_assert_eq(lt_eval_submit(ev, tok, 8, NULL), LT_OK);
+  }
+  lt_eval_close(ev);
+  for (int i = 0; i < 8; i++) cr_assert_eq(next_i64(ev), (i + 1) * 2);
+  cr_assert_eq(values_held_total(ev), 0);
+  lt_eval_free(ev);
+  lt__proc_stop(&hosts[0], 5000);
+  lt__proc_stop(&hosts[1], 5000);
+}
+
+Test(lazy, nothing_held_after_every_skeleton_and_after_failures, .timeout = 120) {
+  lt_proc_t hosts[3];
+  for (int i = 0; i < 3; i++) start_server(&hosts[i], "h", 2);
+  lt_skel_t *progs[] = {
+      lt_farm(lt_seq("skelk:rev")),
+      lt_pipeline(lt_seq("skelk:rev"), lt_seq_with("skelk:app", "x", 1), NULL),
+      lt_map("skelk:chunks", lt_pipeline(lt_seq("skelk:rev"), lt_seq("skelk:rev"), NULL), "skelk:cat"),
+      lt_dc("skelk:small", "skelk:halves", lt_seq("skelk:rev"), "skelk:cat"),
+      lt_pipeline(lt_map("skelk:halves", lt_dc("skelk:small", "skelk:halves",
+                                               lt_seq_with("skelk:fail_on", "!", 1), "skelk:cat"),
+                         "skelk:cat"),
+                  lt_seq("skelk:rev"), NULL),
+  };
+  const char *in[] = {"", "a", "hello world", "0123456789abcdefghijklmnopqrstuvwxyz", "bad!input", "ok"};
+  for (size_t p = 0; p < sizeof progs / sizeof progs[0]; p++) {
+    lt_eval_t *ev = eval_on(progs[p], hosts, 3, "optimized");
+    for (size_t i = 0; i < 6; i++) cr_assert_eq(lt_eval_submit(ev, in[i], strlen(in[i]), NULL), LT_OK);
+    lt_eval_close(ev);
+    lt_buf_t *b;
+    int n = 0;
+    while (lt_eval_next(ev, &b) == LT_OK) {
+      if (p < 4) cr_assert_eq(lt_buf_error(b), LT_OK, "program %zu: %s", p, lt_buf_errmsg(b));
+      lt_buf_free(b);
+      n++;
+    }
+    cr_assert_eq(n, 6);
+    cr_assert_eq(values_held_total(ev), 0, "program %zu left values on the servers", p);
+    lt_eval_free(ev);
+  }
+  for (int i = 0; i < 3; i++) lt__proc_stop(&hosts[i], 5000);
+}
