@@ -37,9 +37,13 @@ LT_API size_t lt_buf_len(const lt_buf_t *b) {
   return b != NULL && b->value != NULL ? b->value->len : 0;
 }
 
-LT_API int lt_buf_error(const lt_buf_t *b) { return b != NULL ? b->err : LT_EINVAL; }
+LT_API int lt_buf_error(const lt_buf_t *b) {
+  return b != NULL ? b->err : LT_EINVAL;
+}
 
-LT_API const char *lt_buf_errmsg(const lt_buf_t *b) { return b != NULL ? b->errmsg : ""; }
+LT_API const char *lt_buf_errmsg(const lt_buf_t *b) {
+  return b != NULL ? b->errmsg : "";
+}
 
 LT_API void lt_buf_free(lt_buf_t *b) {
   if (b == NULL) return;

@@ -56,8 +56,7 @@ static int send_part(lt_conn_t *c, zmq_msg_t *part, int more) {
   return LT_OK;
 }
 
-int lt__conn_send(lt_conn_t *c, const lt_msg_t *m, lt_value_t *const *values,
-                  int64_t now_ms) {
+int lt__conn_send(lt_conn_t *c, const lt_msg_t *m, lt_value_t *const *values, int64_t now_ms) {
   void *hdr;
   size_t hdrlen;
   int rc = lt__msg_encode(m, &hdr, &hdrlen);
@@ -154,7 +153,8 @@ int lt__conn_recv(lt_conn_t *c, lt_rx_t *rx, const lt_codec_limits_t *lim, int64
 
 void lt__rx_clear(lt_rx_t *rx) {
   lt__msg_clear(&rx->msg);
-  for (size_t i = 0; i < rx->nparts; i++) zmq_msg_close(&rx->parts[i]);
+  for (size_t i = 0; i < rx->nparts; i++)
+    zmq_msg_close(&rx->parts[i]);
   rx->nparts = 0;
 }
 

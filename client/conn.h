@@ -26,10 +26,10 @@ typedef struct lt_conn {
   int64_t opened_ms;
   int64_t last_recv_ms;
   int64_t last_send_ms;
-  uint32_t inflight;      /* instructions dispatched, not completed */
-  uint64_t completed;     /* completions received */
-  uint64_t bytes_out;     /* every byte sent on this link */
-  uint64_t bytes_in;      /* every byte received on this link */
+  uint32_t inflight;  /* instructions dispatched, not completed */
+  uint64_t completed; /* completions received */
+  uint64_t bytes_out; /* every byte sent on this link */
+  uint64_t bytes_in;  /* every byte received on this link */
 } lt_conn_t;
 
 /* A received message: its frames stay alive until lt__rx_clear, msg borrows from them. */
@@ -49,8 +49,7 @@ int lt__conn_open(lt_conn_t *c, void *zctx, const char *endpoint, uint64_t clien
 /* lt__conn_send encodes and sends `m` with its payload frames (values are sent without
  * copying: each lt_value_t in `values`, one per payload frame, gets a reference released by
  * ZeroMQ). Never blocks: LT_EAGAIN when the socket cannot take it now. */
-int lt__conn_send(lt_conn_t *c, const lt_msg_t *m, lt_value_t *const *values,
-                  int64_t now_ms);
+int lt__conn_send(lt_conn_t *c, const lt_msg_t *m, lt_value_t *const *values, int64_t now_ms);
 
 /* lt__conn_recv receives one whole message without blocking and decodes it into rx->msg.
  * LT_EAGAIN when nothing is waiting; LT_EPROTO/LT_ETOOBIG for a message that was dropped

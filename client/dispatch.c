@@ -34,7 +34,8 @@ typedef struct batch {
 static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem) {
   if (need <= *cap) return LT_OK;
   uint32_t n = *cap ? *cap : 4;
-  while (n < need) n *= 2;
+  while (n < need)
+    n *= 2;
   void *q = realloc(*p, (size_t)n * elem);
   if (q == NULL) return LT_ENOMEM;
   *p = q;

@@ -26,15 +26,23 @@ void lt__task_free(lt_task_t *t) {
 }
 
 void lt__eval_wake(lt_eval_t *ev) {
+  if (atomic_exchange(&ev->wake_pending, 1)) return;
   uint64_t one = 1;
   ssize_t n = write(ev->wake_fd, &one, sizeof one);
   (void)n; /* an eventfd only fails when its counter would overflow: it is awake then */
 }
 
+void lt__eval_woken(lt_eval_t *ev) {
+  uint64_t junk;
+  ssize_t n = read(ev->wake_fd, &junk, sizeof junk);
+  (void)n; /* non-blocking: nothing to read is fine */
+  atomic_store(&ev->wake_pending, 0);
+}
+
 void lt__eval_finish(lt_eval_t *ev, lt_task_t *t, lt_buf_t *b) {
   ev->pending--;
   ev->completed++;
-  pthread_cond_broadcast(&ev->cv_space);
+  if (ev->space_waiters > 0) pthread_cond_broadcast(&ev->cv_space);
   if (t->future != NULL) {
     lt__future_resolve(t->future, b);
     lt__task_free(t);
@@ -50,7 +58,7 @@ void lt__eval_finish(lt_eval_t *ev, lt_task_t *t, lt_buf_t *b) {
       ev->ready_head = t;
     ev->ready_tail = t;
   }
-  pthread_cond_broadcast(&ev->cv_result);
+  if (ev->result_waiters > 0) pthread_cond_broadcast(&ev->cv_result);
 }
 
 LT_API int lt_eval_new(lt_eval_t **out, lt_skel_t *program) {
@@ -136,8 +144,8 @@ LT_API int lt_eval_spawn_local(lt_eval_t *ev, int nservers) {
     lt_proc_t *p = &ev->procs[ev->nprocs];
     char name[32], err[256];
     snprintf(name, sizeof name, "local-%zu", ev->nprocs);
-    int rc = lt__proc_spawn(p, server_program(ev), ev->opts.modules, ev->opts.server_threads,
-                            name, (int)ev->opts.connect_timeout_ms * 2, err, sizeof err);
+    int rc = lt__proc_spawn(p, server_program(ev), ev->opts.modules, ev->opts.server_threads, name,
+                            (int)ev->opts.connect_timeout_ms * 2, err, sizeof err);
     if (rc != LT_OK) {
       lt__log(LT_LOG_ERROR, "cannot start %s: %s", server_program(ev), err);
       return rc;
@@ -169,7 +177,7 @@ LT_API int lt_eval_start(lt_eval_t *ev) {
   pthread_mutex_unlock(&ev->mu);
   if (pthread_create(&ev->thread, NULL, lt__sched_main, ev->sched) != 0) {
     lt__sched_free(ev->sched);
-  lt__local_free(ev->local);
+    lt__local_free(ev->local);
     ev->sched = NULL;
     return LT_ENOMEM;
   }
@@ -177,7 +185,8 @@ LT_API int lt_eval_start(lt_eval_t *ev) {
 
   /* Wait until every initial host welcomed us or was given up on. */
   pthread_mutex_lock(&ev->mu);
-  while (ev->start_waiting > 0) pthread_cond_wait(&ev->cv_start, &ev->mu);
+  while (ev->start_waiting > 0)
+    pthread_cond_wait(&ev->cv_start, &ev->mu);
   int ready = ev->start_ready;
   ev->state = ready > 0 ? LT_EVAL_STARTED : LT_EVAL_FAILED;
   pthread_mutex_unlock(&ev->mu);
@@ -225,7 +234,9 @@ LT_API int lt_eval_submit(lt_eval_t *ev, const void *data, size_t len, lt_future
       rc = LT_EAGAIN;
       break;
     }
+    ev->space_waiters++;
     pthread_cond_wait(&ev->cv_space, &ev->mu);
+    ev->space_waiters--;
     if (ev->closed) rc = LT_ECLOSED;
   }
   if (rc != LT_OK) {
@@ -299,7 +310,9 @@ LT_API int lt_eval_next(lt_eval_t *ev, lt_buf_t **out) {
       rc = LT_ESTATE; /* nothing could ever arrive */
       break;
     }
+    ev->result_waiters++;
     pthread_cond_wait(&ev->cv_result, &ev->mu);
+    ev->result_waiters--;
   }
   if (t != NULL) ev->stream_left--;
   pthread_mutex_unlock(&ev->mu);
@@ -358,7 +371,8 @@ LT_API void lt_eval_free(lt_eval_t *ev) {
   }
   lt__sched_free(ev->sched);
   lt__local_free(ev->local);
-  for (size_t i = 0; i < ev->nprocs; i++) lt__proc_stop(&ev->procs[i], 5000);
+  for (size_t i = 0; i < ev->nprocs; i++)
+    lt__proc_stop(&ev->procs[i], 5000);
   free(ev->procs);
   free_task_list(ev->intake_head);
   free_task_list(ev->ready_head);
@@ -367,7 +381,8 @@ LT_API void lt_eval_free(lt_eval_t *ev) {
     HASH_DEL(ev->ordered, t);
     lt__task_free(t);
   }
-  for (size_t i = 0; i < ev->nhosts; i++) free(ev->hosts[i]);
+  for (size_t i = 0; i < ev->nhosts; i++)
+    free(ev->hosts[i]);
   free(ev->hosts);
   if (ev->wake_fd >= 0) close(ev->wake_fd);
   lt__template_free(ev->tmpl);

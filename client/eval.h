@@ -5,6 +5,7 @@
 #define LT_EVAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <uthash.h>
 #include <lithium.h>
@@ -60,15 +61,22 @@ struct lt_eval {
   int start_waiting; /* initial hosts that have neither welcomed nor died */
   int start_ready;   /* initial hosts that welcomed */
 
-  int wake_fd; /* eventfd: wakes the dispatcher */
+  int wake_fd;             /* eventfd: wakes the dispatcher */
+  atomic_int wake_pending; /* a wake was written and not yet consumed */
+  int result_waiters;      /* threads in lt_eval_next's wait (under mu) */
+  int space_waiters;       /* threads in lt_eval_submit's wait (under mu) */
   pthread_t thread;
   int thread_started;
   struct lt_sched *sched; /* servers (lt_eval_start) */
   struct lt_local *local; /* or the sequential evaluator (lt_eval_run_local) */
 };
 
-/* lt__eval_wake wakes the dispatcher. Any thread. */
+/* lt__eval_wake wakes the dispatcher; a wake already pending is not repeated. Any thread. */
 void lt__eval_wake(lt_eval_t *ev);
+
+/* lt__eval_woken consumes the pending wake; the dispatcher calls it before it looks at the
+ * intake, so that anything submitted after that look wakes it again. */
+void lt__eval_woken(lt_eval_t *ev);
 
 /* lt__eval_finish delivers the result `b` (taken) of `task` (taken) to its future or the
  * stream and wakes readers. Dispatcher thread, with ev->mu held. */

@@ -74,7 +74,8 @@ instr_rec_t *lt__sched_pop_fireable(lt_sched_t *s) {
 void lt__sched_rec_done(lt_sched_t *s, instr_rec_t *r) {
   (void)s;
   job_t *j = r->job;
-  for (uint32_t i = 0; i < r->nins; i++) lt__value_unref(r->ins[i].value);
+  for (uint32_t i = 0; i < r->nins; i++)
+    lt__value_unref(r->ins[i].value);
   free(r->ins);
   j->live--;
   free(r);
@@ -241,9 +242,10 @@ static void apply(lt_sched_t *s, instr_rec_t *r, int conn, const lt_completion_t
   if (rc == LT_OK && r->op == LT_OP_DCSTEP && cp->answer == 0 && r->nins == 1)
     release_token(s, &r->ins[0]);
   if (rc == LT_OK)
-    rc = lt__instance_complete(j->inst, r->frame, cp->answer, toks, cp->noutputs,
-                               lt__sched_on_fire, s, err, sizeof err);
-  for (uint32_t i = 0; toks != NULL && i < cp->noutputs; i++) lt__value_unref(toks[i].value);
+    rc = lt__instance_complete(j->inst, r->frame, cp->answer, toks, cp->noutputs, lt__sched_on_fire,
+                               s, err, sizeof err);
+  for (uint32_t i = 0; toks != NULL && i < cp->noutputs; i++)
+    lt__value_unref(toks[i].value);
   free(toks);
   if (rc != LT_OK)
     lt__sched_job_fail(s, j, rc, err[0] ? err : "server returned an unusable completion");

@@ -59,7 +59,8 @@ int lt__local_new(lt_local_t **out, lt_eval_t *ev) {
 void lt__local_free(lt_local_t *l) {
   if (l == NULL) return;
   if (l->errmsgs != NULL && l->ev->tmpl != NULL)
-    for (uint32_t i = 0; i < l->ev->tmpl->nkernels; i++) free(l->errmsgs[i]);
+    for (uint32_t i = 0; i < l->ev->tmpl->nkernels; i++)
+      free(l->errmsgs[i]);
   free(l->errmsgs);
   free(l->errs);
   free(l->fns);
@@ -94,7 +95,8 @@ static int run_frame(lt_local_t *l, lt_instance_t *inst, lt_frame_t *f, char *er
       snprintf(err, errlen, "%s", l->errmsgs[ki]);
       return l->errs[ki];
     }
-    st[k] = (lt_exec_stage_t){l->fns[ki], t->kernels[ki], {fi.stages[k].param, fi.stages[k].param_len}};
+    st[k] =
+        (lt_exec_stage_t){l->fns[ki], t->kernels[ki], {fi.stages[k].param, fi.stages[k].param_len}};
   }
   lt_bytes_t in[fi.ninputs ? fi.ninputs : 1];
   for (uint32_t k = 0; k < fi.ninputs; k++)
@@ -120,7 +122,8 @@ static int run_frame(lt_local_t *l, lt_instance_t *inst, lt_frame_t *f, char *er
     rc = lt__instance_complete(inst, f, r.answer, toks, r.nout, on_fire, l, err, errlen);
   else
     snprintf(err, errlen, "out of memory");
-  for (uint32_t i = 0; toks != NULL && i < r.nout; i++) lt__value_unref(toks[i].value);
+  for (uint32_t i = 0; toks != NULL && i < r.nout; i++)
+    lt__value_unref(toks[i].value);
   free(toks);
   lt__exec_result_clear(&r);
   return rc;
@@ -166,11 +169,7 @@ void *lt__local_main(void *arg) {
     pthread_mutex_unlock(&ev->mu);
     if (t == NULL) {
       struct pollfd pfd = {.fd = ev->wake_fd, .events = POLLIN};
-      if (poll(&pfd, 1, -1) > 0) {
-        uint64_t junk;
-        ssize_t n = read(ev->wake_fd, &junk, sizeof junk);
-        (void)n;
-      }
+      if (poll(&pfd, 1, -1) > 0) lt__eval_woken(ev);
       continue;
     }
     lt_buf_t *b = run_task(l, t);

@@ -83,17 +83,17 @@ int lt__options_set(lt_options_t *o, const char *key, const char *value) {
   if (strcmp(key, "heartbeat_ms") == 0) return parse_u32(value, 10, 600000, &o->heartbeat_ms);
   if (strcmp(key, "connect_timeout_ms") == 0)
     return parse_u32(value, 10, 600000, &o->connect_timeout_ms);
-  if (strcmp(key, "server_threads") == 0)
-    return parse_u32(value, 0, 4096, &o->server_threads);
+  if (strcmp(key, "server_threads") == 0) return parse_u32(value, 0, 4096, &o->server_threads);
   if (strcmp(key, "modules") == 0) return set_string(&o->modules, value);
   if (strcmp(key, "server") == 0) return set_string(&o->server, value);
   return LT_EINVAL;
 }
 
-static const char *const env_keys[] = {"mode",         "ordered",    "nonblocking", "normal_form", "lookahead", "lazy", "max_threads",
-                                       "max_pending",  "max_retries", "heartbeat_ms",
-                                       "connect_timeout_ms", "server_threads", "modules",
-                                       "server"};
+static const char *const env_keys[] = {
+    "mode",        "ordered",      "nonblocking",        "normal_form",
+    "lookahead",   "lazy",         "max_threads",        "max_pending",
+    "max_retries", "heartbeat_ms", "connect_timeout_ms", "server_threads",
+    "modules",     "server"};
 
 int lt__options_from_env(lt_options_t *o) {
   for (size_t i = 0; i < sizeof env_keys / sizeof env_keys[0]; i++) {

@@ -28,12 +28,12 @@ typedef struct instr_rec {
   job_t *job;
   lt_frame_t *frame;
   uint32_t op;
-  int conn;       /* -1 while queued */
-  uint32_t tries; /* dispatches lost to a failed server */
-  int chained;    /* fired by a predecessor's dispatch: placed by affinity, outside the window */
-  int admitted;   /* counted in its server's window */
-  int moved;      /* its frame went on at dispatch: the completion only reports status */
-  int final;      /* its output is the task's result: returned with done */
+  int conn;        /* -1 while queued */
+  uint32_t tries;  /* dispatches lost to a failed server */
+  int chained;     /* fired by a predecessor's dispatch: placed by affinity, outside the window */
+  int admitted;    /* counted in its server's window */
+  int moved;       /* its frame went on at dispatch: the completion only reports status */
+  int final;       /* its output is the task's result: returned with done */
   lt_token_t *ins; /* its input tokens (copies holding value references) */
   uint32_t nins;
   const lt_tstage_t *stages; /* borrowed from the template, for a re-dispatch */
@@ -52,7 +52,7 @@ struct lt_sched {
   lt_eval_t *ev;
   void *zctx;
   lt_conn_t *conns;
-  relq_t *relq; /* per connection */
+  relq_t *relq;       /* per connection */
   uint32_t *admitted; /* per connection: instructions counted in the window */
   size_t nconns, capconns;
   size_t initial; /* hosts known at start: they answer lt_eval_start */

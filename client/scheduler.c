@@ -46,7 +46,8 @@ void lt__sched_free(lt_sched_t *s) {
   if (s == NULL) return;
   if (s->zctx != NULL) zmq_ctx_term(s->zctx);
   pthread_mutex_destroy(&s->stats_mu);
-  for (size_t i = 0; i < s->capconns && s->relq != NULL; i++) free(s->relq[i].ids);
+  for (size_t i = 0; i < s->capconns && s->relq != NULL; i++)
+    free(s->relq[i].ids);
   free(s->relq);
   free(s->admitted);
   free(s->conns);
@@ -124,7 +125,8 @@ void lt__sched_conn_dead(lt_sched_t *s, size_t idx, const char *why) {
 
 static int live_servers(const lt_sched_t *s) {
   int n = 0;
-  for (size_t i = 0; i < s->nconns; i++) n += s->conns[i].state != LT_CONN_DEAD;
+  for (size_t i = 0; i < s->nconns; i++)
+    n += s->conns[i].state != LT_CONN_DEAD;
   return n;
 }
 
@@ -148,11 +150,11 @@ static void on_message(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
     break;
   case LT_MSG_DONE:
     for (uint32_t i = 0; i < m->u.done.ncompl; i++)
-      lt__sched_on_completion(s, idx, &m->u.done.compl[i], m);
+      lt__sched_on_completion(s, idx, &m->u.done.compl [i], m);
     break;
   case LT_MSG_ERROR:
-    lt__log(LT_LOG_WARN, "server %s refused a message: %s (%s)", c->endpoint,
-            m->u.error.message, lt_strerror(m->u.error.code));
+    lt__log(LT_LOG_WARN, "server %s refused a message: %s (%s)", c->endpoint, m->u.error.message,
+            lt_strerror(m->u.error.code));
     if (c->state == LT_CONN_HELLO) lt__sched_conn_dead(s, idx, m->u.error.message);
     break;
   case LT_MSG_HEARTBEAT:
@@ -223,7 +225,8 @@ static int should_stop(lt_sched_t *s) {
 static void shutdown_all(lt_sched_t *s) {
   lt__sched_fail_all(s, LT_ECANCELED, "evaluator freed");
   pthread_mutex_lock(&s->stats_mu);
-  for (size_t i = 0; i < s->nconns; i++) lt__conn_close(&s->conns[i]);
+  for (size_t i = 0; i < s->nconns; i++)
+    lt__conn_close(&s->conns[i]);
   s->nconns = 0;
   pthread_mutex_unlock(&s->stats_mu);
   lt__rx_free(&s->rx);
@@ -267,9 +270,7 @@ void *lt__sched_main(void *arg) {
     }
     pthread_mutex_lock(&s->stats_mu);
     if (n > 0 && (items[0].revents & ZMQ_POLLIN)) {
-      uint64_t junk;
-      ssize_t rd = read(ev->wake_fd, &junk, sizeof junk);
-      (void)rd;
+      lt__eval_woken(ev);
       open_new_hosts(s);
       lt__sched_take_intake(s);
     }
@@ -305,7 +306,10 @@ int lt__sched_stats_json(lt_sched_t *s, lt_json_t *j) {
   lt__json_u64(j, "bytes_to_servers", to);
   lt__json_u64(j, "bytes_from_servers", from);
   lt__json_u64(j, "retries", s->retries);
-  lt__json_str(j, "mode", o->lookahead && o->lazy ? "optimized" : !o->lookahead && !o->lazy ? "plain" : "custom");
+  lt__json_str(j, "mode",
+               o->lookahead && o->lazy     ? "optimized"
+               : !o->lookahead && !o->lazy ? "plain"
+                                           : "custom");
   lt__json_bool(j, "lookahead", o->lookahead);
   lt__json_bool(j, "lazy", o->lazy);
   lt__json_array_open(j, "servers");

@@ -11,7 +11,8 @@ static void put(lt_json_t *j, const char *s, size_t n) {
   if (j->failed) return;
   if (j->len + n + 1 > j->cap) {
     size_t cap = j->cap ? j->cap : 256;
-    while (cap < j->len + n + 1) cap *= 2;
+    while (cap < j->len + n + 1)
+      cap *= 2;
     char *b = realloc(j->buf, cap);
     if (b == NULL) {
       j->failed = 1;

@@ -8,7 +8,9 @@
 #include "msg.h"
 
 /* lt__oid_eq tells whether two ids are the same. */
-static inline bool lt__oid_eq(lt_oid_t a, lt_oid_t b) { return a.client == b.client && a.seq == b.seq; }
+static inline bool lt__oid_eq(lt_oid_t a, lt_oid_t b) {
+  return a.client == b.client && a.seq == b.seq;
+}
 
 /* lt__oid_client_random returns a fresh non-zero random client id (getrandom, falling back
  * to time and pid). */

@@ -12,15 +12,15 @@
 #include "msg.h"
 
 typedef struct lt__call {
-  lt_call_t pub;           /* must stay first */
+  lt_call_t pub;            /* must stay first */
   const lt_bytes_t *inputs; /* borrowed */
   uint32_t ninputs;
-  lt_bytes_t param;         /* borrowed */
+  lt_bytes_t param; /* borrowed */
   uint32_t noutputs;
   uint32_t cap;
-  void **out_data;          /* owned until taken */
+  void **out_data; /* owned until taken */
   size_t *out_len;
-  int answer;               /* -1 until lt_call_answer */
+  int answer; /* -1 until lt_call_answer */
   int failed;
   char errmsg[LT_KERNEL_ERRMSG_MAX];
 } lt__call_t;

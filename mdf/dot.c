@@ -22,7 +22,8 @@ __attribute__((format(printf, 2, 3))) static void emit(out_t *o, const char *fmt
   va_end(ap);
   if (n < 0 || o->len + (size_t)n + 1 > o->cap) {
     size_t cap = o->cap ? o->cap : 1024;
-    while (n >= 0 && cap < o->len + (size_t)n + 1) cap *= 2;
+    while (n >= 0 && cap < o->len + (size_t)n + 1)
+      cap *= 2;
     char *b = n < 0 ? NULL : realloc(o->buf, cap);
     if (b == NULL) {
       o->failed = 1;
@@ -48,7 +49,8 @@ static void emit_node(out_t *o, const lt_template_t *t, uint32_t id) {
   case LT_TN_SEQ:
     emit(o, "seq");
     for (uint32_t i = 0; i < n->nstages; i++)
-      emit(o, "%s%s%s", i ? " ; " : "\\n", kname(t, n, i), n->stages[i].param_len ? " (param)" : "");
+      emit(o, "%s%s%s", i ? " ; " : "\\n", kname(t, n, i),
+           n->stages[i].param_len ? " (param)" : "");
     break;
   case LT_TN_MAP:
     emit(o, "map\\nsplit %s\\nmerge %s", kname(t, n, LT_TS_SPLIT), kname(t, n, LT_TS_MERGE));
@@ -66,8 +68,7 @@ char *lt__template_dot(const lt_template_t *t) {
   emit(&o, "digraph lithium {\n  node [shape=box, fontname=\"monospace\"];\n");
   emit(&o, "  input [shape=oval]; result [shape=oval];\n");
   for (uint32_t b = 0; b < t->nblocks; b++) {
-    emit(&o, "  subgraph cluster_b%u {\n    label=\"%s\";\n", b,
-         b == 0 ? "program" : "block");
+    emit(&o, "  subgraph cluster_b%u {\n    label=\"%s\";\n", b, b == 0 ? "program" : "block");
     for (int32_t i = (int32_t)t->blocks[b]; i >= 0; i = t->nodes[i].next)
       emit_node(&o, t, (uint32_t)i);
     emit(&o, "  }\n");
@@ -81,7 +82,8 @@ char *lt__template_dot(const lt_template_t *t) {
            n->kind == LT_TN_MAP ? "each part" : "base case");
   }
   int32_t last = (int32_t)t->blocks[0];
-  while (t->nodes[last].next >= 0) last = t->nodes[last].next;
+  while (t->nodes[last].next >= 0)
+    last = t->nodes[last].next;
   emit(&o, "  n%d -> result;\n}\n", last);
   if (o.failed) {
     free(o.buf);

@@ -37,7 +37,8 @@ static int call_stage(const lt_exec_stage_t *st, const lt_bytes_t *inputs, uint3
     lt__call_clear(&c);
     return r->status;
   }
-  for (uint32_t i = 0; i < c.noutputs; i++) lt__call_take_output(&c, i, &r->out[i], &r->outlen[i]);
+  for (uint32_t i = 0; i < c.noutputs; i++)
+    lt__call_take_output(&c, i, &r->out[i], &r->outlen[i]);
   r->nout = c.noutputs;
   lt__call_clear(&c);
   return LT_OK;
@@ -73,8 +74,8 @@ static void run_seq(const lt_exec_stage_t *stages, uint32_t nstages, const lt_by
   }
 }
 
-static void run_dcstep(const lt_exec_stage_t *stages, const lt_bytes_t *inputs,
-                       uint32_t ninputs, lt_exec_result_t *r) {
+static void run_dcstep(const lt_exec_stage_t *stages, const lt_bytes_t *inputs, uint32_t ninputs,
+                       lt_exec_result_t *r) {
   int answer = -1;
   if (call_stage(&stages[0], inputs, ninputs, r, &answer) != LT_OK) return;
   lt__exec_result_clear(r); /* a condition's outputs mean nothing */
@@ -115,7 +116,8 @@ void lt__exec_run(uint32_t op, const lt_exec_stage_t *stages, uint32_t nstages,
 }
 
 void lt__exec_result_clear(lt_exec_result_t *r) {
-  for (uint32_t i = 0; i < r->nout; i++) free(r->out[i]);
+  for (uint32_t i = 0; i < r->nout; i++)
+    free(r->out[i]);
   free(r->out);
   free(r->outlen);
   r->out = NULL;

@@ -17,10 +17,10 @@ typedef struct lt_exec_stage {
 } lt_exec_stage_t;
 
 typedef struct lt_exec_result {
-  int status;   /* LT_OK, LT_EKERNEL (the kernel failed), LT_ENOMEM */
-  int answer;   /* DCSTEP: 1 base case, 0 divided; else -1 */
+  int status; /* LT_OK, LT_EKERNEL (the kernel failed), LT_ENOMEM */
+  int answer; /* DCSTEP: 1 base case, 0 divided; else -1 */
   uint32_t nout;
-  void **out;   /* malloc'd outputs (caller takes them or clears) */
+  void **out; /* malloc'd outputs (caller takes them or clears) */
   size_t *outlen;
   char errmsg[LT_KERNEL_ERRMSG_MAX + 128];
 } lt_exec_result_t;

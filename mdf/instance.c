@@ -43,7 +43,8 @@ static void token_clear(lt_token_t *t) {
 }
 
 static void parts_drop(lt_frame_t *f) {
-  for (uint32_t i = 0; i < f->nparts; i++) lt__value_unref(f->parts[i].value);
+  for (uint32_t i = 0; i < f->nparts; i++)
+    lt__value_unref(f->parts[i].value);
   free(f->parts);
   f->parts = NULL;
   f->nparts = f->missing = 0;
@@ -186,7 +187,8 @@ static int gather(lt_frame_t *f, phase_t phase, int32_t child_node, int single,
       return LT_ENOMEM;
     }
   }
-  for (uint32_t i = 0; i < n; i++) fire(ud, f->inst, kids[i]);
+  for (uint32_t i = 0; i < n; i++)
+    fire(ud, f->inst, kids[i]);
   free(kids);
   return LT_OK;
 }
@@ -208,11 +210,11 @@ void lt__instance_dispatched(lt_instance_t *inst, lt_frame_t *f, const lt_token_
   finish_chain(f, fire, ud);
 }
 
-void lt__instance_tokens(lt_instance_t *inst, void (*fn)(void *ud, const lt_token_t *t),
-                         void *ud) {
+void lt__instance_tokens(lt_instance_t *inst, void (*fn)(void *ud, const lt_token_t *t), void *ud) {
   for (lt_frame_t *f = inst->live; f != NULL; f = f->next) {
     fn(ud, &f->token);
-    for (uint32_t i = 0; i < f->nparts; i++) fn(ud, &f->parts[i]);
+    for (uint32_t i = 0; i < f->nparts; i++)
+      fn(ud, &f->parts[i]);
   }
 }
 
@@ -250,7 +252,8 @@ int lt__instance_complete(lt_instance_t *inst, lt_frame_t *f, int answer, const 
 
 void lt__instance_free(lt_instance_t *inst) {
   if (inst == NULL) return;
-  while (inst->live != NULL) frame_free(inst->live);
+  while (inst->live != NULL)
+    frame_free(inst->live);
   token_clear(&inst->result);
   free(inst);
 }

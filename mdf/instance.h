@@ -79,8 +79,7 @@ void lt__instance_dispatched(lt_instance_t *inst, lt_frame_t *f, const lt_token_
 
 /* lt__instance_tokens calls `fn` for every token the live frames still hold (for releasing
  * server-side values of a task that failed). */
-void lt__instance_tokens(lt_instance_t *inst, void (*fn)(void *ud, const lt_token_t *t),
-                         void *ud);
+void lt__instance_tokens(lt_instance_t *inst, void (*fn)(void *ud, const lt_token_t *t), void *ud);
 
 /* lt__instance_complete applies the completion of `f`'s instruction: `answer` (DCSTEP: 1
  * base case, 0 divided; else ignored) and its `nout` output tokens (copied; value

@@ -42,7 +42,9 @@ fail:
   return NULL;
 }
 
-LT_API lt_skel_t *lt_seq(const char *kernel) { return lt_seq_with(kernel, NULL, 0); }
+LT_API lt_skel_t *lt_seq(const char *kernel) {
+  return lt_seq_with(kernel, NULL, 0);
+}
 
 LT_API lt_skel_t *lt_farm(lt_skel_t *worker) {
   if (worker == NULL) return NULL;
@@ -59,7 +61,8 @@ LT_API lt_skel_t *lt_pipeline(lt_skel_t *first, ...) {
   va_list ap;
   size_t n = 0;
   va_start(ap, first);
-  for (lt_skel_t *c = first; c != NULL; c = va_arg(ap, lt_skel_t *)) n++;
+  for (lt_skel_t *c = first; c != NULL; c = va_arg(ap, lt_skel_t *))
+    n++;
   va_end(ap);
   if (n == 0) return NULL;
 
@@ -77,8 +80,8 @@ LT_API lt_skel_t *lt_pipeline(lt_skel_t *first, ...) {
 }
 
 /* with_child builds a MAP or DC node around `child` with kernels k0, k1 (DC only), k2. */
-static lt_skel_t *with_child(lt_skel_kind_t kind, const char *k0, const char *k1,
-                             lt_skel_t *child, const char *k2) {
+static lt_skel_t *with_child(lt_skel_kind_t kind, const char *k0, const char *k1, lt_skel_t *child,
+                             const char *k2) {
   if (child == NULL) return NULL;
   int ok = k0 != NULL && lt__kernel_name_valid(k0) && k2 != NULL && lt__kernel_name_valid(k2) &&
            (kind != LT_SKEL_DC || (k1 != NULL && lt__kernel_name_valid(k1)));
@@ -113,8 +116,7 @@ static int str_eq(const char *a, const char *b) {
 
 LT_API int lt_skel_equal(const lt_skel_t *a, const lt_skel_t *b) {
   if (a == NULL || b == NULL) return a == b;
-  if (a->kind != b->kind || a->nchildren != b->nchildren || a->param_len != b->param_len)
-    return 0;
+  if (a->kind != b->kind || a->nchildren != b->nchildren || a->param_len != b->param_len) return 0;
   if (!str_eq(a->kernel, b->kernel) || !str_eq(a->divide, b->divide) ||
       !str_eq(a->combine, b->combine))
     return 0;
@@ -126,7 +128,8 @@ LT_API int lt_skel_equal(const lt_skel_t *a, const lt_skel_t *b) {
 
 LT_API void lt_skel_free(lt_skel_t *s) {
   if (s == NULL) return;
-  for (size_t i = 0; i < s->nchildren; i++) lt_skel_free(s->children[i]);
+  for (size_t i = 0; i < s->nchildren; i++)
+    lt_skel_free(s->children[i]);
   free(s->children);
   free(s->kernel);
   free(s->divide);
@@ -152,8 +155,7 @@ int lt__skel_valid(const lt_skel_t *s) {
     if (s->nchildren != 1 || s->kernel == NULL || !lt__kernel_name_valid(s->kernel) ||
         s->combine == NULL || !lt__kernel_name_valid(s->combine))
       return 0;
-    if (s->kind == LT_SKEL_DC && (s->divide == NULL || !lt__kernel_name_valid(s->divide)))
-      return 0;
+    if (s->kind == LT_SKEL_DC && (s->divide == NULL || !lt__kernel_name_valid(s->divide))) return 0;
     return lt__skel_valid(s->children[0]);
   }
   return 0;

@@ -18,12 +18,12 @@ typedef enum lt_skel_kind {
 
 struct lt_skel {
   lt_skel_kind_t kind;
-  char *kernel;         /* SEQ: the kernel; MAP: split; DC: cond ("module:function") */
-  char *divide;         /* DC: divide */
-  char *combine;        /* MAP: merge; DC: combine */
-  void *param;          /* SEQ: owned copy, NULL when len is 0 */
+  char *kernel;  /* SEQ: the kernel; MAP: split; DC: cond ("module:function") */
+  char *divide;  /* DC: divide */
+  char *combine; /* MAP: merge; DC: combine */
+  void *param;   /* SEQ: owned copy, NULL when len is 0 */
   size_t param_len;
-  size_t nchildren;     /* FARM, MAP (body), DC (base): 1; PIPE: >= 1 */
+  size_t nchildren; /* FARM, MAP (body), DC (base): 1; PIPE: >= 1 */
   lt_skel_t **children;
 };
 

@@ -84,8 +84,7 @@ static int flatten(lt_template_t *t, const lt_skel_t *s, chain_t *c) {
   case LT_SKEL_DC: {
     uint32_t block;
     if ((rc = compile_block(t, s->children[0], &block)) != LT_OK) return rc;
-    if ((rc = new_node(t, s->kind == LT_SKEL_MAP ? LT_TN_MAP : LT_TN_DC, &id)) != LT_OK)
-      return rc;
+    if ((rc = new_node(t, s->kind == LT_SKEL_MAP ? LT_TN_MAP : LT_TN_DC, &id)) != LT_OK) return rc;
     link(t, c, id);
     t->nodes[id].block = block;
     if ((rc = add_stage(t, &t->nodes[id], s->kernel, NULL, 0)) != LT_OK) return rc;
@@ -127,17 +126,20 @@ int lt__template_compile(lt_template_t **out, const lt_skel_t *s, int normal_for
 
 uint32_t lt__template_chain_length(const lt_template_t *t, uint32_t block) {
   uint32_t n = 0;
-  for (int32_t i = (int32_t)t->blocks[block]; i >= 0; i = t->nodes[i].next) n++;
+  for (int32_t i = (int32_t)t->blocks[block]; i >= 0; i = t->nodes[i].next)
+    n++;
   return n;
 }
 
 void lt__template_free(lt_template_t *t) {
   if (t == NULL) return;
   for (uint32_t i = 0; i < t->nnodes; i++) {
-    for (uint32_t k = 0; k < t->nodes[i].nstages; k++) free(t->nodes[i].stages[k].param);
+    for (uint32_t k = 0; k < t->nodes[i].nstages; k++)
+      free(t->nodes[i].stages[k].param);
     free(t->nodes[i].stages);
   }
-  for (uint32_t i = 0; i < t->nkernels; i++) free(t->kernels[i]);
+  for (uint32_t i = 0; i < t->nkernels; i++)
+    free(t->kernels[i]);
   free(t->nodes);
   free(t->kernels);
   free(t->blocks);

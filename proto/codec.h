@@ -8,7 +8,7 @@
 #include "msg.h"
 
 typedef struct lt_codec_limits {
-  size_t max_header;  /* bytes of the header frame */
+  size_t max_header;   /* bytes of the header frame */
   uint32_t max_frames; /* payload frames per message */
   size_t max_frame;    /* bytes of one payload frame */
   uint32_t max_items;  /* instructions/completions/ids/kernels per message, inputs/outputs

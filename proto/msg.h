@@ -90,18 +90,18 @@ typedef struct lt_stage {
 } lt_stage_t;
 
 typedef struct lt_instr {
-  uint64_t seq;      /* instruction id, named by the client */
-  uint32_t op;       /* lt_op_t */
-  uint32_t kernel;   /* index into the session's program (kernel table) */
-  lt_bytes_t param;  /* constant parameter (decoder-owned) */
-  uint32_t nmore;    /* further stages: fused seq stages, or the divide of a DCSTEP */
+  uint64_t seq;     /* instruction id, named by the client */
+  uint32_t op;      /* lt_op_t */
+  uint32_t kernel;  /* index into the session's program (kernel table) */
+  lt_bytes_t param; /* constant parameter (decoder-owned) */
+  uint32_t nmore;   /* further stages: fused seq stages, or the divide of a DCSTEP */
   lt_stage_t *more;
   uint32_t ninputs;
   lt_input_t *inputs;
   uint32_t noutputs; /* ids under which outputs are stored/returned; for SPLIT and DCSTEP
                         one: the id of output 0 (output i is seq + i) */
   lt_oid_t *outputs;
-  uint32_t flags;    /* LT_INSTR_* */
+  uint32_t flags; /* LT_INSTR_* */
 } lt_instr_t;
 
 typedef struct lt_output_info {
@@ -144,12 +144,12 @@ typedef struct lt_msg {
     } execute;
     struct {
       uint32_t ncompl;
-      lt_completion_t *compl;
+      lt_completion_t * compl ;
     } done;
     struct {
       lt_oid_t id;
       bool release; /* the asker is the last reader: drop the value once it is sent */
-        } fetch;
+    } fetch;
     struct {
       lt_oid_t id;
       int32_t status;

@@ -5,13 +5,15 @@
 
 void put_i64(unsigned char *p, int64_t v) {
   uint64_t x = (uint64_t)v;
-  for (int i = 0; i < 8; i++, x >>= 8) p[i] = (unsigned char)(x & 0xff);
+  for (int i = 0; i < 8; i++, x >>= 8)
+    p[i] = (unsigned char)(x & 0xff);
 }
 
 int64_t get_i64(const void *p) {
   const unsigned char *b = p;
   uint64_t x = 0;
-  for (int i = 7; i >= 0; i--) x = (x << 8) | b[i];
+  for (int i = 7; i >= 0; i--)
+    x = (x << 8) | b[i];
   return (int64_t)x;
 }
 
@@ -31,8 +33,8 @@ lt_eval_t *new_eval(lt_skel_t *program, int nservers) {
 
 void start_server(lt_proc_t *p, const char *name, uint32_t threads) {
   char err[256];
-  int rc = lt__proc_spawn(p, LT_TEST_SERVER, LT_TEST_MODULES, threads, name, 10000, err,
-                          sizeof err);
+  int rc =
+      lt__proc_spawn(p, LT_TEST_SERVER, LT_TEST_MODULES, threads, name, 10000, err, sizeof err);
   cr_assert_eq(rc, LT_OK, "spawn %s: %s", name, err);
 }
 

@@ -21,7 +21,8 @@ Test(farm, ten_thousand_tasks_on_three_servers_in_order, .timeout = 120) {
       cr_assert_eq(next_i64(ev), (int64_t)next * 3 + 1, "task %d", next);
   }
   cr_assert_eq(lt_eval_close(ev), LT_OK);
-  for (; next < n; next++) cr_assert_eq(next_i64(ev), (int64_t)next * 3 + 1, "task %d", next);
+  for (; next < n; next++)
+    cr_assert_eq(next_i64(ev), (int64_t)next * 3 + 1, "task %d", next);
   lt_buf_t *b = NULL;
   cr_assert_eq(lt_eval_next(ev, &b), LT_ECLOSED);
 
@@ -57,7 +58,8 @@ Test(farm, submit_all_then_start_then_read, .timeout = 60) {
   cr_assert_eq(lt_eval_close(ev), LT_OK);
   cr_assert_eq(lt_eval_spawn_local(ev, 2), LT_OK);
   cr_assert_eq(lt_eval_start(ev), LT_OK);
-  for (int i = 0; i < 100; i++) cr_assert_eq(next_i64(ev), 2 * i);
+  for (int i = 0; i < 100; i++)
+    cr_assert_eq(next_i64(ev), 2 * i);
   lt_buf_t *b = NULL;
   cr_assert_eq(lt_eval_next(ev, &b), LT_ECLOSED);
   lt_eval_free(ev);
@@ -73,7 +75,8 @@ Test(pipeline, three_stages, .timeout = 60) {
     cr_assert_eq(lt_eval_submit(ev, tok, 8, NULL), LT_OK);
   }
   lt_eval_close(ev);
-  for (int i = 0; i < 500; i++) cr_assert_eq(next_i64(ev), (int64_t)(i - 250 + 1) * 2 + 1);
+  for (int i = 0; i < 500; i++)
+    cr_assert_eq(next_i64(ev), (int64_t)(i - 250 + 1) * 2 + 1);
   char *json = NULL;
   cr_assert_eq(lt_eval_stats_json(ev, &json), LT_OK);
   cr_assert_not_null(strstr(json, "\"instructions\":1500"), "%s", json);
@@ -82,11 +85,11 @@ Test(pipeline, three_stages, .timeout = 60) {
 }
 
 Test(pipeline, nested_pipelines_and_params, .timeout = 60) {
-  lt_eval_t *ev = new_eval(
-      lt_pipeline(lt_seq("testk:upper"),
-                  lt_farm(lt_pipeline(lt_seq("testk:echo"), lt_seq("testk:echo"), NULL)),
-                  lt_seq_with("testk:param", "fixed\0bytes", 11), NULL),
-      1);
+  lt_eval_t *ev =
+      new_eval(lt_pipeline(lt_seq("testk:upper"),
+                           lt_farm(lt_pipeline(lt_seq("testk:echo"), lt_seq("testk:echo"), NULL)),
+                           lt_seq_with("testk:param", "fixed\0bytes", 11), NULL),
+               1);
   cr_assert_eq(lt_eval_submit(ev, "abc", 3, NULL), LT_OK);
   lt_eval_close(ev);
   lt_buf_t *b = NULL;
@@ -151,7 +154,8 @@ Test(futures, future_results_skip_the_stream, .timeout = 60) {
     cr_assert_eq(lt_eval_submit(ev, tok, 8, i % 2 ? &f[i / 2] : NULL), LT_OK);
   }
   lt_eval_close(ev);
-  for (int i = 0; i < 20; i += 2) cr_assert_eq(next_i64(ev), i + 1);
+  for (int i = 0; i < 20; i += 2)
+    cr_assert_eq(next_i64(ev), i + 1);
   lt_buf_t *b = NULL;
   cr_assert_eq(lt_eval_next(ev, &b), LT_ECLOSED);
   for (int k = 0; k < 10; k++) {
@@ -161,7 +165,8 @@ Test(futures, future_results_skip_the_stream, .timeout = 60) {
     cr_assert_eq(lt_future_wait(f[k], 0, &b), LT_ESTATE);
   }
   lt_eval_free(ev);
-  for (int k = 0; k < 10; k++) lt_future_release(f[k]);
+  for (int k = 0; k < 10; k++)
+    lt_future_release(f[k]);
 }
 
 Test(futures, wait_times_out_then_succeeds, .timeout = 60) {
@@ -269,7 +274,8 @@ Test(hosts, host_added_while_running_gets_work, .timeout = 60) {
     cr_assert_eq(lt_eval_submit(ev, tok, 8, NULL), LT_OK);
   }
   lt_eval_close(ev);
-  for (int i = 0; i < 400; i++) cr_assert_eq(next_i64(ev), i);
+  for (int i = 0; i < 400; i++)
+    cr_assert_eq(next_i64(ev), i);
   char *json = NULL;
   cr_assert_eq(lt_eval_stats_json(ev, &json), LT_OK);
   const char *p = strstr(json, late.endpoint);

@@ -41,8 +41,9 @@ static lt_eval_t *eval_on(lt_skel_t *prog, lt_proc_t *hosts, int n, const char *
   lt_eval_t *ev = NULL;
   cr_assert_eq(lt_eval_new(&ev, prog), LT_OK);
   cr_assert_eq(lt_eval_set(ev, "mode", mode), LT_OK);
-  cr_assert_eq(lt_eval_set(ev, "heartbeat_ms", "50"), LT_OK);
-  for (int i = 0; i < n; i++) cr_assert_eq(lt_eval_add_host(ev, hosts[i].endpoint), LT_OK);
+  cr_assert_eq(lt_eval_set(ev, "heartbeat_ms", "200"), LT_OK);
+  for (int i = 0; i < n; i++)
+    cr_assert_eq(lt_eval_add_host(ev, hosts[i].endpoint), LT_OK);
   cr_assert_eq(lt_eval_start(ev), LT_OK);
   return ev;
 }
@@ -50,13 +51,14 @@ static lt_eval_t *eval_on(lt_skel_t *prog, lt_proc_t *hosts, int n, const char *
 /* client_bytes runs `ntasks` tokens of `size` bytes through the 4-stage pipeline and
  * returns the bytes that crossed the client's links. */
 static uint64_t client_bytes(lt_proc_t *hosts, const char *mode, int ntasks, size_t size) {
-  lt_skel_t *p = lt_pipeline(lt_farm(lt_seq("skelk:rev")), lt_farm(lt_seq_with("skelk:xor", "a", 1)),
-                             lt_farm(lt_seq("skelk:rev")), lt_farm(lt_seq_with("skelk:xor", "b", 1)),
-                             NULL);
+  lt_skel_t *p =
+      lt_pipeline(lt_farm(lt_seq("skelk:rev")), lt_farm(lt_seq_with("skelk:xor", "a", 1)),
+                  lt_farm(lt_seq("skelk:rev")), lt_farm(lt_seq_with("skelk:xor", "b", 1)), NULL);
   lt_eval_t *ev = eval_on(p, hosts, 2, mode);
   unsigned char *tok = malloc(size);
   for (int t = 0; t < ntasks; t++) {
-    for (size_t i = 0; i < size; i++) tok[i] = (unsigned char)(i * 7 + (size_t)t);
+    for (size_t i = 0; i < size; i++)
+      tok[i] = (unsigned char)(i * 7 + (size_t)t);
     cr_assert_eq(lt_eval_submit(ev, tok, size, NULL), LT_OK);
   }
   lt_eval_close(ev);
@@ -89,9 +91,12 @@ Test(lazy, client_link_bytes_are_input_plus_output, .timeout = 180) {
   double ideal = 2.0 * ntasks * (double)size;
   uint64_t lazy = client_bytes(hosts, "optimized", ntasks, size);
   uint64_t plain = client_bytes(hosts, "plain", ntasks, size);
-  cr_assert_leq((double)lazy, 1.05 * ideal, "lazy %llu bytes, ideal %.0f", (unsigned long long)lazy, ideal);
-  cr_assert_geq((double)plain, 3.5 * ideal, "plain %llu bytes, ideal %.0f", (unsigned long long)plain, ideal);
-  cr_assert_leq((double)plain, 4.2 * ideal, "plain %llu bytes, ideal %.0f", (unsigned long long)plain, ideal);
+  cr_assert_leq((double)lazy, 1.05 * ideal, "lazy %llu bytes, ideal %.0f", (unsigned long long)lazy,
+                ideal);
+  cr_assert_geq((double)plain, 3.5 * ideal, "plain %llu bytes, ideal %.0f",
+                (unsigned long long)plain, ideal);
+  cr_assert_leq((double)plain, 4.2 * ideal, "plain %llu bytes, ideal %.0f",
+                (unsigned long long)plain, ideal);
   lt__proc_stop(&hosts[0], 5000);
   lt__proc_stop(&hosts[1], 5000);
 }
@@ -110,7 +115,8 @@ Test(lazy, successor_dispatched_before_its_producer_finished, .timeout = 60) {
     cr_assert_eq(lt_eval_submit(ev, tok, 8, NULL), LT_OK);
   }
   lt_eval_close(ev);
-  for (int i = 0; i < 8; i++) cr_assert_eq(next_i64(ev), (i + 1) * 2);
+  for (int i = 0; i < 8; i++)
+    cr_assert_eq(next_i64(ev), (i + 1) * 2);
   cr_assert_eq(values_held_total(ev), 0);
   lt_eval_free(ev);
   lt__proc_stop(&hosts[0], 5000);
@@ -119,21 +125,26 @@ Test(lazy, successor_dispatched_before_its_producer_finished, .timeout = 60) {
 
 Test(lazy, nothing_held_after_every_skeleton_and_after_failures, .timeout = 120) {
   lt_proc_t hosts[3];
-  for (int i = 0; i < 3; i++) start_server(&hosts[i], "h", 2);
+  for (int i = 0; i < 3; i++)
+    start_server(&hosts[i], "h", 2);
   lt_skel_t *progs[] = {
       lt_farm(lt_seq("skelk:rev")),
       lt_pipeline(lt_seq("skelk:rev"), lt_seq_with("skelk:app", "x", 1), NULL),
-      lt_map("skelk:chunks", lt_pipeline(lt_seq("skelk:rev"), lt_seq("skelk:rev"), NULL), "skelk:cat"),
+      lt_map("skelk:chunks", lt_pipeline(lt_seq("skelk:rev"), lt_seq("skelk:rev"), NULL),
+             "skelk:cat"),
       lt_dc("skelk:small", "skelk:halves", lt_seq("skelk:rev"), "skelk:cat"),
-      lt_pipeline(lt_map("skelk:halves", lt_dc("skelk:small", "skelk:halves",
-                                               lt_seq_with("skelk:fail_on", "!", 1), "skelk:cat"),
+      lt_pipeline(lt_map("skelk:halves",
+                         lt_dc("skelk:small", "skelk:halves", lt_seq_with("skelk:fail_on", "!", 1),
+                               "skelk:cat"),
                          "skelk:cat"),
                   lt_seq("skelk:rev"), NULL),
   };
-  const char *in[] = {"", "a", "hello world", "0123456789abcdefghijklmnopqrstuvwxyz", "bad!input", "ok"};
+  const char *in[] = {"",          "a", "hello world", "0123456789abcdefghijklmnopqrstuvwxyz",
+                      "bad!input", "ok"};
   for (size_t p = 0; p < sizeof progs / sizeof progs[0]; p++) {
     lt_eval_t *ev = eval_on(progs[p], hosts, 3, "optimized");
-    for (size_t i = 0; i < 6; i++) cr_assert_eq(lt_eval_submit(ev, in[i], strlen(in[i]), NULL), LT_OK);
+    for (size_t i = 0; i < 6; i++)
+      cr_assert_eq(lt_eval_submit(ev, in[i], strlen(in[i]), NULL), LT_OK);
     lt_eval_close(ev);
     lt_buf_t *b;
     int n = 0;
@@ -146,5 +157,52 @@ Test(lazy, nothing_held_after_every_skeleton_and_after_failures, .timeout = 120)
     cr_assert_eq(values_held_total(ev), 0, "program %zu left values on the servers", p);
     lt_eval_free(ev);
   }
-  for (int i = 0; i < 3; i++) lt__proc_stop(&hosts[i], 5000);
+  for (int i = 0; i < 3; i++)
+    lt__proc_stop(&hosts[i], 5000);
+}
+
+Test(lazy, parts_spread_over_servers_are_fetched_peer_to_peer, .timeout = 120) {
+  lt_proc_t hosts[3];
+  for (int i = 0; i < 3; i++)
+    start_server(&hosts[i], "h", 2);
+  /* A narrow window spreads the 400 parts of each split over the three servers, so
+   * bodies fetch their parts from the split's server and the merge fetches results. */
+  lt_eval_t *ev = NULL;
+  cr_assert_eq(lt_eval_new(&ev, lt_map("skelk:chunks", lt_seq("skelk:rev"), "skelk:cat")), LT_OK);
+  cr_assert_eq(lt_eval_set(ev, "max_threads", "1"), LT_OK);
+  cr_assert_eq(lt_eval_set(ev, "heartbeat_ms", "200"), LT_OK);
+  for (int i = 0; i < 3; i++)
+    cr_assert_eq(lt_eval_add_host(ev, hosts[i].endpoint), LT_OK);
+  cr_assert_eq(lt_eval_start(ev), LT_OK);
+  char in[1200];
+  for (int i = 0; i < 1200; i++)
+    in[i] = (char)('a' + i % 26);
+  for (int t = 0; t < 3; t++)
+    cr_assert_eq(lt_eval_submit(ev, in, sizeof in, NULL), LT_OK);
+  lt_eval_close(ev);
+  for (int t = 0; t < 3; t++) {
+    lt_buf_t *b = NULL;
+    cr_assert_eq(lt_eval_next(ev, &b), LT_OK);
+    cr_assert_eq(lt_buf_error(b), LT_OK, "%s", lt_buf_errmsg(b));
+    cr_assert_eq(lt_buf_len(b), sizeof in);
+    const char *d = lt_buf_data(b);
+    for (int c = 0; c < 400; c++)
+      for (int k = 0; k < 3; k++)
+        cr_assert_eq(d[3 * c + k], in[3 * c + 2 - k]);
+    lt_buf_free(b);
+  }
+  cr_assert_eq(values_held_total(ev), 0);
+  char *json = NULL;
+  cr_assert_eq(lt_eval_stats_json(ev, &json), LT_OK);
+  uint64_t peer_in = 0, peer_out = 0;
+  for (const char *p = json; (p = strstr(p, "\"bytes_peer_in\":")) != NULL; p++)
+    peer_in += strtoull(p + strlen("\"bytes_peer_in\":"), NULL, 10);
+  for (const char *p = json; (p = strstr(p, "\"bytes_peer_out\":")) != NULL; p++)
+    peer_out += strtoull(p + strlen("\"bytes_peer_out\":"), NULL, 10);
+  cr_assert_gt(peer_in, 0, "%s", json);
+  cr_assert_eq(peer_in, peer_out, "%s", json);
+  free(json);
+  lt_eval_free(ev);
+  for (int i = 0; i < 3; i++)
+    lt__proc_stop(&hosts[i], 5000);
 }

@@ -22,10 +22,12 @@ static char *run_all(const lt_skel_t *prog, lt_proc_t *hosts, int nhosts, int no
   cr_assert_eq(lt_eval_set(ev, "modules", LT_TEST_MODULES), LT_OK);
   cr_assert_eq(lt_eval_set(ev, "normal_form", normal_form ? "on" : "off"), LT_OK);
   cr_assert_eq(lt_eval_set(ev, "mode", mode), LT_OK);
-  for (int i = 0; i < nhosts; i++) cr_assert_eq(lt_eval_add_host(ev, hosts[i].endpoint), LT_OK);
+  for (int i = 0; i < nhosts; i++)
+    cr_assert_eq(lt_eval_add_host(ev, hosts[i].endpoint), LT_OK);
   int rc = nhosts > 0 ? lt_eval_start(ev) : lt_eval_run_local(ev);
   cr_assert_eq(rc, LT_OK, "%s", lt_strerror(rc));
-  for (int i = 0; i < n; i++) cr_assert_eq(lt_eval_submit(ev, inputs[i], strlen(inputs[i]), NULL), LT_OK);
+  for (int i = 0; i < n; i++)
+    cr_assert_eq(lt_eval_submit(ev, inputs[i], strlen(inputs[i]), NULL), LT_OK);
   lt_eval_close(ev);
   size_t cap = 4096, len = 0;
   char *out = malloc(cap);
@@ -39,7 +41,8 @@ static char *run_all(const lt_skel_t *prog, lt_proc_t *hosts, int nhosts, int no
     } else {
       len += (size_t)sprintf(out + len, "ok:");
       const unsigned char *d = lt_buf_data(b);
-      for (size_t k = 0; k < lt_buf_len(b); k++) len += (size_t)sprintf(out + len, "%02x", d[k]);
+      for (size_t k = 0; k < lt_buf_len(b); k++)
+        len += (size_t)sprintf(out + len, "%02x", d[k]);
       len += (size_t)sprintf(out + len, "\n");
     }
     lt_buf_free(b);
@@ -58,7 +61,8 @@ static void start3(lt_proc_t *p) {
 }
 
 static void stop3(lt_proc_t *p) {
-  for (int i = 0; i < 3; i++) lt__proc_stop(&p[i], 5000);
+  for (int i = 0; i < 3; i++)
+    lt__proc_stop(&p[i], 5000);
 }
 
 /* same_everywhere checks that servers in plain mode, in optimized mode (lookahead and
@@ -85,10 +89,10 @@ Test(map, zero_one_and_many_parts, .timeout = 120) {
   lt_proc_t hosts[3];
   start3(hosts);
   const char *in[] = {"", "ab", "abcdefghij"};
-  char *r = same_everywhere(
-      lt_map("skelk:chunks", lt_seq("skelk:rev"), "skelk:cat"), hosts, in, 3);
+  char *r = same_everywhere(lt_map("skelk:chunks", lt_seq("skelk:rev"), "skelk:cat"), hosts, in, 3);
   /* chunks of 3 reversed: "" -> "", "ab" -> "ba", "abcdefghij" -> "cbafedihgj" */
-  cr_assert_str_eq(r, "ok:\nok:6261\nok:636261666564696867" "6a\n");
+  cr_assert_str_eq(r, "ok:\nok:6261\nok:636261666564696867"
+                      "6a\n");
   free(r);
   stop3(hosts);
 }
@@ -97,10 +101,12 @@ Test(dc, fib_with_cutoff_and_depth_zero, .timeout = 120) {
   lt_proc_t hosts[3];
   start3(hosts);
   lt_eval_t *ev = NULL;
-  cr_assert_eq(lt_eval_new(&ev, lt_dc("skelk:fib_cut", "skelk:fib_div",
-                                      lt_seq("skelk:fib_seq"), "skelk:add")), LT_OK);
+  cr_assert_eq(lt_eval_new(&ev, lt_dc("skelk:fib_cut", "skelk:fib_div", lt_seq("skelk:fib_seq"),
+                                      "skelk:add")),
+               LT_OK);
   cr_assert_eq(lt_eval_set(ev, "modules", LT_TEST_MODULES), LT_OK);
-  for (int i = 0; i < 3; i++) cr_assert_eq(lt_eval_add_host(ev, hosts[i].endpoint), LT_OK);
+  for (int i = 0; i < 3; i++)
+    cr_assert_eq(lt_eval_add_host(ev, hosts[i].endpoint), LT_OK);
   cr_assert_eq(lt_eval_start(ev), LT_OK);
   const int64_t want[] = {0, 1, 1, 2, 55, 6765};
   const int64_t n[] = {0, 1, 2, 3, 10, 20};
@@ -110,7 +116,8 @@ Test(dc, fib_with_cutoff_and_depth_zero, .timeout = 120) {
     cr_assert_eq(lt_eval_submit(ev, tok, 8, NULL), LT_OK);
   }
   lt_eval_close(ev);
-  for (int i = 0; i < 6; i++) cr_assert_eq(next_i64(ev), want[i], "fib(%lld)", (long long)n[i]);
+  for (int i = 0; i < 6; i++)
+    cr_assert_eq(next_i64(ev), want[i], "fib(%lld)", (long long)n[i]);
   lt_eval_free(ev);
   stop3(hosts);
 }
@@ -119,18 +126,20 @@ Test(dc, depth_twelve, .timeout = 180) {
   lt_proc_t hosts[3];
   start3(hosts);
   char big[4097];
-  for (int i = 0; i < 4096; i++) big[i] = (char)('a' + i % 26);
+  for (int i = 0; i < 4096; i++)
+    big[i] = (char)('a' + i % 26);
   big[4096] = '\0';
   const char *in[] = {big, "x"};
   /* halves until 1 byte: depth 12, 4096 base cases, each reversed (a no-op on 1 byte) and
    * xor-ed; the combine concatenates, so the result is the input xor 0x20. */
-  char *r = same_everywhere(lt_dc("skelk:small", "skelk:halves",
-                                  lt_pipeline(lt_seq("skelk:rev"), lt_seq_with("skelk:xor", " ", 1), NULL),
-                                  "skelk:cat"),
-                            hosts, in, 2);
+  char *r = same_everywhere(
+      lt_dc("skelk:small", "skelk:halves",
+            lt_pipeline(lt_seq("skelk:rev"), lt_seq_with("skelk:xor", " ", 1), NULL), "skelk:cat"),
+      hosts, in, 2);
   char *want = malloc(3 + 2 * 4096 + 16 + 8);
   size_t len = (size_t)sprintf(want, "ok:");
-  for (int i = 0; i < 4096; i++) len += (size_t)sprintf(want + len, "%02x", (unsigned char)(big[i] ^ 0x20));
+  for (int i = 0; i < 4096; i++)
+    len += (size_t)sprintf(want + len, "%02x", (unsigned char)(big[i] ^ 0x20));
   sprintf(want + len, "\nok:58\n");
   cr_assert_str_eq(r, want);
   free(want);
@@ -144,11 +153,11 @@ Test(nested, failing_kernel_deep_inside_fails_that_task_only, .timeout = 120) {
   const char *in[] = {"hello world", "oops! here", "fine"};
   /* farm(pipe(map(chunks, dc(small, halves, fail_on "!", cat), cat), rev)) */
   char *r = same_everywhere(
-      lt_farm(lt_pipeline(
-          lt_map("skelk:chunks",
-                 lt_dc("skelk:small", "skelk:halves", lt_seq_with("skelk:fail_on", "!", 1), "skelk:cat"),
-                 "skelk:cat"),
-          lt_seq("skelk:rev"), NULL)),
+      lt_farm(lt_pipeline(lt_map("skelk:chunks",
+                                 lt_dc("skelk:small", "skelk:halves",
+                                       lt_seq_with("skelk:fail_on", "!", 1), "skelk:cat"),
+                                 "skelk:cat"),
+                          lt_seq("skelk:rev"), NULL)),
       hosts, in, 3);
   cr_assert_not_null(strstr(r, "ok:646c726f77206f6c6c6568\n"), "%s", r);
   cr_assert_not_null(strstr(r, "err:-10:skelk:fail_on: fail_on: found !\n"), "%s", r);
@@ -196,7 +205,8 @@ static lt_skel_t *gen(int depth) {
     return lt_seq_with("skelk:xor", param, 1);
   case 2: {
     uint32_t n = rnd(4);
-    for (uint32_t i = 0; i < n; i++) param[i] = (char)('a' + rnd(26));
+    for (uint32_t i = 0; i < n; i++)
+      param[i] = (char)('a' + rnd(26));
     return lt_seq_with("skelk:app", param, n);
   }
   case 3:
@@ -219,7 +229,8 @@ Test(generated, random_programs_agree_with_the_sequential_evaluator, .timeout = 
   const char *in[12];
   for (int i = 0; i < 12; i++) {
     uint32_t n = rnd(40);
-    for (uint32_t k = 0; k < n; k++) bufs[i][k] = (char)('A' + rnd(58));
+    for (uint32_t k = 0; k < n; k++)
+      bufs[i][k] = (char)('A' + rnd(58));
     bufs[i][n] = '\0';
     in[i] = bufs[i];
   }

@@ -26,14 +26,16 @@
 static int64_t get_i64(const void *p) {
   const unsigned char *b = p;
   uint64_t x = 0;
-  for (int i = 7; i >= 0; i--) x = (x << 8) | b[i];
+  for (int i = 7; i >= 0; i--)
+    x = (x << 8) | b[i];
   return (int64_t)x;
 }
 
 static void put_i64(void *p, int64_t v) {
   unsigned char *b = p;
   uint64_t x = (uint64_t)v;
-  for (int i = 0; i < 8; i++, x >>= 8) b[i] = (unsigned char)(x & 0xff);
+  for (int i = 0; i < 8; i++, x >>= 8)
+    b[i] = (unsigned char)(x & 0xff);
 }
 
 /* param_num reads the decimal parameter, or `dflt` when there is none. */
@@ -69,7 +71,8 @@ LT_KERNEL(rev, call) {
   if (in == NULL) return 1;
   unsigned char *out = lt_call_output(call, n);
   if (out == NULL) return lt_call_fail(call, "out of memory");
-  for (size_t i = 0; i < n; i++) out[i] = in[n - 1 - i];
+  for (size_t i = 0; i < n; i++)
+    out[i] = in[n - 1 - i];
   return 0;
 }
 
@@ -81,7 +84,8 @@ LT_KERNEL(xor, call) {
   if (plen != 1) return lt_call_fail(call, "xor: param must be 1 byte, got %zu", plen);
   unsigned char *out = lt_call_output(call, n);
   if (out == NULL) return lt_call_fail(call, "out of memory");
-  for (size_t i = 0; i < n; i++) out[i] = in[i] ^ p[0];
+  for (size_t i = 0; i < n; i++)
+    out[i] = in[i] ^ p[0];
   return 0;
 }
 
@@ -148,7 +152,8 @@ LT_KERNEL(fail_on, call) {
   const unsigned char *in = input1(call, "fail_on", &n);
   const unsigned char *p = lt_call_param(call, &plen);
   if (in == NULL) return 1;
-  if (plen == 1 && memchr(in, p[0], n) != NULL) return lt_call_fail(call, "fail_on: found %c", p[0]);
+  if (plen == 1 && memchr(in, p[0], n) != NULL)
+    return lt_call_fail(call, "fail_on: found %c", p[0]);
   return emit(call, in, n);
 }
 
@@ -180,7 +185,9 @@ LT_KERNEL(fib_div, call) {
   return emit(call, b, 8);
 }
 
-static int64_t fib(int64_t n) { return n < 2 ? (n < 0 ? 0 : n) : fib(n - 1) + fib(n - 2); }
+static int64_t fib(int64_t n) {
+  return n < 2 ? (n < 0 ? 0 : n) : fib(n - 1) + fib(n - 2);
+}
 
 LT_KERNEL(fib_seq, call) {
   const void *in = int_input(call, "fib_seq");

@@ -24,14 +24,17 @@ static lt_frame_t *pop(void) {
   return fired[--nfired];
 }
 
-static lt_value_t *str(const char *s) { return lt__value_copy(s, strlen(s)); }
+static lt_value_t *str(const char *s) {
+  return lt__value_copy(s, strlen(s));
+}
 
 /* complete_vals completes `f` with client-held values as its output tokens. */
 static int complete_vals(lt_instance_t *inst, lt_frame_t *f, int answer, lt_value_t **vals,
                          uint32_t n, char *err) {
   lt_token_t toks[16];
   cr_assert_leq(n, 16);
-  for (uint32_t i = 0; i < n; i++) toks[i] = (lt_token_t){.value = vals[i], .holder = -1};
+  for (uint32_t i = 0; i < n; i++)
+    toks[i] = (lt_token_t){.value = vals[i], .holder = -1};
   return lt__instance_complete(inst, f, answer, toks, n, on_fire, NULL, err, 128);
 }
 
@@ -66,7 +69,9 @@ Test(instance, token_walks_a_pipeline) {
     cr_assert_eq(fi.op, LT_OP_SEQ);
     cr_assert_eq(fi.ninputs, 1);
     cr_assert_eq(((const char *)fi.inputs[0].value->data)[0], step == 0 ? 'x' : 'y');
-    cr_assert_str_eq(t->kernels[fi.stages[0].kernel], step == 0 ? "m:a" : step == 1 ? "m:b" : "m:c");
+    cr_assert_str_eq(t->kernels[fi.stages[0].kernel], step == 0   ? "m:a"
+                                                      : step == 1 ? "m:b"
+                                                                  : "m:c");
     cr_assert_eq(complete1(inst, f, "y"), LT_OK);
   }
   cr_assert_eq(nfired, 0);
@@ -94,7 +99,8 @@ static void run_map(uint32_t parts) {
   }
   char err[128];
   cr_assert_eq(complete_vals(inst, f, -1, outs, parts, err), LT_OK);
-  for (uint32_t i = 0; i < parts; i++) lt__value_unref(outs[i]);
+  for (uint32_t i = 0; i < parts; i++)
+    lt__value_unref(outs[i]);
   if (parts > 0) {
     cr_assert_eq(nfired, (int)parts);
     /* Complete the bodies out of order: the merge still sees part order. */
@@ -137,7 +143,8 @@ Test(instance, map_with_0_1_and_5_parts) {
 
 Test(instance, dc_recurses_to_depth_12_without_recursion_on_the_stack) {
   /* Binary dc of depth 12: 4096 base cases, each through a 2-stage base block. */
-  lt_skel_t *s = lt_dc("m:cond", "m:div", lt_pipeline(lt_seq("m:b1"), lt_seq("m:b2"), NULL), "m:comb");
+  lt_skel_t *s =
+      lt_dc("m:cond", "m:div", lt_pipeline(lt_seq("m:b1"), lt_seq("m:b2"), NULL), "m:comb");
   lt_template_t *t;
   lt_instance_t *inst = start(s, &t, "");
   char err[128];
@@ -207,11 +214,9 @@ Test(instance, bad_completions_are_refused) {
   inst = start(s, &t, "x");
   cr_assert_eq(complete1(inst, pop(), "y"), LT_OK);
   f = pop();
-  cr_assert_eq(complete_vals(inst, f, -1, NULL, 0, err), LT_EPROTO,
-               "a dc step without an answer");
+  cr_assert_eq(complete_vals(inst, f, -1, NULL, 0, err), LT_EPROTO, "a dc step without an answer");
   lt_value_t *v = str("z");
-  cr_assert_eq(complete_vals(inst, f, 1, &v, 1, err), LT_EPROTO,
-               "a base case with parts");
+  cr_assert_eq(complete_vals(inst, f, 1, &v, 1, err), LT_EPROTO, "a base case with parts");
   lt__value_unref(v);
   lt__instance_free(inst);
   lt__template_free(t);

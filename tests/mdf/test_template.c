@@ -58,11 +58,11 @@ static void chain(const lt_template_t *t, uint32_t block, char *buf, size_t len)
 }
 
 Test(template, nested_pipeline_is_one_chain) {
-  lt_skel_t *s = lt_pipeline(
-      lt_farm(lt_seq("m:a")),
-      lt_pipeline(lt_seq_with("m:b", "p", 1),
-                  lt_farm(lt_pipeline(lt_seq("m:c"), lt_seq("m:a"), NULL)), NULL),
-      lt_seq("m:d"), NULL);
+  lt_skel_t *s =
+      lt_pipeline(lt_farm(lt_seq("m:a")),
+                  lt_pipeline(lt_seq_with("m:b", "p", 1),
+                              lt_farm(lt_pipeline(lt_seq("m:c"), lt_seq("m:a"), NULL)), NULL),
+                  lt_seq("m:d"), NULL);
   cr_assert_not_null(s);
   lt_template_t *t = NULL;
   cr_assert_eq(lt__template_compile(&t, s, 0), LT_OK);
@@ -84,8 +84,8 @@ Test(template, nested_pipeline_is_one_chain) {
 Test(template, map_and_dc_get_blocks) {
   lt_skel_t *s = lt_pipeline(
       lt_seq("m:a"), lt_seq("m:b"),
-      lt_map("m:split", lt_pipeline(lt_seq("m:x"), lt_dc("m:c", "m:d", lt_seq("m:base"), "m:k"),
-                                    NULL),
+      lt_map("m:split",
+             lt_pipeline(lt_seq("m:x"), lt_dc("m:c", "m:d", lt_seq("m:base"), "m:k"), NULL),
              "m:merge"),
       lt_seq("m:z"), NULL);
   lt_template_t *t = NULL;

@@ -233,7 +233,7 @@ Test(peer, consumer_before_producer_shares_one_fetch) {
   connect_to(kb, &b);
   for (int last_first = 0; last_first <= 1; last_first++) {
     uint64_t base = 10 + (uint64_t)last_first * 10;
-    produce(ka, base, K_SLEEP, "200", 7, base);
+    produce(ka, base, K_SLEEP, "600", 7, base);
     uint32_t first = last_first ? LT_INSTR_RETURN | LT_INSTR_RELEASE_INPUTS : LT_INSTR_RETURN;
     uint32_t second = last_first ? LT_INSTR_RETURN : LT_INSTR_RETURN | LT_INSTR_RELEASE_INPUTS;
     exec(kb, base + 1, K_INC, NULL, ref_at(base, a.endpoint), base + 1, first, NULL);
@@ -384,7 +384,7 @@ Test(peer, failed_producer) {
   lt_oid_t x = oid(40);
   lt_instr_t slow_fail = {.seq = 3,
                           .kernel = K_SLEEP,
-                          .param = {"150", 3},
+                          .param = {"500", 3},
                           .nmore = 1,
                           .more = &then_fail,
                           .ninputs = 1,
@@ -538,12 +538,12 @@ Test(peer, dead_holder) {
  * heartbeats keep the link alive. */
 Test(peer, long_producer_outlives_fetch_timeout) {
   th_server_t a, b;
-  const char *bextra[] = {"--fetch-timeout", "300", NULL};
+  const char *bextra[] = {"--fetch-timeout", "600", NULL};
   start2(&a, &b, bextra);
   conn_t *ka = malloc(sizeof *ka), *kb = malloc(sizeof *kb);
   connect_to(ka, &a);
   connect_to(kb, &b);
-  produce(ka, 1, K_SLEEP, "1200", 9, 60);
+  produce(ka, 1, K_SLEEP, "2000", 9, 60);
   exec(kb, 2, K_INC, NULL, ref_at(60, a.endpoint), 61, LT_INSTR_RETURN | LT_INSTR_RELEASE_INPUTS,
        NULL);
   WAIT_FOR(kb, kb->done[2].got, 5000);
@@ -563,7 +563,7 @@ Test(peer, long_producer_outlives_fetch_timeout) {
  * says hello again and fetches anew. */
 Test(peer, holder_dropped_peer_session) {
   th_server_t a, b;
-  const char *aextra[] = {"--idle-timeout", "300", NULL};
+  const char *aextra[] = {"--idle-timeout", "600", NULL};
   cr_assert_eq(th_server_start_default(&a, aextra), 0);
   cr_assert_eq(th_server_start_default(&b, NULL), 0);
   conn_t *ka = malloc(sizeof *ka), *kb = malloc(sizeof *kb);
@@ -577,7 +577,7 @@ Test(peer, holder_dropped_peer_session) {
   WAIT_FOR(kb, kb->done[3].got, 5000);
   cr_assert_eq(kb->done[3].v, 3);
   /* The client keeps its own session on A alive; B's link stays quiet. */
-  for (int i = 0; i < 9; i++) {
+  for (int i = 0; i < 15; i++) {
     heartbeat(ka);
     usleep(100 * 1000);
   }

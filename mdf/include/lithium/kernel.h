@@ -15,7 +15,7 @@
 extern "C" {
 #endif
 
-#define LT_KERNEL_ABI 1
+#define LT_KERNEL_ABI        1
 #define LT_KERNEL_ERRMSG_MAX 512
 
 typedef struct lt_call lt_call_t;
@@ -39,12 +39,14 @@ struct lt_call {
 
 /* LT_KERNEL(name, call) { ... } defines the kernel "name" of this module; `call` names its
  * lt_call_t * parameter. The function returns 0 on success. */
-#define LT_KERNEL(name, call)                                                \
-  LT_KERNEL_EXPORT int lt_kernel_##name(lt_call_t *call);                    \
+#define LT_KERNEL(name, call)                                                                      \
+  LT_KERNEL_EXPORT int lt_kernel_##name(lt_call_t *call);                                          \
   LT_KERNEL_EXPORT int lt_kernel_##name(lt_call_t *call)
 
 /* lt_call_ninputs returns the number of input tokens. */
-static inline int lt_call_ninputs(const lt_call_t *c) { return c->ops->ninputs(c); }
+static inline int lt_call_ninputs(const lt_call_t *c) {
+  return c->ops->ninputs(c);
+}
 
 /* lt_call_input returns input `i` (borrowed, valid until the kernel returns) and its size
  * in *len (len may be NULL); NULL with *len = 0 when `i` is out of range. */
@@ -60,15 +62,19 @@ static inline const void *lt_call_param(const lt_call_t *c, size_t *len) {
 /* lt_call_output allocates the next output of `len` bytes and returns it for the kernel to
  * fill; the runtime owns it. A stage makes one output; split/divide make k. NULL when out of
  * memory (the kernel should then fail). */
-static inline void *lt_call_output(lt_call_t *c, size_t len) { return c->ops->output(c, len); }
+static inline void *lt_call_output(lt_call_t *c, size_t len) {
+  return c->ops->output(c, len);
+}
 
 /* lt_call_answer records the truth value of a condition kernel; returns 0. */
-static inline int lt_call_answer(lt_call_t *c, int truth) { return c->ops->answer(c, truth); }
+static inline int lt_call_answer(lt_call_t *c, int truth) {
+  return c->ops->answer(c, truth);
+}
 
 /* lt_call_fail records a printf-style error message and returns the non-zero value the
  * kernel should return: `return lt_call_fail(call, "bad size %zu", n);` */
-__attribute__((format(printf, 2, 3))) static inline int lt_call_fail(lt_call_t *c,
-                                                                     const char *fmt, ...) {
+__attribute__((format(printf, 2, 3))) static inline int lt_call_fail(lt_call_t *c, const char *fmt,
+                                                                     ...) {
   char msg[LT_KERNEL_ERRMSG_MAX];
   va_list ap;
   va_start(ap, fmt);

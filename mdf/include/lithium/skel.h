@@ -37,8 +37,7 @@ LT_API lt_skel_t *lt_map(const char *split, lt_skel_t *body, const char *merge);
  * task is a base case; base cases run `base`; others are cut by kernel `divide` into k parts
  * solved by the same dc recursively, and kernel `combine` gets the k solutions (in part
  * order) and makes the one result. Takes ownership of `base`. */
-LT_API lt_skel_t *lt_dc(const char *cond, const char *divide, lt_skel_t *base,
-                        const char *combine);
+LT_API lt_skel_t *lt_dc(const char *cond, const char *divide, lt_skel_t *base, const char *combine);
 
 /* lt_skel_parse parses an expression (README.md, "Expressions") into *out (caller frees).
  * On a syntax error returns LT_EINVAL and writes "offset N: expected X, found Y" into err

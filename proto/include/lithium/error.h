@@ -11,26 +11,26 @@ extern "C" {
 #endif
 
 /* XX(name, value, message) */
-#define LT_ERRNO_MAP(XX)                                                     \
-  XX(EINVAL, -1, "invalid argument")                                         \
-  XX(ENOMEM, -2, "out of memory")                                            \
-  XX(ECLOSED, -3, "stream closed")                                           \
-  XX(EAGAIN, -4, "resource temporarily unavailable")                         \
-  XX(ETIMEDOUT, -5, "timed out")                                             \
-  XX(EPROTO, -6, "protocol error")                                           \
-  XX(ETOOBIG, -7, "message too large")                                       \
-  XX(ENOKERNEL, -8, "unknown kernel")                                        \
-  XX(ENOMODULE, -9, "unknown module")                                        \
-  XX(EKERNEL, -10, "kernel failed")                                          \
-  XX(ELOST, -11, "lost: server failed")                                      \
-  XX(ENOSERVER, -12, "no server available")                                  \
-  XX(ESTATE, -13, "operation not valid in this state")                       \
-  XX(EIO, -14, "input/output error")                                         \
-  XX(ENOENT, -15, "no such object")                                          \
-  XX(EVERSION, -16, "protocol version mismatch")                             \
-  XX(ESHUTDOWN, -17, "server shutting down")                                 \
-  XX(ESPAWN, -18, "cannot start server")                                     \
-  XX(ECANCELED, -19, "canceled")                                             \
+#define LT_ERRNO_MAP(XX)                                                                           \
+  XX(EINVAL, -1, "invalid argument")                                                               \
+  XX(ENOMEM, -2, "out of memory")                                                                  \
+  XX(ECLOSED, -3, "stream closed")                                                                 \
+  XX(EAGAIN, -4, "resource temporarily unavailable")                                               \
+  XX(ETIMEDOUT, -5, "timed out")                                                                   \
+  XX(EPROTO, -6, "protocol error")                                                                 \
+  XX(ETOOBIG, -7, "message too large")                                                             \
+  XX(ENOKERNEL, -8, "unknown kernel")                                                              \
+  XX(ENOMODULE, -9, "unknown module")                                                              \
+  XX(EKERNEL, -10, "kernel failed")                                                                \
+  XX(ELOST, -11, "lost: server failed")                                                            \
+  XX(ENOSERVER, -12, "no server available")                                                        \
+  XX(ESTATE, -13, "operation not valid in this state")                                             \
+  XX(EIO, -14, "input/output error")                                                               \
+  XX(ENOENT, -15, "no such object")                                                                \
+  XX(EVERSION, -16, "protocol version mismatch")                                                   \
+  XX(ESHUTDOWN, -17, "server shutting down")                                                       \
+  XX(ESPAWN, -18, "cannot start server")                                                           \
+  XX(ECANCELED, -19, "canceled")                                                                   \
   XX(EEXIST, -20, "already exists")
 
 typedef enum lt_err {
