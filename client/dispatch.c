@@ -69,15 +69,17 @@ static int place(lt_sched_t *s, instr_rec_t *r, const lt_fire_t *fi) {
     r->admitted = 0;
     return pref;
   }
-  if (pref >= 0 && s->admitted[pref] < s->window) {
+  if (pref >= 0 && s->admitted[pref] < s->pace[pref].cap) {
     r->admitted = 1;
     return pref;
   }
   int best = -1;
   for (size_t k = 0; k < s->nconns; k++) {
     size_t i = (s->rr + k) % s->nconns;
-    if (s->conns[i].state != LT_CONN_READY || s->admitted[i] >= s->window) continue;
-    if (best < 0 || s->admitted[i] < s->admitted[best]) best = (int)i;
+    if (s->conns[i].state != LT_CONN_READY || s->admitted[i] >= s->pace[i].cap) continue;
+    /* The most room left wins: windows differ between servers. */
+    if (best < 0 || s->pace[i].cap - s->admitted[i] > s->pace[best].cap - s->admitted[best])
+      best = (int)i;
   }
   if (best >= 0) {
     s->rr = (size_t)best + 1;

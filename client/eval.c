@@ -58,7 +58,9 @@ void lt__eval_finish(lt_eval_t *ev, lt_task_t *t, lt_buf_t *b) {
       ev->ready_head = t;
     ev->ready_tail = t;
   }
-  if (ev->result_waiters > 0) pthread_cond_broadcast(&ev->cv_result);
+  /* In order, only the result the reader waits for can wake it. */
+  if (ev->result_waiters > 0 && (!ev->opts.ordered || t->stream_seq == ev->next_out))
+    pthread_cond_broadcast(&ev->cv_result);
 }
 
 LT_API int lt_eval_new(lt_eval_t **out, lt_skel_t *program) {

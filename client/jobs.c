@@ -267,6 +267,8 @@ void lt__sched_on_completion(lt_sched_t *s, size_t idx, const lt_completion_t *c
   c->inflight--;
   c->completed++;
   if (r->admitted) s->admitted[idx]--;
+  if (cp->status == LT_OK && s->ev->opts.lookahead)
+    lt__pace_service(&s->pace[idx], (double)cp->service_us, &s->ev->opts);
   job_t *j = r->job;
   if (cp->status == LT_ESHUTDOWN || cp->status == LT_ECANCELED) {
     lt__sched_lost(s, r, c->endpoint, lt_strerror(cp->status));

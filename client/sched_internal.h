@@ -42,6 +42,20 @@ typedef struct instr_rec {
   UT_hash_handle hh; /* s->inflight, by seq */
 } instr_rec_t;
 
+/* Pacing of one server under lookahead (DESIGN.md 7): the window of instructions it may
+ * have at once is max_threads plus a lookahead depth that covers the round trip, from the
+ * measured round-trip time (heartbeat pings, answered by the server's loop, never queued
+ * behind kernels) and the mean service time of its instructions. */
+#define LT_PING_MS   100 /* round-trip pings per server under lookahead */
+#define LT_MAX_DEPTH 250 /* most instructions queued at a server beyond max_threads */
+
+typedef struct pace {
+  double rtt_us; /* smoothed ping round trip; 0 before the first */
+  double svc_us; /* smoothed service time; 0 before the first completion */
+  int64_t last_ping_ms;
+  uint32_t cap; /* instructions admitted at once */
+} pace_t;
+
 /* Ids to release on one server, sent as one `release` per loop turn. */
 typedef struct relq {
   lt_oid_t *ids;
@@ -54,12 +68,13 @@ struct lt_sched {
   lt_conn_t *conns;
   relq_t *relq;       /* per connection */
   uint32_t *admitted; /* per connection: instructions counted in the window */
+  pace_t *pace;       /* per connection */
   size_t nconns, capconns;
   size_t initial; /* hosts known at start: they answer lt_eval_start */
   instr_rec_t *fire_head, *fire_tail;
   instr_rec_t *inflight;
   uint64_t next_seq;
-  uint32_t window; /* instructions admitted per server at once */
+  uint32_t window; /* instructions admitted per server before pacing has samples */
   int chaining;    /* a dispatch-time pass-on is firing successors */
   lt_codec_limits_t limits;
   lt_rx_t rx;
@@ -72,6 +87,12 @@ struct lt_sched {
 };
 
 int64_t lt__sched_now_ms(void);
+int64_t lt__sched_now_us(void);
+
+/* pace.c */
+void lt__pace_init(pace_t *p, uint32_t window);
+void lt__pace_rtt(pace_t *p, double rtt_us, const lt_options_t *o);
+void lt__pace_service(pace_t *p, double svc_us, const lt_options_t *o);
 
 /* jobs.c */
 void lt__sched_on_fire(void *ud, lt_instance_t *inst, lt_frame_t *frame);

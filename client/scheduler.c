@@ -17,6 +17,12 @@
 #include "scheduler.h"
 #include "stats.h"
 
+int64_t lt__sched_now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 int64_t lt__sched_now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -50,6 +56,7 @@ void lt__sched_free(lt_sched_t *s) {
     free(s->relq[i].ids);
   free(s->relq);
   free(s->admitted);
+  free(s->pace);
   free(s->conns);
   free(s);
 }
@@ -68,12 +75,15 @@ static void open_new_hosts(lt_sched_t *s) {
       if (q != NULL) s->relq = q;
       uint32_t *a = realloc(s->admitted, cap * sizeof *a);
       if (a != NULL) s->admitted = a;
-      if (c == NULL || q == NULL || a == NULL) break;
+      pace_t *pc = realloc(s->pace, cap * sizeof *pc);
+      if (pc != NULL) s->pace = pc;
+      if (c == NULL || q == NULL || a == NULL || pc == NULL) break;
       memset(q + s->capconns, 0, (cap - s->capconns) * sizeof *q);
       memset(a + s->capconns, 0, (cap - s->capconns) * sizeof *a);
       s->capconns = cap;
     }
     lt_conn_t *c = &s->conns[s->nconns];
+    lt__pace_init(&s->pace[s->nconns], s->window);
     const char *ep = ev->hosts[s->nconns];
     s->nconns++;
     int rc = lt__conn_open(c, s->zctx, ep, ev->client_id, ev->tmpl->kernels, ev->tmpl->nkernels,
@@ -158,6 +168,10 @@ static void on_message(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
     if (c->state == LT_CONN_HELLO) lt__sched_conn_dead(s, idx, m->u.error.message);
     break;
   case LT_MSG_HEARTBEAT:
+    if (m->u.heartbeat.seq != 0 && s->ev->opts.lookahead) {
+      int64_t rtt = lt__sched_now_us() - (int64_t)m->u.heartbeat.seq;
+      if (rtt > 0 && rtt < 10 * 1000000) lt__pace_rtt(&s->pace[idx], (double)rtt, &s->ev->opts);
+    }
     break;
   default:
     lt__log(LT_LOG_DEBUG, "server %s: unexpected %s", c->endpoint, lt__msg_type_name(m->type));
@@ -204,9 +218,12 @@ static void tick(lt_sched_t *s, int64_t now) {
       if (now - c->last_recv_ms > 3 * (int64_t)o->heartbeat_ms) {
         lt__sched_conn_dead(s, i, "missed 3 heartbeats");
       } else if (now - c->last_send_ms >= (int64_t)o->heartbeat_ms ||
-                 now - c->last_recv_ms >= (int64_t)o->heartbeat_ms) {
+                 now - c->last_recv_ms >= (int64_t)o->heartbeat_ms ||
+                 (o->lookahead && now - s->pace[i].last_ping_ms >= LT_PING_MS)) {
+        /* The ping carries its send time: the answer measures the round trip. */
         lt_msg_t hb = {.type = LT_MSG_HEARTBEAT};
-        hb.u.heartbeat.seq = (uint64_t)now;
+        hb.u.heartbeat.seq = (uint64_t)lt__sched_now_us();
+        s->pace[i].last_ping_ms = now;
         lt__conn_send(c, &hb, NULL, now);
       }
     }
@@ -279,7 +296,8 @@ void *lt__sched_main(void *arg) {
     int64_t now = lt__sched_now_ms();
     if (now >= s->next_tick) {
       tick(s, now);
-      s->next_tick = now + ev->opts.heartbeat_ms / 4 + 1;
+      int64_t period = ev->opts.heartbeat_ms / 4 + 1;
+      s->next_tick = now + (period < LT_PING_MS ? period : LT_PING_MS);
     }
     lt__sched_dispatch(s);
     fail_unplaceable(s);
@@ -323,7 +341,9 @@ int lt__sched_stats_json(lt_sched_t *s, lt_json_t *j) {
     lt__json_u64(j, "inflight", c->inflight);
     lt__json_u64(j, "active_threads", c->load.active);
     lt__json_u64(j, "threads", c->threads);
-    lt__json_u64(j, "window", s->window);
+    lt__json_u64(j, "window", s->pace[i].cap);
+    lt__json_double(j, "rtt_us", s->pace[i].rtt_us);
+    lt__json_double(j, "service_us", s->pace[i].svc_us);
     lt__json_double(j, "speed", 1.0);
     lt__json_u64(j, "bytes_to", c->bytes_out);
     lt__json_u64(j, "bytes_from", c->bytes_in);

@@ -24,6 +24,7 @@ struct lt_executor {
   pthread_mutex_t qlock;
   pthread_cond_t qcond;
   lt_job_t *qhead, *qtail;
+  int idle; /* workers waiting on qcond: a submit signals only when one is */
   bool stop;
 
   pthread_mutex_t dlock;
@@ -58,8 +59,11 @@ static void *worker_main(void *arg) {
   lt_executor_t *ex = arg;
   for (;;) {
     pthread_mutex_lock(&ex->qlock);
-    while (!ex->stop && ex->qhead == NULL)
+    while (!ex->stop && ex->qhead == NULL) {
+      ex->idle++;
       pthread_cond_wait(&ex->qcond, &ex->qlock);
+      ex->idle--;
+    }
     if (ex->stop) {
       pthread_mutex_unlock(&ex->qlock);
       return NULL;
@@ -175,7 +179,8 @@ void lt__executor_submit(lt_executor_t *ex, lt_job_t *job) {
     ex->qhead = job;
   ex->qtail = job;
   atomic_fetch_add(&ex->queued, 1);
-  pthread_cond_signal(&ex->qcond);
+  /* A busy worker takes the job when it finishes its own: waking one costs a futex call. */
+  if (ex->idle > 0) pthread_cond_signal(&ex->qcond);
   pthread_mutex_unlock(&ex->qlock);
 }
 
