@@ -17,7 +17,7 @@ static void free_header(void *data, void *hint) {
 }
 
 int lt__conn_open(lt_conn_t *c, void *zctx, const char *endpoint, uint64_t client_id,
-                  char *const *kernels, uint32_t nkernels, int64_t now_ms) {
+                  uint64_t inline_max, char *const *kernels, uint32_t nkernels, int64_t now_ms) {
   memset(c, 0, sizeof *c);
   c->endpoint = strdup(endpoint);
   if (c->endpoint == NULL) return LT_ENOMEM;
@@ -38,6 +38,7 @@ int lt__conn_open(lt_conn_t *c, void *zctx, const char *endpoint, uint64_t clien
   hello.u.hello.version = LT_PROTO_VERSION;
   hello.u.hello.client_id = client_id;
   hello.u.hello.name = "lithium-client";
+  hello.u.hello.inline_max = inline_max;
   int rc = lt__conn_send(c, &hello, NULL, now_ms);
   if (rc != LT_OK) return rc;
   lt_msg_t prog = {.type = LT_MSG_PROGRAM};

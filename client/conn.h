@@ -41,10 +41,11 @@ typedef struct lt_rx {
   lt_msg_t msg;
 } lt_rx_t;
 
-/* lt__conn_open creates the DEALER, connects it to `endpoint` and sends hello + program
- * (`kernels` names). The connection starts in LT_CONN_HELLO. */
+/* lt__conn_open creates the DEALER, connects it to `endpoint` and sends hello (asking for
+ * stored outputs up to `inline_max` bytes to come back too) + program (`kernels` names). The
+ * connection starts in LT_CONN_HELLO. */
 int lt__conn_open(lt_conn_t *c, void *zctx, const char *endpoint, uint64_t client_id,
-                  char *const *kernels, uint32_t nkernels, int64_t now_ms);
+                  uint64_t inline_max, char *const *kernels, uint32_t nkernels, int64_t now_ms);
 
 /* lt__conn_send encodes and sends `m` with its payload frames (values are sent without
  * copying: each lt_value_t in `values`, one per payload frame, gets a reference released by

@@ -135,6 +135,9 @@ static int batch_add(lt_sched_t *s, batch_t *b, int idx, instr_rec_t *r, const l
     memset(inp, 0, sizeof *inp);
     inp->holder = "";
     if (t->value != NULL) {
+      /* The client has the value: it travels inline, and the server copy of a small
+       * output that came back is no longer needed. */
+      if (t->holder >= 0) lt__sched_release(s, t->holder, t->id);
       inp->kind = LT_INPUT_INLINE;
       inp->frame = b->nframes;
       b->frames[b->nframes].data = t->value->data;

@@ -35,7 +35,7 @@ static void job_finish(lt_sched_t *s, job_t *j, lt_buf_t *b) {
 }
 
 static void release_token(void *ud, const lt_token_t *t) {
-  if (t->value == NULL && t->holder >= 0) lt__sched_release(ud, t->holder, t->id);
+  if (t->holder >= 0) lt__sched_release(ud, t->holder, t->id);
 }
 
 void lt__sched_job_fail(lt_sched_t *s, job_t *j, int err, const char *msg) {
@@ -200,8 +200,9 @@ void lt__sched_lost(lt_sched_t *s, instr_rec_t *r, const char *endpoint, const c
   lt__sched_push_fireable(s, r, 1);
 }
 
-/* output_tokens turns a completion's outputs into tokens: returned values, or references
- * to values left on server `conn`. */
+/* output_tokens turns a completion's outputs into tokens: references to values left on
+ * server `conn`, with the value too when it came back (small enough, under lazy binding),
+ * or values alone (plain mode: nothing stays on the server). */
 static int output_tokens(lt_sched_t *s, const instr_rec_t *r, int conn, const lt_completion_t *cp,
                          const lt_msg_t *m, lt_token_t *toks) {
   for (uint32_t i = 0; i < cp->noutputs; i++) {
@@ -212,7 +213,7 @@ static int output_tokens(lt_sched_t *s, const instr_rec_t *r, int conn, const lt
     t->holder = conn;
     if (cp->outputs[i].frame >= 0) {
       const lt_bytes_t *f = &m->frames[cp->outputs[i].frame];
-      t->holder = -1;
+      if (!s->ev->opts.lazy) t->holder = -1;
       if ((t->value = lt__value_copy(f->data, f->len)) == NULL) return LT_ENOMEM;
     }
   }

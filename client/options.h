@@ -13,6 +13,7 @@ typedef struct lt_options {
   int lookahead;               /* many instructions in flight per server */
   int lazy;                    /* values stay on servers; successors get references */
   uint32_t max_threads;        /* lookahead: instructions admitted per server (window) */
+  uint32_t inline_max;         /* lazy: intermediate values up to this size also come back */
   uint32_t max_pending;        /* unfinished tasks before submit blocks */
   uint32_t max_retries;        /* re-dispatches of one instruction after server loss */
   uint32_t heartbeat_ms;       /* heartbeat period; a server silent 3 periods is dead */

@@ -86,8 +86,8 @@ static void open_new_hosts(lt_sched_t *s) {
     lt__pace_init(&s->pace[s->nconns], s->window);
     const char *ep = ev->hosts[s->nconns];
     s->nconns++;
-    int rc = lt__conn_open(c, s->zctx, ep, ev->client_id, ev->tmpl->kernels, ev->tmpl->nkernels,
-                           lt__sched_now_ms());
+    int rc = lt__conn_open(c, s->zctx, ep, ev->client_id, ev->opts.lazy ? ev->opts.inline_max : 0,
+                           ev->tmpl->kernels, ev->tmpl->nkernels, lt__sched_now_ms());
     if (rc != LT_OK) {
       lt__log(LT_LOG_WARN, "server %s: cannot open (%s)", ep, lt_strerror(rc));
       c->state = LT_CONN_DEAD;

@@ -170,6 +170,7 @@ static int body_in(dec *d, const Lithium__Envelope *env, lt_msg_t *m) {
     m->type = LT_MSG_HELLO;
     m->u.hello.version = env->hello->version;
     m->u.hello.client_id = env->hello->client_id;
+    m->u.hello.inline_max = env->hello->inline_max;
     return str_in(env->hello->name, d->lim, &m->u.hello.name);
   case LITHIUM__ENVELOPE__BODY_WELCOME:
     m->type = LT_MSG_WELCOME;
@@ -492,6 +493,7 @@ static int body_out_fill(arena *a, const lt_msg_t *m, body_out *b, Lithium__Enve
     lithium__hello__init(&b->hello);
     b->hello.version = m->u.hello.version;
     b->hello.client_id = m->u.hello.client_id;
+    b->hello.inline_max = m->u.hello.inline_max;
     if ((b->hello.name = str_out(m->u.hello.name)) == NULL) return LT_EINVAL;
     env->hello = &b->hello;
     return 0;

@@ -126,6 +126,7 @@ typedef struct lt_msg {
       uint32_t version;
       uint64_t client_id;
       const char *name;
+      uint64_t inline_max; /* outputs up to this size also come back with done (0: none) */
     } hello;
     struct {
       uint32_t version;

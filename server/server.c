@@ -156,6 +156,7 @@ static void handle_hello(lt_server_t *srv, lt_session_t *s, const void *rid, siz
   }
   if (s != NULL) lt__server_drop_session(srv, s, "a new hello on the same connection");
   int rc = lt__session_new(srv, &s, rid, rid_len, m->u.hello.client_id, m->u.hello.name);
+  if (rc == LT_OK) s->inline_max = m->u.hello.inline_max;
   if (rc != LT_OK) {
     lt__server_send_error(srv, rid, rid_len, rc, "cannot open a session: %s", lt_strerror(rc));
     return;

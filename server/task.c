@@ -253,7 +253,10 @@ static void finish(lt_server_t *srv, lt_task_t *t, int status, const char *errms
   if (status == LT_OK) {
     for (uint32_t i = 0; i < n; i++) {
       sizes[i] = vals[i]->len;
-      ret[i] = (t->flags & LT_INSTR_RETURN) ? vals[i] : NULL;
+      /* Returned: asked for, or small enough to travel with done anyway (it stays stored
+       * too, for readers that already hold its reference). */
+      int small = s->inline_max > 0 && vals[i]->len <= s->inline_max && n <= LT_DONE_MAX_FRAMES;
+      ret[i] = (t->flags & LT_INSTR_RETURN) || small ? vals[i] : NULL;
     }
     lt__session_done_add(srv, s, t->seq, LT_OK, "", us, answer, n, sizes, ret);
   } else {

@@ -161,15 +161,14 @@ Test(lazy, nothing_held_after_every_skeleton_and_after_failures, .timeout = 120)
     lt__proc_stop(&hosts[i], 5000);
 }
 
-Test(lazy, parts_spread_over_servers_are_fetched_peer_to_peer, .timeout = 120) {
-  lt_proc_t hosts[3];
-  for (int i = 0; i < 3; i++)
-    start_server(&hosts[i], "h", 2);
-  /* A narrow window spreads the 400 parts of each split over the three servers, so
-   * bodies fetch their parts from the split's server and the merge fetches results. */
+/* spread_map runs a map of 400 parts per task over three servers and returns the bytes
+ * that moved between servers; *from gets the bytes that came back to the client. */
+static uint64_t spread_map(lt_proc_t *hosts, const char *inline_max, uint64_t *from) {
   lt_eval_t *ev = NULL;
   cr_assert_eq(lt_eval_new(&ev, lt_map("skelk:chunks", lt_seq("skelk:rev"), "skelk:cat")), LT_OK);
-  cr_assert_eq(lt_eval_set(ev, "max_threads", "1"), LT_OK);
+  /* One instruction at a time per server: the parts must spread over all three. */
+  cr_assert_eq(lt_eval_set(ev, "lookahead", "off"), LT_OK);
+  cr_assert_eq(lt_eval_set(ev, "inline_max", inline_max), LT_OK);
   cr_assert_eq(lt_eval_set(ev, "heartbeat_ms", "200"), LT_OK);
   for (int i = 0; i < 3; i++)
     cr_assert_eq(lt_eval_add_host(ev, hosts[i].endpoint), LT_OK);
@@ -191,7 +190,7 @@ Test(lazy, parts_spread_over_servers_are_fetched_peer_to_peer, .timeout = 120) {
         cr_assert_eq(d[3 * c + k], in[3 * c + 2 - k]);
     lt_buf_free(b);
   }
-  cr_assert_eq(values_held_total(ev), 0);
+  cr_assert_eq(values_held_total(ev), 0, "inline_max %s", inline_max);
   char *json = NULL;
   cr_assert_eq(lt_eval_stats_json(ev, &json), LT_OK);
   uint64_t peer_in = 0, peer_out = 0;
@@ -199,10 +198,24 @@ Test(lazy, parts_spread_over_servers_are_fetched_peer_to_peer, .timeout = 120) {
     peer_in += strtoull(p + strlen("\"bytes_peer_in\":"), NULL, 10);
   for (const char *p = json; (p = strstr(p, "\"bytes_peer_out\":")) != NULL; p++)
     peer_out += strtoull(p + strlen("\"bytes_peer_out\":"), NULL, 10);
-  cr_assert_gt(peer_in, 0, "%s", json);
   cr_assert_eq(peer_in, peer_out, "%s", json);
+  *from = stat_u64(json, "bytes_from_servers");
   free(json);
   lt_eval_free(ev);
+  return peer_in;
+}
+
+Test(lazy, parts_spread_over_servers_are_fetched_peer_to_peer, .timeout = 120) {
+  lt_proc_t hosts[3];
+  for (int i = 0; i < 3; i++)
+    start_server(&hosts[i], "h", 2);
+  uint64_t from_ref, from_inline;
+  uint64_t by_ref = spread_map(hosts, "0", &from_ref);
+  spread_map(hosts, "65536", &from_inline);
+  cr_assert_gt(by_ref, 0, "with inline_max 0 values move peer to peer");
+  /* Small parts also come back with done (and then go out inline). */
+  cr_assert_gt(from_inline, from_ref + 3 * 1200, "%llu vs %llu", (unsigned long long)from_inline,
+               (unsigned long long)from_ref);
   for (int i = 0; i < 3; i++)
     lt__proc_stop(&hosts[i], 5000);
 }
