@@ -86,7 +86,10 @@ run module "$LT_CC" -shared -fPIC -Wall -Wextra -Werror "${san[@]}" "${cflags[@]
   "$LT_SRC_DIR/itest.c" -o "$work/modules/libitest.so"
 run client "$LT_CC" -Wall -Wextra -Werror "${san[@]}" "${cflags[@]}" "$LT_SRC_DIR/client.c" \
   -o "$work/bin/itest_client" "${libs[@]}" "-Wl,-rpath,$prefix/$LT_LIBDIR"
-ldd "$work/bin/itest_client" | grep -q "$prefix/$LT_LIBDIR/liblithium.so" ||
+# ldd's output is read whole: `grep -q` would stop early and, under pipefail, fail the
+# pipeline with ldd's SIGPIPE now and then.
+deps=$(ldd "$work/bin/itest_client")
+grep -qF "$prefix/$LT_LIBDIR/liblithium.so" <<<"$deps" ||
   die "itest_client does not use the installed liblithium.so"
 # Static: the archive by path, its dependencies from `pkg-config --static`.
 static_deps=()
@@ -96,7 +99,8 @@ done
 run client-static "$LT_CC" -Wall -Wextra -Werror "${san[@]}" "${cflags[@]}" \
   "$LT_SRC_DIR/client.c" -o "$work/bin/itest_client_static" \
   "$prefix/$LT_LIBDIR/liblithium.a" "${static_deps[@]}"
-if ldd "$work/bin/itest_client_static" | grep -q liblithium; then
+deps=$(ldd "$work/bin/itest_client_static")
+if grep -q liblithium <<<"$deps"; then
   die "itest_client_static links liblithium dynamically"
 fi
 
