@@ -34,7 +34,7 @@ struct lt_session {
   uint64_t client_id;
   char *name;
   uint64_t inline_max; /* from hello: stored outputs up to this size also go back */
-  uint64_t last_seen; /* uv_now of its last message */
+  uint64_t last_seen;  /* uv_now of its last message */
 
   uint32_t nkernels; /* PROGRAM: fns[i] resolved, or NULL with kstatus/kerr */
   char **knames;     /* "module:function", for error messages */
