@@ -142,6 +142,25 @@ static void fire(lt_server_t *srv, lt_task_t *t) {
 }
 
 /* on_input is the store's waiter callback for a parked REF input. */
+/* input_error words the failure of a task's input `idx`: a value that failed in its
+ * producer passes the producer's own message on unchanged (the task fails for the reason
+ * the kernel gave, wherever it ran, as with the sequential evaluator); a missing, cancelled
+ * or lost value names the input and its id. */
+static void input_error(char *msg, size_t len, uint32_t idx, lt_oid_t id, int status,
+                        const char *errmsg) {
+  int transport =
+      status == LT_ENOENT || status == LT_ECANCELED || status == LT_ELOST || status == LT_ESHUTDOWN;
+  if (!transport && errmsg != NULL && errmsg[0] != '\0') {
+    snprintf(msg, len, "%s", errmsg);
+    return;
+  }
+  char ids[48];
+  snprintf(msg, len, "input %u (%s): %s", idx, lt__oid_format(id, ids, sizeof ids),
+           errmsg != NULL && errmsg[0] ? errmsg
+           : status == LT_ENOENT       ? "no such object on this server"
+                                       : lt_strerror(status));
+}
+
 static void on_input(lt_waiter_t *w, lt_oid_t id, int status, lt_value_t *v, const char *errmsg) {
   task_input_t *in = (task_input_t *)w;
   lt_task_t *t = in->task;
@@ -156,9 +175,8 @@ static void on_input(lt_waiter_t *w, lt_oid_t id, int status, lt_value_t *v, con
     }
     return;
   }
-  char ids[48], msg[LT_KERNEL_ERRMSG_MAX + 96];
-  snprintf(msg, sizeof msg, "input %u (%s): %s", in->idx, lt__oid_format(id, ids, sizeof ids),
-           errmsg != NULL && errmsg[0] ? errmsg : lt_strerror(status));
+  char msg[LT_KERNEL_ERRMSG_MAX + 96];
+  input_error(msg, sizeof msg, in->idx, id, status, errmsg);
   unpark_all(srv, t);
   t->input_failed = true;
   fail_later(srv, t, status, msg);
@@ -431,11 +449,8 @@ static void resolve_inputs(lt_server_t *srv, lt_task_t *t, zmq_msg_t *payloads,
       in->parked = true;
       t->nwait++;
     } else {
-      char ids[48], msg[LT_KERNEL_ERRMSG_MAX + 96];
-      snprintf(msg, sizeof msg, "input %u (%s): %s", j, lt__oid_format(in->id, ids, sizeof ids),
-               em != NULL && em[0] ? em
-               : rc == LT_ENOENT   ? "no such object on this server"
-                                   : lt_strerror(rc));
+      char msg[LT_KERNEL_ERRMSG_MAX + 96];
+      input_error(msg, sizeof msg, j, in->id, rc, em);
       unpark_all(srv, t);
       t->nwait = 0;
       t->input_failed = true;

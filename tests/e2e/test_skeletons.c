@@ -75,8 +75,8 @@ static char *same_everywhere(lt_skel_t *prog, lt_proc_t *hosts, const char *cons
   char *fused = run_all(prog, hosts, 3, 1, "optimized", in, n, NULL);
   char *prog_text = lt_skel_format(prog);
   cr_assert_str_eq(plain, local, "%s (plain)", prog_text);
-  cr_assert_str_eq(lazy, local, "%s (optimized)", prog_text);
-  cr_assert_str_eq(fused, local, "%s (optimized, normal form)", prog_text);
+  cr_assert_str_eq(lazy, local, "%s (optimized):\n%s\nlocal:\n%s", prog_text, lazy, local);
+  cr_assert_str_eq(fused, local, "%s (optimized, normal form):\n%s\nlocal:\n%s", prog_text, fused, local);
   free(prog_text);
   free(plain);
   free(lazy);
