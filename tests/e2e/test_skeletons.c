@@ -76,7 +76,8 @@ static char *same_everywhere(lt_skel_t *prog, lt_proc_t *hosts, const char *cons
   char *prog_text = lt_skel_format(prog);
   cr_assert_str_eq(plain, local, "%s (plain)", prog_text);
   cr_assert_str_eq(lazy, local, "%s (optimized):\n%s\nlocal:\n%s", prog_text, lazy, local);
-  cr_assert_str_eq(fused, local, "%s (optimized, normal form):\n%s\nlocal:\n%s", prog_text, fused, local);
+  cr_assert_str_eq(fused, local, "%s (optimized, normal form):\n%s\nlocal:\n%s", prog_text, fused,
+                   local);
   free(prog_text);
   free(plain);
   free(lazy);
