@@ -42,7 +42,10 @@ void lt__eval_woken(lt_eval_t *ev) {
 void lt__eval_finish(lt_eval_t *ev, lt_task_t *t, lt_buf_t *b) {
   ev->pending--;
   ev->completed++;
-  if (ev->space_waiters > 0) pthread_cond_broadcast(&ev->cv_space);
+  /* Submitters blocked on a full window wake once it has drained by an eighth, not at
+   * every result. */
+  uint64_t low = ev->opts.max_pending - (ev->opts.max_pending + 7) / 8;
+  if (ev->space_waiters > 0 && ev->pending <= low) pthread_cond_broadcast(&ev->cv_space);
   if (t->future != NULL) {
     lt__future_resolve(t->future, b);
     lt__task_free(t);

@@ -28,10 +28,31 @@ static void job_finish(lt_sched_t *s, job_t *j, lt_buf_t *b) {
   }
   j->finished = 1;
   if (b == NULL) b = lt__buf_fail(LT_ENOMEM, NULL);
-  pthread_mutex_lock(&s->ev->mu);
-  lt__eval_finish(s->ev, j->task, b);
-  pthread_mutex_unlock(&s->ev->mu);
+  /* Results wait for the end of the loop turn: lt__sched_deliver hands them over together,
+   * taking the evaluator's lock once. */
+  lt_task_t *t = j->task;
+  t->result = b;
+  t->next = NULL;
+  if (s->done_tail != NULL)
+    s->done_tail->next = t;
+  else
+    s->done_head = t;
+  s->done_tail = t;
   j->task = NULL;
+}
+
+void lt__sched_deliver(lt_sched_t *s) {
+  if (s->done_head == NULL) return;
+  pthread_mutex_lock(&s->ev->mu);
+  for (lt_task_t *t = s->done_head, *next; t != NULL; t = next) {
+    next = t->next;
+    t->next = NULL;
+    lt_buf_t *b = t->result;
+    t->result = NULL;
+    lt__eval_finish(s->ev, t, b);
+  }
+  pthread_mutex_unlock(&s->ev->mu);
+  s->done_head = s->done_tail = NULL;
 }
 
 static void release_token(void *ud, const lt_token_t *t) {

@@ -81,6 +81,9 @@ struct lt_sched {
   int64_t next_tick;
   size_t rr; /* round-robin start for placement */
 
+  lt_task_t *done_head; /* results of this turn, delivered under one lock */
+  lt_task_t *done_tail;
+
   pthread_mutex_t stats_mu; /* guards conns[] and the counters for stats readers */
   uint64_t instructions;
   uint64_t retries;
@@ -107,6 +110,7 @@ void lt__sched_lost(lt_sched_t *s, instr_rec_t *r, const char *endpoint, const c
 void lt__sched_release(lt_sched_t *s, int conn, lt_oid_t id);
 void lt__sched_flush_releases(lt_sched_t *s);
 void lt__sched_fail_all(lt_sched_t *s, int err, const char *msg);
+void lt__sched_deliver(lt_sched_t *s);
 
 /* dispatch.c */
 void lt__sched_dispatch(lt_sched_t *s);

@@ -241,6 +241,7 @@ static int should_stop(lt_sched_t *s) {
 
 static void shutdown_all(lt_sched_t *s) {
   lt__sched_fail_all(s, LT_ECANCELED, "evaluator freed");
+  lt__sched_deliver(s);
   pthread_mutex_lock(&s->stats_mu);
   for (size_t i = 0; i < s->nconns; i++)
     lt__conn_close(&s->conns[i]);
@@ -302,6 +303,7 @@ void *lt__sched_main(void *arg) {
     lt__sched_dispatch(s);
     fail_unplaceable(s);
     lt__sched_flush_releases(s);
+    lt__sched_deliver(s);
     pthread_mutex_unlock(&s->stats_mu);
     if (should_stop(s)) break;
   }
