@@ -201,8 +201,9 @@ static int send_one(lt_sched_t *s, batch_t *batches, instr_rec_t *r) {
     lt__frame_fire_info(r->frame, &fi);
   }
   if (inputs_lost(s, &fi)) {
-    lt__sched_job_fail(s, r->job, LT_ELOST, "a value the task needed was on a server that died");
-    lt__sched_rec_done(s, r);
+    job_t *j = r->job;
+    lt__sched_rec_done(s, r); /* before the restart: the old frame goes with the instance */
+    lt__sched_restart(s, j, "a value the task needed was on a server that died");
     return LT_OK;
   }
   int idx = place(s, r, &fi);
@@ -243,7 +244,7 @@ void lt__sched_dispatch(lt_sched_t *s) {
   if (batches == NULL) return;
   instr_rec_t *r;
   while ((r = lt__sched_pop_fireable(s)) != NULL) {
-    if (r->job->finished) {
+    if (lt__sched_stale(r)) {
       lt__sched_rec_done(s, r);
       continue;
     }

@@ -17,7 +17,12 @@
 static void job_release(job_t *j) {
   if (j->live > 0 || !j->finished) return;
   lt__instance_free(j->inst);
+  lt__value_unref(j->input);
   free(j);
+}
+
+int lt__sched_stale(const instr_rec_t *r) {
+  return r->gen != r->job->gen || r->job->finished;
 }
 
 /* job_finish delivers the task's result (or error) once. */
@@ -115,6 +120,7 @@ void lt__sched_on_fire(void *ud, lt_instance_t *inst, lt_frame_t *frame) {
   r->seq = s->next_seq;
   s->next_seq += (uint64_t)LT_MAX_PARTS + 1;
   r->job = j;
+  r->gen = j->gen;
   r->frame = frame;
   r->chained = s->chaining;
   j->live++;
@@ -144,7 +150,7 @@ void lt__sched_take_intake(lt_sched_t *s) {
       j->inst->user = j;
       j->live++; /* hold the job while feeding */
       lt__instance_feed(j->inst, t->input, lt__sched_on_fire, s);
-      lt__value_unref(t->input);
+      j->input = t->input; /* kept: a lost server's values are recomputed from it */
       t->input = NULL;
       j->live--;
       job_release(j);
@@ -190,9 +196,41 @@ static void release_outputs(lt_sched_t *s, const instr_rec_t *r, int conn, uint3
 
 /* ---- completions ------------------------------------------------------------------------ */
 
+/* lt__sched_restart recomputes a task whose values were lost with a server: the instance
+ * starts again from the task's input (kernels are functions of their inputs), under a new
+ * generation, so records of the old one are dropped as they come back; values the old one
+ * left on live servers are released. After max_retries restarts the task fails. */
+void lt__sched_restart(lt_sched_t *s, job_t *j, const char *why) {
+  if (j->finished) return;
+  if (j->restarts >= s->ev->opts.max_retries) {
+    char msg[256];
+    snprintf(msg, sizeof msg, "values the task needed were lost %u times (%s)", j->restarts + 1,
+             why);
+    lt__sched_job_fail(s, j, LT_ELOST, msg);
+    return;
+  }
+  lt__log(LT_LOG_INFO, "task %llu: recomputing (%s)", (unsigned long long)j->inst->task, why);
+  j->restarts++;
+  s->retries++;
+  lt__instance_tokens(j->inst, release_token, s);
+  lt_instance_t *inst = NULL;
+  if (lt__instance_new(&inst, s->ev->tmpl, j->inst->task) != LT_OK) {
+    lt__sched_job_fail(s, j, LT_ENOMEM, "out of memory recomputing a task");
+    return;
+  }
+  lt__instance_free(j->inst);
+  j->inst = inst;
+  inst->user = j;
+  j->gen++;
+  j->final_seq = 0;
+  j->live++;
+  lt__instance_feed(inst, j->input, lt__sched_on_fire, s);
+  j->live--;
+}
+
 void lt__sched_lost(lt_sched_t *s, instr_rec_t *r, const char *endpoint, const char *why) {
   job_t *j = r->job;
-  if (j->finished) {
+  if (lt__sched_stale(r)) {
     lt__sched_rec_done(s, r);
     return;
   }
@@ -211,10 +249,14 @@ void lt__sched_lost(lt_sched_t *s, instr_rec_t *r, const char *endpoint, const c
   s->retries++;
   if (!movable || r->tries > s->ev->opts.max_retries) {
     char msg[256];
-    snprintf(msg, sizeof msg, "instruction lost on %s (%s)%s", endpoint, why,
-             movable ? ", too many times" : "; values it needed were lost with it");
-    lt__sched_job_fail(s, j, LT_ELOST, msg);
+    snprintf(msg, sizeof msg, "instruction lost on %s (%s)", endpoint, why);
+    if (movable) {
+      lt__sched_job_fail(s, j, LT_ELOST, msg);
+      lt__sched_rec_done(s, r);
+      return;
+    }
     lt__sched_rec_done(s, r);
+    lt__sched_restart(s, j, msg);
     return;
   }
   r->admitted = 0;
@@ -296,10 +338,14 @@ void lt__sched_on_completion(lt_sched_t *s, size_t idx, const lt_completion_t *c
     lt__sched_lost(s, r, c->endpoint, lt_strerror(cp->status));
     return;
   }
-  /* Outputs left on the server that nobody will read: the job is over, or failed here. */
-  if (j->finished || cp->status != LT_OK) {
+  /* Outputs left on the server that nobody will read: the job is over, or was recomputed,
+   * or failed here. A value lost with a peer server makes the task recompute. */
+  if (lt__sched_stale(r) || cp->status != LT_OK) {
     if (s->ev->opts.lazy) release_outputs(s, r, (int)idx, cp->noutputs > 0 ? cp->noutputs : 1);
-    if (cp->status != LT_OK) lt__sched_job_fail(s, j, cp->status, cp->errmsg);
+    if (!lt__sched_stale(r) && cp->status == LT_ELOST)
+      lt__sched_restart(s, j, cp->errmsg);
+    else if (!lt__sched_stale(r))
+      lt__sched_job_fail(s, j, cp->status, cp->errmsg);
   } else if (r->final) {
     deliver_final(s, j, cp, m);
   } else if (!r->moved) {

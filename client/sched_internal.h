@@ -20,12 +20,16 @@ typedef struct job {
   uint32_t live;      /* instruction records queued or in flight */
   int finished;       /* result delivered; freed when live reaches 0 */
   uint64_t final_seq; /* lazy: the instruction whose returned output is the result */
+  lt_value_t *input;  /* the task's input, kept to recompute the task after a server loss */
+  uint32_t gen;       /* instance generation: records of an older one are stale */
+  uint32_t restarts;
 } job_t;
 
 /* One instruction: what a frame needs run, queued or in flight on `conn`. */
 typedef struct instr_rec {
   uint64_t seq; /* instruction id = the sequence of output 0's object id */
   job_t *job;
+  uint32_t gen; /* the job's generation when fired; stale records touch no frame */
   lt_frame_t *frame;
   uint32_t op;
   int conn;        /* -1 while queued */
@@ -107,6 +111,8 @@ void lt__sched_job_fail(lt_sched_t *s, job_t *j, int err, const char *msg);
 void lt__sched_on_completion(lt_sched_t *s, size_t idx, const lt_completion_t *cp,
                              const lt_msg_t *m);
 void lt__sched_lost(lt_sched_t *s, instr_rec_t *r, const char *endpoint, const char *why);
+int lt__sched_stale(const instr_rec_t *r);
+void lt__sched_restart(lt_sched_t *s, job_t *j, const char *why);
 void lt__sched_release(lt_sched_t *s, int conn, lt_oid_t id);
 void lt__sched_flush_releases(lt_sched_t *s);
 void lt__sched_fail_all(lt_sched_t *s, int err, const char *msg);

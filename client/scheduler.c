@@ -131,6 +131,17 @@ void lt__sched_conn_dead(lt_sched_t *s, size_t idx, const char *why) {
     if (r->admitted) s->admitted[idx]--;
     lt__sched_lost(s, r, c->endpoint, why);
   }
+  /* Instructions elsewhere that wait for a value of the dead server would wait for their
+   * server's fetch timeout: their tasks are recomputed now. */
+  HASH_ITER(hh, s->inflight, r, tmp) {
+    if (lt__sched_stale(r)) continue;
+    for (uint32_t i = 0; i < r->nins; i++) {
+      if (r->ins[i].value == NULL && r->ins[i].holder == (int32_t)idx) {
+        lt__sched_restart(s, r->job, "a value it needed was on a server that died");
+        break;
+      }
+    }
+  }
 }
 
 static int live_servers(const lt_sched_t *s) {

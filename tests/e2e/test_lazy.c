@@ -4,6 +4,7 @@
  * its last reader (values_held is 0 on every server after runs of every skeleton); a
  * successor dispatched before its producer finished gets the right value. */
 #include <criterion/criterion.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -216,6 +217,48 @@ Test(lazy, parts_spread_over_servers_are_fetched_peer_to_peer, .timeout = 120) {
   /* Small parts also come back with done (and then go out inline). */
   cr_assert_gt(from_inline, from_ref + 3 * 1200, "%llu vs %llu", (unsigned long long)from_inline,
                (unsigned long long)from_ref);
+  for (int i = 0; i < 3; i++)
+    lt__proc_stop(&hosts[i], 5000);
+}
+
+Test(lazy, a_lost_server_s_values_are_recomputed, .timeout = 120) {
+  lt_proc_t hosts[3];
+  for (int i = 0; i < 3; i++)
+    start_server(&hosts[i], "h", 2);
+  /* Chains and map parts keep values on every server; one dies mid-run. Tasks that needed
+   * its values start again from their input, and every result is still right. */
+  lt_eval_t *ev = NULL;
+  cr_assert_eq(lt_eval_new(&ev, lt_pipeline(lt_map("skelk:chunks",
+                                                   lt_pipeline(lt_seq_with("testk:sleep", "3", 1),
+                                                               lt_seq("skelk:rev"), NULL),
+                                                   "skelk:cat"),
+                                            lt_seq("skelk:rev"), NULL)),
+               LT_OK);
+  cr_assert_eq(lt_eval_set(ev, "heartbeat_ms", "200"), LT_OK);
+  cr_assert_eq(lt_eval_set(ev, "max_threads", "2"), LT_OK);
+  for (int i = 0; i < 3; i++)
+    cr_assert_eq(lt_eval_add_host(ev, hosts[i].endpoint), LT_OK);
+  cr_assert_eq(lt_eval_start(ev), LT_OK);
+  const char *in = "abcdefghijklmnopqrstuvwx"; /* 8 parts of 3 */
+  for (int t = 0; t < 60; t++)
+    cr_assert_eq(lt_eval_submit(ev, in, strlen(in), NULL), LT_OK);
+  lt_eval_close(ev);
+  for (int t = 0; t < 60; t++) {
+    if (t == 10) kill(hosts[1].pid, SIGKILL);
+    lt_buf_t *b = NULL;
+    cr_assert_eq(lt_eval_next(ev, &b), LT_OK);
+    cr_assert_eq(lt_buf_error(b), LT_OK, "task %d: %s", t, lt_buf_errmsg(b));
+    /* rev of each chunk, concatenated, then rev of the whole: the chunks in reverse order */
+    cr_assert_eq(lt_buf_len(b), strlen(in));
+    cr_assert_eq(memcmp(lt_buf_data(b), "vwxstupqrmnojklghidefabc", strlen(in)), 0, "task %d", t);
+    lt_buf_free(b);
+  }
+  char *json = NULL;
+  cr_assert_eq(lt_eval_stats_json(ev, &json), LT_OK);
+  cr_assert_not_null(strstr(json, "\"alive\":false"), "%s", json);
+  cr_assert_gt(stat_u64(json, "retries"), 0, "%s", json);
+  free(json);
+  lt_eval_free(ev);
   for (int i = 0; i < 3; i++)
     lt__proc_stop(&hosts[i], 5000);
 }
