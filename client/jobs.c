@@ -25,7 +25,7 @@ int lt__sched_stale(const instr_rec_t *r) {
   return r->gen != r->job->gen || r->job->finished;
 }
 
-/* job_finish delivers the task's result (or error) once. */
+/* job_finish records the task's result (or error) once, for lt__sched_deliver. */
 static void job_finish(lt_sched_t *s, job_t *j, lt_buf_t *b) {
   if (j->finished) {
     lt_buf_free(b);
@@ -283,7 +283,7 @@ static int output_tokens(lt_sched_t *s, const instr_rec_t *r, int conn, const lt
   return LT_OK;
 }
 
-/* finished_value delivers the result of a job whose final instruction just completed. */
+/* deliver_final delivers the result of a job whose final instruction just completed. */
 static void deliver_final(lt_sched_t *s, job_t *j, const lt_completion_t *cp, const lt_msg_t *m) {
   if (cp->noutputs != 1 || cp->outputs[0].frame < 0) {
     lt__sched_job_fail(s, j, LT_EPROTO, "server did not return the task's result");

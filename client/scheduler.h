@@ -1,8 +1,8 @@
 /* scheduler.h: the dispatcher thread of an evaluator. It owns the ZeroMQ context and the
  * server connections, turns submitted tasks into graph instances, dispatches fireable
- * instructions (batched per server), handles completions, heartbeats and server loss.
- * Placement here is the original Lithium's (plain mode): one instruction in flight per
- * server, inputs sent by value, results returned by value. */
+ * instructions (batched per server), handles completions, heartbeats and server loss, in
+ * plain mode (the original Lithium) or with lookahead and lazy binding. Its files:
+ * scheduler.c, jobs.c, dispatch.c, pace.c (sched_internal.h). */
 #ifndef LT_SCHEDULER_H
 #define LT_SCHEDULER_H
 
