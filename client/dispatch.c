@@ -43,22 +43,26 @@ static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem) {
   return LT_OK;
 }
 
-/* holder_of returns the live server holding most of the inputs' bytes, or -1. */
+/* holder_of returns the live server holding most of the inputs' bytes, or -1. One pass sums
+ * the bytes per server, a second picks the first input's holder with the most (ties as
+ * before): O(inputs + servers), since a merge may have tens of thousands of inputs. */
 static int holder_of(const lt_sched_t *s, const lt_fire_t *fi) {
+  uint64_t stack[64];
+  uint64_t *bytes = stack;
+  if (s->nconns > 64 && (bytes = calloc(s->nconns, sizeof *bytes)) == NULL) return -1;
+  if (bytes == stack) memset(stack, 0, s->nconns * sizeof *stack);
+  for (uint32_t i = 0; i < fi->ninputs; i++) {
+    const lt_token_t *t = &fi->inputs[i];
+    if (t->value == NULL && t->holder >= 0)
+      bytes[t->holder] += t->size + 1; /* +1: unknown sizes still count */
+  }
   int best = -1;
-  uint64_t best_bytes = 0;
   for (uint32_t i = 0; i < fi->ninputs; i++) {
     const lt_token_t *t = &fi->inputs[i];
     if (t->value != NULL || t->holder < 0 || s->conns[t->holder].state != LT_CONN_READY) continue;
-    uint64_t bytes = 0;
-    for (uint32_t k = 0; k < fi->ninputs; k++)
-      if (fi->inputs[k].value == NULL && fi->inputs[k].holder == t->holder)
-        bytes += fi->inputs[k].size + 1; /* +1: unknown sizes still count */
-    if (best < 0 || bytes > best_bytes) {
-      best = t->holder;
-      best_bytes = bytes;
-    }
+    if (best < 0 || bytes[t->holder] > bytes[best]) best = t->holder;
   }
+  if (bytes != stack) free(bytes);
   return best;
 }
 
