@@ -241,3 +241,38 @@ Test(generated, random_programs_agree_with_the_sequential_evaluator, .timeout = 
   }
   stop3(hosts);
 }
+
+Test(map, thirty_thousand_parts_keep_every_server_alive, .timeout = 180) {
+  /* One merge of 30 000 inputs: placing it must not stall the dispatcher (which would stop
+   * answering heartbeats and declare healthy servers dead). */
+  lt_proc_t hosts[3];
+  start3(hosts);
+  lt_eval_t *ev = NULL;
+  cr_assert_eq(lt_eval_new(&ev, lt_map("skelk:chunks", lt_seq("skelk:rev"), "skelk:cat")), LT_OK);
+  cr_assert_eq(lt_eval_set(ev, "heartbeat_ms", "300"), LT_OK);
+  for (int i = 0; i < 3; i++)
+    cr_assert_eq(lt_eval_add_host(ev, hosts[i].endpoint), LT_OK);
+  cr_assert_eq(lt_eval_start(ev), LT_OK);
+  size_t n = 90000;
+  char *in = malloc(n);
+  for (size_t i = 0; i < n; i++)
+    in[i] = (char)('a' + i % 26);
+  cr_assert_eq(lt_eval_submit(ev, in, n, NULL), LT_OK);
+  lt_eval_close(ev);
+  lt_buf_t *b = NULL;
+  cr_assert_eq(lt_eval_next(ev, &b), LT_OK);
+  cr_assert_eq(lt_buf_error(b), LT_OK, "%s", lt_buf_errmsg(b));
+  cr_assert_eq(lt_buf_len(b), n);
+  const char *d = lt_buf_data(b);
+  for (size_t c = 0; c < n / 3; c++)
+    for (size_t k = 0; k < 3; k++)
+      cr_assert_eq(d[3 * c + k], in[3 * c + 2 - k]);
+  lt_buf_free(b);
+  char *json = NULL;
+  cr_assert_eq(lt_eval_stats_json(ev, &json), LT_OK);
+  cr_assert_null(strstr(json, "\"alive\":false"), "%s", json);
+  free(json);
+  free(in);
+  lt_eval_free(ev);
+  stop3(hosts);
+}
