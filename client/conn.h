@@ -22,6 +22,7 @@ typedef struct lt_conn {
   lt_conn_state_t state;
   char *server_id;
   uint32_t threads;
+  double speed; /* the server's calibrated speed, from its welcome */
   lt_load_t load;
   int64_t opened_ms;
   int64_t last_recv_ms;

@@ -77,14 +77,25 @@ static int place(lt_sched_t *s, instr_rec_t *r, const lt_fire_t *fi) {
     r->admitted = 1;
     return pref;
   }
+  /* Earliest estimated finish among the servers with room (DESIGN.md 7): a slow or loaded
+   * server, with its longer service time or smaller window, gets less. */
   int best = -1;
+  double best_us = 0, floor_us = -1;
   for (size_t k = 0; k < s->nconns; k++) {
     size_t i = (s->rr + k) % s->nconns;
-    if (s->conns[i].state != LT_CONN_READY || s->admitted[i] >= s->pace[i].cap) continue;
-    /* The most room left wins: windows differ between servers. */
-    if (best < 0 || s->pace[i].cap - s->admitted[i] > s->pace[best].cap - s->admitted[best])
+    if (s->conns[i].state != LT_CONN_READY) continue;
+    double us = lt__pace_finish_us(&s->pace[i], s->admitted[i]);
+    if (floor_us < 0 || us < floor_us) floor_us = us;
+    if (s->admitted[i] >= s->pace[i].cap) continue;
+    if (best < 0 || us < best_us) {
       best = (int)i;
+      best_us = us;
+    }
   }
+  /* Under lookahead a slow server gets an instruction only if it would finish it no later
+   * than a faster one that is full now: otherwise the instruction waits for the fast one.
+   * (Plain mode keeps the original Lithium: any idle server.) */
+  if (best >= 0 && s->ev->opts.lookahead && best_us > floor_us * 1.05 + 1) best = -1;
   if (best >= 0) {
     s->rr = (size_t)best + 1;
     r->admitted = 1;
@@ -169,6 +180,7 @@ static void batch_send(lt_sched_t *s, size_t idx, batch_t *b) {
     ins->outputs = &b->outputs[i];
   }
   lt_msg_t m = {.type = LT_MSG_EXECUTE};
+  m.u.execute.max_active = s->ev->opts.throttle ? s->pace[idx].threads : 0;
   m.u.execute.ninstrs = b->n;
   m.u.execute.instrs = b->instrs;
   m.nframes = b->nframes;

@@ -150,7 +150,7 @@ LT_API int lt_eval_spawn_local(lt_eval_t *ev, int nservers) {
     char name[32], err[256];
     snprintf(name, sizeof name, "local-%zu", ev->nprocs);
     int rc = lt__proc_spawn(p, server_program(ev), ev->opts.modules, ev->opts.server_threads, name,
-                            (int)ev->opts.connect_timeout_ms * 2, err, sizeof err);
+                            NULL, (int)ev->opts.connect_timeout_ms * 2, err, sizeof err);
     if (rc != LT_OK) {
       lt__log(LT_LOG_ERROR, "cannot start %s: %s", server_program(ev), err);
       return rc;
@@ -170,6 +170,7 @@ LT_API int lt_eval_start(lt_eval_t *ev) {
   pthread_mutex_unlock(&ev->mu);
   if (state != LT_EVAL_NEW) return LT_ESTATE;
   if (nhosts == 0) return LT_ENOSERVER;
+  if (ev->opts.min_threads > ev->opts.max_threads) return LT_EINVAL;
   lt__template_free(ev->tmpl);
   int rc = lt__template_compile(&ev->tmpl, ev->program, ev->opts.normal_form);
   if (rc != LT_OK) return rc;

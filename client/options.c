@@ -48,10 +48,11 @@ static int set_string(char **dst, const char *v) {
  * lookahead and lazy binding on. Single switches set later override it. */
 static int set_mode(lt_options_t *o, const char *v) {
   if (strcmp(v, "plain") == 0) {
-    o->lookahead = o->lazy = 0;
+    o->lookahead = o->lazy = o->throttle = 0;
     return LT_OK;
   }
   if (strcmp(v, "optimized") == 0) {
+    /* Throttling stays a separate switch until it is validated on loaded grids. */
     o->lookahead = o->lazy = 1;
     return LT_OK;
   }
@@ -66,6 +67,7 @@ void lt__options_init(lt_options_t *o) {
   o->heartbeat_ms = 1000;
   o->connect_timeout_ms = 5000;
   o->max_threads = 6;
+  o->min_threads = 2;
   o->inline_max = 64 * 1024;
   set_mode(o, "optimized");
 }
@@ -79,6 +81,8 @@ int lt__options_set(lt_options_t *o, const char *key, const char *value) {
   if (strcmp(key, "lookahead") == 0) return parse_bool(value, &o->lookahead);
   if (strcmp(key, "lazy") == 0) return parse_bool(value, &o->lazy);
   if (strcmp(key, "max_threads") == 0) return parse_u32(value, 1, 4096, &o->max_threads);
+  if (strcmp(key, "min_threads") == 0) return parse_u32(value, 1, 4096, &o->min_threads);
+  if (strcmp(key, "throttle") == 0) return parse_bool(value, &o->throttle);
   if (strcmp(key, "inline_max") == 0) return parse_u32(value, 0, 1u << 30, &o->inline_max);
   if (strcmp(key, "max_pending") == 0) return parse_u32(value, 1, 1u << 30, &o->max_pending);
   if (strcmp(key, "max_retries") == 0) return parse_u32(value, 0, 1000, &o->max_retries);
@@ -95,7 +99,8 @@ static const char *const env_keys[] = {
     "mode",        "ordered",      "nonblocking",        "normal_form",
     "lookahead",   "lazy",         "max_threads",        "max_pending",
     "max_retries", "heartbeat_ms", "connect_timeout_ms", "server_threads",
-    "modules",     "server",       "inline_max"};
+    "modules",     "server",       "inline_max",         "min_threads",
+    "throttle"};
 
 int lt__options_from_env(lt_options_t *o) {
   for (size_t i = 0; i < sizeof env_keys / sizeof env_keys[0]; i++) {

@@ -12,7 +12,9 @@ typedef struct lt_options {
   int normal_form;             /* fuse adjacent seq stages into one instruction */
   int lookahead;               /* many instructions in flight per server */
   int lazy;                    /* values stay on servers; successors get references */
-  uint32_t max_threads;        /* lookahead: instructions admitted per server (window) */
+  uint32_t max_threads;        /* most instructions running at once per server */
+  uint32_t min_threads;        /* throttle: the window never goes below this */
+  int throttle;                /* adapt each server's thread window to its load */
   uint32_t inline_max;         /* lazy: intermediate values up to this size also come back */
   uint32_t max_pending;        /* unfinished tasks before submit blocks */
   uint32_t max_retries;        /* re-dispatches of one instruction after server loss */

@@ -53,11 +53,24 @@ typedef struct instr_rec {
 #define LT_PING_MS   100 /* round-trip pings per server under lookahead */
 #define LT_MAX_DEPTH 250 /* most instructions queued at a server beyond max_threads */
 
+#define LT_CONTROL_MS 250 /* throttle: one window decision per server this often */
+#define LT_HISTORY    64  /* window changes kept per server for the stats */
+
 typedef struct pace {
   double rtt_us; /* smoothed ping round trip; 0 before the first */
   double svc_us; /* smoothed service time; 0 before the first completion */
   int64_t last_ping_ms;
-  uint32_t cap; /* instructions admitted at once */
+  uint32_t threads; /* the thread window: instructions meant to run at once (throttle) */
+  uint32_t cap;     /* instructions admitted at once: threads + the lookahead depth */
+  /* Throttle control over the current period. */
+  int64_t period_ms;      /* start of the period */
+  uint32_t done;          /* completions in the period */
+  double active_sum;      /* reported active threads, summed over reports */
+  uint32_t active_n;      /* reports in the period */
+  double best_per_thread; /* best completions/s per active thread seen, slowly forgotten */
+  uint32_t changes;       /* window changes so far */
+  int64_t hist_ms[LT_HISTORY];
+  uint32_t hist_w[LT_HISTORY];
 } pace_t;
 
 /* Ids to release on one server, sent as one `release` per loop turn. */
@@ -83,7 +96,8 @@ struct lt_sched {
   lt_codec_limits_t limits;
   lt_rx_t rx;
   int64_t next_tick;
-  size_t rr; /* round-robin start for placement */
+  int64_t t0_ms; /* start of the dispatcher, for the window history */
+  size_t rr;     /* round-robin start for placement */
 
   lt_task_t *done_head; /* results of this turn, delivered under one lock */
   lt_task_t *done_tail;
@@ -97,9 +111,12 @@ int64_t lt__sched_now_ms(void);
 int64_t lt__sched_now_us(void);
 
 /* pace.c */
-void lt__pace_init(pace_t *p, uint32_t window);
+void lt__pace_init(pace_t *p, uint32_t window, const lt_options_t *o, int64_t now_ms);
 void lt__pace_rtt(pace_t *p, double rtt_us, const lt_options_t *o);
 void lt__pace_service(pace_t *p, double svc_us, const lt_options_t *o);
+void lt__pace_load(pace_t *p, const lt_load_t *load);
+int lt__pace_control(pace_t *p, const lt_options_t *o, int64_t now_ms, int64_t t0_ms);
+double lt__pace_finish_us(const pace_t *p, uint32_t admitted);
 
 /* jobs.c */
 void lt__sched_on_fire(void *ud, lt_instance_t *inst, lt_frame_t *frame);

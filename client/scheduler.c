@@ -83,7 +83,7 @@ static void open_new_hosts(lt_sched_t *s) {
       s->capconns = cap;
     }
     lt_conn_t *c = &s->conns[s->nconns];
-    lt__pace_init(&s->pace[s->nconns], s->window);
+    lt__pace_init(&s->pace[s->nconns], s->window, &ev->opts, lt__sched_now_ms());
     const char *ep = ev->hosts[s->nconns];
     s->nconns++;
     int rc = lt__conn_open(c, s->zctx, ep, ev->client_id, ev->opts.lazy ? ev->opts.inline_max : 0,
@@ -153,7 +153,10 @@ static int live_servers(const lt_sched_t *s) {
 
 static void on_message(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
   lt_conn_t *c = &s->conns[idx];
-  if (m->has_load) c->load = m->load;
+  if (m->has_load) {
+    c->load = m->load;
+    lt__pace_load(&s->pace[idx], &m->load);
+  }
   switch (m->type) {
   case LT_MSG_WELCOME:
     if (c->state != LT_CONN_HELLO) break;
@@ -164,6 +167,7 @@ static void on_message(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
     free(c->server_id);
     c->server_id = strdup(m->u.welcome.server_id);
     c->threads = m->u.welcome.threads;
+    c->speed = m->u.welcome.speed;
     c->state = LT_CONN_READY;
     lt__log(LT_LOG_INFO, "server %s (%s) ready, %u threads", c->endpoint, m->u.welcome.server_id,
             c->threads);
@@ -229,6 +233,7 @@ static void tick(lt_sched_t *s, int64_t now) {
     if (c->state == LT_CONN_HELLO && now - c->opened_ms > (int64_t)o->connect_timeout_ms) {
       lt__sched_conn_dead(s, i, "no welcome in time");
     } else if (c->state == LT_CONN_READY) {
+      lt__pace_control(&s->pace[i], o, now, s->t0_ms);
       /* Messages waiting unread mean the server is alive and this loop was late. */
       int events = 0;
       size_t len = sizeof events;
@@ -278,7 +283,8 @@ void *lt__sched_main(void *arg) {
   pthread_mutex_lock(&s->stats_mu);
   open_new_hosts(s);
   pthread_mutex_unlock(&s->stats_mu);
-  s->next_tick = lt__sched_now_ms() + ev->opts.heartbeat_ms;
+  s->t0_ms = lt__sched_now_ms();
+  s->next_tick = s->t0_ms + ev->opts.heartbeat_ms;
 
   zmq_pollitem_t *items = NULL;
   size_t capitems = 0;
@@ -362,10 +368,22 @@ int lt__sched_stats_json(lt_sched_t *s, lt_json_t *j) {
     lt__json_u64(j, "inflight", c->inflight);
     lt__json_u64(j, "active_threads", c->load.active);
     lt__json_u64(j, "threads", c->threads);
-    lt__json_u64(j, "window", s->pace[i].cap);
+    const pace_t *pc = &s->pace[i];
+    lt__json_u64(j, "window", pc->threads);
+    lt__json_u64(j, "admit", pc->cap);
+    lt__json_u64(j, "window_changes", pc->changes);
+    lt__json_array_open(j, "window_history"); /* [ms since start, window], the latest last */
+    uint32_t kept = pc->changes < LT_HISTORY ? pc->changes : LT_HISTORY;
+    for (uint32_t k = pc->changes - kept; k < pc->changes; k++) {
+      lt__json_array_open(j, NULL);
+      lt__json_u64(j, NULL, (uint64_t)pc->hist_ms[k % LT_HISTORY]);
+      lt__json_u64(j, NULL, pc->hist_w[k % LT_HISTORY]);
+      lt__json_array_close(j);
+    }
+    lt__json_array_close(j);
     lt__json_double(j, "rtt_us", s->pace[i].rtt_us);
     lt__json_double(j, "service_us", s->pace[i].svc_us);
-    lt__json_double(j, "speed", 1.0);
+    lt__json_double(j, "speed", c->speed);
     lt__json_u64(j, "bytes_to", c->bytes_out);
     lt__json_u64(j, "bytes_from", c->bytes_in);
     lt__json_u64(j, "bytes_peer_in", c->load.peer_in);

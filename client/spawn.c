@@ -79,7 +79,8 @@ static int read_ready(lt_proc_t *p, int timeout_ms, char *err, size_t errlen) {
 }
 
 int lt__proc_spawn(lt_proc_t *p, const char *program, const char *modules, uint32_t threads,
-                   const char *name, int timeout_ms, char *err, size_t errlen) {
+                   const char *name, const char *const *extra, int timeout_ms, char *err,
+                   size_t errlen) {
   memset(p, 0, sizeof *p);
   p->out_fd = -1;
   char path[4096];
@@ -89,7 +90,7 @@ int lt__proc_spawn(lt_proc_t *p, const char *program, const char *modules, uint3
   }
   char threads_s[16];
   snprintf(threads_s, sizeof threads_s, "%u", threads);
-  const char *argv[12];
+  const char *argv[20];
   int argc = 0;
   argv[argc++] = path;
   argv[argc++] = "--listen";
@@ -104,6 +105,8 @@ int lt__proc_spawn(lt_proc_t *p, const char *program, const char *modules, uint3
     argv[argc++] = "--threads";
     argv[argc++] = threads_s;
   }
+  for (int i = 0; extra != NULL && extra[i] != NULL && i < 8; i++)
+    argv[argc++] = extra[i];
   argv[argc] = NULL;
 
   int fds[2];

@@ -15,11 +15,13 @@ typedef struct lt_proc {
 } lt_proc_t;
 
 /* lt__proc_spawn starts `program` with --listen tcp://127.0.0.1:0, --modules `modules`
- * (unless NULL), --threads `threads` (unless 0) and --name `name`, and waits up to
+ * (unless NULL), --threads `threads` (unless 0), --name `name` and the NULL-terminated
+ * `extra` arguments (may be NULL, at most 8), and waits up to
  * `timeout_ms` for READY. The child gets SIGTERM if the spawning thread dies. On failure
  * returns LT_ESPAWN with the reason in err, and leaves nothing running. */
 int lt__proc_spawn(lt_proc_t *p, const char *program, const char *modules, uint32_t threads,
-                   const char *name, int timeout_ms, char *err, size_t errlen);
+                   const char *name, const char *const *extra, int timeout_ms, char *err,
+                   size_t errlen);
 
 /* lt__proc_exited tells (without blocking) whether the process has ended; reaps it. */
 int lt__proc_exited(lt_proc_t *p);

@@ -199,6 +199,7 @@ static int body_in(dec *d, const Lithium__Envelope *env, lt_msg_t *m) {
     m->type = LT_MSG_EXECUTE;
     if ((rc = count_in(d, p->n_instrs)) != 0) return rc;
     m->u.execute.ninstrs = (uint32_t)p->n_instrs;
+    m->u.execute.max_active = p->max_active;
     m->u.execute.instrs = arr(d, p->n_instrs, sizeof(lt_instr_t), &rc);
     for (size_t i = 0; rc == 0 && i < p->n_instrs; i++)
       rc = instr_in(d, p->instrs[i], &m->u.execute.instrs[i]);
@@ -519,6 +520,7 @@ static int body_out_fill(arena *a, const lt_msg_t *m, body_out *b, Lithium__Enve
     return 0;
   case LT_MSG_EXECUTE: {
     lithium__execute__init(&b->execute);
+    b->execute.max_active = m->u.execute.max_active;
     uint32_t n = m->u.execute.ninstrs;
     if (n > 0) {
       if (m->u.execute.instrs == NULL) return LT_EINVAL;

@@ -142,6 +142,8 @@ typedef struct lt_msg {
     struct {
       uint32_t ninstrs;
       lt_instr_t *instrs;
+      uint32_t max_active; /* the session's thread window: at most this many of its
+                              instructions run at once on the server (0: no limit) */
     } execute;
     struct {
       uint32_t ncompl;

@@ -29,7 +29,8 @@ enum {
   OPT_MAX_FRAME,
   OPT_IDLE_TIMEOUT,
   OPT_FETCH_TIMEOUT,
-  OPT_SLOWDOWN
+  OPT_SLOWDOWN,
+  OPT_SPEED
 };
 
 static const struct option long_opts[] = {
@@ -42,6 +43,7 @@ static const struct option long_opts[] = {
     {"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
     {"fetch-timeout", required_argument, NULL, OPT_FETCH_TIMEOUT},
     {"slowdown", required_argument, NULL, OPT_SLOWDOWN},
+    {"speed", required_argument, NULL, OPT_SPEED},
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0}};
@@ -60,6 +62,8 @@ void lt__args_usage(FILE *f) {
           "      --fetch-timeout MS fail fetches from a peer server silent this long\n"
           "                         (default %d)\n"
           "      --slowdown F       emulation: run kernels F times slower (default 1)\n"
+          "      --speed S          experiments: report speed S (> 0) in welcome instead of\n"
+          "                         the start-up calibration (1.0 ~ a typical core)\n"
           "  -h, --help             show this help\n"
           "  -V, --version          show the version\n"
           "On start the server prints \"READY <endpoint>\" on stdout.\n",
@@ -233,6 +237,13 @@ int lt__args_parse(lt_srv_args_t *a, int argc, char **argv, FILE *out, FILE *err
       if (errno != 0 || end == optarg || *end != '\0' || !isfinite(a->slowdown) ||
           a->slowdown < 1.0 || a->slowdown > 1000.0)
         return usage_error(err, "bad --slowdown '%s' (1..1000)", optarg);
+      break;
+    case OPT_SPEED:
+      errno = 0;
+      a->speed = strtod(optarg, &end);
+      if (errno != 0 || end == optarg || *end != '\0' || !isfinite(a->speed) || a->speed <= 0.0 ||
+          a->speed > 1e6)
+        return usage_error(err, "bad --speed '%s' (above 0, at most 1e6)", optarg);
       break;
     case OPT_HELP:
       lt__args_usage(out);

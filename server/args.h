@@ -33,6 +33,7 @@ typedef struct lt_srv_args {
   uint64_t idle_ms;   /* drop a silent session after this long; 0 = never */
   uint64_t fetch_ms;  /* a peer silent this long while we fetch from it is unreachable */
   double slowdown;    /* emulation: a kernel that took t keeps its worker (F-1)*t longer */
+  double speed;       /* experiments: welcome speed instead of the calibration; 0 = calibrate */
 } lt_srv_args_t;
 
 /* lt__args_parse parses argv into *a (which it initialises; free with lt__args_free in

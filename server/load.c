@@ -1,6 +1,7 @@
 /* load.c: the load report every server->client message carries (DESIGN.md 5): executor
- * counters, parked instructions, store size, bytes fetched from and served to peer servers,
- * and the process's recent CPU use, sampled with getrusage once a second by a uv timer.
+ * counters (queued includes the instructions held back by a session's thread window),
+ * parked instructions, store size, bytes fetched from and served to peer servers, and the
+ * process's recent CPU use, sampled with getrusage once a second by a uv timer.
  * Loop thread only. */
 #include <sys/resource.h>
 #include <sys/time.h>
@@ -34,7 +35,7 @@ void lt__load_start(lt_server_t *srv) {
 
 void lt__load_fill(lt_server_t *srv, lt_load_t *load) {
   load->active = srv->ex != NULL ? lt__executor_active(srv->ex) : 0;
-  load->queued = srv->ex != NULL ? lt__executor_queued(srv->ex) : 0;
+  load->queued = (srv->ex != NULL ? lt__executor_queued(srv->ex) : 0) + srv->waiting;
   load->parked = srv->parked;
   load->completed = srv->completed;
   load->cpu = srv->cpu;

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <lithium/error.h>
+#include "calibrate.h"
 #include "fetch.h"
 #include "log.h"
 #include "peer.h"
@@ -170,7 +171,7 @@ static void handle_hello(lt_server_t *srv, lt_session_t *s, const void *rid, siz
   w.u.welcome.server_id = srv->server_id;
   w.u.welcome.cores = srv->cores;
   w.u.welcome.threads = srv->threads;
-  w.u.welcome.speed = 1.0;
+  w.u.welcome.speed = srv->speed;
   lt__server_send(srv, rid, rid_len, &w, NULL, 0);
 }
 
@@ -459,6 +460,15 @@ int lt__server_new(lt_server_t **out, const lt_srv_args_t *a, char *err, size_t 
   lt__load_start(srv);
   lt__log_set_name(srv->server_id);
   lt__log(LT_LOG_INFO, "listening on %s with %u worker threads", srv->endpoint, srv->threads);
+  if (a->speed > 0.0) {
+    srv->speed = a->speed;
+    lt__log(LT_LOG_INFO, "speed %.3f (set by --speed)", srv->speed);
+  } else {
+    double us;
+    srv->speed = lt__calibrate_speed(a->slowdown, &us);
+    lt__log(LT_LOG_INFO, "speed %.3f (calibration: %.0f us against %.0f us, slowdown %g)",
+            srv->speed, us, LT_CALIBRATE_REF_US, a->slowdown);
+  }
   *out = srv;
   return LT_OK;
 fail:

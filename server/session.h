@@ -1,6 +1,7 @@
 /* session.h: one client session of lithium-server, keyed by the ZeroMQ routing id of its
  * DEALER: the client id, the resolved kernel table (PROGRAM), the live instructions by
- * sequence, the parked fetches, and the completions waiting to go out in one `done`.
+ * sequence with the FIFO of those waiting for a slot of its thread window, the parked
+ * fetches, and the completions waiting to go out in one `done`.
  * Loop thread only. */
 #ifndef LT_SESSION_H
 #define LT_SESSION_H
@@ -42,7 +43,14 @@ struct lt_session {
   int *kstatus;
   char **kerr;
 
-  lt_task_t *tasks;    /* uthash by seq: parked, queued, running, failing */
+  lt_task_t *tasks; /* uthash by seq: parked, waiting, queued, running, failing */
+
+  /* Thread window (task.c): at most max_active (0: no limit) of its tasks are on the
+   * executor at once, nexec of them now; fireable ones beyond it wait in a FIFO, using no
+   * thread, and go to the executor in order as slots free up. */
+  uint32_t max_active;
+  uint32_t nexec;
+  lt_task_t *wait_head, *wait_tail;
   lt_fetch_t *fetches; /* parked fetches */
 
   /* The next `done`. */

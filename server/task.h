@@ -10,11 +10,14 @@
 
 /* lt__task_execute handles an EXECUTE of session `s`: `payloads` are the message's payload
  * frames (msg->nframes of them, borrowed: a task copies the ones it needs). Every
- * instruction is either accepted (parked or queued) or answered with a completion error. */
+ * instruction is either accepted (parked, waiting or queued) or answered with a completion
+ * error. The message's max_active becomes the session's thread window first: while that
+ * many of its tasks are on the executor, fireable ones wait in order in a session FIFO. */
 void lt__task_execute(lt_server_t *srv, lt_session_t *s, const lt_msg_t *msg, zmq_msg_t *payloads);
 
-/* lt__task_cancel drops the session's queued or parked instructions with these sequence
- * numbers, answering each with LT_ECANCELED; running and unknown ones are left alone. */
+/* lt__task_cancel drops the session's queued, waiting or parked instructions with these
+ * sequence numbers, answering each with LT_ECANCELED; running and unknown ones are left
+ * alone. */
 void lt__task_cancel(lt_server_t *srv, lt_session_t *s, const uint64_t *seqs, uint32_t n);
 
 /* lt__task_on_done is the executor's done callback (data = the server). */
@@ -23,13 +26,13 @@ void lt__task_on_done(lt_executor_t *ex, lt_job_t *done, void *data);
 /* lt__task_run_failq finishes every task queued for failure. Part of lt__server_settle. */
 void lt__task_run_failq(lt_server_t *srv);
 
-/* lt__task_drop_session detaches every task of `s`: parked and queued ones are freed and
- * their expected outputs released, running and failing ones are orphaned (their results
- * are discarded when they come back). */
+/* lt__task_drop_session detaches every task of `s`: parked, waiting and queued ones are
+ * freed and their expected outputs released, running and failing ones are orphaned (their
+ * results are discarded when they come back). */
 void lt__task_drop_session(lt_server_t *srv, lt_session_t *s);
 
-/* lt__task_shutdown queues an LT_ESHUTDOWN failure for every parked or queued task of every
- * session; running ones finish normally. */
+/* lt__task_shutdown queues an LT_ESHUTDOWN failure for every parked, waiting or queued task of
+ * every session; running ones finish normally. */
 void lt__task_shutdown(lt_server_t *srv);
 
 #endif

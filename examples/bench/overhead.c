@@ -48,8 +48,8 @@ static int runtime_run(long tasks, double *rate, int *window) {
                              &secs);
   char *json = NULL;
   if (rc == 0 && lt_eval_stats_json(ev, &json) == LT_OK) {
-    const char *w = strstr(json, "\"window\":");
-    if (w != NULL) *window = atoi(w + strlen("\"window\":"));
+    const char *w = strstr(json, "\"admit\":");
+    if (w != NULL) *window = atoi(w + strlen("\"admit\":"));
   }
   free(json);
   lt_eval_free(ev);

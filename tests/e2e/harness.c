@@ -32,9 +32,13 @@ lt_eval_t *new_eval(lt_skel_t *program, int nservers) {
 }
 
 void start_server(lt_proc_t *p, const char *name, uint32_t threads) {
+  start_server_with(p, name, threads, NULL);
+}
+
+void start_server_with(lt_proc_t *p, const char *name, uint32_t threads, const char *const *extra) {
   char err[256];
-  int rc =
-      lt__proc_spawn(p, LT_TEST_SERVER, LT_TEST_MODULES, threads, name, 10000, err, sizeof err);
+  int rc = lt__proc_spawn(p, LT_TEST_SERVER, LT_TEST_MODULES, threads, name, extra, 10000, err,
+                          sizeof err);
   cr_assert_eq(rc, LT_OK, "spawn %s: %s", name, err);
 }
 

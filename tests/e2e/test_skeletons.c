@@ -249,7 +249,6 @@ Test(map, thirty_thousand_parts_keep_every_server_alive, .timeout = 180) {
   start3(hosts);
   lt_eval_t *ev = NULL;
   cr_assert_eq(lt_eval_new(&ev, lt_map("skelk:chunks", lt_seq("skelk:rev"), "skelk:cat")), LT_OK);
-  cr_assert_eq(lt_eval_set(ev, "heartbeat_ms", "300"), LT_OK);
   for (int i = 0; i < 3; i++)
     cr_assert_eq(lt_eval_add_host(ev, hosts[i].endpoint), LT_OK);
   cr_assert_eq(lt_eval_start(ev), LT_OK);

@@ -170,6 +170,7 @@ static bool msg_equal(const lt_msg_t *a, const lt_msg_t *b, const char **why) {
     break;
   case LT_MSG_EXECUTE:
     DIFF(a->u.execute.ninstrs != b->u.execute.ninstrs, "execute.ninstrs");
+    DIFF(a->u.execute.max_active != b->u.execute.max_active, "execute.max_active");
     for (uint32_t i = 0; i < a->u.execute.ninstrs; i++) {
       const lt_instr_t *x = &a->u.execute.instrs[i], *y = &b->u.execute.instrs[i];
       DIFF(x->seq != y->seq || x->kernel != y->kernel || x->flags != y->flags, "instr");
@@ -375,6 +376,7 @@ static void sample(lt_msg_t *m, lt_msg_type_t t) {
         .seq = 3, .op = LT_OP_DCSTEP, .kernel = 1, .param = {"p", 1}, .nmore = 1, .more = stages2};
     m->u.execute.ninstrs = 3;
     m->u.execute.instrs = instrs;
+    m->u.execute.max_active = 4000000000u;
     break;
   case LT_MSG_DONE:
     compls[0] = (lt_completion_t){.seq = 77,

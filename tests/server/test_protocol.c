@@ -248,7 +248,7 @@ Test(protocol, welcome_fields) {
   cr_assert_str_eq(r.m.u.welcome.server_id, "unit-7");
   cr_assert_gt(r.m.u.welcome.cores, 0);
   cr_assert_eq(r.m.u.welcome.threads, 2);
-  cr_assert_float_eq(r.m.u.welcome.speed, 1.0, 1e-9);
+  cr_assert_gt(r.m.u.welcome.speed, 0.0, "a calibrated speed");
   cr_assert(r.m.has_load);
   th_rx_clear(&r);
   th_client_close(&c);

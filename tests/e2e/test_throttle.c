@@ -1,0 +1,89 @@
+/* test_throttle.c: load throttling and heterogeneity on real servers, judged by
+ * distributions, never by times: a server 4 x slower completes clearly fewer equal tasks;
+ * with throttling on, the thread window stays within [min_threads, max_threads]. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "harness.h"
+
+/* per_server reads key `key` of every server object in a stats text into v (at most n). */
+static int per_server(const char *json, const char *key, uint64_t *v, int n) {
+  char pat[64];
+  snprintf(pat, sizeof pat, "\"%s\":", key);
+  int k = 0;
+  for (const char *p = json; k < n && (p = strstr(p, pat)) != NULL; p += strlen(pat))
+    v[k++] = strtoull(p + strlen(pat), NULL, 10);
+  return k;
+}
+
+/* run_spins streams `n` equal CPU tasks through the servers and returns the stats text. */
+static char *run_spins(lt_proc_t *hosts, int nhosts, int n, const char *const *opts) {
+  lt_eval_t *ev = NULL;
+  cr_assert_eq(lt_eval_new(&ev, lt_farm(lt_seq_with("testk:spin", "400000", 6))), LT_OK);
+  for (int i = 0; opts != NULL && opts[i] != NULL; i += 2)
+    cr_assert_eq(lt_eval_set(ev, opts[i], opts[i + 1]), LT_OK, "%s", opts[i]);
+  for (int i = 0; i < nhosts; i++)
+    cr_assert_eq(lt_eval_add_host(ev, hosts[i].endpoint), LT_OK);
+  cr_assert_eq(lt_eval_start(ev), LT_OK);
+  int next = 0;
+  for (int i = 0; i < n; i++) {
+    unsigned char tok[8];
+    put_i64(tok, i);
+    cr_assert_eq(lt_eval_submit(ev, tok, 8, NULL), LT_OK);
+    for (; i % 64 == 63 && next < i - 32; next++)
+      cr_assert_eq(next_i64(ev), next);
+  }
+  lt_eval_close(ev);
+  for (; next < n; next++)
+    cr_assert_eq(next_i64(ev), next);
+  char *json = NULL;
+  cr_assert_eq(lt_eval_stats_json(ev, &json), LT_OK);
+  lt_eval_free(ev);
+  return json;
+}
+
+Test(throttle, a_slow_server_gets_less_work, .timeout = 180) {
+  lt_proc_t hosts[3];
+  const char *slow[] = {"--slowdown", "4", NULL};
+  /* One worker each: three busy threads on this machine's two cores, so the speeds stay
+   * near 4:4:1 even when other tests share the CPU. */
+  start_server(&hosts[0], "fast0", 1);
+  start_server(&hosts[1], "fast1", 1);
+  start_server_with(&hosts[2], "slow", 1, slow);
+  const char *opts[] = {"min_threads", "1", "max_threads", "1", NULL};
+  char *json = run_spins(hosts, 3, 600, opts);
+  uint64_t done[3];
+  cr_assert_eq(per_server(json, "completed", done, 3), 3, "%s", json);
+  cr_assert_lt(2 * done[2], done[0], "%s", json);
+  cr_assert_lt(2 * done[2], done[1], "%s", json);
+  free(json);
+  for (int i = 0; i < 3; i++)
+    lt__proc_stop(&hosts[i], 5000);
+}
+
+Test(throttle, the_window_stays_within_its_bounds, .timeout = 180) {
+  lt_proc_t hosts[2];
+  start_server(&hosts[0], "a", 6);
+  start_server(&hosts[1], "b", 6);
+  const char *opts[] = {"throttle", "on", "min_threads", "2", "max_threads", "4", NULL};
+  char *json = run_spins(hosts, 2, 800, opts);
+  uint64_t w[2];
+  cr_assert_eq(per_server(json, "window", w, 2), 2, "%s", json);
+  for (int i = 0; i < 2; i++)
+    cr_assert(w[i] >= 2 && w[i] <= 4, "%s", json);
+  /* Every recorded change too: "window_history":[[ms,w],...] */
+  for (const char *p = json; (p = strstr(p, "\"window_history\":[")) != NULL;) {
+    p += strlen("\"window_history\":[");
+    while (*p == '[') {
+      const char *comma = strchr(p, ',');
+      uint64_t wv = strtoull(comma + 1, NULL, 10);
+      cr_assert(wv >= 2 && wv <= 4, "%s", json);
+      p = strchr(p, ']') + 1;
+      if (*p == ',') p++;
+    }
+  }
+  free(json);
+  for (int i = 0; i < 2; i++)
+    lt__proc_stop(&hosts[i], 5000);
+}
