@@ -20,8 +20,7 @@ lt_eval_t *new_eval(lt_skel_t *program, int nservers);
 void start_server(lt_proc_t *p, const char *name, uint32_t threads);
 
 /* start_server_with is start_server with extra flags (NULL-terminated), e.g. --slowdown. */
-void start_server_with(lt_proc_t *p, const char *name, uint32_t threads,
-                       const char *const *extra);
+void start_server_with(lt_proc_t *p, const char *name, uint32_t threads, const char *const *extra);
 
 /* next_i64 reads the next result, expects it to be a successful int64 and returns it. */
 int64_t next_i64(lt_eval_t *ev);
