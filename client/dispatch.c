@@ -92,10 +92,13 @@ static int place(lt_sched_t *s, instr_rec_t *r, const lt_fire_t *fi) {
       best_us = us;
     }
   }
-  /* Under lookahead a slow server gets an instruction only if it would finish it no later
-   * than a faster one that is full now: otherwise the instruction waits for the fast one.
-   * (Plain mode keeps the original Lithium: any idle server.) */
-  if (best >= 0 && s->ev->opts.lookahead && best_us > floor_us * 1.05 + 1) best = -1;
+  /* Under lookahead a busy slow server gets another instruction only if it would finish it
+   * no later than a faster one that is full now: otherwise the instruction waits for the
+   * fast one. An idle server always gets work, so an estimate spoilt by one slow sample is
+   * corrected by the next (no server starves). Plain mode keeps the original Lithium: any
+   * idle server. */
+  if (best >= 0 && s->ev->opts.lookahead && s->admitted[best] > 0 && best_us > floor_us * 1.05 + 1)
+    best = -1;
   if (best >= 0) {
     s->rr = (size_t)best + 1;
     r->admitted = 1;
