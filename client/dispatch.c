@@ -241,10 +241,8 @@ static int send_one(lt_sched_t *s, batch_t *batches, instr_rec_t *r) {
     s->chaining = 0;
     r->moved = 1;
     r->frame = NULL; /* it may have finished and been freed */
-    if (j->inst->done && j->inst->result.value == NULL && lt__oid_eq(j->inst->result.id, out.id)) {
+    if (j->inst->done && j->inst->result.value == NULL && lt__oid_eq(j->inst->result.id, out.id))
       r->final = 1;
-      j->final_seq = r->seq;
-    }
   }
   uint32_t flags = (!o->lazy || r->final) ? LT_INSTR_RETURN : 0;
   if (o->lazy && r->op != LT_OP_DCSTEP) flags |= LT_INSTR_RELEASE_INPUTS;

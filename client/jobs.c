@@ -222,7 +222,6 @@ void lt__sched_restart(lt_sched_t *s, job_t *j, const char *why) {
   j->inst = inst;
   inst->user = j;
   j->gen++;
-  j->final_seq = 0;
   j->live++;
   lt__instance_feed(inst, j->input, lt__sched_on_fire, s);
   j->live--;
@@ -332,7 +331,7 @@ void lt__sched_on_completion(lt_sched_t *s, size_t idx, const lt_completion_t *c
   c->completed++;
   if (r->admitted) s->admitted[idx]--;
   if (cp->status == LT_OK && s->ev->opts.lookahead)
-    lt__pace_service(&s->pace[idx], (double)cp->service_us, &s->ev->opts);
+    lt__pace_service(&s->pace[idx], (double)cp->service_us);
   job_t *j = r->job;
   if (cp->status == LT_ESHUTDOWN || cp->status == LT_ECANCELED) {
     lt__sched_lost(s, r, c->endpoint, lt_strerror(cp->status));

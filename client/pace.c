@@ -36,14 +36,12 @@ void lt__pace_init(pace_t *p, uint32_t window, const lt_options_t *o, int64_t no
   p->period_ms = now_ms;
 }
 
-void lt__pace_rtt(pace_t *p, double rtt_us, const lt_options_t *o) {
-  (void)o;
+void lt__pace_rtt(pace_t *p, double rtt_us) {
   p->rtt_us = p->rtt_us > 0 ? (1 - SMOOTH) * p->rtt_us + SMOOTH * rtt_us : rtt_us;
   recompute(p);
 }
 
-void lt__pace_service(pace_t *p, double svc_us, const lt_options_t *o) {
-  (void)o;
+void lt__pace_service(pace_t *p, double svc_us) {
   if (svc_us < 1) svc_us = 1; /* a clock tick: empty kernels still cost a dispatch */
   p->svc_us = p->svc_us > 0 ? (1 - SMOOTH) * p->svc_us + SMOOTH * svc_us : svc_us;
   p->done++;

@@ -17,11 +17,10 @@
 typedef struct job {
   lt_task_t *task;
   lt_instance_t *inst;
-  uint32_t live;      /* instruction records queued or in flight */
-  int finished;       /* result delivered; freed when live reaches 0 */
-  uint64_t final_seq; /* lazy: the instruction whose returned output is the result */
-  lt_value_t *input;  /* the task's input, kept to recompute the task after a server loss */
-  uint32_t gen;       /* instance generation: records of an older one are stale */
+  uint32_t live;     /* instruction records queued or in flight */
+  int finished;      /* result delivered; freed when live reaches 0 */
+  lt_value_t *input; /* the task's input, kept to recompute the task after a server loss */
+  uint32_t gen;      /* instance generation: records of an older one are stale */
   uint32_t restarts;
 } job_t;
 
@@ -112,8 +111,8 @@ int64_t lt__sched_now_us(void);
 
 /* pace.c */
 void lt__pace_init(pace_t *p, uint32_t window, const lt_options_t *o, int64_t now_ms);
-void lt__pace_rtt(pace_t *p, double rtt_us, const lt_options_t *o);
-void lt__pace_service(pace_t *p, double svc_us, const lt_options_t *o);
+void lt__pace_rtt(pace_t *p, double rtt_us);
+void lt__pace_service(pace_t *p, double svc_us);
 void lt__pace_load(pace_t *p, const lt_load_t *load);
 int lt__pace_control(pace_t *p, const lt_options_t *o, int64_t now_ms, int64_t t0_ms);
 double lt__pace_finish_us(const pace_t *p, uint32_t admitted);

@@ -185,7 +185,7 @@ static void on_message(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
   case LT_MSG_HEARTBEAT:
     if (m->u.heartbeat.seq != 0 && s->ev->opts.lookahead) {
       int64_t rtt = lt__sched_now_us() - (int64_t)m->u.heartbeat.seq;
-      if (rtt > 0 && rtt < 10 * 1000000) lt__pace_rtt(&s->pace[idx], (double)rtt, &s->ev->opts);
+      if (rtt > 0 && rtt < 10 * 1000000) lt__pace_rtt(&s->pace[idx], (double)rtt);
     }
     break;
   default:

@@ -1,5 +1,7 @@
 /* harness.c: helpers shared by the end-to-end tests (see harness.h). */
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "harness.h"
 
@@ -51,4 +53,27 @@ int64_t next_i64(lt_eval_t *ev) {
   int64_t v = get_i64(lt_buf_data(b));
   lt_buf_free(b);
   return v;
+}
+
+uint64_t stats_u64(const char *json, const char *key) {
+  uint64_t v = 0;
+  cr_assert_eq(stats_each(json, key, &v, 1), 1, "%s not in %s", key, json);
+  return v;
+}
+
+int stats_each(const char *json, const char *key, uint64_t *v, int n) {
+  char pat[64];
+  snprintf(pat, sizeof pat, "\"%s\":", key);
+  int k = 0;
+  for (const char *p = json; k < n && (p = strstr(p, pat)) != NULL; p += strlen(pat))
+    v[k++] = strtoull(p + strlen(pat), NULL, 10);
+  return k;
+}
+
+uint64_t stats_sum(const char *json, const char *key) {
+  uint64_t v[256], sum = 0;
+  int n = stats_each(json, key, v, 256);
+  for (int i = 0; i < n; i++)
+    sum += v[i];
+  return sum;
 }

@@ -22,6 +22,13 @@ void start_server(lt_proc_t *p, const char *name, uint32_t threads);
 /* start_server_with is start_server with extra flags (NULL-terminated), e.g. --slowdown. */
 void start_server_with(lt_proc_t *p, const char *name, uint32_t threads, const char *const *extra);
 
+/* Stats texts (lt_eval_stats_json): stats_u64 reads the first `"key":N` (the test fails when
+ * it is missing); stats_each reads it for every server into v (at most n) and returns how
+ * many; stats_sum adds it up over the servers. */
+uint64_t stats_u64(const char *json, const char *key);
+int stats_each(const char *json, const char *key, uint64_t *v, int n);
+uint64_t stats_sum(const char *json, const char *key);
+
 /* next_i64 reads the next result, expects it to be a successful int64 and returns it. */
 int64_t next_i64(lt_eval_t *ev);
 

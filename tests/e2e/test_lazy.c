@@ -11,15 +11,6 @@
 
 #include "harness.h"
 
-/* stat_u64 reads the first `"key":N` after `from` in a stats text. */
-static uint64_t stat_u64(const char *json, const char *key) {
-  char pat[64];
-  snprintf(pat, sizeof pat, "\"%s\":", key);
-  const char *p = strstr(json, pat);
-  cr_assert_not_null(p, "%s not in %s", key, json);
-  return strtoull(p + strlen(pat), NULL, 10);
-}
-
 /* values_held_total waits (up to 5 s, heartbeats refresh the load reports) until every
  * server reports no value held, and returns the last total seen. */
 static uint64_t values_held_total(lt_eval_t *ev) {
@@ -27,9 +18,7 @@ static uint64_t values_held_total(lt_eval_t *ev) {
   for (int tries = 0; tries < 100; tries++) {
     char *json = NULL;
     cr_assert_eq(lt_eval_stats_json(ev, &json), LT_OK);
-    total = 0;
-    for (const char *p = json; (p = strstr(p, "\"values_held\":")) != NULL; p++)
-      total += strtoull(p + strlen("\"values_held\":"), NULL, 10);
+    total = stats_sum(json, "values_held");
     free(json);
     if (total == 0) break;
     struct timespec ts = {0, 50 * 1000000L};
@@ -75,7 +64,7 @@ static uint64_t client_bytes(lt_proc_t *hosts, const char *mode, int ntasks, siz
   }
   char *json = NULL;
   cr_assert_eq(lt_eval_stats_json(ev, &json), LT_OK);
-  uint64_t bytes = stat_u64(json, "bytes_to_servers") + stat_u64(json, "bytes_from_servers");
+  uint64_t bytes = stats_u64(json, "bytes_to_servers") + stats_u64(json, "bytes_from_servers");
   free(json);
   cr_assert_eq(values_held_total(ev), 0, "values left on servers (%s)", mode);
   lt_eval_free(ev);
@@ -194,13 +183,10 @@ static uint64_t spread_map(lt_proc_t *hosts, const char *inline_max, uint64_t *f
   cr_assert_eq(values_held_total(ev), 0, "inline_max %s", inline_max);
   char *json = NULL;
   cr_assert_eq(lt_eval_stats_json(ev, &json), LT_OK);
-  uint64_t peer_in = 0, peer_out = 0;
-  for (const char *p = json; (p = strstr(p, "\"bytes_peer_in\":")) != NULL; p++)
-    peer_in += strtoull(p + strlen("\"bytes_peer_in\":"), NULL, 10);
-  for (const char *p = json; (p = strstr(p, "\"bytes_peer_out\":")) != NULL; p++)
-    peer_out += strtoull(p + strlen("\"bytes_peer_out\":"), NULL, 10);
+  uint64_t peer_in = stats_sum(json, "bytes_peer_in");
+  uint64_t peer_out = stats_sum(json, "bytes_peer_out");
   cr_assert_eq(peer_in, peer_out, "%s", json);
-  *from = stat_u64(json, "bytes_from_servers");
+  *from = stats_u64(json, "bytes_from_servers");
   free(json);
   lt_eval_free(ev);
   return peer_in;
@@ -256,7 +242,7 @@ Test(lazy, a_lost_server_s_values_are_recomputed, .timeout = 120) {
   char *json = NULL;
   cr_assert_eq(lt_eval_stats_json(ev, &json), LT_OK);
   cr_assert_not_null(strstr(json, "\"alive\":false"), "%s", json);
-  cr_assert_gt(stat_u64(json, "retries"), 0, "%s", json);
+  cr_assert_gt(stats_u64(json, "retries"), 0, "%s", json);
   free(json);
   lt_eval_free(ev);
   for (int i = 0; i < 3; i++)

@@ -7,16 +7,6 @@
 
 #include "harness.h"
 
-/* per_server reads key `key` of every server object in a stats text into v (at most n). */
-static int per_server(const char *json, const char *key, uint64_t *v, int n) {
-  char pat[64];
-  snprintf(pat, sizeof pat, "\"%s\":", key);
-  int k = 0;
-  for (const char *p = json; k < n && (p = strstr(p, pat)) != NULL; p += strlen(pat))
-    v[k++] = strtoull(p + strlen(pat), NULL, 10);
-  return k;
-}
-
 /* run_spins streams `n` equal CPU tasks through the servers and returns the stats text. */
 static char *run_spins(lt_proc_t *hosts, int nhosts, int n, const char *const *opts) {
   lt_eval_t *ev = NULL;
@@ -54,7 +44,7 @@ Test(throttle, a_slow_server_gets_less_work, .timeout = 180) {
   const char *opts[] = {"min_threads", "1", "max_threads", "1", NULL};
   char *json = run_spins(hosts, 3, 600, opts);
   uint64_t done[3];
-  cr_assert_eq(per_server(json, "completed", done, 3), 3, "%s", json);
+  cr_assert_eq(stats_each(json, "completed", done, 3), 3, "%s", json);
   cr_assert_lt(2 * done[2], done[0], "%s", json);
   cr_assert_lt(2 * done[2], done[1], "%s", json);
   free(json);
@@ -69,7 +59,7 @@ Test(throttle, the_window_stays_within_its_bounds, .timeout = 180) {
   const char *opts[] = {"throttle", "on", "min_threads", "2", "max_threads", "4", NULL};
   char *json = run_spins(hosts, 2, 800, opts);
   uint64_t w[2];
-  cr_assert_eq(per_server(json, "window", w, 2), 2, "%s", json);
+  cr_assert_eq(stats_each(json, "window", w, 2), 2, "%s", json);
   for (int i = 0; i < 2; i++)
     cr_assert(w[i] >= 2 && w[i] <= 4, "%s", json);
   /* Every recorded change too: "window_history":[[ms,w],...] */
