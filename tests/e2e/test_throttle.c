@@ -16,17 +16,18 @@ static char *run_spins(lt_proc_t *hosts, int nhosts, int n, const char *const *o
   for (int i = 0; i < nhosts; i++)
     cr_assert_eq(lt_eval_add_host(ev, hosts[i].endpoint), LT_OK);
   cr_assert_eq(lt_eval_start(ev), LT_OK);
-  int next = 0;
+  /* Every task is submitted before any result is read: reading in order while submitting
+   * would hold submission back whenever the slow server's task is next, idling the fast
+   * ones, and the distribution would measure the reader instead of the servers. */
+  cr_assert_leq(n, 1024, "more than the default max_pending");
   for (int i = 0; i < n; i++) {
     unsigned char tok[8];
     put_i64(tok, i);
     cr_assert_eq(lt_eval_submit(ev, tok, 8, NULL), LT_OK);
-    for (; i % 64 == 63 && next < i - 32; next++)
-      cr_assert_eq(next_i64(ev), next);
   }
   lt_eval_close(ev);
-  for (; next < n; next++)
-    cr_assert_eq(next_i64(ev), next);
+  for (int i = 0; i < n; i++)
+    cr_assert_eq(next_i64(ev), i);
   char *json = NULL;
   cr_assert_eq(lt_eval_stats_json(ev, &json), LT_OK);
   lt_eval_free(ev);
