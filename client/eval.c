@@ -16,7 +16,7 @@
 #include "log.h"
 #include "oid.h"
 #include "scheduler.h"
-#include "stats.h"
+#include "json.h"
 
 void lt__task_free(lt_task_t *t) {
   if (t == NULL) return;

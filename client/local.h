@@ -6,7 +6,7 @@
 #define LT_LOCAL_H
 
 #include "eval.h"
-#include "stats.h"
+#include "json.h"
 
 typedef struct lt_local lt_local_t;
 

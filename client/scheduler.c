@@ -15,7 +15,7 @@
 #include "log.h"
 #include "sched_internal.h"
 #include "scheduler.h"
-#include "stats.h"
+#include "json.h"
 
 int64_t lt__sched_now_us(void) {
   struct timespec ts;

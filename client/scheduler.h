@@ -9,7 +9,7 @@
 #include <pthread.h>
 #include "conn.h"
 #include "eval.h"
-#include "stats.h"
+#include "json.h"
 
 typedef struct lt_sched lt_sched_t;
 

@@ -1,11 +1,11 @@
-/* stats.c: the JSON writer behind lt_eval_stats_json. Writes only what it is told; knows
+/* json.c: the JSON writer behind lt_eval_stats_json. Writes only what it is told; knows
  * nothing of evaluators. One thread per writer. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "stats.h"
+#include "json.h"
 
 static void put(lt_json_t *j, const char *s, size_t n) {
   if (j->failed) return;

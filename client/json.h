@@ -1,8 +1,8 @@
-/* stats.h: a small JSON writer for lt_eval_stats_json: keys and scalar values into a
+/* json.h: a small JSON writer for lt_eval_stats_json: keys and scalar values into a
  * growing string, objects and arrays nested by open/close calls, commas handled. One
  * thread per writer. */
-#ifndef LT_STATS_H
-#define LT_STATS_H
+#ifndef LT_JSON_H
+#define LT_JSON_H
 
 #include <stddef.h>
 #include <stdint.h>
