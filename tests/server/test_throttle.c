@@ -166,12 +166,11 @@ Test(throttle, window_of_one_serialises_in_order) {
 Test(throttle, no_window_overlaps) {
   st_t *s = calloc(1, sizeof *s);
   start(s, "4");
-  int64_t t0 = th_now_ms();
-  execute(s, 1, 4, "100", 0);
+  /* Overlap is seen in the load reports sampled while they run (no upper bound on time:
+   * a loaded machine may be slow, never wrong). */
+  execute(s, 1, 4, "300", 0);
   wait_done(s, 4);
-  int64_t took = th_now_ms() - t0;
-  cr_assert_lt(took, 250, "4 x 100 ms on 4 threads took %lld ms", (long long)took);
-  cr_assert_geq(s->max_active, 2);
+  cr_assert_geq(s->max_active, 2, "4 sleeps on 4 threads never overlapped");
   for (int i = 1; i <= 4; i++)
     cr_assert_eq(s->status[i], LT_OK);
   stop(s);
@@ -263,7 +262,13 @@ Test(throttle, shutdown_answers_waiting_ones) {
   st_t *s = calloc(1, sizeof *s);
   start(s, "2");
   execute(s, 1, 3, "300", 1);
-  heartbeat(s);
+  /* Wait until the first one runs: before a worker takes it, it is only queued, and
+   * shutdown rightly answers it LT_ESHUTDOWN too. */
+  int64_t started = th_now_ms() + 3000;
+  do {
+    heartbeat(s);
+  } while (s->load.active < 1 && th_now_ms() < started);
+  cr_assert_eq(s->load.active, 1);
   cr_assert_eq(s->load.active + s->load.queued, 3);
   kill(s->srv.pid, SIGTERM);
   int64_t until = th_now_ms() + 5000;
