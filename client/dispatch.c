@@ -43,18 +43,19 @@ static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem) {
   return LT_OK;
 }
 
-/* holder_of returns the live server holding most of the inputs' bytes, or -1. One pass sums
- * the bytes per server, a second picks the first input's holder with the most (ties as
- * before): O(inputs + servers), since a merge may have tens of thousands of inputs. */
-static int holder_of(const lt_sched_t *s, const lt_fire_t *fi) {
-  uint64_t stack[64];
-  uint64_t *bytes = stack;
-  if (s->nconns > 64 && (bytes = calloc(s->nconns, sizeof *bytes)) == NULL) return -1;
-  if (bytes == stack) memset(stack, 0, s->nconns * sizeof *stack);
+/* holder_bytes sums the bytes of the inputs held by each server into bytes[] (of nconns
+ * entries) and returns the live server holding most of them, or -1: O(inputs + servers),
+ * since a merge may have tens of thousands of inputs. Ties go to the first input's holder. */
+static int holder_bytes(const lt_sched_t *s, const lt_fire_t *fi, uint64_t *bytes,
+                        uint64_t *total) {
+  memset(bytes, 0, s->nconns * sizeof *bytes);
+  *total = 0;
   for (uint32_t i = 0; i < fi->ninputs; i++) {
     const lt_token_t *t = &fi->inputs[i];
-    if (t->value == NULL && t->holder >= 0)
+    if (t->value == NULL && t->holder >= 0) {
       bytes[t->holder] += t->size + 1; /* +1: unknown sizes still count */
+      *total += t->size + 1;
+    }
   }
   int best = -1;
   for (uint32_t i = 0; i < fi->ninputs; i++) {
@@ -62,29 +63,30 @@ static int holder_of(const lt_sched_t *s, const lt_fire_t *fi) {
     if (t->value != NULL || t->holder < 0 || s->conns[t->holder].state != LT_CONN_READY) continue;
     if (best < 0 || bytes[t->holder] > bytes[best]) best = t->holder;
   }
-  if (bytes != stack) free(bytes);
   return best;
 }
 
-/* place returns the server for `r`, or -1 when none has room; sets r->admitted. */
-static int place(lt_sched_t *s, instr_rec_t *r, const lt_fire_t *fi) {
-  int pref = holder_of(s, fi);
-  if (pref >= 0 && r->chained) {
-    r->admitted = 0;
-    return pref;
+/* round_robin returns the next live server with room after the last one chosen, or -1. */
+static int round_robin(lt_sched_t *s) {
+  for (size_t k = 0; k < s->nconns; k++) {
+    size_t i = (s->rr + k) % s->nconns;
+    if (s->conns[i].state == LT_CONN_READY && s->admitted[i] < s->pace[i].cap) return (int)i;
   }
-  if (pref >= 0 && s->admitted[pref] < s->pace[pref].cap) {
-    r->admitted = 1;
-    return pref;
-  }
-  /* Earliest estimated finish among the servers with room (DESIGN.md 7): a slow or loaded
-   * server, with its longer service time or smaller window, gets less. */
+  return -1;
+}
+
+/* earliest returns the server with room where `r` would finish first, counting the inputs
+ * it would have to fetch (DESIGN.md 7), or -1: what it has admitted, costed at today's
+ * estimates, plus this one, plus moving the inputs held elsewhere. A holder of the inputs wins
+ * unless its queue costs more than moving them. */
+static int earliest(lt_sched_t *s, const lt_fire_t *fi, const uint64_t *bytes, uint64_t total) {
   int best = -1;
   double best_us = 0, floor_us = -1;
   for (size_t k = 0; k < s->nconns; k++) {
     size_t i = (s->rr + k) % s->nconns;
     if (s->conns[i].state != LT_CONN_READY) continue;
-    double us = lt__pace_finish_us(&s->pace[i], s->admitted[i]);
+    double c = lt__pace_cost_us(s, i, fi->stages);
+    double us = lt__pace_backlog_us(s, i) + c + (double)(total - bytes[i]) / LT_LINK_BPUS;
     if (floor_us < 0 || us < floor_us) floor_us = us;
     if (s->admitted[i] >= s->pace[i].cap) continue;
     if (best < 0 || us < best_us) {
@@ -92,18 +94,42 @@ static int place(lt_sched_t *s, instr_rec_t *r, const lt_fire_t *fi) {
       best_us = us;
     }
   }
-  /* Under lookahead a busy slow server gets another instruction only if it would finish it
-   * no later than a faster one that is full now: otherwise the instruction waits for the
-   * fast one. An idle server always gets work, so an estimate spoilt by one slow sample is
-   * corrected by the next (no server starves). Plain mode keeps the original Lithium: any
-   * idle server. */
+  /* Under lookahead a busy server gets another instruction only if it would finish it no
+   * later than one that is full now: otherwise the instruction waits for that one. An idle
+   * server always gets work, so an estimate spoilt by one slow sample is corrected by the
+   * next (no server starves). Plain mode keeps the original Lithium: any idle server. */
   if (best >= 0 && s->ev->opts.lookahead && s->admitted[best] > 0 && best_us > floor_us * 1.05 + 1)
     best = -1;
-  if (best >= 0) {
-    s->rr = (size_t)best + 1;
-    r->admitted = 1;
-  }
   return best;
+}
+
+/* place returns the server for `r`, or -1 when none has room; sets r->admitted. A successor fired
+ * by its predecessor's dispatch goes where its inputs are. */
+static int place(lt_sched_t *s, instr_rec_t *r, const lt_fire_t *fi) {
+  uint64_t stack[64], total;
+  uint64_t *bytes = stack;
+  if (s->nconns > 64 && (bytes = calloc(s->nconns, sizeof *bytes)) == NULL) return -1;
+  int best = holder_bytes(s, fi, bytes, &total);
+  if (best >= 0 && r->chained) {
+    r->admitted = 0;
+  } else {
+    /* Plain mode is the original Lithium: the next idle server. */
+    int rr = s->ev->opts.placement == LT_PLACE_RR || !s->ev->opts.lookahead;
+    best = rr ? round_robin(s) : earliest(s, fi, bytes, total);
+    if (best >= 0) {
+      s->rr = (size_t)best + 1;
+      r->admitted = 1;
+    }
+  }
+  if (bytes != stack) free(bytes);
+  return best;
+}
+
+void lt__sched_unadmit(lt_sched_t *s, instr_rec_t *r, size_t idx) {
+  if (!r->admitted) return;
+  s->admitted[idx]--;
+  lt__pace_unadmit(&s->pace[idx], r->stages);
+  r->admitted = 0;
 }
 
 /* keep_inputs copies the instruction's input tokens into the record (value references
@@ -250,9 +276,19 @@ static int send_one(lt_sched_t *s, batch_t *batches, instr_rec_t *r) {
   r->conn = idx;
   HASH_ADD(hh, s->inflight, seq, sizeof r->seq, r);
   s->conns[idx].inflight++;
-  if (r->admitted) s->admitted[idx]++;
+  if (r->admitted) {
+    s->admitted[idx]++;
+    lt__pace_admit(&s->pace[idx], r->stages);
+  }
   s->instructions++;
   return LT_OK;
+}
+
+/* note_full tells the throttle of every server without room that work waited for it. */
+static void note_full(lt_sched_t *s) {
+  for (size_t i = 0; i < s->nconns; i++)
+    if (s->conns[i].state == LT_CONN_READY && s->admitted[i] >= s->pace[i].cap)
+      lt__pace_full(&s->pace[i]);
 }
 
 void lt__sched_dispatch(lt_sched_t *s) {
@@ -268,6 +304,7 @@ void lt__sched_dispatch(lt_sched_t *s) {
     int rc = send_one(s, batches, r);
     if (rc == LT_EAGAIN) {
       lt__sched_push_fireable(s, r, 1);
+      note_full(s);
       break;
     }
     if (rc != LT_OK) {

@@ -210,6 +210,7 @@ void lt__sched_restart(lt_sched_t *s, job_t *j, const char *why) {
     return;
   }
   lt__log(LT_LOG_INFO, "task %llu: recomputing (%s)", (unsigned long long)j->inst->task, why);
+  lt__trace_recompute(s->trace, j->inst->task, why);
   j->restarts++;
   s->retries++;
   lt__instance_tokens(j->inst, release_token, s);
@@ -228,6 +229,7 @@ void lt__sched_restart(lt_sched_t *s, job_t *j, const char *why) {
 }
 
 void lt__sched_lost(lt_sched_t *s, instr_rec_t *r, const char *endpoint, const char *why) {
+  lt__trace_instr_lost(s->trace, r, endpoint, why);
   job_t *j = r->job;
   if (lt__sched_stale(r)) {
     lt__sched_rec_done(s, r);
@@ -327,11 +329,13 @@ void lt__sched_on_completion(lt_sched_t *s, size_t idx, const lt_completion_t *c
     return;
   }
   HASH_DEL(s->inflight, r);
+  lt__trace_completion(s->trace, s, idx, r, cp);
   c->inflight--;
+  lt__sched_unadmit(s, r, idx);
+  if (lt__sched_cancel_answered(s, r, cp->status)) return; /* it moves to a faster server */
   c->completed++;
-  if (r->admitted) s->admitted[idx]--;
-  if (cp->status == LT_OK && s->ev->opts.lookahead)
-    lt__pace_service(&s->pace[idx], (double)cp->service_us);
+  if (cp->status == LT_OK) /* the report is from after it: it ran beside `active` others */
+    lt__pace_service(&s->pace[idx], r->stages, (double)cp->service_us, m->load.active + 1);
   job_t *j = r->job;
   if (cp->status == LT_ESHUTDOWN || cp->status == LT_ECANCELED) {
     lt__sched_lost(s, r, c->endpoint, lt_strerror(cp->status));

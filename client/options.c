@@ -34,6 +34,18 @@ static int parse_u32(const char *v, uint32_t lo, uint32_t hi, uint32_t *out) {
   return LT_OK;
 }
 
+static int parse_placement(const char *v, int *out) {
+  if (strcmp(v, "eft") == 0) {
+    *out = LT_PLACE_EFT;
+    return LT_OK;
+  }
+  if (strcmp(v, "rr") == 0) {
+    *out = LT_PLACE_RR;
+    return LT_OK;
+  }
+  return LT_EINVAL;
+}
+
 static int set_string(char **dst, const char *v) {
   if (*v == '\0') return LT_EINVAL;
   char *copy = strdup(v);
@@ -69,6 +81,7 @@ void lt__options_init(lt_options_t *o) {
   o->max_threads = 6;
   o->min_threads = 2;
   o->inline_max = 64 * 1024;
+  o->migrate = 1;
   set_mode(o, "optimized");
 }
 
@@ -83,6 +96,8 @@ int lt__options_set(lt_options_t *o, const char *key, const char *value) {
   if (strcmp(key, "max_threads") == 0) return parse_u32(value, 1, 4096, &o->max_threads);
   if (strcmp(key, "min_threads") == 0) return parse_u32(value, 1, 4096, &o->min_threads);
   if (strcmp(key, "throttle") == 0) return parse_bool(value, &o->throttle);
+  if (strcmp(key, "migrate") == 0) return parse_bool(value, &o->migrate);
+  if (strcmp(key, "placement") == 0) return parse_placement(value, &o->placement);
   if (strcmp(key, "inline_max") == 0) return parse_u32(value, 0, 1u << 30, &o->inline_max);
   if (strcmp(key, "max_pending") == 0) return parse_u32(value, 1, 1u << 30, &o->max_pending);
   if (strcmp(key, "max_retries") == 0) return parse_u32(value, 0, 1000, &o->max_retries);
@@ -92,15 +107,30 @@ int lt__options_set(lt_options_t *o, const char *key, const char *value) {
   if (strcmp(key, "server_threads") == 0) return parse_u32(value, 0, 4096, &o->server_threads);
   if (strcmp(key, "modules") == 0) return set_string(&o->modules, value);
   if (strcmp(key, "server") == 0) return set_string(&o->server, value);
+  if (strcmp(key, "trace") == 0) return set_string(&o->trace, value);
   return LT_EINVAL;
 }
 
-static const char *const env_keys[] = {
-    "mode",        "ordered",      "nonblocking",        "normal_form",
-    "lookahead",   "lazy",         "max_threads",        "max_pending",
-    "max_retries", "heartbeat_ms", "connect_timeout_ms", "server_threads",
-    "modules",     "server",       "inline_max",         "min_threads",
-    "throttle"};
+static const char *const env_keys[] = {"mode",
+                                       "ordered",
+                                       "nonblocking",
+                                       "normal_form",
+                                       "lookahead",
+                                       "lazy",
+                                       "max_threads",
+                                       "max_pending",
+                                       "max_retries",
+                                       "heartbeat_ms",
+                                       "connect_timeout_ms",
+                                       "server_threads",
+                                       "modules",
+                                       "server",
+                                       "inline_max",
+                                       "min_threads",
+                                       "throttle",
+                                       "placement",
+                                       "migrate",
+                                       "trace"};
 
 int lt__options_from_env(lt_options_t *o) {
   for (size_t i = 0; i < sizeof env_keys / sizeof env_keys[0]; i++) {
@@ -123,5 +153,6 @@ int lt__options_from_env(lt_options_t *o) {
 void lt__options_clear(lt_options_t *o) {
   free(o->modules);
   free(o->server);
-  o->modules = o->server = NULL;
+  free(o->trace);
+  o->modules = o->server = o->trace = NULL;
 }

@@ -6,6 +6,12 @@
 
 #include <stdint.h>
 
+/* Placement of new work (option `placement`). */
+typedef enum lt_placement {
+  LT_PLACE_EFT = 0, /* earliest estimated finish (DESIGN.md 7) */
+  LT_PLACE_RR       /* round robin over the servers with room: the baseline */
+} lt_placement_t;
+
 typedef struct lt_options {
   int ordered;                 /* results in submission order */
   int nonblocking;             /* lt_eval_submit gives LT_EAGAIN instead of blocking */
@@ -15,6 +21,8 @@ typedef struct lt_options {
   uint32_t max_threads;        /* most instructions running at once per server */
   uint32_t min_threads;        /* throttle: the window never goes below this */
   int throttle;                /* adapt each server's thread window to its load */
+  int placement;               /* lt_placement_t */
+  int migrate;                 /* end of stream: move queued work from slow to idle servers */
   uint32_t inline_max;         /* lazy: intermediate values up to this size also come back */
   uint32_t max_pending;        /* unfinished tasks before submit blocks */
   uint32_t max_retries;        /* re-dispatches of one instruction after server loss */
@@ -23,6 +31,7 @@ typedef struct lt_options {
   uint32_t server_threads;     /* --threads for spawned servers, 0 = server default */
   char *modules;               /* module directory handed to spawned servers */
   char *server;                /* lithium-server program for spawn_local */
+  char *trace;                 /* trace=FILE: trace-event JSON (trace.c); NULL = off */
 } lt_options_t;
 
 /* lt__options_init sets the defaults. */

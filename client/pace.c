@@ -1,23 +1,41 @@
 /* pace.c: how much work one server gets (sched_internal.h, pace_t), from what it reports.
- *  - The thread window (throttle, DESIGN.md 7 and seed 003 5.3): how many instructions run at
- *    once on the server, kept between min_threads and max_threads. Every LT_CONTROL_MS it
- *    compares the completions per active thread of the last period with the best seen: when
- *    they fall (the server is saturated, or something else takes its CPU) the window
- *    shrinks; while the server fills its window and keeps up, it grows. Every change is
- *    recorded. Servers enforce the window (execute.max_active).
+ *  - Costs: for each instruction chain of the template on this server (DESIGN.md 7: per
+ *    kernel per server), EWMAs refined from every completion of the service time and of the
+ *    server's time per instruction when busy (service time / instructions running then), and
+ *    how many of the chain it has admitted. The backlog, what it has admitted costed at
+ *    today's estimates, plus one more is when a new instruction would finish there; a chain
+ *    never seen here is estimated from another server's cost scaled by the calibrated
+ *    speeds.
+ *  - The thread window (throttle, seed 003 5.3): how many instructions run at once on the
+ *    server, kept between min_threads and max_threads. Each chain keeps a reference cost,
+ *    the lowest its EWMA reached (slowly forgotten); every LT_CONTROL_MS the mean slowdown of
+ *    the period's completions against their references decides: clearly slower (the server
+ *    saturated, a hog on its host, its CPU quota cut) shrinks the window by one; as fast as
+ *    the reference while the window is the limit (work waits for it) grows it: doubling
+ *    until the first shrink (a slow start), by one after. A grow that is undone at once backs
+ *    off, so a server at its knee does not
+ *    oscillate. Every change is recorded. Servers enforce the window (execute.max_active).
  *  - The lookahead depth on top: enough queued at the server to cover the round trip, about
- *    window x RTT / service time (Little's law), so a server never idles waiting for the
- *    client and tiny tasks are not held to window / RTT.
+ *    max_threads x RTT / service time (Little's law), so a server never idles waiting for
+ *    the client and tiny tasks are not held to window / RTT.
  * Pure arithmetic over the reports; dispatcher thread. */
+#include <math.h>
 #include "sched_internal.h"
 
-#define SMOOTH 0.2  /* weight of a new RTT or service-time sample */
-#define FORGET 0.97 /* the best rate per thread fades by this each period */
-#define FALL   0.8  /* a rate per thread below FALL x best shrinks the window */
+#define SMOOTH    0.2   /* weight of a new RTT or service-time sample */
+#define FORGET    1.002 /* a reference cost rises by this each period: a lucky sample fades */
+#define SLOWER    1.33  /* mean slowdown above this shrinks the window */
+#define KEEPUP    1.15  /* mean slowdown below this lets a full window grow */
+#define CONTENDED 1.5   /* a service time this far above its reference: the server is at its limit \
+                         */
+#define BACKOFF 8       /* periods without growing after a grow was undone, doubled each time */
 
-static void recompute(pace_t *p) {
+static void recompute(pace_t *p, uint32_t max_threads) {
   if (p->rtt_us <= 0 || p->svc_us <= 0) return;
-  double want = (double)p->threads * p->rtt_us / p->svc_us;
+  /* The depth keeps the server's threads fed across the round trip, whatever the window:
+   * queued instructions hold no thread, so a narrow window need not mean a thin pipe. */
+  uint32_t t = p->threads > max_threads ? p->threads : max_threads;
+  double want = (double)t * p->rtt_us / p->svc_us;
   uint32_t depth = want >= LT_MAX_DEPTH ? LT_MAX_DEPTH : (uint32_t)want + 1; /* rounded up */
   p->cap = p->threads + depth;
 }
@@ -31,62 +49,170 @@ static void record(pace_t *p, int64_t t_ms) {
 
 void lt__pace_init(pace_t *p, uint32_t window, const lt_options_t *o, int64_t now_ms) {
   *p = (pace_t){0};
-  p->threads = o->max_threads;
+  /* Under throttle a server starts at the minimum and earns its threads; otherwise every
+   * server may run max_threads at once. */
+  p->threads = o->throttle ? o->min_threads : o->max_threads;
+  if (p->threads > o->max_threads) p->threads = o->max_threads;
   p->cap = window;
+  p->max_threads = o->max_threads;
   p->period_ms = now_ms;
 }
 
 void lt__pace_rtt(pace_t *p, double rtt_us) {
   p->rtt_us = p->rtt_us > 0 ? (1 - SMOOTH) * p->rtt_us + SMOOTH * rtt_us : rtt_us;
-  recompute(p);
+  recompute(p, p->max_threads);
 }
 
-void lt__pace_service(pace_t *p, double svc_us) {
+/* find_cost returns the cost entry of chain `key`, or NULL. */
+static cost_t *find_cost(const pace_t *p, const void *key) {
+  for (uint32_t i = 0; i < p->ncosts; i++)
+    if (p->costs[i].key == key) return (cost_t *)&p->costs[i];
+  return NULL;
+}
+
+/* entry returns the cost entry of `key`, made when there is room; NULL when there is not. */
+static cost_t *entry(pace_t *p, const void *key) {
+  cost_t *c = find_cost(p, key);
+  if (c == NULL && p->ncosts < LT_COSTS) {
+    c = &p->costs[p->ncosts++];
+    *c = (cost_t){.key = key};
+  }
+  return c;
+}
+
+static double ewma(double old, double sample) {
+  return old > 0 ? (1 - SMOOTH) * old + SMOOTH * sample : sample;
+}
+
+void lt__pace_admit(pace_t *p, const void *key) {
+  cost_t *c = entry(p, key);
+  if (c != NULL)
+    c->admitted++;
+  else
+    p->others++;
+}
+
+void lt__pace_unadmit(pace_t *p, const void *key) {
+  cost_t *c = find_cost(p, key);
+  if (c != NULL && c->admitted > 0)
+    c->admitted--;
+  else if (p->others > 0)
+    p->others--;
+}
+
+void lt__pace_service(pace_t *p, const void *key, double svc_us, uint32_t running) {
   if (svc_us < 1) svc_us = 1; /* a clock tick: empty kernels still cost a dispatch */
-  p->svc_us = p->svc_us > 0 ? (1 - SMOOTH) * p->svc_us + SMOOTH * svc_us : svc_us;
+  p->svc_us = ewma(p->svc_us, svc_us);
   p->done++;
-  recompute(p);
+  cost_t *c = entry(p, key);
+  double ref = c != NULL && c->ref > 0 ? c->ref : svc_us;
+  /* The server's time per instruction when busy. While its instructions slow each other
+   * down (the service time well above the chain's reference) the server is at its limit:
+   * it finishes one every svc / running, however many it is given. Otherwise it has room,
+   * and its window of them would run as fast: one every svc / window. */
+  double k = svc_us > CONTENDED * ref && running > 0 ? running : lt__pace_parallel(p);
+  double per = svc_us / k;
+  p->per_us = ewma(p->per_us, per);
+  if (c == NULL) return;
+  c->us = ewma(c->us, per);
+  c->raw = ewma(c->raw, svc_us);
+  if (c->ref <= 0 || c->raw < c->ref) c->ref = c->raw;
+  p->slow_sum += svc_us / c->ref;
+  p->slow_n++;
+  recompute(p, p->max_threads);
+}
+
+double lt__pace_cost_us(const lt_sched_t *s, size_t i, const void *key) {
+  const cost_t *c = find_cost(&s->pace[i], key);
+  if (c != NULL && c->us > 0) return c->us;
+  /* Never run here: another server's cost, scaled by the calibrated speeds. */
+  double si = s->conns[i].speed;
+  for (size_t k = 0; k < s->nconns; k++) {
+    const cost_t *o = k != i ? find_cost(&s->pace[k], key) : NULL;
+    if (o == NULL || o->us <= 0) continue;
+    double sk = s->conns[k].speed;
+    return sk > 0 && si > 0 ? o->us * sk / si : o->us;
+  }
+  /* Nothing known: the server's mean, or a tick, so that it gets work and a sample. */
+  return s->pace[i].per_us > 0 ? s->pace[i].per_us : 1;
+}
+
+double lt__pace_backlog_us(const lt_sched_t *s, size_t i) {
+  const pace_t *p = &s->pace[i];
+  double us = p->others * (p->per_us > 0 ? p->per_us : 1);
+  for (uint32_t k = 0; k < p->ncosts; k++)
+    if (p->costs[k].admitted > 0)
+      us += p->costs[k].admitted * lt__pace_cost_us(s, i, p->costs[k].key);
+  return us;
 }
 
 void lt__pace_load(pace_t *p, const lt_load_t *load) {
   p->active_sum += load->active;
   p->active_n++;
+  if (load->queued > 0) p->waited = 1;
 }
 
-/* lt__pace_control ends a control period when one is due and moves the window by one
- * thread at most; returns 1 when the window changed. */
+void lt__pace_full(pace_t *p) {
+  p->waited = 1;
+}
+
+/* decide returns the window for the period just ended: one step at most. */
+static uint32_t decide(pace_t *p, const lt_options_t *o, double slowdown, double active,
+                       int waited) {
+  uint32_t w = p->threads;
+  if (slowdown > SLOWER) {
+    if (w > o->min_threads) {
+      /* A grow undone at once: the server is at its knee; wait longer before the next. */
+      if (p->grew) p->backoff = p->backoff ? 2 * p->backoff : BACKOFF;
+      p->hold = p->backoff;
+      p->shrunk = 1;
+      w--;
+    }
+  } else if (slowdown < KEEPUP && (waited || active >= w - 0.5) && w < o->max_threads) {
+    /* As fast as its reference while the window is the limit: work waited at the server,
+     * or at the client for room, or every thread of the window was busy. */
+    if (p->hold > 0)
+      p->hold--;
+    else
+      w = p->shrunk ? w + 1 : 2 * w; /* doubles until the first shrink, as a slow start */
+    if (w > o->max_threads) w = o->max_threads;
+  } else if (p->hold > 0) {
+    p->hold--;
+  }
+  p->grew = w > p->threads;
+  if (w >= p->threads && p->backoff > BACKOFF && p->hold == 0) p->backoff /= 2;
+  return w;
+}
+
+/* lt__pace_control ends a control period when one is due and moves the window (one step
+ * at most: see decide); returns 1 when the window changed. */
 int lt__pace_control(pace_t *p, const lt_options_t *o, int64_t now_ms, int64_t t0_ms) {
   int64_t dt = now_ms - p->period_ms;
   if (dt < LT_CONTROL_MS) return 0;
   double active = p->active_n > 0 ? p->active_sum / p->active_n : 0;
-  uint32_t done = p->done;
+  double slowdown = p->slow_n > 0 ? p->slow_sum / p->slow_n : 1;
+  uint32_t n = p->slow_n;
   p->period_ms = now_ms;
   p->done = 0;
   p->active_sum = 0;
   p->active_n = 0;
-  if (!o->throttle || done < 4 || active < 0.5) return 0; /* too little to judge */
-  double per_thread = (double)done * 1000.0 / (double)dt / active;
-  p->best_per_thread *= FORGET;
-  uint32_t w = p->threads;
-  if (per_thread > p->best_per_thread) {
-    p->best_per_thread = per_thread;
-    if (active >= w - 0.5 && w < o->max_threads) w++; /* it keeps up with a full window */
-  } else if (per_thread < FALL * p->best_per_thread) {
-    if (w > o->min_threads) w--; /* each thread does less: saturated, or CPU taken */
-  } else if (active >= w - 0.5 && w < o->max_threads) {
-    w++;
-  }
+  p->slow_sum = 0;
+  p->slow_n = 0;
+  int waited = p->waited;
+  p->waited = 0;
+  for (uint32_t i = 0; i < p->ncosts; i++)
+    p->costs[i].ref *= FORGET;
+  if (!o->throttle || n < 4) return 0; /* too little to judge */
+  uint32_t w = decide(p, o, slowdown, active, waited);
   if (w == p->threads) return 0;
   p->threads = w;
-  recompute(p);
+  recompute(p, o->max_threads);
   record(p, now_ms - t0_ms);
   return 1;
 }
 
-/* lt__pace_finish_us estimates when a new instruction would finish on this server with
- * `admitted` already there: they drain `threads` at a time at the measured service time.
- * Servers without a sample yet look fast, so they get work and a sample. */
-double lt__pace_finish_us(const pace_t *p, uint32_t admitted) {
-  double svc = p->svc_us > 0 ? p->svc_us : 1;
-  return ((double)admitted + 1) * svc / (double)(p->threads ? p->threads : 1);
+double lt__pace_parallel(const pace_t *p) {
+  uint32_t t = p->threads;
+  if (p->workers > 0 && p->workers < t) t = p->workers;
+  return t > 0 ? (double)t : 1;
 }

@@ -12,6 +12,7 @@
 #include "eval.h"
 #include "instance.h"
 #include "scheduler.h"
+#include "trace.h"
 
 /* A submitted task while it runs: its instance and the instructions still out. */
 typedef struct job {
@@ -35,6 +36,7 @@ typedef struct instr_rec {
   uint32_t tries;  /* dispatches lost to a failed server */
   int chained;     /* fired by a predecessor's dispatch: placed by affinity, outside the window */
   int admitted;    /* counted in its server's window */
+  int migrating;   /* a cancel is on its way to move it to a faster server */
   int moved;       /* its frame went on at dispatch: the completion only reports status */
   int final;       /* its output is the task's result: returned with done */
   lt_token_t *ins; /* its input tokens (copies holding value references) */
@@ -45,29 +47,51 @@ typedef struct instr_rec {
   UT_hash_handle hh; /* s->inflight, by seq */
 } instr_rec_t;
 
-/* Pacing of one server under lookahead (DESIGN.md 7): the window of instructions it may
- * have at once is max_threads plus a lookahead depth that covers the round trip, from the
+/* Pacing of one server (pace.c): the cost of each instruction chain there, the backlog it
+ * has admitted, its thread window (throttle) and the lookahead depth on top, from the
  * measured round-trip time (heartbeat pings, answered by the server's loop, never queued
- * behind kernels) and the mean service time of its instructions. */
+ * behind kernels) and the service times its completions report. */
 #define LT_PING_MS   100 /* round-trip pings per server under lookahead */
 #define LT_MAX_DEPTH 250 /* most instructions queued at a server beyond max_threads */
 
-#define LT_CONTROL_MS 250 /* throttle: one window decision per server this often */
+#define LT_CONTROL_MS 200 /* throttle: one window decision per server this often */
 #define LT_HISTORY    64  /* window changes kept per server for the stats */
+#define LT_COSTS      16  /* chains with their own cost per server; others share the mean */
+
+/* One chain of the template (its tstage array is the key) on one server. */
+typedef struct cost {
+  const void *key;
+  uint32_t admitted; /* of this chain, admitted there now */
+  double us;         /* EWMA of service time / instructions running: its time per one when busy */
+  double raw;        /* EWMA of the service time */
+  double ref;        /* the lowest raw reached, slowly forgotten: the throttle's reference */
+} cost_t;
 
 typedef struct pace {
   double rtt_us; /* smoothed ping round trip; 0 before the first */
-  double svc_us; /* smoothed service time; 0 before the first completion */
+  double svc_us; /* smoothed service time over all chains; 0 before the first completion */
   int64_t last_ping_ms;
-  uint32_t threads; /* the thread window: instructions meant to run at once (throttle) */
-  uint32_t cap;     /* instructions admitted at once: threads + the lookahead depth */
+  uint32_t threads;     /* the thread window: instructions meant to run at once */
+  uint32_t cap;         /* instructions admitted at once: threads + the lookahead depth */
+  uint32_t max_threads; /* the option, for the depth */
+  uint32_t workers;     /* the server's worker threads (welcome); 0 before */
+  double per_us;        /* EWMA of service time / running, over all chains */
+  cost_t costs[LT_COSTS];
+  uint32_t ncosts;
+  uint32_t others; /* admitted instructions of chains beyond LT_COSTS, costed at per_us */
   /* Throttle control over the current period. */
-  int64_t period_ms;      /* start of the period */
-  uint32_t done;          /* completions in the period */
-  double active_sum;      /* reported active threads, summed over reports */
-  uint32_t active_n;      /* reports in the period */
-  double best_per_thread; /* best completions/s per active thread seen, slowly forgotten */
-  uint32_t changes;       /* window changes so far */
+  int64_t period_ms; /* start of the period */
+  uint32_t done;     /* completions in the period */
+  double active_sum; /* reported active threads, summed over reports */
+  uint32_t active_n; /* reports in the period */
+  double slow_sum;   /* completions' service time / their chain's reference, summed */
+  uint32_t slow_n;   /* completions with a reference in the period */
+  int waited;        /* a report showed instructions waiting for a thread */
+  int grew;          /* the last decision grew the window */
+  int shrunk;        /* the window has shrunk once: it grows by one from then on */
+  uint32_t hold;     /* periods before the window may grow again */
+  uint32_t backoff;  /* the hold after the next undone grow */
+  uint32_t changes;  /* window changes so far */
   int64_t hist_ms[LT_HISTORY];
   uint32_t hist_w[LT_HISTORY];
 } pace_t;
@@ -101,9 +125,13 @@ struct lt_sched {
   lt_task_t *done_head; /* results of this turn, delivered under one lock */
   lt_task_t *done_tail;
 
+  lt_trace_t *trace;        /* trace=FILE (trace.c); NULL when off */
   pthread_mutex_t stats_mu; /* guards conns[] and the counters for stats readers */
   uint64_t instructions;
   uint64_t retries;
+  uint64_t migrations;  /* cancels sent to move queued instructions (migrate.c) */
+  uint64_t migrated;    /* of those, confirmed and placed again */
+  uint32_t cancels_out; /* cancels not yet answered */
 };
 
 int64_t lt__sched_now_ms(void);
@@ -112,10 +140,22 @@ int64_t lt__sched_now_us(void);
 /* pace.c */
 void lt__pace_init(pace_t *p, uint32_t window, const lt_options_t *o, int64_t now_ms);
 void lt__pace_rtt(pace_t *p, double rtt_us);
-void lt__pace_service(pace_t *p, double svc_us);
+/* lt__pace_service takes a completion of chain `key` that ran svc_us while `running` of
+ * the server's instructions ran. */
+void lt__pace_service(pace_t *p, const void *key, double svc_us, uint32_t running);
+/* lt__pace_admit/unadmit count an instruction of chain `key` in or out of the backlog. */
+void lt__pace_admit(pace_t *p, const void *key);
+void lt__pace_unadmit(pace_t *p, const void *key);
+/* lt__pace_cost_us estimates server i's time per instruction of chain `key` when busy. */
+double lt__pace_cost_us(const lt_sched_t *s, size_t i, const void *key);
+/* lt__pace_backlog_us estimates how long server i needs for what it has admitted. */
+double lt__pace_backlog_us(const lt_sched_t *s, size_t i);
 void lt__pace_load(pace_t *p, const lt_load_t *load);
+/* lt__pace_full notes that work waited at the client because the server had no room. */
+void lt__pace_full(pace_t *p);
 int lt__pace_control(pace_t *p, const lt_options_t *o, int64_t now_ms, int64_t t0_ms);
-double lt__pace_finish_us(const pace_t *p, uint32_t admitted);
+/* lt__pace_parallel returns how many instructions run at once there: window and workers. */
+double lt__pace_parallel(const pace_t *p);
 
 /* jobs.c */
 void lt__sched_on_fire(void *ud, lt_instance_t *inst, lt_frame_t *frame);
@@ -135,7 +175,17 @@ void lt__sched_fail_all(lt_sched_t *s, int err, const char *msg);
 void lt__sched_deliver(lt_sched_t *s);
 
 /* dispatch.c */
+#define LT_LINK_BPUS 100.0 /* bytes per µs assumed for moving a value (100 MB/s) */
 void lt__sched_dispatch(lt_sched_t *s);
+/* lt__sched_unadmit takes r out of server idx's window and backlog (when it was in). */
+void lt__sched_unadmit(lt_sched_t *s, instr_rec_t *r, size_t idx);
+
+/* migrate.c */
+/* lt__sched_migrate moves queued work from a slow server to idle ones at end of stream. */
+void lt__sched_migrate(lt_sched_t *s);
+/* lt__sched_cancel_answered settles a migration of r (taken off its server already) by its
+ * completion status: 1 when r was canceled there and is queued for placement again. */
+int lt__sched_cancel_answered(lt_sched_t *s, instr_rec_t *r, int status);
 
 /* scheduler.c */
 void lt__sched_conn_dead(lt_sched_t *s, size_t idx, const char *why);

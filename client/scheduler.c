@@ -44,12 +44,18 @@ int lt__sched_new(lt_sched_t **out, lt_eval_t *ev) {
     lt__sched_free(s);
     return LT_EIO;
   }
+  int rc = ev->opts.trace != NULL ? lt__trace_open(&s->trace, ev->opts.trace) : LT_OK;
+  if (rc != LT_OK) {
+    lt__sched_free(s);
+    return rc;
+  }
   *out = s;
   return LT_OK;
 }
 
 void lt__sched_free(lt_sched_t *s) {
   if (s == NULL) return;
+  lt__trace_close(s->trace);
   if (s->zctx != NULL) zmq_ctx_term(s->zctx);
   pthread_mutex_destroy(&s->stats_mu);
   for (size_t i = 0; i < s->capconns && s->relq != NULL; i++)
@@ -115,6 +121,7 @@ static void start_answered(lt_sched_t *s, size_t idx, int ready) {
 void lt__sched_conn_dead(lt_sched_t *s, size_t idx, const char *why) {
   lt_conn_t *c = &s->conns[idx];
   if (c->state == LT_CONN_DEAD) return;
+  lt__trace_server_lost(s->trace, s, idx, why);
   int was_hello = c->state == LT_CONN_HELLO;
   lt__log(LT_LOG_WARN, "server %s is dead: %s", c->endpoint, why);
   c->state = LT_CONN_DEAD;
@@ -128,7 +135,8 @@ void lt__sched_conn_dead(lt_sched_t *s, size_t idx, const char *why) {
     if (r->conn != (int)idx) continue;
     HASH_DEL(s->inflight, r);
     c->inflight--;
-    if (r->admitted) s->admitted[idx]--;
+    lt__sched_unadmit(s, r, idx);
+    lt__sched_cancel_answered(s, r, LT_ELOST);
     lt__sched_lost(s, r, c->endpoint, why);
   }
   /* Instructions elsewhere that wait for a value of the dead server would wait for their
@@ -153,6 +161,7 @@ static int live_servers(const lt_sched_t *s) {
 
 static void on_message(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
   lt_conn_t *c = &s->conns[idx];
+  lt__trace_message(s->trace, s, idx, m);
   if (m->has_load) {
     c->load = m->load;
     lt__pace_load(&s->pace[idx], &m->load);
@@ -168,6 +177,7 @@ static void on_message(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
     c->server_id = strdup(m->u.welcome.server_id);
     c->threads = m->u.welcome.threads;
     c->speed = m->u.welcome.speed;
+    s->pace[idx].workers = c->threads;
     c->state = LT_CONN_READY;
     lt__log(LT_LOG_INFO, "server %s (%s) ready, %u threads", c->endpoint, m->u.welcome.server_id,
             c->threads);
@@ -284,7 +294,7 @@ void *lt__sched_main(void *arg) {
   open_new_hosts(s);
   pthread_mutex_unlock(&s->stats_mu);
   s->t0_ms = lt__sched_now_ms();
-  s->next_tick = s->t0_ms + ev->opts.heartbeat_ms;
+  s->next_tick = s->t0_ms + LT_PING_MS; /* pings and the throttle start at once */
 
   zmq_pollitem_t *items = NULL;
   size_t capitems = 0;
@@ -326,9 +336,11 @@ void *lt__sched_main(void *arg) {
       s->next_tick = now + (period < LT_PING_MS ? period : LT_PING_MS);
     }
     lt__sched_dispatch(s);
+    lt__sched_migrate(s);
     fail_unplaceable(s);
     lt__sched_flush_releases(s);
     lt__sched_deliver(s);
+    lt__trace_turn(s->trace, s);
     pthread_mutex_unlock(&s->stats_mu);
     if (should_stop(s)) break;
   }
@@ -351,6 +363,8 @@ int lt__sched_stats_json(lt_sched_t *s, lt_json_t *j) {
   lt__json_u64(j, "bytes_to_servers", to);
   lt__json_u64(j, "bytes_from_servers", from);
   lt__json_u64(j, "retries", s->retries);
+  lt__json_u64(j, "migrations", s->migrations);
+  lt__json_u64(j, "migrated", s->migrated);
   lt__json_str(j, "mode",
                o->lookahead && o->lazy     ? "optimized"
                : !o->lookahead && !o->lazy ? "plain"
@@ -365,6 +379,7 @@ int lt__sched_stats_json(lt_sched_t *s, lt_json_t *j) {
     lt__json_str(j, "server_id", c->server_id != NULL ? c->server_id : "");
     lt__json_bool(j, "alive", c->state != LT_CONN_DEAD);
     lt__json_u64(j, "completed", c->completed);
+    lt__json_u64(j, "executed", c->load.completed); /* by the server, for every client */
     lt__json_u64(j, "inflight", c->inflight);
     lt__json_u64(j, "active_threads", c->load.active);
     lt__json_u64(j, "threads", c->threads);

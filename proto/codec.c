@@ -145,11 +145,13 @@ static int instr_in(dec *d, const Lithium__Instr *pi, lt_instr_t *in) {
 static int compl_in(dec *d, const Lithium__Completion *pc, lt_completion_t *c) {
   int rc;
   if ((rc = count_in(d, pc->n_outputs)) != 0) return rc;
-  if (pc->answer > 2) return LT_EPROTO;
+  if (pc->answer > 2 || pc->worker >= LT_MAX_WORKERS) return LT_EPROTO;
   c->answer = (int32_t)pc->answer - 1; /* 0 none -> -1, 1 false -> 0, 2 true -> 1 */
   c->seq = pc->seq;
   c->status = pc->status;
   c->service_us = pc->service_us;
+  c->worker = pc->worker;
+  c->start_us = pc->start_us;
   if ((rc = str_in(pc->errmsg, d->lim, &c->errmsg)) != 0) return rc;
   c->noutputs = (uint32_t)pc->n_outputs;
   c->outputs = arr(d, pc->n_outputs, sizeof(lt_output_info_t), &rc);
@@ -178,6 +180,7 @@ static int body_in(dec *d, const Lithium__Envelope *env, lt_msg_t *m) {
     m->u.welcome.cores = env->welcome->cores;
     m->u.welcome.threads = env->welcome->threads;
     m->u.welcome.speed = env->welcome->speed;
+    m->u.welcome.now_us = env->welcome->now_us;
     return str_in(env->welcome->server_id, d->lim, &m->u.welcome.server_id);
   case LITHIUM__ENVELOPE__BODY_PROGRAM: {
     const Lithium__Program *p = env->program;
@@ -246,6 +249,7 @@ static int body_in(dec *d, const Lithium__Envelope *env, lt_msg_t *m) {
   case LITHIUM__ENVELOPE__BODY_HEARTBEAT:
     m->type = LT_MSG_HEARTBEAT;
     m->u.heartbeat.seq = env->heartbeat->seq;
+    m->u.heartbeat.now_us = env->heartbeat->now_us;
     return 0;
   case LITHIUM__ENVELOPE__BODY_BYE:
     m->type = LT_MSG_BYE;
@@ -422,11 +426,13 @@ static int instr_out(arena *a, const lt_msg_t *m, const lt_instr_t *in, Lithium_
 static int compl_out(arena *a, const lt_msg_t *m, const lt_completion_t *c,
                      Lithium__Completion *pc) {
   lithium__completion__init(pc);
-  if (c->answer < -1 || c->answer > 1) return LT_EINVAL;
+  if (c->answer < -1 || c->answer > 1 || c->worker >= LT_MAX_WORKERS) return LT_EINVAL;
   pc->answer = (uint32_t)(c->answer + 1);
   pc->seq = c->seq;
   pc->status = c->status;
   pc->service_us = c->service_us;
+  pc->worker = c->worker;
+  pc->start_us = c->start_us;
   if ((pc->errmsg = str_out(c->errmsg)) == NULL) return LT_EINVAL;
   if (c->noutputs == 0) return 0;
   if (c->outputs == NULL) return LT_EINVAL;
@@ -504,6 +510,7 @@ static int body_out_fill(arena *a, const lt_msg_t *m, body_out *b, Lithium__Enve
     b->welcome.cores = m->u.welcome.cores;
     b->welcome.threads = m->u.welcome.threads;
     b->welcome.speed = m->u.welcome.speed;
+    b->welcome.now_us = m->u.welcome.now_us;
     if ((b->welcome.server_id = str_out(m->u.welcome.server_id)) == NULL) return LT_EINVAL;
     env->welcome = &b->welcome;
     return 0;
@@ -591,6 +598,7 @@ static int body_out_fill(arena *a, const lt_msg_t *m, body_out *b, Lithium__Enve
   case LT_MSG_HEARTBEAT:
     lithium__heartbeat__init(&b->heartbeat);
     b->heartbeat.seq = m->u.heartbeat.seq;
+    b->heartbeat.now_us = m->u.heartbeat.now_us;
     env->heartbeat = &b->heartbeat;
     return 0;
   case LT_MSG_BYE:

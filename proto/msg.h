@@ -84,6 +84,10 @@ typedef enum lt_op {
  * {outputs[0].client, outputs[0].seq + i}, so the client spaces instruction ids this far. */
 #define LT_MAX_PARTS 65535u
 
+/* Worker thread indices in completions are below this (a server has at most 1024 workers);
+ * the codec refuses larger ones, so a trace never gets an absurd track. */
+#define LT_MAX_WORKERS 65536u
+
 typedef struct lt_stage {
   uint32_t kernel;  /* index into the session's program */
   lt_bytes_t param; /* constant parameter (decoder-owned) */
@@ -117,6 +121,8 @@ typedef struct lt_completion {
   lt_output_info_t *outputs;
   uint64_t service_us; /* time the kernel ran */
   int32_t answer;      /* DCSTEP: 1 base case (no outputs), 0 divided; else -1 */
+  uint32_t worker;     /* the server worker thread that ran it */
+  uint64_t start_us;   /* kernel start, server CLOCK_MONOTONIC us; 0 when it never ran */
 } lt_completion_t;
 
 typedef struct lt_msg {
@@ -134,6 +140,7 @@ typedef struct lt_msg {
       uint32_t cores;
       uint32_t threads;
       double speed;
+      uint64_t now_us; /* the server's CLOCK_MONOTONIC us when it answered (trace clock) */
     } welcome;
     struct {
       uint32_t nkernels;
@@ -168,7 +175,8 @@ typedef struct lt_msg {
       uint64_t *seqs;
     } cancel;
     struct {
-      uint64_t seq; /* a sequence number to answer (ping/pong); 0 when unused */
+      uint64_t seq;    /* a sequence number to answer (ping/pong); 0 when unused */
+      uint64_t now_us; /* answers: the server's CLOCK_MONOTONIC us (trace clock); else 0 */
     } heartbeat;
     struct {
       int32_t code;

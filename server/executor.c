@@ -32,34 +32,59 @@ struct lt_executor {
 
   atomic_uint active;
   atomic_uint queued;
+  atomic_uint next_worker; /* each worker takes its index from it as it starts */
   int nthreads;
   pthread_t *threads;
 };
 
-static uint64_t now_us(void) {
+uint64_t lt__executor_now_us(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-static void run_job(lt_executor_t *ex, lt_job_t *job) {
-  uint64_t t0 = now_us();
+static void run_job(lt_executor_t *ex, lt_job_t *job, uint32_t worker) {
+  uint64_t t0 = lt__executor_now_us();
   lt__exec_run(job->op, job->stages, job->nstages, job->inputs, job->ninputs, &job->result);
-  uint64_t t1 = now_us();
+  uint64_t t1 = lt__executor_now_us();
   if (ex->slowdown > 1.0) {
     /* Emulation of a slower host: stay busy, as a slower CPU would. */
     uint64_t until = t1 + (uint64_t)((double)(t1 - t0) * (ex->slowdown - 1.0));
-    while ((t1 = now_us()) < until) {
+    while ((t1 = lt__executor_now_us()) < until) {
     }
   }
   job->service_us = t1 - t0;
+  job->start_us = t0;
+  job->worker = worker;
+}
+
+/* eligible returns the first queued job whose group has room, or NULL. Under qlock. */
+static lt_job_t *eligible(lt_executor_t *ex) {
+  for (lt_job_t *j = ex->qhead; j != NULL; j = j->next)
+    if (j->group == NULL || j->group->limit == 0 || j->group->running < j->group->limit) return j;
+  return NULL;
+}
+
+/* unlink_job takes a queued job out of the FIFO. Under qlock. */
+static void unlink_job(lt_executor_t *ex, lt_job_t *job) {
+  if (job->prev)
+    job->prev->next = job->next;
+  else
+    ex->qhead = job->next;
+  if (job->next)
+    job->next->prev = job->prev;
+  else
+    ex->qtail = job->prev;
+  job->next = job->prev = NULL;
 }
 
 static void *worker_main(void *arg) {
   lt_executor_t *ex = arg;
+  uint32_t self = atomic_fetch_add(&ex->next_worker, 1);
   for (;;) {
     pthread_mutex_lock(&ex->qlock);
-    while (!ex->stop && ex->qhead == NULL) {
+    lt_job_t *job;
+    while (!ex->stop && (job = eligible(ex)) == NULL) {
       ex->idle++;
       pthread_cond_wait(&ex->qcond, &ex->qlock);
       ex->idle--;
@@ -68,19 +93,19 @@ static void *worker_main(void *arg) {
       pthread_mutex_unlock(&ex->qlock);
       return NULL;
     }
-    lt_job_t *job = ex->qhead;
-    ex->qhead = job->next;
-    if (ex->qhead)
-      ex->qhead->prev = NULL;
-    else
-      ex->qtail = NULL;
-    job->next = job->prev = NULL;
+    unlink_job(ex, job);
     job->state = JOB_RUNNING;
+    if (job->group != NULL) job->group->running++;
     atomic_fetch_sub(&ex->queued, 1);
     atomic_fetch_add(&ex->active, 1);
     pthread_mutex_unlock(&ex->qlock);
 
-    run_job(ex, job);
+    run_job(ex, job, self);
+
+    pthread_mutex_lock(&ex->qlock);
+    if (job->group != NULL) job->group->running--;
+    job->group = NULL; /* counted out: a detach from now on has nothing to do */
+    pthread_mutex_unlock(&ex->qlock);
 
     pthread_mutex_lock(&ex->dlock);
     if (ex->dtail)
@@ -146,6 +171,7 @@ int lt__executor_new(lt_executor_t **out, uv_loop_t *loop, int nthreads, double 
   pthread_mutex_init(&ex->dlock, NULL);
   atomic_init(&ex->active, 0);
   atomic_init(&ex->queued, 0);
+  atomic_init(&ex->next_worker, 0);
   int rc = uv_async_init(loop, &ex->async, on_async);
   if (rc != 0) {
     lt__log(LT_LOG_ERROR, "uv_async_init: %s", uv_strerror(rc));
@@ -188,21 +214,29 @@ bool lt__executor_cancel(lt_executor_t *ex, lt_job_t *job) {
   bool removed = false;
   pthread_mutex_lock(&ex->qlock);
   if (job->state == JOB_QUEUED) {
-    if (job->prev)
-      job->prev->next = job->next;
-    else
-      ex->qhead = job->next;
-    if (job->next)
-      job->next->prev = job->prev;
-    else
-      ex->qtail = job->prev;
-    job->next = job->prev = NULL;
+    unlink_job(ex, job);
     job->state = JOB_IDLE;
     atomic_fetch_sub(&ex->queued, 1);
     removed = true;
   }
   pthread_mutex_unlock(&ex->qlock);
   return removed;
+}
+
+void lt__executor_set_limit(lt_executor_t *ex, lt_exgroup_t *g, uint32_t limit) {
+  pthread_mutex_lock(&ex->qlock);
+  bool wider = limit == 0 || (g->limit != 0 && limit > g->limit);
+  g->limit = limit;
+  if (wider && ex->idle > 0) pthread_cond_broadcast(&ex->qcond);
+  pthread_mutex_unlock(&ex->qlock);
+}
+
+void lt__executor_detach(lt_executor_t *ex, lt_job_t *job) {
+  pthread_mutex_lock(&ex->qlock);
+  if (job->group != NULL && job->state == JOB_RUNNING) job->group->running--;
+  /* A queued job of the group is canceled by its owner before the group goes. */
+  job->group = NULL;
+  pthread_mutex_unlock(&ex->qlock);
 }
 
 uint32_t lt__executor_active(lt_executor_t *ex) {

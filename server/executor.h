@@ -15,6 +15,15 @@
 typedef struct lt_executor lt_executor_t;
 typedef struct lt_job lt_job_t;
 
+/* A group of jobs with a limit on how many of them run at once (a session's thread window):
+ * a worker passes over a queued job whose group is full and takes the next one, so the
+ * window costs no trip through the loop thread. Fields are the executor's (its queue lock);
+ * the owner sets the limit with lt__executor_set_limit. */
+typedef struct lt_exgroup {
+  uint32_t limit;   /* 0: no limit */
+  uint32_t running; /* jobs of the group on a worker now */
+} lt_exgroup_t;
+
 /* Called on the loop thread with every job finished since the last call, as a list linked
  * by `next` in completion order. The jobs are the caller's again. */
 typedef void (*lt_executor_done_cb)(lt_executor_t *ex, lt_job_t *done, void *data);
@@ -27,10 +36,13 @@ struct lt_job {
   const lt_bytes_t *inputs;
   uint32_t ninputs;
   void *data;
+  lt_exgroup_t *group; /* NULL: no limit */
   /* Set by the worker; valid in the done callback. `result` holds the outputs (take them,
    * then lt__exec_result_clear). */
   lt_exec_result_t result;
   uint64_t service_us; /* kernel run time (CLOCK_MONOTONIC), slowdown included */
+  uint64_t start_us;   /* when the kernel started, lt__executor_now_us (for traces) */
+  uint32_t worker;     /* index of the worker thread that ran it, 0..threads-1 */
   /* Private. */
   lt_job_t *next;
   lt_job_t *prev;
@@ -46,6 +58,14 @@ int lt__executor_new(lt_executor_t **out, uv_loop_t *loop, int nthreads, double 
 /* lt__executor_submit appends `job` to the queue; a worker runs it. */
 void lt__executor_submit(lt_executor_t *ex, lt_job_t *job);
 
+/* lt__executor_set_limit sets how many jobs of group `g` may run at once (0: no limit);
+ * a raised limit starts waiting jobs at once. */
+void lt__executor_set_limit(lt_executor_t *ex, lt_exgroup_t *g, uint32_t limit);
+
+/* lt__executor_detach takes a running `job` out of its group, so that the group may be
+ * freed before the job comes back. */
+void lt__executor_detach(lt_executor_t *ex, lt_job_t *job);
+
 /* lt__executor_cancel removes `job` if it is still queued and returns true; false when a
  * worker has it already (it will be delivered as usual). */
 bool lt__executor_cancel(lt_executor_t *ex, lt_job_t *job);
@@ -53,11 +73,17 @@ bool lt__executor_cancel(lt_executor_t *ex, lt_job_t *job);
 /* lt__executor_active returns the number of workers running a kernel now. Any thread. */
 uint32_t lt__executor_active(lt_executor_t *ex);
 
-/* lt__executor_queued returns the number of jobs waiting for a worker. Any thread. */
+/* lt__executor_queued returns the number of jobs waiting for a worker (or for room in
+ * their group). Any thread. */
 uint32_t lt__executor_queued(lt_executor_t *ex);
 
 /* lt__executor_threads returns the number of workers. */
 int lt__executor_threads(const lt_executor_t *ex);
+
+/* lt__executor_now_us returns the clock of job start times: CLOCK_MONOTONIC in
+ * microseconds, also sent in welcome and heartbeat answers so that a client can align its
+ * traces. Any thread. */
+uint64_t lt__executor_now_us(void);
 
 /* lt__executor_free stops the workers (each finishes its current kernel first) and joins
  * them; jobs still queued or undelivered are dropped without a callback, so the caller

@@ -35,7 +35,7 @@ void lt__load_start(lt_server_t *srv) {
 
 void lt__load_fill(lt_server_t *srv, lt_load_t *load) {
   load->active = srv->ex != NULL ? lt__executor_active(srv->ex) : 0;
-  load->queued = (srv->ex != NULL ? lt__executor_queued(srv->ex) : 0) + srv->waiting;
+  load->queued = srv->ex != NULL ? lt__executor_queued(srv->ex) : 0;
   load->parked = srv->parked;
   load->completed = srv->completed;
   load->cpu = srv->cpu;

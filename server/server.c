@@ -172,6 +172,7 @@ static void handle_hello(lt_server_t *srv, lt_session_t *s, const void *rid, siz
   w.u.welcome.cores = srv->cores;
   w.u.welcome.threads = srv->threads;
   w.u.welcome.speed = srv->speed;
+  w.u.welcome.now_us = lt__executor_now_us();
   lt__server_send(srv, rid, rid_len, &w, NULL, 0);
 }
 
@@ -228,6 +229,7 @@ static void dispatch(lt_server_t *srv, const void *rid, size_t rid_len, const lt
     memset(&h, 0, sizeof h);
     h.type = LT_MSG_HEARTBEAT;
     h.u.heartbeat.seq = m->u.heartbeat.seq;
+    h.u.heartbeat.now_us = lt__executor_now_us();
     lt__server_send(srv, rid, rid_len, &h, NULL, 0);
     break;
   }

@@ -67,7 +67,6 @@ typedef struct lt_server {
   uint64_t completed; /* kernels run since start */
   uint32_t parked;    /* instructions waiting for inputs */
   uint32_t inexec;    /* instructions handed to the executor and not yet back */
-  uint32_t waiting;   /* fireable instructions held back by their session's thread window */
   double speed;       /* welcome.speed: calibrated at start, or --speed */
   float cpu;          /* process CPU use over the last sample, 0..cores */
   uint64_t cpu_prev_us, wall_prev_us;

@@ -126,7 +126,7 @@ static int grow(void **arr, uint32_t *cap, uint32_t used, uint32_t more, size_t 
 }
 
 int lt__session_done_add(lt_server_t *srv, lt_session_t *s, uint64_t seq, int status,
-                         const char *errmsg, uint64_t service_us, int answer, uint32_t nout,
+                         const char *errmsg, const lt_job_t *ran, int answer, uint32_t nout,
                          const uint64_t *sizes, lt_value_t *const *ret) {
   uint32_t nret = 0;
   for (uint32_t i = 0; ret != NULL && i < nout; i++)
@@ -148,7 +148,11 @@ int lt__session_done_add(lt_server_t *srv, lt_session_t *s, uint64_t seq, int st
   memset(e, 0, sizeof *e);
   e->seq = seq;
   e->status = status;
-  e->service_us = service_us;
+  if (ran != NULL) {
+    e->service_us = ran->service_us;
+    e->start_us = ran->start_us;
+    e->worker = ran->worker;
+  }
   e->answer = answer;
   if (errmsg != NULL && errmsg[0] != '\0') {
     e->errmsg = strdup(errmsg);
@@ -195,6 +199,8 @@ void lt__session_flush(lt_server_t *srv, lt_session_t *s) {
     c[i].noutputs = e->nout;
     c[i].outputs = e->nout ? &s->outs[e->out_off] : NULL;
     c[i].service_us = e->service_us;
+    c[i].start_us = e->start_us;
+    c[i].worker = e->worker;
     c[i].answer = e->answer;
   }
   lt_msg_t m;

@@ -22,8 +22,10 @@ typedef struct lt_done_entry {
   int32_t status;
   char *errmsg; /* owned, sanitized; NULL for "" */
   uint64_t service_us;
-  int32_t answer;   /* DCSTEP: 1 base case, 0 divided; else -1 */
-  uint32_t out_off; /* first of its outputs in outs */
+  uint64_t start_us; /* kernel start (lt__executor_now_us), 0 when it never ran */
+  uint32_t worker;   /* the worker thread that ran it */
+  int32_t answer;    /* DCSTEP: 1 base case, 0 divided; else -1 */
+  uint32_t out_off;  /* first of its outputs in outs */
   uint32_t nout;
 } lt_done_entry_t;
 
@@ -45,12 +47,9 @@ struct lt_session {
 
   lt_task_t *tasks; /* uthash by seq: parked, waiting, queued, running, failing */
 
-  /* Thread window (task.c): at most max_active (0: no limit) of its tasks are on the
-   * executor at once, nexec of them now; fireable ones beyond it wait in a FIFO, using no
-   * thread, and go to the executor in order as slots free up. */
-  uint32_t max_active;
-  uint32_t nexec;
-  lt_task_t *wait_head, *wait_tail;
+  /* Thread window (task.c): the executor runs at most execute.max_active (0: no limit)
+   * of its tasks at once; queued ones beyond it hold no thread and start in order. */
+  lt_exgroup_t group;
   lt_fetch_t *fetches; /* parked fetches */
 
   /* The next `done`. */
@@ -76,13 +75,15 @@ lt_session_t *lt__session_find(lt_server_t *srv, const void *rid, size_t rid_len
  * does not resolve keeps its error for the instructions that use it. LT_ENOMEM. */
 int lt__session_program(lt_server_t *srv, lt_session_t *s, const char *const *names, uint32_t n);
 
-/* lt__session_done_add queues one completion for the session's next `done`: `answer`
+/* lt__session_done_add queues one completion for the session's next `done`: `ran` is the
+ * executor job that ran it, for its service time, start and worker (NULL when it never
+ * ran: refused or cancelled), `answer`
  * (-1 unless a DCSTEP), `nout` outputs with sizes `sizes` (NULL when nout is 0); ret[i]
  * non-NULL returns output i as a payload frame (the session takes a reference). Sends the
  * batch first when it is full. LT_ENOMEM (the completion is then reported without outputs,
  * if even that fits). */
 int lt__session_done_add(lt_server_t *srv, lt_session_t *s, uint64_t seq, int status,
-                         const char *errmsg, uint64_t service_us, int answer, uint32_t nout,
+                         const char *errmsg, const lt_job_t *ran, int answer, uint32_t nout,
                          const uint64_t *sizes, lt_value_t *const *ret);
 
 /* lt__session_flush sends the queued completions as one `done` (nothing when none) and

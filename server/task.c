@@ -1,7 +1,7 @@
 /* task.c: instructions on the server (see task.h). A task is accepted or refused when its
- * EXECUTE arrives, then moves PARKED (waiting in the store for REF inputs) -> WAITING (in
- * its session's FIFO while the session's thread window is full) -> EXEC (queued or running
- * on the executor) -> finished, or to FAILING (queued on srv->failq, finished by
+ * EXECUTE arrives, then moves PARKED (waiting in the store for REF inputs) -> EXEC (queued
+ * or running on the executor, which runs at most the session's thread window of them at
+ * once) -> finished, or to FAILING (queued on srv->failq, finished by
  * lt__server_settle) when an input fails, it is canceled or the server stops. Failures go
  * through the queue so that a chain of parked dependants fails iteratively, not by
  * recursion. Every instruction has one output id: a SEQ's single output, or the first part
@@ -16,7 +16,7 @@
 #include "oid.h"
 #include "peer.h"
 
-enum { TASK_NEW = 0, TASK_PARKED, TASK_WAITING, TASK_EXEC, TASK_FAILING };
+enum { TASK_NEW = 0, TASK_PARKED, TASK_EXEC, TASK_FAILING };
 
 typedef struct task_input {
   lt_waiter_t w; /* first: the waiter callback casts back */
@@ -55,8 +55,7 @@ struct lt_task {
   lt_oid_t out; /* the output id (SEQ), or the id of part 0 (SPLIT, DCSTEP) */
   int fail_status;
   char *fail_msg;
-  lt_task_t *fail_next;             /* failq, or a private list while dropping */
-  lt_task_t *wait_prev, *wait_next; /* the session's FIFO while WAITING */
+  lt_task_t *fail_next; /* failq, or a private list while dropping */
 };
 
 /* kept tells whether the outputs go into the store (not only back to the client). */
@@ -127,40 +126,8 @@ static void fail_later(lt_server_t *srv, lt_task_t *t, int status, const char *m
   srv->failq_tail = t;
 }
 
-/* window_full tells whether session s may not put one more task on the executor. */
-static bool window_full(const lt_session_t *s) {
-  return s->max_active != 0 && s->nexec >= s->max_active;
-}
-
-/* wait_push appends t to its session's FIFO of tasks waiting for a slot. */
-static void wait_push(lt_server_t *srv, lt_session_t *s, lt_task_t *t) {
-  t->state = TASK_WAITING;
-  t->wait_next = NULL;
-  t->wait_prev = s->wait_tail;
-  if (s->wait_tail)
-    s->wait_tail->wait_next = t;
-  else
-    s->wait_head = t;
-  s->wait_tail = t;
-  srv->waiting++;
-}
-
-/* wait_unlink takes a WAITING t out of session s's FIFO (state TASK_NEW). */
-static void wait_unlink(lt_server_t *srv, lt_session_t *s, lt_task_t *t) {
-  if (t->wait_prev)
-    t->wait_prev->wait_next = t->wait_next;
-  else
-    s->wait_head = t->wait_next;
-  if (t->wait_next)
-    t->wait_next->wait_prev = t->wait_prev;
-  else
-    s->wait_tail = t->wait_prev;
-  t->wait_prev = t->wait_next = NULL;
-  t->state = TASK_NEW;
-  srv->waiting--;
-}
-
-/* submit hands t to the executor, taking a slot of its session's window. */
+/* submit hands t to the executor, in its session's group: the executor runs at most the
+ * session's window of them at once. */
 static void submit(lt_server_t *srv, lt_task_t *t) {
   t->job.op = t->op;
   t->job.stages = t->stages;
@@ -168,44 +135,25 @@ static void submit(lt_server_t *srv, lt_task_t *t) {
   t->job.inputs = t->in;
   t->job.ninputs = t->ninputs;
   t->job.data = t;
+  t->job.group = t->sess != NULL ? &t->sess->group : NULL;
   t->state = TASK_EXEC;
   srv->inexec++;
-  if (t->sess != NULL) t->sess->nexec++;
   lt__executor_submit(srv->ex, &t->job);
 }
 
-/* fire runs a task whose inputs are all bound: on the executor, or in its session's FIFO
- * while the window is full (or others wait before it: the order is kept). */
+/* fire runs a task whose inputs are all bound. */
 static void fire(lt_server_t *srv, lt_task_t *t) {
   if (srv->stopping) {
     fail_later(srv, t, LT_ESHUTDOWN, "server shutting down");
     return;
   }
-  lt_session_t *s = t->sess;
-  if (s != NULL && (s->wait_head != NULL || window_full(s))) {
-    wait_push(srv, s, t);
-    return;
-  }
   submit(srv, t);
-}
-
-/* pump submits session s's waiting tasks, oldest first, while its window has room. */
-static void pump(lt_server_t *srv, lt_session_t *s) {
-  lt_task_t *t;
-  while ((t = s->wait_head) != NULL && !window_full(s)) {
-    wait_unlink(srv, s, t);
-    if (srv->stopping)
-      fail_later(srv, t, LT_ESHUTDOWN, "server shutting down");
-    else
-      submit(srv, t);
-  }
 }
 
 /* exec_cancel takes a queued t off the executor; false when a worker has it already. */
 static bool exec_cancel(lt_server_t *srv, lt_task_t *t) {
   if (!lt__executor_cancel(srv->ex, &t->job)) return false;
   srv->inexec--;
-  if (t->sess != NULL) t->sess->nexec--;
   t->state = TASK_NEW;
   return true;
 }
@@ -336,7 +284,7 @@ static void finish(lt_server_t *srv, lt_task_t *t, int status, const char *errms
       errmsg = err;
     }
   }
-  uint64_t us = t->ran ? t->job.service_us : 0;
+  const lt_job_t *ran = t->ran ? &t->job : NULL;
   if (status == LT_OK) {
     for (uint32_t i = 0; i < n; i++) {
       sizes[i] = vals[i]->len;
@@ -345,11 +293,11 @@ static void finish(lt_server_t *srv, lt_task_t *t, int status, const char *errms
       int small = s->inline_max > 0 && vals[i]->len <= s->inline_max && n <= LT_DONE_MAX_FRAMES;
       ret[i] = (t->flags & LT_INSTR_RETURN) || small ? vals[i] : NULL;
     }
-    lt__session_done_add(srv, s, t->seq, LT_OK, "", us, answer, n, sizes, ret);
+    lt__session_done_add(srv, s, t->seq, LT_OK, "", ran, answer, n, sizes, ret);
   } else {
     if (errmsg == NULL || errmsg[0] == '\0') errmsg = lt_strerror(status);
     if (expected(t)) lt__store_fail(srv->store, t->out, status, errmsg);
-    lt__session_done_add(srv, s, t->seq, status, errmsg, us, -1, 0, NULL, NULL);
+    lt__session_done_add(srv, s, t->seq, status, errmsg, ran, -1, 0, NULL, NULL);
   }
   release_inputs(srv, t);
   for (uint32_t i = 0; vals != NULL && i < n; i++)
@@ -538,8 +486,7 @@ static void resolve_inputs(lt_server_t *srv, lt_task_t *t, zmq_msg_t *payloads,
 void lt__task_execute(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m, zmq_msg_t *payloads) {
   /* The latest EXECUTE sets the window; one that widens it starts waiting tasks at once,
    * before this message's own (which queue behind them). */
-  s->max_active = m->u.execute.max_active;
-  pump(srv, s);
+  lt__executor_set_limit(srv->ex, &s->group, m->u.execute.max_active);
   for (uint32_t i = 0; i < m->u.execute.ninstrs; i++) {
     const lt_instr_t *ins = &m->u.execute.instrs[i];
     char err[600];
@@ -552,7 +499,7 @@ void lt__task_execute(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m, zmq_
     if (rc != LT_OK) {
       lt__log(LT_LOG_DEBUG, "session %s: instruction %llu refused: %s", s->name,
               (unsigned long long)ins->seq, err);
-      lt__session_done_add(srv, s, ins->seq, rc, err, 0, -1, 0, NULL, NULL);
+      lt__session_done_add(srv, s, ins->seq, rc, err, NULL, -1, 0, NULL, NULL);
       continue;
     }
     if (expected(t) && (rc = lt__store_expect(srv->store, t->out)) != LT_OK) {
@@ -570,14 +517,11 @@ void lt__task_cancel(lt_server_t *srv, lt_session_t *s, const uint64_t *seqs, ui
     if (t == NULL) continue;
     if (t->state == TASK_PARKED) {
       unpark_all(srv, t);
-    } else if (t->state == TASK_WAITING) {
-      wait_unlink(srv, s, t);
     } else if (t->state != TASK_EXEC || !exec_cancel(srv, t)) {
       continue; /* running, or already failing */
     }
     fail_later(srv, t, LT_ECANCELED, "canceled by the client");
   }
-  pump(srv, s); /* a canceled queued task freed its slot */
 }
 
 void lt__task_on_done(lt_executor_t *ex, lt_job_t *done, void *data) {
@@ -587,13 +531,10 @@ void lt__task_on_done(lt_executor_t *ex, lt_job_t *done, void *data) {
   for (lt_job_t *j = done; j != NULL; j = next) {
     next = j->next;
     lt_task_t *t = j->data;
-    lt_session_t *s = t->sess;
     srv->inexec--;
     srv->completed++;
     t->ran = true;
-    if (s != NULL) s->nexec--;
     finish(srv, t, j->result.status, j->result.status == LT_OK ? "" : j->result.errmsg);
-    if (s != NULL) pump(srv, s);
   }
   lt__server_settle(srv);
 }
@@ -613,13 +554,14 @@ void lt__task_drop_session(lt_server_t *srv, lt_session_t *s) {
   /* First detach everything without a callback running; then release the outputs, which
    * may wake (other sessions') readers. */
   HASH_ITER(hh, s->tasks, t, tmp) {
-    if (t->state == TASK_WAITING) wait_unlink(srv, s, t);
     HASH_DEL(s->tasks, t);
     t->sess = NULL;
     if (t->state == TASK_PARKED || t->state == TASK_NEW) {
       unpark_all(srv, t);
     } else if (t->state != TASK_EXEC || !exec_cancel(srv, t)) {
-      continue; /* running or failing: finished as an orphan later */
+      /* Running or failing: finished as an orphan later, out of the session's group. */
+      if (t->state == TASK_EXEC) lt__executor_detach(srv->ex, &t->job);
+      continue;
     }
     t->fail_next = dead;
     dead = t;
@@ -638,8 +580,6 @@ void lt__task_shutdown(lt_server_t *srv) {
     HASH_ITER(hh, s->tasks, t, tmp) {
       if (t->state == TASK_PARKED) {
         unpark_all(srv, t);
-      } else if (t->state == TASK_WAITING) {
-        wait_unlink(srv, s, t);
       } else if (t->state != TASK_EXEC || !exec_cancel(srv, t)) {
         continue;
       }

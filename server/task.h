@@ -10,12 +10,12 @@
 
 /* lt__task_execute handles an EXECUTE of session `s`: `payloads` are the message's payload
  * frames (msg->nframes of them, borrowed: a task copies the ones it needs). Every
- * instruction is either accepted (parked, waiting or queued) or answered with a completion
- * error. The message's max_active becomes the session's thread window first: while that
- * many of its tasks are on the executor, fireable ones wait in order in a session FIFO. */
+ * instruction is either accepted (parked or queued) or answered with a completion error.
+ * The message's max_active becomes the session's thread window first: the executor runs
+ * at most that many of its tasks at once; the others wait in order, holding no thread. */
 void lt__task_execute(lt_server_t *srv, lt_session_t *s, const lt_msg_t *msg, zmq_msg_t *payloads);
 
-/* lt__task_cancel drops the session's queued, waiting or parked instructions with these
+/* lt__task_cancel drops the session's queued or parked instructions with these
  * sequence numbers, answering each with LT_ECANCELED; running and unknown ones are left
  * alone. */
 void lt__task_cancel(lt_server_t *srv, lt_session_t *s, const uint64_t *seqs, uint32_t n);

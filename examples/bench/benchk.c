@@ -1,10 +1,12 @@
 /* examples/bench/benchk.c: the `bench` kernel module, the kernels of the benchmark programs
  * (examples/bench/): `noop` (a 16-byte task, answered with nothing or 16 bytes), `sleep`
  * (waits the milliseconds given as its text parameter, then copies its input) and `touch`
- * (a new value of the size of its input: the input with its first byte changed). Kernels run
- * on a server worker thread (or the client's, in local mode) and touch nothing but their own
- * call. */
+ * (a new value of the size of its input: the input with its first byte changed) and `spin` (a
+ * CPU-bound busy loop of a given number of iterations, for the heterogeneity benchmarks).
+ * Kernels run on a server worker thread (or the client's, in local mode) and touch nothing
+ * but their own call. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -14,6 +16,8 @@
 #define NOOP_SIZE    16
 #define PARAM_MAX    32
 #define SLEEP_MAX_MS 3600000L
+#define SPIN_SEED    8
+#define SPIN_MAX     1000000000000ULL
 
 /* one_input returns the single input of kernel `name` and its size, or NULL after failing
  * the call (*rc holds the value to return). */
@@ -57,17 +61,19 @@ LT_KERNEL(noop, call) {
   return 0;
 }
 
-/* parse_ms reads the sleep kernel's decimal parameter (not NUL-terminated) into *ms. */
-static int parse_ms(const char *param, size_t plen, long *ms) {
+/* parse_count reads a kernel's decimal parameter (not NUL-terminated) from 0 to max into
+ * *out: the milliseconds of sleep, the iterations of spin. */
+static int parse_count(const char *param, size_t plen, unsigned long long max,
+                       unsigned long long *out) {
   char text[PARAM_MAX];
-  if (param == NULL || plen == 0 || plen >= sizeof text) return -1;
+  if (param == NULL || plen == 0 || plen >= sizeof text || param[0] == '-') return -1;
   memcpy(text, param, plen);
   text[plen] = '\0';
   char *end = NULL;
   errno = 0;
-  long v = strtol(text, &end, 10);
-  if (end == text || *end != '\0' || errno != 0 || v < 0 || v > SLEEP_MAX_MS) return -1;
-  *ms = v;
+  unsigned long long v = strtoull(text, &end, 10);
+  if (end == text || *end != '\0' || errno != 0 || v > max) return -1;
+  *out = v;
   return 0;
 }
 
@@ -76,15 +82,15 @@ static int parse_ms(const char *param, size_t plen, long *ms) {
 LT_KERNEL(sleep, call) {
   size_t plen = 0;
   const char *param = lt_call_param(call, &plen);
-  long ms = 0;
-  if (parse_ms(param, plen, &ms) != 0)
+  unsigned long long ms = 0;
+  if (parse_count(param, plen, SLEEP_MAX_MS, &ms) != 0)
     return lt_call_fail(call, "bench:sleep: the parameter must be milliseconds from 0 to %ld",
                         SLEEP_MAX_MS);
   size_t len = 0;
   int rc = 0;
   const unsigned char *in = one_input(call, "sleep", &len, &rc);
   if (rc != 0) return rc;
-  struct timespec left = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+  struct timespec left = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000L};
   while (nanosleep(&left, &left) != 0) {
     if (errno != EINTR) return lt_call_fail(call, "bench:sleep: nanosleep: %s", strerror(errno));
   }
@@ -104,5 +110,39 @@ LT_KERNEL(touch, call) {
   unsigned char *out = copy_out(call, in, len);
   if (out == NULL && len > 0) return lt_call_fail(call, "bench:touch: out of memory");
   if (len > 0) out[0] = (unsigned char)(in[0] + 1);
+  return 0;
+}
+
+/* bench:spin is a CPU-bound task: a xorshift generator seeded by its 8-byte input runs for the
+ * number of iterations in its text parameter ("20000000"), and the output is the input
+ * followed by the 8-byte sum of the generated numbers. The sum depends on every step, so the
+ * loop cannot be optimised away, and equal inputs give equal outputs on every host. */
+LT_KERNEL(spin, call) {
+  size_t plen = 0;
+  const char *param = lt_call_param(call, &plen);
+  unsigned long long n = 0;
+  if (parse_count(param, plen, SPIN_MAX, &n) != 0)
+    return lt_call_fail(call, "bench:spin: the parameter must be iterations from 0 to %llu",
+                        SPIN_MAX);
+  size_t len = 0;
+  int rc = 0;
+  const unsigned char *in = one_input(call, "spin", &len, &rc);
+  if (rc != 0) return rc;
+  if (len != SPIN_SEED)
+    return lt_call_fail(call, "bench:spin: input must be %d bytes, got %zu", SPIN_SEED, len);
+  uint64_t x, sum = 0;
+  memcpy(&x, in, sizeof x);
+  x ^= 0x9e3779b97f4a7c15u; /* xorshift must not start at 0 */
+  if (x == 0) x = 1;
+  for (unsigned long long i = 0; i < n; i++) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    sum += x;
+  }
+  unsigned char *out = lt_call_output(call, 2 * SPIN_SEED);
+  if (out == NULL) return lt_call_fail(call, "bench:spin: out of memory");
+  memcpy(out, in, SPIN_SEED);
+  memcpy(out + SPIN_SEED, &sum, sizeof sum);
   return 0;
 }

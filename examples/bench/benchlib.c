@@ -326,3 +326,14 @@ out:
   if (sctx != NULL) zmq_ctx_term(sctx);
   return rc;
 }
+
+void bench_index_make(long i, unsigned char *buf, void *arg) {
+  (void)arg;
+  memcpy(buf, &i, BENCH_INDEX_SIZE);
+}
+
+int bench_index_check(long i, const unsigned char *data, size_t len, void *arg) {
+  unsigned char want[BENCH_INDEX_SIZE];
+  bench_index_make(i, want, arg);
+  return len == BENCH_INDEX_SIZE && memcmp(data, want, BENCH_INDEX_SIZE) == 0 ? 0 : -1;
+}

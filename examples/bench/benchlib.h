@@ -41,6 +41,12 @@ lt_eval_t *bench_eval_open(const char *prog, lt_skel_t *program, const char *con
 typedef void (*bench_make_fn)(long i, unsigned char *buf, void *arg);
 typedef int (*bench_check_fn)(long i, const unsigned char *data, size_t len, void *arg);
 
+/* Tasks that are their own index: 8 bytes holding i, answered unchanged by kernels that copy
+ * their input (bench:sleep, bench:noop "echo"). */
+#define BENCH_INDEX_SIZE 8
+void bench_index_make(long i, unsigned char *buf, void *arg);
+int bench_index_check(long i, const unsigned char *data, size_t len, void *arg);
+
 /* bench_eval_stream submits `tasks` tasks of `size` bytes from a feeder thread while this
  * thread reads the results in order and checks each one, then closes the input. The
  * evaluator must have `ordered` on. *seconds is the time from the first submit to the last

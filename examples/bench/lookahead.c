@@ -13,24 +13,10 @@
 
 #include "benchlib.h"
 
-#define TASK_SIZE 8
-
 static const char usage[] =
     "usage: bench_lookahead [--runs N] [--tasks N]\n"
     "  --runs N   runs of each setting, the median is reported (default 3)\n"
     "  --tasks N  tasks per run (default 600)\n";
-
-static void make_task(long i, unsigned char *buf, void *arg) {
-  (void)arg;
-  memcpy(buf, &i, TASK_SIZE);
-}
-
-/* bench:sleep copies its input. */
-static int check_result(long i, const unsigned char *data, size_t len, void *arg) {
-  unsigned char want[TASK_SIZE];
-  make_task(i, want, arg);
-  return len == TASK_SIZE && memcmp(data, want, TASK_SIZE) == 0 ? 0 : -1;
-}
 
 /* one_run runs the farm with lookahead `on` ("on"/"off") and gives its throughput. */
 static int one_run(const char *on, long tasks, double *rate) {
@@ -40,8 +26,8 @@ static int one_run(const char *on, long tasks, double *rate) {
       bench_eval_open("bench_lookahead", lt_farm(lt_seq_with("bench:sleep", "2", 1)), kv, 1);
   if (ev == NULL) return -1;
   double secs = 0;
-  int rc = bench_eval_stream("bench_lookahead", ev, tasks, TASK_SIZE, make_task, check_result, NULL,
-                             &secs);
+  int rc = bench_eval_stream("bench_lookahead", ev, tasks, BENCH_INDEX_SIZE, bench_index_make,
+                             bench_index_check, NULL, &secs);
   lt_eval_free(ev);
   if (rc == 0) *rate = (double)tasks / secs;
   return rc;

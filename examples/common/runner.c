@@ -99,6 +99,11 @@ static int configure(const ex_opts_t *o, lt_eval_t *ev) {
 }
 
 lt_eval_t *ex_eval_open(const ex_opts_t *o, lt_skel_t *program, int local) {
+  return ex_eval_open_with(o, program, local, NULL);
+}
+
+lt_eval_t *ex_eval_open_with(const ex_opts_t *o, lt_skel_t *program, int local,
+                             const char *const *kv) {
   if (program == NULL) {
     fprintf(stderr, "%s: cannot build the skeleton program\n", o->prog);
     return NULL;
@@ -110,6 +115,12 @@ lt_eval_t *ex_eval_open(const ex_opts_t *o, lt_skel_t *program, int local) {
     return NULL;
   }
   if (configure(o, ev) != LT_OK) goto fail;
+  for (size_t i = 0; kv != NULL && kv[i] != NULL; i += 2) {
+    if ((rc = lt_eval_set(ev, kv[i], kv[i + 1])) != LT_OK) {
+      fprintf(stderr, "%s: option %s=%s: %s\n", o->prog, kv[i], kv[i + 1], lt_strerror(rc));
+      goto fail;
+    }
+  }
   if (local) {
     if ((rc = lt_eval_run_local(ev)) != LT_OK) {
       fprintf(stderr, "%s: lt_eval_run_local: %s\n", o->prog, lt_strerror(rc));
@@ -178,14 +189,18 @@ static long long stat_number(const char *json, const char *key) {
   return strtoll(p + strlen(pat), NULL, 10);
 }
 
+void ex_eval_where(const ex_opts_t *o, int local, char *buf, size_t len) {
+  if (local)
+    snprintf(buf, len, "the sequential evaluator");
+  else if (o->hosts != NULL)
+    snprintf(buf, len, "the given servers");
+  else
+    snprintf(buf, len, "%d spawned server%s", o->servers, o->servers == 1 ? "" : "s");
+}
+
 void ex_eval_report(const ex_opts_t *o, lt_eval_t *ev, int local, double seconds) {
   char where[64];
-  if (local)
-    snprintf(where, sizeof where, "the sequential evaluator");
-  else if (o->hosts != NULL)
-    snprintf(where, sizeof where, "the given servers");
-  else
-    snprintf(where, sizeof where, "%d spawned server%s", o->servers, o->servers == 1 ? "" : "s");
+  ex_eval_where(o, local, where, sizeof where);
   char *json = NULL;
   int rc = lt_eval_stats_json(ev, &json);
   if (rc != LT_OK) {

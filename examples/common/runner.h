@@ -40,6 +40,16 @@ int ex_parse_num(const ex_opts_t *o, const char *flag, const char *text, long lo
  * of `o`. Returns NULL after printing why. */
 lt_eval_t *ex_eval_open(const ex_opts_t *o, lt_skel_t *program, int local);
 
+/* ex_eval_open_with is ex_eval_open that also sets the options in `kv` (NULL-terminated key,
+ * value, key, value, ...; borrowed) after the server program and modules, before starting:
+ * e.g. mode, trace or lookahead. kv may be NULL. */
+lt_eval_t *ex_eval_open_with(const ex_opts_t *o, lt_skel_t *program, int local,
+                             const char *const *kv);
+
+/* ex_eval_where writes where a run of `o` goes ("2 spawned servers", "the given servers", "the
+ * sequential evaluator" when `local`) into buf. */
+void ex_eval_where(const ex_opts_t *o, int local, char *buf, size_t len);
+
 /* ex_eval_run submits one task of `len` bytes, closes the input and waits for the result,
  * which goes to *out (caller frees with lt_buf_free). Returns 0, or -1 after printing the
  * error when the evaluator failed or the task's result is an error. */

@@ -547,6 +547,35 @@ Test(tool, hosts_and_stats, .timeout = 60) {
   remove_dir();
 }
 
+/* --trace FILE writes the trace of the run (tests/e2e/test_trace.c checks its contents); a
+ * path that cannot be created stops the run, naming it. */
+Test(tool, trace_option, .timeout = 60) {
+  make_dir();
+  write_file("a", "abc");
+  write_file("b", "de");
+  result_t r;
+  tool(&r, NULL, "run", "farm(testk:upper)", path_of("a"), path_of("b"), SERVERS, "--trace",
+       path_of("t.json"), NULL);
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  cr_expect_str_eq(r.out, "ABCDE");
+  free_result(&r);
+  char *trace = slurp(path_of("t.json"), NULL);
+  cr_assert_not_null(trace, "no trace written");
+  cr_expect(strncmp(trace, "{\"displayTimeUnit\":\"ms\"", 22) == 0, "%.80s", trace);
+  cr_expect(strstr(trace, "\"name\":\"testk:upper\"") != NULL, "no span: %s", trace);
+  size_t len = strlen(trace);
+  cr_expect(len > 4 && strcmp(trace + len - 4, "\n]}\n") == 0, "not closed: %s", trace);
+  free(trace);
+  tool(&r, NULL, "run", "farm(testk:upper)", path_of("a"), SERVERS, "--trace",
+       path_of("no-dir/t.json"), NULL);
+  cr_expect_eq(r.status, 1);
+  cr_expect(strstr(r.err, path_of("no-dir/t.json")) != NULL, "%s", r.err);
+  cr_expect(strstr(r.err, "lithium: cannot start the evaluator") != NULL, "%s", r.err);
+  cr_expect_str_eq(r.out, "");
+  free_result(&r);
+  remove_dir();
+}
+
 /* With stderr on a terminal the tool draws a progress line; reads the terminal while the
  * tool runs so it never blocks on a full buffer. */
 Test(tool, progress_on_a_terminal, .timeout = 60) {

@@ -20,12 +20,18 @@ int64_t get_i64(const void *p) {
 }
 
 lt_eval_t *new_eval(lt_skel_t *program, int nservers) {
+  return new_eval_with(program, nservers, NULL);
+}
+
+lt_eval_t *new_eval_with(lt_skel_t *program, int nservers, const char *const *opts) {
   cr_assert_not_null(program);
   lt_eval_t *ev = NULL;
   cr_assert_eq(lt_eval_new(&ev, program), LT_OK);
   cr_assert_eq(lt_eval_set(ev, "server", LT_TEST_SERVER), LT_OK);
   cr_assert_eq(lt_eval_set(ev, "modules", LT_TEST_MODULES), LT_OK);
   cr_assert_eq(lt_eval_set(ev, "server_threads", "2"), LT_OK);
+  for (int i = 0; opts != NULL && opts[i] != NULL; i += 2)
+    cr_assert_eq(lt_eval_set(ev, opts[i], opts[i + 1]), LT_OK, "%s %s", opts[i], opts[i + 1]);
   int rc = lt_eval_spawn_local(ev, nservers);
   cr_assert_eq(rc, LT_OK, "spawn_local: %s", lt_strerror(rc));
   rc = lt_eval_start(ev);
@@ -76,4 +82,12 @@ uint64_t stats_sum(const char *json, const char *key) {
   for (int i = 0; i < n; i++)
     sum += v[i];
   return sum;
+}
+
+void submit_i64s(lt_eval_t *ev, int n) {
+  for (int i = 0; i < n; i++) {
+    unsigned char tok[8];
+    put_i64(tok, i);
+    cr_assert_eq(lt_eval_submit(ev, tok, 8, NULL), LT_OK, "task %d", i);
+  }
 }

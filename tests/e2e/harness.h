@@ -16,6 +16,10 @@ int64_t get_i64(const void *p);
  * set, spawns `nservers` local servers and starts it; the test fails on any error. */
 lt_eval_t *new_eval(lt_skel_t *program, int nservers);
 
+/* new_eval_with is new_eval with more options set before the start: `opts` holds key, value
+ * pairs and ends with NULL (NULL: none). */
+lt_eval_t *new_eval_with(lt_skel_t *program, int nservers, const char *const *opts);
+
 /* start_server starts one lithium-server the test controls; the test fails on error. */
 void start_server(lt_proc_t *p, const char *name, uint32_t threads);
 
@@ -28,6 +32,9 @@ void start_server_with(lt_proc_t *p, const char *name, uint32_t threads, const c
 uint64_t stats_u64(const char *json, const char *key);
 int stats_each(const char *json, const char *key, uint64_t *v, int n);
 uint64_t stats_sum(const char *json, const char *key);
+
+/* submit_i64s submits the int64 tasks 0..n-1 to the stream; the test fails on an error. */
+void submit_i64s(lt_eval_t *ev, int n);
 
 /* next_i64 reads the next result, expects it to be a successful int64 and returns it. */
 int64_t next_i64(lt_eval_t *ev);

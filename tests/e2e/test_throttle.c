@@ -3,7 +3,9 @@
  * with throttling on, the thread window stays within [min_threads, max_threads]. */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -20,11 +22,7 @@ static char *run_spins(lt_proc_t *hosts, int nhosts, int n, const char *const *o
    * would hold submission back whenever the slow server's task is next, idling the fast
    * ones, and the distribution would measure the reader instead of the servers. */
   cr_assert_leq(n, 1024, "more than the default max_pending");
-  for (int i = 0; i < n; i++) {
-    unsigned char tok[8];
-    put_i64(tok, i);
-    cr_assert_eq(lt_eval_submit(ev, tok, 8, NULL), LT_OK);
-  }
+  submit_i64s(ev, n);
   lt_eval_close(ev);
   for (int i = 0; i < n; i++)
     cr_assert_eq(next_i64(ev), i);
@@ -76,5 +74,50 @@ Test(throttle, the_window_stays_within_its_bounds, .timeout = 180) {
   }
   free(json);
   for (int i = 0; i < 2; i++)
+    lt__proc_stop(&hosts[i], 5000);
+}
+
+/* inflight_of returns the instructions in flight on server `i` per the stats. */
+static uint64_t inflight_of(lt_eval_t *ev, int i) {
+  char *json = NULL;
+  cr_assert_eq(lt_eval_stats_json(ev, &json), LT_OK);
+  uint64_t v[4] = {0};
+  int n = stats_each(json, "inflight", v, 4);
+  free(json);
+  return i < n ? v[i] : 0;
+}
+
+/* End of stream: work queued on a slow server moves to idle fast ones, confirmed by the
+ * slow server's cancel, and nothing runs twice. The slow server is alone at first, so it is
+ * given a queue; the fast ones join once it has one. */
+Test(throttle, queued_work_moves_off_a_slow_server_at_the_end, .timeout = 180) {
+  lt_proc_t hosts[3];
+  const char *slow[] = {"--slowdown", "10", NULL};
+  start_server_with(&hosts[0], "slow", 1, slow);
+  start_server(&hosts[1], "fast0", 1);
+  start_server(&hosts[2], "fast1", 1);
+  lt_eval_t *ev = NULL;
+  cr_assert_eq(lt_eval_new(&ev, lt_farm(lt_seq_with("testk:spin", "2000000", 7))), LT_OK);
+  cr_assert_eq(lt_eval_set(ev, "max_threads", "4"), LT_OK);
+  cr_assert_eq(lt_eval_add_host(ev, hosts[0].endpoint), LT_OK);
+  cr_assert_eq(lt_eval_start(ev), LT_OK);
+  const int n = 16;
+  submit_i64s(ev, n);
+  while (inflight_of(ev, 0) < 4)
+    usleep(10000);
+  cr_assert_eq(lt_eval_add_host(ev, hosts[1].endpoint), LT_OK);
+  cr_assert_eq(lt_eval_add_host(ev, hosts[2].endpoint), LT_OK);
+  lt_eval_close(ev);
+  for (int i = 0; i < n; i++)
+    cr_assert_eq(next_i64(ev), i);
+  char *json = NULL;
+  cr_assert_eq(lt_eval_stats_json(ev, &json), LT_OK);
+  lt_eval_free(ev);
+  cr_assert_geq(stats_u64(json, "migrated"), 1, "%s", json);
+  /* Every task ran exactly once, counted by the servers themselves. */
+  cr_assert_eq(stats_sum(json, "executed"), (uint64_t)n, "%s", json);
+  cr_assert_eq(stats_sum(json, "completed"), (uint64_t)n, "%s", json);
+  free(json);
+  for (int i = 0; i < 3; i++)
     lt__proc_stop(&hosts[i], 5000);
 }

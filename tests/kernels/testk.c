@@ -13,6 +13,8 @@
  *   param      any inputs (ignored); output: a copy of the parameter bytes.
  *   sleep      1 input; param: milliseconds as decimal text; sleeps, then copies the input.
  *   spin       1 input; param: iterations as decimal text; runs a CPU loop, copies the input.
+ *   work       1 input; param: milliseconds as decimal text; uses a tenth of them as thread
+ *              CPU time, sleeps the rest, copies the input (a task that shares its host).
  *   noop       any inputs (ignored); one empty output.
  *   upper      1 input; output: its ASCII uppercase.
  *   two        1 input; two outputs, each a copy of it (arity tests).
@@ -168,6 +170,32 @@ LT_KERNEL(spin, call) {
   volatile uint64_t acc = 0;
   for (unsigned long long i = 0; i < iters; i++)
     acc = acc * 6364136223846793005ULL + i;
+  return copy_output(call, in, len);
+}
+
+static uint64_t thread_cpu_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+LT_KERNEL(work, call) {
+  unsigned long long ms;
+  size_t len;
+  if (param_number(call, "work", &ms) != 0) return 1;
+  const void *in = one_input(call, "work", &len);
+  if (in == NULL) return 1;
+  /* CPU time, not wall time: a thread that gets less of the CPU takes longer. */
+  uint64_t until = thread_cpu_us() + ms * 100u;
+  volatile uint64_t acc = 0;
+  while (thread_cpu_us() < until)
+    for (int i = 0; i < 1000; i++)
+      acc = acc * 6364136223846793005ULL + (uint64_t)i;
+  uint64_t rest_us = ms * 900u;
+  struct timespec ts = {.tv_sec = (time_t)(rest_us / 1000000u),
+                        .tv_nsec = (long)(rest_us % 1000000u) * 1000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
   return copy_output(call, in, len);
 }
 

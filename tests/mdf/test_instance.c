@@ -124,7 +124,7 @@ static void run_map(uint32_t parts) {
   cr_assert_str_eq(t->kernels[fi.stages[0].kernel], "m:merge");
   cr_assert_eq(fi.ninputs, parts);
   for (uint32_t i = 0; i < parts; i++) {
-    char want[8];
+    char want[16];
     snprintf(want, sizeof want, "r%u", i);
     cr_assert_eq(memcmp(fi.inputs[i].value->data, want, strlen(want)), 0);
   }

@@ -162,6 +162,7 @@ static bool msg_equal(const lt_msg_t *a, const lt_msg_t *b, const char **why) {
     DIFF(a->u.welcome.cores != b->u.welcome.cores, "welcome.cores");
     DIFF(a->u.welcome.threads != b->u.welcome.threads, "welcome.threads");
     DIFF(!feq(a->u.welcome.speed, b->u.welcome.speed), "welcome.speed");
+    DIFF(a->u.welcome.now_us != b->u.welcome.now_us, "welcome.now_us");
     break;
   case LT_MSG_PROGRAM:
     DIFF(a->u.program.nkernels != b->u.program.nkernels, "program.nkernels");
@@ -202,6 +203,7 @@ static bool msg_equal(const lt_msg_t *a, const lt_msg_t *b, const char **why) {
            "completion");
       DIFF(!str_eq(x->errmsg, y->errmsg), "completion.errmsg");
       DIFF(x->answer != y->answer, "completion.answer");
+      DIFF(x->worker != y->worker || x->start_us != y->start_us, "completion.worker/start_us");
       DIFF(x->noutputs != y->noutputs, "completion.noutputs");
       for (uint32_t j = 0; j < x->noutputs; j++)
         DIFF(x->outputs[j].size != y->outputs[j].size || x->outputs[j].frame != y->outputs[j].frame,
@@ -230,6 +232,7 @@ static bool msg_equal(const lt_msg_t *a, const lt_msg_t *b, const char **why) {
     break;
   case LT_MSG_HEARTBEAT:
     DIFF(a->u.heartbeat.seq != b->u.heartbeat.seq, "heartbeat.seq");
+    DIFF(a->u.heartbeat.now_us != b->u.heartbeat.now_us, "heartbeat.now_us");
     break;
   case LT_MSG_BYE:
     break;
@@ -343,6 +346,7 @@ static void sample(lt_msg_t *m, lt_msg_type_t t) {
     m->u.welcome.cores = 64;
     m->u.welcome.threads = 128;
     m->u.welcome.speed = 3.14159265358979;
+    m->u.welcome.now_us = 1ull << 52;
     break;
   case LT_MSG_PROGRAM:
     m->u.program.nkernels = 4;
@@ -385,12 +389,16 @@ static void sample(lt_msg_t *m, lt_msg_type_t t) {
                                   .noutputs = 3,
                                   .outputs = oinfo0,
                                   .service_us = 123456,
-                                  .answer = 0};
+                                  .answer = 0,
+                                  .worker = LT_MAX_WORKERS - 1,
+                                  .start_us = UINT64_MAX};
     compls[1] = (lt_completion_t){.seq = 78,
                                   .status = LT_EKERNEL,
                                   .errmsg = "kernel failed: \xc3\xa9",
                                   .service_us = 1,
-                                  .answer = 1};
+                                  .answer = 1,
+                                  .worker = 3,
+                                  .start_us = 987654321};
     compls[2] = (lt_completion_t){.seq = 79, .status = LT_OK, .errmsg = "", .answer = -1};
     m->u.done.ncompl = 3;
     m->u.done.compl = compls;
@@ -415,6 +423,7 @@ static void sample(lt_msg_t *m, lt_msg_type_t t) {
     break;
   case LT_MSG_HEARTBEAT:
     m->u.heartbeat.seq = 1234567;
+    m->u.heartbeat.now_us = 7654321;
     break;
   case LT_MSG_BYE:
     break;
@@ -769,8 +778,8 @@ static const gschema schemas[] = {
                  {0, 0, 0, 0, S_INPUT, S_OID, 0, 0, S_STAGE}},
     [S_EXECUTE] = {1, {0, K_SUB}, {0, S_INSTR}},
     [S_OUTINFO] = {2, {0, K_VARINT, K_VARINT}, {0}},
-    [S_COMPL] = {6,
-                 {0, K_VARINT, K_VARINT, K_STR, K_SUB, K_VARINT, K_VARINT},
+    [S_COMPL] = {8,
+                 {0, K_VARINT, K_VARINT, K_STR, K_SUB, K_VARINT, K_VARINT, K_VARINT, K_VARINT},
                  {0, 0, 0, 0, S_OUTINFO}},
     [S_DONE] = {1, {0, K_SUB}, {0, S_COMPL}},
 };
@@ -1322,6 +1331,105 @@ Test(codec, fetch_release_and_peer_bytes) {
   cr_assert_eq(out.load.peer_in, 0);
   cr_assert_eq(out.load.peer_out, 0);
   lt__msg_clear(&out);
+}
+
+Test(codec, trace_fields_wire_format) {
+  /* The trace fields, against the hand-built writer: Completion.worker 7 and start_us 8,
+   * Welcome.now_us 6, Heartbeat.now_us 2; all omitted when zero, so an old peer's messages
+   * decode with zeros. */
+  lt_completion_t c = {.seq = 5, .errmsg = "", .answer = -1, .worker = 2, .start_us = 1ull << 40};
+  lt_msg_t d = {.type = LT_MSG_DONE};
+  d.u.done.ncompl = 1;
+  d.u.done.compl = &c;
+  roundtrip(&d, NULL);
+  void *hdr;
+  size_t len;
+  encode_ok(&d, &hdr, &len);
+  pb cp = {.n = 0}, dn = {.n = 0}, env = {.n = 0};
+  pb_uint(&cp, 1, 5);
+  pb_uint(&cp, 7, 2);
+  pb_uint(&cp, 8, 1ull << 40);
+  pb_sub(&dn, 1, &cp);
+  pb_sub(&env, body_fno(LT_MSG_DONE), &dn);
+  cr_assert_eq(len, env.n);
+  cr_assert_eq(memcmp(hdr, env.b, len), 0);
+  free(hdr);
+
+  lt_msg_t w = {.type = LT_MSG_WELCOME};
+  w.u.welcome.server_id = "";
+  w.u.welcome.now_us = 123456789;
+  encode_ok(&w, &hdr, &len);
+  pb wb = {.n = 0};
+  env.n = 0;
+  pb_uint(&wb, 6, 123456789);
+  pb_sub(&env, body_fno(LT_MSG_WELCOME), &wb);
+  cr_assert_eq(len, env.n);
+  cr_assert_eq(memcmp(hdr, env.b, len), 0);
+  free(hdr);
+
+  lt_msg_t h = {.type = LT_MSG_HEARTBEAT};
+  h.u.heartbeat.seq = 9;
+  h.u.heartbeat.now_us = UINT64_MAX;
+  encode_ok(&h, &hdr, &len);
+  pb hb = {.n = 0};
+  env.n = 0;
+  pb_uint(&hb, 1, 9);
+  pb_uint(&hb, 2, UINT64_MAX);
+  pb_sub(&env, body_fno(LT_MSG_HEARTBEAT), &hb);
+  cr_assert_eq(len, env.n);
+  cr_assert_eq(memcmp(hdr, env.b, len), 0);
+  free(hdr);
+
+  /* Old peers: no trace fields decode as zero. */
+  lt_msg_t out;
+  cp.n = dn.n = env.n = 0;
+  pb_uint(&cp, 1, 5);
+  pb_uint(&cp, 5, 77);
+  pb_sub(&dn, 1, &cp);
+  pb_sub(&env, body_fno(LT_MSG_DONE), &dn);
+  cr_assert_eq(decode_hdr(&out, env.b, env.n, NULL, 0, NULL), 0);
+  cr_assert_eq(out.u.done.compl [0].service_us, 77);
+  cr_assert_eq(out.u.done.compl [0].worker, 0);
+  cr_assert_eq(out.u.done.compl [0].start_us, 0);
+  lt__msg_clear(&out);
+  hb.n = env.n = 0;
+  pb_uint(&hb, 1, 9);
+  pb_sub(&env, body_fno(LT_MSG_HEARTBEAT), &hb);
+  cr_assert_eq(decode_hdr(&out, env.b, env.n, NULL, 0, NULL), 0);
+  cr_assert_eq(out.u.heartbeat.seq, 9);
+  cr_assert_eq(out.u.heartbeat.now_us, 0);
+  lt__msg_clear(&out);
+}
+
+Test(codec, bad_worker_rejected) {
+  /* A worker index at or past LT_MAX_WORKERS is refused both ways. */
+  static const uint64_t workers[] = {0, LT_MAX_WORKERS - 1, LT_MAX_WORKERS, UINT32_MAX};
+  for (size_t i = 0; i < sizeof workers / sizeof *workers; i++) {
+    pb cp = {.n = 0}, dn = {.n = 0}, env = {.n = 0};
+    pb_uint(&cp, 1, 1);
+    pb_uint(&cp, 7, workers[i]);
+    pb_sub(&dn, 1, &cp);
+    pb_sub(&env, body_fno(LT_MSG_DONE), &dn);
+    lt_msg_t out;
+    int rc = decode_hdr(&out, env.b, env.n, NULL, 0, NULL);
+    if (workers[i] < LT_MAX_WORKERS) {
+      cr_assert_eq(rc, 0, "worker %llu", (unsigned long long)workers[i]);
+      cr_assert_eq(out.u.done.compl [0].worker, workers[i]);
+      lt__msg_clear(&out);
+    } else {
+      cr_assert_eq(rc, LT_EPROTO, "worker %llu", (unsigned long long)workers[i]);
+    }
+    lt_completion_t c = {.seq = 1, .errmsg = "", .answer = -1, .worker = (uint32_t)workers[i]};
+    lt_msg_t d = {.type = LT_MSG_DONE};
+    d.u.done.ncompl = 1;
+    d.u.done.compl = &c;
+    void *hdr = NULL;
+    size_t len = 0;
+    rc = lt__msg_encode(&d, &hdr, &len);
+    cr_assert_eq(rc, workers[i] < LT_MAX_WORKERS ? 0 : LT_EINVAL, "worker %llu",
+                 (unsigned long long)workers[i]);
+    free(hdr);
+  }
 }
 
 Test(codec, bad_op_and_answer_rejected) {

@@ -242,6 +242,41 @@ Test(executor, slowdown_stretches_service_time) {
   teardown(&f);
 }
 
+/* Each job says which worker ran it and when it started (for traces): jobs that overlapped
+ * in time ran on different workers, every start lies between submit and return. */
+Test(executor, jobs_carry_worker_and_start) {
+  fixture_t f;
+  setup(&f, 3, 1.0);
+  unsigned char x = 'x';
+  lt_bytes_t in = {&x, 1};
+  lt_exec_stage_t sl = stage(&f, "testk:sleep", "20");
+  enum { N = 6 };
+  lt_job_t jobs[N];
+  uint64_t before = lt__executor_now_us();
+  for (int i = 0; i < N; i++) {
+    job_init(&jobs[i], &sl, 1, &in, 1);
+    lt__executor_submit(f.ex, &jobs[i]);
+  }
+  run_until(&f, N);
+  uint64_t after = lt__executor_now_us();
+  for (int i = 0; i < N; i++) {
+    const lt_job_t *a = &jobs[i];
+    cr_assert_eq(a->result.status, LT_OK);
+    cr_assert_lt(a->worker, 3);
+    cr_assert(a->start_us >= before && a->start_us + a->service_us <= after);
+    for (int k = 0; k < i; k++) {
+      const lt_job_t *b = &jobs[k];
+      int overlap =
+          a->start_us < b->start_us + b->service_us && b->start_us < a->start_us + a->service_us;
+      cr_assert(!overlap || a->worker != b->worker, "jobs %d and %d overlap on worker %u", k, i,
+                a->worker);
+    }
+  }
+  for (int i = 0; i < N; i++)
+    lt__exec_result_clear(&jobs[i].result);
+  teardown(&f);
+}
+
 /* The worker runs the whole op: fused stages back to back, a split's parts. */
 Test(executor, ops) {
   fixture_t f;

@@ -24,6 +24,8 @@ typedef struct rec {
   int32_t frame[4];
   int64_t v[4];
   int answer;
+  uint32_t worker;   /* the worker thread that ran it */
+  uint64_t start_us; /* when it started (server CLOCK_MONOTONIC), 0 when it never ran */
 } rec_t;
 
 typedef struct st {
@@ -55,6 +57,8 @@ static void record(st_t *s, th_rx_t *r) {
       snprintf(d->msg, sizeof d->msg, "%s", c->errmsg);
       d->nout = c->noutputs;
       d->answer = c->answer;
+      d->worker = c->worker;
+      d->start_us = c->start_us;
       for (uint32_t k = 0; k < c->noutputs && k < 4; k++) {
         d->size[k] = c->outputs[k].size;
         d->frame[k] = c->outputs[k].frame;
@@ -220,9 +224,16 @@ Test(protocol, welcome_and_inline_execute) {
   lt_input_t in = inl(0);
   lt_oid_t out = oid(100);
   lt_instr_t i = instr(1, K_INC, &in, 1, &out, 1, LT_INSTR_RETURN, NULL);
+  uint64_t before_us = (uint64_t)th_now_ms() * 1000;
   execute(s, &i, 1, &pay, 1);
   WAIT_FOR(s, s->done[1].got);
+  uint64_t after_us = (uint64_t)th_now_ms() * 1000 + 1000;
   cr_assert_eq(s->done[1].status, LT_OK, "%s", s->done[1].msg);
+  /* For traces: which worker ran it and when, on the server's (here the same) clock. */
+  cr_assert_lt(s->done[1].worker, 2);
+  cr_assert(s->done[1].start_us >= before_us && s->done[1].start_us <= after_us,
+            "start %llu not in [%llu, %llu]", (unsigned long long)s->done[1].start_us,
+            (unsigned long long)before_us, (unsigned long long)after_us);
   cr_assert_eq(s->done[1].nout, 1);
   cr_assert_eq(s->done[1].size[0], 8);
   cr_assert_eq(s->done[1].frame[0], 0);
@@ -250,6 +261,19 @@ Test(protocol, welcome_fields) {
   cr_assert_eq(r.m.u.welcome.threads, 2);
   cr_assert_gt(r.m.u.welcome.speed, 0.0, "a calibrated speed");
   cr_assert(r.m.has_load);
+  /* The server's clock (CLOCK_MONOTONIC, here the same as ours) in welcome and pong. */
+  uint64_t now_us = (uint64_t)th_now_ms() * 1000 + 1000;
+  cr_assert(r.m.u.welcome.now_us > 0 && r.m.u.welcome.now_us <= now_us);
+  uint64_t welcome_us = r.m.u.welcome.now_us;
+  th_rx_clear(&r);
+  lt_msg_t ping = {.type = LT_MSG_HEARTBEAT};
+  ping.u.heartbeat.seq = 5;
+  cr_assert_eq(th_send(&c, &ping, NULL, 0), LT_OK);
+  cr_assert_eq(th_recv(&c, &r, 5000), 0);
+  cr_assert_eq(r.m.type, LT_MSG_HEARTBEAT);
+  cr_assert_eq(r.m.u.heartbeat.seq, 5);
+  cr_assert_geq(r.m.u.heartbeat.now_us, welcome_us);
+  cr_assert_leq(r.m.u.heartbeat.now_us, (uint64_t)th_now_ms() * 1000 + 1000);
   th_rx_clear(&r);
   th_client_close(&c);
   cr_assert_eq(th_server_stop(&srv, SIGINT, 5000), 0);
@@ -438,6 +462,8 @@ Test(protocol, bad_instructions) {
   execute(s, ins, 13, &pay, 1);
   WAIT_FOR(s, s->ndone == 13);
   cr_assert_eq(s->done[1].status, LT_EPROTO);
+  cr_assert_eq(s->done[1].start_us, 0, "refused: it never ran");
+  cr_assert_gt(s->done[3].start_us, 0, "it ran");
   cr_assert_eq(s->done[2].status, LT_EPROTO);
   cr_assert_eq(s->done[3].status, LT_OK);
   cr_assert_eq(s->done[3].answer, -1);

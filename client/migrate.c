@@ -1,0 +1,126 @@
+/* migrate.c: end-of-stream migration (issue "throttling and heterogeneity"). Once the input
+ * is closed and nothing waits for placement, a server with free threads may take work queued
+ * but not started on a slower one: the client cancels the newest instructions there, and
+ * only an ECANCELED completion — the server's confirmation that the instruction never ran
+ * and never will — puts one back for placement. An instruction that had started completes
+ * as usual, so nothing runs twice. Only instructions whose inputs the client holds move
+ * (a farm's tasks), and one round of cancels is out at a time. Dispatcher thread only. */
+#include <stdlib.h>
+
+#include <lithium/error.h>
+#include "sched_internal.h"
+
+#define MIGRATE_GAIN 1.5 /* move only when the queue to drain is this much longer than a task */
+
+/* input_closed tells whether no task can arrive any more. */
+static int input_closed(lt_sched_t *s) {
+  pthread_mutex_lock(&s->ev->mu);
+  int closed = s->ev->closed && s->ev->intake_head == NULL;
+  pthread_mutex_unlock(&s->ev->mu);
+  return closed;
+}
+
+/* idle_threads returns the threads of the window of server i that have no instruction. */
+static uint32_t idle_threads(const lt_sched_t *s, size_t i) {
+  if (s->conns[i].state != LT_CONN_READY) return 0;
+  uint32_t t = (uint32_t)lt__pace_parallel(&s->pace[i]);
+  return s->admitted[i] < t ? t - s->admitted[i] : 0;
+}
+
+/* movable tells whether r may run elsewhere after a confirmed cancel: every input is held
+ * by the client, and nothing was dispatched that names its output on this server. */
+static int movable(const instr_rec_t *r) {
+  if (!r->admitted || r->migrating || r->chained || (r->moved && !r->final) || lt__sched_stale(r))
+    return 0;
+  for (uint32_t i = 0; i < r->nins; i++)
+    if (r->ins[i].value == NULL) return 0;
+  return 1;
+}
+
+/* slowest returns the server whose queued work (beyond its running window) would take
+ * longest to drain, or -1 when none has any. */
+static int slowest(const lt_sched_t *s, double *drain_us) {
+  int worst = -1;
+  for (size_t i = 0; i < s->nconns; i++) {
+    const pace_t *p = &s->pace[i];
+    if (s->conns[i].state != LT_CONN_READY || s->admitted[i] <= lt__pace_parallel(p)) continue;
+    double d = lt__pace_backlog_us(s, i);
+    if (worst < 0 || d > *drain_us) {
+      worst = (int)i;
+      *drain_us = d;
+    }
+  }
+  return worst;
+}
+
+/* newest collects up to `want` movable records of server `from`, newest (largest seq, so
+ * furthest back in its queue) first; returns how many. */
+static uint32_t newest(lt_sched_t *s, int from, instr_rec_t **out, uint32_t want) {
+  uint32_t n = 0;
+  instr_rec_t *r, *tmp;
+  HASH_ITER(hh, s->inflight, r, tmp) {
+    if (r->conn != from || !movable(r)) continue;
+    if (n < want) {
+      out[n++] = r;
+    } else {
+      uint32_t min = 0;
+      for (uint32_t k = 1; k < n; k++)
+        if (out[k]->seq < out[min]->seq) min = k;
+      if (r->seq > out[min]->seq) out[min] = r;
+    }
+  }
+  return n;
+}
+
+void lt__sched_migrate(lt_sched_t *s) {
+  const lt_options_t *o = &s->ev->opts;
+  if (!o->migrate || !o->lookahead || o->placement != LT_PLACE_EFT || s->cancels_out > 0 ||
+      s->fire_head != NULL)
+    return;
+  uint32_t idle = 0;
+  double fast_us = -1; /* the cheapest estimate among the idle servers */
+  for (size_t i = 0; i < s->nconns; i++) {
+    uint32_t t = idle_threads(s, i);
+    if (t == 0) continue;
+    idle += t;
+    double c = s->pace[i].svc_us > 0 ? s->pace[i].svc_us : 1;
+    if (fast_us < 0 || c < fast_us) fast_us = c;
+  }
+  double drain_us = 0;
+  int from = idle > 0 ? slowest(s, &drain_us) : -1;
+  if (from < 0 || drain_us < MIGRATE_GAIN * fast_us || !input_closed(s)) return;
+  uint32_t queued = s->admitted[from] - (uint32_t)lt__pace_parallel(&s->pace[from]);
+  uint32_t want = idle < queued ? idle : queued;
+  instr_rec_t **pick = calloc(want, sizeof *pick);
+  uint64_t *seqs = calloc(want, sizeof *seqs);
+  uint32_t n = pick != NULL && seqs != NULL ? newest(s, from, pick, want) : 0;
+  for (uint32_t k = 0; k < n; k++) {
+    pick[k]->migrating = 1;
+    seqs[k] = pick[k]->seq;
+  }
+  if (n > 0) {
+    lt_msg_t m = {.type = LT_MSG_CANCEL};
+    m.u.cancel.seqs = seqs;
+    m.u.cancel.nseqs = n;
+    int rc = lt__conn_send(&s->conns[from], &m, NULL, lt__sched_now_ms());
+    if (rc != LT_OK) {
+      lt__sched_conn_dead(s, (size_t)from, lt_strerror(rc));
+    } else {
+      s->cancels_out += n;
+      s->migrations += n;
+    }
+  }
+  free(pick);
+  free(seqs);
+}
+
+int lt__sched_cancel_answered(lt_sched_t *s, instr_rec_t *r, int status) {
+  if (!r->migrating) return 0;
+  r->migrating = 0;
+  s->cancels_out--;
+  if (status != LT_ECANCELED) return 0; /* it had started: its result stands */
+  r->conn = -1;
+  s->migrated++;
+  lt__sched_push_fireable(s, r, 1);
+  return 1;
+}

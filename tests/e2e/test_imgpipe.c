@@ -1,0 +1,466 @@
+/* test_imgpipe.c: the image-filter demo. The `filters` kernels against straightforward O(r^2)
+ * references (small images, windows larger than the image, images full of ties), their checks
+ * of malformed tokens, byte-identical results on real spawned servers and in the sequential
+ * evaluator, and the imgpipe program run as a subprocess on a temporary directory: synthetic
+ * images with --verify, and bad inputs (missing, corrupt, unsupported) that are named while the
+ * other images finish. */
+#include <criterion/criterion.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <stb/stb_image.h>
+#include <stb/stb_image_write.h>
+
+#include "harness.h"
+#include "imgtoken.h"
+#include "synth.h"
+
+/* --- images and the reference filters ----------------------------------------------------- */
+
+/* make_token returns a w x h token (caller frees) of pseudo-random samples drawn from `levels`
+ * distinct values (2..256): few levels make many ties for oil. */
+static unsigned char *make_token(uint32_t w, uint32_t h, uint32_t seed, unsigned levels) {
+  unsigned char *t = malloc(img_token_size(w, h));
+  cr_assert_not_null(t);
+  img_token_put_header(t, w, h);
+  uint32_t x = seed * 2654435761u + 12345u;
+  for (size_t i = 0; i < (size_t)w * h * 3; i++) {
+    x = x * 1103515245u + 12345u;
+    unsigned v = (x >> 16) % levels;
+    t[IMG_HEADER + i] = (unsigned char)(v * 255 / (levels - 1));
+  }
+  return t;
+}
+
+/* ref_filter applies blur or oil to token t the obvious way, every window summed or counted
+ * from scratch. Returns a new token (caller frees). */
+static unsigned char *ref_filter(const unsigned char *t, uint32_t r, int oil) {
+  uint32_t w = ex_get_u32(t + 4), h = ex_get_u32(t + 8);
+  unsigned char *o = malloc(img_token_size(w, h));
+  cr_assert_not_null(o);
+  memcpy(o, t, IMG_HEADER);
+  const unsigned char *in = t + IMG_HEADER;
+  for (int64_t y = 0; y < h; y++)
+    for (int64_t x = 0; x < w; x++)
+      for (int c = 0; c < 3; c++) {
+        uint64_t sum = 0, n = 0;
+        unsigned count[256] = {0};
+        for (int64_t yy = y - r; yy <= y + (int64_t)r; yy++)
+          for (int64_t xx = x - r; xx <= x + (int64_t)r; xx++) {
+            if (yy < 0 || yy >= h || xx < 0 || xx >= w) continue;
+            unsigned v = in[((size_t)yy * w + (size_t)xx) * 3 + (size_t)c];
+            sum += v;
+            n++;
+            count[v]++;
+          }
+        unsigned out = 0;
+        if (oil) {
+          for (unsigned v = 1; v < 256; v++)
+            if (count[v] > count[out]) out = v; /* strictly more: ties keep the smaller */
+        } else {
+          double mean = (double)sum / (double)n;
+          out = (unsigned)(mean + 0.5); /* exact here: sums are small integers */
+        }
+        o[IMG_HEADER + ((size_t)y * w + (size_t)x) * 3 + (size_t)c] = (unsigned char)out;
+      }
+  return o;
+}
+
+/* first_diff returns the offset of the first byte where two tokens differ, -1 if none. */
+static long first_diff(const unsigned char *a, const unsigned char *b, size_t len) {
+  for (size_t i = 0; i < len; i++)
+    if (a[i] != b[i]) return (long)i;
+  return -1;
+}
+
+/* --- evaluators ---------------------------------------------------------------------------- */
+
+static lt_eval_t *local_eval(lt_skel_t *program) {
+  cr_assert_not_null(program);
+  lt_eval_t *ev = NULL;
+  cr_assert_eq(lt_eval_new(&ev, program), LT_OK);
+  cr_assert_eq(lt_eval_set(ev, "modules", LT_TEST_MODULES), LT_OK);
+  cr_assert_eq(lt_eval_run_local(ev), LT_OK);
+  return ev;
+}
+
+/* run_all submits n tokens, closes the input and returns the n results (caller frees each and
+ * the array). */
+static lt_buf_t **run_all(lt_eval_t *ev, unsigned char *const *toks, const size_t *lens, int n) {
+  for (int i = 0; i < n; i++)
+    cr_assert_eq(lt_eval_submit(ev, toks[i], lens[i], NULL), LT_OK);
+  cr_assert_eq(lt_eval_close(ev), LT_OK);
+  lt_buf_t **out = calloc((size_t)n, sizeof *out);
+  cr_assert_not_null(out);
+  for (int i = 0; i < n; i++) {
+    int rc = lt_eval_next(ev, &out[i]);
+    cr_assert_eq(rc, LT_OK, "result %d: %s", i, lt_strerror(rc));
+  }
+  lt_buf_t *extra = NULL;
+  cr_assert_eq(lt_eval_next(ev, &extra), LT_ECLOSED);
+  return out;
+}
+
+static void free_results(lt_buf_t **b, int n) {
+  for (int i = 0; i < n; i++)
+    lt_buf_free(b[i]);
+  free(b);
+}
+
+#define NSIZES 6
+static const uint32_t sizes[NSIZES][2] = {{7, 5}, {16, 9}, {1, 1}, {5, 12}, {33, 2}, {1, 9}};
+
+/* check_kernel runs `kernel` with every radius on images of every size, once with full-range
+ * samples and once with 3 levels, and compares each result with the reference. */
+static void check_kernel(const char *kernel, int oil) {
+  const uint32_t radii[] = {0, 1, 2, 5, 9};
+  for (size_t ri = 0; ri < sizeof radii / sizeof radii[0]; ri++) {
+    char param[8];
+    snprintf(param, sizeof param, "%u", radii[ri]);
+    lt_eval_t *ev = local_eval(lt_seq_with(kernel, param, strlen(param)));
+    enum { N = 2 * NSIZES };
+    unsigned char *toks[N];
+    size_t lens[N];
+    for (int i = 0; i < N; i++) {
+      const uint32_t *s = sizes[i % NSIZES];
+      toks[i] = make_token(s[0], s[1], (uint32_t)(i + 7 * ri), i < NSIZES ? 256 : 3);
+      lens[i] = img_token_size(s[0], s[1]);
+    }
+    lt_buf_t **res = run_all(ev, toks, lens, N);
+    for (int i = 0; i < N; i++) {
+      cr_assert_eq(lt_buf_error(res[i]), LT_OK, "%s r=%u: %s", kernel, radii[ri],
+                   lt_buf_errmsg(res[i]));
+      cr_assert_eq(lt_buf_len(res[i]), lens[i]);
+      unsigned char *want = ref_filter(toks[i], radii[ri], oil);
+      long d = first_diff(lt_buf_data(res[i]), want, lens[i]);
+      cr_assert_eq(d, -1, "%s r=%u on %ux%u (image %d): first difference at byte %ld", kernel,
+                   radii[ri], sizes[i % NSIZES][0], sizes[i % NSIZES][1], i, d);
+      free(want);
+      free(toks[i]);
+    }
+    free_results(res, N);
+    lt_eval_free(ev);
+  }
+}
+
+Test(imgpipe_filters, blur_is_the_rounded_window_mean, .timeout = 60) {
+  check_kernel("filters:blur", 0);
+}
+
+Test(imgpipe_filters, oil_is_the_window_mode_ties_to_the_smallest, .timeout = 60) {
+  check_kernel("filters:oil", 1);
+}
+
+Test(imgpipe_filters, no_parameter_means_radius_5, .timeout = 60) {
+  lt_eval_t *ev = local_eval(lt_pipeline(lt_seq("filters:blur"), lt_seq("filters:oil"), NULL));
+  unsigned char *tok = make_token(19, 13, 3, 256);
+  size_t len = img_token_size(19, 13);
+  lt_buf_t **res = run_all(ev, &tok, &len, 1);
+  cr_assert_eq(lt_buf_error(res[0]), LT_OK, "%s", lt_buf_errmsg(res[0]));
+  unsigned char *blurred = ref_filter(tok, 5, 0), *want = ref_filter(blurred, 5, 1);
+  cr_assert_eq(first_diff(lt_buf_data(res[0]), want, len), -1);
+  free(want);
+  free(blurred);
+  free(tok);
+  free_results(res, 1);
+  lt_eval_free(ev);
+}
+
+/* expect_failure checks that a result failed in a kernel with a message containing `what`. */
+static void expect_failure(const lt_buf_t *b, const char *kernel, const char *what) {
+  cr_assert_eq(lt_buf_error(b), LT_EKERNEL, "expected a kernel failure about '%s', got %s", what,
+               lt_strerror(lt_buf_error(b)));
+  cr_assert_not_null(strstr(lt_buf_errmsg(b), kernel), "%s", lt_buf_errmsg(b));
+  cr_assert_not_null(strstr(lt_buf_errmsg(b), what), "'%s' not in '%s'", what, lt_buf_errmsg(b));
+}
+
+Test(imgpipe_filters, malformed_tokens_fail_with_a_clear_message, .timeout = 60) {
+  lt_eval_t *ev = local_eval(lt_seq_with("filters:blur", "2", 1));
+  enum { N = 6 };
+  unsigned char *toks[N];
+  size_t lens[N];
+  for (int i = 0; i < N; i++) {
+    toks[i] = make_token(4, 4, (uint32_t)i, 256);
+    lens[i] = img_token_size(4, 4);
+  }
+  lens[0] = 10;                  /* shorter than the header */
+  toks[1][0] ^= 0xff;            /* bad magic */
+  ex_put_u32(toks[2] + 12, 4);   /* RGBA */
+  lens[3] -= 8;                  /* pixels missing */
+  ex_put_u32(toks[4] + 4, 0);    /* zero width */
+  ex_put_u32(toks[5] + 4, 8192); /* over the pixel limit */
+  ex_put_u32(toks[5] + 8, 8192);
+  lt_buf_t **res = run_all(ev, toks, lens, N);
+  expect_failure(res[0], "filters:blur", "16-byte header, got 10 bytes");
+  expect_failure(res[1], "filters:blur", "not an image token");
+  expect_failure(res[2], "filters:blur", "4 channels");
+  expect_failure(res[3], "filters:blur", "a 4x4 RGB token is 64 bytes, got 56");
+  expect_failure(res[4], "filters:blur", "width and height must be in 1..");
+  expect_failure(res[5], "filters:blur", "8192x8192 is more than");
+  free_results(res, N);
+  for (int i = 0; i < N; i++)
+    free(toks[i]);
+  lt_eval_free(ev);
+}
+
+Test(imgpipe_filters, bad_radius_parameters_are_refused, .timeout = 60) {
+  const char *bad[] = {"abc", "1001", "-1", "12345"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    lt_eval_t *ev = local_eval(lt_seq_with("filters:oil", bad[i], strlen(bad[i])));
+    unsigned char *tok = make_token(3, 3, 1, 256);
+    size_t len = img_token_size(3, 3);
+    lt_buf_t **res = run_all(ev, &tok, &len, 1);
+    expect_failure(res[0], "filters:oil", "radius in 0..1000");
+    cr_assert_not_null(strstr(lt_buf_errmsg(res[0]), bad[i]), "%s", lt_buf_errmsg(res[0]));
+    free_results(res, 1);
+    free(tok);
+    lt_eval_free(ev);
+  }
+}
+
+Test(imgpipe_filters, servers_give_the_sequential_bytes, .timeout = 60) {
+  const uint32_t dims[3][2] = {{23, 17}, {40, 30}, {9, 31}};
+  unsigned char *toks[3];
+  size_t lens[3];
+  for (int i = 0; i < 3; i++) {
+    toks[i] = make_token(dims[i][0], dims[i][1], (uint32_t)(100 + i), i == 2 ? 4 : 256);
+    lens[i] = img_token_size(dims[i][0], dims[i][1]);
+  }
+#define PROGRAM                                                                                    \
+  lt_pipeline(lt_farm(lt_seq_with("filters:blur", "2", 1)),                                        \
+              lt_farm(lt_seq_with("filters:oil", "2", 1)), NULL)
+  lt_eval_t *par = new_eval(PROGRAM, 2);
+  lt_buf_t **pres = run_all(par, toks, lens, 3);
+  lt_eval_t *seq = local_eval(PROGRAM);
+  lt_buf_t **sres = run_all(seq, toks, lens, 3);
+#undef PROGRAM
+  for (int i = 0; i < 3; i++) {
+    cr_assert_eq(lt_buf_error(pres[i]), LT_OK, "%s", lt_buf_errmsg(pres[i]));
+    cr_assert_eq(lt_buf_error(sres[i]), LT_OK, "%s", lt_buf_errmsg(sres[i]));
+    cr_assert_eq(lt_buf_len(pres[i]), lens[i]);
+    cr_assert_eq(lt_buf_len(sres[i]), lens[i]);
+    cr_assert_eq(memcmp(lt_buf_data(pres[i]), lt_buf_data(sres[i]), lens[i]), 0, "image %d", i);
+    unsigned char *blurred = ref_filter(toks[i], 2, 0), *want = ref_filter(blurred, 2, 1);
+    cr_assert_eq(first_diff(lt_buf_data(pres[i]), want, lens[i]), -1, "image %d", i);
+    free(want);
+    free(blurred);
+    free(toks[i]);
+  }
+  free_results(pres, 3);
+  free_results(sres, 3);
+  lt_eval_free(par);
+  lt_eval_free(seq);
+}
+
+/* --- the imgpipe program ------------------------------------------------------------------- */
+
+static char tmp[64]; /* this test's temporary directory, removed by cleanup */
+
+static void make_tmp(void) {
+  snprintf(tmp, sizeof tmp, "/tmp/lt_imgpipe_XXXXXX");
+  cr_assert_not_null(mkdtemp(tmp));
+}
+
+static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+  (void)st;
+  (void)flag;
+  (void)ftw;
+  return remove(path);
+}
+
+static void cleanup(void) {
+  if (tmp[0] != '\0') nftw(tmp, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+  tmp[0] = '\0';
+}
+
+/* path_in returns "<tmp>/<name>" in a static buffer of its own per call slot. */
+static const char *path_in(int slot, const char *name) {
+  static char buf[8][256];
+  snprintf(buf[slot], sizeof buf[slot], "%s/%s", tmp, name);
+  return buf[slot];
+}
+
+/* slurp reads a whole file as a NUL-terminated string (caller frees); NULL if it is missing. */
+static char *slurp(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *s = malloc((size_t)n + 1);
+  cr_assert_not_null(s);
+  cr_assert_eq(fread(s, 1, (size_t)n, f), (size_t)n);
+  s[n] = '\0';
+  fclose(f);
+  if (len != NULL) *len = (size_t)n;
+  return s;
+}
+
+/* run_imgpipe runs the program with `args` (NULL-terminated) plus this build's server and
+ * modules, stdout and stderr going to <tmp>/stdout.txt and stderr.txt, checks that it exits
+ * with status `want` and returns what it printed in *out and *err (caller frees). */
+static void run_imgpipe(const char *const *args, int want, char **out, char **err) {
+  const char *argv[64] = {LT_TEST_IMGPIPE};
+  int n = 1;
+  for (; args[n - 1] != NULL; n++)
+    argv[n] = args[n - 1];
+  const char *fixed[] = {"--set", "server=" LT_TEST_SERVER, "--set", "modules=" LT_TEST_MODULES,
+                         "--set", "server_threads=2"};
+  for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+    argv[n++] = fixed[i];
+  argv[n] = NULL;
+  pid_t pid = fork();
+  cr_assert_neq(pid, -1);
+  if (pid == 0) {
+    int fo = open(path_in(0, "stdout.txt"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int fe = open(path_in(1, "stderr.txt"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fo < 0 || fe < 0 || dup2(fo, 1) < 0 || dup2(fe, 2) < 0) _exit(126);
+    execv(argv[0], (char *const *)argv);
+    _exit(127);
+  }
+  int status = 0;
+  cr_assert_eq(waitpid(pid, &status, 0), pid);
+  *out = slurp(path_in(0, "stdout.txt"), NULL);
+  *err = slurp(path_in(1, "stderr.txt"), NULL);
+  cr_assert_not_null(*out);
+  cr_assert_not_null(*err);
+  cr_assert(WIFEXITED(status), "imgpipe died with signal %d\nstderr:\n%s", WTERMSIG(status), *err);
+  cr_assert_eq(WEXITSTATUS(status), want, "exit status %d, expected %d\nstdout:\n%s\nstderr:\n%s",
+               WEXITSTATUS(status), want, *out, *err);
+}
+
+/* load_token decodes an image file into a token (caller frees); the test fails when it cannot. */
+static unsigned char *load_token(const char *path) {
+  int w = 0, h = 0, comp = 0;
+  unsigned char *px = stbi_load(path, &w, &h, &comp, 3);
+  cr_assert_not_null(px, "cannot decode %s", path);
+  unsigned char *t = malloc(img_token_size((uint32_t)w, (uint32_t)h));
+  cr_assert_not_null(t);
+  img_token_put_header(t, (uint32_t)w, (uint32_t)h);
+  memcpy(t + IMG_HEADER, px, (size_t)w * (size_t)h * 3);
+  stbi_image_free(px);
+  return t;
+}
+
+/* expect_output checks that `out` holds blur-then-oil of radius r of the token `in`. */
+static void expect_output(const char *out, const unsigned char *in, uint32_t r) {
+  unsigned char *got = load_token(out);
+  uint32_t w = ex_get_u32(in + 4), h = ex_get_u32(in + 8);
+  cr_assert_eq(ex_get_u32(got + 4), w, "%s", out);
+  cr_assert_eq(ex_get_u32(got + 8), h, "%s", out);
+  unsigned char *blurred = ref_filter(in, r, 0), *want = ref_filter(blurred, r, 1);
+  cr_assert_eq(first_diff(got, want, img_token_size(w, h)), -1, "%s", out);
+  free(want);
+  free(blurred);
+  free(got);
+}
+
+static void expect_in(const char *text, const char *what, const char *where) {
+  cr_assert_not_null(strstr(text, what), "'%s' not in the %s:\n%s", what, where, text);
+}
+
+Test(imgpipe_program, synthetic_images_with_verify, .init = make_tmp, .fini = cleanup,
+     .timeout = 60) {
+  const char *args[] = {"--generate", "3", "--size",   "48x32", "--radius",        "2",
+                        "--servers",  "2", "--verify", "--out", path_in(2, "out"), NULL};
+  char *out, *err;
+  run_imgpipe(args, 0, &out, &err);
+  expect_in(out, "3 images in", "stdout");
+  expect_in(out, "on 2 spawned servers; client->servers", "stdout");
+  expect_in(out, "verify: all 3 images written are byte-identical", "stdout");
+  for (uint64_t i = 0; i < 3; i++) {
+    unsigned char *in = malloc(img_token_size(48, 32));
+    cr_assert_not_null(in);
+    img_token_put_header(in, 48, 32);
+    img_synth_fill(in + IMG_HEADER, 48, 32, i);
+    char name[64];
+    snprintf(name, sizeof name, "out/synthetic-%04u.png", (unsigned)(i + 1));
+    expect_output(path_in(3, name), in, 2);
+    free(in);
+  }
+  free(out);
+  free(err);
+}
+
+/* write_file writes n bytes to <tmp>/name. */
+static void write_file(const char *name, const void *data, size_t n) {
+  FILE *f = fopen(path_in(4, name), "wb");
+  cr_assert_not_null(f, "%s", name);
+  cr_assert_eq(fwrite(data, 1, n, f), n);
+  cr_assert_eq(fclose(f), 0);
+}
+
+Test(imgpipe_program, bad_inputs_are_named_and_the_others_finish, .init = make_tmp, .fini = cleanup,
+     .timeout = 60) {
+  cr_assert_eq(mkdir(path_in(2, "in"), 0755), 0);
+  /* Three good images: a PNG, a JPEG (checked against what the decoder gives) and a PPM. */
+  unsigned char *png = make_token(20, 15, 1, 256), *jpg = make_token(12, 10, 2, 256);
+  unsigned char *ppm = make_token(9, 7, 3, 5);
+  cr_assert(stbi_write_png(path_in(3, "in/good.png"), 20, 15, 3, png + IMG_HEADER, 20 * 3));
+  cr_assert(stbi_write_jpg(path_in(3, "in/photo.jpg"), 12, 10, 3, jpg + IMG_HEADER, 95));
+  char head[32];
+  int hl = snprintf(head, sizeof head, "P6\n9 7\n255\n");
+  size_t ppm_len = (size_t)hl + 9 * 7 * 3;
+  unsigned char *ppm_file = malloc(ppm_len);
+  cr_assert_not_null(ppm_file);
+  memcpy(ppm_file, head, (size_t)hl);
+  memcpy(ppm_file + hl, ppm + IMG_HEADER, 9 * 7 * 3);
+  write_file("in/pic.ppm", ppm_file, ppm_len);
+  /* Three bad ones: text named .png, a PNG cut in half, a link to nothing. */
+  const char *text = "these are notes, not a picture\n";
+  write_file("in/notes.png", text, strlen(text));
+  size_t good_len = 0;
+  char *good = slurp(path_in(3, "in/good.png"), &good_len);
+  cr_assert_not_null(good);
+  write_file("in/trunc.png", good, good_len / 2);
+  cr_assert_eq(symlink(path_in(3, "in/nowhere.png"), path_in(4, "in/gone.png")), 0);
+
+  const char *args[] = {"--in", path_in(2, "in"), "--radius",        "1", "--servers",
+                        "2",    "--out",          path_in(5, "out"), NULL};
+  char *out, *err;
+  run_imgpipe(args, 1, &out, &err);
+  expect_in(err, "in/gone.png: No such file or directory", "stderr");
+  expect_in(err, "in/notes.png: unsupported format", "stderr");
+  expect_in(err, "in/trunc.png: corrupt or truncated PNG file", "stderr");
+  expect_in(err, "3 of 6 images failed", "stderr");
+  expect_in(out, "3 images (3 failed) in", "stdout");
+
+  expect_output(path_in(6, "out/good.png"), png, 1);
+  expect_output(path_in(6, "out/pic.png"), ppm, 1);
+  unsigned char *decoded_jpg = load_token(path_in(3, "in/photo.jpg"));
+  expect_output(path_in(6, "out/photo.png"), decoded_jpg, 1);
+  struct stat st;
+  cr_assert_neq(stat(path_in(6, "out/notes.png"), &st), 0);
+  cr_assert_neq(stat(path_in(6, "out/trunc.png"), &st), 0);
+  cr_assert_neq(stat(path_in(6, "out/gone.png"), &st), 0);
+  free(decoded_jpg);
+  free(good);
+  free(ppm_file);
+  free(png);
+  free(jpg);
+  free(ppm);
+  free(out);
+  free(err);
+}
+
+Test(imgpipe_program, two_inputs_for_one_output_are_refused, .init = make_tmp, .fini = cleanup,
+     .timeout = 30) {
+  cr_assert_eq(mkdir(path_in(2, "in"), 0755), 0);
+  unsigned char *t = make_token(4, 4, 1, 256);
+  cr_assert(stbi_write_png(path_in(3, "in/a.png"), 4, 4, 3, t + IMG_HEADER, 12));
+  cr_assert(stbi_write_jpg(path_in(3, "in/a.jpg"), 4, 4, 3, t + IMG_HEADER, 90));
+  const char *args[] = {"--in", path_in(2, "in"), "--out", path_in(5, "out"), NULL};
+  char *out, *err;
+  run_imgpipe(args, 2, &out, &err);
+  expect_in(err, "in/a.jpg and ", "stderr");
+  expect_in(err, "in/a.png would both be written to ", "stderr");
+  free(out);
+  free(err);
+  free(t);
+}
