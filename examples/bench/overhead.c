@@ -3,7 +3,8 @@
  * mode=optimized, submitting from a feeder thread while the main thread reads, and compares
  * the task rate with a raw ZeroMQ DEALER->ROUTER echo of as many 16-byte messages with the
  * runtime's window in flight (2 x max_threads). Each side runs --runs times (default 3),
- * alternately; the medians are reported as one JSON line.
+ * alternately; the medians are reported as one JSON line. A third side runs the runtime with
+ * throttle=on, compared with the runtime without it (throttling must not cost throughput).
  *
  *   build/examples/bench/bench_overhead [--runs 3] [--tasks 200000]
  */
@@ -38,8 +39,8 @@ static int check_result(long i, const unsigned char *data, size_t len, void *arg
 /* runtime_run streams the tasks through a fresh evaluator and one fresh server; the server's
  * start-up is not timed. *window gets the server's window at the end (the instructions the
  * runtime kept in flight, paced from the round trip and the service time). */
-static int runtime_run(long tasks, double *rate, int *window) {
-  static const char *const kv[] = {"mode", "optimized", "max_threads", "6", NULL};
+static int runtime_run(long tasks, const char *throttle, double *rate, int *window) {
+  const char *const kv[] = {"mode", "optimized", "max_threads", "6", "throttle", throttle, NULL};
   lt_eval_t *ev =
       bench_eval_open("bench_overhead", lt_farm(lt_seq_with("bench:noop", "echo", 4)), kv, 1);
   if (ev == NULL) return -1;
@@ -64,14 +65,17 @@ int main(int argc, char **argv) {
   if (rc != 0) return rc > 0 ? 0 : 2;
   double *lt_rate = calloc((size_t)runs, sizeof *lt_rate);
   double *raw_rate = calloc((size_t)runs, sizeof *raw_rate);
-  if (lt_rate == NULL || raw_rate == NULL) {
+  double *thr_rate = calloc((size_t)runs, sizeof *thr_rate);
+  if (lt_rate == NULL || raw_rate == NULL || thr_rate == NULL) {
     fprintf(stderr, "bench_overhead: out of memory\n");
     return 1;
   }
   int status = 0;
   for (int r = 0; r < runs && status == 0; r++) {
     int window = WINDOW;
-    if (runtime_run(tasks, &lt_rate[r], &window) != 0) {
+    int unused = 0;
+    if (runtime_run(tasks, "off", &lt_rate[r], &window) != 0 ||
+        runtime_run(tasks, "on", &thr_rate[r], &unused) != 0) {
       status = 1;
       break;
     }
@@ -83,13 +87,20 @@ int main(int argc, char **argv) {
       break;
     }
     raw_rate[r] = (double)tasks / secs;
-    fprintf(stderr, "bench_overhead: run %d: %.0f tasks/s, raw echo %.0f msgs/s (window %d)\n",
-            r + 1, lt_rate[r], raw_rate[r], window);
+    fprintf(stderr,
+            "bench_overhead: run %d: %.0f tasks/s (throttle on: %.0f), raw echo %.0f msgs/s "
+            "(window %d)\n",
+            r + 1, lt_rate[r], thr_rate[r], raw_rate[r], window);
   }
-  if (status == 0)
+  if (status == 0) {
     bench_json("overhead", "tasks_per_s", bench_median(lt_rate, (size_t)runs),
                bench_median(raw_rate, (size_t)runs), "tasks/s");
+    /* Throttling must not cost throughput on tiny tasks: the same run with throttle=on. */
+    bench_json("overhead", "tasks_per_s_throttle", bench_median(thr_rate, (size_t)runs),
+               bench_median(lt_rate, (size_t)runs), "tasks/s");
+  }
   free(lt_rate);
   free(raw_rate);
+  free(thr_rate);
   return status;
 }
