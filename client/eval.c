@@ -281,7 +281,7 @@ LT_API int lt_eval_close(lt_eval_t *ev) {
   pthread_cond_broadcast(&ev->cv_result);
   pthread_cond_broadcast(&ev->cv_space);
   pthread_mutex_unlock(&ev->mu);
-  if (ev->sched != NULL) lt__eval_wake(ev); /* end of stream: work may move (migrate.c) */
+  lt__eval_wake(ev); /* end of stream: work may move (migrate.c) */
   return LT_OK;
 }
 
