@@ -112,13 +112,14 @@ static int place(lt_sched_t *s, instr_rec_t *r, const lt_fire_t *fi) {
   int best = holder_bytes(s, fi, bytes, &total);
   if (best >= 0 && r->chained) {
     r->admitted = 0;
+    r->costed = 1;
   } else {
     /* Plain mode is the original Lithium: the next idle server. */
     int rr = s->ev->opts.placement == LT_PLACE_RR || !s->ev->opts.lookahead;
     best = rr ? round_robin(s) : earliest(s, fi, bytes, total);
     if (best >= 0) {
       s->rr = (size_t)best + 1;
-      r->admitted = 1;
+      r->admitted = r->costed = 1;
     }
   }
   if (bytes != stack) free(bytes);
@@ -126,10 +127,9 @@ static int place(lt_sched_t *s, instr_rec_t *r, const lt_fire_t *fi) {
 }
 
 void lt__sched_unadmit(lt_sched_t *s, instr_rec_t *r, size_t idx) {
-  if (!r->admitted) return;
-  s->admitted[idx]--;
-  lt__pace_unadmit(&s->pace[idx], r->stages);
-  r->admitted = 0;
+  if (r->costed) lt__pace_unadmit(&s->pace[idx], r->stages);
+  if (r->admitted) s->admitted[idx]--;
+  r->admitted = r->costed = 0;
 }
 
 /* keep_inputs copies the instruction's input tokens into the record (value references
@@ -276,10 +276,8 @@ static int send_one(lt_sched_t *s, batch_t *batches, instr_rec_t *r) {
   r->conn = idx;
   HASH_ADD(hh, s->inflight, seq, sizeof r->seq, r);
   s->conns[idx].inflight++;
-  if (r->admitted) {
-    s->admitted[idx]++;
-    lt__pace_admit(&s->pace[idx], r->stages);
-  }
+  if (r->admitted) s->admitted[idx]++;
+  if (r->costed) lt__pace_admit(&s->pace[idx], r->stages);
   s->instructions++;
   return LT_OK;
 }

@@ -260,7 +260,7 @@ void lt__sched_lost(lt_sched_t *s, instr_rec_t *r, const char *endpoint, const c
     lt__sched_restart(s, j, msg);
     return;
   }
-  r->admitted = 0;
+  r->admitted = r->costed = 0;
   lt__sched_push_fireable(s, r, 1);
 }
 
@@ -334,8 +334,8 @@ void lt__sched_on_completion(lt_sched_t *s, size_t idx, const lt_completion_t *c
   lt__sched_unadmit(s, r, idx);
   if (lt__sched_cancel_answered(s, r, cp->status)) return; /* it moves to a faster server */
   c->completed++;
-  if (cp->status == LT_OK) /* the report is from after it: it ran beside `active` others */
-    lt__pace_service(&s->pace[idx], r->stages, (double)cp->service_us, m->load.active + 1);
+  if (cp->status == LT_OK)
+    lt__pace_service(&s->pace[idx], r->stages, (double)cp->service_us, (double)cp->cpu_us);
   job_t *j = r->job;
   if (cp->status == LT_ESHUTDOWN || cp->status == LT_ECANCELED) {
     lt__sched_lost(s, r, c->endpoint, lt_strerror(cp->status));

@@ -2,7 +2,10 @@
  *  - Costs: for each instruction chain of the template on this server (DESIGN.md 7: per
  *    kernel per server), EWMAs refined from every completion of the service time and of the
  *    server's time per instruction when busy (service time / instructions running then), and
- *    how many of the chain it has admitted. The backlog, what it has admitted costed at
+ *    how many of the chain it has admitted. Each server's cores — the CPU it really gets —
+ *    are learnt from the CPU use it reports while saturated (a CPU quota or a hog shows
+ *    there). The time per instruction when busy is the CPU time over the cores or
+ *    the service time over the window, whichever binds. The backlog, what it has admitted costed at
  *    today's estimates, plus one more is when a new instruction would finish there; a chain
  *    never seen here is estimated from another server's cost scaled by the calibrated
  *    speeds.
@@ -22,21 +25,27 @@
 #include <math.h>
 #include "sched_internal.h"
 
-#define SMOOTH    0.2   /* weight of a new RTT or service-time sample */
-#define FORGET    1.002 /* a reference cost rises by this each period: a lucky sample fades */
-#define SLOWER    1.33  /* mean slowdown above this shrinks the window */
-#define KEEPUP    1.15  /* mean slowdown below this lets a full window grow */
-#define CONTENDED 1.5   /* a service time this far above its reference: the server is at its limit \
-                         */
-#define BACKOFF 8       /* periods without growing after a grow was undone, doubled each time */
+#define SMOOTH 0.2   /* weight of a new RTT or service-time sample */
+#define FORGET 1.002 /* a reference cost rises by this each period: a lucky sample fades */
+#define SLOWER 1.33  /* mean slowdown above this shrinks the window */
+#define KEEPUP 1.15  /* mean slowdown below this lets a full window grow */
+#define CONTENDED                                                                                  \
+  1.5             /* a service time this far above its reference: the server is at its limit       \
+                   */
+#define BACKOFF 8 /* periods without growing after a grow was undone, doubled each time */
 
 static void recompute(pace_t *p, uint32_t max_threads) {
-  if (p->rtt_us <= 0 || p->svc_us <= 0) return;
-  /* The depth keeps the server's threads fed across the round trip, whatever the window:
-   * queued instructions hold no thread, so a narrow window need not mean a thin pipe. */
-  uint32_t t = p->threads > max_threads ? p->threads : max_threads;
-  double want = (double)t * p->rtt_us / p->svc_us;
+  (void)max_threads;
+  if (!p->paced || p->per_us <= 0) return;                     /* plain Lithium: one at a time */
+  double rtt_us = p->rtt_us > 0 ? p->rtt_us : LT_RTT_GUESS_US; /* until the first ping */
+  /* Little's law: the server finishes one every per_us when busy, so rtt / per_us more
+   * instructions cover the round trip. They hold no thread while they wait. */
+  double want = rtt_us / p->per_us;
   uint32_t depth = want >= LT_MAX_DEPTH ? LT_MAX_DEPTH : (uint32_t)want + 1; /* rounded up */
+  /* Until the server has shown its speed over a few windows of completions the estimates
+   * are young (a CPU quota lets the first instructions run at full speed): no more than a
+   * window more, so that a slow server is not given a deep queue it cannot drain. */
+  if (p->completed < 2 * (uint64_t)p->threads && depth > p->threads) depth = p->threads;
   p->cap = p->threads + depth;
 }
 
@@ -49,12 +58,14 @@ static void record(pace_t *p, int64_t t_ms) {
 
 void lt__pace_init(pace_t *p, uint32_t window, const lt_options_t *o, int64_t now_ms) {
   *p = (pace_t){0};
+  p->cores = 1; /* until the welcome says how many the host has */
   /* Under throttle a server starts at the minimum and earns its threads; otherwise every
    * server may run max_threads at once. */
   p->threads = o->throttle ? o->min_threads : o->max_threads;
   if (p->threads > o->max_threads) p->threads = o->max_threads;
   p->cap = window;
   p->max_threads = o->max_threads;
+  p->paced = o->lookahead;
   p->period_ms = now_ms;
 }
 
@@ -100,21 +111,28 @@ void lt__pace_unadmit(pace_t *p, const void *key) {
     p->others--;
 }
 
-void lt__pace_service(pace_t *p, const void *key, double svc_us, uint32_t running) {
+/* per_of is the server's time per instruction when busy for a chain that takes cpu_us of
+ * CPU and svc_us of wall time: the CPU it needs over the cores the server gets, or the wall
+ * time over the instructions it runs at once, whichever binds. */
+static double per_of(const pace_t *p, double cpu_us, double svc_us) {
+  double by_cpu = p->cores > 0 ? cpu_us / p->cores : 0;
+  double by_threads = svc_us / lt__pace_parallel(p);
+  return by_cpu > by_threads ? by_cpu : by_threads;
+}
+
+void lt__pace_service(pace_t *p, const void *key, double svc_us, double cpu_us) {
   if (svc_us < 1) svc_us = 1; /* a clock tick: empty kernels still cost a dispatch */
   p->svc_us = ewma(p->svc_us, svc_us);
+  /* A slow mean, weighing each instruction alike: a burst of cheap ones between expensive
+   * ones must not make the server look fast (the depth would queue seconds of work). */
+  double per = per_of(p, cpu_us, svc_us);
+  double w = p->completed < LT_PER_SPAN ? 1.0 / (double)(p->completed + 1) : 1.0 / LT_PER_SPAN;
+  p->per_us = p->per_us > 0 ? (1 - w) * p->per_us + w * per : per;
   p->done++;
+  p->completed++;
   cost_t *c = entry(p, key);
-  double ref = c != NULL && c->ref > 0 ? c->ref : svc_us;
-  /* The server's time per instruction when busy. While its instructions slow each other
-   * down (the service time well above the chain's reference) the server is at its limit:
-   * it finishes one every svc / running, however many it is given. Otherwise it has room,
-   * and its window of them would run as fast: one every svc / window. */
-  double k = svc_us > CONTENDED * ref && running > 0 ? running : lt__pace_parallel(p);
-  double per = svc_us / k;
-  p->per_us = ewma(p->per_us, per);
   if (c == NULL) return;
-  c->us = ewma(c->us, per);
+  c->cpu = ewma(c->cpu, cpu_us);
   c->raw = ewma(c->raw, svc_us);
   if (c->ref <= 0 || c->raw < c->ref) c->ref = c->raw;
   p->slow_sum += svc_us / c->ref;
@@ -123,18 +141,16 @@ void lt__pace_service(pace_t *p, const void *key, double svc_us, uint32_t runnin
 }
 
 double lt__pace_cost_us(const lt_sched_t *s, size_t i, const void *key) {
-  const cost_t *c = find_cost(&s->pace[i], key);
-  if (c != NULL && c->us > 0) return c->us;
-  /* Never run here: another server's cost, scaled by the calibrated speeds. */
-  double si = s->conns[i].speed;
+  const pace_t *p = &s->pace[i];
+  const cost_t *c = find_cost(p, key);
+  if (c != NULL && c->raw > 0) return per_of(p, c->cpu, c->raw);
+  /* Never run here: another server's CPU and wall time, on this server's cores. */
   for (size_t k = 0; k < s->nconns; k++) {
     const cost_t *o = k != i ? find_cost(&s->pace[k], key) : NULL;
-    if (o == NULL || o->us <= 0) continue;
-    double sk = s->conns[k].speed;
-    return sk > 0 && si > 0 ? o->us * sk / si : o->us;
+    if (o != NULL && o->raw > 0) return per_of(p, o->cpu, o->raw);
   }
   /* Nothing known: the server's mean, or a tick, so that it gets work and a sample. */
-  return s->pace[i].per_us > 0 ? s->pace[i].per_us : 1;
+  return p->per_us > 0 ? p->per_us : 1;
 }
 
 double lt__pace_backlog_us(const lt_sched_t *s, size_t i) {
@@ -150,10 +166,25 @@ void lt__pace_load(pace_t *p, const lt_load_t *load) {
   p->active_sum += load->active;
   p->active_n++;
   if (load->queued > 0) p->waited = 1;
+  p->load_cpu = load->cpu;
 }
 
 void lt__pace_full(pace_t *p) {
   p->waited = 1;
+}
+
+/* learn_cores updates the cores the server gets from the CPU use it reports (the process's
+ * utilisation over its last sample): while it had more work than it ran (saturated) that is
+ * its capacity, so the estimate follows it, down too (a quota cut, a hog); otherwise it is a
+ * lower bound. The reports, not the CPU time of completions, because those arrive lumpily:
+ * long instructions running now have not reported theirs. */
+static void learn_cores(pace_t *p, int saturated) {
+  double used = p->load_cpu;
+  if (used <= 0) return; /* no sample yet */
+  if (saturated)
+    p->cores = 0.5 * p->cores + 0.5 * (used > 0.01 ? used : 0.01);
+  else if (used > p->cores)
+    p->cores = used;
 }
 
 /* decide returns the window for the period just ended: one step at most. */
@@ -200,6 +231,7 @@ int lt__pace_control(pace_t *p, const lt_options_t *o, int64_t now_ms, int64_t t
   p->slow_n = 0;
   int waited = p->waited;
   p->waited = 0;
+  learn_cores(p, waited || active + 1 >= lt__pace_parallel(p) - 0.5);
   for (uint32_t i = 0; i < p->ncosts; i++)
     p->costs[i].ref *= FORGET;
   if (!o->throttle || n < 4) return 0; /* too little to judge */

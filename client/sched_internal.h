@@ -36,6 +36,8 @@ typedef struct instr_rec {
   uint32_t tries;  /* dispatches lost to a failed server */
   int chained;     /* fired by a predecessor's dispatch: placed by affinity, outside the window */
   int admitted;    /* counted in its server's window */
+  int costed;      /* counted in its server's backlog (admitted ones, and successors placed
+                    * with their predecessor: they will run there too) */
   int migrating;   /* a cancel is on its way to move it to a faster server */
   int moved;       /* its frame went on at dispatch: the completion only reports status */
   int final;       /* its output is the task's result: returned with done */
@@ -51,18 +53,20 @@ typedef struct instr_rec {
  * has admitted, its thread window (throttle) and the lookahead depth on top, from the
  * measured round-trip time (heartbeat pings, answered by the server's loop, never queued
  * behind kernels) and the service times its completions report. */
-#define LT_PING_MS   100 /* round-trip pings per server under lookahead */
-#define LT_MAX_DEPTH 250 /* most instructions queued at a server beyond max_threads */
+#define LT_PING_MS      100   /* round-trip pings per server under lookahead */
+#define LT_RTT_GUESS_US 200.0 /* the round trip assumed before the first ping answer */
+#define LT_MAX_DEPTH    250   /* most instructions queued at a server beyond max_threads */
 
 #define LT_CONTROL_MS 200 /* throttle: one window decision per server this often */
 #define LT_HISTORY    64  /* window changes kept per server for the stats */
 #define LT_COSTS      16  /* chains with their own cost per server; others share the mean */
+#define LT_PER_SPAN   64  /* completions over which a server's mean time per instruction runs */
 
 /* One chain of the template (its tstage array is the key) on one server. */
 typedef struct cost {
   const void *key;
   uint32_t admitted; /* of this chain, admitted there now */
-  double us;         /* EWMA of service time / instructions running: its time per one when busy */
+  double cpu;        /* EWMA of the CPU time of its worker thread */
   double raw;        /* EWMA of the service time */
   double ref;        /* the lowest raw reached, slowly forgotten: the throttle's reference */
 } cost_t;
@@ -74,24 +78,28 @@ typedef struct pace {
   uint32_t threads;     /* the thread window: instructions meant to run at once */
   uint32_t cap;         /* instructions admitted at once: threads + the lookahead depth */
   uint32_t max_threads; /* the option, for the depth */
+  int paced;            /* lookahead: the admitted cap follows the round trip */
   uint32_t workers;     /* the server's worker threads (welcome); 0 before */
-  double per_us;        /* EWMA of service time / running, over all chains */
+  double per_us;        /* EWMA of the time per instruction when busy, over all chains */
+  double cores;         /* the CPU the server gets, in cores: welcome, then learnt (pace.c) */
+  double load_cpu;      /* the CPU use in its latest load report, in cores */
   cost_t costs[LT_COSTS];
   uint32_t ncosts;
   uint32_t others; /* admitted instructions of chains beyond LT_COSTS, costed at per_us */
   /* Throttle control over the current period. */
-  int64_t period_ms; /* start of the period */
-  uint32_t done;     /* completions in the period */
-  double active_sum; /* reported active threads, summed over reports */
-  uint32_t active_n; /* reports in the period */
-  double slow_sum;   /* completions' service time / their chain's reference, summed */
-  uint32_t slow_n;   /* completions with a reference in the period */
-  int waited;        /* a report showed instructions waiting for a thread */
-  int grew;          /* the last decision grew the window */
-  int shrunk;        /* the window has shrunk once: it grows by one from then on */
-  uint32_t hold;     /* periods before the window may grow again */
-  uint32_t backoff;  /* the hold after the next undone grow */
-  uint32_t changes;  /* window changes so far */
+  int64_t period_ms;  /* start of the period */
+  uint32_t done;      /* completions in the period */
+  uint64_t completed; /* completions so far */
+  double active_sum;  /* reported active threads, summed over reports */
+  uint32_t active_n;  /* reports in the period */
+  double slow_sum;    /* completions' service time / their chain's reference, summed */
+  uint32_t slow_n;    /* completions with a reference in the period */
+  int waited;         /* a report showed instructions waiting for a thread */
+  int grew;           /* the last decision grew the window */
+  int shrunk;         /* the window has shrunk once: it grows by one from then on */
+  uint32_t hold;      /* periods before the window may grow again */
+  uint32_t backoff;   /* the hold after the next undone grow */
+  uint32_t changes;   /* window changes so far */
   int64_t hist_ms[LT_HISTORY];
   uint32_t hist_w[LT_HISTORY];
 } pace_t;
@@ -140,9 +148,8 @@ int64_t lt__sched_now_us(void);
 /* pace.c */
 void lt__pace_init(pace_t *p, uint32_t window, const lt_options_t *o, int64_t now_ms);
 void lt__pace_rtt(pace_t *p, double rtt_us);
-/* lt__pace_service takes a completion of chain `key` that ran svc_us while `running` of
- * the server's instructions ran. */
-void lt__pace_service(pace_t *p, const void *key, double svc_us, uint32_t running);
+/* lt__pace_service takes a completion of chain `key` that ran svc_us, using cpu_us of CPU. */
+void lt__pace_service(pace_t *p, const void *key, double svc_us, double cpu_us);
 /* lt__pace_admit/unadmit count an instruction of chain `key` in or out of the backlog. */
 void lt__pace_admit(pace_t *p, const void *key);
 void lt__pace_unadmit(pace_t *p, const void *key);

@@ -33,9 +33,10 @@ int lt__sched_new(lt_sched_t **out, lt_eval_t *ev) {
   lt_sched_t *s = calloc(1, sizeof *s);
   if (s == NULL) return LT_ENOMEM;
   s->ev = ev;
-  /* Lookahead keeps twice the thread window in flight per server, so that a server has
-   * the next instructions at hand while results travel back; plain Lithium keeps one. */
-  s->window = ev->opts.lookahead ? 2 * ev->opts.max_threads : 1;
+  /* Lookahead admits the thread window per server until the server's first completion
+   * tells its speed (a slow one given more at once would hold it all); pacing adds the
+   * depth that covers the round trip from then on. Plain Lithium keeps one. */
+  s->window = ev->opts.lookahead ? ev->opts.max_threads : 1;
   s->next_seq = (uint64_t)LT_MAX_PARTS + 1;
   lt__codec_limits_default(&s->limits);
   pthread_mutex_init(&s->stats_mu, NULL);
@@ -178,6 +179,7 @@ static void on_message(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
     c->threads = m->u.welcome.threads;
     c->speed = m->u.welcome.speed;
     s->pace[idx].workers = c->threads;
+    if (m->u.welcome.cores > 0) s->pace[idx].cores = m->u.welcome.cores;
     c->state = LT_CONN_READY;
     lt__log(LT_LOG_INFO, "server %s (%s) ready, %u threads", c->endpoint, m->u.welcome.server_id,
             c->threads);
@@ -398,6 +400,7 @@ int lt__sched_stats_json(lt_sched_t *s, lt_json_t *j) {
     lt__json_array_close(j);
     lt__json_double(j, "rtt_us", s->pace[i].rtt_us);
     lt__json_double(j, "service_us", s->pace[i].svc_us);
+    lt__json_double(j, "cores", s->pace[i].cores); /* the CPU it gets, learnt */
     lt__json_double(j, "speed", c->speed);
     lt__json_u64(j, "bytes_to", c->bytes_out);
     lt__json_u64(j, "bytes_from", c->bytes_in);

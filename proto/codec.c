@@ -152,6 +152,7 @@ static int compl_in(dec *d, const Lithium__Completion *pc, lt_completion_t *c) {
   c->service_us = pc->service_us;
   c->worker = pc->worker;
   c->start_us = pc->start_us;
+  c->cpu_us = pc->cpu_us;
   if ((rc = str_in(pc->errmsg, d->lim, &c->errmsg)) != 0) return rc;
   c->noutputs = (uint32_t)pc->n_outputs;
   c->outputs = arr(d, pc->n_outputs, sizeof(lt_output_info_t), &rc);
@@ -433,6 +434,7 @@ static int compl_out(arena *a, const lt_msg_t *m, const lt_completion_t *c,
   pc->service_us = c->service_us;
   pc->worker = c->worker;
   pc->start_us = c->start_us;
+  pc->cpu_us = c->cpu_us;
   if ((pc->errmsg = str_out(c->errmsg)) == NULL) return LT_EINVAL;
   if (c->noutputs == 0) return 0;
   if (c->outputs == NULL) return LT_EINVAL;

@@ -123,6 +123,7 @@ typedef struct lt_completion {
   int32_t answer;      /* DCSTEP: 1 base case (no outputs), 0 divided; else -1 */
   uint32_t worker;     /* the server worker thread that ran it */
   uint64_t start_us;   /* kernel start, server CLOCK_MONOTONIC us; 0 when it never ran */
+  uint64_t cpu_us;     /* CPU time of the worker thread while it ran the kernel */
 } lt_completion_t;
 
 typedef struct lt_msg {

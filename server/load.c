@@ -1,13 +1,13 @@
 /* load.c: the load report every server->client message carries (DESIGN.md 5): executor
  * counters (queued includes the instructions held back by a session's thread window),
  * parked instructions, store size, bytes fetched from and served to peer servers, and the
- * process's recent CPU use, sampled with getrusage once a second by a uv timer.
+ * process's recent CPU use, sampled with getrusage every 250 ms by a uv timer.
  * Loop thread only. */
 #include <sys/resource.h>
 #include <sys/time.h>
 #include "server.h"
 
-#define LOAD_SAMPLE_MS 1000
+#define LOAD_SAMPLE_MS 250 /* the client learns a server's cores from it: keep it recent */
 
 static uint64_t cpu_us(void) {
   struct rusage ru;

@@ -152,6 +152,7 @@ int lt__session_done_add(lt_server_t *srv, lt_session_t *s, uint64_t seq, int st
     e->service_us = ran->service_us;
     e->start_us = ran->start_us;
     e->worker = ran->worker;
+    e->cpu_us = ran->cpu_us;
   }
   e->answer = answer;
   if (errmsg != NULL && errmsg[0] != '\0') {
@@ -201,6 +202,7 @@ void lt__session_flush(lt_server_t *srv, lt_session_t *s) {
     c[i].service_us = e->service_us;
     c[i].start_us = e->start_us;
     c[i].worker = e->worker;
+    c[i].cpu_us = e->cpu_us;
     c[i].answer = e->answer;
   }
   lt_msg_t m;

@@ -24,6 +24,7 @@ typedef struct lt_done_entry {
   uint64_t service_us;
   uint64_t start_us; /* kernel start (lt__executor_now_us), 0 when it never ran */
   uint32_t worker;   /* the worker thread that ran it */
+  uint64_t cpu_us;   /* CPU time of its worker thread while it ran */
   int32_t answer;    /* DCSTEP: 1 base case, 0 divided; else -1 */
   uint32_t out_off;  /* first of its outputs in outs */
   uint32_t nout;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -229,8 +230,19 @@ Test(lazy, a_lost_server_s_values_are_recomputed, .timeout = 120) {
   for (int t = 0; t < 60; t++)
     cr_assert_eq(lt_eval_submit(ev, in, strlen(in), NULL), LT_OK);
   lt_eval_close(ev);
+  /* Killed while it has work out (so that values it holds are still needed), whatever the
+   * pace: the stats say when. */
+  for (;;) {
+    char *st = NULL;
+    cr_assert_eq(lt_eval_stats_json(ev, &st), LT_OK);
+    uint64_t out[3] = {0};
+    cr_assert_eq(stats_each(st, "inflight", out, 3), 3, "%s", st);
+    free(st);
+    if (out[1] > 0) break;
+    usleep(1000);
+  }
+  kill(hosts[1].pid, SIGKILL);
   for (int t = 0; t < 60; t++) {
-    if (t == 1) kill(hosts[1].pid, SIGKILL); /* early: most of the work is still out */
     lt_buf_t *b = NULL;
     cr_assert_eq(lt_eval_next(ev, &b), LT_OK);
     cr_assert_eq(lt_buf_error(b), LT_OK, "task %d: %s", t, lt_buf_errmsg(b));
