@@ -1,11 +1,11 @@
 /* dispatch.c: placement and execute batches. Each loop turn, fireable instructions go to
  * servers: a successor fired by its predecessor's dispatch goes where its inputs are (chain
- * affinity, outside the window: it cannot run before its predecessor is done); other work
- * goes to the holder of most of its input bytes if that server has room in its window, else
- * to the server with the most room. Inputs travel inline when the client holds them and as
- * references otherwise; under lazy binding an instruction's output is passed on as a
- * reference as soon as it is dispatched. One `execute` per server per turn. Dispatcher
- * thread only. */
+ * affinity; it counts in that server's window, as the rest of the task it belongs to);
+ * other work goes where it would finish first (earliest estimated finish, DESIGN.md 7:
+ * backlog, cost, and bytes to move), or round robin under placement=rr and in plain mode.
+ * Inputs travel inline when the client holds them and as references otherwise; under lazy
+ * binding an instruction's output is passed on as a reference as soon as it is dispatched.
+ * One `execute` per server per turn. Dispatcher thread only. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -111,8 +111,9 @@ static int place(lt_sched_t *s, instr_rec_t *r, const lt_fire_t *fi) {
   if (s->nconns > 64 && (bytes = calloc(s->nconns, sizeof *bytes)) == NULL) return -1;
   int best = holder_bytes(s, fi, bytes, &total);
   if (best >= 0 && r->chained) {
-    r->admitted = 0;
-    r->costed = 1;
+    /* It waits there for its predecessor, but it is that server's work all the same: it
+     * fills the window, so that a server is not given more tasks than it can hold whole. */
+    r->admitted = r->costed = 1;
   } else {
     /* Plain mode is the original Lithium: the next idle server. */
     int rr = s->ev->opts.placement == LT_PLACE_RR || !s->ev->opts.lookahead;

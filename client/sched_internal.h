@@ -32,15 +32,15 @@ typedef struct instr_rec {
   uint32_t gen; /* the job's generation when fired; stale records touch no frame */
   lt_frame_t *frame;
   uint32_t op;
-  int conn;        /* -1 while queued */
-  uint32_t tries;  /* dispatches lost to a failed server */
-  int chained;     /* fired by a predecessor's dispatch: placed by affinity, outside the window */
-  int admitted;    /* counted in its server's window */
-  int costed;      /* counted in its server's backlog (admitted ones, and successors placed
-                    * with their predecessor: they will run there too) */
-  int migrating;   /* a cancel is on its way to move it to a faster server */
-  int moved;       /* its frame went on at dispatch: the completion only reports status */
-  int final;       /* its output is the task's result: returned with done */
+  int conn;       /* -1 while queued */
+  uint32_t tries; /* dispatches lost to a failed server */
+  int chained;   /* fired by a predecessor's dispatch: placed by affinity (counted in the window) */
+  int admitted;  /* counted in its server's window */
+  int costed;    /* counted in its server's backlog (admitted ones, and successors placed
+                  * with their predecessor: they will run there too) */
+  int migrating; /* a cancel is on its way to move it to a faster server */
+  int moved;     /* its frame went on at dispatch: the completion only reports status */
+  int final;     /* its output is the task's result: returned with done */
   lt_token_t *ins; /* its input tokens (copies holding value references) */
   uint32_t nins;
   const lt_tstage_t *stages; /* borrowed from the template, for a re-dispatch */
