@@ -234,7 +234,9 @@ bool lt__executor_cancel(lt_executor_t *ex, lt_job_t *job) {
 
 void lt__executor_set_limit(lt_executor_t *ex, lt_exgroup_t *g, uint32_t limit) {
   pthread_mutex_lock(&ex->qlock);
-  bool wider = limit == 0 || (g->limit != 0 && limit > g->limit);
+  /* Only a window that really widened may have jobs to start: waking the idle workers on
+   * every EXECUTE would cost each message a round of context switches. */
+  bool wider = g->limit != 0 && (limit == 0 || limit > g->limit);
   g->limit = limit;
   if (wider && ex->idle > 0) pthread_cond_broadcast(&ex->qcond);
   pthread_mutex_unlock(&ex->qlock);
