@@ -245,7 +245,17 @@ static void tick(lt_sched_t *s, int64_t now) {
     if (c->state == LT_CONN_HELLO && now - c->opened_ms > (int64_t)o->connect_timeout_ms) {
       lt__sched_conn_dead(s, i, "no welcome in time");
     } else if (c->state == LT_CONN_READY) {
-      lt__pace_control(&s->pace[i], o, now, s->t0_ms);
+      if (lt__pace_control(&s->pace[i], o, now, s->t0_ms) && o->throttle) {
+        /* The server learns its window at once, not with its next work: an EXECUTE with no
+         * instruction carries it. */
+        lt_msg_t w = {.type = LT_MSG_EXECUTE};
+        w.u.execute.max_active = s->pace[i].threads;
+        int rc = lt__conn_send(c, &w, NULL, now);
+        if (rc != LT_OK) {
+          lt__sched_conn_dead(s, i, lt_strerror(rc));
+          continue;
+        }
+      }
       /* Messages waiting unread mean the server is alive and this loop was late. */
       int events = 0;
       size_t len = sizeof events;
