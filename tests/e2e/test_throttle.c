@@ -9,6 +9,18 @@
 
 #include "harness.h"
 
+/* finish_in_order closes the input of `ev`, expects the results 0..n-1 in order, frees it
+ * and returns its stats text (the caller frees it). */
+static char *finish_in_order(lt_eval_t *ev, int n) {
+  lt_eval_close(ev);
+  for (int i = 0; i < n; i++)
+    cr_assert_eq(next_i64(ev), i);
+  char *json = NULL;
+  cr_assert_eq(lt_eval_stats_json(ev, &json), LT_OK);
+  lt_eval_free(ev);
+  return json;
+}
+
 /* run_spins streams `n` equal CPU tasks through the servers and returns the stats text. */
 static char *run_spins(lt_proc_t *hosts, int nhosts, int n, const char *const *opts) {
   lt_eval_t *ev = NULL;
@@ -23,13 +35,7 @@ static char *run_spins(lt_proc_t *hosts, int nhosts, int n, const char *const *o
    * ones, and the distribution would measure the reader instead of the servers. */
   cr_assert_leq(n, 1024, "more than the default max_pending");
   submit_i64s(ev, n);
-  lt_eval_close(ev);
-  for (int i = 0; i < n; i++)
-    cr_assert_eq(next_i64(ev), i);
-  char *json = NULL;
-  cr_assert_eq(lt_eval_stats_json(ev, &json), LT_OK);
-  lt_eval_free(ev);
-  return json;
+  return finish_in_order(ev, n);
 }
 
 Test(throttle, a_slow_server_gets_less_work, .timeout = 180) {
@@ -109,12 +115,7 @@ Test(throttle, queued_work_moves_off_a_slow_server_at_the_end, .timeout = 180) {
     usleep(10000);
   cr_assert_eq(lt_eval_add_host(ev, hosts[1].endpoint), LT_OK);
   cr_assert_eq(lt_eval_add_host(ev, hosts[2].endpoint), LT_OK);
-  lt_eval_close(ev);
-  for (int i = 0; i < n; i++)
-    cr_assert_eq(next_i64(ev), i);
-  char *json = NULL;
-  cr_assert_eq(lt_eval_stats_json(ev, &json), LT_OK);
-  lt_eval_free(ev);
+  char *json = finish_in_order(ev, n);
   cr_assert_geq(stats_u64(json, "migrated"), 1, "%s", json);
   /* Every task ran exactly once, counted by the servers themselves. */
   cr_assert_eq(stats_sum(json, "executed"), (uint64_t)n, "%s", json);
