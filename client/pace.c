@@ -27,12 +27,12 @@
 
 #define SMOOTH 0.2   /* weight of a new RTT or service-time sample */
 #define FORGET 1.002 /* a reference cost rises by this each period: a lucky sample fades */
-#define SLOWER  1.5   /* mean slowdown above this shrinks the window */
+#define SLOWER 1.5   /* mean slowdown above this shrinks the window */
 #define KEEPUP 1.15  /* mean slowdown below this lets a full window grow */
 #define CONTENDED                                                                                  \
   1.5             /* a service time this far above its reference: the server is at its limit       \
                    */
-#define BACKOFF 3     /* periods without growing after a grow was undone, doubled each time */
+#define BACKOFF 3 /* periods without growing after a grow was undone, doubled each time */
 
 static void recompute(pace_t *p, uint32_t max_threads) {
   (void)max_threads;
