@@ -43,6 +43,8 @@ static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem) {
   return LT_OK;
 }
 
+#define MOVE_GAIN 0.75 /* a successor leaves its predecessor's server for a 25 % gain */
+
 /* holder_bytes sums the bytes of the inputs held by each server into bytes[] (of nconns
  * entries) and returns the live server holding most of them, or -1: O(inputs + servers),
  * since a merge may have tens of thousands of inputs. Ties go to the first input's holder. */
@@ -103,6 +105,31 @@ static int earliest(lt_sched_t *s, const lt_fire_t *fi, const uint64_t *bytes, u
   return best;
 }
 
+/* follow_or_move places a successor dispatched with its predecessor, which will hold its
+ * input on server h (DESIGN.md 7: the finish estimate decides between chain affinity and
+ * moving a value). Elsewhere it cannot start before the predecessor is done on h, then pays
+ * the transfer: it moves only to a server with room that would finish it in under
+ * MOVE_GAIN of the time h would. */
+static int follow_or_move(lt_sched_t *s, const lt_fire_t *fi, const uint64_t *bytes, uint64_t total,
+                          int h) {
+  double ready = lt__pace_backlog_us(s, (size_t)h);
+  double stay = ready + lt__pace_cost_us(s, (size_t)h, fi->stages);
+  int best = h;
+  double best_us = stay;
+  for (size_t j = 0; j < s->nconns; j++) {
+    if ((int)j == h || s->conns[j].state != LT_CONN_READY || s->admitted[j] >= s->pace[j].cap)
+      continue;
+    double backlog = lt__pace_backlog_us(s, j);
+    double us = (backlog > ready ? backlog : ready) + lt__pace_cost_us(s, j, fi->stages) +
+                (double)(total - bytes[j]) / LT_LINK_BPUS;
+    if (us < best_us && us < MOVE_GAIN * stay) {
+      best = (int)j;
+      best_us = us;
+    }
+  }
+  return best;
+}
+
 /* place returns the server for `r`, or -1 when none has room; sets r->admitted. A successor fired
  * by its predecessor's dispatch goes where its inputs are. */
 static int place(lt_sched_t *s, instr_rec_t *r, const lt_fire_t *fi) {
@@ -111,8 +138,10 @@ static int place(lt_sched_t *s, instr_rec_t *r, const lt_fire_t *fi) {
   if (s->nconns > 64 && (bytes = calloc(s->nconns, sizeof *bytes)) == NULL) return -1;
   int best = holder_bytes(s, fi, bytes, &total);
   if (best >= 0 && r->chained) {
-    /* It waits there for its predecessor, but it is that server's work all the same: it
-     * fills the window, so that a server is not given more tasks than it can hold whole. */
+    /* It waits for its predecessor, on the holder unless a faster server would finish it
+     * clearly sooner even after fetching the value; either way it fills that server's
+     * window, so that a server is not given more tasks than it can hold whole. */
+    if (s->ev->opts.placement == LT_PLACE_EFT) best = follow_or_move(s, fi, bytes, total, best);
     r->admitted = r->costed = 1;
   } else {
     /* Plain mode is the original Lithium: the next idle server. */
