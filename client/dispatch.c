@@ -108,8 +108,9 @@ static int earliest(lt_sched_t *s, const lt_fire_t *fi, const uint64_t *bytes, u
 /* follow_or_move places a successor dispatched with its predecessor, which will hold its
  * input on server h (DESIGN.md 7: the finish estimate decides between chain affinity and
  * moving a value). Elsewhere it cannot start before the predecessor is done on h, then pays
- * the transfer: it moves only to a server with room that would finish it in under
- * MOVE_GAIN of the time h would. */
+ * the transfer: it moves only to a server that would finish it in under MOVE_GAIN of the
+ * time h would, backlog included (a full server too: like on h, it waits there without a
+ * thread until its input is ready). */
 static int follow_or_move(lt_sched_t *s, const lt_fire_t *fi, const uint64_t *bytes, uint64_t total,
                           int h) {
   double ready = lt__pace_backlog_us(s, (size_t)h);
@@ -117,8 +118,7 @@ static int follow_or_move(lt_sched_t *s, const lt_fire_t *fi, const uint64_t *by
   int best = h;
   double best_us = stay;
   for (size_t j = 0; j < s->nconns; j++) {
-    if ((int)j == h || s->conns[j].state != LT_CONN_READY || s->admitted[j] >= s->pace[j].cap)
-      continue;
+    if ((int)j == h || s->conns[j].state != LT_CONN_READY) continue;
     double backlog = lt__pace_backlog_us(s, j);
     double us = (backlog > ready ? backlog : ready) + lt__pace_cost_us(s, j, fi->stages) +
                 (double)(total - bytes[j]) / LT_LINK_BPUS;

@@ -124,3 +124,36 @@ Test(throttle, queued_work_moves_off_a_slow_server_at_the_end, .timeout = 180) {
   for (int i = 0; i < 3; i++)
     lt__proc_stop(&hosts[i], 5000);
 }
+
+/* Under lazy binding a successor dispatched with its predecessor may leave for a faster
+ * server and fetch the value from the slow one: some do when one of two servers is 20 x
+ * slower (the slow one gets cheap first stages whenever it is idle; their expensive
+ * successors are better off on the fast one), and every result is still right. */
+Test(throttle, successors_move_off_a_slow_server, .timeout = 180) {
+  lt_proc_t hosts[2];
+  const char *slow[] = {"--slowdown", "20", NULL};
+  start_server(&hosts[0], "fast", 2);
+  start_server_with(&hosts[1], "slow", 2, slow);
+  lt_eval_t *ev = NULL;
+  cr_assert_eq(
+      lt_eval_new(&ev, lt_pipeline(lt_farm(lt_seq("testk:inc")),
+                                   lt_farm(lt_seq_with("testk:spin", "3000000", 7)), NULL)),
+      LT_OK);
+  cr_assert_eq(lt_eval_set(ev, "max_threads", "2"), LT_OK);
+  cr_assert_eq(lt_eval_set(ev, "inline_max", "0"), LT_OK); /* values stay where they are made */
+  for (int i = 0; i < 2; i++)
+    cr_assert_eq(lt_eval_add_host(ev, hosts[i].endpoint), LT_OK);
+  cr_assert_eq(lt_eval_start(ev), LT_OK);
+  const int n = 200;
+  submit_i64s(ev, n);
+  lt_eval_close(ev);
+  for (int i = 0; i < n; i++)
+    cr_assert_eq(next_i64(ev), i + 1, "task %d", i);
+  char *json = NULL;
+  cr_assert_eq(lt_eval_stats_json(ev, &json), LT_OK);
+  lt_eval_free(ev);
+  cr_assert_gt(stats_sum(json, "bytes_peer_in"), 0, "%s", json);
+  free(json);
+  for (int i = 0; i < 2; i++)
+    lt__proc_stop(&hosts[i], 5000);
+}
