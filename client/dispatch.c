@@ -1,6 +1,7 @@
 /* dispatch.c: placement and execute batches. Each loop turn, fireable instructions go to
- * servers: a successor fired by its predecessor's dispatch goes where its inputs are (chain
- * affinity; it counts in that server's window, as the rest of the task it belongs to);
+ * servers: a successor fired by its predecessor's dispatch goes where its input will be
+ * unless a faster server would finish it clearly sooner, fetch included (it counts in that
+ * server's window, as the rest of the task it belongs to);
  * other work goes where it would finish first (earliest estimated finish, DESIGN.md 7:
  * backlog, cost, and bytes to move), or round robin under placement=rr and in plain mode.
  * Inputs travel inline when the client holds them and as references otherwise; under lazy
@@ -130,8 +131,8 @@ static int follow_or_move(lt_sched_t *s, const lt_fire_t *fi, const uint64_t *by
   return best;
 }
 
-/* place returns the server for `r`, or -1 when none has room; sets r->admitted. A successor fired
- * by its predecessor's dispatch goes where its inputs are. */
+/* place returns the server for `r`, or -1 when none has room; sets r->admitted. A successor
+ * fired by its predecessor's dispatch is placed by follow_or_move, whatever the room. */
 static int place(lt_sched_t *s, instr_rec_t *r, const lt_fire_t *fi) {
   uint64_t stack[64], total;
   uint64_t *bytes = stack;
@@ -142,14 +143,14 @@ static int place(lt_sched_t *s, instr_rec_t *r, const lt_fire_t *fi) {
      * clearly sooner even after fetching the value; either way it fills that server's
      * window, so that a server is not given more tasks than it can hold whole. */
     if (s->ev->opts.placement == LT_PLACE_EFT) best = follow_or_move(s, fi, bytes, total, best);
-    r->admitted = r->costed = 1;
+    r->admitted = 1;
   } else {
     /* Plain mode is the original Lithium: the next idle server. */
     int rr = s->ev->opts.placement == LT_PLACE_RR || !s->ev->opts.lookahead;
     best = rr ? round_robin(s) : earliest(s, fi, bytes, total);
     if (best >= 0) {
       s->rr = (size_t)best + 1;
-      r->admitted = r->costed = 1;
+      r->admitted = 1;
     }
   }
   if (bytes != stack) free(bytes);
@@ -157,9 +158,10 @@ static int place(lt_sched_t *s, instr_rec_t *r, const lt_fire_t *fi) {
 }
 
 void lt__sched_unadmit(lt_sched_t *s, instr_rec_t *r, size_t idx) {
-  if (r->costed) lt__pace_unadmit(&s->pace[idx], r->stages);
-  if (r->admitted) s->admitted[idx]--;
-  r->admitted = r->costed = 0;
+  if (!r->admitted) return;
+  s->admitted[idx]--;
+  lt__pace_unadmit(&s->pace[idx], r->stages);
+  r->admitted = 0;
 }
 
 /* keep_inputs copies the instruction's input tokens into the record (value references
@@ -306,8 +308,10 @@ static int send_one(lt_sched_t *s, batch_t *batches, instr_rec_t *r) {
   r->conn = idx;
   HASH_ADD(hh, s->inflight, seq, sizeof r->seq, r);
   s->conns[idx].inflight++;
-  if (r->admitted) s->admitted[idx]++;
-  if (r->costed) lt__pace_admit(&s->pace[idx], r->stages);
+  if (r->admitted) {
+    s->admitted[idx]++;
+    lt__pace_admit(&s->pace[idx], r->stages);
+  }
   s->instructions++;
   return LT_OK;
 }

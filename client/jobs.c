@@ -260,7 +260,7 @@ void lt__sched_lost(lt_sched_t *s, instr_rec_t *r, const char *endpoint, const c
     lt__sched_restart(s, j, msg);
     return;
   }
-  r->admitted = r->costed = 0;
+  r->admitted = 0;
   lt__sched_push_fireable(s, r, 1);
 }
 

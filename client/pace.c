@@ -1,41 +1,33 @@
 /* pace.c: how much work one server gets (sched_internal.h, pace_t), from what it reports.
  *  - Costs: for each instruction chain of the template on this server (DESIGN.md 7: per
- *    kernel per server), EWMAs refined from every completion of the service time and of the
- *    server's time per instruction when busy (service time / instructions running then), and
- *    how many of the chain it has admitted. Each server's cores — the CPU it really gets —
- *    are learnt from the CPU use it reports while saturated (a CPU quota or a hog shows
- *    there). The time per instruction when busy is the CPU time over the cores or
- *    the service time over the window, whichever binds. The backlog, what it has admitted costed at
- *    today's estimates, plus one more is when a new instruction would finish there; a chain
- *    never seen here is estimated from another server's cost scaled by the calibrated
- *    speeds.
+ *    kernel per server), EWMAs of its service time and of the CPU time it used, refined from
+ *    every completion, and how many of the chain the server has been given. The server's
+ *    cores — the CPU it really gets — are learnt from the CPU use it reports while
+ *    saturated (a CPU quota or a hog shows there). Its time per instruction when busy is the
+ *    CPU time over the cores or the service time over the window, whichever binds; a chain
+ *    never run here is costed from another server's times. The backlog, what it has been
+ *    given costed at today's estimates, plus one more is when a new instruction would finish.
  *  - The thread window (throttle, seed 003 5.3): how many instructions run at once on the
  *    server, kept between min_threads and max_threads. Each chain keeps a reference cost,
  *    the lowest its EWMA reached (slowly forgotten); every LT_CONTROL_MS the mean slowdown of
  *    the period's completions against their references decides: clearly slower (the server
  *    saturated, a hog on its host, its CPU quota cut) shrinks the window by one; as fast as
  *    the reference while the window is the limit (work waits for it) grows it: doubling
- *    until the first shrink (a slow start), by one after. A grow that is undone at once backs
- *    off, so a server at its knee does not
- *    oscillate. Every change is recorded. Servers enforce the window (execute.max_active).
- *  - The lookahead depth on top: enough queued at the server to cover the round trip, about
- *    max_threads x RTT / service time (Little's law), so a server never idles waiting for
- *    the client and tiny tasks are not held to window / RTT.
+ *    until the first shrink (a slow start), by one after. A grow that is undone at once
+ *    backs off, so a server at its knee does not oscillate. Every change is recorded.
+ *    Servers enforce the window (execute.max_active).
+ *  - The lookahead depth on top: RTT / time per instruction more (Little's law), so a server
+ *    never idles waiting for the client and tiny tasks are not held to window / RTT.
  * Pure arithmetic over the reports; dispatcher thread. */
-#include <math.h>
 #include "sched_internal.h"
 
-#define SMOOTH 0.2   /* weight of a new RTT or service-time sample */
-#define FORGET 1.002 /* a reference cost rises by this each period: a lucky sample fades */
-#define SLOWER 1.5   /* mean slowdown above this shrinks the window */
-#define KEEPUP 1.15  /* mean slowdown below this lets a full window grow */
-#define CONTENDED                                                                                  \
-  1.5             /* a service time this far above its reference: the server is at its limit       \
-                   */
-#define BACKOFF 3 /* periods without growing after a grow was undone, doubled each time */
+#define SMOOTH  0.2   /* weight of a new RTT or service-time sample */
+#define FORGET  1.002 /* a reference cost rises by this each period: a lucky sample fades */
+#define SLOWER  1.5   /* mean slowdown above this shrinks the window */
+#define KEEPUP  1.15  /* mean slowdown below this lets a full window grow */
+#define BACKOFF 3     /* periods without growing after a grow was undone, doubled each time */
 
-static void recompute(pace_t *p, uint32_t max_threads) {
-  (void)max_threads;
+static void recompute(pace_t *p) {
   if (!p->paced || p->per_us <= 0) return;                     /* plain Lithium: one at a time */
   double rtt_us = p->rtt_us > 0 ? p->rtt_us : LT_RTT_GUESS_US; /* until the first ping */
   /* Little's law: the server finishes one every per_us when busy, so rtt / per_us more
@@ -64,14 +56,13 @@ void lt__pace_init(pace_t *p, uint32_t window, const lt_options_t *o, int64_t no
   p->threads = o->throttle ? o->min_threads : o->max_threads;
   if (p->threads > o->max_threads) p->threads = o->max_threads;
   p->cap = window;
-  p->max_threads = o->max_threads;
   p->paced = o->lookahead;
   p->period_ms = now_ms;
 }
 
 void lt__pace_rtt(pace_t *p, double rtt_us) {
   p->rtt_us = p->rtt_us > 0 ? (1 - SMOOTH) * p->rtt_us + SMOOTH * rtt_us : rtt_us;
-  recompute(p, p->max_threads);
+  recompute(p);
 }
 
 /* find_cost returns the cost entry of chain `key`, or NULL. */
@@ -128,7 +119,6 @@ void lt__pace_service(pace_t *p, const void *key, double svc_us, double cpu_us) 
   double per = per_of(p, cpu_us, svc_us);
   double w = p->completed < LT_PER_SPAN ? 1.0 / (double)(p->completed + 1) : 1.0 / LT_PER_SPAN;
   p->per_us = p->per_us > 0 ? (1 - w) * p->per_us + w * per : per;
-  p->done++;
   p->completed++;
   cost_t *c = entry(p, key);
   if (c == NULL) return;
@@ -137,7 +127,7 @@ void lt__pace_service(pace_t *p, const void *key, double svc_us, double cpu_us) 
   if (c->ref <= 0 || c->raw < c->ref) c->ref = c->raw;
   p->slow_sum += svc_us / c->ref;
   p->slow_n++;
-  recompute(p, p->max_threads);
+  recompute(p);
 }
 
 double lt__pace_cost_us(const lt_sched_t *s, size_t i, const void *key) {
@@ -224,7 +214,6 @@ int lt__pace_control(pace_t *p, const lt_options_t *o, int64_t now_ms, int64_t t
   double slowdown = p->slow_n > 0 ? p->slow_sum / p->slow_n : 1;
   uint32_t n = p->slow_n;
   p->period_ms = now_ms;
-  p->done = 0;
   p->active_sum = 0;
   p->active_n = 0;
   p->slow_sum = 0;
@@ -238,7 +227,7 @@ int lt__pace_control(pace_t *p, const lt_options_t *o, int64_t now_ms, int64_t t
   uint32_t w = decide(p, o, slowdown, active, waited);
   if (w == p->threads) return 0;
   p->threads = w;
-  recompute(p, o->max_threads);
+  recompute(p);
   record(p, now_ms - t0_ms);
   return 1;
 }

@@ -32,15 +32,13 @@ typedef struct instr_rec {
   uint32_t gen; /* the job's generation when fired; stale records touch no frame */
   lt_frame_t *frame;
   uint32_t op;
-  int conn;       /* -1 while queued */
-  uint32_t tries; /* dispatches lost to a failed server */
-  int chained;   /* fired by a predecessor's dispatch: placed by affinity (counted in the window) */
-  int admitted;  /* counted in its server's window */
-  int costed;    /* counted in its server's backlog (admitted ones, and successors placed
-                  * with their predecessor: they will run there too) */
-  int migrating; /* a cancel is on its way to move it to a faster server */
-  int moved;     /* its frame went on at dispatch: the completion only reports status */
-  int final;     /* its output is the task's result: returned with done */
+  int conn;        /* -1 while queued */
+  uint32_t tries;  /* dispatches lost to a failed server */
+  int chained;     /* fired by a predecessor's dispatch: placed by follow_or_move (dispatch.c) */
+  int admitted;    /* counted in its server's window */
+  int migrating;   /* a cancel is on its way to move it to a faster server */
+  int moved;       /* its frame went on at dispatch: the completion only reports status */
+  int final;       /* its output is the task's result: returned with done */
   lt_token_t *ins; /* its input tokens (copies holding value references) */
   uint32_t nins;
   const lt_tstage_t *stages; /* borrowed from the template, for a re-dispatch */
@@ -75,20 +73,18 @@ typedef struct pace {
   double rtt_us; /* smoothed ping round trip; 0 before the first */
   double svc_us; /* smoothed service time over all chains; 0 before the first completion */
   int64_t last_ping_ms;
-  uint32_t threads;     /* the thread window: instructions meant to run at once */
-  uint32_t cap;         /* instructions admitted at once: threads + the lookahead depth */
-  uint32_t max_threads; /* the option, for the depth */
-  int paced;            /* lookahead: the admitted cap follows the round trip */
-  uint32_t workers;     /* the server's worker threads (welcome); 0 before */
-  double per_us;        /* EWMA of the time per instruction when busy, over all chains */
-  double cores;         /* the CPU the server gets, in cores: welcome, then learnt (pace.c) */
-  double load_cpu;      /* the CPU use in its latest load report, in cores */
+  uint32_t threads; /* the thread window: instructions meant to run at once */
+  uint32_t cap;     /* instructions admitted at once: threads + the lookahead depth */
+  int paced;        /* lookahead: the admitted cap follows the round trip */
+  uint32_t workers; /* the server's worker threads (welcome); 0 before */
+  double per_us;    /* EWMA of the time per instruction when busy, over all chains */
+  double cores;     /* the CPU the server gets, in cores: welcome, then learnt (pace.c) */
+  double load_cpu;  /* the CPU use in its latest load report, in cores */
   cost_t costs[LT_COSTS];
   uint32_t ncosts;
   uint32_t others; /* admitted instructions of chains beyond LT_COSTS, costed at per_us */
   /* Throttle control over the current period. */
   int64_t period_ms;  /* start of the period */
-  uint32_t done;      /* completions in the period */
   uint64_t completed; /* completions so far */
   double active_sum;  /* reported active threads, summed over reports */
   uint32_t active_n;  /* reports in the period */
