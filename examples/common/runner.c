@@ -46,6 +46,40 @@ int ex_parse_num(const ex_opts_t *o, const char *flag, const char *text, long lo
   return 0;
 }
 
+/* num_flag parses argv[*i] when it is one of `flags` (advancing *i past its value): 1 when it
+ * took it, 0 when it is none of them, -1 on a bad value. */
+static int num_flag(const ex_opts_t *o, int argc, char **argv, int *i, const ex_num_flag_t *flags,
+                    size_t nflags) {
+  for (size_t k = 0; k < nflags; k++) {
+    if (strcmp(argv[*i], flags[k].name) != 0 || *i + 1 >= argc) continue;
+    *i += 1;
+    return ex_parse_num(o, flags[k].name, argv[*i], flags[k].min, flags[k].max, flags[k].value) == 0
+               ? 1
+               : -1;
+  }
+  return 0;
+}
+
+int ex_args_parse(ex_opts_t *o, int argc, char **argv, const ex_num_flag_t *flags, size_t nflags,
+                  ex_usage_fn usage) {
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+      usage(stdout, argv[0]);
+      exit(0);
+    }
+    int rc = ex_opts_parse(o, argc, argv, &i);
+    if (rc == 0) rc = num_flag(o, argc, argv, &i, flags, nflags);
+    if (rc < 0) return -1;
+    if (rc == 0) {
+      fprintf(stderr, "%s: bad argument '%s'\n", o->prog, a);
+      usage(stderr, argv[0]);
+      return -1;
+    }
+  }
+  return 0;
+}
+
 int ex_opts_parse(ex_opts_t *o, int argc, char **argv, int *i) {
   const char *a = argv[*i];
   long long v;

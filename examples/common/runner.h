@@ -34,6 +34,22 @@ void ex_opts_usage(FILE *f);
 int ex_parse_num(const ex_opts_t *o, const char *flag, const char *text, long long min,
                  long long max, long long *out);
 
+/* A numeric option of a program: `name N`, N within [min, max], into *value. */
+typedef struct ex_num_flag {
+  const char *name;
+  long long min, max;
+  long long *value;
+} ex_num_flag_t;
+
+/* The help text of a program; ex_args_parse prints it for --help and after a bad argument. */
+typedef void (*ex_usage_fn)(FILE *f, const char *argv0);
+
+/* ex_args_parse reads the whole command line of a program whose own options are numeric:
+ * the common options (ex_opts_parse, after ex_opts_init and the program's defaults), -h and
+ * --help (usage on stdout, exit 0) and `flags`. Returns 0, or -1 after printing why. */
+int ex_args_parse(ex_opts_t *o, int argc, char **argv, const ex_num_flag_t *flags, size_t nflags,
+                  ex_usage_fn usage);
+
 /* ex_eval_open makes an evaluator for `program` (taking ownership, also on failure), points it
  * at this build's server program and modules unless LITHIUM_SERVER / LITHIUM_MODULES say
  * otherwise, and starts it: sequentially in this process when `local`, else on the servers

@@ -36,25 +36,9 @@ static int parse_args(int argc, char **argv, options_t *opt) {
   ex_opts_init(&opt->common, PROG);
   opt->n = 30;
   opt->cutoff = 15;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    int rc = ex_opts_parse(&opt->common, argc, argv, &i);
-    if (rc < 0) return -1;
-    if (rc > 0) continue;
-    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-      usage(stdout, argv[0]);
-      exit(0);
-    } else if (strcmp(a, "--n") == 0 && i + 1 < argc) {
-      if (ex_parse_num(&opt->common, a, argv[++i], 0, MAX_N, &opt->n) != 0) return -1;
-    } else if (strcmp(a, "--cutoff") == 0 && i + 1 < argc) {
-      if (ex_parse_num(&opt->common, a, argv[++i], 2, MAX_CUT, &opt->cutoff) != 0) return -1;
-    } else {
-      fprintf(stderr, "%s: bad argument '%s'\n", PROG, a);
-      usage(stderr, argv[0]);
-      return -1;
-    }
-  }
-  return 0;
+  const ex_num_flag_t flags[] = {{"--n", 0, MAX_N, &opt->n},
+                                 {"--cutoff", 2, MAX_CUT, &opt->cutoff}};
+  return ex_args_parse(&opt->common, argc, argv, flags, 2, usage);
 }
 
 static int64_t fib_iter(int64_t n) {

@@ -45,24 +45,8 @@ static int parse_args(int argc, char **argv, options_t *opt) {
   ex_opts_init(&opt->common, PROG);
   opt->n = 10;
   opt->depth = 3;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    int rc = ex_opts_parse(&opt->common, argc, argv, &i);
-    if (rc < 0) return -1;
-    if (rc > 0) continue;
-    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-      usage(stdout, argv[0]);
-      exit(0);
-    } else if (strcmp(a, "--n") == 0 && i + 1 < argc) {
-      if (ex_parse_num(&opt->common, a, argv[++i], 1, MAX_N, &opt->n) != 0) return -1;
-    } else if (strcmp(a, "--depth") == 0 && i + 1 < argc) {
-      if (ex_parse_num(&opt->common, a, argv[++i], 0, MAX_N, &opt->depth) != 0) return -1;
-    } else {
-      fprintf(stderr, "%s: bad argument '%s'\n", PROG, a);
-      usage(stderr, argv[0]);
-      return -1;
-    }
-  }
+  const ex_num_flag_t flags[] = {{"--n", 1, MAX_N, &opt->n}, {"--depth", 0, MAX_N, &opt->depth}};
+  if (ex_args_parse(&opt->common, argc, argv, flags, 2, usage) != 0) return -1;
   if (opt->depth > opt->n) {
     fprintf(stderr, "%s: --depth %lld is deeper than the board (--n %lld)\n", PROG, opt->depth,
             opt->n);

@@ -39,27 +39,10 @@ static int parse_args(int argc, char **argv, options_t *opt) {
   opt->size = 1000000;
   opt->cutoff = 65536;
   opt->seed = 1;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    int rc = ex_opts_parse(&opt->common, argc, argv, &i);
-    if (rc < 0) return -1;
-    if (rc > 0) continue;
-    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-      usage(stdout, argv[0]);
-      exit(0);
-    } else if (strcmp(a, "--size") == 0 && i + 1 < argc) {
-      if (ex_parse_num(&opt->common, a, argv[++i], 0, MAX_SIZE, &opt->size) != 0) return -1;
-    } else if (strcmp(a, "--cutoff") == 0 && i + 1 < argc) {
-      if (ex_parse_num(&opt->common, a, argv[++i], 1, MAX_SIZE, &opt->cutoff) != 0) return -1;
-    } else if (strcmp(a, "--seed") == 0 && i + 1 < argc) {
-      if (ex_parse_num(&opt->common, a, argv[++i], 0, INT64_MAX, &opt->seed) != 0) return -1;
-    } else {
-      fprintf(stderr, "%s: bad argument '%s'\n", PROG, a);
-      usage(stderr, argv[0]);
-      return -1;
-    }
-  }
-  return 0;
+  const ex_num_flag_t flags[] = {{"--size", 0, MAX_SIZE, &opt->size},
+                                 {"--cutoff", 1, MAX_SIZE, &opt->cutoff},
+                                 {"--seed", 0, INT64_MAX, &opt->seed}};
+  return ex_args_parse(&opt->common, argc, argv, flags, 3, usage);
 }
 
 /* next_random is splitmix64: every seed gives a well-mixed sequence. */
