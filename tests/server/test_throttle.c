@@ -205,6 +205,25 @@ Test(throttle, later_execute_widens_the_window) {
   free(s);
 }
 
+Test(throttle, an_execute_without_instructions_sets_the_window) {
+  st_t *s = calloc(1, sizeof *s);
+  start(s, "6");
+  execute(s, 1, 4, "400", 1);
+  /* The client sends a changed window at once, with no work: the waiting ones start. */
+  execute(s, 5, 0, "", 4);
+  int64_t until = th_now_ms() + 5000;
+  while (s->load.active < 4) {
+    cr_assert_lt(th_now_ms(), until, "never 4 active (last %u)", s->load.active);
+    cr_assert_eq(s->ndone, 0, "something finished before the window was widened");
+    heartbeat(s);
+  }
+  wait_done(s, 4);
+  for (int i = 1; i <= 4; i++)
+    cr_assert_eq(s->status[i], LT_OK);
+  stop(s);
+  free(s);
+}
+
 Test(throttle, cancel_a_waiting_one) {
   st_t *s = calloc(1, sizeof *s);
   start(s, "4");
