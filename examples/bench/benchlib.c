@@ -25,12 +25,6 @@
 #define MAX_TASKS    100000000L
 #define ENDPOINT_MAX 256
 
-double bench_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
@@ -173,7 +167,7 @@ int bench_eval_stream(const char *prog, lt_eval_t *ev, long tasks, size_t size, 
   feeder_t f = {.prog = prog, .ev = ev, .tasks = tasks, .size = size, .make = make, .arg = arg};
   atomic_init(&f.stop, 0);
   pthread_t th;
-  double t0 = bench_now();
+  double t0 = ex_now();
   if (pthread_create(&th, NULL, feed, &f) != 0) {
     fprintf(stderr, "%s: cannot start the feeder thread\n", prog);
     return -1;
@@ -194,7 +188,7 @@ int bench_eval_stream(const char *prog, lt_eval_t *ev, long tasks, size_t size, 
     got++;
     if (failed) atomic_store(&f.stop, 1);
   }
-  *seconds = bench_now() - t0;
+  *seconds = ex_now() - t0;
   pthread_join(th, NULL);
   if (rc != LT_ECLOSED) {
     fprintf(stderr, "%s: lt_eval_next: %s\n", prog, lt_strerror(rc));
@@ -206,23 +200,6 @@ int bench_eval_stream(const char *prog, lt_eval_t *ev, long tasks, size_t size, 
     return -1;
   }
   return 0;
-}
-
-long long bench_stat_u64(const char *json, const char *key) {
-  char pat[64];
-  snprintf(pat, sizeof pat, "\"%s\":", key);
-  const char *p = strstr(json, pat);
-  if (p == NULL) return -1;
-  return strtoll(p + strlen(pat), NULL, 10);
-}
-
-long long bench_stat_sum(const char *json, const char *key) {
-  char pat[64];
-  snprintf(pat, sizeof pat, "\"%s\":", key);
-  long long sum = 0;
-  for (const char *p = strstr(json, pat); p != NULL; p = strstr(p + 1, pat))
-    sum += strtoll(p + strlen(pat), NULL, 10);
-  return sum;
 }
 
 /* The echo server: a ROUTER that sends every message back to its sender until it receives an
@@ -265,7 +242,7 @@ static int echo_client(void *dealer, long count, int window, size_t size, double
   }
   long sent = 0, got = 0;
   int rc = 0;
-  double t0 = bench_now(), sent_at = t0;
+  double t0 = ex_now(), sent_at = t0;
   for (; sent < count && sent < window; sent++)
     if (zmq_send(dealer, msg, size, 0) < 0) rc = -1;
   while (rc == 0 && got < count) {
@@ -274,7 +251,7 @@ static int echo_client(void *dealer, long count, int window, size_t size, double
       rc = -1;
       break;
     }
-    double now = bench_now();
+    double now = ex_now();
     if (rtt_us != NULL && window == 1) rtt_us[got] = (now - sent_at) * 1e6;
     got++;
     if (sent < count) {
@@ -283,7 +260,7 @@ static int echo_client(void *dealer, long count, int window, size_t size, double
       sent++;
     }
   }
-  *seconds = bench_now() - t0;
+  *seconds = ex_now() - t0;
   free(msg);
   free(reply);
   return rc;

@@ -1,5 +1,5 @@
-/* benchlib.h: what the benchmark programs (examples/bench/) share: the clock, medians, the
- * one JSON line per figure that scripts/bench/run collects, an evaluator on spawned local
+/* benchlib.h: what the benchmark programs (examples/bench/) share beside common/runner.h
+ * (clock, stats readers): medians, the
  * servers with given options, a streaming run (a feeder thread submits while the caller
  * reads) and the raw ZeroMQ DEALER->ROUTER echo the runtime is compared against. The thread
  * that owns an evaluator calls the evaluator helpers; the others may be called from any
@@ -11,9 +11,7 @@
 #include <stdint.h>
 
 #include <lithium.h>
-
-/* bench_now returns a monotonic clock in seconds. */
-double bench_now(void);
+#include "runner.h" /* ex_now, ex_stat_u64, ex_stat_sum */
 
 /* bench_median returns the median of v[0..n) (sorting v in place); 0 when n is 0. */
 double bench_median(double *v, size_t n);
@@ -53,14 +51,6 @@ int bench_index_check(long i, const unsigned char *data, size_t len, void *arg);
  * result. Returns 0, or -1 after printing the first failure. */
 int bench_eval_stream(const char *prog, lt_eval_t *ev, long tasks, size_t size, bench_make_fn make,
                       bench_check_fn check, void *arg, double *seconds);
-
-/* bench_stat_u64 returns the top-level counter `key` of the stats JSON `json`; -1 when absent.
- * The counters come before the per-server objects, so the first match is the top-level one. */
-long long bench_stat_u64(const char *json, const char *key);
-
-/* bench_stat_sum returns the sum of every occurrence of `key` in `json` (e.g. a per-server
- * counter over all servers); 0 when there is none. */
-long long bench_stat_sum(const char *json, const char *key);
 
 /* bench_echo_run is the raw baseline: a ROUTER thread on a free loopback TCP port echoes
  * every message, and a DEALER sends `count` messages of `size` bytes keeping `window` of them

@@ -64,7 +64,7 @@ typedef struct run {
   uint64_t sums[NSEEDS]; /* the expected checksum of each seed */
   long done, step_n;     /* results read; the count at which the step command runs */
   const char *step_cmd;
-  double t_step; /* bench_now() when the step command ran, 0 before */
+  double t_step; /* ex_now() when the step command ran, 0 before */
   int step_failed;
 } run_t;
 
@@ -185,7 +185,7 @@ static int check_result(long i, const unsigned char *data, size_t len, void *arg
   memcpy(&sum, data + SEED_SIZE, SEED_SIZE);
   if (seed >= NSEEDS || sum != r->sums[seed]) return -1;
   if (++r->done == r->step_n && r->step_cmd != NULL) {
-    r->t_step = bench_now();
+    r->t_step = ex_now();
     int rc = system(r->step_cmd);
     if (rc != 0) {
       fprintf(stderr, "bench_hetero: step command failed (status %d): %s\n", rc, r->step_cmd);
@@ -310,7 +310,7 @@ static void print_window_history(const config_t *c, const char *json, const char
   printf("{\"bench\": \"%s\", \"detail\": \"window_history\", \"run\": \"throttle\", "
          "\"endpoint\": \"%s\", \"step_ms\": %.0f, \"window_changes\": %lld, "
          "\"window_history\": %.*s}\n",
-         c->bench, ep, step_ms, bench_stat_u64(s, "window_changes"), (int)n, h);
+         c->bench, ep, step_ms, ex_stat_u64(s, "window_changes"), (int)n, h);
 }
 
 /* one_run runs the farm with options kv; *secs is its makespan, *done_at_step the results
@@ -336,7 +336,7 @@ static int one_run(const config_t *c, const char *name, const char *const *kv,
   }
   for (int i = 0; rc == LT_OK && i < c->nhosts; i++)
     rc = lt_eval_add_host(ev, c->hosts[i]);
-  double t_start = bench_now();
+  double t_start = ex_now();
   if (rc == LT_OK) rc = lt_eval_start(ev);
   if (rc != LT_OK) {
     fprintf(stderr, "bench_hetero: run %s: cannot start on %s, ...: %s\n", name, c->hosts[0],
@@ -352,7 +352,7 @@ static int one_run(const config_t *c, const char *name, const char *const *kv,
     lt_eval_free(ev);
     return -1;
   }
-  double t0 = bench_now();
+  double t0 = ex_now();
   int status =
       bench_eval_stream("bench_hetero", ev, c->tasks, SEED_SIZE, make_task, check_result, &r, secs);
   char *json = NULL;
@@ -389,7 +389,7 @@ static int one_run(const config_t *c, const char *name, const char *const *kv,
       printf("%s{\"endpoint\": \"%s\", \"cores\": %g, \"completed\": %lld, \"ideal\": %.1f, "
              "\"speed\": %.3g, \"service_us\": %.0f, \"cpu_s\": %.2f}",
              i > 0 ? ", " : "", c->hosts[i], c->speeds[i],
-             s != NULL ? bench_stat_u64(s, "completed") : -1, ideal,
+             s != NULL ? ex_stat_u64(s, "completed") : -1, ideal,
              s != NULL ? stat_double(s, "speed") : -1,
              s != NULL ? stat_double(s, "service_us") : -1, cpu1[i] - cpu0[i]);
     }

@@ -32,13 +32,13 @@ static int runtime_run(long rounds, double *rtt, double *median_us) {
   for (long i = 0; i < WARMUP + rounds; i++) {
     memcpy(task, &i, sizeof i);
     lt_buf_t *b = NULL;
-    double t0 = bench_now();
+    double t0 = ex_now();
     if ((rc = lt_eval_submit(ev, task, sizeof task, NULL)) != LT_OK ||
         (rc = lt_eval_next(ev, &b)) != LT_OK) {
       fprintf(stderr, "bench_latency: round %ld: %s\n", i, lt_strerror(rc));
       break;
     }
-    double t1 = bench_now();
+    double t1 = ex_now();
     int ok = lt_buf_error(b) == LT_OK && lt_buf_len(b) == TASK_SIZE &&
              memcmp(lt_buf_data(b), task, TASK_SIZE) == 0;
     if (!ok) fprintf(stderr, "bench_latency: round %ld: bad result: %s\n", i, lt_buf_errmsg(b));

@@ -72,9 +72,9 @@ static int one_run(const char *lazy, long tasks, result_t *res) {
     fprintf(stderr, "bench_lazy: lt_eval_stats_json: %s\n", lt_strerror(rc));
   lt_eval_free(ev);
   if (rc != 0) return -1;
-  long long to = bench_stat_u64(json, "bytes_to_servers");
-  long long from = bench_stat_u64(json, "bytes_from_servers");
-  res->peer_bytes = (double)bench_stat_sum(json, "bytes_peer_in");
+  long long to = ex_stat_u64(json, "bytes_to_servers");
+  long long from = ex_stat_u64(json, "bytes_from_servers");
+  res->peer_bytes = (double)ex_stat_sum(json, "bytes_peer_in");
   free(json);
   if (to < 0 || from < 0) {
     fprintf(stderr, "bench_lazy: the statistics lack bytes_to_servers/bytes_from_servers\n");

@@ -90,13 +90,13 @@ int main(int argc, char **argv) {
                             max_pending > 0 ? "max_pending" : NULL,
                             pending_text,
                             NULL};
-  double t0 = bench_now();
+  double t0 = ex_now();
   lt_eval_t *ev = bench_eval_open("bench_scale_sim",
                                   lt_farm(lt_seq_with("bench:sleep", ms_text, (size_t)ms_len)), kv,
                                   (int)servers);
   if (ev == NULL) return 1;
   fprintf(stderr, "bench_scale_sim: %ld servers x %ld threads up in %.1f s; %ld tasks of %ld ms\n",
-          servers, threads, bench_now() - t0, tasks, ms);
+          servers, threads, ex_now() - t0, tasks, ms);
   double secs = 0;
   int status = bench_eval_stream("bench_scale_sim", ev, tasks, BENCH_INDEX_SIZE, bench_index_make,
                                  bench_index_check, NULL, &secs) == 0

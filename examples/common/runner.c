@@ -253,3 +253,19 @@ double ex_now(void) {
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
+
+long long ex_stat_u64(const char *json, const char *key) {
+  char pat[64];
+  snprintf(pat, sizeof pat, "\"%s\":", key);
+  const char *p = strstr(json, pat);
+  return p != NULL ? strtoll(p + strlen(pat), NULL, 10) : -1;
+}
+
+long long ex_stat_sum(const char *json, const char *key) {
+  char pat[64];
+  snprintf(pat, sizeof pat, "\"%s\":", key);
+  long long sum = 0;
+  for (const char *p = strstr(json, pat); p != NULL; p = strstr(p + 1, pat))
+    sum += strtoll(p + strlen(pat), NULL, 10);
+  return sum;
+}

@@ -75,6 +75,12 @@ int ex_eval_run(const ex_opts_t *o, lt_eval_t *ev, const void *task, size_t len,
  * evaluator's statistics, and the whole JSON when o->stats. */
 void ex_eval_report(const ex_opts_t *o, lt_eval_t *ev, int local, double seconds);
 
+/* Stats texts (lt_eval_stats_json): ex_stat_u64 returns the first `"key":N` (the top-level
+ * counters come before the per-server objects), -1 when absent; ex_stat_sum adds up every
+ * occurrence (a per-server counter over all servers), 0 when there is none. */
+long long ex_stat_u64(const char *json, const char *key);
+long long ex_stat_sum(const char *json, const char *key);
+
 /* ex_now returns a monotonic clock in seconds. */
 double ex_now(void);
 

@@ -10,7 +10,6 @@
 
 #include <lithium.h>
 
-#include "benchlib.h"
 #include "imgtoken.h"
 #include "inputs.h"
 #include "run.h"
@@ -284,9 +283,9 @@ static void summary(const options_t *opt, lt_eval_t *ev, const img_run_result_t 
   }
   if (!opt->common.local) {
     char to[32], from[32], peer[32];
-    human(to, sizeof to, bench_stat_u64(json, "bytes_to_servers"));
-    human(from, sizeof from, bench_stat_u64(json, "bytes_from_servers"));
-    human(peer, sizeof peer, bench_stat_sum(json, "bytes_peer_in"));
+    human(to, sizeof to, ex_stat_u64(json, "bytes_to_servers"));
+    human(from, sizeof from, ex_stat_u64(json, "bytes_from_servers"));
+    human(peer, sizeof peer, ex_stat_sum(json, "bytes_peer_in"));
     printf("; client->servers %s, servers->client %s, server<->server %s", to, from, peer);
   }
   printf("\n");
