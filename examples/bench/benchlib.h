@@ -1,9 +1,9 @@
-/* benchlib.h: what the benchmark programs (examples/bench/) share beside common/runner.h
- * (clock, stats readers): medians, the
- * servers with given options, a streaming run (a feeder thread submits while the caller
- * reads) and the raw ZeroMQ DEALER->ROUTER echo the runtime is compared against. The thread
- * that owns an evaluator calls the evaluator helpers; the others may be called from any
- * thread. */
+/* benchlib.h: what the benchmark programs (examples/bench/) share beyond common/runner.h
+ * (the clock, the stats readers): medians, the one JSON line per figure that
+ * scripts/bench/run collects, an evaluator on spawned local servers with given options, a
+ * streaming run (a feeder thread submits while the caller reads) and the raw ZeroMQ
+ * DEALER->ROUTER echo the runtime is compared against. The thread that owns an evaluator
+ * calls the evaluator helpers; the others may be called from any thread. */
 #ifndef LT_BENCHLIB_H
 #define LT_BENCHLIB_H
 
