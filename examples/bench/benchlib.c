@@ -14,12 +14,6 @@
 
 #include "benchlib.h"
 
-#ifndef LT_EXAMPLE_SERVER
-#define LT_EXAMPLE_SERVER "lithium-server"
-#endif
-#ifndef LT_EXAMPLE_MODULES
-#define LT_EXAMPLE_MODULES "."
-#endif
 
 #define MAX_RUNS     1000
 #define MAX_TASKS    100000000L
@@ -86,42 +80,10 @@ int bench_parse_args(int argc, char **argv, const char *usage, int *runs, long *
 
 lt_eval_t *bench_eval_open(const char *prog, lt_skel_t *program, const char *const *kv,
                            int nservers) {
-  if (program == NULL) {
-    fprintf(stderr, "%s: cannot build the skeleton program\n", prog);
-    return NULL;
-  }
-  lt_eval_t *ev = NULL;
-  int rc = lt_eval_new(&ev, program);
-  if (rc != LT_OK) {
-    fprintf(stderr, "%s: lt_eval_new: %s\n", prog, lt_strerror(rc));
-    return NULL;
-  }
-  if (getenv("LITHIUM_SERVER") == NULL && (rc = lt_eval_set(ev, "server", LT_EXAMPLE_SERVER))) {
-    fprintf(stderr, "%s: option server: %s\n", prog, lt_strerror(rc));
-    goto fail;
-  }
-  if (getenv("LITHIUM_MODULES") == NULL && (rc = lt_eval_set(ev, "modules", LT_EXAMPLE_MODULES))) {
-    fprintf(stderr, "%s: option modules: %s\n", prog, lt_strerror(rc));
-    goto fail;
-  }
-  for (size_t i = 0; kv != NULL && kv[i] != NULL; i += 2) {
-    if ((rc = lt_eval_set(ev, kv[i], kv[i + 1])) != LT_OK) {
-      fprintf(stderr, "%s: option %s=%s: %s\n", prog, kv[i], kv[i + 1], lt_strerror(rc));
-      goto fail;
-    }
-  }
-  if ((rc = lt_eval_spawn_local(ev, nservers)) != LT_OK) {
-    fprintf(stderr, "%s: cannot spawn %d servers: %s\n", prog, nservers, lt_strerror(rc));
-    goto fail;
-  }
-  if ((rc = lt_eval_start(ev)) != LT_OK) {
-    fprintf(stderr, "%s: lt_eval_start: %s\n", prog, lt_strerror(rc));
-    goto fail;
-  }
-  return ev;
-fail:
-  lt_eval_free(ev);
-  return NULL;
+  ex_opts_t o;
+  ex_opts_init(&o, prog);
+  o.servers = nservers;
+  return ex_eval_open_with(&o, program, 0, kv);
 }
 
 typedef struct feeder {
