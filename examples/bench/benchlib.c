@@ -14,7 +14,6 @@
 
 #include "benchlib.h"
 
-
 #define MAX_RUNS     1000
 #define MAX_TASKS    100000000L
 #define ENDPOINT_MAX 256
