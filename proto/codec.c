@@ -182,6 +182,8 @@ static int body_in(dec *d, const Lithium__Envelope *env, lt_msg_t *m) {
     m->u.welcome.threads = env->welcome->threads;
     m->u.welcome.speed = env->welcome->speed;
     m->u.welcome.now_us = env->welcome->now_us;
+    m->u.welcome.max_frame = env->welcome->max_frame;
+    m->u.welcome.incarnation = env->welcome->incarnation;
     return str_in(env->welcome->server_id, d->lim, &m->u.welcome.server_id);
   case LITHIUM__ENVELOPE__BODY_PROGRAM: {
     const Lithium__Program *p = env->program;
@@ -259,6 +261,19 @@ static int body_in(dec *d, const Lithium__Envelope *env, lt_msg_t *m) {
     m->type = LT_MSG_ERROR;
     m->u.error.code = env->error->code;
     return str_in(env->error->message, d->lim, &m->u.error.message);
+  case LITHIUM__ENVELOPE__BODY_LOST: {
+    const Lithium__Lost *p = env->lost;
+    m->type = LT_MSG_LOST;
+    if ((rc = count_in(d, p->n_holders)) != 0) return rc;
+    for (size_t i = 0; i < p->n_holders; i++) {
+      const char *s;
+      if ((rc = str_in(p->holders[i], d->lim, &s)) != 0) return rc;
+      p->holders[i] = (char *)s;
+    }
+    m->u.lost.nholders = (uint32_t)p->n_holders;
+    m->u.lost.holders = p->n_holders ? (const char **)p->holders : NULL;
+    return 0;
+  }
   default:
     return LT_EPROTO; /* no body, or one this version does not know */
   }
@@ -309,6 +324,8 @@ int lt__msg_decode(lt_msg_t *msg, const lt_bytes_t *frames, size_t nframes,
       msg->load.threads = l->threads;
       msg->load.peer_in = l->peer_in;
       msg->load.peer_out = l->peer_out;
+      msg->load.incarnation = l->incarnation;
+      msg->load.stopping = l->stopping != 0;
     }
   }
   if (rc != 0) {
@@ -468,6 +485,7 @@ typedef struct body_out {
     Lithium__Heartbeat heartbeat;
     Lithium__Bye bye;
     Lithium__Error error;
+    Lithium__Lost lost;
   };
   Lithium__Oid oid; /* Fetch.id, Value.id */
 } body_out;
@@ -513,6 +531,8 @@ static int body_out_fill(arena *a, const lt_msg_t *m, body_out *b, Lithium__Enve
     b->welcome.threads = m->u.welcome.threads;
     b->welcome.speed = m->u.welcome.speed;
     b->welcome.now_us = m->u.welcome.now_us;
+    b->welcome.max_frame = m->u.welcome.max_frame;
+    b->welcome.incarnation = m->u.welcome.incarnation;
     if ((b->welcome.server_id = str_out(m->u.welcome.server_id)) == NULL) return LT_EINVAL;
     env->welcome = &b->welcome;
     return 0;
@@ -613,6 +633,17 @@ static int body_out_fill(arena *a, const lt_msg_t *m, body_out *b, Lithium__Enve
     if ((b->error.message = str_out(m->u.error.message)) == NULL) return LT_EINVAL;
     env->error = &b->error;
     return 0;
+  case LT_MSG_LOST:
+    lithium__lost__init(&b->lost);
+    if (m->u.lost.nholders > 0 && m->u.lost.holders == NULL) return LT_EINVAL;
+    for (uint32_t i = 0; i < m->u.lost.nholders; i++) {
+      const char *h = m->u.lost.holders[i];
+      if (h == NULL || str_out(h) == NULL) return LT_EINVAL;
+    }
+    b->lost.n_holders = m->u.lost.nholders;
+    b->lost.holders = (char **)m->u.lost.holders;
+    env->lost = &b->lost;
+    return 0;
   default:
     return LT_EINVAL;
   }
@@ -622,7 +653,7 @@ int lt__msg_encode(const lt_msg_t *msg, void **hdr, size_t *hdrlen) {
   if (msg == NULL || hdr == NULL || hdrlen == NULL) return LT_EINVAL;
   *hdr = NULL;
   *hdrlen = 0;
-  if (msg->type <= LT_MSG_NONE || msg->type > LT_MSG_ERROR) return LT_EINVAL;
+  if (msg->type <= LT_MSG_NONE || msg->type > LT_MSG_LOST) return LT_EINVAL;
   if (msg->nframes > 0 && msg->frames == NULL) return LT_EINVAL;
 
   Lithium__Envelope env = LITHIUM__ENVELOPE__INIT;
@@ -637,6 +668,8 @@ int lt__msg_encode(const lt_msg_t *msg, void **hdr, size_t *hdrlen) {
     load.threads = msg->load.threads;
     load.peer_in = msg->load.peer_in;
     load.peer_out = msg->load.peer_out;
+    load.incarnation = msg->load.incarnation;
+    load.stopping = msg->load.stopping;
     env.load = &load;
   }
   /* Only bodies with arrays of sub-messages need memory beyond the stack. */
@@ -669,7 +702,7 @@ int lt__msg_encode(const lt_msg_t *msg, void **hdr, size_t *hdrlen) {
 const char *lt__msg_type_name(lt_msg_type_t t) {
   static const char *const names[] = {"none",      "hello", "welcome", "program", "execute",
                                       "done",      "fetch", "value",   "release", "cancel",
-                                      "heartbeat", "bye",   "error"};
+                                      "heartbeat", "bye",   "error",   "lost"};
   if ((unsigned)t >= sizeof names / sizeof names[0]) return "unknown";
   return names[t];
 }

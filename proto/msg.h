@@ -36,7 +36,8 @@ typedef enum lt_msg_type {
   LT_MSG_CANCEL,    /* client -> server: drop queued instructions */
   LT_MSG_HEARTBEAT, /* both ways */
   LT_MSG_BYE,       /* client -> server: end of session */
-  LT_MSG_ERROR      /* server -> sender: a message was refused */
+  LT_MSG_ERROR,     /* server -> sender: a message was refused */
+  LT_MSG_LOST       /* client -> server: holders that died */
 } lt_msg_type_t;
 
 /* The load report every server->client message carries (DESIGN.md 5). */
@@ -50,6 +51,8 @@ typedef struct lt_load {
   uint32_t threads;     /* worker threads */
   uint64_t peer_in;     /* bytes of values fetched from peer servers */
   uint64_t peer_out;    /* bytes of values served to peer servers */
+  uint64_t incarnation; /* random per server process; never 0 from a server */
+  bool stopping;        /* the server is shutting down: place no more work there */
 } lt_load_t;
 
 typedef enum lt_input_kind {
@@ -141,7 +144,9 @@ typedef struct lt_msg {
       uint32_t cores;
       uint32_t threads;
       double speed;
-      uint64_t now_us; /* the server's CLOCK_MONOTONIC us when it answered (trace clock) */
+      uint64_t now_us;      /* the server's CLOCK_MONOTONIC us when it answered (trace clock) */
+      uint64_t max_frame;   /* the largest frame the server accepts */
+      uint64_t incarnation; /* as lt_load_t.incarnation */
     } welcome;
     struct {
       uint32_t nkernels;
@@ -183,6 +188,10 @@ typedef struct lt_msg {
       int32_t code;
       const char *message;
     } error;
+    struct {
+      uint32_t nholders;
+      const char **holders; /* endpoints */
+    } lost;
   } u;
   bool has_load; /* every server->client message sets it */
   lt_load_t load;

@@ -146,6 +146,7 @@ static bool msg_equal(const lt_msg_t *a, const lt_msg_t *b, const char **why) {
              x->values_held != y->values_held || x->threads != y->threads,
          "load");
     DIFF(x->peer_in != y->peer_in || x->peer_out != y->peer_out, "load.peer");
+    DIFF(x->incarnation != y->incarnation || x->stopping != y->stopping, "load.incarnation");
   }
   DIFF(a->nframes != b->nframes, "nframes");
   for (uint32_t i = 0; i < a->nframes; i++)
@@ -163,6 +164,8 @@ static bool msg_equal(const lt_msg_t *a, const lt_msg_t *b, const char **why) {
     DIFF(a->u.welcome.threads != b->u.welcome.threads, "welcome.threads");
     DIFF(!feq(a->u.welcome.speed, b->u.welcome.speed), "welcome.speed");
     DIFF(a->u.welcome.now_us != b->u.welcome.now_us, "welcome.now_us");
+    DIFF(a->u.welcome.max_frame != b->u.welcome.max_frame, "welcome.max_frame");
+    DIFF(a->u.welcome.incarnation != b->u.welcome.incarnation, "welcome.incarnation");
     break;
   case LT_MSG_PROGRAM:
     DIFF(a->u.program.nkernels != b->u.program.nkernels, "program.nkernels");
@@ -240,6 +243,11 @@ static bool msg_equal(const lt_msg_t *a, const lt_msg_t *b, const char **why) {
     DIFF(a->u.error.code != b->u.error.code, "error.code");
     DIFF(!str_eq(a->u.error.message, b->u.error.message), "error.message");
     break;
+  case LT_MSG_LOST:
+    DIFF(a->u.lost.nholders != b->u.lost.nholders, "lost.nholders");
+    for (uint32_t i = 0; i < a->u.lost.nholders; i++)
+      DIFF(!str_eq(a->u.lost.holders[i], b->u.lost.holders[i]), "lost.holders");
+    break;
   default:
     DIFF(true, "unexpected type");
   }
@@ -249,7 +257,7 @@ static bool msg_equal(const lt_msg_t *a, const lt_msg_t *b, const char **why) {
 
 /* check_decoded asserts the invariants every successfully decoded message keeps. */
 static void check_decoded(const lt_msg_t *m) {
-  cr_assert(m->type > LT_MSG_NONE && m->type <= LT_MSG_ERROR);
+  cr_assert(m->type > LT_MSG_NONE && m->type <= LT_MSG_LOST);
   cr_assert(m->priv != NULL);
   switch (m->type) {
   case LT_MSG_EXECUTE:
@@ -317,6 +325,7 @@ static lt_oid_t outs1[1] = {{0x0123456789abcdefull, 42}};
 static lt_stage_t stages0[3] = {{5, {"\0\1", 2}}, {0, {NULL, 0}}, {UINT32_MAX, {"zz", 2}}};
 static lt_stage_t stages2[1] = {{2, {"divide", 6}}};
 static lt_instr_t instrs[3];
+static const char *lost_holders[] = {"tcp://127.0.0.1:5555", "tcp://[::1]:7"};
 static lt_output_info_t oinfo0[3] = {{100, 0}, {1ull << 40, -1}, {0, 2}};
 static lt_completion_t compls[3];
 static lt_oid_t rel_ids[3] = {{1, 1}, {2, 2}, {UINT64_MAX, UINT64_MAX}};
@@ -330,7 +339,8 @@ static void sample(lt_msg_t *m, lt_msg_type_t t) {
   sample_frames[1] = (lt_bytes_t){frame_b, sizeof frame_b};
   sample_frames[2] = (lt_bytes_t){frame_c, 0};
   m->has_load = true;
-  m->load = (lt_load_t){3, 7, 11, 1ull << 35, 1.75f, 123456789012ull, 8, 1ull << 41, 99};
+  m->load = (lt_load_t){
+      3, 7, 11, 1ull << 35, 1.75f, 123456789012ull, 8, 1ull << 41, 99, 0x8badf00ddeadbeefull, true};
   m->nframes = 3;
   m->frames = sample_frames;
   switch (t) {
@@ -347,6 +357,8 @@ static void sample(lt_msg_t *m, lt_msg_type_t t) {
     m->u.welcome.threads = 128;
     m->u.welcome.speed = 3.14159265358979;
     m->u.welcome.now_us = 1ull << 52;
+    m->u.welcome.max_frame = 1ull << 33;
+    m->u.welcome.incarnation = 0xfedcba9876543210ull;
     break;
   case LT_MSG_PROGRAM:
     m->u.program.nkernels = 4;
@@ -431,6 +443,11 @@ static void sample(lt_msg_t *m, lt_msg_type_t t) {
     m->u.error.code = LT_EVERSION;
     m->u.error.message = "protocol version mismatch";
     break;
+  case LT_MSG_LOST:
+    m->has_load = false;
+    m->u.lost.nholders = 2;
+    m->u.lost.holders = lost_holders;
+    break;
   default:
     cr_assert_fail("no sample for %d", (int)t);
   }
@@ -471,7 +488,7 @@ static void roundtrip(const lt_msg_t *in, const lt_codec_limits_t *lim) {
  * Round trips. */
 
 Test(codec, roundtrip_every_body) {
-  for (int t = LT_MSG_HELLO; t <= LT_MSG_ERROR; t++) {
+  for (int t = LT_MSG_HELLO; t <= LT_MSG_LOST; t++) {
     lt_msg_t m;
     sample(&m, (lt_msg_type_t)t);
     roundtrip(&m, NULL);
@@ -613,7 +630,7 @@ static bool acceptable(int rc) {
 }
 
 Test(codec, every_truncated_prefix_fails_or_differs) {
-  for (int t = LT_MSG_HELLO; t <= LT_MSG_ERROR; t++) {
+  for (int t = LT_MSG_HELLO; t <= LT_MSG_LOST; t++) {
     lt_msg_t m;
     sample(&m, (lt_msg_type_t)t);
     void *hdr;
@@ -884,7 +901,7 @@ Test(codec, random_structured) {
 Test(codec, mutated_valid_headers) {
   rng_state = 12345;
   int outcome[8] = {0};
-  for (int t = LT_MSG_HELLO; t <= LT_MSG_ERROR; t++) {
+  for (int t = LT_MSG_HELLO; t <= LT_MSG_LOST; t++) {
     lt_msg_t m;
     sample(&m, (lt_msg_type_t)t);
     void *hdr;
@@ -1744,12 +1761,12 @@ Test(codec, decode_argument_errors) {
 Test(codec, type_names) {
   cr_assert_str_eq(lt__msg_type_name(LT_MSG_EXECUTE), "execute");
   cr_assert_str_eq(lt__msg_type_name(LT_MSG_HEARTBEAT), "heartbeat");
-  for (int a = LT_MSG_NONE; a <= LT_MSG_ERROR; a++) {
+  for (int a = LT_MSG_NONE; a <= LT_MSG_LOST; a++) {
     cr_assert_str_neq(lt__msg_type_name((lt_msg_type_t)a), "unknown");
-    for (int b = a + 1; b <= LT_MSG_ERROR; b++)
+    for (int b = a + 1; b <= LT_MSG_LOST; b++)
       cr_assert_str_neq(lt__msg_type_name((lt_msg_type_t)a), lt__msg_type_name((lt_msg_type_t)b));
   }
-  cr_assert_str_eq(lt__msg_type_name((lt_msg_type_t)(LT_MSG_ERROR + 1)), "unknown");
+  cr_assert_str_eq(lt__msg_type_name((lt_msg_type_t)(LT_MSG_LOST + 1)), "unknown");
 }
 
 Test(codec, default_limits) {
