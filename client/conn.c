@@ -2,6 +2,8 @@
  * frames as one multipart message, receives whole multipart messages. Knows nothing of
  * instructions or scheduling. Dispatcher thread only. */
 #include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +18,22 @@ static void free_header(void *data, void *hint) {
   free(data);
 }
 
+/* open_monitor watches the TCP connection of c->sock through an inproc PAIR socket, so
+ * that a server that goes away is noticed at once, not after missed heartbeats. */
+static int open_monitor(lt_conn_t *c, void *zctx) {
+  static atomic_uint next = 0;
+  char addr[64];
+  snprintf(addr, sizeof addr, "inproc://lt-monitor-%u", atomic_fetch_add(&next, 1));
+  int events = ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_CONNECT_DELAYED |
+               ZMQ_EVENT_CONNECT_RETRIED;
+  if (zmq_socket_monitor(c->sock, addr, events) != 0) return LT_EIO;
+  c->mon = zmq_socket(zctx, ZMQ_PAIR);
+  if (c->mon == NULL) return LT_EIO;
+  int zero = 0;
+  zmq_setsockopt(c->mon, ZMQ_LINGER, &zero, sizeof zero);
+  return zmq_connect(c->mon, addr) == 0 ? LT_OK : LT_EIO;
+}
+
 int lt__conn_open(lt_conn_t *c, void *zctx, const char *endpoint, uint64_t client_id,
                   uint64_t inline_max, char *const *kernels, uint32_t nkernels, int64_t now_ms) {
   memset(c, 0, sizeof *c);
@@ -27,6 +45,7 @@ int lt__conn_open(lt_conn_t *c, void *zctx, const char *endpoint, uint64_t clien
   zmq_setsockopt(c->sock, ZMQ_LINGER, &zero, sizeof zero);
   zmq_setsockopt(c->sock, ZMQ_SNDHWM, &hwm, sizeof hwm);
   zmq_setsockopt(c->sock, ZMQ_RCVHWM, &hwm, sizeof hwm);
+  if (open_monitor(c, zctx) != LT_OK) return LT_EIO;
   if (zmq_connect(c->sock, endpoint) != 0) {
     lt__log(LT_LOG_ERROR, "cannot connect to %s: %s", endpoint, zmq_strerror(errno));
     return LT_EINVAL;
@@ -152,6 +171,52 @@ int lt__conn_recv(lt_conn_t *c, lt_rx_t *rx, const lt_codec_limits_t *lim, int64
   return LT_OK;
 }
 
+lt_conn_event_t lt__conn_monitor(lt_conn_t *c) {
+  for (;;) {
+    if (c->mon == NULL) return LT_CONN_EV_NONE;
+    zmq_msg_t ev, addr;
+    zmq_msg_init(&ev);
+    if (zmq_msg_recv(&ev, c->mon, ZMQ_DONTWAIT) < 0) {
+      zmq_msg_close(&ev);
+      return LT_CONN_EV_NONE;
+    }
+    /* An event is two frames: 16-bit event and 32-bit value, then the endpoint. */
+    uint16_t code = 0;
+    if (zmq_msg_size(&ev) >= sizeof code) memcpy(&code, zmq_msg_data(&ev), sizeof code);
+    int more = zmq_msg_more(&ev);
+    zmq_msg_close(&ev);
+    if (more) {
+      zmq_msg_init(&addr);
+      zmq_msg_recv(&addr, c->mon, 0);
+      zmq_msg_close(&addr);
+    }
+    switch (code) {
+    case ZMQ_EVENT_CONNECTED:
+      c->connected = 1;
+      return LT_CONN_EV_CONNECTED;
+    case ZMQ_EVENT_DISCONNECTED:
+      return LT_CONN_EV_DISCONNECTED;
+    case ZMQ_EVENT_CONNECT_DELAYED:
+      c->tried = 1; /* the name resolved and a connect is under way */
+      break;
+    case ZMQ_EVENT_CONNECT_RETRIED:
+      if (c->tried)
+        c->refused = 1;
+      else
+        c->unresolvable = 1;
+      break;
+    default:
+      break;
+    }
+  }
+}
+
+void lt__conn_shut(lt_conn_t *c) {
+  if (c->mon != NULL) zmq_close(c->mon);
+  if (c->sock != NULL) zmq_close(c->sock);
+  c->mon = c->sock = NULL;
+}
+
 void lt__rx_clear(lt_rx_t *rx) {
   lt__msg_clear(&rx->msg);
   for (size_t i = 0; i < rx->nparts; i++)
@@ -178,6 +243,7 @@ void lt__conn_close(lt_conn_t *c) {
     }
     zmq_close(c->sock);
   }
+  if (c->mon != NULL) zmq_close(c->mon);
   free(c->endpoint);
   free(c->server_id);
   memset(c, 0, sizeof *c);

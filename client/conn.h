@@ -1,6 +1,8 @@
-/* conn.h: the client's link to one lithium-server: a DEALER socket, the session state
- * (hello sent, welcome seen, dead), the server's last load report and byte counters.
- * Sends and receives whole messages through the codec. Dispatcher thread only. */
+/* conn.h: the client's link to one session on one lithium-server: a DEALER socket and a
+ * monitor of its TCP connection, the session state (hello sent, welcome seen, stopping,
+ * dead), what the welcome said (incarnation, frame limit), the server's last load report and
+ * byte counters. Sends and receives whole messages through the codec. Dispatcher thread
+ * only. */
 #ifndef LT_CONN_H
 #define LT_CONN_H
 
@@ -13,14 +15,29 @@
 typedef enum lt_conn_state {
   LT_CONN_HELLO = 0, /* hello sent, waiting for welcome */
   LT_CONN_READY,
+  LT_CONN_STOPPING, /* the server said it is shutting down: no new work, answers still come */
   LT_CONN_DEAD
 } lt_conn_state_t;
+
+/* What the monitor of a connection saw (lt__conn_monitor). */
+typedef enum lt_conn_event {
+  LT_CONN_EV_NONE = 0,
+  LT_CONN_EV_CONNECTED,   /* a TCP connection is up */
+  LT_CONN_EV_DISCONNECTED /* an established connection went down */
+} lt_conn_event_t;
 
 typedef struct lt_conn {
   char *endpoint;
   void *sock;
+  void *mon; /* PAIR socket receiving sock's connection events */
   lt_conn_state_t state;
   char *server_id;
+  uint64_t incarnation; /* of the server process that welcomed us; 0 before */
+  uint64_t max_frame;   /* the largest frame the server takes (welcome); 0 before */
+  int connected;        /* a TCP connection was up at least once */
+  int tried;            /* a TCP connect was tried (the name resolved) */
+  int refused;          /* a connect was refused or failed after trying */
+  int unresolvable;     /* a connect failed before trying: the name did not resolve */
   uint32_t threads;
   double speed; /* the server's calibrated speed, from its welcome */
   lt_load_t load;
@@ -42,9 +59,10 @@ typedef struct lt_rx {
   lt_msg_t msg;
 } lt_rx_t;
 
-/* lt__conn_open creates the DEALER, connects it to `endpoint` and sends hello (asking for
- * stored outputs up to `inline_max` bytes to come back too) + program (`kernels` names). The
- * connection starts in LT_CONN_HELLO. */
+/* lt__conn_open creates the DEALER and its monitor, connects it to `endpoint` and sends
+ * hello (asking for stored outputs up to `inline_max` bytes to come back too) + program
+ * (`kernels` names). The connection starts in LT_CONN_HELLO. On failure the connection
+ * keeps its endpoint (or has none after LT_ENOMEM) and may be closed. */
 int lt__conn_open(lt_conn_t *c, void *zctx, const char *endpoint, uint64_t client_id,
                   uint64_t inline_max, char *const *kernels, uint32_t nkernels, int64_t now_ms);
 
@@ -57,6 +75,13 @@ int lt__conn_send(lt_conn_t *c, const lt_msg_t *m, lt_value_t *const *values, in
  * LT_EAGAIN when nothing is waiting; LT_EPROTO/LT_ETOOBIG for a message that was dropped
  * (rx needs no clear then). */
 int lt__conn_recv(lt_conn_t *c, lt_rx_t *rx, const lt_codec_limits_t *lim, int64_t now_ms);
+
+/* lt__conn_monitor reads one event of the connection's monitor without blocking and
+ * updates connected/tried/refused; LT_CONN_EV_NONE when nothing (more) is waiting. */
+lt_conn_event_t lt__conn_monitor(lt_conn_t *c);
+
+/* lt__conn_shut closes the sockets (no bye) and keeps the rest for the stats. */
+void lt__conn_shut(lt_conn_t *c);
 
 /* lt__rx_clear releases a received message (the arrays stay for the next one). */
 void lt__rx_clear(lt_rx_t *rx);

@@ -30,7 +30,16 @@ typedef struct batch {
   uint32_t capvalues;
   lt_bytes_t *frames;
   uint32_t nframes, capframes;
+  uint64_t header; /* an upper estimate of the encoded header's size */
 } batch_t;
+
+/* The encoded size of one instruction is at most this plus its parameters and holder names. */
+#define INSTR_BYTES 64
+#define INPUT_BYTES 48
+#define STAGE_BYTES 16
+/* A batch's header stays under this share of the server's frame limit (and 1 MiB). */
+#define HEADER_SHARE 2
+#define HEADER_MAX   ((uint64_t)1 << 20)
 
 static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem) {
   if (need <= *cap) return LT_OK;
@@ -42,6 +51,24 @@ static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem) {
   *p = q;
   *cap = n;
   return LT_OK;
+}
+
+/* frame_need returns the largest frame server i would receive for these inputs: values the
+ * client sends, and values held elsewhere that it would fetch. */
+static uint64_t frame_need(const lt_fire_t *fi, int i) {
+  uint64_t need = 0;
+  for (uint32_t k = 0; k < fi->ninputs; k++) {
+    const lt_token_t *t = &fi->inputs[k];
+    uint64_t n = t->value != NULL ? t->value->len : t->holder != i ? t->size : 0;
+    if (n > need) need = n;
+  }
+  return need;
+}
+
+/* fits tells whether server i takes frames as large as these inputs need there. */
+static int fits(const lt_sched_t *s, size_t i, const lt_fire_t *fi) {
+  uint64_t lim = s->conns[i].max_frame;
+  return lim == 0 || frame_need(fi, (int)i) <= lim;
 }
 
 #define MOVE_GAIN 0.75 /* a successor leaves its predecessor's server for a 25 % gain */
@@ -70,10 +97,10 @@ static int holder_bytes(const lt_sched_t *s, const lt_fire_t *fi, uint64_t *byte
 }
 
 /* round_robin returns the next live server with room after the last one chosen, or -1. */
-static int round_robin(lt_sched_t *s) {
+static int round_robin(lt_sched_t *s, const lt_fire_t *fi) {
   for (size_t k = 0; k < s->nconns; k++) {
     size_t i = (s->rr + k) % s->nconns;
-    if (s->conns[i].state == LT_CONN_READY && s->admitted[i] < s->pace[i].cap) return (int)i;
+    if (lt__sched_takes(s, i) && s->admitted[i] < s->pace[i].cap && fits(s, i, fi)) return (int)i;
   }
   return -1;
 }
@@ -87,7 +114,7 @@ static int earliest(lt_sched_t *s, const lt_fire_t *fi, const uint64_t *bytes, u
   double best_us = 0, floor_us = -1;
   for (size_t k = 0; k < s->nconns; k++) {
     size_t i = (s->rr + k) % s->nconns;
-    if (s->conns[i].state != LT_CONN_READY) continue;
+    if (!lt__sched_takes(s, i) || !fits(s, i, fi)) continue;
     double c = lt__pace_cost_us(s, i, fi->stages);
     double us = lt__pace_backlog_us(s, i) + c + (double)(total - bytes[i]) / LT_LINK_BPUS;
     if (floor_us < 0 || us < floor_us) floor_us = us;
@@ -119,7 +146,7 @@ static int follow_or_move(lt_sched_t *s, const lt_fire_t *fi, const uint64_t *by
   int best = h;
   double best_us = stay;
   for (size_t j = 0; j < s->nconns; j++) {
-    if ((int)j == h || s->conns[j].state != LT_CONN_READY) continue;
+    if ((int)j == h || !lt__sched_takes(s, j) || !fits(s, j, fi)) continue;
     double backlog = lt__pace_backlog_us(s, j);
     double us = (backlog > ready ? backlog : ready) + lt__pace_cost_us(s, j, fi->stages) +
                 (double)(total - bytes[j]) / LT_LINK_BPUS;
@@ -138,6 +165,7 @@ static int place(lt_sched_t *s, instr_rec_t *r, const lt_fire_t *fi) {
   uint64_t *bytes = stack;
   if (s->nconns > 64 && (bytes = calloc(s->nconns, sizeof *bytes)) == NULL) return -1;
   int best = holder_bytes(s, fi, bytes, &total);
+  if (best >= 0 && !fits(s, (size_t)best, fi)) best = -1;
   if (best >= 0 && r->chained) {
     /* It waits for its predecessor, on the holder unless a faster server would finish it
      * clearly sooner even after fetching the value; either way it fills that server's
@@ -147,7 +175,7 @@ static int place(lt_sched_t *s, instr_rec_t *r, const lt_fire_t *fi) {
   } else {
     /* Plain mode is the original Lithium: the next idle server. */
     int rr = s->ev->opts.placement == LT_PLACE_RR || !s->ev->opts.lookahead;
-    best = rr ? round_robin(s) : earliest(s, fi, bytes, total);
+    best = rr ? round_robin(s, fi) : earliest(s, fi, bytes, total);
     if (best >= 0) {
       s->rr = (size_t)best + 1;
       r->admitted = 1;
@@ -250,6 +278,12 @@ static void batch_send(lt_sched_t *s, size_t idx, batch_t *b) {
   if (rc != LT_OK) lt__sched_conn_dead(s, idx, lt_strerror(rc));
 }
 
+/* batch_reset empties a sent batch, keeping its arrays. */
+static void batch_reset(batch_t *b) {
+  b->n = b->ninputs = b->nstages = b->nframes = 0;
+  b->header = 0;
+}
+
 static void batch_free(batch_t *b) {
   free(b->instrs);
   free(b->inputs);
@@ -268,6 +302,58 @@ static int inputs_lost(const lt_sched_t *s, const lt_fire_t *fi) {
   return 0;
 }
 
+/* instr_bytes estimates from above what r's instruction adds to an execute header. */
+static uint64_t instr_bytes(const lt_sched_t *s, const instr_rec_t *r, const lt_fire_t *fi) {
+  uint64_t n = INSTR_BYTES;
+  for (uint32_t k = 0; k < fi->nstages; k++)
+    n += STAGE_BYTES + fi->stages[k].param_len;
+  for (uint32_t k = 0; k < r->nins; k++) {
+    n += INPUT_BYTES;
+    if (r->ins[k].value == NULL && r->ins[k].holder >= 0)
+      n += strlen(s->conns[r->ins[k].holder].endpoint);
+  }
+  return n;
+}
+
+/* header_cap returns the most header bytes an execute to server idx may carry. */
+static uint64_t header_cap(const lt_sched_t *s, size_t idx) {
+  uint64_t lim = s->conns[idx].max_frame / HEADER_SHARE;
+  return lim == 0 || lim > HEADER_MAX ? HEADER_MAX : lim;
+}
+
+/* too_big fails r's task when no live server takes frames as large as it needs (an input
+ * sent or fetched, or the instruction itself in the header); 1 when it did. */
+static int too_big(lt_sched_t *s, instr_rec_t *r, const lt_fire_t *fi) {
+  uint64_t most = 0, hdr = instr_bytes(s, r, fi);
+  size_t best = 0;
+  int live = 0;
+  for (size_t i = 0; i < s->nconns; i++) {
+    if (!lt__sched_takes(s, i)) continue;
+    if (s->conns[i].max_frame == 0 || (fits(s, i, fi) && hdr <= header_cap(s, i))) return 0;
+    if (!live || s->conns[i].max_frame > most) {
+      most = s->conns[i].max_frame;
+      best = i;
+    }
+    live = 1;
+  }
+  if (!live) return 0; /* it waits for a server */
+  uint64_t need = frame_need(fi, -1);
+  char msg[256];
+  if (need > most)
+    snprintf(msg, sizeof msg,
+             "an input of %llu bytes is over the frame limit of %llu bytes of server %s "
+             "(the largest of the live servers)",
+             (unsigned long long)need, (unsigned long long)most, s->conns[best].endpoint);
+  else
+    snprintf(msg, sizeof msg,
+             "the instruction takes about %llu bytes, over what the frame limit of %llu bytes "
+             "of server %s lets an execute carry",
+             (unsigned long long)hdr, (unsigned long long)most, s->conns[best].endpoint);
+  lt__sched_job_fail(s, r->job, LT_ETOOBIG, msg);
+  lt__sched_rec_done(s, r);
+  return 1;
+}
+
 /* send_one places and encodes r; LT_EAGAIN when no server has room. */
 static int send_one(lt_sched_t *s, batch_t *batches, instr_rec_t *r) {
   lt_fire_t fi;
@@ -283,13 +369,26 @@ static int send_one(lt_sched_t *s, batch_t *batches, instr_rec_t *r) {
     lt__sched_restart(s, j, "a value the task needed was on a server that died");
     return LT_OK;
   }
+  if (r->ins == NULL && keep_inputs(r, &fi) != LT_OK) return LT_ENOMEM;
+  fi.inputs = r->ins; /* the record's copies: the frame may go on below */
+  if (too_big(s, r, &fi)) return LT_OK;
   int idx = place(s, r, &fi);
   if (idx < 0) return LT_EAGAIN;
   const lt_options_t *o = &s->ev->opts;
   r->op = fi.op;
   r->stages = fi.stages;
   r->nstages = fi.nstages;
-  if (r->ins == NULL && keep_inputs(r, &fi) != LT_OK) return LT_ENOMEM;
+  /* A batch stays within what the server decodes: a full one goes now. */
+  uint64_t bytes = instr_bytes(s, r, &fi);
+  if (batches[idx].n > 0 && batches[idx].header + bytes > header_cap(s, (size_t)idx)) {
+    batch_send(s, (size_t)idx, &batches[idx]);
+    batch_reset(&batches[idx]);
+    if (!lt__sched_takes(s, (size_t)idx)) {
+      r->admitted = 0; /* counted only once it is in a batch */
+      return LT_EAGAIN;
+    }
+  }
+  batches[idx].header += bytes;
   job_t *j = r->job;
   if (o->lazy && !r->moved && lt__frame_moves_on(r->frame)) {
     /* Lazy binding: the output is known by name now, so the frame goes on. */
@@ -306,6 +405,7 @@ static int send_one(lt_sched_t *s, batch_t *batches, instr_rec_t *r) {
   if (o->lazy && r->op != LT_OP_DCSTEP) flags |= LT_INSTR_RELEASE_INPUTS;
   if (batch_add(s, &batches[idx], idx, r, &fi, flags) != LT_OK) return LT_ENOMEM;
   r->conn = idx;
+  r->sent_ms = lt__sched_now_ms();
   HASH_ADD(hh, s->inflight, seq, sizeof r->seq, r);
   s->conns[idx].inflight++;
   if (r->admitted) {

@@ -82,12 +82,12 @@ LT_API int lt_eval_new(lt_eval_t **out, lt_skel_t *program) {
   ev->wake_fd = -1;
   lt__options_init(&ev->opts);
   pthread_mutex_init(&ev->mu, NULL);
-  pthread_cond_init(&ev->cv_result, NULL);
   pthread_cond_init(&ev->cv_space, NULL);
   pthread_condattr_t attr;
   pthread_condattr_init(&attr);
   pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
   pthread_cond_init(&ev->cv_start, &attr);
+  pthread_cond_init(&ev->cv_result, &attr);
   pthread_condattr_destroy(&attr);
   int rc = lt__skel_valid(program) ? LT_OK : LT_EINVAL;
   if (rc == LT_OK) rc = lt__options_from_env(&ev->opts);
@@ -110,29 +110,50 @@ LT_API int lt_eval_set(lt_eval_t *ev, const char *key, const char *value) {
   return lt__options_set(&ev->opts, key, value);
 }
 
-LT_API int lt_eval_add_host(lt_eval_t *ev, const char *endpoint) {
+/* grow_hosts makes room for one more host; under ev->mu. */
+static int grow_hosts(lt_eval_t *ev) {
+  if (ev->nhosts < ev->caphosts) return LT_OK;
+  size_t cap = ev->caphosts ? ev->caphosts * 2 : 8;
+  char **h = realloc(ev->hosts, cap * sizeof *h);
+  if (h != NULL) ev->hosts = h;
+  int *f = realloc(ev->host_fds, cap * sizeof *f);
+  if (f != NULL) ev->host_fds = f;
+  if (h == NULL || f == NULL) return LT_ENOMEM;
+  ev->caphosts = cap;
+  return LT_OK;
+}
+
+int lt__eval_add_host(lt_eval_t *ev, const char *endpoint, int fd) {
   if (ev == NULL || endpoint == NULL || strncmp(endpoint, "tcp://", 6) != 0 ||
       strlen(endpoint) > 255)
     return LT_EINVAL;
   char *copy = strdup(endpoint);
   if (copy == NULL) return LT_ENOMEM;
   pthread_mutex_lock(&ev->mu);
-  if (ev->nhosts == ev->caphosts) {
-    size_t cap = ev->caphosts ? ev->caphosts * 2 : 8;
-    char **h = realloc(ev->hosts, cap * sizeof *h);
-    if (h == NULL) {
+  for (size_t i = 0; i < ev->nhosts; i++) {
+    if (strcmp(ev->hosts[i], endpoint) == 0) {
+      /* The same endpoint twice is one server. */
+      if (fd >= 0 && ev->host_fds[i] < 0) ev->host_fds[i] = fd;
       pthread_mutex_unlock(&ev->mu);
       free(copy);
-      return LT_ENOMEM;
+      return LT_OK;
     }
-    ev->hosts = h;
-    ev->caphosts = cap;
   }
+  if (grow_hosts(ev) != LT_OK) {
+    pthread_mutex_unlock(&ev->mu);
+    free(copy);
+    return LT_ENOMEM;
+  }
+  ev->host_fds[ev->nhosts] = fd;
   ev->hosts[ev->nhosts++] = copy;
   int started = ev->state == LT_EVAL_STARTED;
   pthread_mutex_unlock(&ev->mu);
   if (started) lt__eval_wake(ev);
   return LT_OK;
+}
+
+LT_API int lt_eval_add_host(lt_eval_t *ev, const char *endpoint) {
+  return lt__eval_add_host(ev, endpoint, -1);
 }
 
 static const char *server_program(const lt_eval_t *ev) {
@@ -156,7 +177,7 @@ LT_API int lt_eval_spawn_local(lt_eval_t *ev, int nservers) {
       return rc;
     }
     ev->nprocs++;
-    rc = lt_eval_add_host(ev, p->endpoint);
+    rc = lt__eval_add_host(ev, p->endpoint, p->out_fd);
     if (rc != LT_OK) return rc;
   }
   return LT_OK;
@@ -189,9 +210,10 @@ LT_API int lt_eval_start(lt_eval_t *ev) {
   }
   ev->thread_started = 1;
 
-  /* Wait until every initial host welcomed us or was given up on. */
+  /* Wait until one initial host welcomed us, or every one was given up on: the others join
+   * when they answer. */
   pthread_mutex_lock(&ev->mu);
-  while (ev->start_waiting > 0)
+  while (ev->start_waiting > 0 && ev->start_ready == 0)
     pthread_cond_wait(&ev->cv_start, &ev->mu);
   int ready = ev->start_ready;
   ev->state = ready > 0 ? LT_EVAL_STARTED : LT_EVAL_FAILED;
@@ -303,8 +325,26 @@ static lt_task_t *take_result(lt_eval_t *ev) {
 }
 
 LT_API int lt_eval_next(lt_eval_t *ev, lt_buf_t **out) {
+  return lt_eval_next_timeout(ev, -1, out);
+}
+
+/* deadline_after returns the CLOCK_MONOTONIC time `ms` from now. */
+static struct timespec deadline_after(int ms) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  ts.tv_sec += ms / 1000;
+  ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+  if (ts.tv_nsec >= 1000000000L) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000L;
+  }
+  return ts;
+}
+
+LT_API int lt_eval_next_timeout(lt_eval_t *ev, int timeout_ms, lt_buf_t **out) {
   if (ev == NULL || out == NULL) return LT_EINVAL;
   *out = NULL;
+  struct timespec until = deadline_after(timeout_ms > 0 ? timeout_ms : 0);
   pthread_mutex_lock(&ev->mu);
   lt_task_t *t;
   int rc = LT_OK;
@@ -317,9 +357,19 @@ LT_API int lt_eval_next(lt_eval_t *ev, lt_buf_t **out) {
       rc = LT_ESTATE; /* nothing could ever arrive */
       break;
     }
+    if (timeout_ms == 0) {
+      rc = LT_ETIMEDOUT;
+      break;
+    }
     ev->result_waiters++;
-    pthread_cond_wait(&ev->cv_result, &ev->mu);
+    int w = timeout_ms < 0 ? pthread_cond_wait(&ev->cv_result, &ev->mu)
+                           : pthread_cond_timedwait(&ev->cv_result, &ev->mu, &until);
     ev->result_waiters--;
+    if (w == ETIMEDOUT && (t = take_result(ev)) == NULL) {
+      rc = LT_ETIMEDOUT;
+      break;
+    }
+    if (t != NULL) break;
   }
   if (t != NULL) ev->stream_left--;
   pthread_mutex_unlock(&ev->mu);
@@ -391,6 +441,7 @@ LT_API void lt_eval_free(lt_eval_t *ev) {
   for (size_t i = 0; i < ev->nhosts; i++)
     free(ev->hosts[i]);
   free(ev->hosts);
+  free(ev->host_fds);
   if (ev->wake_fd >= 0) close(ev->wake_fd);
   lt__template_free(ev->tmpl);
   lt_skel_free(ev->program);

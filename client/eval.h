@@ -41,7 +41,8 @@ struct lt_eval {
   pthread_cond_t cv_space;
   pthread_cond_t cv_start;
   lt_eval_state_t state;
-  char **hosts; /* every endpoint added; the dispatcher opens hosts[nopened..] */
+  char **hosts;  /* every endpoint added, once each; the dispatcher opens the new ones */
+  int *host_fds; /* per host: stdout of its spawned server process (EOF: it exited), or -1 */
   size_t nhosts;
   size_t caphosts;
   int closed;
@@ -81,6 +82,10 @@ void lt__eval_woken(lt_eval_t *ev);
 /* lt__eval_finish delivers the result `b` (taken) of `task` (taken) to its future or the
  * stream and wakes readers. Dispatcher thread, with ev->mu held. */
 void lt__eval_finish(lt_eval_t *ev, lt_task_t *task, lt_buf_t *b);
+
+/* lt__eval_add_host adds `endpoint` (once: an endpoint already there is not added again)
+ * with the stdout `fd` of its spawned process, or -1. Any thread. */
+int lt__eval_add_host(lt_eval_t *ev, const char *endpoint, int fd);
 
 /* lt__task_free frees a task record; accepts NULL. */
 void lt__task_free(lt_task_t *t);

@@ -228,7 +228,8 @@ void lt__sched_restart(lt_sched_t *s, job_t *j, const char *why) {
   j->live--;
 }
 
-void lt__sched_lost(lt_sched_t *s, instr_rec_t *r, const char *endpoint, const char *why) {
+void lt__sched_lost(lt_sched_t *s, instr_rec_t *r, const char *endpoint, const char *why,
+                    int charge) {
   lt__trace_instr_lost(s->trace, r, endpoint, why);
   job_t *j = r->job;
   if (lt__sched_stale(r)) {
@@ -246,8 +247,10 @@ void lt__sched_lost(lt_sched_t *s, instr_rec_t *r, const char *endpoint, const c
                              r->op != LT_OP_DCSTEP || (size_t)t->holder == (size_t)r->conn))
       movable = 0;
   }
-  r->tries++;
-  s->retries++;
+  if (charge) {
+    r->tries++;
+    s->retries++;
+  }
   if (!movable || r->tries > s->ev->opts.max_retries) {
     char msg[256];
     snprintf(msg, sizeof msg, "instruction lost on %s (%s)", endpoint, why);
@@ -324,8 +327,16 @@ void lt__sched_on_completion(lt_sched_t *s, size_t idx, const lt_completion_t *c
   instr_rec_t *r;
   HASH_FIND(hh, s->inflight, &cp->seq, sizeof cp->seq, r);
   if (r == NULL || r->conn != (int)idx || cp->noutputs > LT_MAX_PARTS) {
-    lt__log(LT_LOG_DEBUG, "server %s: stray completion %llu", c->endpoint,
-            (unsigned long long)cp->seq);
+    /* Not running there for us: taken back as overdue, or a server that is wrong. Values it
+     * says it kept are released (ids of our own space only). */
+    s->stray++;
+    lt__log(s->stray == 1 ? LT_LOG_WARN : LT_LOG_DEBUG,
+            "server %s: completion of instruction %llu, which it was not running for us "
+            "(%llu so far)",
+            c->endpoint, (unsigned long long)cp->seq, (unsigned long long)s->stray);
+    if (cp->status == LT_OK && s->ev->opts.lazy && cp->noutputs <= LT_MAX_PARTS)
+      for (uint32_t i = 0; i < cp->noutputs; i++)
+        lt__sched_release(s, (int)idx, (lt_oid_t){s->ev->client_id, cp->seq + i});
     return;
   }
   HASH_DEL(s->inflight, r);
@@ -338,7 +349,8 @@ void lt__sched_on_completion(lt_sched_t *s, size_t idx, const lt_completion_t *c
     lt__pace_service(&s->pace[idx], r->stages, (double)cp->service_us, (double)cp->cpu_us);
   job_t *j = r->job;
   if (cp->status == LT_ESHUTDOWN || cp->status == LT_ECANCELED) {
-    lt__sched_lost(s, r, c->endpoint, lt_strerror(cp->status));
+    /* It never ran: a server stopping gracefully, or a cancel. Not the task's fault. */
+    lt__sched_lost(s, r, c->endpoint, lt_strerror(cp->status), 0);
     return;
   }
   /* Outputs left on the server that nobody will read: the job is over, or was recomputed,

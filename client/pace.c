@@ -237,3 +237,12 @@ double lt__pace_parallel(const pace_t *p) {
   if (p->workers > 0 && p->workers < t) t = p->workers;
   return t > 0 ? (double)t : 1;
 }
+
+double lt__pace_known_us(const lt_sched_t *s, const void *key) {
+  double best = 0;
+  for (size_t k = 0; k < s->nconns; k++) {
+    const cost_t *c = find_cost(&s->pace[k], key);
+    if (c != NULL && c->raw > 0 && (best == 0 || c->raw < best)) best = c->raw;
+  }
+  return best;
+}

@@ -43,6 +43,7 @@ typedef struct instr_rec {
   uint32_t nins;
   const lt_tstage_t *stages; /* borrowed from the template, for a re-dispatch */
   uint32_t nstages;
+  int64_t sent_ms; /* when it was last dispatched */
   struct instr_rec *next;
   UT_hash_handle hh; /* s->inflight, by seq */
 } instr_rec_t;
@@ -100,6 +101,22 @@ typedef struct pace {
   uint32_t hist_w[LT_HISTORY];
 } pace_t;
 
+/* The life of one connection slot (scheduler.c). A slot is one session with one server: a
+ * slot whose session was ready and then died stays dead for good (references to values it
+ * held keep naming it, so they are known lost), and the server is greeted again in a new
+ * slot, its successor. A slot that never got a welcome is greeted again in place. */
+typedef struct slot {
+  size_t host;         /* index in ev->hosts */
+  int watch_fd;        /* read end of a spawned server's stdout (EOF: it exited), or -1 */
+  int answered;        /* counted out of lt_eval_start's wait */
+  int was_ready;       /* its session was welcomed */
+  int64_t retry_at_ms; /* dead: when to greet the server again; 0: never */
+  uint32_t backoff_ms; /* the wait before the next greeting */
+  long successor;      /* the slot that took over this server, or -1 */
+  uint32_t sessions;   /* sessions with this server so far, this one included */
+  char why[96];        /* why it is not alive: "refused", "unresolvable", "no answer", ... */
+} slot_t;
+
 /* Ids to release on one server, sent as one `release` per loop turn. */
 typedef struct relq {
   lt_oid_t *ids;
@@ -110,11 +127,14 @@ struct lt_sched {
   lt_eval_t *ev;
   void *zctx;
   lt_conn_t *conns;
+  slot_t *slots;      /* per connection */
   relq_t *relq;       /* per connection */
   uint32_t *admitted; /* per connection: instructions counted in the window */
   pace_t *pace;       /* per connection */
   size_t nconns, capconns;
-  size_t initial; /* hosts known at start: they answer lt_eval_start */
+  size_t initial;     /* hosts known at start: they answer lt_eval_start */
+  size_t hosts_seen;  /* ev->hosts opened so far */
+  int64_t none_since; /* since when no server could take work (ms), or 0 */
   instr_rec_t *fire_head, *fire_tail;
   instr_rec_t *inflight;
   uint64_t next_seq;
@@ -136,6 +156,8 @@ struct lt_sched {
   uint64_t migrations;  /* cancels sent to move queued instructions (migrate.c) */
   uint64_t migrated;    /* of those, confirmed and placed again */
   uint32_t cancels_out; /* cancels not yet answered */
+  uint64_t stray;       /* completions for instructions a server was not running for us */
+  uint64_t overdue;     /* instructions taken back from a server that held them far too long */
 };
 
 int64_t lt__sched_now_ms(void);
@@ -157,6 +179,9 @@ void lt__pace_load(pace_t *p, const lt_load_t *load);
 /* lt__pace_full notes that work waited at the client because the server had no room. */
 void lt__pace_full(pace_t *p);
 int lt__pace_control(pace_t *p, const lt_options_t *o, int64_t now_ms, int64_t t0_ms);
+/* lt__pace_known_us returns the shortest service time chain `key` has shown on any server,
+ * or 0 when it never completed. */
+double lt__pace_known_us(const lt_sched_t *s, const void *key);
 /* lt__pace_parallel returns how many instructions run at once there: window and workers. */
 double lt__pace_parallel(const pace_t *p);
 
@@ -169,7 +194,11 @@ void lt__sched_rec_done(lt_sched_t *s, instr_rec_t *r);
 void lt__sched_job_fail(lt_sched_t *s, job_t *j, int err, const char *msg);
 void lt__sched_on_completion(lt_sched_t *s, size_t idx, const lt_completion_t *cp,
                              const lt_msg_t *m);
-void lt__sched_lost(lt_sched_t *s, instr_rec_t *r, const char *endpoint, const char *why);
+/* lt__sched_lost puts back r, lost on `endpoint`, for placement elsewhere, or recomputes or
+ * fails its task; `charge` counts the loss toward max_retries (a server that stops
+ * gracefully is not charged). */
+void lt__sched_lost(lt_sched_t *s, instr_rec_t *r, const char *endpoint, const char *why,
+                    int charge);
 int lt__sched_stale(const instr_rec_t *r);
 void lt__sched_restart(lt_sched_t *s, job_t *j, const char *why);
 void lt__sched_release(lt_sched_t *s, int conn, lt_oid_t id);
@@ -190,7 +219,14 @@ void lt__sched_migrate(lt_sched_t *s);
  * completion status: 1 when r was canceled there and is queued for placement again. */
 int lt__sched_cancel_answered(lt_sched_t *s, instr_rec_t *r, int status);
 
+/* watchdog.c */
+/* lt__sched_overdue takes back instructions a live server has held far longer than their
+ * chain takes anywhere, and sends them elsewhere (the first result wins). */
+void lt__sched_overdue(lt_sched_t *s, int64_t now_ms);
+
 /* scheduler.c */
 void lt__sched_conn_dead(lt_sched_t *s, size_t idx, const char *why);
+/* lt__sched_takes tells whether server idx may be given new work. */
+int lt__sched_takes(const lt_sched_t *s, size_t idx);
 
 #endif

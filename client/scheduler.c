@@ -62,6 +62,7 @@ void lt__sched_free(lt_sched_t *s) {
   for (size_t i = 0; i < s->capconns && s->relq != NULL; i++)
     free(s->relq[i].ids);
   free(s->relq);
+  free(s->slots);
   free(s->admitted);
   free(s->pace);
   free(s->conns);
@@ -70,45 +71,39 @@ void lt__sched_free(lt_sched_t *s) {
 
 /* ---- connections ------------------------------------------------------------------ */
 
-static void open_new_hosts(lt_sched_t *s) {
-  lt_eval_t *ev = s->ev;
-  pthread_mutex_lock(&ev->mu);
-  while (s->nconns < ev->nhosts) {
-    if (s->nconns == s->capconns) {
-      size_t cap = s->capconns ? s->capconns * 2 : 8;
-      lt_conn_t *c = realloc(s->conns, cap * sizeof *c);
-      if (c != NULL) s->conns = c;
-      relq_t *q = realloc(s->relq, cap * sizeof *q);
-      if (q != NULL) s->relq = q;
-      uint32_t *a = realloc(s->admitted, cap * sizeof *a);
-      if (a != NULL) s->admitted = a;
-      pace_t *pc = realloc(s->pace, cap * sizeof *pc);
-      if (pc != NULL) s->pace = pc;
-      if (c == NULL || q == NULL || a == NULL || pc == NULL) break;
-      memset(q + s->capconns, 0, (cap - s->capconns) * sizeof *q);
-      memset(a + s->capconns, 0, (cap - s->capconns) * sizeof *a);
-      s->capconns = cap;
-    }
-    lt_conn_t *c = &s->conns[s->nconns];
-    lt__pace_init(&s->pace[s->nconns], s->window, &ev->opts, lt__sched_now_ms());
-    const char *ep = ev->hosts[s->nconns];
-    s->nconns++;
-    int rc = lt__conn_open(c, s->zctx, ep, ev->client_id, ev->opts.lazy ? ev->opts.inline_max : 0,
-                           ev->tmpl->kernels, ev->tmpl->nkernels, lt__sched_now_ms());
-    if (rc != LT_OK) {
-      lt__log(LT_LOG_WARN, "server %s: cannot open (%s)", ep, lt_strerror(rc));
-      c->state = LT_CONN_DEAD;
-      if (c->endpoint == NULL) c->endpoint = strdup(ep);
-      if (s->nconns <= s->initial) ev->start_waiting--;
-      pthread_cond_broadcast(&ev->cv_start);
-    }
-  }
-  pthread_mutex_unlock(&ev->mu);
+#define RETRY_FIRST_MS 100  /* the first wait before greeting a server again */
+#define RETRY_MAX_MS   2000 /* the longest */
+
+int lt__sched_takes(const lt_sched_t *s, size_t idx) {
+  return s->conns[idx].state == LT_CONN_READY;
 }
 
-/* start_answered counts an initial host out of lt_eval_start's wait. */
+/* grow_slots makes room for one more connection in every per-connection array. */
+static int grow_slots(lt_sched_t *s) {
+  if (s->nconns < s->capconns) return LT_OK;
+  size_t cap = s->capconns ? s->capconns * 2 : 8;
+  lt_conn_t *c = realloc(s->conns, cap * sizeof *c);
+  if (c != NULL) s->conns = c;
+  relq_t *q = realloc(s->relq, cap * sizeof *q);
+  if (q != NULL) s->relq = q;
+  uint32_t *a = realloc(s->admitted, cap * sizeof *a);
+  if (a != NULL) s->admitted = a;
+  pace_t *pc = realloc(s->pace, cap * sizeof *pc);
+  if (pc != NULL) s->pace = pc;
+  slot_t *sl = realloc(s->slots, cap * sizeof *sl);
+  if (sl != NULL) s->slots = sl;
+  if (c == NULL || q == NULL || a == NULL || pc == NULL || sl == NULL) return LT_ENOMEM;
+  memset(q + s->capconns, 0, (cap - s->capconns) * sizeof *q);
+  memset(a + s->capconns, 0, (cap - s->capconns) * sizeof *a);
+  s->capconns = cap;
+  return LT_OK;
+}
+
+/* start_answered counts an initial host out of lt_eval_start's wait, once. */
 static void start_answered(lt_sched_t *s, size_t idx, int ready) {
-  if (idx >= s->initial) return;
+  slot_t *sl = &s->slots[idx];
+  if (sl->answered) return;
+  sl->answered = 1;
   lt_eval_t *ev = s->ev;
   pthread_mutex_lock(&ev->mu);
   ev->start_waiting--;
@@ -117,20 +112,103 @@ static void start_answered(lt_sched_t *s, size_t idx, int ready) {
   pthread_mutex_unlock(&ev->mu);
 }
 
+/* greet opens slot idx's connection to its server and says hello. */
+static void greet(lt_sched_t *s, size_t idx) {
+  lt_eval_t *ev = s->ev;
+  lt_conn_t *c = &s->conns[idx];
+  slot_t *sl = &s->slots[idx];
+  const char *ep = ev->hosts[sl->host];
+  lt__pace_init(&s->pace[idx], s->window, &ev->opts, lt__sched_now_ms());
+  s->admitted[idx] = 0;
+  s->relq[idx].n = 0;
+  int rc = lt__conn_open(c, s->zctx, ep, ev->client_id, ev->opts.lazy ? ev->opts.inline_max : 0,
+                         ev->tmpl->kernels, ev->tmpl->nkernels, lt__sched_now_ms());
+  if (rc != LT_OK) {
+    lt__log(LT_LOG_WARN, "server %s: cannot open (%s)", ep, lt_strerror(rc));
+    lt__conn_shut(c);
+    c->state = LT_CONN_DEAD;
+    if (c->endpoint == NULL) c->endpoint = strdup(ep);
+    snprintf(sl->why, sizeof sl->why, "cannot connect: %s", lt_strerror(rc));
+    sl->retry_at_ms = 0; /* a bad endpoint does not get better */
+    start_answered(s, idx, 0);
+  }
+}
+
+/* add_slot adds a connection to ev->hosts[host] and greets the server; -1 without memory. */
+static long add_slot(lt_sched_t *s, size_t host, int watch_fd) {
+  if (grow_slots(s) != LT_OK) return -1;
+  size_t idx = s->nconns;
+  memset(&s->conns[idx], 0, sizeof s->conns[idx]);
+  s->conns[idx].state = LT_CONN_DEAD;
+  s->slots[idx] = (slot_t){.host = host, .watch_fd = watch_fd, .successor = -1, .sessions = 1};
+  s->slots[idx].answered = host >= s->initial; /* only initial hosts hold up the start */
+  s->nconns++;
+  greet(s, idx);
+  return (long)idx;
+}
+
+static void open_new_hosts(lt_sched_t *s) {
+  lt_eval_t *ev = s->ev;
+  pthread_mutex_lock(&ev->mu);
+  while (s->hosts_seen < ev->nhosts) {
+    if (add_slot(s, s->hosts_seen, ev->host_fds[s->hosts_seen]) < 0) break;
+    s->hosts_seen++;
+  }
+  pthread_mutex_unlock(&ev->mu);
+}
+
+/* tell_lost tells every other live server that `endpoint` is gone: their instructions
+ * waiting for its values fail at once and are recomputed, instead of waiting for a fetch
+ * timeout. */
+static void tell_lost(lt_sched_t *s, size_t idx) {
+  const char *holders[1] = {s->conns[idx].endpoint};
+  lt_msg_t m = {.type = LT_MSG_LOST};
+  m.u.lost.nholders = 1;
+  m.u.lost.holders = holders;
+  for (size_t i = 0; i < s->nconns; i++) {
+    lt_conn_t *c = &s->conns[i];
+    if (i != idx && (c->state == LT_CONN_READY || c->state == LT_CONN_STOPPING))
+      lt__conn_send(c, &m, NULL, lt__sched_now_ms());
+  }
+}
+
+/* why_unanswered says why a server never welcomed us, from what its connection showed. */
+static const char *why_unanswered(const lt_conn_t *c) {
+  if (c->connected) return "no welcome";
+  if (c->refused) return "refused";
+  if (c->unresolvable) return "unresolvable";
+  return "no answer";
+}
+
 /* lt__sched_conn_dead marks a server dead and hands its instructions to jobs.c, which
- * re-queues them elsewhere or fails their tasks. */
+ * re-queues them elsewhere or fails their tasks. The server is greeted again later: a
+ * restarted one is used again, as a new session. */
 void lt__sched_conn_dead(lt_sched_t *s, size_t idx, const char *why) {
   lt_conn_t *c = &s->conns[idx];
+  slot_t *sl = &s->slots[idx];
   if (c->state == LT_CONN_DEAD) return;
-  lt__trace_server_lost(s->trace, s, idx, why);
   int was_hello = c->state == LT_CONN_HELLO;
-  lt__log(LT_LOG_WARN, "server %s is dead: %s", c->endpoint, why);
+  snprintf(sl->why, sizeof sl->why, "%s", why);
+  sl->backoff_ms = sl->backoff_ms ? sl->backoff_ms * 2 : RETRY_FIRST_MS;
+  if (sl->backoff_ms > RETRY_MAX_MS) sl->backoff_ms = RETRY_MAX_MS;
+  sl->retry_at_ms = lt__sched_now_ms() + (was_hello ? sl->backoff_ms : 0);
+  if (was_hello && sl->sessions > 1) {
+    /* A greeting again that found nobody yet: quiet, it goes on. */
+    lt__log(LT_LOG_DEBUG, "server %s: %s", c->endpoint, why);
+  } else {
+    lt__log(LT_LOG_WARN, "server %s is %s: %s", c->endpoint, was_hello ? "unreachable" : "dead",
+            why);
+  }
+  lt__trace_server_lost(s->trace, s, idx, why);
   c->state = LT_CONN_DEAD;
   /* A dead link is closed at once: nothing more is read from it or sent to it. */
-  if (c->sock != NULL) zmq_close(c->sock);
-  c->sock = NULL;
+  lt__conn_shut(c);
   s->relq[idx].n = 0;
-  if (was_hello) start_answered(s, idx, 0);
+  if (was_hello) {
+    start_answered(s, idx, 0);
+    return;
+  }
+  tell_lost(s, idx);
   instr_rec_t *r, *tmp;
   HASH_ITER(hh, s->inflight, r, tmp) {
     if (r->conn != (int)idx) continue;
@@ -138,7 +216,7 @@ void lt__sched_conn_dead(lt_sched_t *s, size_t idx, const char *why) {
     c->inflight--;
     lt__sched_unadmit(s, r, idx);
     lt__sched_cancel_answered(s, r, LT_ELOST);
-    lt__sched_lost(s, r, c->endpoint, why);
+    lt__sched_lost(s, r, c->endpoint, why, 1);
   }
   /* Instructions elsewhere that wait for a value of the dead server would wait for their
    * server's fetch timeout: their tasks are recomputed now. */
@@ -153,46 +231,109 @@ void lt__sched_conn_dead(lt_sched_t *s, size_t idx, const char *why) {
   }
 }
 
+/* greet_again greets a dead server again once its wait is over: in place when it never
+ * welcomed this slot, else in a new slot (values of the old session are lost for good). */
+static void greet_again(lt_sched_t *s, size_t idx, int64_t now) {
+  slot_t *sl = &s->slots[idx];
+  if (s->conns[idx].state != LT_CONN_DEAD || sl->retry_at_ms == 0 || now < sl->retry_at_ms) return;
+  sl->retry_at_ms = 0;
+  if (!sl->was_ready) {
+    uint32_t backoff = sl->backoff_ms, sessions = sl->sessions;
+    lt__conn_close(&s->conns[idx]);
+    greet(s, idx);
+    sl->backoff_ms = backoff;
+    sl->sessions = sessions;
+    return;
+  }
+  long next = add_slot(s, sl->host, sl->watch_fd);
+  sl = &s->slots[idx]; /* add_slot may move the array */
+  if (next < 0) {
+    sl->retry_at_ms = now + RETRY_MAX_MS;
+    return;
+  }
+  sl->successor = next;
+  sl->watch_fd = -1;
+  s->slots[next].sessions = sl->sessions + 1;
+  s->slots[next].answered = 1;
+}
+
 static int live_servers(const lt_sched_t *s) {
   int n = 0;
   for (size_t i = 0; i < s->nconns; i++)
-    n += s->conns[i].state != LT_CONN_DEAD;
+    n += lt__sched_takes(s, i);
   return n;
+}
+
+static void on_welcome(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
+  lt_conn_t *c = &s->conns[idx];
+  slot_t *sl = &s->slots[idx];
+  if (m->u.welcome.version != LT_PROTO_VERSION) {
+    lt__sched_conn_dead(s, idx, "protocol version mismatch");
+    sl->retry_at_ms = 0;
+    return;
+  }
+  free(c->server_id);
+  c->server_id = strdup(m->u.welcome.server_id);
+  c->threads = m->u.welcome.threads;
+  c->speed = m->u.welcome.speed;
+  c->incarnation = m->u.welcome.incarnation;
+  c->max_frame = m->u.welcome.max_frame;
+  s->pace[idx].workers = c->threads;
+  if (m->u.welcome.cores > 0) s->pace[idx].cores = m->u.welcome.cores;
+  c->state = LT_CONN_READY;
+  sl->was_ready = 1;
+  sl->backoff_ms = 0;
+  sl->why[0] = '\0';
+  lt__log(sl->sessions > 1 ? LT_LOG_WARN : LT_LOG_INFO, "server %s (%s) ready%s, %u threads",
+          c->endpoint, m->u.welcome.server_id, sl->sessions > 1 ? " again" : "", c->threads);
+  start_answered(s, idx, 1);
+}
+
+static void on_error(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
+  lt_conn_t *c = &s->conns[idx];
+  lt__log(LT_LOG_WARN, "server %s refused a message: %s (%s)", c->endpoint, m->u.error.message,
+          lt_strerror(m->u.error.code));
+  char why[160];
+  if (c->state == LT_CONN_HELLO) {
+    lt__sched_conn_dead(s, idx, m->u.error.message);
+    if (m->u.error.code == LT_EVERSION) s->slots[idx].retry_at_ms = 0;
+    return;
+  }
+  /* In a session, a refusal means the server has lost our session (it restarted, or dropped
+   * us while we were paused) or refused an execute: the instructions we think it holds may
+   * be gone. The session ends now; its work goes elsewhere and the server is greeted again. */
+  snprintf(why, sizeof why, "%s: %s",
+           m->u.error.code == LT_ESTATE ? "it lost our session" : "it refused a message",
+           m->u.error.message);
+  lt__sched_conn_dead(s, idx, why);
 }
 
 static void on_message(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
   lt_conn_t *c = &s->conns[idx];
   lt__trace_message(s->trace, s, idx, m);
   if (m->has_load) {
+    if (c->incarnation != 0 && m->load.incarnation != 0 && m->load.incarnation != c->incarnation) {
+      /* Another process answers on this endpoint: our session died with the old one. */
+      lt__sched_conn_dead(s, idx, "the server restarted (new incarnation)");
+      return;
+    }
     c->load = m->load;
     lt__pace_load(&s->pace[idx], &m->load);
+    if (m->load.stopping && c->state == LT_CONN_READY) {
+      lt__log(LT_LOG_INFO, "server %s is stopping: no new work goes there", c->endpoint);
+      c->state = LT_CONN_STOPPING;
+    }
   }
   switch (m->type) {
   case LT_MSG_WELCOME:
-    if (c->state != LT_CONN_HELLO) break;
-    if (m->u.welcome.version != LT_PROTO_VERSION) {
-      lt__sched_conn_dead(s, idx, "protocol version mismatch");
-      break;
-    }
-    free(c->server_id);
-    c->server_id = strdup(m->u.welcome.server_id);
-    c->threads = m->u.welcome.threads;
-    c->speed = m->u.welcome.speed;
-    s->pace[idx].workers = c->threads;
-    if (m->u.welcome.cores > 0) s->pace[idx].cores = m->u.welcome.cores;
-    c->state = LT_CONN_READY;
-    lt__log(LT_LOG_INFO, "server %s (%s) ready, %u threads", c->endpoint, m->u.welcome.server_id,
-            c->threads);
-    start_answered(s, idx, 1);
+    if (c->state == LT_CONN_HELLO) on_welcome(s, idx, m);
     break;
   case LT_MSG_DONE:
-    for (uint32_t i = 0; i < m->u.done.ncompl; i++)
+    for (uint32_t i = 0; i < m->u.done.ncompl && c->state != LT_CONN_DEAD; i++)
       lt__sched_on_completion(s, idx, &m->u.done.compl [i], m);
     break;
   case LT_MSG_ERROR:
-    lt__log(LT_LOG_WARN, "server %s refused a message: %s (%s)", c->endpoint, m->u.error.message,
-            lt_strerror(m->u.error.code));
-    if (c->state == LT_CONN_HELLO) lt__sched_conn_dead(s, idx, m->u.error.message);
+    on_error(s, idx, m);
     break;
   case LT_MSG_HEARTBEAT:
     if (m->u.heartbeat.seq != 0 && s->ev->opts.lookahead) {
@@ -226,9 +367,39 @@ static void drain_conn(lt_sched_t *s, size_t idx) {
   }
 }
 
-/* fail_unplaceable fails queued instructions when no server is left to run them. */
+/* watch_conn reads what the connection's monitor saw: a connection that went down ends
+ * the session now, not after missed heartbeats. */
+static void watch_conn(lt_sched_t *s, size_t idx) {
+  lt_conn_event_t ev;
+  while ((ev = lt__conn_monitor(&s->conns[idx])) != LT_CONN_EV_NONE) {
+    if (ev == LT_CONN_EV_DISCONNECTED) {
+      lt__sched_conn_dead(s, idx, "connection lost");
+      return;
+    }
+  }
+}
+
+/* watch_child notices that a spawned server exited (its stdout reached end of file). */
+static void watch_child(lt_sched_t *s, size_t idx) {
+  slot_t *sl = &s->slots[idx];
+  char buf[256];
+  ssize_t n = read(sl->watch_fd, buf, sizeof buf);
+  if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR))) return;
+  sl->watch_fd = -1;
+  lt__sched_conn_dead(s, idx, "the server process exited");
+  s->slots[idx].retry_at_ms = 0; /* nobody restarts a spawned server */
+}
+
+/* fail_unplaceable fails queued instructions when no server has been able to take work
+ * for connect_timeout_ms (a restarting server gets that long to come back). */
 static void fail_unplaceable(lt_sched_t *s) {
-  if (s->fire_head == NULL || live_servers(s) > 0) return;
+  if (s->fire_head == NULL || live_servers(s) > 0) {
+    s->none_since = 0;
+    return;
+  }
+  int64_t now = lt__sched_now_ms();
+  if (s->none_since == 0) s->none_since = now;
+  if (now - s->none_since < (int64_t)s->ev->opts.connect_timeout_ms) return;
   instr_rec_t *r;
   while ((r = lt__sched_pop_fireable(s)) != NULL) {
     lt__sched_job_fail(s, r->job, LT_ENOSERVER, "no live server to run the task");
@@ -238,19 +409,23 @@ static void fail_unplaceable(lt_sched_t *s) {
 
 /* ---- heartbeats ------------------------------------------------------------------- */
 
+/* send_window tells server i its window at once, in an EXECUTE with no instruction. */
+static int send_window(lt_sched_t *s, size_t i, int64_t now) {
+  lt_msg_t w = {.type = LT_MSG_EXECUTE};
+  w.u.execute.max_active = s->pace[i].threads;
+  return lt__conn_send(&s->conns[i], &w, NULL, now);
+}
+
 static void tick(lt_sched_t *s, int64_t now) {
   const lt_options_t *o = &s->ev->opts;
   for (size_t i = 0; i < s->nconns; i++) {
     lt_conn_t *c = &s->conns[i];
+    greet_again(s, i, now);
     if (c->state == LT_CONN_HELLO && now - c->opened_ms > (int64_t)o->connect_timeout_ms) {
-      lt__sched_conn_dead(s, i, "no welcome in time");
-    } else if (c->state == LT_CONN_READY) {
+      lt__sched_conn_dead(s, i, why_unanswered(c));
+    } else if (c->state == LT_CONN_READY || c->state == LT_CONN_STOPPING) {
       if (lt__pace_control(&s->pace[i], o, now, s->t0_ms) && o->throttle) {
-        /* The server learns its window at once, not with its next work: an EXECUTE with no
-         * instruction carries it. */
-        lt_msg_t w = {.type = LT_MSG_EXECUTE};
-        w.u.execute.max_active = s->pace[i].threads;
-        int rc = lt__conn_send(c, &w, NULL, now);
+        int rc = send_window(s, i, now);
         if (rc != LT_OK) {
           lt__sched_conn_dead(s, i, lt_strerror(rc));
           continue;
@@ -274,6 +449,7 @@ static void tick(lt_sched_t *s, int64_t now) {
       }
     }
   }
+  lt__sched_overdue(s, now);
 }
 
 /* ---- the loop --------------------------------------------------------------------- */
@@ -296,6 +472,24 @@ static void shutdown_all(lt_sched_t *s) {
   lt__rx_free(&s->rx);
 }
 
+/* poll_items fills items[] (wake fd, then each connection's socket, its monitor and its
+ * spawned process's stdout) and returns how many there are. */
+static size_t poll_items(lt_sched_t *s, zmq_pollitem_t *items) {
+  items[0] = (zmq_pollitem_t){.fd = s->ev->wake_fd, .events = ZMQ_POLLIN};
+  size_t n = s->nconns;
+  for (size_t i = 0; i < n; i++) {
+    lt_conn_t *c = &s->conns[i];
+    zmq_pollitem_t none = {.fd = -1};
+    items[1 + i] =
+        c->sock != NULL ? (zmq_pollitem_t){.socket = c->sock, .events = ZMQ_POLLIN} : none;
+    items[1 + n + i] =
+        c->mon != NULL ? (zmq_pollitem_t){.socket = c->mon, .events = ZMQ_POLLIN} : none;
+    int fd = s->slots[i].watch_fd;
+    items[1 + 2 * n + i] = fd >= 0 ? (zmq_pollitem_t){.fd = fd, .events = ZMQ_POLLIN} : none;
+  }
+  return 1 + 3 * n;
+}
+
 void *lt__sched_main(void *arg) {
   lt_sched_t *s = arg;
   lt_eval_t *ev = s->ev;
@@ -311,24 +505,17 @@ void *lt__sched_main(void *arg) {
   zmq_pollitem_t *items = NULL;
   size_t capitems = 0;
   for (;;) {
-    if (capitems < s->nconns + 1) {
-      capitems = (s->nconns + 1) * 2;
+    if (capitems < 3 * s->nconns + 1) {
+      capitems = (3 * s->nconns + 1) * 2;
       zmq_pollitem_t *n = realloc(items, capitems * sizeof *items);
       if (n == NULL) break;
       items = n;
     }
-    items[0] = (zmq_pollitem_t){.fd = ev->wake_fd, .events = ZMQ_POLLIN};
     size_t npolled = s->nconns;
-    for (size_t i = 0; i < npolled; i++) {
-      lt_conn_t *c = &s->conns[i];
-      if (c->sock != NULL)
-        items[i + 1] = (zmq_pollitem_t){.socket = c->sock, .events = ZMQ_POLLIN};
-      else
-        items[i + 1] = (zmq_pollitem_t){.fd = -1};
-    }
+    size_t nitems = poll_items(s, items);
     long timeout = (long)(s->next_tick - lt__sched_now_ms());
     if (timeout < 0) timeout = 0;
-    int n = zmq_poll(items, (int)npolled + 1, timeout);
+    int n = zmq_poll(items, (int)nitems, timeout);
     if (n < 0 && errno != EINTR) {
       lt__log(LT_LOG_ERROR, "dispatcher: zmq_poll: %s", zmq_strerror(errno));
       break;
@@ -339,8 +526,11 @@ void *lt__sched_main(void *arg) {
       open_new_hosts(s);
       lt__sched_take_intake(s);
     }
-    for (size_t i = 0; n > 0 && i < npolled; i++)
-      if (items[i + 1].revents & ZMQ_POLLIN) drain_conn(s, i);
+    for (size_t i = 0; n > 0 && i < npolled; i++) {
+      if (items[1 + i].revents & ZMQ_POLLIN) drain_conn(s, i);
+      if (items[1 + npolled + i].revents & ZMQ_POLLIN) watch_conn(s, i);
+      if (items[1 + 2 * npolled + i].revents & (ZMQ_POLLIN | ZMQ_POLLERR)) watch_child(s, i);
+    }
     int64_t now = lt__sched_now_ms();
     if (now >= s->next_tick) {
       tick(s, now);
@@ -363,6 +553,19 @@ void *lt__sched_main(void *arg) {
 
 /* ---- stats ------------------------------------------------------------------------ */
 
+static const char *conn_state_name(lt_conn_state_t st) {
+  switch (st) {
+  case LT_CONN_HELLO:
+    return "connecting";
+  case LT_CONN_READY:
+    return "ready";
+  case LT_CONN_STOPPING:
+    return "stopping";
+  default:
+    return "dead";
+  }
+}
+
 int lt__sched_stats_json(lt_sched_t *s, lt_json_t *j) {
   pthread_mutex_lock(&s->stats_mu);
   uint64_t to = 0, from = 0;
@@ -377,6 +580,8 @@ int lt__sched_stats_json(lt_sched_t *s, lt_json_t *j) {
   lt__json_u64(j, "retries", s->retries);
   lt__json_u64(j, "migrations", s->migrations);
   lt__json_u64(j, "migrated", s->migrated);
+  lt__json_u64(j, "stray_completions", s->stray);
+  lt__json_u64(j, "overdue", s->overdue);
   lt__json_str(j, "mode",
                o->lookahead && o->lazy     ? "optimized"
                : !o->lookahead && !o->lazy ? "plain"
@@ -386,10 +591,19 @@ int lt__sched_stats_json(lt_sched_t *s, lt_json_t *j) {
   lt__json_array_open(j, "servers");
   for (size_t i = 0; i < s->nconns; i++) {
     const lt_conn_t *c = &s->conns[i];
+    const slot_t *sl = &s->slots[i];
+    if (sl->successor >= 0) continue; /* a later session with the same server stands for it */
     lt__json_object_open(j, NULL);
-    lt__json_str(j, "endpoint", c->endpoint);
+    lt__json_str(j, "endpoint", c->endpoint != NULL ? c->endpoint : s->ev->hosts[sl->host]);
     lt__json_str(j, "server_id", c->server_id != NULL ? c->server_id : "");
-    lt__json_bool(j, "alive", c->state != LT_CONN_DEAD);
+    lt__json_bool(j, "alive", c->state == LT_CONN_READY || c->state == LT_CONN_STOPPING);
+    lt__json_str(j, "state", conn_state_name(c->state));
+    lt__json_str(j, "reason", sl->why);
+    lt__json_u64(j, "sessions", sl->sessions);
+    char inc[20];
+    snprintf(inc, sizeof inc, "%016llx", (unsigned long long)c->incarnation);
+    lt__json_str(j, "incarnation", inc);
+    lt__json_u64(j, "max_frame", c->max_frame);
     lt__json_u64(j, "completed", c->completed);
     lt__json_u64(j, "executed", c->load.completed); /* by the server, for every client */
     lt__json_u64(j, "inflight", c->inflight);

@@ -64,6 +64,10 @@ LT_API int lt_eval_close(lt_eval_t *ev);
  * and every result was read. */
 LT_API int lt_eval_next(lt_eval_t *ev, lt_buf_t **out);
 
+/* lt_eval_next_timeout is lt_eval_next waiting at most `timeout_ms` (0: do not wait; a
+ * negative value waits as long as it takes): LT_ETIMEDOUT when no result came in time. */
+LT_API int lt_eval_next_timeout(lt_eval_t *ev, int timeout_ms, lt_buf_t **out);
+
 /* lt_eval_stats_json returns counters as a JSON object in *json (caller frees with free()). */
 LT_API int lt_eval_stats_json(lt_eval_t *ev, char **json);
 

@@ -1,0 +1,61 @@
+/* watchdog.c: instructions that a live server holds far beyond what they take. A server
+ * that answers heartbeats but never finishes its work (hostile, buggy, or wedged) would
+ * hold its instructions, and the client's stream, for ever: an instruction out for more
+ * than LT_OVERDUE_FACTOR times what the server's whole backlog should take at the best
+ * speed its chain has shown anywhere, and at least LT_OVERDUE_MIN_BEATS heartbeats, is
+ * cancelled there and placed again (or its task recomputed when its output was already
+ * named to successors on that server). A late completion of it is then a stray: dropped,
+ * its outputs released. Chains that never completed anywhere have no expected time and are
+ * left alone. Dispatcher thread only. */
+#include <stdio.h>
+
+#include <lithium/error.h>
+#include "log.h"
+#include "sched_internal.h"
+
+#define LT_OVERDUE_FACTOR    50.0
+#define LT_OVERDUE_MIN_BEATS 5
+
+/* limit_ms returns how long r may stay out on its server before it is overdue, or -1 when
+ * nothing is known to judge by. */
+static int64_t limit_ms(const lt_sched_t *s, const instr_rec_t *r) {
+  double known = lt__pace_known_us(s, r->stages);
+  if (known <= 0) return -1;
+  size_t i = (size_t)r->conn;
+  double parallel = lt__pace_parallel(&s->pace[i]);
+  if (parallel < 1) parallel = 1;
+  double drain_us = known * (1.0 + (double)s->conns[i].inflight / parallel);
+  int64_t ms = (int64_t)(LT_OVERDUE_FACTOR * drain_us / 1000.0);
+  int64_t floor_ms = (int64_t)LT_OVERDUE_MIN_BEATS * s->ev->opts.heartbeat_ms;
+  return ms > floor_ms ? ms : floor_ms;
+}
+
+/* take_back cancels r on its server and puts it back for placement. */
+static void take_back(lt_sched_t *s, instr_rec_t *r, int64_t held_ms) {
+  size_t idx = (size_t)r->conn;
+  lt_conn_t *c = &s->conns[idx];
+  lt__log(LT_LOG_WARN, "server %s held instruction %llu for %lld ms: running it elsewhere",
+          c->endpoint, (unsigned long long)r->seq, (long long)held_ms);
+  lt_msg_t m = {.type = LT_MSG_CANCEL};
+  m.u.cancel.seqs = &r->seq;
+  m.u.cancel.nseqs = 1;
+  lt__conn_send(c, &m, NULL, lt__sched_now_ms());
+  HASH_DEL(s->inflight, r);
+  c->inflight--;
+  lt__sched_unadmit(s, r, idx);
+  s->overdue++;
+  char why[96];
+  snprintf(why, sizeof why, "held for %lld ms", (long long)held_ms);
+  lt__sched_lost(s, r, c->endpoint, why, 1);
+}
+
+void lt__sched_overdue(lt_sched_t *s, int64_t now_ms) {
+  instr_rec_t *r, *tmp;
+  HASH_ITER(hh, s->inflight, r, tmp) {
+    if (r->conn < 0 || r->migrating || lt__sched_stale(r)) continue;
+    lt_conn_state_t st = s->conns[r->conn].state;
+    if (st != LT_CONN_READY && st != LT_CONN_STOPPING) continue;
+    int64_t lim = limit_ms(s, r);
+    if (lim >= 0 && now_ms - r->sent_ms > lim) take_back(s, r, now_ms - r->sent_ms);
+  }
+}
