@@ -1,0 +1,514 @@
+/* test_liveness.c: nothing hangs and nothing is lost (issue "every wait ends"). Real
+ * lithium-server processes get real signals: SIGKILL and a restart on the same port,
+ * SIGSTOP/SIGCONT of a server and of the client, SIGTERM and SIGINT; tasks larger than a
+ * server's frame limit; unreachable and unresolvable hosts; a hostile server that never
+ * finishes its work and answers for instructions it was never given. Every read has a
+ * deadline (lt_eval_next_timeout), so a regression fails instead of hanging. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "codec.h"
+#include "harness.h"
+
+#define READ_MS 30000 /* no result may take longer than this to arrive */
+
+static int64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(int ms) {
+  struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+/* read_i64 reads the next result within READ_MS and returns its int64. */
+static int64_t read_i64(lt_eval_t *ev) {
+  lt_buf_t *b = NULL;
+  int rc = lt_eval_next_timeout(ev, READ_MS, &b);
+  cr_assert_eq(rc, LT_OK, "next: %s", lt_strerror(rc));
+  cr_assert_eq(lt_buf_error(b), LT_OK, "task failed: %s", lt_buf_errmsg(b));
+  cr_assert_eq(lt_buf_len(b), 8);
+  int64_t v = get_i64(lt_buf_data(b));
+  lt_buf_free(b);
+  return v;
+}
+
+static lt_eval_t *eval_on(lt_skel_t *prog, lt_proc_t *procs, int n, const char *const *opts) {
+  lt_eval_t *ev = NULL;
+  cr_assert_eq(lt_eval_new(&ev, prog), LT_OK);
+  for (int i = 0; opts != NULL && opts[i] != NULL; i += 2)
+    cr_assert_eq(lt_eval_set(ev, opts[i], opts[i + 1]), LT_OK, "%s", opts[i]);
+  for (int i = 0; i < n; i++)
+    cr_assert_eq(lt_eval_add_host(ev, procs[i].endpoint), LT_OK);
+  int rc = lt_eval_start(ev);
+  cr_assert_eq(rc, LT_OK, "start: %s", lt_strerror(rc));
+  return ev;
+}
+
+/* server_stats returns the stats object of the server at `endpoint` (a pointer into json). */
+static const char *server_stats(const char *json, const char *endpoint) {
+  char pat[300];
+  snprintf(pat, sizeof pat, "\"endpoint\":\"%s\"", endpoint);
+  const char *p = strstr(json, pat);
+  cr_assert_not_null(p, "%s not in %s", endpoint, json);
+  return p;
+}
+
+static char *stats(lt_eval_t *ev) {
+  char *json = NULL;
+  cr_assert_eq(lt_eval_stats_json(ev, &json), LT_OK);
+  return json;
+}
+
+/* ---- 1. a server restarted on its old endpoint ------------------------------------- */
+
+Test(restart, server_killed_and_restarted_on_its_port_is_used_again, .timeout = 120) {
+  lt_proc_t p[3];
+  start_server(&p[0], "victim", 2);
+  start_server(&p[1], "a", 2);
+  start_server(&p[2], "b", 2);
+  const char *opts[] = {"heartbeat_ms", "300", NULL};
+  lt_eval_t *ev = eval_on(lt_farm(lt_seq_with("testk:sleep", "20", 2)), p, 3, opts);
+  enum { N = 600 };
+  submit_i64s(ev, N);
+  lt_eval_close(ev);
+  char victim[256];
+  snprintf(victim, sizeof victim, "%s", p[0].endpoint);
+  for (int i = 0; i < N; i++) {
+    if (i == 30) {
+      kill(p[0].pid, SIGKILL);
+      lt__proc_stop(&p[0], 1000);
+      sleep_ms(300);
+      const char *listen[] = {"--listen", victim, NULL};
+      start_server_with(&p[0], "victim", 2, listen);
+      cr_assert_str_eq(p[0].endpoint, victim);
+    }
+    cr_assert_eq(read_i64(ev), i);
+  }
+  lt_buf_t *b = NULL;
+  cr_assert_eq(lt_eval_next_timeout(ev, READ_MS, &b), LT_ECLOSED);
+  char *json = stats(ev);
+  const char *v = server_stats(json, victim);
+  cr_assert_geq(stats_u64(v, "sessions"), 2, "%s", json);
+  cr_assert_eq(strncmp(strstr(v, "\"alive\":"), "\"alive\":true", 12), 0, "%s", json);
+  cr_assert_gt(stats_u64(v, "completed"), 0, "the restarted server got no work: %s", json);
+  free(json);
+  lt_eval_free(ev);
+  for (int i = 0; i < 3; i++)
+    lt__proc_stop(&p[i], 5000);
+}
+
+/* ---- 1b. the client paused beyond the servers' idle timeout ----------------------- */
+
+/* run_client is the child process: it reads every result of a farm over the servers and
+ * exits 0 when all are right, 2 on a wrong or failed one, 3 when one took too long. */
+static void run_client(lt_proc_t *p, int n, int tasks) {
+  lt_eval_t *ev = NULL;
+  if (lt_eval_new(&ev, lt_farm(lt_seq_with("testk:sleep", "5", 1))) != LT_OK) _exit(4);
+  lt_eval_set(ev, "heartbeat_ms", "200");
+  for (int i = 0; i < n; i++)
+    lt_eval_add_host(ev, p[i].endpoint);
+  if (lt_eval_start(ev) != LT_OK) _exit(4);
+  for (int i = 0; i < tasks; i++) {
+    unsigned char tok[8];
+    put_i64(tok, i);
+    lt_eval_submit(ev, tok, 8, NULL);
+  }
+  lt_eval_close(ev);
+  for (int i = 0; i < tasks; i++) {
+    lt_buf_t *b = NULL;
+    if (lt_eval_next_timeout(ev, READ_MS, &b) != LT_OK) _exit(3);
+    int ok = lt_buf_error(b) == LT_OK && lt_buf_len(b) == 8 && get_i64(lt_buf_data(b)) == i;
+    lt_buf_free(b);
+    if (!ok) _exit(2);
+  }
+  lt_eval_free(ev);
+  _exit(0);
+}
+
+Test(pause, client_stopped_beyond_idle_timeout_resumes_and_loses_nothing, .timeout = 120) {
+  lt_proc_t p[2];
+  const char *idle[] = {"--idle-timeout", "300", NULL};
+  start_server_with(&p[0], "a", 2, idle);
+  start_server_with(&p[1], "b", 2, idle);
+  pid_t child = fork();
+  cr_assert_geq(child, 0);
+  if (child == 0) run_client(p, 2, 1500);
+  sleep_ms(400); /* the client is well into its run */
+  kill(child, SIGSTOP);
+  sleep_ms(1200); /* four idle timeouts: both servers dropped its sessions */
+  kill(child, SIGCONT);
+  int status = 0;
+  cr_assert_eq(waitpid(child, &status, 0), child);
+  cr_assert(WIFEXITED(status), "client died: status %d", status);
+  cr_assert_eq(WEXITSTATUS(status), 0, "client exit %d (2 wrong result, 3 hung)",
+               WEXITSTATUS(status));
+  for (int i = 0; i < 2; i++)
+    lt__proc_stop(&p[i], 5000);
+}
+
+/* ---- 6. a server paused, declared dead, resumed ----------------------------------- */
+
+Test(pause, server_stopped_then_continued_comes_back, .timeout = 120) {
+  lt_proc_t p[2];
+  start_server(&p[0], "paused", 2);
+  start_server(&p[1], "steady", 2);
+  const char *opts[] = {"heartbeat_ms", "200", NULL};
+  lt_eval_t *ev = eval_on(lt_farm(lt_seq_with("testk:sleep", "10", 2)), p, 2, opts);
+  enum { N = 500 };
+  submit_i64s(ev, N);
+  lt_eval_close(ev);
+  for (int i = 0; i < N; i++) {
+    if (i == 20) kill(p[0].pid, SIGSTOP);
+    if (i == 150) kill(p[0].pid, SIGCONT);
+    cr_assert_eq(read_i64(ev), i);
+  }
+  char *json = stats(ev);
+  const char *v = server_stats(json, p[0].endpoint);
+  cr_assert_geq(stats_u64(v, "sessions"), 2, "never declared dead: %s", json);
+  free(json);
+  lt_eval_free(ev);
+  for (int i = 0; i < 2; i++)
+    lt__proc_stop(&p[i], 5000);
+}
+
+/* ---- 3. SIGTERM and SIGINT --------------------------------------------------------- */
+
+static void graceful_stop(int sig) {
+  lt_proc_t p[3];
+  start_server(&p[0], "stopping", 2);
+  start_server(&p[1], "a", 2);
+  start_server(&p[2], "b", 2);
+  lt_eval_t *ev = eval_on(lt_farm(lt_seq_with("testk:sleep", "5", 1)), p, 3, NULL);
+  enum { N = 600 };
+  submit_i64s(ev, N);
+  lt_eval_close(ev);
+  for (int i = 0; i < N; i++) {
+    if (i == 60) kill(p[0].pid, sig);
+    cr_assert_eq(read_i64(ev), i); /* zero task errors */
+  }
+  char *json = stats(ev);
+  cr_assert_eq(stats_u64(json, "retries"), 0, "a graceful stop was charged: %s", json);
+  free(json);
+  lt_eval_free(ev);
+  int status = 0;
+  cr_assert_eq(waitpid(p[0].pid, &status, 0), p[0].pid);
+  cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d", status);
+  p[0].pid = 0;
+  for (int i = 0; i < 3; i++)
+    lt__proc_stop(&p[i], 5000);
+}
+
+Test(stop, sigterm_loses_no_task, .timeout = 120) {
+  graceful_stop(SIGTERM);
+}
+
+Test(stop, sigint_loses_no_task, .timeout = 120) {
+  graceful_stop(SIGINT);
+}
+
+/* ---- 2. tasks over a server's frame limit ------------------------------------------ */
+
+Test(frames, task_over_the_frame_limit_fails_alone, .timeout = 60) {
+  lt_proc_t p;
+  const char *small[] = {"--max-frame", "65536", NULL};
+  start_server_with(&p, "small", 2, small);
+  lt_eval_t *ev = eval_on(lt_farm(lt_seq("testk:echo")), &p, 1, NULL);
+  enum { N = 40, BIG = 100000 };
+  unsigned char *big = calloc(1, BIG);
+  for (int i = 0; i < N; i++) {
+    unsigned char tok[8];
+    put_i64(tok, i);
+    if (i % 10 == 3)
+      cr_assert_eq(lt_eval_submit(ev, big, BIG, NULL), LT_OK);
+    else
+      cr_assert_eq(lt_eval_submit(ev, tok, 8, NULL), LT_OK);
+  }
+  lt_eval_close(ev);
+  for (int i = 0; i < N; i++) {
+    lt_buf_t *b = NULL;
+    cr_assert_eq(lt_eval_next_timeout(ev, READ_MS, &b), LT_OK, "result %d", i);
+    if (i % 10 == 3) {
+      cr_assert_eq(lt_buf_error(b), LT_ETOOBIG, "task %d: %s", i, lt_buf_errmsg(b));
+      cr_assert_not_null(strstr(lt_buf_errmsg(b), "100000"), "%s", lt_buf_errmsg(b));
+      cr_assert_not_null(strstr(lt_buf_errmsg(b), "65536"), "%s", lt_buf_errmsg(b));
+    } else {
+      cr_assert_eq(lt_buf_error(b), LT_OK, "task %d: %s", i, lt_buf_errmsg(b));
+      cr_assert_eq(get_i64(lt_buf_data(b)), i);
+    }
+    lt_buf_free(b);
+  }
+  free(big);
+  lt_eval_free(ev);
+  lt__proc_stop(&p, 5000);
+}
+
+Test(frames, big_batches_stay_within_a_small_frame_limit, .timeout = 60) {
+  lt_proc_t p;
+  const char *small[] = {"--max-frame", "4096", NULL};
+  start_server_with(&p, "small", 2, small);
+  /* A long parameter makes every instruction about 300 bytes: one execute of all of them
+   * would be far over 4096 bytes. */
+  char param[301];
+  memset(param, 'x', 300);
+  param[300] = '\0';
+  lt_eval_t *ev =
+      eval_on(lt_farm(lt_pipeline(lt_seq_with("testk:inc", param, 300), lt_seq("testk:inc"), NULL)),
+              &p, 1, NULL);
+  enum { N = 500 };
+  submit_i64s(ev, N);
+  lt_eval_close(ev);
+  for (int i = 0; i < N; i++)
+    cr_assert_eq(read_i64(ev), i + 2);
+  lt_eval_free(ev);
+  lt__proc_stop(&p, 5000);
+}
+
+/* ---- 5. lazy recovery without the fetch timeout ----------------------------------- */
+
+Test(lazy, killed_holder_is_recomputed_at_once, .timeout = 120) {
+  lt_proc_t p[3];
+  const char *slow_fetch[] = {"--fetch-timeout", "60000", NULL};
+  for (int i = 0; i < 3; i++)
+    start_server_with(&p[i], i == 0 ? "victim" : "other", 2, slow_fetch);
+  const char *opts[] = {"mode", "optimized", "inline_max", "0", NULL};
+  /* Every stage's output stays on its server and is fetched by the next stage's. */
+  lt_eval_t *ev =
+      eval_on(lt_farm(lt_pipeline(lt_seq_with("testk:sleep", "5", 1),
+                                  lt_seq_with("testk:sleep", "5", 1), lt_seq("testk:inc"), NULL)),
+              p, 3, opts);
+  enum { N = 300 };
+  submit_i64s(ev, N);
+  lt_eval_close(ev);
+  int64_t t0 = now_ms();
+  for (int i = 0; i < N; i++) {
+    if (i == 40) kill(p[0].pid, SIGKILL);
+    cr_assert_eq(read_i64(ev), i + 1);
+  }
+  /* Fetches from the dead holder fail when the client says so, not after 60 s. */
+  cr_assert_lt(now_ms() - t0, 30000, "took %lld ms", (long long)(now_ms() - t0));
+  lt_eval_free(ev);
+  for (int i = 0; i < 3; i++)
+    lt__proc_stop(&p[i], 5000);
+}
+
+/* ---- 8. start with unreachable and unresolvable hosts ----------------------------- */
+
+Test(hosts, start_does_not_wait_for_hosts_that_never_answer, .timeout = 60) {
+  lt_proc_t p;
+  start_server(&p, "up", 2);
+  lt_eval_t *ev = NULL;
+  cr_assert_eq(lt_eval_new(&ev, lt_farm(lt_seq("testk:inc"))), LT_OK);
+  cr_assert_eq(lt_eval_set(ev, "connect_timeout_ms", "3000"), LT_OK);
+  cr_assert_eq(lt_eval_add_host(ev, "tcp://127.0.0.1:1"), LT_OK); /* refused */
+  cr_assert_eq(lt_eval_add_host(ev, "tcp://no-such-host.invalid:5555"), LT_OK);
+  cr_assert_eq(lt_eval_add_host(ev, p.endpoint), LT_OK);
+  cr_assert_eq(lt_eval_add_host(ev, p.endpoint), LT_OK); /* the same server */
+  int64_t t0 = now_ms();
+  cr_assert_eq(lt_eval_start(ev), LT_OK);
+  cr_assert_lt(now_ms() - t0, 2500, "start waited %lld ms for hosts that never answer",
+               (long long)(now_ms() - t0));
+  submit_i64s(ev, 50);
+  lt_eval_close(ev);
+  for (int i = 0; i < 50; i++)
+    cr_assert_eq(read_i64(ev), i + 1);
+  /* Past the connect timeout every host has a verdict. */
+  sleep_ms(3500);
+  char *json = stats(ev);
+  cr_assert_not_null(strstr(json, "\"reason\":\"refused\""), "%s", json);
+  cr_assert_not_null(strstr(json, "\"reason\":\"unresolvable\""), "%s", json);
+  int n = 0;
+  for (const char *q = json; (q = strstr(q, p.endpoint)) != NULL; q++)
+    n++;
+  cr_assert_eq(n, 1, "the same endpoint twice must be one server: %s", json);
+  free(json);
+  lt_eval_free(ev);
+  lt__proc_stop(&p, 5000);
+}
+
+/* ---- 7. a hostile server ------------------------------------------------------------ */
+
+/* The hostile server: answers hello with a welcome and heartbeats with heartbeats, keeps
+ * every instruction for ever, and reports completions of instructions it never had. */
+typedef struct hostile {
+  void *ctx;
+  char endpoint[64];
+  volatile int stop;
+  pthread_t thread;
+  void *sock;
+} hostile_t;
+
+static void hostile_send(hostile_t *h, zmq_msg_t *rid, lt_msg_t *m) {
+  m->has_load = true;
+  m->load.threads = 2;
+  m->load.incarnation = 42;
+  void *hdr;
+  size_t len;
+  if (lt__msg_encode(m, &hdr, &len) != LT_OK) return;
+  zmq_msg_t id;
+  zmq_msg_init(&id);
+  zmq_msg_copy(&id, rid);
+  zmq_msg_send(&id, h->sock, ZMQ_SNDMORE);
+  zmq_send(h->sock, hdr, len, 0);
+  free(hdr);
+}
+
+static void *hostile_main(void *arg) {
+  hostile_t *h = arg;
+  uint64_t bogus = 1;
+  while (!h->stop) {
+    zmq_pollitem_t it = {.socket = h->sock, .events = ZMQ_POLLIN};
+    if (zmq_poll(&it, 1, 50) <= 0) continue;
+    zmq_msg_t parts[16];
+    int n = 0, more = 1;
+    while (more && n < 16) {
+      zmq_msg_init(&parts[n]);
+      if (zmq_msg_recv(&parts[n], h->sock, 0) < 0) break;
+      more = zmq_msg_more(&parts[n]);
+      n++;
+    }
+    lt_bytes_t fr[15];
+    for (int i = 1; i < n; i++)
+      fr[i - 1] = (lt_bytes_t){zmq_msg_data(&parts[i]), zmq_msg_size(&parts[i])};
+    lt_msg_t in;
+    if (n >= 2 && lt__msg_decode(&in, fr, (size_t)n - 1, NULL) == LT_OK) {
+      lt_msg_t out = {0};
+      if (in.type == LT_MSG_HELLO) {
+        out.type = LT_MSG_WELCOME;
+        out.u.welcome.version = LT_PROTO_VERSION;
+        out.u.welcome.server_id = "hostile";
+        out.u.welcome.cores = 1;
+        out.u.welcome.threads = 2;
+        out.u.welcome.speed = 100.0; /* it says it is fast, to draw work */
+        out.u.welcome.incarnation = 42;
+        hostile_send(h, &parts[0], &out);
+      } else if (in.type == LT_MSG_HEARTBEAT) {
+        out.type = LT_MSG_HEARTBEAT;
+        out.u.heartbeat.seq = in.u.heartbeat.seq;
+        hostile_send(h, &parts[0], &out);
+      } else if (in.type == LT_MSG_EXECUTE && in.u.execute.ninstrs > 0) {
+        /* Keeps the work; answers for an instruction nobody gave it. */
+        lt_completion_t c = {.seq = 7 + bogus++ * 1000003, .status = LT_OK, .errmsg = ""};
+        out.type = LT_MSG_DONE;
+        out.u.done.ncompl = 1;
+        out.u.done.compl = &c;
+        hostile_send(h, &parts[0], &out);
+      }
+      lt__msg_clear(&in);
+    }
+    for (int i = 0; i < n; i++)
+      zmq_msg_close(&parts[i]);
+  }
+  return NULL;
+}
+
+Test(hostile, server_that_never_finishes_cannot_hang_the_client, .timeout = 120) {
+  hostile_t h = {0};
+  h.ctx = zmq_ctx_new();
+  h.sock = zmq_socket(h.ctx, ZMQ_ROUTER);
+  int zero = 0;
+  zmq_setsockopt(h.sock, ZMQ_LINGER, &zero, sizeof zero);
+  cr_assert_eq(zmq_bind(h.sock, "tcp://127.0.0.1:*"), 0);
+  size_t len = sizeof h.endpoint;
+  zmq_getsockopt(h.sock, ZMQ_LAST_ENDPOINT, h.endpoint, &len);
+  pthread_create(&h.thread, NULL, hostile_main, &h);
+
+  lt_proc_t p;
+  start_server(&p, "honest", 2);
+  lt_eval_t *ev = NULL;
+  cr_assert_eq(lt_eval_new(&ev, lt_farm(lt_seq_with("testk:sleep", "5", 1))), LT_OK);
+  cr_assert_eq(lt_eval_set(ev, "heartbeat_ms", "200"), LT_OK);
+  cr_assert_eq(lt_eval_add_host(ev, h.endpoint), LT_OK);
+  cr_assert_eq(lt_eval_add_host(ev, p.endpoint), LT_OK);
+  cr_assert_eq(lt_eval_start(ev), LT_OK);
+  enum { N = 200 };
+  submit_i64s(ev, N);
+  lt_eval_close(ev);
+  for (int i = 0; i < N; i++)
+    cr_assert_eq(read_i64(ev), i);
+  char *json = stats(ev);
+  cr_assert_gt(stats_u64(json, "stray_completions"), 0, "%s", json);
+  cr_assert_gt(stats_u64(json, "overdue"), 0, "%s", json);
+  free(json);
+  lt_eval_free(ev);
+  lt__proc_stop(&p, 5000);
+  h.stop = 1;
+  pthread_join(h.thread, NULL);
+  zmq_close(h.sock);
+  zmq_ctx_term(h.ctx);
+}
+
+/* ---- lt_eval_next_timeout ----------------------------------------------------------- */
+
+Test(api, next_timeout_ends_the_wait, .timeout = 60) {
+  lt_eval_t *ev = new_eval(lt_seq_with("testk:sleep", "700", 3), 1);
+  unsigned char tok[8];
+  put_i64(tok, 5);
+  cr_assert_eq(lt_eval_submit(ev, tok, 8, NULL), LT_OK);
+  lt_eval_close(ev);
+  lt_buf_t *b = NULL;
+  cr_assert_eq(lt_eval_next_timeout(ev, 0, &b), LT_ETIMEDOUT);
+  cr_assert_null(b);
+  int64_t t0 = now_ms();
+  cr_assert_eq(lt_eval_next_timeout(ev, 100, &b), LT_ETIMEDOUT);
+  cr_assert_geq(now_ms() - t0, 100);
+  cr_assert_eq(read_i64(ev), 5);
+  cr_assert_eq(lt_eval_next_timeout(ev, 100, &b), LT_ECLOSED);
+  lt_eval_free(ev);
+}
+
+/* ---- 9. errors do not depend on the mode ------------------------------------------- */
+
+/* first_error runs the pipeline inc | fail | (a kernel that does not exist) over one task in
+ * `mode` ("local": the sequential evaluator) and returns its error and message. */
+static int first_error(const char *mode, char *msg, size_t msglen) {
+  lt_skel_t *prog =
+      lt_pipeline(lt_seq("testk:inc"), lt_seq("testk:fail"), lt_seq("testk:no_such_kernel"), NULL);
+  lt_eval_t *ev = NULL;
+  if (strcmp(mode, "local") == 0) {
+    cr_assert_eq(lt_eval_new(&ev, prog), LT_OK);
+    cr_assert_eq(lt_eval_run_local(ev), LT_OK);
+  } else {
+    const char *opts[] = {"mode", mode, NULL};
+    ev = new_eval_with(prog, 2, opts);
+  }
+  unsigned char tok[8];
+  put_i64(tok, 1);
+  cr_assert_eq(lt_eval_submit(ev, tok, 8, NULL), LT_OK);
+  lt_eval_close(ev);
+  lt_buf_t *b = NULL;
+  cr_assert_eq(lt_eval_next_timeout(ev, READ_MS, &b), LT_OK);
+  int err = lt_buf_error(b);
+  snprintf(msg, msglen, "%s", lt_buf_errmsg(b));
+  lt_buf_free(b);
+  lt_eval_free(ev);
+  return err;
+}
+
+Test(errors, a_task_fails_the_same_way_in_every_mode, .timeout = 60) {
+  char local[512], plain[512], optimized[512];
+  int el = first_error("local", local, sizeof local);
+  int ep = first_error("plain", plain, sizeof plain);
+  int eo = first_error("optimized", optimized, sizeof optimized);
+  cr_assert_eq(el, LT_EKERNEL, "local: %s %s", lt_strerror(el), local);
+  cr_assert_eq(ep, el, "plain: %s %s", lt_strerror(ep), plain);
+  cr_assert_eq(eo, el, "optimized: %s %s", lt_strerror(eo), optimized);
+  cr_assert_str_eq(plain, local);
+  cr_assert_str_eq(optimized, local);
+  /* The kernel's name once. */
+  const char *first = strstr(local, "testk:fail");
+  cr_assert_not_null(first, "%s", local);
+  cr_assert_null(strstr(first + 1, "testk:fail"), "prefix twice: %s", local);
+}
