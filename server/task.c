@@ -251,8 +251,9 @@ static void finish(lt_server_t *srv, lt_task_t *t, int status, const char *errms
   lt_session_t *s = t->sess;
   detach(t);
   if (s == NULL) {
-    release_expected(srv, t);
-    release_inputs(srv, t);
+    /* An orphan: dropping its session released every id of its client already, and a new
+     * session of the same client may have made those ids again since; the orphan's ids are
+     * not its own to release any more. */
     task_free(srv, t);
     return;
   }
