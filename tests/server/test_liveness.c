@@ -332,3 +332,105 @@ Test(liveness, new_connection_replaces_session) {
   free(k1);
   free(k2);
 }
+
+/* ---------------------------------------------------------------------------------------
+ * D. A second PROGRAM while instructions of the first are queued and running. */
+
+/* Four slow instructions whose second stage fails (the worker names that kernel when it
+ * fails, after the PROGRAM below replaced the table): every completion names the kernel of
+ * the table it was made under; an instruction sent after the new table uses it. */
+Test(liveness, program_replaced_while_running) {
+  th_server_t a;
+  cr_assert_eq(th_server_start_default(&a, NULL), 0);
+  conn_t *k = calloc(1, sizeof *k);
+  hello(k, a.endpoint, CLIENT);
+  lt_stage_t then_fail = {K_FAIL, {NULL, 0}};
+  for (uint64_t i = 1; i <= 4; i++)
+    exec_more(k, i, K_SLEEP, "400", &then_fail, 1, inl(), i, LT_INSTR_RETURN, 0);
+  int64_t until = th_now_ms() + 5000;
+  do {
+    cr_assert_lt(th_now_ms(), until, "the kernels never ran");
+    heartbeat(k);
+  } while (k->load.active != 2);
+  /* Names of the same lengths, so that freed names would be reused by the new ones. */
+  const char *const other[] = {"testk:echo", "testk:dbl",   "testk:none",
+                               "testk:inc",  "testk:upper", "testk:two"};
+  program(k, other, 6);
+  program(k, other, 6);                               /* the same table again: nothing changes */
+  exec(k, 5, 1, NULL, inl(), 5, LT_INSTR_RETURN, 21); /* index 1 is dbl now */
+  WAIT_FOR(k, k->done[1].got && k->done[2].got && k->done[3].got && k->done[4].got, 10000);
+  for (int i = 1; i <= 4; i++) {
+    cr_assert_eq(k->done[i].status, LT_EKERNEL, "%d: %s", i, k->done[i].msg);
+    cr_assert_str_eq(k->done[i].msg, "testk:fail: fail: asked to fail");
+  }
+  WAIT_FOR(k, k->done[5].got, 5000);
+  cr_assert_eq(k->done[5].status, LT_OK, "%s", k->done[5].msg);
+  cr_assert_eq(k->done[5].v, 42);
+  th_client_close(&k->c);
+  stop(&a);
+  free(k);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * F. Errors in dataflow order, whatever was dispatched ahead. */
+
+/* A three-stage chain sent at once (lookahead): the first runs, the second fails, the
+ * third's kernel does not resolve. The third fails with the second's error unchanged, after
+ * it, as in the sequential evaluator; a missing kernel fails its instruction only once its
+ * inputs are there. */
+Test(liveness, errors_in_dataflow_order) {
+  th_server_t a;
+  cr_assert_eq(th_server_start_default(&a, NULL), 0);
+  conn_t *k = calloc(1, sizeof *k);
+  hello(k, a.endpoint, CLIENT);
+  unsigned char buf[8];
+  th_put_i64(buf, 1);
+  lt_bytes_t pay = {buf, 8};
+  lt_input_t in[3] = {inl(),
+                      {.kind = LT_INPUT_REF, .id = oid(k, 1), .holder = ""},
+                      {.kind = LT_INPUT_REF, .id = oid(k, 2), .holder = ""}};
+  lt_oid_t out[3] = {oid(k, 1), oid(k, 2), oid(k, 3)};
+  uint32_t kern[3] = {K_SLEEP, K_FAIL, K_BAD};
+  lt_instr_t ins[3];
+  for (int i = 0; i < 3; i++)
+    ins[i] = (lt_instr_t){.seq = (uint64_t)i + 1,
+                          .kernel = kern[i],
+                          .param = {i == 0 ? "300" : NULL, i == 0 ? 3 : 0},
+                          .ninputs = 1,
+                          .inputs = &in[i],
+                          .noutputs = 1,
+                          .outputs = &out[i],
+                          .flags = i == 2 ? LT_INSTR_RETURN | LT_INSTR_KEEP : 0};
+  lt_msg_t m = {.type = LT_MSG_EXECUTE};
+  m.u.execute.ninstrs = 3;
+  m.u.execute.instrs = ins;
+  send_msg(k, &m, &pay, 1);
+  WAIT_FOR(k, k->done[1].got && k->done[2].got && k->done[3].got, 5000);
+  cr_assert_eq(k->done[1].status, LT_OK, "%s", k->done[1].msg);
+  cr_assert_eq(k->done[2].status, LT_EKERNEL, "%s", k->done[2].msg);
+  cr_assert_str_eq(k->done[2].msg, "testk:fail: fail: asked to fail");
+  cr_assert_eq(k->done[3].status, LT_EKERNEL, "the input's error, not ENOKERNEL: %s",
+               k->done[3].msg);
+  cr_assert_str_eq(k->done[3].msg, k->done[2].msg, "unchanged");
+  cr_assert_lt(k->done[1].order, k->done[2].order);
+  cr_assert_lt(k->done[2].order, k->done[3].order, "the first failure reaches the client first");
+  fetch(k, 3);
+  cr_assert_eq(k->value[3].status, LT_EKERNEL, "its output failed the same way");
+  /* With its input there, a missing kernel fails its instruction when it would run, with
+   * the resolver's error (here: no such module). */
+  exec(k, 4, K_BAD, NULL, inl(), 4, LT_INSTR_RETURN, 1);
+  exec(k, 5, K_BAD, NULL, (lt_input_t){.kind = LT_INPUT_REF, .id = oid(k, 1), .holder = ""}, 5,
+       LT_INSTR_RETURN, 0);
+  WAIT_FOR(k, k->done[4].got && k->done[5].got, 5000);
+  for (int i = 4; i <= 5; i++) {
+    cr_assert_eq(k->done[i].status, LT_ENOMODULE, "%s", k->done[i].msg);
+    cr_assert_not_null(strstr(k->done[i].msg, "nosuchmod"), "%s", k->done[i].msg);
+  }
+  /* An index outside the table is still refused at once. */
+  exec(k, 6, 17, NULL, inl(), 6, LT_INSTR_RETURN, 1);
+  WAIT_FOR(k, k->done[6].got, 5000);
+  cr_assert_eq(k->done[6].status, LT_ENOKERNEL, "%s", k->done[6].msg);
+  th_client_close(&k->c);
+  stop(&a);
+  free(k);
+}
