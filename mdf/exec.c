@@ -1,5 +1,6 @@
 /* exec.c: the semantics of an instruction's op over its stages (exec.h), on top of
  * lt__call_t. Knows nothing of where the inputs came from or where outputs go. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +8,13 @@
 #include <lithium/error.h>
 #include "call.h"
 #include "exec.h"
+
+/* has_prefix tells whether a kernel's message starts with its own name ("m:f: ..."): the
+ * runtime names the kernel once, not again in front of a kernel that named itself. */
+static bool has_prefix(const char *msg, const char *name) {
+  size_t n = strlen(name);
+  return n > 0 && strncmp(msg, name, n) == 0 && msg[n] == ':';
+}
 
 /* call_stage runs one kernel; on success moves its outputs into r. */
 static int call_stage(const lt_exec_stage_t *st, const lt_bytes_t *inputs, uint32_t ninputs,
@@ -16,8 +24,11 @@ static int call_stage(const lt_exec_stage_t *st, const lt_bytes_t *inputs, uint3
   int rc = lt__call_run(&c, st->fn);
   if (rc != LT_OK) {
     r->status = rc;
-    snprintf(r->errmsg, sizeof r->errmsg, "%s: %s", st->name,
-             c.errmsg[0] != '\0' ? c.errmsg : lt_strerror(rc));
+    const char *why = c.errmsg[0] != '\0' ? c.errmsg : lt_strerror(rc);
+    if (has_prefix(why, st->name))
+      snprintf(r->errmsg, sizeof r->errmsg, "%s", why);
+    else
+      snprintf(r->errmsg, sizeof r->errmsg, "%s: %s", st->name, why);
     lt__call_clear(&c);
     return rc;
   }

@@ -1,7 +1,8 @@
 /* load.c: the load report every server->client message carries (DESIGN.md 5): executor
  * counters (queued includes the instructions held back by a session's thread window),
  * parked instructions, store size, bytes fetched from and served to peer servers, and the
- * process's recent CPU use, sampled with getrusage every 250 ms by a uv timer.
+ * process's recent CPU use, sampled with getrusage every 250 ms by a uv timer, plus the
+ * server's incarnation and whether it is stopping.
  * Loop thread only. */
 #include <sys/resource.h>
 #include <sys/time.h>
@@ -43,4 +44,6 @@ void lt__load_fill(lt_server_t *srv, lt_load_t *load) {
   load->threads = srv->threads;
   load->peer_in = srv->peer_in;
   load->peer_out = srv->peer_out;
+  load->incarnation = srv->incarnation;
+  load->stopping = srv->stopping;
 }

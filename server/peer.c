@@ -64,8 +64,12 @@ bool lt__peer_endpoint_ok(const char *ep) {
   return n <= LT_PEER_EP_MAX && n > 6 && strncmp(ep, "tcp://", 6) == 0;
 }
 
+bool lt__peer_name(const char *name) {
+  return name != NULL && strncmp(name, LT_PEER_NAME_PREFIX, sizeof LT_PEER_NAME_PREFIX - 1) == 0;
+}
+
 bool lt__peer_session(const lt_session_t *s) {
-  return strncmp(s->name, LT_PEER_NAME_PREFIX, sizeof LT_PEER_NAME_PREFIX - 1) == 0;
+  return lt__peer_name(s->name);
 }
 
 /* ---------------------------------------------------------------------------------------

@@ -54,6 +54,9 @@ void lt__peer_unref(lt_server_t *srv, lt_oid_t id);
  * that will never fetch it (another of its inputs failed). Best effort: errors are logged. */
 void lt__peer_release(lt_server_t *srv, const char *holder, lt_oid_t id);
 
+/* lt__peer_name tells whether a hello `name` (may be NULL) is that of a peer server. */
+bool lt__peer_name(const char *name);
+
 /* lt__peer_session tells whether session `s` is another server's peer link. */
 bool lt__peer_session(const lt_session_t *s);
 

@@ -17,6 +17,7 @@
 #include "calibrate.h"
 #include "fetch.h"
 #include "log.h"
+#include "oid.h"
 #include "peer.h"
 #include "session.h"
 #include "task.h"
@@ -156,6 +157,18 @@ static void handle_hello(lt_server_t *srv, lt_session_t *s, const void *rid, siz
     return;
   }
   if (s != NULL) lt__server_drop_session(srv, s, "a new hello on the same connection");
+  /* A client that greets again on a new connection (it declared this server dead and
+   * opened a fresh DEALER) replaces its old session: dropped now, the old one releases the
+   * client's values before the new one has any; dropped later (idle), it would release the
+   * new session's. Peer servers are exempt: their sessions hold no values of their own, and
+   * one server may reach this one under two endpoint spellings. */
+  if (!lt__peer_name(m->u.hello.name)) {
+    lt_session_t *o, *tmp;
+    HASH_ITER(hh, srv->sessions, o, tmp) {
+      if (o->client_id == m->u.hello.client_id && !lt__peer_session(o))
+        lt__server_drop_session(srv, o, "replaced by a new connection of the same client");
+    }
+  }
   int rc = lt__session_new(srv, &s, rid, rid_len, m->u.hello.client_id, m->u.hello.name);
   if (rc == LT_OK) s->inline_max = m->u.hello.inline_max;
   if (rc != LT_OK) {
@@ -173,6 +186,8 @@ static void handle_hello(lt_server_t *srv, lt_session_t *s, const void *rid, siz
   w.u.welcome.threads = srv->threads;
   w.u.welcome.speed = srv->speed;
   w.u.welcome.now_us = lt__executor_now_us();
+  w.u.welcome.max_frame = srv->max_frame;
+  w.u.welcome.incarnation = srv->incarnation;
   lt__server_send(srv, rid, rid_len, &w, NULL, 0);
 }
 
@@ -325,8 +340,18 @@ static void on_signal(uv_signal_t *h, int signum) {
   lt__log(LT_LOG_INFO, "signal %d: shutting down (%u instructions on the executor)", signum,
           srv->inexec);
   srv->stopping = true;
-  lt__task_shutdown(srv);
+  /* Tell every session at once, before anything else goes out, that this server takes no
+   * more work: a heartbeat with seq 0 whose load report says stopping (as will every later
+   * message). */
   lt_session_t *s, *tmp;
+  HASH_ITER(hh, srv->sessions, s, tmp) {
+    lt_msg_t hb;
+    memset(&hb, 0, sizeof hb);
+    hb.type = LT_MSG_HEARTBEAT;
+    hb.u.heartbeat.now_us = lt__executor_now_us();
+    lt__server_send(srv, s->rid, s->rid_len, &hb, NULL, 0);
+  }
+  lt__task_shutdown(srv);
   HASH_ITER(hh, srv->sessions, s, tmp) lt__fetch_drop_session(srv, s, LT_ESHUTDOWN);
   lt__server_settle(srv);
 }
@@ -409,6 +434,10 @@ int lt__server_new(lt_server_t **out, const lt_srv_args_t *a, char *err, size_t 
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   srv->cores = cores > 0 ? (uint32_t)cores : 1;
   srv->idle_ms = a->idle_ms;
+  srv->max_frame = a->max_frame;
+  /* getrandom(2), never 0: a client tells a restarted server on the same endpoint from the
+   * one it knew by this number. */
+  srv->incarnation = lt__oid_client_random();
   if (a->name != NULL) {
     snprintf(srv->server_id, sizeof srv->server_id, "%s", a->name);
   } else {

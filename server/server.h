@@ -51,6 +51,8 @@ typedef struct lt_server {
   uint32_t threads;
   uint32_t cores;
   uint64_t idle_ms;
+  uint64_t max_frame;   /* --max-frame, as welcome tells clients */
+  uint64_t incarnation; /* random, non-zero, per server process (getrandom) */
 
   /* Peer links (peer.c): one DEALER per holder endpoint this server fetches from. */
   lt_peer_t *peers; /* uthash by endpoint */
@@ -74,7 +76,7 @@ typedef struct lt_server {
   uint64_t peer_out; /* bytes of values served to peer servers */
 
   bool zuv_started;
-  bool stopping; /* SIGINT/SIGTERM seen: no new instructions */
+  bool stopping; /* SIGINT/SIGTERM seen: no new instructions; every load report says so */
   bool closing;  /* handles are being closed */
   int exit_code;
 } lt_server_t;

@@ -42,54 +42,68 @@ lt_session_t *lt__session_find(lt_server_t *srv, const void *rid, size_t rid_len
   return s;
 }
 
-static void program_clear(lt_session_t *s) {
-  for (uint32_t i = 0; i < s->nkernels; i++) {
-    free(s->kerr[i]);
-    free(s->knames[i]);
+lt_program_t *lt__program_ref(lt_program_t *p) {
+  if (p != NULL) p->refs++;
+  return p;
+}
+
+void lt__program_unref(lt_program_t *p) {
+  if (p == NULL || --p->refs > 0) return;
+  for (uint32_t i = 0; i < p->n; i++) {
+    if (p->err != NULL) free(p->err[i]);
+    if (p->names != NULL) free(p->names[i]);
   }
-  free(s->knames);
-  free(s->fns);
-  free(s->kstatus);
-  free(s->kerr);
-  s->knames = NULL;
-  s->fns = NULL;
-  s->kstatus = NULL;
-  s->kerr = NULL;
-  s->nkernels = 0;
+  free(p->names);
+  free(p->fns);
+  free(p->status);
+  free(p->err);
+  free(p);
+}
+
+/* same_program tells whether `p` is the table of `names`. */
+static bool same_program(const lt_program_t *p, const char *const *names, uint32_t n) {
+  if (p == NULL) return n == 0;
+  if (p->n != n) return false;
+  for (uint32_t i = 0; i < n; i++)
+    if (strcmp(p->names[i], names[i]) != 0) return false;
+  return true;
 }
 
 int lt__session_program(lt_server_t *srv, lt_session_t *s, const char *const *names, uint32_t n) {
-  program_clear(s);
-  if (n == 0) return LT_OK;
-  s->fns = calloc(n, sizeof *s->fns);
-  s->kstatus = calloc(n, sizeof *s->kstatus);
-  s->kerr = calloc(n, sizeof *s->kerr);
-  s->knames = calloc(n, sizeof *s->knames);
-  if (s->fns == NULL || s->kstatus == NULL || s->kerr == NULL || s->knames == NULL) {
-    program_clear(s);
+  if (same_program(s->prog, names, n)) return LT_OK;
+  lt_program_t *p = calloc(1, sizeof *p);
+  if (p == NULL) return LT_ENOMEM;
+  p->refs = 1;
+  p->n = n;
+  p->fns = calloc(n ? n : 1, sizeof *p->fns);
+  p->status = calloc(n ? n : 1, sizeof *p->status);
+  p->err = calloc(n ? n : 1, sizeof *p->err);
+  p->names = calloc(n ? n : 1, sizeof *p->names);
+  if (p->fns == NULL || p->status == NULL || p->err == NULL || p->names == NULL) {
+    lt__program_unref(p);
     return LT_ENOMEM;
   }
-  s->nkernels = n;
   for (uint32_t i = 0; i < n; i++) {
-    if ((s->knames[i] = strdup(names[i])) == NULL) {
-      program_clear(s);
+    if ((p->names[i] = strdup(names[i])) == NULL) {
+      lt__program_unref(p);
       return LT_ENOMEM;
     }
     char err[512] = "";
-    int rc = lt__modules_resolve(srv->mods, names[i], &s->fns[i], err, sizeof err);
+    int rc = lt__modules_resolve(srv->mods, names[i], &p->fns[i], err, sizeof err);
     if (rc == LT_OK) continue;
-    s->fns[i] = NULL;
-    s->kstatus[i] = rc;
+    p->fns[i] = NULL;
+    p->status[i] = rc;
     if (err[0] == '\0')
       snprintf(err, sizeof err, "cannot resolve kernel %s: %s", names[i], lt_strerror(rc));
     lt__utf8_sanitize(err);
-    s->kerr[i] = strdup(err);
-    if (s->kerr[i] == NULL) {
-      program_clear(s);
+    if ((p->err[i] = strdup(err)) == NULL) {
+      lt__program_unref(p);
       return LT_ENOMEM;
     }
     lt__log(LT_LOG_INFO, "session %s: kernel %u: %s", s->name, i, err);
   }
+  lt__program_unref(s->prog);
+  s->prog = p;
   return LT_OK;
 }
 
@@ -220,7 +234,7 @@ void lt__session_free(lt_server_t *srv, lt_session_t *s) {
   unmark_dirty(srv, s);
   HASH_DEL(srv->sessions, s);
   done_reset(s);
-  program_clear(s);
+  lt__program_unref(s->prog);
   free(s->done);
   free(s->outs);
   free(s->vals);

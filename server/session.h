@@ -1,5 +1,6 @@
 /* session.h: one client session of lithium-server, keyed by the ZeroMQ routing id of its
- * DEALER: the client id, the resolved kernel table (PROGRAM), the live instructions by
+ * DEALER: the client id, the resolved kernel table (PROGRAM, shared with the instructions
+ * made under it), the live instructions by
  * sequence with the FIFO of those waiting for a slot of its thread window, the parked
  * fetches, and the completions waiting to go out in one `done`.
  * Loop thread only. */
@@ -16,6 +17,25 @@
 #define LT_DONE_MAX_OUTS   65536
 
 typedef struct lt_fetch lt_fetch_t; /* fetch.c */
+
+/* A kernel table (PROGRAM), immutable once made and reference counted: the session holds
+ * one reference, every instruction made under it another, so that a later PROGRAM never
+ * frees the names a queued or running instruction's worker reads. Loop thread only (the
+ * count); the contents may be read by any thread while a reference is held. */
+typedef struct lt_program {
+  uint32_t refs;
+  uint32_t n;
+  char **names;      /* "module:function" */
+  lt_kernel_fn *fns; /* resolved, or NULL with status/err */
+  int *status;
+  char **err;
+} lt_program_t;
+
+/* lt__program_ref takes one more reference to `p` (may be NULL) and returns it. */
+lt_program_t *lt__program_ref(lt_program_t *p);
+
+/* lt__program_unref drops one reference; the last frees the table. Accepts NULL. */
+void lt__program_unref(lt_program_t *p);
 
 typedef struct lt_done_entry {
   uint64_t seq;
@@ -40,11 +60,7 @@ struct lt_session {
   uint64_t inline_max; /* from hello: stored outputs up to this size also go back */
   uint64_t last_seen;  /* uv_now of its last message */
 
-  uint32_t nkernels; /* PROGRAM: fns[i] resolved, or NULL with kstatus/kerr */
-  char **knames;     /* "module:function", for error messages */
-  lt_kernel_fn *fns;
-  int *kstatus;
-  char **kerr;
+  lt_program_t *prog; /* the latest PROGRAM (a reference), NULL before the first */
 
   lt_task_t *tasks; /* uthash by seq: parked, waiting, queued, running, failing */
 
@@ -72,8 +88,10 @@ int lt__session_new(lt_server_t *srv, lt_session_t **out, const void *rid, size_
 /* lt__session_find returns the session of `rid` or NULL (borrowed). */
 lt_session_t *lt__session_find(lt_server_t *srv, const void *rid, size_t rid_len);
 
-/* lt__session_program replaces the kernel table with `names`, resolving each; a name that
- * does not resolve keeps its error for the instructions that use it. LT_ENOMEM. */
+/* lt__session_program makes `names` the session's kernel table, resolving each; a name
+ * that does not resolve keeps its error for the instructions that use it (they fail when
+ * they would run). A table equal to the current one changes nothing; instructions made
+ * under an earlier table keep it. LT_ENOMEM (the current table stays). */
 int lt__session_program(lt_server_t *srv, lt_session_t *s, const char *const *names, uint32_t n);
 
 /* lt__session_done_add queues one completion for the session's next `done`: `ran` is the

@@ -42,8 +42,10 @@ struct lt_task {
   lt_session_t *sess; /* NULL once orphaned */
   uint32_t op;        /* lt_op_t */
   uint32_t nstages;
-  lt_exec_stage_t *stages; /* params point into `params` */
+  lt_exec_stage_t *stages; /* params point into `params`, names into `prog` */
+  uint32_t *kidx;          /* each stage's kernel index in `prog` */
   void **params;
+  lt_program_t *prog; /* a reference to the kernel table the instruction was made under */
   uint32_t flags;
   int state;
   bool ran;
@@ -87,6 +89,8 @@ static void task_free(lt_server_t *srv, lt_task_t *t) {
     free(t->params[i]);
   free(t->params);
   free(t->stages);
+  free(t->kidx);
+  lt__program_unref(t->prog);
   free(t->inputs);
   free(t->in);
   free(t->fail_msg);
@@ -141,10 +145,18 @@ static void submit(lt_server_t *srv, lt_task_t *t) {
   lt__executor_submit(srv->ex, &t->job);
 }
 
-/* fire runs a task whose inputs are all bound. */
+/* fire runs a task whose inputs are all bound. A kernel that did not resolve fails it
+ * now, when it would run, as in the sequential evaluator: had an input failed first, the
+ * task would have failed with that input's error instead. */
 static void fire(lt_server_t *srv, lt_task_t *t) {
   if (srv->stopping) {
     fail_later(srv, t, LT_ESHUTDOWN, "server shutting down");
+    return;
+  }
+  for (uint32_t i = 0; i < t->nstages; i++) {
+    if (t->stages[i].fn != NULL) continue;
+    uint32_t k = t->kidx[i];
+    fail_later(srv, t, t->prog->status[k], t->prog->err[k]);
     return;
   }
   submit(srv, t);
@@ -251,8 +263,9 @@ static void finish(lt_server_t *srv, lt_task_t *t, int status, const char *errms
   lt_session_t *s = t->sess;
   detach(t);
   if (s == NULL) {
-    release_expected(srv, t);
-    release_inputs(srv, t);
+    /* An orphan: dropping its session released every id of its client already, and a new
+     * session of the same client may have made those ids again since; the orphan's ids are
+     * not its own to release any more. */
     task_free(srv, t);
     return;
   }
@@ -308,15 +321,13 @@ static void finish(lt_server_t *srv, lt_task_t *t, int status, const char *errms
   task_free(srv, t);
 }
 
-/* check_kernel checks one stage's kernel index against the session's program. */
+/* check_kernel checks one stage's kernel index against the session's program. A kernel
+ * that did not resolve is not checked here: its instruction fails when it would run. */
 static int check_kernel(const lt_session_t *s, uint32_t k, char *err, size_t errlen) {
-  if (k >= s->nkernels) {
-    snprintf(err, errlen, "kernel index %u not in program (%u kernels)", k, s->nkernels);
+  uint32_t n = s->prog != NULL ? s->prog->n : 0;
+  if (k >= n) {
+    snprintf(err, errlen, "kernel index %u not in program (%u kernels)", k, n);
     return LT_ENOKERNEL;
-  }
-  if (s->fns[k] == NULL) {
-    snprintf(err, errlen, "%s", s->kerr[k]);
-    return s->kstatus[k];
   }
   return LT_OK;
 }
@@ -378,8 +389,9 @@ static int set_stage(lt_task_t *t, const lt_session_t *s, uint32_t i, uint32_t k
   t->params[i] = malloc(param.len ? param.len : 1);
   if (t->params[i] == NULL) return LT_ENOMEM;
   if (param.len) memcpy(t->params[i], param.data, param.len);
-  t->stages[i].fn = s->fns[k];
-  t->stages[i].name = s->knames[k];
+  t->kidx[i] = k;
+  t->stages[i].fn = s->prog->fns[k];
+  t->stages[i].name = s->prog->names[k];
   t->stages[i].param = (lt_bytes_t){t->params[i], param.len};
   return LT_OK;
 }
@@ -398,7 +410,10 @@ static lt_task_t *task_new(lt_server_t *srv, lt_session_t *s, const lt_instr_t *
   t->in = calloc(ins->ninputs ? ins->ninputs : 1, sizeof *t->in);
   t->stages = calloc(t->nstages, sizeof *t->stages);
   t->params = calloc(t->nstages, sizeof *t->params);
-  if (t->inputs == NULL || t->in == NULL || t->stages == NULL || t->params == NULL) {
+  t->kidx = calloc(t->nstages, sizeof *t->kidx);
+  t->prog = lt__program_ref(s->prog);
+  if (t->inputs == NULL || t->in == NULL || t->stages == NULL || t->params == NULL ||
+      t->kidx == NULL) {
     task_free(srv, t);
     return NULL;
   }
