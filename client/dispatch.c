@@ -96,11 +96,17 @@ static int holder_bytes(const lt_sched_t *s, const lt_fire_t *fi, uint64_t *byte
   return best;
 }
 
+/* has_room tells whether server i may be given one more instruction: its admitted cap, or
+ * one at a time while it is suspect (it held work far too long, watchdog.c). */
+static int has_room(const lt_sched_t *s, size_t i) {
+  return s->admitted[i] < (s->slots[i].suspect ? 1 : s->pace[i].cap);
+}
+
 /* round_robin returns the next live server with room after the last one chosen, or -1. */
 static int round_robin(lt_sched_t *s, const lt_fire_t *fi) {
   for (size_t k = 0; k < s->nconns; k++) {
     size_t i = (s->rr + k) % s->nconns;
-    if (lt__sched_takes(s, i) && s->admitted[i] < s->pace[i].cap && fits(s, i, fi)) return (int)i;
+    if (lt__sched_takes(s, i) && has_room(s, i) && fits(s, i, fi)) return (int)i;
   }
   return -1;
 }
@@ -118,7 +124,7 @@ static int earliest(lt_sched_t *s, const lt_fire_t *fi, const uint64_t *bytes, u
     double c = lt__pace_cost_us(s, i, fi->stages);
     double us = lt__pace_backlog_us(s, i) + c + (double)(total - bytes[i]) / LT_LINK_BPUS;
     if (floor_us < 0 || us < floor_us) floor_us = us;
-    if (s->admitted[i] >= s->pace[i].cap) continue;
+    if (!has_room(s, i)) continue;
     if (best < 0 || us < best_us) {
       best = (int)i;
       best_us = us;
@@ -419,7 +425,7 @@ static int send_one(lt_sched_t *s, batch_t *batches, instr_rec_t *r) {
 /* note_full tells the throttle of every server without room that work waited for it. */
 static void note_full(lt_sched_t *s) {
   for (size_t i = 0; i < s->nconns; i++)
-    if (s->conns[i].state == LT_CONN_READY && s->admitted[i] >= s->pace[i].cap)
+    if (s->conns[i].state == LT_CONN_READY && !has_room(s, i))
       lt__pace_full(&s->pace[i]);
 }
 

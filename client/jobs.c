@@ -345,6 +345,7 @@ void lt__sched_on_completion(lt_sched_t *s, size_t idx, const lt_completion_t *c
   lt__sched_unadmit(s, r, idx);
   if (lt__sched_cancel_answered(s, r, cp->status)) return; /* it moves to a faster server */
   c->completed++;
+  s->slots[idx].suspect = 0;
   if (cp->status == LT_OK)
     lt__pace_service(&s->pace[idx], r->stages, (double)cp->service_us, (double)cp->cpu_us);
   job_t *j = r->job;

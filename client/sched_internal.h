@@ -114,6 +114,8 @@ typedef struct slot {
   uint32_t backoff_ms; /* the wait before the next greeting */
   long successor;      /* the slot that took over this server, or -1 */
   uint32_t sessions;   /* sessions with this server so far, this one included */
+  int suspect;         /* it held work far too long: one instruction at a time until it
+                          finishes one (watchdog.c) */
   char why[96];        /* why it is not alive: "refused", "unresolvable", "no answer", ... */
 } slot_t;
 

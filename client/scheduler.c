@@ -253,6 +253,7 @@ static void greet_again(lt_sched_t *s, size_t idx, int64_t now) {
   }
   sl->successor = next;
   sl->watch_fd = -1;
+  memcpy(s->slots[next].why, sl->why, sizeof sl->why);
   s->slots[next].sessions = sl->sessions + 1;
   s->slots[next].answered = 1;
 }

@@ -4,7 +4,8 @@
  * than LT_OVERDUE_FACTOR times what the server's whole backlog should take at the best
  * speed its chain has shown anywhere, and at least LT_OVERDUE_MIN_BEATS heartbeats, is
  * cancelled there and placed again (or its task recomputed when its output was already
- * named to successors on that server). A late completion of it is then a stray: dropped,
+ * named to successors on that server), and the server is suspect: it gets one instruction
+ * at a time until it finishes one. A late completion of it is then a stray: dropped,
  * its outputs released. Chains that never completed anywhere have no expected time and are
  * left alone. Dispatcher thread only. */
 #include <stdio.h>
@@ -43,6 +44,8 @@ static void take_back(lt_sched_t *s, instr_rec_t *r, int64_t held_ms) {
   HASH_DEL(s->inflight, r);
   c->inflight--;
   lt__sched_unadmit(s, r, idx);
+  lt__sched_cancel_answered(s, r, LT_ELOST); /* a migration's cancel will not be answered */
+  s->slots[idx].suspect = 1;
   s->overdue++;
   char why[96];
   snprintf(why, sizeof why, "held for %lld ms", (long long)held_ms);
@@ -52,7 +55,7 @@ static void take_back(lt_sched_t *s, instr_rec_t *r, int64_t held_ms) {
 void lt__sched_overdue(lt_sched_t *s, int64_t now_ms) {
   instr_rec_t *r, *tmp;
   HASH_ITER(hh, s->inflight, r, tmp) {
-    if (r->conn < 0 || r->migrating || lt__sched_stale(r)) continue;
+    if (r->conn < 0) continue;
     lt_conn_state_t st = s->conns[r->conn].state;
     if (st != LT_CONN_READY && st != LT_CONN_STOPPING) continue;
     int64_t lim = limit_ms(s, r);

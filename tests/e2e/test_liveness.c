@@ -479,6 +479,7 @@ static int first_error(const char *mode, char *msg, size_t msglen) {
   lt_eval_t *ev = NULL;
   if (strcmp(mode, "local") == 0) {
     cr_assert_eq(lt_eval_new(&ev, prog), LT_OK);
+    cr_assert_eq(lt_eval_set(ev, "modules", LT_TEST_MODULES), LT_OK);
     cr_assert_eq(lt_eval_run_local(ev), LT_OK);
   } else {
     const char *opts[] = {"mode", mode, NULL};
