@@ -29,6 +29,7 @@ enum {
   OPT_MAX_FRAME,
   OPT_IDLE_TIMEOUT,
   OPT_FETCH_TIMEOUT,
+  OPT_MAX_PEERS,
   OPT_SLOWDOWN,
   OPT_SPEED
 };
@@ -42,6 +43,7 @@ static const struct option long_opts[] = {
     {"max-frame", required_argument, NULL, OPT_MAX_FRAME},
     {"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
     {"fetch-timeout", required_argument, NULL, OPT_FETCH_TIMEOUT},
+    {"max-peers", required_argument, NULL, OPT_MAX_PEERS},
     {"slowdown", required_argument, NULL, OPT_SLOWDOWN},
     {"speed", required_argument, NULL, OPT_SPEED},
     {"help", no_argument, NULL, OPT_HELP},
@@ -61,13 +63,16 @@ void lt__args_usage(FILE *f) {
           "      --idle-timeout MS  drop a session silent this long, 0 = never (default %d)\n"
           "      --fetch-timeout MS fail fetches from a peer server silent this long\n"
           "                         (default %d)\n"
+          "      --max-peers N      links to peer servers kept open, 1..%d (default %d);\n"
+          "                         idle ones are closed to make room\n"
           "      --slowdown F       emulation: run kernels F times slower (default 1)\n"
           "      --speed S          experiments: report speed S (> 0) in welcome instead of\n"
           "                         the start-up calibration (1.0 ~ a typical core)\n"
           "  -h, --help             show this help\n"
           "  -V, --version          show the version\n"
           "On start the server prints \"READY <endpoint>\" on stdout.\n",
-          LT_SRV_MAX_THREADS, LT_SRV_DEFAULT_IDLE_MS, LT_SRV_DEFAULT_FETCH_MS);
+          LT_SRV_MAX_THREADS, LT_SRV_DEFAULT_IDLE_MS, LT_SRV_DEFAULT_FETCH_MS, LT_SRV_MAX_PEERS,
+          LT_SRV_DEFAULT_MAX_PEERS);
 }
 
 int lt__args_parse_size(const char *s, uint64_t *out) {
@@ -175,6 +180,7 @@ int lt__args_parse(lt_srv_args_t *a, int argc, char **argv, FILE *out, FILE *err
   a->max_frame = LT_SRV_DEFAULT_MAX_FRAME;
   a->idle_ms = LT_SRV_DEFAULT_IDLE_MS;
   a->fetch_ms = LT_SRV_DEFAULT_FETCH_MS;
+  a->max_peers = LT_SRV_DEFAULT_MAX_PEERS;
   a->slowdown = 1.0;
   if (replace_str(&a->listen, LT_SRV_DEFAULT_LISTEN) != LT_OK)
     return usage_error(err, "%s", "out of memory");
@@ -230,6 +236,11 @@ int lt__args_parse(lt_srv_args_t *a, int argc, char **argv, FILE *out, FILE *err
     case OPT_FETCH_TIMEOUT:
       if (parse_uint(optarg, 10, UINT64_C(1) << 40, &a->fetch_ms) != LT_OK)
         return usage_error(err, "bad --fetch-timeout '%s' (at least 10)", optarg);
+      break;
+    case OPT_MAX_PEERS:
+      if (parse_uint(optarg, 1, LT_SRV_MAX_PEERS, &v) != LT_OK)
+        return usage_error(err, "bad --max-peers '%s' (1..4096)", optarg);
+      a->max_peers = (uint32_t)v;
       break;
     case OPT_SLOWDOWN:
       errno = 0;

@@ -13,6 +13,8 @@
 #define LT_SRV_DEFAULT_IDLE_MS   60000
 #define LT_SRV_DEFAULT_FETCH_MS  30000
 #define LT_SRV_MAX_THREADS       1024
+#define LT_SRV_DEFAULT_MAX_PEERS 256
+#define LT_SRV_MAX_PEERS         4096
 #define LT_SRV_NAME_MAX          255
 
 /* What lt__args_parse tells main to do; the value is also the exit code. */
@@ -32,6 +34,7 @@ typedef struct lt_srv_args {
   uint64_t max_frame; /* bytes per frame (ZMQ_MAXMSGSIZE and codec limit) */
   uint64_t idle_ms;   /* drop a silent session after this long; 0 = never */
   uint64_t fetch_ms;  /* a peer silent this long while we fetch from it is unreachable */
+  uint32_t max_peers; /* links to peer servers kept open at most */
   double slowdown;    /* emulation: a kernel that took t keeps its worker (F-1)*t longer */
   double speed;       /* experiments: welcome speed instead of the calibration; 0 = calibrate */
 } lt_srv_args_t;

@@ -17,8 +17,6 @@
 #include "log.h"
 #include "oid.h"
 
-/* Links kept at most; beyond, idle ones are closed to make room. */
-#define PEER_MAX 256
 /* Parts of a message from a peer: a VALUE has two (header, value); more are dropped. */
 #define PEER_MAX_PARTS 8
 #define PEER_SNDHWM    100000
@@ -30,6 +28,8 @@ typedef struct pfetch {
   lt_oid_t id;        /* key */
   bool asked_release; /* the FETCH asked the holder to drop the value once sent */
   bool want_release;  /* a last reader came later: send a RELEASE once the value is here */
+  bool unsent;        /* the FETCH did not go out (send queue full): retried on every tick */
+  uint64_t since;     /* uv_now when it was made */
 } pfetch_t;
 
 /* A copy fetched into the local store (pending while its fetch is under way) and the
@@ -52,6 +52,7 @@ struct lt_peer {
   uint32_t nfetches;
   uint64_t heard; /* uv_now of its last message, or of the start of the current wait */
   uint64_t sent;  /* uv_now of our last message to it */
+  uint64_t used;  /* uv_now when it last had a fetch added or answered (idle eviction) */
   uint64_t hb_seq;
 };
 
@@ -162,6 +163,7 @@ static pfetch_t *fetch_find(lt_peer_t *p, lt_oid_t id) {
 static void fetch_del(lt_peer_t *p, pfetch_t *f) {
   HASH_DEL(p->fetches, f);
   p->nfetches--;
+  p->used = uv_now(&p->srv->loop);
   free(f);
 }
 
@@ -208,17 +210,18 @@ static void link_drop(lt_peer_t *p, int status, const char *why) {
   lt__zuv_close(&p->zuv, on_link_closed);
 }
 
-/* make_room closes an idle link when the table is full; false when every link is busy. */
+/* make_room closes the least recently used idle link when the table is full; false when
+ * every link has fetches pending. */
 static bool make_room(lt_server_t *srv) {
-  if (srv->npeers < PEER_MAX) return true;
-  lt_peer_t *p, *tmp;
+  if (srv->npeers < srv->max_peers) return true;
+  lt_peer_t *p, *tmp, *lru = NULL;
   HASH_ITER(hh, srv->peers, p, tmp) {
-    if (p->nfetches == 0) {
-      link_drop(p, LT_ESHUTDOWN, "link closed");
-      return true;
-    }
+    if (p->nfetches == 0 && (lru == NULL || p->used < lru->used)) lru = p;
   }
-  return false;
+  if (lru == NULL) return false;
+  lt__log(LT_LOG_DEBUG, "peer %s: idle link closed to make room", lru->ep);
+  link_drop(lru, LT_ESHUTDOWN, "link closed");
+  return true;
 }
 
 static void on_peer_message(lt_zuv_t *z, zmq_msg_t *parts, size_t n, bool truncated);
@@ -227,8 +230,11 @@ static void on_tick(uv_timer_t *h);
 static int link_open(lt_server_t *srv, const char *ep, lt_peer_t **out, char *err, size_t errlen) {
   *out = NULL;
   if (!make_room(srv)) {
-    snprintf(err, errlen, "too many peer links (%d) busy", PEER_MAX);
-    return LT_EAGAIN;
+    /* Waiting for room could last as long as the other holders' values take: the reader
+     * fails now instead, and the client recomputes or re-dispatches it. */
+    snprintf(err, errlen, "cannot reach holder %s: all %u peer links have fetches pending", ep,
+             srv->max_peers);
+    return LT_ELOST;
   }
   lt_peer_t *p = calloc(1, sizeof *p);
   if (p == NULL) {
@@ -269,7 +275,7 @@ static int link_open(lt_server_t *srv, const char *ep, lt_peer_t **out, char *er
     return LT_ENOMEM;
   }
   srv->npeers++;
-  p->heard = uv_now(&srv->loop);
+  p->heard = p->used = uv_now(&srv->loop);
   if ((rc = send_hello(p)) != LT_OK) {
     snprintf(err, errlen, "cannot say hello to peer %s: %s", ep, lt_strerror(rc));
     link_drop(p, rc, err);
@@ -345,7 +351,7 @@ static void rehello(lt_peer_t *p) {
           p->nfetches);
   send_hello(p);
   pfetch_t *f, *tmp;
-  HASH_ITER(hh, p->fetches, f, tmp) send_fetch(p, f->id, f->asked_release);
+  HASH_ITER(hh, p->fetches, f, tmp) f->unsent = send_fetch(p, f->id, f->asked_release) != LT_OK;
 }
 
 static void on_peer_message(lt_zuv_t *z, zmq_msg_t *parts, size_t n, bool truncated) {
@@ -398,12 +404,42 @@ static void on_peer_message(lt_zuv_t *z, zmq_msg_t *parts, size_t n, bool trunca
   lt__server_settle(srv);
 }
 
-/* on_tick heartbeats links with pending fetches and drops those silent for too long. */
+/* retry_unsent sends again the fetches of p that did not go out; one still unsent after
+ * the fetch timeout fails its readers with LT_ELOST. */
+static void retry_unsent(lt_peer_t *p, uint64_t now) {
+  lt_server_t *srv = p->srv;
+  pfetch_t *f, *tmp;
+  HASH_ITER(hh, p->fetches, f, tmp) {
+    if (!f->unsent) continue;
+    if (send_fetch(p, f->id, f->asked_release) == LT_OK) {
+      f->unsent = false;
+      continue;
+    }
+    if (now - f->since < srv->fetch_ms) continue;
+    char why[400];
+    snprintf(why, sizeof why, "cannot send a fetch to peer %s for %" PRIu64 " ms", p->ep,
+             now - f->since);
+    lt_oid_t id = f->id;
+    fetch_del(p, f);
+    local_fail(srv, id, LT_ELOST, why);
+  }
+}
+
+/* on_tick heartbeats links with pending fetches and drops those silent for too long, retries
+ * fetches that could not be sent, and closes links idle for a fetch timeout. */
 static void on_tick(uv_timer_t *h) {
   lt_server_t *srv = h->data;
   uint64_t now = uv_now(&srv->loop);
   lt_peer_t *p, *tmp;
   HASH_ITER(hh, srv->peers, p, tmp) {
+    if (p->nfetches == 0) {
+      if (now - p->used >= srv->fetch_ms) {
+        lt__log(LT_LOG_DEBUG, "peer %s: idle link closed", p->ep);
+        link_drop(p, LT_ESHUTDOWN, "link closed");
+      }
+      continue;
+    }
+    retry_unsent(p, now);
     if (p->nfetches == 0) continue;
     if (now - p->heard >= srv->fetch_ms) {
       char why[400];
@@ -414,16 +450,18 @@ static void on_tick(uv_timer_t *h) {
       send_heartbeat(p);
     }
   }
+  if (srv->npeers == 0) uv_timer_stop(h);
   lt__server_settle(srv);
 }
 
 /* ---------------------------------------------------------------------------------------
  * Entry points. */
 
-void lt__peer_init(lt_server_t *srv, uint64_t fetch_ms) {
+void lt__peer_init(lt_server_t *srv, uint64_t fetch_ms, uint32_t max_peers) {
   uv_timer_init(&srv->loop, &srv->peer_timer);
   srv->peer_timer.data = srv;
   srv->fetch_ms = fetch_ms > 0 ? fetch_ms : 1;
+  srv->max_peers = max_peers > 0 ? max_peers : LT_SRV_DEFAULT_MAX_PEERS;
   srv->peer_id = lt__oid_client_random();
 }
 
@@ -442,8 +480,8 @@ int lt__peer_need(lt_server_t *srv, const char *holder, lt_oid_t id, bool last, 
     *counted = true;
     if (last && f != NULL && !f->asked_release)
       f->want_release = true;
-    else if (last && f == NULL && p != NULL)
-      send_release(p, id);
+    else if (last && f == NULL)
+      lt__peer_release(srv, holder, id); /* on a new link when the old one was closed */
     return LT_OK;
   }
   int rc;
@@ -476,6 +514,7 @@ int lt__peer_need(lt_server_t *srv, const char *holder, lt_oid_t id, bool last, 
   if ((f = calloc(1, sizeof *f)) != NULL) {
     f->id = id;
     f->asked_release = last;
+    f->since = uv_now(&srv->loop);
     HASH_ADD(hh, p->fetches, id, sizeof f->id, f);
     if (f->oom) {
       free(f);
@@ -490,7 +529,15 @@ int lt__peer_need(lt_server_t *srv, const char *holder, lt_oid_t id, bool last, 
   }
   /* The silence that makes a peer unreachable counts from the start of a wait. */
   if (p->nfetches++ == 0) p->heard = uv_now(&srv->loop);
-  if ((rc = send_fetch(p, id, last)) != LT_OK) {
+  p->used = uv_now(&srv->loop);
+  rc = send_fetch(p, id, last);
+  if (rc == LT_EAGAIN) {
+    /* The link's send queue is full: the fetch stays, and the tick sends it later or, after
+     * the fetch timeout, fails it. */
+    f->unsent = true;
+    rc = LT_OK;
+  }
+  if (rc != LT_OK) {
     fetch_del(p, f);
     copy_drop_unused(srv, c);
     lt__store_release(srv->store, id);
@@ -521,6 +568,26 @@ void lt__peer_release(lt_server_t *srv, const char *holder, lt_oid_t id) {
     return;
   }
   send_release(p, id);
+}
+
+void lt__peer_lost(lt_server_t *srv, uint64_t client, const char *holder) {
+  lt_peer_t *p = NULL;
+  HASH_FIND(hh, srv->peers, holder, strlen(holder), p);
+  if (p == NULL) return;
+  char why[LT_PEER_EP_MAX + 32];
+  snprintf(why, sizeof why, "holder %s is gone", p->ep);
+  uint32_t n = 0;
+  pfetch_t *f, *tmp;
+  HASH_ITER(hh, p->fetches, f, tmp) {
+    if (f->id.client != client) continue;
+    lt_oid_t id = f->id;
+    fetch_del(p, f);
+    local_fail(srv, id, LT_ELOST, why);
+    n++;
+  }
+  lt__log(LT_LOG_INFO, "peer %s: gone, says a client: %u fetches failed%s", p->ep, n,
+          p->nfetches == 0 ? ", link closed" : "");
+  if (p->nfetches == 0) link_drop(p, LT_ELOST, why);
 }
 
 void lt__peer_close_all(lt_server_t *srv) {

@@ -3,7 +3,9 @@
  * to the holder's ROUTER, says hello as a peer and fetches the value into its own store
  * under the same id, where every local reader parked on it resolves without a copy; the
  * copy stays while it has local readers. A peer that stays silent while fetches are pending
- * fails them with LT_ELOST. The holder's side of a fetch is fetch.c. Loop thread only. */
+ * fails them with LT_ELOST, as does a client's LOST naming the holder; links idle for a
+ * fetch timeout are closed, and the least recently used idle one makes room when the table
+ * is full. The holder's side of a fetch is fetch.c. Loop thread only. */
 #ifndef LT_PEER_H
 #define LT_PEER_H
 
@@ -19,9 +21,11 @@
 #define LT_PEER_EP_MAX 255
 
 /* lt__peer_init initialises the peer state of `srv` (its timer handle, its peer client id)
- * with `fetch_ms`, the silence after which a peer with pending fetches is unreachable. Call
- * once while setting up, before anything can close the server's handles. */
-void lt__peer_init(lt_server_t *srv, uint64_t fetch_ms);
+ * with `fetch_ms`, the silence after which a peer with pending fetches is unreachable (and
+ * the idle time after which a link without fetches is closed), and `max_peers`, the links
+ * kept at most (0: LT_SRV_DEFAULT_MAX_PEERS). Call once while setting up, before anything
+ * can close the server's handles. */
+void lt__peer_init(lt_server_t *srv, uint64_t fetch_ms, uint32_t max_peers);
 
 /* lt__peer_remote tells whether `holder` names another server than `srv` (not "" and not
  * its own endpoint). */
@@ -39,9 +43,11 @@ bool lt__peer_endpoint_ok(const char *ep);
  * sent it, or, when a fetch without that request is under way or done, sent a RELEASE. The
  * caller then reads `id` from the store as a local input; when *counted is set it calls
  * lt__peer_unref once it no longer needs the input. (An id the store knows without having
- * fetched it is simply read: *counted stays false.) LT_OK, or LT_EINVAL (cannot connect),
- * LT_EAGAIN (too many peer links), LT_EIO (cannot send), LT_ENOMEM, with a message in
- * err. */
+ * fetched it is simply read: *counted stays false.) A FETCH that cannot be queued yet is
+ * sent by the timer later, or fails after the fetch timeout. LT_OK, or LT_EINVAL (cannot
+ * connect), LT_ELOST (every link has fetches pending and the table is full), LT_EIO
+ * (cannot send), LT_ENOMEM, with a message in err: the reader fails, it never waits for
+ * room. */
 int lt__peer_need(lt_server_t *srv, const char *holder, lt_oid_t id, bool last, bool *counted,
                   char *err, size_t errlen);
 
@@ -56,6 +62,14 @@ void lt__peer_release(lt_server_t *srv, const char *holder, lt_oid_t id);
 
 /* lt__peer_name tells whether a hello `name` (may be NULL) is that of a peer server. */
 bool lt__peer_name(const char *name);
+
+/* lt__peer_lost handles a client's word that `holder` is dead (LT_MSG_LOST): every pending
+ * fetch from it of a value of `client` fails at once with LT_ELOST ("holder EP is gone"),
+ * failing the readers parked on it; the link is closed when no other client's fetch is
+ * pending on it (a new one is made on the next need: the holder may come back). Fetches of
+ * other clients' values keep waiting under the fetch timeout: one client's view proves
+ * nothing about them. */
+void lt__peer_lost(lt_server_t *srv, uint64_t client, const char *holder);
 
 /* lt__peer_session tells whether session `s` is another server's peer link. */
 bool lt__peer_session(const lt_session_t *s);

@@ -191,6 +191,22 @@ static void handle_hello(lt_server_t *srv, lt_session_t *s, const void *rid, siz
   lt__server_send(srv, rid, rid_len, &w, NULL, 0);
 }
 
+/* handle_lost fails what this server waits for from holders the client found dead; an
+ * endpoint that could not be a holder costs the sender an error reply, the others are
+ * still handled. */
+static void handle_lost(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m) {
+  for (uint32_t i = 0; i < m->u.lost.nholders; i++) {
+    const char *ep = m->u.lost.holders[i];
+    if (!lt__peer_endpoint_ok(ep)) {
+      lt__server_send_error(srv, s->rid, s->rid_len, LT_EINVAL,
+                            "lost: holder '%.64s' is not a tcp:// endpoint of at most %d bytes", ep,
+                            LT_PEER_EP_MAX);
+      continue;
+    }
+    if (lt__peer_remote(srv, ep)) lt__peer_lost(srv, s->client_id, ep);
+  }
+}
+
 static void dispatch(lt_server_t *srv, const void *rid, size_t rid_len, const lt_msg_t *m,
                      zmq_msg_t *payloads) {
   lt_session_t *s = lt__session_find(srv, rid, rid_len);
@@ -206,6 +222,7 @@ static void dispatch(lt_server_t *srv, const void *rid, size_t rid_len, const lt
   case LT_MSG_CANCEL:
   case LT_MSG_HEARTBEAT:
   case LT_MSG_BYE:
+  case LT_MSG_LOST:
     if (s == NULL) {
       lt__server_send_error(srv, rid, rid_len, LT_ESTATE, "send hello first (got %s)",
                             lt__msg_type_name(m->type));
@@ -250,6 +267,9 @@ static void dispatch(lt_server_t *srv, const void *rid, size_t rid_len, const lt
   }
   case LT_MSG_BYE:
     lt__server_drop_session(srv, s, "bye");
+    break;
+  case LT_MSG_LOST:
+    handle_lost(srv, s, m);
     break;
   default:
     break;
@@ -424,7 +444,7 @@ int lt__server_new(lt_server_t **out, const lt_srv_args_t *a, char *err, size_t 
   uv_timer_init(&srv->loop, &srv->idle_timer);
   uv_timer_init(&srv->loop, &srv->load_timer);
   srv->sigint.data = srv->sigterm.data = srv->idle_timer.data = srv->load_timer.data = srv;
-  lt__peer_init(srv, a->fetch_ms);
+  lt__peer_init(srv, a->fetch_ms, a->max_peers);
   lt__fetch_init(srv);
 
   lt__codec_limits_default(&srv->lim);

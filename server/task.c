@@ -469,6 +469,8 @@ static void resolve_inputs(lt_server_t *srv, lt_task_t *t, zmq_msg_t *payloads,
       rc = lt__peer_need(srv, in->holder, in->id, (t->flags & LT_INSTR_RELEASE_INPUTS) != 0,
                          &in->copy, perr, sizeof perr);
       in->told = rc == LT_OK;
+      /* Only the store parks a reader: a peer that cannot take the fetch fails it. */
+      if (rc == LT_EAGAIN) rc = LT_ELOST;
     }
     if (rc != LT_OK)
       em = perr;

@@ -51,6 +51,7 @@ Test(args, defaults) {
   cr_assert_eq(a.max_frame, (uint64_t)1 << 30);
   cr_assert_eq(a.idle_ms, 60000);
   cr_assert_eq(a.fetch_ms, 30000);
+  cr_assert_eq(a.max_peers, 256);
   cr_assert_float_eq(a.slowdown, 1.0, 1e-9);
   cr_assert_eq(s.olen, 0);
   cr_assert_eq(s.elen, 0);
@@ -80,6 +81,8 @@ Test(args, every_flag) {
                         "0",
                         "--fetch-timeout",
                         "750",
+                        "--max-peers",
+                        "3",
                         "--slowdown",
                         "2.5",
                         NULL};
@@ -94,6 +97,7 @@ Test(args, every_flag) {
   cr_assert_eq(a.max_frame, 65536);
   cr_assert_eq(a.idle_ms, 0);
   cr_assert_eq(a.fetch_ms, 750);
+  cr_assert_eq(a.max_peers, 3);
   cr_assert_float_eq(a.slowdown, 2.5, 1e-9);
   lt__args_free(&a);
   streams_free(&s);
@@ -152,6 +156,8 @@ Test(args, bad_flags_exit_2) {
       {"--fetch-timeout", "0", NULL},
       {"--fetch-timeout", "9", NULL},
       {"--fetch-timeout", "1s", NULL},
+      {"--max-peers", "0", NULL},
+      {"--max-peers", "4097", NULL},
       {"--log-level", "loud", NULL},
       {"--slowdown", "0.5", NULL},
       {"--slowdown", "nan", NULL},

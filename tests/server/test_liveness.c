@@ -434,3 +434,116 @@ Test(liveness, errors_in_dataflow_order) {
   stop(&a);
   free(k);
 }
+
+/* ---------------------------------------------------------------------------------------
+ * E. Parked instructions never wait forever for a peer. */
+
+/* A holder that never answers: a bound ROUTER that swallows what it gets. */
+typedef struct mute {
+  void *ctx, *sock;
+  char ep[256];
+} mute_t;
+
+static void mute_open(mute_t *h) {
+  h->ctx = zmq_ctx_new();
+  h->sock = zmq_socket(h->ctx, ZMQ_ROUTER);
+  int zero = 0;
+  zmq_setsockopt(h->sock, ZMQ_LINGER, &zero, sizeof zero);
+  cr_assert_eq(zmq_bind(h->sock, "tcp://127.0.0.1:0"), 0);
+  size_t len = sizeof h->ep;
+  cr_assert_eq(zmq_getsockopt(h->sock, ZMQ_LAST_ENDPOINT, h->ep, &len), 0);
+}
+
+static void mute_close(mute_t *h) {
+  zmq_close(h->sock);
+  zmq_ctx_term(h->ctx);
+}
+
+static lt_input_t ref_at(const conn_t *k, uint64_t seq, const char *holder) {
+  return (lt_input_t){.kind = LT_INPUT_REF, .id = oid(k, seq), .holder = holder};
+}
+
+static void lost(conn_t *k, const char *holder) {
+  lt_msg_t m = {.type = LT_MSG_LOST};
+  m.u.lost.nholders = 1;
+  m.u.lost.holders = &holder;
+  send_msg(k, &m, NULL, 0);
+}
+
+/* B keeps one peer link at most and waits a minute for a silent peer. A reader of a second
+ * holder while the link to the first has a fetch pending fails at once with LT_ELOST (it
+ * used to park forever); the client's LOST fails the first reader at once and closes its
+ * link; a link with nothing pending makes room for a new one; a holder named lost gets a
+ * new link on the next need. */
+Test(liveness, peers_never_park_forever) {
+  th_server_t a, b;
+  const char *bextra[] = {"--max-peers", "1", "--fetch-timeout", "60000", NULL};
+  cr_assert_eq(th_server_start_default(&a, NULL), 0);
+  cr_assert_eq(th_server_start_default(&b, bextra), 0);
+  mute_t f1, f2;
+  mute_open(&f1);
+  mute_open(&f2);
+  conn_t *ka = calloc(1, sizeof *ka), *kb = calloc(1, sizeof *kb);
+  hello(ka, a.endpoint, CLIENT);
+  hello(kb, b.endpoint, CLIENT);
+
+  exec(kb, 1, K_INC, NULL, ref_at(kb, 50, f1.ep), 1, LT_INSTR_RETURN, 0);
+  heartbeat(kb);
+  cr_assert_eq(kb->load.parked, 1, "waits for the silent holder");
+  int64_t t0 = th_now_ms();
+  exec(kb, 2, K_INC, NULL, ref_at(kb, 60, f2.ep), 2, LT_INSTR_RETURN, 0);
+  WAIT_FOR(kb, kb->done[2].got, 3000);
+  cr_assert_eq(kb->done[2].status, LT_ELOST, "%s", kb->done[2].msg);
+  cr_assert_not_null(strstr(kb->done[2].msg, "peer links"), "%s", kb->done[2].msg);
+  cr_assert(!kb->done[1].got);
+
+  lost(kb, f1.ep);
+  WAIT_FOR(kb, kb->done[1].got, 3000);
+  cr_assert_lt(th_now_ms() - t0, 5000, "well before the fetch timeout");
+  cr_assert_eq(kb->done[1].status, LT_ELOST, "%s", kb->done[1].msg);
+  char want[300];
+  snprintf(want, sizeof want, "holder %s is gone", f1.ep);
+  cr_assert_not_null(strstr(kb->done[1].msg, want), "%s", kb->done[1].msg);
+  heartbeat(kb);
+  cr_assert_eq(kb->load.parked, 0);
+  cr_assert_eq(kb->load.values_held, 0, "nothing pending is left behind");
+
+  /* The lost holder's link is closed: a link to A fits, and is idle once read. */
+  exec(ka, 1, K_INC, NULL, inl(), 80, 0, 1);
+  exec(ka, 2, K_INC, NULL, inl(), 81, 0, 10);
+  WAIT_FOR(ka, ka->done[1].got && ka->done[2].got, 5000);
+  exec(kb, 3, K_INC, NULL, ref_at(kb, 80, a.endpoint), 3, LT_INSTR_RETURN | LT_INSTR_RELEASE_INPUTS,
+       0);
+  WAIT_FOR(kb, kb->done[3].got, 5000);
+  cr_assert_eq(kb->done[3].status, LT_OK, "%s", kb->done[3].msg);
+  cr_assert_eq(kb->done[3].v, 3);
+
+  /* The idle link to A makes room for one to f2. */
+  exec(kb, 4, K_INC, NULL, ref_at(kb, 70, f2.ep), 4, LT_INSTR_RETURN, 0);
+  heartbeat(kb);
+  cr_assert(!kb->done[4].got, "%s", kb->done[4].msg);
+  cr_assert_eq(kb->load.parked, 1);
+  lost(kb, f2.ep);
+  WAIT_FOR(kb, kb->done[4].got, 3000);
+  cr_assert_eq(kb->done[4].status, LT_ELOST, "%s", kb->done[4].msg);
+
+  /* Lost, closed, needed again: a new link. */
+  exec(kb, 5, K_INC, NULL, ref_at(kb, 81, a.endpoint), 5, LT_INSTR_RETURN | LT_INSTR_RELEASE_INPUTS,
+       0);
+  WAIT_FOR(kb, kb->done[5].got, 5000);
+  cr_assert_eq(kb->done[5].status, LT_OK, "%s", kb->done[5].msg);
+  cr_assert_eq(kb->done[5].v, 12);
+
+  /* A LOST naming what cannot be a holder is refused, and nothing else changes. */
+  lost(kb, "bogus");
+  WAIT_FOR(kb, kb->nerror == 1, 3000);
+  cr_assert_eq(kb->last_error, LT_EINVAL);
+  th_client_close(&ka->c);
+  th_client_close(&kb->c);
+  mute_close(&f1);
+  mute_close(&f2);
+  stop(&a);
+  stop(&b);
+  free(ka);
+  free(kb);
+}
