@@ -33,13 +33,14 @@ typedef struct batch {
   uint64_t header; /* an upper estimate of the encoded header's size */
 } batch_t;
 
-/* The encoded size of one instruction is at most this plus its parameters and holder names. */
+/* The encoded size of one instruction is at most this plus its parameters and holder names
+ * (an input: kind, a 2 x 64-bit id, its size, the holder string and the framing). */
 #define INSTR_BYTES 64
-#define INPUT_BYTES 48
+#define INPUT_BYTES 40
 #define STAGE_BYTES 16
-/* A batch's header stays under this share of the server's frame limit (and 1 MiB). */
-#define HEADER_SHARE 2
-#define HEADER_MAX   ((uint64_t)1 << 20)
+/* A server decodes headers up to its frame limit and at most HEADER_MAX (its codec's
+ * default); a batch is sent once it is half of that, so that one instruction always fits. */
+#define HEADER_MAX ((uint64_t)4 << 20)
 
 static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem) {
   if (need <= *cap) return LT_OK;
@@ -323,7 +324,7 @@ static uint64_t instr_bytes(const lt_sched_t *s, const instr_rec_t *r, const lt_
 
 /* header_cap returns the most header bytes an execute to server idx may carry. */
 static uint64_t header_cap(const lt_sched_t *s, size_t idx) {
-  uint64_t lim = s->conns[idx].max_frame / HEADER_SHARE;
+  uint64_t lim = s->conns[idx].max_frame;
   return lim == 0 || lim > HEADER_MAX ? HEADER_MAX : lim;
 }
 
@@ -386,7 +387,7 @@ static int send_one(lt_sched_t *s, batch_t *batches, instr_rec_t *r) {
   r->nstages = fi.nstages;
   /* A batch stays within what the server decodes: a full one goes now. */
   uint64_t bytes = instr_bytes(s, r, &fi);
-  if (batches[idx].n > 0 && batches[idx].header + bytes > header_cap(s, (size_t)idx)) {
+  if (batches[idx].n > 0 && batches[idx].header + bytes > header_cap(s, (size_t)idx) / 2) {
     batch_send(s, (size_t)idx, &batches[idx]);
     batch_reset(&batches[idx]);
     if (!lt__sched_takes(s, (size_t)idx)) {
@@ -425,8 +426,7 @@ static int send_one(lt_sched_t *s, batch_t *batches, instr_rec_t *r) {
 /* note_full tells the throttle of every server without room that work waited for it. */
 static void note_full(lt_sched_t *s) {
   for (size_t i = 0; i < s->nconns; i++)
-    if (s->conns[i].state == LT_CONN_READY && !has_room(s, i))
-      lt__pace_full(&s->pace[i]);
+    if (s->conns[i].state == LT_CONN_READY && !has_room(s, i)) lt__pace_full(&s->pace[i]);
 }
 
 void lt__sched_dispatch(lt_sched_t *s) {
