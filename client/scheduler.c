@@ -420,8 +420,8 @@ static int send_window(lt_sched_t *s, size_t i, int64_t now) {
 static void tick(lt_sched_t *s, int64_t now) {
   const lt_options_t *o = &s->ev->opts;
   for (size_t i = 0; i < s->nconns; i++) {
+    greet_again(s, i, now); /* may add a slot: conns may move */
     lt_conn_t *c = &s->conns[i];
-    greet_again(s, i, now);
     if (c->state == LT_CONN_HELLO && now - c->opened_ms > (int64_t)o->connect_timeout_ms) {
       lt__sched_conn_dead(s, i, why_unanswered(c));
     } else if (c->state == LT_CONN_READY || c->state == LT_CONN_STOPPING) {
