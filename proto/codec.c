@@ -184,6 +184,11 @@ static int body_in(dec *d, const Lithium__Envelope *env, lt_msg_t *m) {
     m->u.welcome.now_us = env->welcome->now_us;
     m->u.welcome.max_frame = env->welcome->max_frame;
     m->u.welcome.incarnation = env->welcome->incarnation;
+    if ((rc = count_in(d, env->welcome->n_crashed)) != 0) return rc;
+    m->u.welcome.ncrashed = (uint32_t)env->welcome->n_crashed;
+    m->u.welcome.crashed = env->welcome->n_crashed ? env->welcome->crashed : NULL;
+    m->u.welcome.crash_signal = env->welcome->crash_signal;
+    m->u.welcome.crashed_incarnation = env->welcome->crashed_incarnation;
     return str_in(env->welcome->server_id, d->lim, &m->u.welcome.server_id);
   case LITHIUM__ENVELOPE__BODY_PROGRAM: {
     const Lithium__Program *p = env->program;
@@ -206,6 +211,7 @@ static int body_in(dec *d, const Lithium__Envelope *env, lt_msg_t *m) {
     if ((rc = count_in(d, p->n_instrs)) != 0) return rc;
     m->u.execute.ninstrs = (uint32_t)p->n_instrs;
     m->u.execute.max_active = p->max_active;
+    m->u.execute.timeout_ms = p->timeout_ms;
     m->u.execute.instrs = arr(d, p->n_instrs, sizeof(lt_instr_t), &rc);
     for (size_t i = 0; rc == 0 && i < p->n_instrs; i++)
       rc = instr_in(d, p->instrs[i], &m->u.execute.instrs[i]);
@@ -533,6 +539,11 @@ static int body_out_fill(arena *a, const lt_msg_t *m, body_out *b, Lithium__Enve
     b->welcome.now_us = m->u.welcome.now_us;
     b->welcome.max_frame = m->u.welcome.max_frame;
     b->welcome.incarnation = m->u.welcome.incarnation;
+    if (m->u.welcome.ncrashed > 0 && m->u.welcome.crashed == NULL) return LT_EINVAL;
+    b->welcome.n_crashed = m->u.welcome.ncrashed;
+    b->welcome.crashed = m->u.welcome.crashed;
+    b->welcome.crash_signal = m->u.welcome.crash_signal;
+    b->welcome.crashed_incarnation = m->u.welcome.crashed_incarnation;
     if ((b->welcome.server_id = str_out(m->u.welcome.server_id)) == NULL) return LT_EINVAL;
     env->welcome = &b->welcome;
     return 0;
@@ -550,6 +561,7 @@ static int body_out_fill(arena *a, const lt_msg_t *m, body_out *b, Lithium__Enve
   case LT_MSG_EXECUTE: {
     lithium__execute__init(&b->execute);
     b->execute.max_active = m->u.execute.max_active;
+    b->execute.timeout_ms = m->u.execute.timeout_ms;
     uint32_t n = m->u.execute.ninstrs;
     if (n > 0) {
       if (m->u.execute.instrs == NULL) return LT_EINVAL;

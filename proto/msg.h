@@ -147,6 +147,10 @@ typedef struct lt_msg {
       uint64_t now_us;      /* the server's CLOCK_MONOTONIC us when it answered (trace clock) */
       uint64_t max_frame;   /* the largest frame the server accepts */
       uint64_t incarnation; /* as lt_load_t.incarnation */
+      uint32_t ncrashed;    /* the last crash: this client's instructions running then */
+      uint64_t *crashed;    /* (instruction seqs), the signal and the incarnation that died */
+      int32_t crash_signal;
+      uint64_t crashed_incarnation;
     } welcome;
     struct {
       uint32_t nkernels;
@@ -157,6 +161,7 @@ typedef struct lt_msg {
       lt_instr_t *instrs;
       uint32_t max_active; /* the session's thread window: at most this many of its
                               instructions run at once on the server (0: no limit) */
+      uint32_t timeout_ms; /* the session's deadline per instruction (0: none) */
     } execute;
     struct {
       uint32_t ncompl;

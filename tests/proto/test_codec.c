@@ -166,6 +166,12 @@ static bool msg_equal(const lt_msg_t *a, const lt_msg_t *b, const char **why) {
     DIFF(a->u.welcome.now_us != b->u.welcome.now_us, "welcome.now_us");
     DIFF(a->u.welcome.max_frame != b->u.welcome.max_frame, "welcome.max_frame");
     DIFF(a->u.welcome.incarnation != b->u.welcome.incarnation, "welcome.incarnation");
+    DIFF(a->u.welcome.ncrashed != b->u.welcome.ncrashed, "welcome.ncrashed");
+    for (uint32_t i = 0; i < a->u.welcome.ncrashed; i++)
+      DIFF(a->u.welcome.crashed[i] != b->u.welcome.crashed[i], "welcome.crashed");
+    DIFF(a->u.welcome.crash_signal != b->u.welcome.crash_signal ||
+             a->u.welcome.crashed_incarnation != b->u.welcome.crashed_incarnation,
+         "welcome.crash");
     break;
   case LT_MSG_PROGRAM:
     DIFF(a->u.program.nkernels != b->u.program.nkernels, "program.nkernels");
@@ -175,6 +181,7 @@ static bool msg_equal(const lt_msg_t *a, const lt_msg_t *b, const char **why) {
   case LT_MSG_EXECUTE:
     DIFF(a->u.execute.ninstrs != b->u.execute.ninstrs, "execute.ninstrs");
     DIFF(a->u.execute.max_active != b->u.execute.max_active, "execute.max_active");
+    DIFF(a->u.execute.timeout_ms != b->u.execute.timeout_ms, "execute.timeout_ms");
     for (uint32_t i = 0; i < a->u.execute.ninstrs; i++) {
       const lt_instr_t *x = &a->u.execute.instrs[i], *y = &b->u.execute.instrs[i];
       DIFF(x->seq != y->seq || x->kernel != y->kernel || x->flags != y->flags, "instr");
@@ -325,6 +332,7 @@ static lt_oid_t outs1[1] = {{0x0123456789abcdefull, 42}};
 static lt_stage_t stages0[3] = {{5, {"\0\1", 2}}, {0, {NULL, 0}}, {UINT32_MAX, {"zz", 2}}};
 static lt_stage_t stages2[1] = {{2, {"divide", 6}}};
 static lt_instr_t instrs[3];
+static uint64_t crashed_seqs[] = {65536, 1ull << 40};
 static const char *lost_holders[] = {"tcp://127.0.0.1:5555", "tcp://[::1]:7"};
 static lt_output_info_t oinfo0[3] = {{100, 0}, {1ull << 40, -1}, {0, 2}};
 static lt_completion_t compls[3];
@@ -359,6 +367,10 @@ static void sample(lt_msg_t *m, lt_msg_type_t t) {
     m->u.welcome.now_us = 1ull << 52;
     m->u.welcome.max_frame = 1ull << 33;
     m->u.welcome.incarnation = 0xfedcba9876543210ull;
+    m->u.welcome.ncrashed = 2;
+    m->u.welcome.crashed = crashed_seqs;
+    m->u.welcome.crash_signal = 6;
+    m->u.welcome.crashed_incarnation = 0x0123456789abcdefull;
     break;
   case LT_MSG_PROGRAM:
     m->u.program.nkernels = 4;
@@ -393,6 +405,7 @@ static void sample(lt_msg_t *m, lt_msg_type_t t) {
     m->u.execute.ninstrs = 3;
     m->u.execute.instrs = instrs;
     m->u.execute.max_active = 4000000000u;
+    m->u.execute.timeout_ms = 30000;
     break;
   case LT_MSG_DONE:
     compls[0] = (lt_completion_t){.seq = 77,
@@ -1788,7 +1801,7 @@ Test(error, strerror_every_code) {
 #undef X_
   };
   size_t n = sizeof all / sizeof all[0];
-  cr_assert_eq(n, 20);
+  cr_assert_eq(n, 22);
   for (size_t i = 0; i < n; i++) {
     cr_assert_lt(all[i].code, 0);
     cr_assert_str_eq(lt_strerror(all[i].code), all[i].msg);
@@ -1798,6 +1811,6 @@ Test(error, strerror_every_code) {
   cr_assert_str_eq(lt_strerror(LT_EPROTO), "protocol error");
   cr_assert_str_eq(lt_strerror(LT_OK), "success");
   cr_assert_str_eq(lt_strerror(1), "unknown error");
-  cr_assert_str_eq(lt_strerror(-21), "unknown error");
+  cr_assert_str_eq(lt_strerror(-23), "unknown error");
   cr_assert_str_eq(lt_strerror(INT32_MIN), "unknown error");
 }

@@ -31,7 +31,9 @@ extern "C" {
   XX(ESHUTDOWN, -17, "server shutting down")                                                       \
   XX(ESPAWN, -18, "cannot start server")                                                           \
   XX(ECANCELED, -19, "canceled")                                                                   \
-  XX(EEXIST, -20, "already exists")
+  XX(EEXIST, -20, "already exists")                                                                \
+  XX(EAUTH, -21, "authentication failed")                                                          \
+  XX(ECRASH, -22, "a kernel crashed its server")
 
 typedef enum lt_err {
   LT_OK = 0,
