@@ -277,6 +277,7 @@ static void batch_send(lt_sched_t *s, size_t idx, batch_t *b) {
   }
   lt_msg_t m = {.type = LT_MSG_EXECUTE};
   m.u.execute.max_active = s->ev->opts.throttle ? s->pace[idx].threads : 0;
+  m.u.execute.timeout_ms = s->ev->opts.task_timeout_ms;
   m.u.execute.ninstrs = b->n;
   m.u.execute.instrs = b->instrs;
   m.nframes = b->nframes;

@@ -14,8 +14,9 @@
 
 /* ---- jobs --------------------------------------------------------------------------- */
 
-static void job_release(job_t *j) {
+static void job_release(lt_sched_t *s, job_t *j) {
   if (j->live > 0 || !j->finished) return;
+  HASH_DEL(s->jobs, j);
   lt__instance_free(j->inst);
   lt__value_unref(j->input);
   free(j);
@@ -98,14 +99,13 @@ instr_rec_t *lt__sched_pop_fireable(lt_sched_t *s) {
 }
 
 void lt__sched_rec_done(lt_sched_t *s, instr_rec_t *r) {
-  (void)s;
   job_t *j = r->job;
   for (uint32_t i = 0; i < r->nins; i++)
     lt__value_unref(r->ins[i].value);
   free(r->ins);
   j->live--;
   free(r);
-  job_release(j);
+  job_release(s, j);
 }
 
 void lt__sched_on_fire(void *ud, lt_instance_t *inst, lt_frame_t *frame) {
@@ -148,12 +148,14 @@ void lt__sched_take_intake(lt_sched_t *s) {
     } else {
       j->task = t;
       j->inst->user = j;
+      j->num = t->seq;
+      HASH_ADD(hh, s->jobs, num, sizeof j->num, j);
       j->live++; /* hold the job while feeding */
       lt__instance_feed(j->inst, t->input, lt__sched_on_fire, s);
       j->input = t->input; /* kept: a lost server's values are recomputed from it */
       t->input = NULL;
       j->live--;
-      job_release(j);
+      job_release(s, j);
     }
     t = next;
   }

@@ -104,6 +104,8 @@ int lt__options_set(lt_options_t *o, const char *key, const char *value) {
   if (strcmp(key, "heartbeat_ms") == 0) return parse_u32(value, 10, 600000, &o->heartbeat_ms);
   if (strcmp(key, "connect_timeout_ms") == 0)
     return parse_u32(value, 10, 600000, &o->connect_timeout_ms);
+  if (strcmp(key, "task_timeout_ms") == 0)
+    return parse_u32(value, 0, 86400000, &o->task_timeout_ms);
   if (strcmp(key, "server_threads") == 0) return parse_u32(value, 0, 4096, &o->server_threads);
   if (strcmp(key, "modules") == 0) return set_string(&o->modules, value);
   if (strcmp(key, "server") == 0) return set_string(&o->server, value);
@@ -122,6 +124,7 @@ static const char *const env_keys[] = {"mode",
                                        "max_retries",
                                        "heartbeat_ms",
                                        "connect_timeout_ms",
+                                       "task_timeout_ms",
                                        "server_threads",
                                        "modules",
                                        "server",

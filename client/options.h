@@ -28,6 +28,7 @@ typedef struct lt_options {
   uint32_t max_retries;        /* re-dispatches of one instruction after server loss */
   uint32_t heartbeat_ms;       /* heartbeat period; a server silent 3 periods is dead */
   uint32_t connect_timeout_ms; /* wait for a server's welcome */
+  uint32_t task_timeout_ms;    /* an instruction running longer fails (LT_ETIMEDOUT); 0 none */
   uint32_t server_threads;     /* --threads for spawned servers, 0 = server default */
   char *modules;               /* module directory handed to spawned servers */
   char *server;                /* lithium-server program for spawn_local */

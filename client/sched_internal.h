@@ -23,6 +23,10 @@ typedef struct job {
   lt_value_t *input; /* the task's input, kept to recompute the task after a server loss */
   uint32_t gen;      /* instance generation: records of an older one are stale */
   uint32_t restarts;
+  uint64_t num;          /* its task number (= its instance's), the key of s->jobs */
+  const void *crash_key; /* the chain (template stages) of its instruction that crashed */
+  uint32_t crashes;      /* crashes charged to that chain (crash.c) */
+  UT_hash_handle hh;     /* s->jobs, by task number */
 } job_t;
 
 /* One instruction: what a frame needs run, queued or in flight on `conn`. */
@@ -101,6 +105,14 @@ typedef struct pace {
   uint32_t hist_w[LT_HISTORY];
 } pace_t;
 
+/* An instruction lost with a session, kept until the server's next welcome says whether
+ * the session ended in a crash (crash.c). */
+typedef struct lost_rec {
+  uint64_t seq;  /* the instruction */
+  uint64_t task; /* its task (job) number */
+  const void *key;
+} lost_rec_t;
+
 /* The life of one connection slot (scheduler.c). A slot is one session with one server: a
  * slot whose session was ready and then died stays dead for good (references to values it
  * held keep naming it, so they are known lost), and the server is greeted again in a new
@@ -116,7 +128,10 @@ typedef struct slot {
   uint32_t sessions;   /* sessions with this server so far, this one included */
   int suspect;         /* it held work far too long: one instruction at a time until it
                           finishes one (watchdog.c) */
-  char why[96];        /* why it is not alive: "refused", "unresolvable", "no answer", ... */
+  long predecessor;    /* the slot whose session with this server ended before, or -1 */
+  lost_rec_t *lost;    /* what that session was running when it ended (crash.c) */
+  uint32_t nlost;
+  char why[96]; /* why it is not alive: "refused", "unresolvable", "no answer", ... */
 } slot_t;
 
 /* Ids to release on one server, sent as one `release` per loop turn. */
@@ -139,6 +154,7 @@ struct lt_sched {
   int64_t none_since; /* since when no server could take work (ms), or 0 */
   instr_rec_t *fire_head, *fire_tail;
   instr_rec_t *inflight;
+  job_t *jobs; /* every job, by task number */
   uint64_t next_seq;
   uint32_t window; /* instructions admitted per server before pacing has samples */
   int chaining;    /* a dispatch-time pass-on is firing successors */
@@ -220,6 +236,16 @@ void lt__sched_migrate(lt_sched_t *s);
 /* lt__sched_cancel_answered settles a migration of r (taken off its server already) by its
  * completion status: 1 when r was canceled there and is queued for placement again. */
 int lt__sched_cancel_answered(lt_sched_t *s, instr_rec_t *r, int status);
+
+/* crash.c */
+/* lt__sched_note_lost remembers that r was lost with the session of slot idx. */
+void lt__sched_note_lost(lt_sched_t *s, size_t idx, const instr_rec_t *r);
+/* lt__sched_crash_report applies the crash report of a welcome on slot idx to what the
+ * session before it was running: a chain present at two crashes fails its task with
+ * LT_ECRASH; losses to a crash are not charged to max_retries. */
+void lt__sched_crash_report(lt_sched_t *s, size_t idx, const lt_msg_t *welcome);
+/* lt__sched_forget_lost frees slot idx's record of lost instructions. */
+void lt__sched_forget_lost(lt_sched_t *s, size_t idx);
 
 /* watchdog.c */
 /* lt__sched_overdue takes back instructions a live server has held far longer than their

@@ -61,6 +61,8 @@ void lt__sched_free(lt_sched_t *s) {
   pthread_mutex_destroy(&s->stats_mu);
   for (size_t i = 0; i < s->capconns && s->relq != NULL; i++)
     free(s->relq[i].ids);
+  for (size_t i = 0; i < s->nconns && s->slots != NULL; i++)
+    free(s->slots[i].lost);
   free(s->relq);
   free(s->slots);
   free(s->admitted);
@@ -140,7 +142,8 @@ static long add_slot(lt_sched_t *s, size_t host, int watch_fd) {
   size_t idx = s->nconns;
   memset(&s->conns[idx], 0, sizeof s->conns[idx]);
   s->conns[idx].state = LT_CONN_DEAD;
-  s->slots[idx] = (slot_t){.host = host, .watch_fd = watch_fd, .successor = -1, .sessions = 1};
+  s->slots[idx] = (slot_t){
+      .host = host, .watch_fd = watch_fd, .successor = -1, .predecessor = -1, .sessions = 1};
   s->slots[idx].answered = host >= s->initial; /* only initial hosts hold up the start */
   s->nconns++;
   greet(s, idx);
@@ -216,6 +219,7 @@ void lt__sched_conn_dead(lt_sched_t *s, size_t idx, const char *why) {
     c->inflight--;
     lt__sched_unadmit(s, r, idx);
     lt__sched_cancel_answered(s, r, LT_ELOST);
+    lt__sched_note_lost(s, idx, r);
     lt__sched_lost(s, r, c->endpoint, why, 1);
   }
   /* Instructions elsewhere that wait for a value of the dead server would wait for their
@@ -253,6 +257,7 @@ static void greet_again(lt_sched_t *s, size_t idx, int64_t now) {
   }
   sl->successor = next;
   sl->watch_fd = -1;
+  s->slots[next].predecessor = (long)idx;
   memcpy(s->slots[next].why, sl->why, sizeof sl->why);
   s->slots[next].sessions = sl->sessions + 1;
   s->slots[next].answered = 1;
@@ -288,6 +293,7 @@ static void on_welcome(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
   lt__log(sl->sessions > 1 ? LT_LOG_WARN : LT_LOG_INFO, "server %s (%s) ready%s, %u threads",
           c->endpoint, m->u.welcome.server_id, sl->sessions > 1 ? " again" : "", c->threads);
   start_answered(s, idx, 1);
+  lt__sched_crash_report(s, idx, m);
 }
 
 static void on_error(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
@@ -414,6 +420,7 @@ static void fail_unplaceable(lt_sched_t *s) {
 static int send_window(lt_sched_t *s, size_t i, int64_t now) {
   lt_msg_t w = {.type = LT_MSG_EXECUTE};
   w.u.execute.max_active = s->pace[i].threads;
+  w.u.execute.timeout_ms = s->ev->opts.task_timeout_ms;
   return lt__conn_send(&s->conns[i], &w, NULL, now);
 }
 
