@@ -330,12 +330,14 @@ static uint64_t header_cap(const lt_sched_t *s, size_t idx) {
 }
 
 /* too_big fails r's task when no live server takes frames as large as it needs (an input
- * sent or fetched, or the instruction itself in the header); 1 when it did. */
+ * sent or fetched, or the instruction itself in the header), and none is still connecting;
+ * 1 when it did. */
 static int too_big(lt_sched_t *s, instr_rec_t *r, const lt_fire_t *fi) {
   uint64_t most = 0, hdr = instr_bytes(s, r, fi);
   size_t best = 0;
   int live = 0;
   for (size_t i = 0; i < s->nconns; i++) {
+    if (s->conns[i].state == LT_CONN_HELLO) return 0; /* it may take it: wait for its welcome */
     if (!lt__sched_takes(s, i)) continue;
     if (s->conns[i].max_frame == 0 || (fits(s, i, fi) && hdr <= header_cap(s, i))) return 0;
     if (!live || s->conns[i].max_frame > most) {

@@ -323,6 +323,40 @@ static void apply(lt_sched_t *s, instr_rec_t *r, int conn, const lt_completion_t
     job_finish(s, j, lt__buf_ok(j->inst->result.value));
 }
 
+/* check_moves fails the tasks of readers that were sent, before r's outputs had a size, to
+ * a server whose frame limit the value now cannot fit: their fetch could never succeed. A
+ * scan of what is out, done only when some live server's limit is below an output. */
+static void check_moves(lt_sched_t *s, const instr_rec_t *r, int holder,
+                        const lt_completion_t *cp) {
+  uint64_t most = 0, least = UINT64_MAX;
+  for (uint32_t i = 0; i < cp->noutputs; i++)
+    if (cp->outputs[i].size > most) most = cp->outputs[i].size;
+  for (size_t i = 0; i < s->nconns; i++)
+    if (lt__sched_takes(s, i) && s->conns[i].max_frame > 0 && s->conns[i].max_frame < least)
+      least = s->conns[i].max_frame;
+  if (most <= least) return;
+  instr_rec_t *q, *tmp;
+  HASH_ITER(hh, s->inflight, q, tmp) {
+    if (q->conn < 0 || q->conn == holder || lt__sched_stale(q)) continue;
+    uint64_t lim = s->conns[q->conn].max_frame;
+    for (uint32_t k = 0; k < q->nins; k++) {
+      const lt_token_t *t = &q->ins[k];
+      if (t->value != NULL || t->holder != holder || t->id.client != s->ev->client_id ||
+          t->id.seq < r->seq || t->id.seq >= r->seq + cp->noutputs)
+        continue;
+      uint64_t size = cp->outputs[t->id.seq - r->seq].size;
+      if (lim == 0 || size <= lim) continue;
+      char msg[256];
+      snprintf(msg, sizeof msg,
+               "a value of %llu bytes cannot move to server %s: over its frame limit of %llu "
+               "bytes",
+               (unsigned long long)size, s->conns[q->conn].endpoint, (unsigned long long)lim);
+      lt__sched_job_fail(s, q->job, LT_ETOOBIG, msg);
+      break;
+    }
+  }
+}
+
 void lt__sched_on_completion(lt_sched_t *s, size_t idx, const lt_completion_t *cp,
                              const lt_msg_t *m) {
   lt_conn_t *c = &s->conns[idx];
@@ -368,6 +402,8 @@ void lt__sched_on_completion(lt_sched_t *s, size_t idx, const lt_completion_t *c
     deliver_final(s, j, cp, m);
   } else if (!r->moved) {
     apply(s, r, (int)idx, cp, m);
+  } else {
+    check_moves(s, r, (int)idx, cp);
   }
   lt__sched_rec_done(s, r);
 }

@@ -255,6 +255,33 @@ Test(frames, task_over_the_frame_limit_fails_alone, .timeout = 60) {
   lt__proc_stop(&p, 5000);
 }
 
+Test(frames, big_tasks_go_to_the_server_that_takes_them, .timeout = 60) {
+  lt_proc_t p[2];
+  const char *small[] = {"--max-frame", "65536", NULL};
+  start_server_with(&p[0], "small", 2, small);
+  start_server(&p[1], "large", 2);
+  lt_eval_t *ev = eval_on(lt_farm(lt_seq("testk:echo")), p, 2, NULL);
+  enum { N = 60, BIG = 100000 };
+  unsigned char *big = calloc(1, BIG);
+  for (int i = 0; i < N; i++) {
+    put_i64(big, i);
+    cr_assert_eq(lt_eval_submit(ev, big, i % 2 ? BIG : 8, NULL), LT_OK);
+  }
+  lt_eval_close(ev);
+  for (int i = 0; i < N; i++) {
+    lt_buf_t *b = NULL;
+    cr_assert_eq(lt_eval_next_timeout(ev, READ_MS, &b), LT_OK);
+    cr_assert_eq(lt_buf_error(b), LT_OK, "task %d: %s", i, lt_buf_errmsg(b));
+    cr_assert_eq(lt_buf_len(b), i % 2 ? BIG : 8);
+    cr_assert_eq(get_i64(lt_buf_data(b)), i);
+    lt_buf_free(b);
+  }
+  free(big);
+  lt_eval_free(ev);
+  for (int i = 0; i < 2; i++)
+    lt__proc_stop(&p[i], 5000);
+}
+
 Test(frames, big_batches_stay_within_a_small_frame_limit, .timeout = 60) {
   lt_proc_t p;
   const char *small[] = {"--max-frame", "4096", NULL};
