@@ -39,9 +39,24 @@ void lt__eval_woken(lt_eval_t *ev) {
   atomic_store(&ev->wake_pending, 0);
 }
 
+/* journaled tells whether a result is worth keeping: a value, or a kernel's own failure
+ * (the same input fails the same way); never a loss to the runtime or the network. */
+static int journaled(const lt_buf_t *b) {
+  int err = lt_buf_error(b);
+  return err == LT_OK || err == LT_EKERNEL;
+}
+
+void lt__eval_sync(lt_eval_t *ev) {
+  if (ev->journal != NULL && lt__journal_sync(ev->journal) != LT_OK)
+    lt__log(LT_LOG_ERROR, "journal %s: cannot sync: %s", ev->opts.journal, strerror(errno));
+}
+
 void lt__eval_finish(lt_eval_t *ev, lt_task_t *t, lt_buf_t *b) {
   ev->pending--;
   ev->completed++;
+  if (ev->journal != NULL && !t->replayed && b != NULL && journaled(b) &&
+      lt__journal_append(ev->journal, t->digest, b) != LT_OK)
+    lt__log(LT_LOG_ERROR, "journal %s: cannot append: %s", ev->opts.journal, strerror(errno));
   /* Submitters blocked on a full window wake once it has drained by an eighth, not at
    * every result. */
   uint64_t low = ev->opts.max_pending - (ev->opts.max_pending + 7) / 8;
@@ -183,8 +198,24 @@ LT_API int lt_eval_spawn_local(lt_eval_t *ev, int nservers) {
   return LT_OK;
 }
 
+/* open_journal opens the journal (journal=FILE) once; with ev->mu held. */
+static int open_journal(lt_eval_t *ev) {
+  if (ev->opts.journal == NULL || ev->journal != NULL) return LT_OK;
+  char *program = lt_skel_format(ev->program);
+  if (program == NULL) return LT_ENOMEM;
+  char err[512];
+  int rc = lt__journal_open(&ev->journal, ev->opts.journal, program, err, sizeof err);
+  free(program);
+  if (rc != LT_OK) lt__log(LT_LOG_ERROR, "%s", err);
+  return rc;
+}
+
 LT_API int lt_eval_start(lt_eval_t *ev) {
   if (ev == NULL) return LT_EINVAL;
+  pthread_mutex_lock(&ev->mu);
+  int jrc = ev->state == LT_EVAL_NEW ? open_journal(ev) : LT_OK;
+  pthread_mutex_unlock(&ev->mu);
+  if (jrc != LT_OK) return jrc;
   pthread_mutex_lock(&ev->mu);
   int state = ev->state;
   size_t nhosts = ev->nhosts;
@@ -229,6 +260,10 @@ LT_API int lt_eval_start(lt_eval_t *ev) {
 LT_API int lt_eval_run_local(lt_eval_t *ev) {
   if (ev == NULL) return LT_EINVAL;
   if (ev->state != LT_EVAL_NEW) return LT_ESTATE;
+  pthread_mutex_lock(&ev->mu);
+  int jrc = open_journal(ev);
+  pthread_mutex_unlock(&ev->mu);
+  if (jrc != LT_OK) return jrc;
   lt__template_free(ev->tmpl);
   int rc = lt__template_compile(&ev->tmpl, ev->program, ev->opts.normal_form);
   if (rc == LT_OK) rc = lt__local_new(&ev->local, ev);
@@ -252,9 +287,11 @@ LT_API int lt_eval_submit(lt_eval_t *ev, const void *data, size_t len, lt_future
     lt__task_free(t);
     return LT_ENOMEM;
   }
+  if (ev->opts.journal != NULL) t->digest = lt__digest(data, len);
   pthread_mutex_lock(&ev->mu);
   int rc = LT_OK;
   if (ev->closed || ev->state == LT_EVAL_FAILED) rc = ev->closed ? LT_ECLOSED : LT_ESTATE;
+  if (rc == LT_OK) rc = open_journal(ev);
   /* Before start nothing can finish, so nothing blocks: Lithium's submit-all-then-parDo
    * pattern must work. */
   while (rc == LT_OK && ev->state == LT_EVAL_STARTED && ev->pending >= ev->opts.max_pending) {
@@ -281,6 +318,17 @@ LT_API int lt_eval_submit(lt_eval_t *ev, const void *data, size_t len, lt_future
   if (t->future == NULL) {
     t->stream_seq = ev->next_stream++;
     ev->stream_left++;
+  }
+  lt_buf_t *done = ev->journal != NULL ? lt__journal_take(ev->journal, t->digest) : NULL;
+  if (done != NULL) {
+    /* Done in an earlier run: its result comes from the journal, in its place. */
+    t->replayed = 1;
+    ev->pending++;
+    ev->submitted++;
+    if (out != NULL) *out = t->future;
+    lt__eval_finish(ev, t, done);
+    pthread_mutex_unlock(&ev->mu);
+    return LT_OK;
   }
   if (ev->intake_tail != NULL)
     ev->intake_tail->next = t;
@@ -389,6 +437,7 @@ LT_API int lt_eval_stats_json(lt_eval_t *ev, char **json) {
   lt__json_u64(&j, "tasks_submitted", ev->submitted);
   lt__json_u64(&j, "tasks_completed", ev->completed);
   lt__json_u64(&j, "tasks_pending", ev->pending);
+  lt__json_u64(&j, "journal_replayed", lt__journal_taken(ev->journal));
   pthread_mutex_unlock(&ev->mu);
   if (ev->sched != NULL) {
     lt__sched_stats_json(ev->sched, &j);
@@ -443,6 +492,7 @@ LT_API void lt_eval_free(lt_eval_t *ev) {
   free(ev->hosts);
   free(ev->host_fds);
   if (ev->wake_fd >= 0) close(ev->wake_fd);
+  lt__journal_close(ev->journal);
   lt__template_free(ev->tmpl);
   lt_skel_free(ev->program);
   lt__options_clear(&ev->opts);

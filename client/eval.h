@@ -10,6 +10,7 @@
 #include <uthash.h>
 #include <lithium.h>
 
+#include "journal.h"
 #include "options.h"
 #include "spawn.h"
 #include "template.h"
@@ -21,6 +22,8 @@ typedef struct lt_task {
   lt_value_t *input;
   lt_future_t *future; /* NULL: the result goes to the stream */
   lt_buf_t *result;
+  lt_digest_t digest;   /* of the input, when there is a journal */
+  int replayed;         /* its result came from the journal: not written to it again */
   struct lt_task *next; /* intake queue or unordered ready list */
   UT_hash_handle hh;    /* ordered results, keyed by stream_seq */
 } lt_task_t;
@@ -68,6 +71,7 @@ struct lt_eval {
   int space_waiters;       /* threads in lt_eval_submit's wait (under mu) */
   pthread_t thread;
   int thread_started;
+  lt_journal_t *journal;  /* journal=FILE, opened at the first submit or start */
   struct lt_sched *sched; /* servers (lt_eval_start) */
   struct lt_local *local; /* or the sequential evaluator (lt_eval_run_local) */
 };
@@ -86,6 +90,10 @@ void lt__eval_finish(lt_eval_t *ev, lt_task_t *task, lt_buf_t *b);
 /* lt__eval_add_host adds `endpoint` (once: an endpoint already there is not added again)
  * with the stdout `fd` of its spawned process, or -1. Any thread. */
 int lt__eval_add_host(lt_eval_t *ev, const char *endpoint, int fd);
+
+/* lt__eval_sync makes the results journaled so far durable, once per batch of results.
+ * With ev->mu held. */
+void lt__eval_sync(lt_eval_t *ev);
 
 /* lt__task_free frees a task record; accepts NULL. */
 void lt__task_free(lt_task_t *t);

@@ -57,6 +57,7 @@ void lt__sched_deliver(lt_sched_t *s) {
     t->result = NULL;
     lt__eval_finish(s->ev, t, b);
   }
+  lt__eval_sync(s->ev);
   pthread_mutex_unlock(&s->ev->mu);
   s->done_head = s->done_tail = NULL;
 }

@@ -175,6 +175,7 @@ void *lt__local_main(void *arg) {
     lt_buf_t *b = run_task(l, t);
     pthread_mutex_lock(&ev->mu);
     lt__eval_finish(ev, t, b);
+    if (ev->intake_head == NULL) lt__eval_sync(ev); /* a batch: what was waiting is done */
     pthread_mutex_unlock(&ev->mu);
   }
   return NULL;
