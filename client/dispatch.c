@@ -364,8 +364,9 @@ static int too_big(lt_sched_t *s, instr_rec_t *r, const lt_fire_t *fi) {
   return 1;
 }
 
-/* send_one places and encodes r; LT_EAGAIN when no server has room. */
-static int send_one(lt_sched_t *s, batch_t *batches, instr_rec_t *r) {
+/* send_one places and encodes r (on server `force` when it is not -1); LT_EAGAIN when no
+ * server has room. */
+static int send_one(lt_sched_t *s, batch_t *batches, instr_rec_t *r, int force) {
   lt_fire_t fi;
   if (r->moved) {
     /* A re-dispatch after its frame went on: the record has all it needs. */
@@ -382,7 +383,11 @@ static int send_one(lt_sched_t *s, batch_t *batches, instr_rec_t *r) {
   if (r->ins == NULL && keep_inputs(r, &fi) != LT_OK) return LT_ENOMEM;
   fi.inputs = r->ins; /* the record's copies: the frame may go on below */
   if (too_big(s, r, &fi)) return LT_OK;
-  int idx = place(s, r, &fi);
+  int idx = force;
+  if (idx >= 0)
+    r->admitted = 1;
+  else
+    idx = place(s, r, &fi);
   if (idx < 0) return LT_EAGAIN;
   const lt_options_t *o = &s->ev->opts;
   r->op = fi.op;
@@ -416,6 +421,7 @@ static int send_one(lt_sched_t *s, batch_t *batches, instr_rec_t *r) {
   if (batch_add(s, &batches[idx], idx, r, &fi, flags) != LT_OK) return LT_ENOMEM;
   r->conn = idx;
   r->sent_ms = lt__sched_now_ms();
+  r->expect_us = lt__pace_backlog_us(s, (size_t)idx) + lt__pace_cost_us(s, (size_t)idx, r->stages);
   HASH_ADD(hh, s->inflight, seq, sizeof r->seq, r);
   s->conns[idx].inflight++;
   if (r->admitted) {
@@ -432,6 +438,18 @@ static void note_full(lt_sched_t *s) {
     if (s->conns[i].state == LT_CONN_READY && !has_room(s, i)) lt__pace_full(&s->pace[i]);
 }
 
+int lt__sched_dispatch_to(lt_sched_t *s, instr_rec_t *r, int idx) {
+  batch_t *batches = calloc(s->nconns, sizeof *batches);
+  if (batches == NULL) return LT_ENOMEM;
+  int rc = send_one(s, batches, r, idx);
+  for (size_t i = 0; i < s->nconns; i++) {
+    if (batches[i].n > 0) batch_send(s, i, &batches[i]);
+    batch_free(&batches[i]);
+  }
+  free(batches);
+  return rc;
+}
+
 void lt__sched_dispatch(lt_sched_t *s) {
   if (s->fire_head == NULL || s->nconns == 0) return;
   batch_t *batches = calloc(s->nconns, sizeof *batches);
@@ -442,7 +460,7 @@ void lt__sched_dispatch(lt_sched_t *s) {
       lt__sched_rec_done(s, r);
       continue;
     }
-    int rc = send_one(s, batches, r);
+    int rc = send_one(s, batches, r, -1);
     if (rc == LT_EAGAIN) {
       lt__sched_push_fireable(s, r, 1);
       note_full(s);

@@ -235,7 +235,7 @@ void lt__sched_lost(lt_sched_t *s, instr_rec_t *r, const char *endpoint, const c
                     int charge) {
   lt__trace_instr_lost(s->trace, r, endpoint, why);
   job_t *j = r->job;
-  if (lt__sched_stale(r)) {
+  if (lt__sched_stale(r) || lt__sched_twin_settle(s, r, 0)) {
     lt__sched_rec_done(s, r);
     return;
   }
@@ -381,6 +381,13 @@ void lt__sched_on_completion(lt_sched_t *s, size_t idx, const lt_completion_t *c
   c->inflight--;
   lt__sched_unadmit(s, r, idx);
   if (lt__sched_cancel_answered(s, r, cp->status)) return; /* it moves to a faster server */
+  if (lt__sched_twin_settle(s, r, cp->status == LT_OK)) {
+    /* Its copy won, or carries on: this one only releases what it left. */
+    if (cp->status == LT_OK && s->ev->opts.lazy)
+      release_outputs(s, r, (int)idx, cp->noutputs > 0 ? cp->noutputs : 1);
+    lt__sched_rec_done(s, r);
+    return;
+  }
   c->completed++;
   s->slots[idx].suspect = 0;
   if (cp->status == LT_OK)

@@ -30,7 +30,8 @@ static uint32_t idle_threads(const lt_sched_t *s, size_t i) {
 /* movable tells whether r may run elsewhere after a confirmed cancel: every input is held
  * by the client, and nothing was dispatched that names its output on this server. */
 static int movable(const instr_rec_t *r) {
-  if (!r->admitted || r->migrating || r->chained || (r->moved && !r->final) || lt__sched_stale(r))
+  if (!r->admitted || r->migrating || r->chained || (r->moved && !r->final) || lt__sched_stale(r) ||
+      r->twin != NULL || r->dropped)
     return 0;
   for (uint32_t i = 0; i < r->nins; i++)
     if (r->ins[i].value == NULL) return 0;

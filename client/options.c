@@ -34,6 +34,16 @@ static int parse_u32(const char *v, uint32_t lo, uint32_t hi, uint32_t *out) {
   return LT_OK;
 }
 
+/* parse_factor reads a number in [1, 1000]. */
+static int parse_factor(const char *v, double *out) {
+  char *end;
+  errno = 0;
+  double d = strtod(v, &end);
+  if (errno != 0 || end == v || *end != '\0' || !(d >= 1.0 && d <= 1000.0)) return LT_EINVAL;
+  *out = d;
+  return LT_OK;
+}
+
 static int parse_placement(const char *v, int *out) {
   if (strcmp(v, "eft") == 0) {
     *out = LT_PLACE_EFT;
@@ -60,12 +70,12 @@ static int set_string(char **dst, const char *v) {
  * lookahead and lazy binding on. Single switches set later override it. */
 static int set_mode(lt_options_t *o, const char *v) {
   if (strcmp(v, "plain") == 0) {
-    o->lookahead = o->lazy = o->throttle = 0;
+    o->lookahead = o->lazy = o->throttle = o->backup = 0;
     return LT_OK;
   }
   if (strcmp(v, "optimized") == 0) {
     /* Throttling stays a separate switch until it is validated on loaded grids. */
-    o->lookahead = o->lazy = 1;
+    o->lookahead = o->lazy = o->backup = 1;
     return LT_OK;
   }
   return LT_EINVAL;
@@ -82,6 +92,7 @@ void lt__options_init(lt_options_t *o) {
   o->min_threads = 2;
   o->inline_max = 64 * 1024;
   o->migrate = 1;
+  o->backup_factor = 2.0;
   set_mode(o, "optimized");
 }
 
@@ -97,6 +108,8 @@ int lt__options_set(lt_options_t *o, const char *key, const char *value) {
   if (strcmp(key, "min_threads") == 0) return parse_u32(value, 1, 4096, &o->min_threads);
   if (strcmp(key, "throttle") == 0) return parse_bool(value, &o->throttle);
   if (strcmp(key, "migrate") == 0) return parse_bool(value, &o->migrate);
+  if (strcmp(key, "backup") == 0) return parse_bool(value, &o->backup);
+  if (strcmp(key, "backup_factor") == 0) return parse_factor(value, &o->backup_factor);
   if (strcmp(key, "placement") == 0) return parse_placement(value, &o->placement);
   if (strcmp(key, "inline_max") == 0) return parse_u32(value, 0, 1u << 30, &o->inline_max);
   if (strcmp(key, "max_pending") == 0) return parse_u32(value, 1, 1u << 30, &o->max_pending);
@@ -134,6 +147,8 @@ static const char *const env_keys[] = {"mode",
                                        "throttle",
                                        "placement",
                                        "migrate",
+                                       "backup",
+                                       "backup_factor",
                                        "trace",
                                        "journal"};
 

@@ -23,6 +23,8 @@ typedef struct lt_options {
   int throttle;                /* adapt each server's thread window to its load */
   int placement;               /* lt_placement_t */
   int migrate;                 /* end of stream: move queued work from slow to idle servers */
+  int backup;                  /* end of stream: copies of stragglers on idle servers */
+  double backup_factor;        /* a straggler has run this many times its expected time */
   uint32_t inline_max;         /* lazy: intermediate values up to this size also come back */
   uint32_t max_pending;        /* unfinished tasks before submit blocks */
   uint32_t max_retries;        /* re-dispatches of one instruction after server loss */

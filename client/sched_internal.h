@@ -47,7 +47,11 @@ typedef struct instr_rec {
   uint32_t nins;
   const lt_tstage_t *stages; /* borrowed from the template, for a re-dispatch */
   uint32_t nstages;
-  int64_t sent_ms; /* when it was last dispatched */
+  int64_t sent_ms;        /* when it was last dispatched */
+  double expect_us;       /* when it should be done then: its server's backlog + its cost */
+  struct instr_rec *twin; /* the other copy while both are out (backup.c) */
+  int backup;             /* this record is the copy */
+  int dropped;            /* its twin won: its completion only releases what it left */
   struct instr_rec *next;
   UT_hash_handle hh; /* s->inflight, by seq */
 } instr_rec_t;
@@ -176,6 +180,8 @@ struct lt_sched {
   uint32_t cancels_out; /* cancels not yet answered */
   uint64_t stray;       /* completions for instructions a server was not running for us */
   uint64_t overdue;     /* instructions taken back from a server that held them far too long */
+  uint64_t backups;     /* copies of stragglers sent to idle servers (backup.c) */
+  uint64_t backups_won; /* of those, the ones that finished first */
 };
 
 int64_t lt__sched_now_ms(void);
@@ -227,6 +233,8 @@ void lt__sched_deliver(lt_sched_t *s);
 /* dispatch.c */
 #define LT_LINK_BPUS 100.0 /* bytes per µs assumed for moving a value (100 MB/s) */
 void lt__sched_dispatch(lt_sched_t *s);
+/* lt__sched_dispatch_to sends r to server idx at once; LT_EAGAIN when it cannot go there. */
+int lt__sched_dispatch_to(lt_sched_t *s, instr_rec_t *r, int idx);
 /* lt__sched_unadmit takes r out of server idx's window and backlog (when it was in). */
 void lt__sched_unadmit(lt_sched_t *s, instr_rec_t *r, size_t idx);
 
@@ -246,6 +254,13 @@ void lt__sched_note_lost(lt_sched_t *s, size_t idx, const instr_rec_t *r);
 void lt__sched_crash_report(lt_sched_t *s, size_t idx, const lt_msg_t *welcome);
 /* lt__sched_forget_lost frees slot idx's record of lost instructions. */
 void lt__sched_forget_lost(lt_sched_t *s, size_t idx);
+
+/* backup.c */
+/* lt__sched_backup sends copies of stragglers to idle servers once the input is closed. */
+void lt__sched_backup(lt_sched_t *s, int64_t now_ms);
+/* lt__sched_twin_settle settles r's copies as r completes (ok: with a result) or is lost:
+ * 1 when r is to be dropped without effect (its twin won, or carries on), else 0. */
+int lt__sched_twin_settle(lt_sched_t *s, instr_rec_t *r, int ok);
 
 /* watchdog.c */
 /* lt__sched_overdue takes back instructions a live server has held far longer than their

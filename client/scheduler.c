@@ -458,6 +458,7 @@ static void tick(lt_sched_t *s, int64_t now) {
     }
   }
   lt__sched_overdue(s, now);
+  lt__sched_backup(s, now);
 }
 
 /* ---- the loop --------------------------------------------------------------------- */
@@ -590,6 +591,8 @@ int lt__sched_stats_json(lt_sched_t *s, lt_json_t *j) {
   lt__json_u64(j, "migrated", s->migrated);
   lt__json_u64(j, "stray_completions", s->stray);
   lt__json_u64(j, "overdue", s->overdue);
+  lt__json_u64(j, "backups", s->backups);
+  lt__json_u64(j, "backups_won", s->backups_won);
   lt__json_str(j, "mode",
                o->lookahead && o->lazy     ? "optimized"
                : !o->lookahead && !o->lazy ? "plain"

@@ -107,6 +107,7 @@ Test(throttle, queued_work_moves_off_a_slow_server_at_the_end, .timeout = 180) {
   lt_eval_t *ev = NULL;
   cr_assert_eq(lt_eval_new(&ev, lt_farm(lt_seq_with("testk:spin", "2000000", 7))), LT_OK);
   cr_assert_eq(lt_eval_set(ev, "max_threads", "6"), LT_OK);
+  cr_assert_eq(lt_eval_set(ev, "backup", "off"), LT_OK); /* exactly once: no copies */
   cr_assert_eq(lt_eval_add_host(ev, hosts[0].endpoint), LT_OK);
   cr_assert_eq(lt_eval_start(ev), LT_OK);
   const int n = 16;

@@ -168,7 +168,7 @@ static void traced_run(run_t *r, lt_skel_t *program, int n, int64_t (*expect)(in
   strcpy(dir, "/tmp/lt_trace_XXXXXX");
   cr_assert_not_null(mkdtemp(dir), "mkdtemp: %s", strerror(errno));
   snprintf(r->path, sizeof r->path, "%s/trace.json", dir);
-  const char *opts[] = {"normal_form", normal_form, "trace", r->path, NULL};
+  const char *opts[] = {"normal_form", normal_form, "trace", r->path, "backup", "off", NULL};
   if (via_env) {
     cr_assert_eq(setenv("LITHIUM_TRACE", r->path, 1), 0); /* this test's own process */
     opts[2] = NULL;

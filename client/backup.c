@@ -1,0 +1,139 @@
+/* backup.c: copies of stragglers (option backup, on in `optimized`). Once the input is
+ * closed, an instruction that has been out for more than backup_factor times what its
+ * server was expected to take for it (its backlog then plus its cost), and that an idle
+ * server would finish in less time than it has already taken, gets a copy there. The two
+ * are twins: the first to complete wins and is applied as usual; the other is cancelled on
+ * its server and, when it still completes, only releases what it left. Nothing is
+ * delivered twice. Only instructions whose inputs the client holds and whose output nobody
+ * references yet (a farm's tasks, a last stage) get copies. Kernels are pure functions of
+ * their inputs, which is what makes this safe. Dispatcher thread only. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <lithium/error.h>
+#include "log.h"
+#include "sched_internal.h"
+
+#define BACKUP_MIN_MS 20 /* nothing is a straggler before this */
+
+/* input_closed tells whether no task can arrive any more. */
+static int input_closed(lt_sched_t *s) {
+  pthread_mutex_lock(&s->ev->mu);
+  int closed = s->ev->closed && s->ev->intake_head == NULL;
+  pthread_mutex_unlock(&s->ev->mu);
+  return closed;
+}
+
+/* eligible tells whether r may get a copy: out, alone, its inputs held by the client, and
+ * its output not named to successors on its server. */
+static int eligible(const instr_rec_t *r) {
+  if (r->conn < 0 || r->twin != NULL || r->dropped || r->migrating || lt__sched_stale(r) ||
+      r->op != LT_OP_SEQ || (r->moved && !r->final) || r->chained)
+    return 0;
+  for (uint32_t i = 0; i < r->nins; i++)
+    if (r->ins[i].value == NULL) return 0;
+  return 1;
+}
+
+/* idle_server returns a server with a free thread that takes r's inputs and would finish r
+ * in less than `taken_us`, the cheapest such, or -1. */
+static int idle_server(lt_sched_t *s, const instr_rec_t *r, double taken_us) {
+  int best = -1;
+  double best_us = taken_us;
+  for (size_t i = 0; i < s->nconns; i++) {
+    if ((int)i == r->conn || !lt__sched_takes(s, i) || s->slots[i].suspect) continue;
+    if (s->admitted[i] >= (uint32_t)lt__pace_parallel(&s->pace[i])) continue;
+    uint64_t lim = s->conns[i].max_frame;
+    int fits = 1;
+    for (uint32_t k = 0; k < r->nins && lim > 0; k++)
+      if (r->ins[k].value->len > lim) fits = 0;
+    double us = lt__pace_cost_us(s, i, r->stages);
+    if (fits && us < best_us) {
+      best = (int)i;
+      best_us = us;
+    }
+  }
+  return best;
+}
+
+/* copy_of makes r's twin: the same work under an instruction id of its own. */
+static instr_rec_t *copy_of(lt_sched_t *s, instr_rec_t *r) {
+  instr_rec_t *c = calloc(1, sizeof *c);
+  lt_token_t *ins = calloc(r->nins ? r->nins : 1, sizeof *ins);
+  if (c == NULL || ins == NULL) {
+    free(c);
+    free(ins);
+    return NULL;
+  }
+  for (uint32_t i = 0; i < r->nins; i++) {
+    ins[i] = r->ins[i];
+    lt__value_ref(ins[i].value);
+  }
+  c->seq = s->next_seq;
+  s->next_seq += (uint64_t)LT_MAX_PARTS + 1;
+  c->job = r->job;
+  c->gen = r->gen;
+  c->frame = r->frame;
+  c->op = r->op;
+  c->ins = ins;
+  c->nins = r->nins;
+  c->stages = r->stages;
+  c->nstages = r->nstages;
+  c->moved = r->moved;
+  c->final = r->final;
+  c->conn = -1;
+  c->backup = 1;
+  r->job->live++;
+  return c;
+}
+
+void lt__sched_backup(lt_sched_t *s, int64_t now_ms) {
+  const lt_options_t *o = &s->ev->opts;
+  if (!o->backup || !o->lookahead || s->fire_head != NULL || s->inflight == NULL ||
+      !input_closed(s))
+    return;
+  instr_rec_t *r, *tmp;
+  HASH_ITER(hh, s->inflight, r, tmp) {
+    if (!eligible(r)) continue;
+    int64_t taken_ms = now_ms - r->sent_ms;
+    if (taken_ms < BACKUP_MIN_MS || (double)taken_ms * 1000.0 < o->backup_factor * r->expect_us)
+      continue;
+    int to = idle_server(s, r, (double)taken_ms * 1000.0);
+    if (to < 0) continue;
+    instr_rec_t *c = copy_of(s, r);
+    if (c == NULL) return;
+    c->twin = r;
+    r->twin = c;
+    if (lt__sched_dispatch_to(s, c, to) != LT_OK) {
+      r->twin = NULL;
+      lt__sched_rec_done(s, c);
+      continue;
+    }
+    s->backups++;
+    lt__log(LT_LOG_INFO, "instruction %llu: out %lld ms on %s, a copy goes to %s",
+            (unsigned long long)r->seq, (long long)taken_ms, s->conns[r->conn].endpoint,
+            s->conns[to].endpoint);
+  }
+}
+
+/* cancel_on asks r's server to drop it (it may have started: then it completes). */
+static void cancel_on(lt_sched_t *s, instr_rec_t *r) {
+  if (r->conn < 0 || !lt__sched_takes(s, (size_t)r->conn)) return;
+  lt_msg_t m = {.type = LT_MSG_CANCEL};
+  m.u.cancel.seqs = &r->seq;
+  m.u.cancel.nseqs = 1;
+  lt__conn_send(&s->conns[r->conn], &m, NULL, lt__sched_now_ms());
+}
+
+int lt__sched_twin_settle(lt_sched_t *s, instr_rec_t *r, int ok) {
+  if (r->dropped) return 1;
+  instr_rec_t *t = r->twin;
+  if (t == NULL) return 0;
+  r->twin = NULL;
+  t->twin = NULL;
+  if (!ok) return 1; /* lost or failed here: the twin carries on */
+  t->dropped = 1;
+  cancel_on(s, t);
+  if (r->backup) s->backups_won++;
+  return 0;
+}
