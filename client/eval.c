@@ -133,7 +133,9 @@ static int grow_hosts(lt_eval_t *ev) {
   if (h != NULL) ev->hosts = h;
   int *f = realloc(ev->host_fds, cap * sizeof *f);
   if (f != NULL) ev->host_fds = f;
-  if (h == NULL || f == NULL) return LT_ENOMEM;
+  unsigned char *g = realloc(ev->host_gone, cap);
+  if (g != NULL) ev->host_gone = g;
+  if (h == NULL || f == NULL || g == NULL) return LT_ENOMEM;
   ev->caphosts = cap;
   return LT_OK;
 }
@@ -160,6 +162,7 @@ int lt__eval_add_host(lt_eval_t *ev, const char *endpoint, int fd) {
     return LT_ENOMEM;
   }
   ev->host_fds[ev->nhosts] = fd;
+  ev->host_gone[ev->nhosts] = 0;
   ev->hosts[ev->nhosts++] = copy;
   int started = ev->state == LT_EVAL_STARTED;
   pthread_mutex_unlock(&ev->mu);
@@ -169,6 +172,22 @@ int lt__eval_add_host(lt_eval_t *ev, const char *endpoint, int fd) {
 
 LT_API int lt_eval_add_host(lt_eval_t *ev, const char *endpoint) {
   return lt__eval_add_host(ev, endpoint, -1);
+}
+
+LT_API int lt_eval_remove_host(lt_eval_t *ev, const char *endpoint) {
+  if (ev == NULL || endpoint == NULL) return LT_EINVAL;
+  pthread_mutex_lock(&ev->mu);
+  int rc = LT_ENOENT;
+  for (size_t i = 0; i < ev->nhosts; i++) {
+    if (strcmp(ev->hosts[i], endpoint) == 0 && !ev->host_gone[i]) {
+      ev->host_gone[i] = 1;
+      rc = LT_OK;
+    }
+  }
+  int started = ev->state == LT_EVAL_STARTED;
+  pthread_mutex_unlock(&ev->mu);
+  if (rc == LT_OK && started) lt__eval_wake(ev);
+  return rc;
 }
 
 static const char *server_program(const lt_eval_t *ev) {
@@ -491,6 +510,7 @@ LT_API void lt_eval_free(lt_eval_t *ev) {
     free(ev->hosts[i]);
   free(ev->hosts);
   free(ev->host_fds);
+  free(ev->host_gone);
   if (ev->wake_fd >= 0) close(ev->wake_fd);
   lt__journal_close(ev->journal);
   lt__template_free(ev->tmpl);

@@ -46,6 +46,7 @@ struct lt_eval {
   lt_eval_state_t state;
   char **hosts;  /* every endpoint added, once each; the dispatcher opens the new ones */
   int *host_fds; /* per host: stdout of its spawned server process (EOF: it exited), or -1 */
+  unsigned char *host_gone; /* per host: lt_eval_remove_host was called for it */
   size_t nhosts;
   size_t caphosts;
   int closed;

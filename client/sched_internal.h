@@ -133,6 +133,7 @@ typedef struct slot {
   int suspect;         /* it held work far too long: one instruction at a time until it
                           finishes one (watchdog.c) */
   long predecessor;    /* the slot whose session with this server ended before, or -1 */
+  int draining;        /* lt_eval_remove_host: 1 asked, 2 its queued work was cancelled */
   lost_rec_t *lost;    /* what that session was running when it ended (crash.c) */
   uint32_t nlost;
   char why[96]; /* why it is not alive: "refused", "unresolvable", "no answer", ... */

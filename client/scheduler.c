@@ -157,7 +157,48 @@ static void open_new_hosts(lt_sched_t *s) {
     if (add_slot(s, s->hosts_seen, ev->host_fds[s->hosts_seen]) < 0) break;
     s->hosts_seen++;
   }
+  for (size_t i = 0; i < s->nconns; i++)
+    if (ev->host_gone[s->slots[i].host] && !s->slots[i].draining) s->slots[i].draining = 1;
   pthread_mutex_unlock(&ev->mu);
+}
+
+/* drain moves work off a removed server: it takes no new work, its queued instructions are
+ * cancelled (they come back ECANCELED and are placed elsewhere; running ones finish), and
+ * once nothing is out there its session ends for good (bye). */
+static void drain(lt_sched_t *s, size_t idx, int64_t now) {
+  lt_conn_t *c = &s->conns[idx];
+  slot_t *sl = &s->slots[idx];
+  if (c->state == LT_CONN_DEAD || c->state == LT_CONN_HELLO) {
+    if (c->state == LT_CONN_HELLO) lt__conn_shut(c);
+    c->state = LT_CONN_DEAD;
+    snprintf(sl->why, sizeof sl->why, "removed");
+    sl->retry_at_ms = 0;
+    start_answered(s, idx, 0);
+    return;
+  }
+  if (sl->draining == 1) {
+    lt__log(LT_LOG_INFO, "server %s: draining (%u instructions out)", c->endpoint, c->inflight);
+    c->state = LT_CONN_STOPPING;
+    uint64_t *seqs = calloc(c->inflight ? c->inflight : 1, sizeof *seqs);
+    uint32_t n = 0;
+    instr_rec_t *r, *tmp;
+    HASH_ITER(hh, s->inflight, r, tmp) {
+      if (r->conn == (int)idx && seqs != NULL && n < c->inflight) seqs[n++] = r->seq;
+    }
+    if (n > 0) {
+      lt_msg_t m = {.type = LT_MSG_CANCEL};
+      m.u.cancel.seqs = seqs;
+      m.u.cancel.nseqs = n;
+      lt__conn_send(c, &m, NULL, now);
+    }
+    free(seqs);
+    sl->draining = 2;
+  }
+  if (c->inflight > 0) return;
+  lt_msg_t bye = {.type = LT_MSG_BYE};
+  lt__conn_send(c, &bye, NULL, now);
+  lt__sched_conn_dead(s, idx, "removed");
+  s->slots[idx].retry_at_ms = 0;
 }
 
 /* tell_lost tells every other live server that `endpoint` is gone: their instructions
@@ -239,7 +280,9 @@ void lt__sched_conn_dead(lt_sched_t *s, size_t idx, const char *why) {
  * welcomed this slot, else in a new slot (values of the old session are lost for good). */
 static void greet_again(lt_sched_t *s, size_t idx, int64_t now) {
   slot_t *sl = &s->slots[idx];
-  if (s->conns[idx].state != LT_CONN_DEAD || sl->retry_at_ms == 0 || now < sl->retry_at_ms) return;
+  if (s->conns[idx].state != LT_CONN_DEAD || sl->retry_at_ms == 0 || now < sl->retry_at_ms ||
+      sl->draining)
+    return;
   sl->retry_at_ms = 0;
   if (!sl->was_ready) {
     uint32_t backoff = sl->backoff_ms, sessions = sl->sessions;
@@ -326,7 +369,7 @@ static void on_message(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
     }
     c->load = m->load;
     lt__pace_load(&s->pace[idx], &m->load);
-    if (m->load.stopping && c->state == LT_CONN_READY) {
+    if (m->load.stopping && c->state == LT_CONN_READY && !s->slots[idx].draining) {
       lt__log(LT_LOG_INFO, "server %s is stopping: no new work goes there", c->endpoint);
       c->state = LT_CONN_STOPPING;
     }
@@ -427,6 +470,10 @@ static int send_window(lt_sched_t *s, size_t i, int64_t now) {
 static void tick(lt_sched_t *s, int64_t now) {
   const lt_options_t *o = &s->ev->opts;
   for (size_t i = 0; i < s->nconns; i++) {
+    if (s->slots[i].draining) {
+      if (s->conns[i].state != LT_CONN_DEAD || s->slots[i].retry_at_ms != 0) drain(s, i, now);
+      if (s->conns[i].state == LT_CONN_DEAD) continue;
+    }
     greet_again(s, i, now); /* may add a slot: conns may move */
     lt_conn_t *c = &s->conns[i];
     if (c->state == LT_CONN_HELLO && now - c->opened_ms > (int64_t)o->connect_timeout_ms) {
@@ -611,6 +658,7 @@ int lt__sched_stats_json(lt_sched_t *s, lt_json_t *j) {
     lt__json_str(j, "state", conn_state_name(c->state));
     lt__json_str(j, "reason", sl->why);
     lt__json_u64(j, "sessions", sl->sessions);
+    lt__json_bool(j, "removed", sl->draining != 0);
     char inc[20];
     snprintf(inc, sizeof inc, "%016llx", (unsigned long long)c->incarnation);
     lt__json_str(j, "incarnation", inc);

@@ -35,6 +35,13 @@ LT_API int lt_eval_set(lt_eval_t *ev, const char *key, const char *value);
  * ("tcp://host:port"). Before start it only records the endpoint. */
 LT_API int lt_eval_add_host(lt_eval_t *ev, const char *endpoint);
 
+/* lt_eval_remove_host drains the server at `endpoint` (as it was added): no new work goes
+ * there, work queued there moves elsewhere, running work finishes, and its session ends
+ * once nothing runs there; values it held that are still needed are recomputed. No task
+ * fails for it. LT_ENOENT for an endpoint that was never added (or already removed). Any
+ * thread. */
+LT_API int lt_eval_remove_host(lt_eval_t *ev, const char *endpoint);
+
 /* lt_eval_spawn_local starts `nservers` lithium-server processes on free loopback ports
  * (option `server` names the program, option `modules` their module directory), waits until
  * each is ready and adds them as hosts. They are stopped by lt_eval_free. */

@@ -1,0 +1,101 @@
+/* test_longrun.c: long runs on shared grids. Copies of stragglers (backup=on): a server
+ * made 25 times slower by --slowdown holds the last tasks of a farm long after the others
+ * are idle; copies on the idle servers finish first, and every result is right and
+ * delivered once. Draining a host (lt_eval_remove_host) under load: nothing fails, nothing
+ * more goes there, and its session ends. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+/* run_farm runs n tasks of testk:sleep 30 ms over a slow and two fast servers and returns
+ * the stats; every result is checked in order. */
+static char *run_farm(const char *backup, int n) {
+  lt_proc_t p[3];
+  const char *slow[] = {"--slowdown", "25", NULL};
+  start_server_with(&p[0], "slow", 2, slow);
+  start_server(&p[1], "fast0", 2);
+  start_server(&p[2], "fast1", 2);
+  lt_eval_t *ev = NULL;
+  cr_assert_eq(lt_eval_new(&ev, lt_farm(lt_seq_with("testk:sleep", "30", 2))), LT_OK);
+  cr_assert_eq(lt_eval_set(ev, "backup", backup), LT_OK);
+  cr_assert_eq(lt_eval_set(ev, "migrate", "off"), LT_OK); /* copies alone move work */
+  for (int i = 0; i < 3; i++)
+    cr_assert_eq(lt_eval_add_host(ev, p[i].endpoint), LT_OK);
+  cr_assert_eq(lt_eval_start(ev), LT_OK);
+  submit_i64s(ev, n);
+  lt_eval_close(ev);
+  for (int i = 0; i < n; i++) {
+    lt_buf_t *b = NULL;
+    cr_assert_eq(lt_eval_next_timeout(ev, 60000, &b), LT_OK, "result %d", i);
+    cr_assert_eq(lt_buf_error(b), LT_OK, "task %d: %s", i, lt_buf_errmsg(b));
+    cr_assert_eq(get_i64(lt_buf_data(b)), i);
+    lt_buf_free(b);
+  }
+  lt_buf_t *b = NULL;
+  cr_assert_eq(lt_eval_next_timeout(ev, 1000, &b), LT_ECLOSED, "a result came twice");
+  char *json = NULL;
+  cr_assert_eq(lt_eval_stats_json(ev, &json), LT_OK);
+  cr_assert_eq(stats_u64(json, "tasks_completed"), (uint64_t)n, "%s", json);
+  lt_eval_free(ev);
+  for (int i = 0; i < 3; i++)
+    lt__proc_stop(&p[i], 5000);
+  return json;
+}
+
+Test(backup, stragglers_get_copies_and_the_first_result_wins, .timeout = 180) {
+  char *json = run_farm("on", 40);
+  cr_assert_gt(stats_u64(json, "backups"), 0, "%s", json);
+  cr_assert_gt(stats_u64(json, "backups_won"), 0, "%s", json);
+  cr_assert_leq(stats_u64(json, "backups_won"), stats_u64(json, "backups"), "%s", json);
+  free(json);
+}
+
+Test(backup, off_sends_no_copies, .timeout = 180) {
+  char *json = run_farm("off", 40);
+  cr_assert_eq(stats_u64(json, "backups"), 0, "%s", json);
+  free(json);
+}
+
+Test(drain, removing_a_host_under_load_loses_nothing, .timeout = 180) {
+  lt_proc_t p[3];
+  for (int i = 0; i < 3; i++)
+    start_server(&p[i], i == 0 ? "leaving" : "staying", 2);
+  lt_eval_t *ev = NULL;
+  /* A lazy pipeline: values of the leaving server are still needed when it goes. */
+  cr_assert_eq(lt_eval_new(&ev, lt_farm(lt_pipeline(lt_seq_with("testk:sleep", "3", 1),
+                                                    lt_seq_with("testk:sleep", "3", 1),
+                                                    lt_seq("testk:inc"), NULL))),
+               LT_OK);
+  cr_assert_eq(lt_eval_set(ev, "inline_max", "0"), LT_OK);
+  for (int i = 0; i < 3; i++)
+    cr_assert_eq(lt_eval_add_host(ev, p[i].endpoint), LT_OK);
+  cr_assert_eq(lt_eval_start(ev), LT_OK);
+  enum { NT = 600 };
+  submit_i64s(ev, NT);
+  lt_eval_close(ev);
+  for (int i = 0; i < NT; i++) {
+    if (i == 100) {
+      cr_assert_eq(lt_eval_remove_host(ev, p[0].endpoint), LT_OK);
+      cr_assert_eq(lt_eval_remove_host(ev, p[0].endpoint), LT_ENOENT);
+    }
+    lt_buf_t *b = NULL;
+    cr_assert_eq(lt_eval_next_timeout(ev, 30000, &b), LT_OK, "result %d", i);
+    cr_assert_eq(lt_buf_error(b), LT_OK, "task %d: %s", i, lt_buf_errmsg(b));
+    cr_assert_eq(get_i64(lt_buf_data(b)), i + 1);
+    lt_buf_free(b);
+  }
+  char *json = NULL;
+  cr_assert_eq(lt_eval_stats_json(ev, &json), LT_OK);
+  const char *v = strstr(json, p[0].endpoint);
+  cr_assert_not_null(v, "%s", json);
+  cr_assert_not_null(strstr(v, "\"alive\":false"), "%s", json);
+  cr_assert_not_null(strstr(v, "\"removed\":true"), "%s", json);
+  cr_assert_not_null(strstr(v, "\"reason\":\"removed\""), "%s", json);
+  free(json);
+  lt_eval_free(ev);
+  for (int i = 0; i < 3; i++)
+    lt__proc_stop(&p[i], 5000);
+}
