@@ -40,6 +40,8 @@ struct entry {
 struct lt_store {
   entry_t *table;
   size_t bytes;
+  lt_store_account_cb account; /* told every change of a client's bytes held, or NULL */
+  void *account_data;
   bool closing; /* lt__store_free is running: refuse new entries */
 };
 
@@ -123,10 +125,21 @@ static entry_t *insert(lt_store_t *st, lt_oid_t id) {
   return e;
 }
 
+/* account adds `delta` bytes to the store's total and tells the accounting callback. */
+static void account(lt_store_t *st, uint64_t client, int64_t delta) {
+  st->bytes += (size_t)delta;
+  if (st->account != NULL) st->account(client, delta, st->account_data);
+}
+
+void lt__store_set_account(lt_store_t *st, lt_store_account_cb cb, void *data) {
+  st->account = cb;
+  st->account_data = data;
+}
+
 /* unlink_entry takes e out of the table and moves its waiters to `l`. */
 static void unlink_entry(lt_store_t *st, entry_t *e, lt_waiter_t *l) {
   HASH_DEL(st->table, e);
-  if (e->state == READY) st->bytes -= e->value->len;
+  if (e->state == READY) account(st, e->id.client, -(int64_t)e->value->len);
   list_move(&e->waiters, l);
 }
 
@@ -172,7 +185,7 @@ int lt__store_set(lt_store_t *st, lt_oid_t id, lt_value_t *v) {
   if (e == NULL && (e = insert(st, id)) == NULL) return LT_ENOMEM;
   e->state = READY;
   e->value = lt__value_ref(v);
-  st->bytes += v->len;
+  account(st, id.client, (int64_t)v->len);
   lt_waiter_t l;
   list_move(&e->waiters, &l);
   /* A callback may release the id and drop the store's reference: hold one meanwhile. */
@@ -247,7 +260,7 @@ size_t lt__store_release_client(lt_store_t *st, uint64_t client) {
   HASH_ITER(hh, st->table, e, tmp) {
     if (e->id.client != client) continue;
     HASH_DEL(st->table, e);
-    if (e->state == READY) st->bytes -= e->value->len;
+    if (e->state == READY) account(st, e->id.client, -(int64_t)e->value->len);
     e->dead = dead;
     dead = e;
     n++;

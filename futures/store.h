@@ -29,6 +29,13 @@ struct lt_waiter {
   lt_waiter_t *prev; /* store-private */
 };
 
+/* Told every change of the bytes of ready values held under one client id: +len when a
+ * value is set, -len when it leaves the store. */
+typedef void (*lt_store_account_cb)(uint64_t client, int64_t delta, void *data);
+
+/* lt__store_set_account sets the accounting callback (NULL: none). */
+void lt__store_set_account(lt_store_t *st, lt_store_account_cb cb, void *data);
+
 /* lt__store_new creates an empty store. */
 int lt__store_new(lt_store_t **out);
 

@@ -31,7 +31,12 @@ enum {
   OPT_FETCH_TIMEOUT,
   OPT_MAX_PEERS,
   OPT_SLOWDOWN,
-  OPT_SPEED
+  OPT_SPEED,
+  OPT_NO_SUPERVISE,
+  OPT_MAX_SESSION_BYTES,
+  OPT_MAX_PARKED,
+  OPT_MAX_QUEUED,
+  OPT_MAX_SESSIONS
 };
 
 static const struct option long_opts[] = {
@@ -46,6 +51,11 @@ static const struct option long_opts[] = {
     {"max-peers", required_argument, NULL, OPT_MAX_PEERS},
     {"slowdown", required_argument, NULL, OPT_SLOWDOWN},
     {"speed", required_argument, NULL, OPT_SPEED},
+    {"no-supervise", no_argument, NULL, OPT_NO_SUPERVISE},
+    {"max-session-bytes", required_argument, NULL, OPT_MAX_SESSION_BYTES},
+    {"max-parked", required_argument, NULL, OPT_MAX_PARKED},
+    {"max-queued", required_argument, NULL, OPT_MAX_QUEUED},
+    {"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0}};
@@ -68,11 +78,19 @@ void lt__args_usage(FILE *f) {
           "      --slowdown F       emulation: run kernels F times slower (default 1)\n"
           "      --speed S          experiments: report speed S (> 0) in welcome instead of\n"
           "                         the start-up calibration (1.0 ~ a typical core)\n"
+          "      --no-supervise     run without a supervisor process (one that restarts a\n"
+          "                         worker killed by a signal on the same endpoint)\n"
+          "      --max-session-bytes BYTES  values one session may hold, k/m/g (default 1g)\n"
+          "      --max-parked N     instructions of one session waiting for inputs (default %d)\n"
+          "      --max-queued N     instructions of one session queued or running (default %d)\n"
+          "      --max-sessions N   sessions at once; more hellos are refused\n"
+          "                         (default min(%d, open-file limit / 2))\n"
           "  -h, --help             show this help\n"
           "  -V, --version          show the version\n"
           "On start the server prints \"READY <endpoint>\" on stdout.\n",
           LT_SRV_MAX_THREADS, LT_SRV_DEFAULT_IDLE_MS, LT_SRV_DEFAULT_FETCH_MS, LT_SRV_MAX_PEERS,
-          LT_SRV_DEFAULT_MAX_PEERS);
+          LT_SRV_DEFAULT_MAX_PEERS, LT_SRV_DEFAULT_MAX_PARKED, LT_SRV_DEFAULT_MAX_QUEUED,
+          LT_SRV_MAX_SESSIONS_CAP);
 }
 
 int lt__args_parse_size(const char *s, uint64_t *out) {
@@ -182,6 +200,9 @@ int lt__args_parse(lt_srv_args_t *a, int argc, char **argv, FILE *out, FILE *err
   a->fetch_ms = LT_SRV_DEFAULT_FETCH_MS;
   a->max_peers = LT_SRV_DEFAULT_MAX_PEERS;
   a->slowdown = 1.0;
+  a->max_session_bytes = LT_SRV_DEFAULT_SESSION_BYTES;
+  a->max_parked = LT_SRV_DEFAULT_MAX_PARKED;
+  a->max_queued = LT_SRV_DEFAULT_MAX_QUEUED;
   if (replace_str(&a->listen, LT_SRV_DEFAULT_LISTEN) != LT_OK)
     return usage_error(err, "%s", "out of memory");
 
@@ -255,6 +276,25 @@ int lt__args_parse(lt_srv_args_t *a, int argc, char **argv, FILE *out, FILE *err
       if (errno != 0 || end == optarg || *end != '\0' || !isfinite(a->speed) || a->speed <= 0.0 ||
           a->speed > 1e6)
         return usage_error(err, "bad --speed '%s' (above 0, at most 1e6)", optarg);
+      break;
+    case OPT_NO_SUPERVISE:
+      a->no_supervise = true;
+      break;
+    case OPT_MAX_SESSION_BYTES:
+      if (lt__args_parse_size(optarg, &a->max_session_bytes) != LT_OK)
+        return usage_error(err, "bad --max-session-bytes '%s'", optarg);
+      break;
+    case OPT_MAX_PARKED:
+    case OPT_MAX_QUEUED:
+    case OPT_MAX_SESSIONS:
+      if (parse_uint(optarg, 1, UINT32_MAX, &v) != LT_OK)
+        return usage_error(err, "bad count '%s' (1..4294967295)", optarg);
+      if (c == OPT_MAX_PARKED)
+        a->max_parked = (uint32_t)v;
+      else if (c == OPT_MAX_QUEUED)
+        a->max_queued = (uint32_t)v;
+      else
+        a->max_sessions = (uint32_t)v;
       break;
     case OPT_HELP:
       lt__args_usage(out);

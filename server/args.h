@@ -4,6 +4,7 @@
 #ifndef LT_SRV_ARGS_H
 #define LT_SRV_ARGS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,6 +17,12 @@
 #define LT_SRV_DEFAULT_MAX_PEERS 256
 #define LT_SRV_MAX_PEERS         4096
 #define LT_SRV_NAME_MAX          255
+
+/* Quotas per session (quota.c) and the session limit. */
+#define LT_SRV_DEFAULT_SESSION_BYTES ((uint64_t)1 << 30)
+#define LT_SRV_DEFAULT_MAX_PARKED    100000
+#define LT_SRV_DEFAULT_MAX_QUEUED    100000
+#define LT_SRV_MAX_SESSIONS_CAP      1000
 
 /* What lt__args_parse tells main to do; the value is also the exit code. */
 enum {
@@ -37,6 +44,11 @@ typedef struct lt_srv_args {
   uint32_t max_peers; /* links to peer servers kept open at most */
   double slowdown;    /* emulation: a kernel that took t keeps its worker (F-1)*t longer */
   double speed;       /* experiments: welcome speed instead of the calibration; 0 = calibrate */
+  bool no_supervise;  /* run the worker alone, without a supervisor process */
+  uint64_t max_session_bytes; /* bytes of values one session may hold in the store */
+  uint32_t max_parked;        /* instructions one session may have parked */
+  uint32_t max_queued;        /* instructions one session may have queued or running */
+  uint32_t max_sessions;      /* sessions at once; 0 = min(1000, RLIMIT_NOFILE / 2) */
 } lt_srv_args_t;
 
 /* lt__args_parse parses argv into *a (which it initialises; free with lt__args_free in

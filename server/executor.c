@@ -1,7 +1,8 @@
-/* executor.c: the worker pool (see executor.h). One mutex + condvar guard the FIFO of
- * queued jobs, another mutex the list of finished ones; uv_async_send wakes the loop, which
- * takes the whole finished list at once. Workers touch only the job they run; they never
- * see the store, the sessions or the socket. */
+/* executor.c: the worker pool (see executor.h). One mutex + condvar guard the groups' FIFOs
+ * of queued jobs (and the list of groups that have some), another mutex the list of finished
+ * ones; uv_async_send wakes the loop, which takes the whole finished list at once. Workers
+ * touch only the job they run and their slot in the crash log; they never see the store,
+ * the sessions or the socket. */
 #include "executor.h"
 
 #include <pthread.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 #include <lithium/error.h>
+#include "crashlog.h"
 #include "log.h"
 
 /* A job's state is written under qlock by workers, and by the loop thread otherwise. */
@@ -23,8 +25,11 @@ struct lt_executor {
 
   pthread_mutex_t qlock;
   pthread_cond_t qcond;
-  lt_job_t *qhead, *qtail;
-  int idle; /* workers waiting on qcond: a submit signals only when one is */
+  lt_exgroup_t nogroup; /* jobs submitted without a group */
+  lt_exgroup_t *groups; /* groups with queued jobs */
+  uint64_t vclock;      /* service time of the group served last: where idle ones restart */
+  lt_job_t **running;   /* by worker index, under qlock */
+  int idle;             /* workers waiting on qcond: a submit signals only when one is */
   bool stop;
 
   pthread_mutex_t dlock;
@@ -53,7 +58,9 @@ static uint64_t thread_cpu_us(void) {
 static void run_job(lt_executor_t *ex, lt_job_t *job, uint32_t worker) {
   uint64_t c0 = thread_cpu_us();
   uint64_t t0 = lt__executor_now_us();
+  lt__crashlog_enter(worker, job->owner, job->seq);
   lt__exec_run(job->op, job->stages, job->nstages, job->inputs, job->ninputs, &job->result);
+  lt__crashlog_leave(worker);
   uint64_t t1 = lt__executor_now_us();
   if (ex->slowdown > 1.0) {
     /* Emulation of a slower host: stay busy, as a slower CPU would. */
@@ -67,24 +74,69 @@ static void run_job(lt_executor_t *ex, lt_job_t *job, uint32_t worker) {
   job->worker = worker;
 }
 
-/* eligible returns the first queued job whose group has room, or NULL. Under qlock. */
-static lt_job_t *eligible(lt_executor_t *ex) {
-  for (lt_job_t *j = ex->qhead; j != NULL; j = j->next)
-    if (j->group == NULL || j->group->limit == 0 || j->group->running < j->group->limit) return j;
-  return NULL;
+/* group_of returns the group a job queues in. */
+static lt_exgroup_t *group_of(lt_executor_t *ex, lt_job_t *job) {
+  return job->group != NULL ? job->group : &ex->nogroup;
 }
 
-/* unlink_job takes a queued job out of the FIFO. Under qlock. */
+static bool has_room(const lt_exgroup_t *g) {
+  return g->limit == 0 || g->running < g->limit;
+}
+
+/* eligible returns the first queued job of the group with room that has received the least
+ * service, or NULL. Under qlock. */
+static lt_job_t *eligible(lt_executor_t *ex) {
+  lt_exgroup_t *best = NULL;
+  for (lt_exgroup_t *g = ex->groups; g != NULL; g = g->anext)
+    if (has_room(g) && (best == NULL || g->vtime < best->vtime)) best = g;
+  return best != NULL ? best->qhead : NULL;
+}
+
+/* enqueue appends a job to its group's FIFO; a group that had none joins the served ones,
+ * level with the group served last. Under qlock. */
+static void enqueue(lt_executor_t *ex, lt_job_t *job) {
+  lt_exgroup_t *g = group_of(ex, job);
+  job->qgroup = g;
+  job->next = NULL;
+  job->prev = g->qtail;
+  if (g->qtail)
+    g->qtail->next = job;
+  else
+    g->qhead = job;
+  g->qtail = job;
+  if (!g->listed) {
+    if (g->vtime < ex->vclock) g->vtime = ex->vclock;
+    g->aprev = NULL;
+    g->anext = ex->groups;
+    if (ex->groups) ex->groups->aprev = g;
+    ex->groups = g;
+    g->listed = true;
+  }
+}
+
+/* unlink_job takes a queued job out of its group's FIFO, and an emptied group out of the
+ * served ones. Under qlock. */
 static void unlink_job(lt_executor_t *ex, lt_job_t *job) {
+  lt_exgroup_t *g = job->qgroup;
   if (job->prev)
     job->prev->next = job->next;
   else
-    ex->qhead = job->next;
+    g->qhead = job->next;
   if (job->next)
     job->next->prev = job->prev;
   else
-    ex->qtail = job->prev;
+    g->qtail = job->prev;
   job->next = job->prev = NULL;
+  job->qgroup = NULL;
+  if (g->qhead == NULL && g->listed) {
+    if (g->aprev)
+      g->aprev->anext = g->anext;
+    else
+      ex->groups = g->anext;
+    if (g->anext) g->anext->aprev = g->aprev;
+    g->anext = g->aprev = NULL;
+    g->listed = false;
+  }
 }
 
 static void *worker_main(void *arg) {
@@ -102,9 +154,15 @@ static void *worker_main(void *arg) {
       pthread_mutex_unlock(&ex->qlock);
       return NULL;
     }
+    lt_exgroup_t *g = job->qgroup;
     unlink_job(ex, job);
     job->state = JOB_RUNNING;
-    if (job->group != NULL) job->group->running++;
+    g->running++;
+    g->vtime += 1; /* at least 1 us a job: groups of instant kernels take turns too */
+    if (g->vtime > ex->vclock) ex->vclock = g->vtime;
+    if (job->group == NULL) job->group = g; /* counted in nogroup until it is back */
+    job->since_us = lt__executor_now_us();
+    ex->running[self] = job;
     atomic_fetch_sub(&ex->queued, 1);
     atomic_fetch_add(&ex->active, 1);
     pthread_mutex_unlock(&ex->qlock);
@@ -112,8 +170,12 @@ static void *worker_main(void *arg) {
     run_job(ex, job, self);
 
     pthread_mutex_lock(&ex->qlock);
-    if (job->group != NULL) job->group->running--;
+    if (job->group != NULL) {
+      job->group->running--;
+      job->group->vtime += job->service_us;
+    }
     job->group = NULL; /* counted out: a detach from now on has nothing to do */
+    ex->running[self] = NULL;
     pthread_mutex_unlock(&ex->qlock);
 
     pthread_mutex_lock(&ex->dlock);
@@ -154,6 +216,7 @@ static void destroy(lt_executor_t *ex) {
   pthread_cond_destroy(&ex->qcond);
   pthread_mutex_destroy(&ex->dlock);
   free(ex->threads);
+  free(ex->running);
   free(ex);
 }
 
@@ -168,7 +231,10 @@ int lt__executor_new(lt_executor_t **out, uv_loop_t *loop, int nthreads, double 
   lt_executor_t *ex = calloc(1, sizeof *ex);
   if (ex == NULL) return LT_ENOMEM;
   ex->threads = calloc((size_t)nthreads, sizeof *ex->threads);
-  if (ex->threads == NULL) {
+  ex->running = calloc((size_t)nthreads, sizeof *ex->running);
+  if (ex->threads == NULL || ex->running == NULL) {
+    free(ex->threads);
+    free(ex->running);
     free(ex);
     return LT_ENOMEM;
   }
@@ -205,14 +271,8 @@ int lt__executor_new(lt_executor_t **out, uv_loop_t *loop, int nthreads, double 
 
 void lt__executor_submit(lt_executor_t *ex, lt_job_t *job) {
   pthread_mutex_lock(&ex->qlock);
-  job->next = NULL;
-  job->prev = ex->qtail;
   job->state = JOB_QUEUED;
-  if (ex->qtail)
-    ex->qtail->next = job;
-  else
-    ex->qhead = job;
-  ex->qtail = job;
+  enqueue(ex, job);
   atomic_fetch_add(&ex->queued, 1);
   /* A busy worker takes the job when it finishes its own: waking one costs a futex call. */
   if (ex->idle > 0) pthread_cond_signal(&ex->qcond);
@@ -248,6 +308,15 @@ void lt__executor_detach(lt_executor_t *ex, lt_job_t *job) {
   /* A queued job of the group is canceled by its owner before the group goes. */
   job->group = NULL;
   pthread_mutex_unlock(&ex->qlock);
+}
+
+uint32_t lt__executor_running(lt_executor_t *ex, lt_job_t **jobs, uint32_t cap) {
+  uint32_t n = 0;
+  pthread_mutex_lock(&ex->qlock);
+  for (int i = 0; i < ex->nthreads && n < cap; i++)
+    if (ex->running[i] != NULL) jobs[n++] = ex->running[i];
+  pthread_mutex_unlock(&ex->qlock);
+  return n;
 }
 
 uint32_t lt__executor_active(lt_executor_t *ex) {

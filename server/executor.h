@@ -15,13 +15,22 @@
 typedef struct lt_executor lt_executor_t;
 typedef struct lt_job lt_job_t;
 
-/* A group of jobs with a limit on how many of them run at once (a session's thread window):
- * a worker passes over a queued job whose group is full and takes the next one, so the
- * window costs no trip through the loop thread. Fields are the executor's (its queue lock);
- * the owner sets the limit with lt__executor_set_limit. */
+/* A group of jobs (a session) with its own FIFO and a limit on how many of them run at once
+ * (the session's thread window): a worker passes over a group that is full, so the window
+ * costs no trip through the loop thread. Groups are served fairly: a free worker takes the
+ * next job of the group with the least service time received (its kernels' run time, at
+ * least 1 us a job), so one session's long kernels cannot starve another's short ones. A
+ * group that was idle starts level with the busiest, not with its old credit. Fields are the
+ * executor's (its queue lock); zero it before use, set the limit with
+ * lt__executor_set_limit, and cancel its queued jobs before freeing it. */
 typedef struct lt_exgroup {
   uint32_t limit;   /* 0: no limit */
   uint32_t running; /* jobs of the group on a worker now */
+  /* Private. */
+  uint64_t vtime; /* service received, in us */
+  struct lt_job *qhead, *qtail;
+  struct lt_exgroup *anext, *aprev; /* the executor's groups with queued jobs */
+  bool listed;
 } lt_exgroup_t;
 
 /* Called on the loop thread with every job finished since the last call, as a list linked
@@ -37,6 +46,8 @@ struct lt_job {
   uint32_t ninputs;
   void *data;
   lt_exgroup_t *group; /* NULL: no limit */
+  uint64_t owner;      /* client id and sequence of the instruction: the crash log's entry */
+  uint64_t seq;
   /* Set by the worker; valid in the done callback. `result` holds the outputs (take them,
    * then lt__exec_result_clear). */
   lt_exec_result_t result;
@@ -47,6 +58,8 @@ struct lt_job {
   /* Private. */
   lt_job_t *next;
   lt_job_t *prev;
+  lt_exgroup_t *qgroup; /* the queue it waits in */
+  uint64_t since_us;    /* when a worker took it (lt__executor_now_us), under the queue lock */
   int state;
 };
 
@@ -70,6 +83,12 @@ void lt__executor_detach(lt_executor_t *ex, lt_job_t *job);
 /* lt__executor_cancel removes `job` if it is still queued and returns true; false when a
  * worker has it already (it will be delivered as usual). */
 bool lt__executor_cancel(lt_executor_t *ex, lt_job_t *job);
+
+/* lt__executor_running copies up to `cap` of the jobs on a worker now into jobs[] and
+ * returns how many; each one's since_us tells when it started. A job stays the caller's
+ * until the done callback delivers it, so the pointers are valid until the loop thread
+ * returns to the loop. */
+uint32_t lt__executor_running(lt_executor_t *ex, lt_job_t **jobs, uint32_t cap);
 
 /* lt__executor_active returns the number of workers running a kernel now. Any thread. */
 uint32_t lt__executor_active(lt_executor_t *ex);

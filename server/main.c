@@ -1,12 +1,15 @@
-/* main.c: lithium-server's entry point: parse the flags, start the server, print
- * "READY <endpoint>" once bound, run until SIGINT/SIGTERM. Exit codes: 0 after a clean
- * shutdown (and for --help/--version), 1 when the server fails, 2 for bad flags or values. */
+/* main.c: lithium-server's entry point: parse the flags, fork the worker under a supervisor
+ * (unless --no-supervise), start the server, print "READY <endpoint>" once bound, run until
+ * SIGINT/SIGTERM. Exit codes: 0 after a clean shutdown (and for --help/--version), 1 when
+ * the server fails, 2 for bad flags or values, 75 from a worker that asks to be recycled. */
 #include <signal.h>
 #include <stdio.h>
 #include <lithium/error.h>
 #include "args.h"
+#include "crashlog.h"
 #include "log.h"
 #include "server.h"
+#include "supervisor.h"
 
 int main(int argc, char **argv) {
   /* A parent that stops reading our stdout must not kill us with SIGPIPE. */
@@ -18,6 +21,10 @@ int main(int argc, char **argv) {
     return rc;
   }
   if (args.log_level >= 0) lt__log_set_level(args.log_level);
+  if (!args.no_supervise && (rc = lt__supervise(&args)) != LT_SUPERVISE_WORKER) {
+    lt__args_free(&args);
+    return rc;
+  }
 
   lt_server_t *srv;
   char err[512];
@@ -28,8 +35,12 @@ int main(int argc, char **argv) {
     lt__args_free(&args);
     return rc == LT_EINVAL ? LT_ARGS_EXIT_USAGE : 1;
   }
-  printf("READY %s\n", lt__server_endpoint(srv));
-  fflush(stdout);
+  /* Under a supervisor only the first worker announces itself: a restart is the same
+   * server to whoever reads our stdout. */
+  if (lt__crashlog_started(srv->incarnation, lt__server_endpoint(srv))) {
+    printf("READY %s\n", lt__server_endpoint(srv));
+    fflush(stdout);
+  }
   rc = lt__server_run(srv);
   lt__server_free(srv);
   lt__args_free(&args);

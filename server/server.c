@@ -15,10 +15,13 @@
 #include <unistd.h>
 #include <lithium/error.h>
 #include "calibrate.h"
+#include "crashlog.h"
+#include "deadline.h"
 #include "fetch.h"
 #include "log.h"
 #include "oid.h"
 #include "peer.h"
+#include "quota.h"
 #include "session.h"
 #include "task.h"
 
@@ -146,6 +149,7 @@ void lt__server_drop_session(lt_server_t *srv, lt_session_t *s, const char *why)
   lt__log(LT_LOG_INFO, "session '%s' (client %016llx) ended: %s; %zu values released", s->name,
           (unsigned long long)s->client_id, why, n);
   lt__session_free(srv, s);
+  lt__quota_trim(srv);
 }
 
 static void handle_hello(lt_server_t *srv, lt_session_t *s, const void *rid, size_t rid_len,
@@ -169,6 +173,11 @@ static void handle_hello(lt_server_t *srv, lt_session_t *s, const void *rid, siz
         lt__server_drop_session(srv, o, "replaced by a new connection of the same client");
     }
   }
+  if (!lt__quota_session_ok(srv)) {
+    lt__server_send_error(srv, rid, rid_len, LT_EAGAIN, "server full: %u sessions (--max-sessions)",
+                          lt__quota_max_sessions(srv));
+    return;
+  }
   int rc = lt__session_new(srv, &s, rid, rid_len, m->u.hello.client_id, m->u.hello.name);
   if (rc == LT_OK) s->inline_max = m->u.hello.inline_max;
   if (rc != LT_OK) {
@@ -188,7 +197,10 @@ static void handle_hello(lt_server_t *srv, lt_session_t *s, const void *rid, siz
   w.u.welcome.now_us = lt__executor_now_us();
   w.u.welcome.max_frame = srv->max_frame;
   w.u.welcome.incarnation = srv->incarnation;
+  lt__crashlog_take(s->client_id, &w.u.welcome.crash_signal, &w.u.welcome.crashed_incarnation,
+                    &w.u.welcome.crashed, &w.u.welcome.ncrashed);
   lt__server_send(srv, rid, rid_len, &w, NULL, 0);
+  free(w.u.welcome.crashed);
 }
 
 /* handle_lost fails what this server waits for from holders the client found dead; an
@@ -322,6 +334,7 @@ static void close_handles(lt_server_t *srv) {
   uv_close((uv_handle_t *)&srv->sigterm, NULL);
   uv_close((uv_handle_t *)&srv->idle_timer, NULL);
   uv_close((uv_handle_t *)&srv->load_timer, NULL);
+  lt__deadline_close(srv);
   lt__executor_free(srv->ex);
   srv->ex = NULL;
 }
@@ -475,6 +488,10 @@ int lt__server_new(lt_server_t **out, const lt_srv_args_t *a, char *err, size_t 
     snprintf(err, errlen, "out of memory");
     goto fail;
   }
+  if ((rc = lt__quota_new(srv, a)) != LT_OK) {
+    snprintf(err, errlen, "out of memory");
+    goto fail;
+  }
   for (size_t i = 0; i < a->nmodules; i++) {
     if ((rc = lt__modules_add_dir(srv->mods, a->modules[i])) != LT_OK) {
       snprintf(err, errlen, "--modules %s: %s", a->modules[i],
@@ -500,6 +517,7 @@ int lt__server_new(lt_server_t **out, const lt_srv_args_t *a, char *err, size_t 
     goto fail;
   }
   srv->zuv_started = true;
+  lt__deadline_start(srv);
   uv_signal_start(&srv->sigint, on_signal, SIGINT);
   uv_signal_start(&srv->sigterm, on_signal, SIGTERM);
   if (srv->idle_ms > 0) {
@@ -546,6 +564,7 @@ void lt__server_free(lt_server_t *srv) {
     zmq_close(srv->router);
   }
   if (srv->zctx != NULL) zmq_ctx_term(srv->zctx);
+  lt__quota_free(srv);
   lt__store_free(srv->store);
   lt__modules_free(srv->mods);
   free(srv->frames);

@@ -76,6 +76,12 @@ typedef struct lt_server {
   uint64_t peer_in;  /* bytes of values fetched from peer servers */
   uint64_t peer_out; /* bytes of values served to peer servers */
 
+  /* Containment (quota.c, deadline.c). */
+  struct lt_quota *quota;
+  uv_timer_t deadline_timer;
+  bool deadline_started;
+  uint64_t stop_at_us; /* when the deadline timer first saw the stop */
+
   bool zuv_started;
   bool stopping; /* SIGINT/SIGTERM seen: no new instructions; every load report says so */
   bool closing;  /* handles are being closed */

@@ -69,6 +69,11 @@ struct lt_session {
   lt_exgroup_t group;
   lt_fetch_t *fetches; /* parked fetches */
 
+  /* Quotas (quota.h) and the deadline per instruction (execute.timeout_ms, 0: none). */
+  uint32_t nparked; /* its instructions waiting for inputs */
+  uint32_t nexec;   /* its instructions queued or running on the executor */
+  uint32_t timeout_ms;
+
   /* The next `done`. */
   lt_done_entry_t *done;
   uint32_t ndone, capdone;

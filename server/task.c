@@ -15,6 +15,7 @@
 #include "log.h"
 #include "oid.h"
 #include "peer.h"
+#include "quota.h"
 
 enum { TASK_NEW = 0, TASK_PARKED, TASK_EXEC, TASK_FAILING };
 
@@ -58,6 +59,8 @@ struct lt_task {
   int fail_status;
   char *fail_msg;
   lt_task_t *fail_next; /* failq, or a private list while dropping */
+  uint64_t timeout_us;  /* its session's deadline when it was submitted; 0: none */
+  bool timed_out;       /* answered LT_ETIMEDOUT while its kernel still runs */
 };
 
 /* kept tells whether the outputs go into the store (not only back to the client). */
@@ -99,6 +102,7 @@ static void task_free(lt_server_t *srv, lt_task_t *t) {
 
 static void detach(lt_task_t *t) {
   if (t->sess == NULL) return;
+  if (t->state == TASK_EXEC) t->sess->nexec--;
   HASH_DEL(t->sess->tasks, t);
   t->sess = NULL;
 }
@@ -111,7 +115,10 @@ static void unpark_all(lt_server_t *srv, lt_task_t *t) {
     lt__store_unpark(srv->store, &in->w);
     in->parked = false;
   }
-  if (t->state == TASK_PARKED) srv->parked--;
+  if (t->state == TASK_PARKED) {
+    srv->parked--;
+    if (t->sess != NULL) t->sess->nparked--;
+  }
   t->state = TASK_NEW;
 }
 
@@ -140,6 +147,10 @@ static void submit(lt_server_t *srv, lt_task_t *t) {
   t->job.ninputs = t->ninputs;
   t->job.data = t;
   t->job.group = t->sess != NULL ? &t->sess->group : NULL;
+  t->job.owner = t->sess != NULL ? t->sess->client_id : 0;
+  t->job.seq = t->seq;
+  t->timeout_us = t->sess != NULL ? (uint64_t)t->sess->timeout_ms * 1000u : 0;
+  if (t->sess != NULL) t->sess->nexec++;
   t->state = TASK_EXEC;
   srv->inexec++;
   lt__executor_submit(srv->ex, &t->job);
@@ -166,6 +177,7 @@ static void fire(lt_server_t *srv, lt_task_t *t) {
 static bool exec_cancel(lt_server_t *srv, lt_task_t *t) {
   if (!lt__executor_cancel(srv->ex, &t->job)) return false;
   srv->inexec--;
+  if (t->sess != NULL) t->sess->nexec--;
   t->state = TASK_NEW;
   return true;
 }
@@ -200,6 +212,7 @@ static void on_input(lt_waiter_t *w, lt_oid_t id, int status, lt_value_t *v, con
     t->in[in->idx] = (lt_bytes_t){v->data, v->len};
     if (--t->nwait == 0) {
       srv->parked--;
+      if (t->sess != NULL) t->sess->nparked--;
       fire(srv, t);
     }
     return;
@@ -244,6 +257,17 @@ static int store_outputs(lt_server_t *srv, lt_task_t *t, uint32_t n, lt_value_t 
     }
   }
   if (!kept(t)) return LT_OK;
+  uint64_t more = 0;
+  for (uint32_t i = 0; i < n; i++)
+    more += vals[i]->len;
+  uint64_t held = lt__quota_held(srv, t->out.client), max = lt__quota_max_bytes(srv);
+  if (more > 0 && held + more > max) {
+    snprintf(err, errlen,
+             "session over its quota of values held (--max-session-bytes %llu): holds %llu "
+             "bytes, the outputs add %llu",
+             (unsigned long long)max, (unsigned long long)held, (unsigned long long)more);
+    return LT_ENOMEM;
+  }
   for (uint32_t i = 0; i < n; i++) {
     lt_oid_t id = part_id(t, i);
     int rc = lt__store_set(srv->store, id, vals[i]);
@@ -348,6 +372,12 @@ static int check(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m, const lt_
   if (ins->noutputs != 1) {
     snprintf(err, errlen, "malformed instruction: %u output ids, expected 1", ins->noutputs);
     return LT_EPROTO;
+  }
+  if (s->nexec >= lt__quota_max_queued(srv)) {
+    snprintf(err, errlen,
+             "session over its quota of instructions queued or running (--max-queued %u)",
+             lt__quota_max_queued(srv));
+    return LT_ENOMEM;
   }
   if ((rc = check_kernel(s, ins->kernel, err, errlen)) != LT_OK) return rc;
   for (uint32_t j = 0; j < ins->nmore; j++)
@@ -492,9 +522,20 @@ static void resolve_inputs(lt_server_t *srv, lt_task_t *t, zmq_msg_t *payloads,
       return;
     }
   }
+  if (t->nwait > 0 && t->sess != NULL && t->sess->nparked >= lt__quota_max_parked(srv)) {
+    char msg[160];
+    snprintf(msg, sizeof msg,
+             "session over its quota of instructions waiting for inputs (--max-parked %u)",
+             lt__quota_max_parked(srv));
+    unpark_all(srv, t);
+    t->nwait = 0;
+    fail_later(srv, t, LT_ENOMEM, msg);
+    return;
+  }
   if (t->nwait > 0) {
     t->state = TASK_PARKED;
     srv->parked++;
+    if (t->sess != NULL) t->sess->nparked++;
   } else {
     fire(srv, t);
   }
@@ -504,6 +545,7 @@ void lt__task_execute(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m, zmq_
   /* The latest EXECUTE sets the window; one that widens it starts waiting tasks at once,
    * before this message's own (which queue behind them). */
   lt__executor_set_limit(srv->ex, &s->group, m->u.execute.max_active);
+  s->timeout_ms = m->u.execute.timeout_ms;
   for (uint32_t i = 0; i < m->u.execute.ninstrs; i++) {
     const lt_instr_t *ins = &m->u.execute.instrs[i];
     char err[600];
@@ -539,6 +581,49 @@ void lt__task_cancel(lt_server_t *srv, lt_session_t *s, const uint64_t *seqs, ui
     }
     fail_later(srv, t, LT_ECANCELED, "canceled by the client");
   }
+}
+
+/* kernel_names writes the instruction's kernels ("a" or "a+b+c") into buf. */
+static void kernel_names(const lt_task_t *t, char *buf, size_t len) {
+  size_t used = 0;
+  buf[0] = '\0';
+  for (uint32_t i = 0; i < t->nstages && used < len; i++) {
+    int w = snprintf(buf + used, len - used, "%s%s", i ? "+" : "", t->stages[i].name);
+    if (w < 0) break;
+    used += (size_t)w;
+  }
+}
+
+/* time_out answers a running instruction with LT_ETIMEDOUT and orphans it: its worker
+ * thread keeps the task's memory until the kernel returns, and the result is dropped. */
+static void time_out(lt_server_t *srv, lt_task_t *t) {
+  t->timed_out = true;
+  lt_session_t *s = t->sess;
+  if (s == NULL) return;
+  char names[200], msg[320];
+  kernel_names(t, names, sizeof names);
+  snprintf(msg, sizeof msg, "%s: ran longer than %llu ms (task_timeout_ms)", names,
+           (unsigned long long)(t->timeout_us / 1000u));
+  lt__log(LT_LOG_WARN, "session %s: instruction %llu: %s", s->name, (unsigned long long)t->seq,
+          msg);
+  detach(t);
+  lt__executor_detach(srv->ex, &t->job);
+  if (expected(t)) lt__store_fail(srv->store, t->out, LT_ETIMEDOUT, msg);
+  lt__session_done_add(srv, s, t->seq, LT_ETIMEDOUT, msg, NULL, -1, 0, NULL, NULL);
+  if (t->flags & LT_INSTR_RELEASE_INPUTS) {
+    /* The client sees it finished: its inputs are not read by anyone else. The kernel keeps
+     * reading them through the task's own references. */
+    for (uint32_t i = 0; i < t->ninputs; i++)
+      if (t->inputs[i].kind == LT_INPUT_REF) lt__store_release(srv->store, t->inputs[i].id);
+  }
+}
+
+bool lt__task_deadline(lt_server_t *srv, lt_job_t *job, uint64_t now_us, uint64_t recycle_ms) {
+  lt_task_t *t = job->data;
+  if (t->timeout_us == 0 || now_us < job->since_us) return false;
+  uint64_t ran = now_us - job->since_us;
+  if (!t->timed_out && ran > t->timeout_us) time_out(srv, t);
+  return t->timed_out && ran > t->timeout_us + recycle_ms * 1000u;
 }
 
 void lt__task_on_done(lt_executor_t *ex, lt_job_t *done, void *data) {

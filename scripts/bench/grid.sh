@@ -309,7 +309,9 @@ grid_server() {
   local host=$1 group=$2 cmd=() dir="" pid out ep="" t
   shift 2
   [[ $host == - ]] || cmd=(ip netns exec "$(grid_ns "$host")")
-  cmd+=("$GRID_SERVER" --listen "tcp://$(grid_ip "$host"):0" "$@")
+  # --no-supervise: the pid recorded here must be the process that runs the kernels, whose
+  # CPU time grid_cpu_seconds_cmd reads from /proc/PID/stat (a supervisor's is ~0).
+  cmd+=("$GRID_SERVER" --listen "tcp://$(grid_ip "$host"):0" --no-supervise "$@")
   if [[ $group != - ]]; then
     dir=$(grid_cpu_path "$group") || return 1
   fi

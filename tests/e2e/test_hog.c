@@ -89,9 +89,11 @@ Test(throttle, a_hogged_server_ends_with_a_smaller_window, .timeout = 240) {
   cr_assert_eq(sched_getaffinity(0, sizeof mine, &mine), 0);
   if (!CPU_ISSET(0, &mine) || !CPU_ISSET(1, &mine)) cr_skip_test("needs CPUs 0 and 1");
   lt_proc_t hosts[3];
-  start_server(&hosts[0], "hogged", 4);
-  start_server(&hosts[1], "free0", 4);
-  start_server(&hosts[2], "free1", 4);
+  /* Unsupervised: the pid that is pinned must be the one that runs the kernels. */
+  const char *alone[] = {"--no-supervise", NULL};
+  start_server_with(&hosts[0], "hogged", 4, alone);
+  start_server_with(&hosts[1], "free0", 4, alone);
+  start_server_with(&hosts[2], "free1", 4, alone);
   pin_process(hosts[0].pid, 0);
   pin_process(hosts[1].pid, 1);
   pin_process(hosts[2].pid, 1);

@@ -163,7 +163,9 @@ Test(pause, client_stopped_beyond_idle_timeout_resumes_and_loses_nothing, .timeo
 
 Test(pause, server_stopped_then_continued_comes_back, .timeout = 120) {
   lt_proc_t p[2];
-  start_server(&p[0], "paused", 2);
+  /* Unsupervised: SIGSTOP of a supervisor would not stop the worker that serves. */
+  const char *alone[] = {"--no-supervise", NULL};
+  start_server_with(&p[0], "paused", 2, alone);
   start_server(&p[1], "steady", 2);
   const char *opts[] = {"heartbeat_ms", "200", NULL};
   lt_eval_t *ev = eval_on(lt_farm(lt_seq_with("testk:sleep", "10", 2)), p, 2, opts);

@@ -20,8 +20,14 @@
  *   two        1 input; two outputs, each a copy of it (arity tests).
  *   none       any inputs (ignored); no output at all (arity tests).
  *   positive   condition kernel: 1 input, int64; answers input > 0, no output.
+ *   crash_on   1 input, int64; param "V" or "V:abort" / "V:segv": an input equal to V
+ *              crashes the server (SIGSEGV by default, or abort()); else copies it.
+ *   forever    any inputs; never returns (sleeps in a loop: holds its thread for good).
+ *   hog_mem    any inputs; param: MiB as decimal text; one output of that many bytes.
  */
 #include <errno.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -231,4 +237,44 @@ LT_KERNEL(positive, call) {
   int64_t v = 0;
   if (int_input(call, "positive", &v) != 0) return 1;
   return lt_call_answer(call, v > 0);
+}
+
+LT_KERNEL(crash_on, call) {
+  size_t plen;
+  const char *p = lt_call_param(call, &plen);
+  char buf[64];
+  if (plen == 0 || plen >= sizeof buf) return lt_call_fail(call, "crash_on: bad parameter");
+  memcpy(buf, p, plen);
+  buf[plen] = '\0';
+  char *end;
+  long long at = strtoll(buf, &end, 10);
+  int how_abort = strcmp(end, ":abort") == 0;
+  if (end == buf || (*end != '\0' && !how_abort && strcmp(end, ":segv") != 0))
+    return lt_call_fail(call, "crash_on: parameter '%s' is not V, V:abort or V:segv", buf);
+  int64_t v = 0;
+  if (int_input(call, "crash_on", &v) != 0) return 1;
+  if (v == at) {
+    if (how_abort) abort();
+    raise(SIGSEGV); /* as a stray pointer would, without undefined behaviour in the test */
+  }
+  return int_output(call, v);
+}
+
+LT_KERNEL(forever, call) {
+  (void)call;
+  for (;;) {
+    struct timespec ts = {.tv_sec = 0, .tv_nsec = 10000000L};
+    nanosleep(&ts, NULL);
+  }
+  return 0;
+}
+
+LT_KERNEL(hog_mem, call) {
+  unsigned long long mib;
+  if (param_number(call, "hog_mem", &mib) != 0) return 1;
+  size_t len = (size_t)mib << 20;
+  unsigned char *out = lt_call_output(call, len);
+  if (out == NULL) return lt_call_fail(call, "hog_mem: out of memory for %llu MiB", mib);
+  memset(out, 0xa5, len);
+  return 0;
 }

@@ -238,3 +238,41 @@ Test(args, parse_twice) {
     streams_free(&s);
   }
 }
+
+Test(args, containment_flags) {
+  lt_srv_args_t a;
+  streams_t s = {0};
+  const char *dflt[] = {"lithium-server", NULL};
+  cr_assert_eq(parse(&a, &s, dflt), LT_ARGS_RUN);
+  cr_assert(!a.no_supervise);
+  cr_assert_eq(a.max_session_bytes, (uint64_t)1 << 30);
+  cr_assert_eq(a.max_parked, 100000);
+  cr_assert_eq(a.max_queued, 100000);
+  cr_assert_eq(a.max_sessions, 0, "0: derived from the open-file limit at start");
+  lt__args_free(&a);
+  streams_free(&s);
+  const char *argv[] = {"lithium-server",
+                        "--no-supervise",
+                        "--max-session-bytes",
+                        "64m",
+                        "--max-parked",
+                        "10",
+                        "--max-queued",
+                        "20",
+                        "--max-sessions",
+                        "30",
+                        NULL};
+  cr_assert_eq(parse(&a, &s, argv), LT_ARGS_RUN);
+  cr_assert(a.no_supervise);
+  cr_assert_eq(a.max_session_bytes, (uint64_t)64 << 20);
+  cr_assert_eq(a.max_parked, 10);
+  cr_assert_eq(a.max_queued, 20);
+  cr_assert_eq(a.max_sessions, 30);
+  lt__args_free(&a);
+  streams_free(&s);
+  const char *bad[] = {"lithium-server", "--max-parked", "0", NULL};
+  cr_assert_eq(parse(&a, &s, bad), LT_ARGS_EXIT_USAGE);
+  cr_assert(strstr(s.ebuf, "bad count '0'") != NULL, "%s", s.ebuf);
+  lt__args_free(&a);
+  streams_free(&s);
+}

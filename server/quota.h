@@ -1,0 +1,40 @@
+/* quota.h: what one session may take of a server: bytes of values held in the store,
+ * instructions parked and instructions queued (checked by task.c), and how many sessions
+ * there may be at once (checked at hello). Also raises the open-file limit at start, so
+ * that the session limit stays below it, and gives memory back to the system after large
+ * releases. Loop thread only. */
+#ifndef LT_QUOTA_H
+#define LT_QUOTA_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "server.h"
+
+typedef struct lt_quota lt_quota_t;
+
+/* lt__quota_new sets the quotas from the flags, raises the soft RLIMIT_NOFILE to the hard
+ * one and derives the default session limit from it; counts each client's bytes held
+ * through the store's accounting callback. LT_ENOMEM. */
+int lt__quota_new(lt_server_t *srv, const lt_srv_args_t *a);
+
+/* lt__quota_free frees the counters; accepts a server without them. */
+void lt__quota_free(lt_server_t *srv);
+
+/* lt__quota_held returns the bytes of values held under client id `client`. */
+uint64_t lt__quota_held(const lt_server_t *srv, uint64_t client);
+
+/* lt__quota_max_bytes, _max_parked, _max_queued, _max_sessions return the limits. */
+uint64_t lt__quota_max_bytes(const lt_server_t *srv);
+uint32_t lt__quota_max_parked(const lt_server_t *srv);
+uint32_t lt__quota_max_queued(const lt_server_t *srv);
+uint32_t lt__quota_max_sessions(const lt_server_t *srv);
+
+/* lt__quota_session_ok tells whether one more session may open; a refusal is logged, at
+ * most once a second with the number refused since. */
+bool lt__quota_session_ok(lt_server_t *srv);
+
+/* lt__quota_trim returns freed heap to the system (malloc_trim) once at least 1 MiB of
+ * values left the store since the last trim; after a session ends. */
+void lt__quota_trim(lt_server_t *srv);
+
+#endif

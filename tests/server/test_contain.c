@@ -1,0 +1,505 @@
+/* test_contain.c: containment of bad kernels and greedy clients, against real
+ * lithium-server processes over raw DEALERs: a supervised worker killed by a kernel's
+ * SIGSEGV or abort() comes back on the same endpoint as a new incarnation and tells each
+ * client once which of its instructions were running; --no-supervise keeps one process
+ * that dies; a kernel past execute.timeout_ms fails with LT_ETIMEDOUT and the worker is
+ * recycled; quotas on bytes held, parked and queued instructions and sessions; 3000 idle
+ * connections beside an honest client; and two clients of unequal task sizes served in
+ * turn. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <arpa/inet.h>
+#include <unistd.h>
+#include <lithium/error.h>
+#include "server/srv_helper.h"
+
+#define CLIENT_A 0xa11ce001ULL
+#define CLIENT_B 0xb0b00002ULL
+#define MAXSEQ   4096
+
+enum { K_SLEEP, K_CRASH, K_FOREVER, K_HOG, K_ECHO, K_ABORT };
+
+typedef struct peer {
+  th_client_t c;
+  uint64_t client;
+  uint64_t incarnation;
+  bool got[MAXSEQ];
+  int status[MAXSEQ];
+  char msg[MAXSEQ][160];
+  int ndone;
+  int last_error;
+  char last_errmsg[300];
+} peer_t;
+
+/* pump receives one message into p; 0 or LT_ETIMEDOUT. */
+static int pump(peer_t *p, int timeout_ms) {
+  th_rx_t r;
+  int rc = th_recv(&p->c, &r, timeout_ms);
+  if (rc == LT_ETIMEDOUT) return rc;
+  cr_assert_eq(rc, LT_OK, "undecodable reply: %s", lt_strerror(rc));
+  if (r.m.type == LT_MSG_DONE) {
+    for (uint32_t i = 0; i < r.m.u.done.ncompl; i++) {
+      const lt_completion_t *c = &r.m.u.done.compl [i];
+      cr_assert_lt(c->seq, MAXSEQ);
+      p->got[c->seq] = true;
+      p->status[c->seq] = c->status;
+      snprintf(p->msg[c->seq], sizeof p->msg[c->seq], "%s", c->errmsg);
+      p->ndone++;
+    }
+  } else if (r.m.type == LT_MSG_ERROR) {
+    p->last_error = r.m.u.error.code;
+    snprintf(p->last_errmsg, sizeof p->last_errmsg, "%s", r.m.u.error.message);
+  }
+  th_rx_clear(&r);
+  return 0;
+}
+
+#define WAIT_FOR(p, cond, ms)                                                                      \
+  do {                                                                                             \
+    int64_t until_ = th_now_ms() + (ms);                                                           \
+    while (!(cond)) {                                                                              \
+      cr_assert_lt(th_now_ms(), until_, "timed out waiting for " #cond);                           \
+      pump((p), 100);                                                                              \
+    }                                                                                              \
+  } while (0)
+
+/* greet opens a connection as `client` and waits for the welcome, copied into *w (its
+ * crashed array into seqs, at most 16). */
+static void greet(peer_t *p, const char *ep, uint64_t client, lt_msg_t *w, uint64_t *seqs) {
+  memset(p, 0, sizeof *p);
+  p->client = client;
+  cr_assert_eq(th_client_open(&p->c, ep), 0);
+  cr_assert_eq(th_hello(&p->c, client, LT_PROTO_VERSION), LT_OK);
+  int64_t until = th_now_ms() + 10000;
+  for (;;) {
+    cr_assert_lt(th_now_ms(), until, "no welcome");
+    th_rx_t r;
+    int rc = th_recv(&p->c, &r, 200);
+    if (rc == LT_ETIMEDOUT) continue;
+    cr_assert_eq(rc, LT_OK);
+    cr_assert_eq(r.m.type, LT_MSG_WELCOME, "got %s", lt__msg_type_name(r.m.type));
+    if (w != NULL) {
+      *w = r.m;
+      for (uint32_t i = 0; i < r.m.u.welcome.ncrashed && i < 16; i++)
+        seqs[i] = r.m.u.welcome.crashed[i];
+      w->u.welcome.crashed = NULL;
+      w->u.welcome.server_id = NULL;
+    }
+    p->incarnation = r.m.u.welcome.incarnation;
+    th_rx_clear(&r);
+    break;
+  }
+  const char *kernels[] = {"testk:sleep",   "testk:crash_on", "testk:forever",
+                           "testk:hog_mem", "testk:echo",     "testk:crash_on"};
+  cr_assert_eq(th_program(&p->c, kernels, 6), 0);
+}
+
+static void bye(peer_t *p) {
+  th_client_close(&p->c);
+}
+
+/* run sends one SEQ instruction `seq` of kernel k on an int64 inline input v, with the
+ * session's deadline timeout_ms; its output is returned and kept (ref by seq). */
+static void run(peer_t *p, uint64_t seq, uint32_t k, const char *param, int64_t v,
+                uint32_t timeout_ms) {
+  unsigned char buf[8];
+  th_put_i64(buf, v);
+  lt_bytes_t pay = {buf, 8};
+  lt_input_t in = {.kind = LT_INPUT_INLINE, .frame = 0, .holder = ""};
+  lt_oid_t out = {p->client, seq};
+  lt_instr_t ins = {.seq = seq,
+                    .kernel = k,
+                    .param = {param, param ? strlen(param) : 0},
+                    .ninputs = 1,
+                    .inputs = &in,
+                    .noutputs = 1,
+                    .outputs = &out,
+                    .flags = LT_INSTR_RETURN | LT_INSTR_KEEP};
+  lt_msg_t m;
+  memset(&m, 0, sizeof m);
+  m.type = LT_MSG_EXECUTE;
+  m.u.execute.ninstrs = 1;
+  m.u.execute.instrs = &ins;
+  m.u.execute.timeout_ms = timeout_ms;
+  cr_assert_eq(th_send(&p->c, &m, &pay, 1), LT_OK);
+}
+
+/* run_ref sends instruction `seq` reading the value {client, ref} (parks while pending). */
+static void run_ref(peer_t *p, uint64_t seq, uint64_t refseq) {
+  lt_input_t in = {.kind = LT_INPUT_REF, .id = {p->client, refseq}, .holder = ""};
+  lt_oid_t out = {p->client, seq};
+  lt_instr_t ins = {.seq = seq,
+                    .kernel = K_ECHO,
+                    .ninputs = 1,
+                    .inputs = &in,
+                    .noutputs = 1,
+                    .outputs = &out,
+                    .flags = LT_INSTR_RETURN};
+  lt_msg_t m;
+  memset(&m, 0, sizeof m);
+  m.type = LT_MSG_EXECUTE;
+  m.u.execute.ninstrs = 1;
+  m.u.execute.instrs = &ins;
+  cr_assert_eq(th_send(&p->c, &m, NULL, 0), LT_OK);
+}
+
+/* crash_and_report: two instructions of client A run (a sleep and a crash), the worker dies
+ * of `sig`; the same endpoint serves again with a new incarnation, and A's next welcome
+ * lists both, once. */
+static void crash_and_report(const char *param, int sig) {
+  th_server_t srv;
+  cr_assert_eq(th_server_start_default(&srv, NULL), 0);
+  peer_t a, b;
+  greet(&a, srv.endpoint, CLIENT_A, NULL, NULL);
+  uint64_t old = a.incarnation;
+  run(&a, 1, K_SLEEP, "3000", 1, 0);
+  usleep(200 * 1000);
+  run(&a, 2, K_CRASH, param, 7, 0);
+  usleep(300 * 1000);
+  bye(&a);
+  /* The supervisor lives on and a new worker answers on the same endpoint within 1 s. */
+  cr_assert_eq(kill(srv.pid, 0), 0, "the supervisor died with its worker");
+  lt_msg_t w;
+  uint64_t seqs[16] = {0};
+  int64_t t0 = th_now_ms();
+  greet(&a, srv.endpoint, CLIENT_A, &w, seqs);
+  cr_assert_lt(th_now_ms() - t0, 3000);
+  cr_assert_neq(w.u.welcome.incarnation, old, "a new incarnation");
+  cr_assert_eq(w.u.welcome.crashed_incarnation, old);
+  cr_assert_eq(w.u.welcome.crash_signal, sig);
+  cr_assert_eq(w.u.welcome.ncrashed, 2, "running at the crash: %u", w.u.welcome.ncrashed);
+  cr_assert((seqs[0] == 1 && seqs[1] == 2) || (seqs[0] == 2 && seqs[1] == 1));
+  /* Told once: a second greeting of A, and B's, list nothing. */
+  bye(&a);
+  greet(&a, srv.endpoint, CLIENT_A, &w, seqs);
+  cr_assert_eq(w.u.welcome.ncrashed, 0);
+  greet(&b, srv.endpoint, CLIENT_B, &w, seqs);
+  cr_assert_eq(w.u.welcome.ncrashed, 0);
+  /* And it serves. */
+  run(&b, 1, K_SLEEP, "1", 5, 0);
+  WAIT_FOR(&b, b.got[1], 10000);
+  cr_assert_eq(b.status[1], LT_OK, "%s", b.msg[1]);
+  bye(&a);
+  bye(&b);
+  cr_assert_eq(th_server_stop(&srv, SIGTERM, 10000), 0);
+}
+
+Test(contain, segv_restarts_worker_and_reports_running_seqs, .timeout = 60) {
+  crash_and_report("7:segv", SIGSEGV);
+}
+
+Test(contain, abort_restarts_worker_and_reports_running_seqs, .timeout = 60) {
+  crash_and_report("7:abort", SIGABRT);
+}
+
+Test(contain, no_supervise_dies_with_the_kernel, .timeout = 60) {
+  const char *extra[] = {"--no-supervise", NULL};
+  th_server_t srv;
+  cr_assert_eq(th_server_start_default(&srv, extra), 0);
+  peer_t a;
+  greet(&a, srv.endpoint, CLIENT_A, NULL, NULL);
+  run(&a, 1, K_CRASH, "7:segv", 7, 0);
+  bye(&a);
+  cr_assert_eq(th_server_stop(&srv, 0, 10000), 128 + SIGSEGV, "one process, killed by it");
+}
+
+Test(contain, sigkill_of_the_supervisor_takes_the_worker, .timeout = 60) {
+  th_server_t srv;
+  cr_assert_eq(th_server_start_default(&srv, NULL), 0);
+  char ep[256];
+  snprintf(ep, sizeof ep, "%s", srv.endpoint);
+  cr_assert_eq(th_server_stop(&srv, SIGKILL, 5000), 128 + SIGKILL);
+  /* The worker got SIGKILL too (PR_SET_PDEATHSIG): the port is free again. */
+  const char *args[] = {"--listen", ep, "--modules", LT_TEST_MODULES, "--threads", "1", NULL};
+  int64_t until = th_now_ms() + 3000;
+  int rc;
+  while ((rc = th_server_start(&srv, args, 5000)) != 0 && th_now_ms() < until)
+    usleep(100 * 1000);
+  cr_assert_eq(rc, 0, "the endpoint %s stayed taken", ep);
+  cr_assert_eq(th_server_stop(&srv, SIGTERM, 10000), 0);
+}
+
+Test(contain, crash_loop_gives_up, .timeout = 60) {
+  th_server_t srv;
+  cr_assert_eq(th_server_start_default(&srv, NULL), 0);
+  int64_t until = th_now_ms() + 20000;
+  int killed = 0;
+  /* Kill each new worker as soon as it is there: the supervisor gives up after 5 restarts
+   * in 10 s and exits 1. */
+  while (th_now_ms() < until) {
+    char path[64], kids[64] = "";
+    snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)srv.pid, (int)srv.pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL) break;
+    bool got = fgets(kids, sizeof kids, f) != NULL;
+    fclose(f);
+    int w = got ? atoi(kids) : 0;
+    if (w > 0 && kill(w, SIGSEGV) == 0) killed++;
+    usleep(50 * 1000);
+    if (killed > 10) break;
+  }
+  cr_assert_eq(th_server_stop(&srv, 0, 10000), 1, "gave up after %d kills", killed);
+}
+
+Test(contain, timeout_fails_the_kernel_and_recycles_the_worker, .timeout = 60) {
+  th_server_t srv;
+  cr_assert_eq(th_server_start_default(&srv, NULL), 0);
+  peer_t a;
+  greet(&a, srv.endpoint, CLIENT_A, NULL, NULL);
+  uint64_t old = a.incarnation;
+  run(&a, 1, K_FOREVER, NULL, 1, 500);
+  run(&a, 2, K_SLEEP, "10", 2, 500);
+  int64_t t0 = th_now_ms();
+  WAIT_FOR(&a, a.got[1] && a.got[2], 5000);
+  int64_t took = th_now_ms() - t0;
+  cr_assert_eq(a.status[1], LT_ETIMEDOUT, "%s", a.msg[1]);
+  cr_assert_str_eq(a.msg[1], "testk:forever: ran longer than 500 ms (task_timeout_ms)");
+  cr_assert_geq(took, 450);
+  cr_assert_lt(took, 2000);
+  cr_assert_eq(a.status[2], LT_OK, "%s", a.msg[2]);
+  bye(&a);
+  /* More than a second past its deadline the worker is recycled: a new incarnation, not a
+   * crash (no signal, nothing charged). */
+  usleep(1500 * 1000);
+  lt_msg_t w;
+  uint64_t seqs[16];
+  greet(&a, srv.endpoint, CLIENT_A, &w, seqs);
+  cr_assert_neq(w.u.welcome.incarnation, old);
+  cr_assert_eq(w.u.welcome.crash_signal, 0);
+  cr_assert_eq(w.u.welcome.ncrashed, 0);
+  run(&a, 3, K_SLEEP, "1", 3, 500);
+  WAIT_FOR(&a, a.got[3], 5000);
+  cr_assert_eq(a.status[3], LT_OK, "%s", a.msg[3]);
+  bye(&a);
+  cr_assert_eq(th_server_stop(&srv, SIGTERM, 10000), 0);
+}
+
+Test(contain, stop_does_not_wait_forever_for_a_stuck_kernel, .timeout = 60) {
+  th_server_t srv;
+  cr_assert_eq(th_server_start_default(&srv, NULL), 0);
+  peer_t a;
+  greet(&a, srv.endpoint, CLIENT_A, NULL, NULL);
+  run(&a, 1, K_FOREVER, NULL, 1, 0);
+  usleep(200 * 1000);
+  int64_t t0 = th_now_ms();
+  int rc = th_server_stop(&srv, SIGTERM, 20000);
+  cr_assert_neq(rc, -1, "never exited");
+  cr_assert_lt(th_now_ms() - t0, 15000);
+  bye(&a);
+}
+
+Test(contain, bytes_quota_fails_the_instruction_that_crosses_it, .timeout = 60) {
+  const char *extra[] = {"--max-session-bytes", "40m", NULL};
+  th_server_t srv;
+  cr_assert_eq(th_server_start_default(&srv, extra), 0);
+  peer_t hoard, honest;
+  greet(&hoard, srv.endpoint, CLIENT_A, NULL, NULL);
+  greet(&honest, srv.endpoint, CLIENT_B, NULL, NULL);
+  /* 10 MiB values kept: the fourth fits (40 MiB), the fifth crosses the quota. */
+  int bad = 0, good = 0;
+  for (uint64_t i = 1; i <= 6; i++) {
+    lt_input_t in = {.kind = LT_INPUT_INLINE, .frame = 0, .holder = ""};
+    lt_oid_t out = {hoard.client, i};
+    lt_instr_t ins = {.seq = i,
+                      .kernel = K_HOG,
+                      .param = {"10", 2},
+                      .ninputs = 1,
+                      .inputs = &in,
+                      .noutputs = 1,
+                      .outputs = &out};
+    lt_msg_t m;
+    memset(&m, 0, sizeof m);
+    m.type = LT_MSG_EXECUTE;
+    m.u.execute.ninstrs = 1;
+    m.u.execute.instrs = &ins;
+    unsigned char one[8] = {0};
+    lt_bytes_t pay = {one, 8};
+    cr_assert_eq(th_send(&hoard.c, &m, &pay, 1), LT_OK);
+    WAIT_FOR(&hoard, hoard.got[i], 10000);
+    if (hoard.status[i] == LT_OK) {
+      good++;
+    } else {
+      bad++;
+      cr_assert_eq(hoard.status[i], LT_ENOMEM);
+      cr_assert(strstr(hoard.msg[i], "--max-session-bytes") != NULL, "%s", hoard.msg[i]);
+    }
+  }
+  cr_assert_eq(good, 4);
+  cr_assert_eq(bad, 2);
+  /* The other session is not touched. */
+  run(&honest, 1, K_SLEEP, "1", 9, 0);
+  WAIT_FOR(&honest, honest.got[1], 10000);
+  cr_assert_eq(honest.status[1], LT_OK, "%s", honest.msg[1]);
+  bye(&hoard);
+  bye(&honest);
+  cr_assert_eq(th_server_stop(&srv, SIGTERM, 10000), 0);
+}
+
+Test(contain, parked_and_queued_quotas, .timeout = 60) {
+  const char *extra[] = {"--max-parked", "3", "--max-queued", "5", NULL};
+  th_server_t srv;
+  cr_assert_eq(th_server_start_default(&srv, extra), 0);
+  peer_t a;
+  greet(&a, srv.endpoint, CLIENT_A, NULL, NULL);
+  /* Readers of a value still being made park: the fourth is over --max-parked. */
+  run(&a, 999, K_SLEEP, "1500", 1, 0);
+  for (uint64_t i = 1; i <= 4; i++)
+    run_ref(&a, i, 999);
+  WAIT_FOR(&a, a.got[4], 5000);
+  cr_assert_eq(a.status[4], LT_ENOMEM);
+  cr_assert(strstr(a.msg[4], "--max-parked") != NULL, "%s", a.msg[4]);
+  cr_assert(!a.got[1] && !a.got[2] && !a.got[3]);
+  /* With the one making 999, 5 sleeps are queued or running; the sixth is over
+   * --max-queued. */
+  for (uint64_t i = 10; i < 15; i++)
+    run(&a, i, K_SLEEP, "300", 1, 0);
+  WAIT_FOR(&a, a.got[14], 5000);
+  cr_assert_eq(a.status[14], LT_ENOMEM);
+  cr_assert(strstr(a.msg[14], "--max-queued") != NULL, "%s", a.msg[14]);
+  WAIT_FOR(&a, a.got[10] && a.got[11] && a.got[12] && a.got[13], 5000);
+  for (uint64_t i = 10; i < 14; i++)
+    cr_assert_eq(a.status[i], LT_OK);
+  WAIT_FOR(&a, a.got[1] && a.got[2] && a.got[3], 5000);
+  for (uint64_t i = 1; i < 4; i++)
+    cr_assert_eq(a.status[i], LT_OK, "%s", a.msg[i]);
+  bye(&a);
+  cr_assert_eq(th_server_stop(&srv, SIGTERM, 10000), 0);
+}
+
+Test(contain, session_limit_refuses_hello, .timeout = 60) {
+  const char *extra[] = {"--max-sessions", "2", NULL};
+  th_server_t srv;
+  cr_assert_eq(th_server_start_default(&srv, extra), 0);
+  peer_t a, b, c;
+  greet(&a, srv.endpoint, CLIENT_A, NULL, NULL);
+  greet(&b, srv.endpoint, CLIENT_B, NULL, NULL);
+  memset(&c, 0, sizeof c);
+  cr_assert_eq(th_client_open(&c.c, srv.endpoint), 0);
+  cr_assert_eq(th_hello(&c.c, 0xc0ffee, LT_PROTO_VERSION), LT_OK);
+  WAIT_FOR(&c, c.last_error != 0, 5000);
+  cr_assert_eq(c.last_error, LT_EAGAIN);
+  cr_assert(strstr(c.last_errmsg, "--max-sessions") != NULL, "%s", c.last_errmsg);
+  /* The others go on; once one leaves, a new one gets in. */
+  run(&a, 1, K_SLEEP, "1", 1, 0);
+  WAIT_FOR(&a, a.got[1], 5000);
+  cr_assert_eq(a.status[1], LT_OK);
+  lt_msg_t bm = {.type = LT_MSG_BYE};
+  cr_assert_eq(th_send(&b.c, &bm, NULL, 0), LT_OK);
+  usleep(200 * 1000);
+  cr_assert_eq(th_hello_ok(&c.c, 0xc0ffee), 0);
+  bye(&a);
+  bye(&b);
+  bye(&c);
+  cr_assert_eq(th_server_stop(&srv, SIGTERM, 10000), 0);
+}
+
+/* cpu_ticks returns utime + stime of process `pid` (clock ticks). */
+static long cpu_ticks(pid_t pid) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (f == NULL) return -1;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  char *p = strrchr(buf, ')');
+  if (p == NULL) return -1;
+  long ut = 0, st = 0;
+  /* After ")": state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime
+   * stime. */
+  if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %ld %ld", &ut, &st) != 2)
+    return -1;
+  return ut + st;
+}
+
+Test(contain, idle_connections_beside_an_honest_client, .timeout = 120) {
+  enum { IDLE = 3000 };
+  /* The server starts with a soft limit of 1024 open files (it raises it to the hard one);
+   * this test needs room for its own 3000 sockets. */
+  struct rlimit rl;
+  cr_assert_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+  if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < IDLE + 200)
+    cr_skip_test("hard open-file limit %llu is below %d", (unsigned long long)rl.rlim_max,
+                 IDLE + 200);
+  struct rlimit low = {1024, rl.rlim_max};
+  cr_assert_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
+  const char *extra[] = {"--no-supervise", NULL}; /* its CPU use is the pid's */
+  th_server_t srv;
+  cr_assert_eq(th_server_start_default(&srv, extra), 0);
+  struct rlimit high = {IDLE + 200, rl.rlim_max};
+  cr_assert_eq(setrlimit(RLIMIT_NOFILE, &high), 0);
+  const char *colon = strrchr(srv.endpoint, ':');
+  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(colon + 1))};
+  inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+  static int fds[IDLE];
+  int opened = 0;
+  for (int i = 0; i < IDLE; i++) {
+    fds[i] = socket(AF_INET, SOCK_STREAM, 0);
+    if (fds[i] < 0) break;
+    if (connect(fds[i], (struct sockaddr *)&sa, sizeof sa) != 0) {
+      close(fds[i]);
+      break;
+    }
+    opened++;
+  }
+  cr_assert_eq(opened, IDLE, "opened %d: %s", opened, strerror(errno));
+  usleep(500 * 1000);
+  long c0 = cpu_ticks(srv.pid);
+  peer_t a;
+  greet(&a, srv.endpoint, CLIENT_A, NULL, NULL);
+  for (uint64_t i = 1; i <= 50; i++)
+    run(&a, i, K_SLEEP, "1", (int64_t)i, 0);
+  WAIT_FOR(&a, a.ndone == 50, 10000);
+  for (uint64_t i = 1; i <= 50; i++)
+    cr_assert_eq(a.status[i], LT_OK, "%s", a.msg[i]);
+  usleep(1000 * 1000);
+  long c1 = cpu_ticks(srv.pid);
+  long hz = sysconf(_SC_CLK_TCK);
+  /* Well below one core busy over the ~1.5 s (a spinning accept loop would use all of it). */
+  cr_assert_lt(c1 - c0, hz, "server used %ld ticks of %ld a second", c1 - c0, hz);
+  bye(&a);
+  for (int i = 0; i < opened; i++)
+    close(fds[i]);
+  cr_assert_eq(th_server_stop(&srv, SIGTERM, 10000), 0);
+  setrlimit(RLIMIT_NOFILE, &rl);
+}
+
+/* tiny_batch runs n tiny instructions of `p` (seqs from `first`) and returns the ms taken. */
+static int64_t tiny_batch(peer_t *p, uint64_t first, int n) {
+  int64_t t0 = th_now_ms();
+  for (int i = 0; i < n; i++)
+    run(p, first + (uint64_t)i, K_SLEEP, "5", i, 0);
+  WAIT_FOR(p, p->got[first + (uint64_t)n - 1] && p->ndone >= n, 60000);
+  for (int i = 0; i < n; i++)
+    cr_assert_eq(p->status[first + (uint64_t)i], LT_OK);
+  return th_now_ms() - t0;
+}
+
+Test(contain, fair_between_long_and_short_tasks, .timeout = 120) {
+  th_server_t srv;
+  cr_assert_eq(th_server_start_default(&srv, NULL), 0);
+  peer_t tiny, big;
+  greet(&tiny, srv.endpoint, CLIENT_A, NULL, NULL);
+  enum { N = 40 };
+  int64_t alone = tiny_batch(&tiny, 1, N);
+  bye(&tiny);
+  greet(&big, srv.endpoint, CLIENT_B, NULL, NULL);
+  for (uint64_t i = 1; i <= 60; i++)
+    run(&big, i, K_SLEEP, "200", 1, 0);
+  usleep(300 * 1000); /* the long ones hold both threads and a queue */
+  greet(&tiny, srv.endpoint, CLIENT_A, NULL, NULL);
+  int64_t beside = tiny_batch(&tiny, 1000, N);
+  /* Within 2x of alone, plus the one long task each thread finishes first. */
+  cr_assert_lt(beside, 2 * alone + 250, "alone %lld ms, beside %lld ms", (long long)alone,
+               (long long)beside);
+  bye(&tiny);
+  bye(&big);
+  cr_assert_eq(th_server_stop(&srv, SIGKILL, 10000), 128 + SIGKILL);
+}
