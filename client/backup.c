@@ -4,8 +4,10 @@
  * server would finish in less time than it has already taken, gets a copy there. The two
  * are twins: the first to complete wins and is applied as usual; the other is cancelled on
  * its server and, when it still completes, only releases what it left. Nothing is
- * delivered twice. Only instructions whose inputs the client holds and whose output nobody
- * references yet (a farm's tasks, a last stage) get copies. Kernels are pure functions of
+ * delivered twice; a failure of the kernel itself settles both as a result does. Only
+ * instructions whose inputs the client holds, whose output nobody references yet (a farm's
+ * tasks, a last stage), and whose chain has completed somewhere (so that there is an
+ * expected time) get copies. Kernels are pure functions of
  * their inputs, which is what makes this safe. Dispatcher thread only. */
 #include <stdlib.h>
 #include <string.h>
@@ -94,7 +96,7 @@ void lt__sched_backup(lt_sched_t *s, int64_t now_ms) {
     return;
   instr_rec_t *r, *tmp;
   HASH_ITER(hh, s->inflight, r, tmp) {
-    if (!eligible(r)) continue;
+    if (!eligible(r) || lt__pace_known_us(s, r->stages) <= 0) continue; /* nothing to judge by */
     int64_t taken_ms = now_ms - r->sent_ms;
     if (taken_ms < BACKUP_MIN_MS || (double)taken_ms * 1000.0 < o->backup_factor * r->expect_us)
       continue;

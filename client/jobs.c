@@ -381,7 +381,10 @@ void lt__sched_on_completion(lt_sched_t *s, size_t idx, const lt_completion_t *c
   c->inflight--;
   lt__sched_unadmit(s, r, idx);
   if (lt__sched_cancel_answered(s, r, cp->status)) return; /* it moves to a faster server */
-  if (lt__sched_twin_settle(s, r, cp->status == LT_OK)) {
+  /* A result, or a failure of the kernel itself, settles its copies; a copy that was lost
+   * or never ran leaves the other to carry on. */
+  int settled = cp->status != LT_ESHUTDOWN && cp->status != LT_ECANCELED && cp->status != LT_ELOST;
+  if (lt__sched_twin_settle(s, r, settled)) {
     /* Its copy won, or carries on: this one only releases what it left. */
     if (cp->status == LT_OK && s->ev->opts.lazy)
       release_outputs(s, r, (int)idx, cp->noutputs > 0 ? cp->noutputs : 1);

@@ -1,0 +1,118 @@
+/* test_contain.c: one bad kernel never takes the servers down (issue "containment"), with
+ * supervised lithium-server processes: a kernel that segfaults or aborts on one input of a
+ * farm fails that task alone with LT_ECRASH naming the kernel and the signal, every other
+ * result is right, and the same endpoints serve the next evaluation; a kernel that never
+ * returns fails its task with LT_ETIMEDOUT under task_timeout_ms, and its server, recycled,
+ * serves again. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+#define READ_MS 60000
+
+/* Under AddressSanitizer a kernel's SIGSEGV would become a sanitizer report: the servers
+ * this test starts let it kill them, as it does in a normal build. */
+static void servers_die_of_segv(void) {
+  const char *old = getenv("ASAN_OPTIONS");
+  char opts[1024];
+  snprintf(opts, sizeof opts, "%s%shandle_segv=0", old != NULL ? old : "",
+           old != NULL && *old != '\0' ? ":" : "");
+  setenv("ASAN_OPTIONS", opts, 1);
+}
+
+static lt_eval_t *eval_on(lt_skel_t *prog, lt_proc_t *p, int n, const char *const *opts) {
+  lt_eval_t *ev = NULL;
+  cr_assert_eq(lt_eval_new(&ev, prog), LT_OK);
+  for (int i = 0; opts != NULL && opts[i] != NULL; i += 2)
+    cr_assert_eq(lt_eval_set(ev, opts[i], opts[i + 1]), LT_OK, "%s", opts[i]);
+  for (int i = 0; i < n; i++)
+    cr_assert_eq(lt_eval_add_host(ev, p[i].endpoint), LT_OK);
+  int rc = lt_eval_start(ev);
+  cr_assert_eq(rc, LT_OK, "start: %s", lt_strerror(rc));
+  return ev;
+}
+
+/* serves_again runs 50 tasks of testk:inc on the same servers: all must be right. */
+static void serves_again(lt_proc_t *p, int n) {
+  lt_eval_t *ev = eval_on(lt_farm(lt_seq("testk:inc")), p, n, NULL);
+  submit_i64s(ev, 50);
+  lt_eval_close(ev);
+  for (int i = 0; i < 50; i++) {
+    lt_buf_t *b = NULL;
+    cr_assert_eq(lt_eval_next_timeout(ev, READ_MS, &b), LT_OK, "result %d", i);
+    cr_assert_eq(lt_buf_error(b), LT_OK, "task %d: %s", i, lt_buf_errmsg(b));
+    cr_assert_eq(get_i64(lt_buf_data(b)), i + 1);
+    lt_buf_free(b);
+  }
+  lt_eval_free(ev);
+}
+
+static void poison(const char *how, const char *signame) {
+  servers_die_of_segv();
+  lt_proc_t p[3];
+  for (int i = 0; i < 3; i++)
+    start_server(&p[i], "supervised", 2);
+  char param[32];
+  int n = snprintf(param, sizeof param, "37:%s", how);
+  const char *opts[] = {"heartbeat_ms", "300", NULL};
+  lt_eval_t *ev = eval_on(lt_farm(lt_seq_with("testk:crash_on", param, (size_t)n)), p, 3, opts);
+  enum { N = 300 };
+  submit_i64s(ev, N);
+  lt_eval_close(ev);
+  int errors = 0;
+  for (int i = 0; i < N; i++) {
+    lt_buf_t *b = NULL;
+    cr_assert_eq(lt_eval_next_timeout(ev, READ_MS, &b), LT_OK, "result %d", i);
+    if (i == 37) {
+      cr_assert_eq(lt_buf_error(b), LT_ECRASH, "task 37: %s %s", lt_strerror(lt_buf_error(b)),
+                   lt_buf_errmsg(b));
+      cr_assert_not_null(strstr(lt_buf_errmsg(b), "testk:crash_on"), "%s", lt_buf_errmsg(b));
+      cr_assert_not_null(strstr(lt_buf_errmsg(b), signame), "%s", lt_buf_errmsg(b));
+      cr_assert_not_null(strstr(lt_buf_errmsg(b), "not retried"), "%s", lt_buf_errmsg(b));
+    } else {
+      cr_assert_eq(lt_buf_error(b), LT_OK, "task %d: %s", i, lt_buf_errmsg(b));
+      cr_assert_eq(get_i64(lt_buf_data(b)), i);
+    }
+    errors += lt_buf_error(b) != LT_OK;
+    lt_buf_free(b);
+  }
+  cr_assert_eq(errors, 1);
+  lt_eval_free(ev);
+  /* The same endpoints: the supervisors restarted their workers. */
+  serves_again(p, 3);
+  for (int i = 0; i < 3; i++)
+    lt__proc_stop(&p[i], 5000);
+}
+
+Test(poison, segfaulting_kernel_fails_its_task_alone, .timeout = 180) {
+  poison("segv", "SIGSEGV");
+}
+
+Test(poison, aborting_kernel_fails_its_task_alone, .timeout = 180) {
+  poison("abort", "SIGABRT");
+}
+
+Test(deadline, kernel_that_never_returns_times_out_and_its_server_comes_back, .timeout = 120) {
+  lt_proc_t p[2];
+  for (int i = 0; i < 2; i++)
+    start_server(&p[i], "supervised", 2);
+  const char *opts[] = {"task_timeout_ms", "500", NULL};
+  lt_eval_t *ev = eval_on(lt_seq("testk:forever"), p, 2, opts);
+  unsigned char tok[8];
+  put_i64(tok, 1);
+  cr_assert_eq(lt_eval_submit(ev, tok, 8, NULL), LT_OK);
+  lt_eval_close(ev);
+  lt_buf_t *b = NULL;
+  cr_assert_eq(lt_eval_next_timeout(ev, READ_MS, &b), LT_OK);
+  cr_assert_eq(lt_buf_error(b), LT_ETIMEDOUT, "%s: %s", lt_strerror(lt_buf_error(b)),
+               lt_buf_errmsg(b));
+  cr_assert_not_null(strstr(lt_buf_errmsg(b), "testk:forever"), "%s", lt_buf_errmsg(b));
+  lt_buf_free(b);
+  lt_eval_free(ev);
+  serves_again(p, 2);
+  for (int i = 0; i < 2; i++)
+    lt__proc_stop(&p[i], 5000);
+}
