@@ -31,7 +31,11 @@ enum {
   OPT_FETCH_TIMEOUT,
   OPT_MAX_PEERS,
   OPT_SLOWDOWN,
-  OPT_SPEED
+  OPT_SPEED,
+  OPT_CURVE_KEY,
+  OPT_ALLOW,
+  OPT_INSECURE,
+  OPT_UNSAFE_MODULES
 };
 
 static const struct option long_opts[] = {
@@ -46,6 +50,10 @@ static const struct option long_opts[] = {
     {"max-peers", required_argument, NULL, OPT_MAX_PEERS},
     {"slowdown", required_argument, NULL, OPT_SLOWDOWN},
     {"speed", required_argument, NULL, OPT_SPEED},
+    {"curve-key", required_argument, NULL, OPT_CURVE_KEY},
+    {"allow", required_argument, NULL, OPT_ALLOW},
+    {"insecure", no_argument, NULL, OPT_INSECURE},
+    {"allow-unsafe-modules", no_argument, NULL, OPT_UNSAFE_MODULES},
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0}};
@@ -68,6 +76,15 @@ void lt__args_usage(FILE *f) {
           "      --slowdown F       emulation: run kernels F times slower (default 1)\n"
           "      --speed S          experiments: report speed S (> 0) in welcome instead of\n"
           "                         the start-up calibration (1.0 ~ a typical core)\n"
+          "      --curve-key FILE   CURVE key pair (lithium keygen): clients must use CURVE\n"
+          "                         and a key the server allows\n"
+          "      --allow FILE       allowed client public keys, one Z85 key a line, optional\n"
+          "                         name after it, '#' comments; re-read on SIGHUP. The\n"
+          "                         server's own public key is always allowed\n"
+          "      --insecure         allow listening on a non-loopback address without\n"
+          "                         --curve-key (anyone who reaches it runs its kernels)\n"
+          "      --allow-unsafe-modules  use module directories and files writable by other\n"
+          "                         users than the server's (or root)\n"
           "  -h, --help             show this help\n"
           "  -V, --version          show the version\n"
           "On start the server prints \"READY <endpoint>\" on stdout.\n",
@@ -256,6 +273,20 @@ int lt__args_parse(lt_srv_args_t *a, int argc, char **argv, FILE *out, FILE *err
           a->speed > 1e6)
         return usage_error(err, "bad --speed '%s' (above 0, at most 1e6)", optarg);
       break;
+    case OPT_CURVE_KEY:
+      if (optarg[0] == '\0') return usage_error(err, "%s", "empty --curve-key file");
+      if (replace_str(&a->curve_key, optarg) != LT_OK) return usage_error(err, "%s", "no memory");
+      break;
+    case OPT_ALLOW:
+      if (optarg[0] == '\0') return usage_error(err, "%s", "empty --allow file");
+      if (replace_str(&a->allow, optarg) != LT_OK) return usage_error(err, "%s", "no memory");
+      break;
+    case OPT_INSECURE:
+      a->insecure = true;
+      break;
+    case OPT_UNSAFE_MODULES:
+      a->unsafe_modules = true;
+      break;
     case OPT_HELP:
       lt__args_usage(out);
       return LT_ARGS_EXIT_OK;
@@ -273,6 +304,8 @@ int lt__args_parse(lt_srv_args_t *a, int argc, char **argv, FILE *out, FILE *err
     }
   }
   if (optind < argc) return usage_error(err, "unexpected argument '%s'", argv[optind]);
+  if (a->allow != NULL && a->curve_key == NULL)
+    return usage_error(err, "%s", "--allow needs --curve-key");
   return LT_ARGS_RUN;
 }
 
@@ -280,6 +313,8 @@ void lt__args_free(lt_srv_args_t *a) {
   if (a == NULL) return;
   free(a->listen);
   free(a->name);
+  free(a->curve_key);
+  free(a->allow);
   for (size_t i = 0; i < a->nmodules; i++)
     free(a->modules[i]);
   free(a->modules);

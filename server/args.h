@@ -4,6 +4,7 @@
 #ifndef LT_SRV_ARGS_H
 #define LT_SRV_ARGS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -37,6 +38,10 @@ typedef struct lt_srv_args {
   uint32_t max_peers; /* links to peer servers kept open at most */
   double slowdown;    /* emulation: a kernel that took t keeps its worker (F-1)*t longer */
   double speed;       /* experiments: welcome speed instead of the calibration; 0 = calibrate */
+  char *curve_key;     /* --curve-key: the server's key pair file, or NULL (owned) */
+  char *allow;         /* --allow: allowed client public keys file, or NULL (owned) */
+  bool insecure;       /* --insecure: a non-loopback listen without CURVE is allowed */
+  bool unsafe_modules; /* --allow-unsafe-modules: skip the module permission checks */
 } lt_srv_args_t;
 
 /* lt__args_parse parses argv into *a (which it initialises; free with lt__args_free in

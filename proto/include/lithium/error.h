@@ -31,7 +31,8 @@ extern "C" {
   XX(ESHUTDOWN, -17, "server shutting down")                                                       \
   XX(ESPAWN, -18, "cannot start server")                                                           \
   XX(ECANCELED, -19, "canceled")                                                                   \
-  XX(EEXIST, -20, "already exists")
+  XX(EEXIST, -20, "already exists")                                                                \
+  XX(EAUTH, -21, "authentication failed")
 
 typedef enum lt_err {
   LT_OK = 0,
