@@ -136,6 +136,11 @@ struct lt_sched {
   size_t nconns, capconns;
   size_t initial;     /* hosts known at start: they answer lt_eval_start */
   size_t hosts_seen;  /* ev->hosts opened so far */
+  /* The session's servers as every server is told (PROGRAM.peers): "ENDPOINT [KEY]" per
+   * host of ev->hosts, and the key each connection uses (its own or curve_server). */
+  char **peers;
+  char (*keys)[41];
+  size_t npeers;
   int64_t none_since; /* since when no server could take work (ms), or 0 */
   instr_rec_t *fire_head, *fire_tail;
   instr_rec_t *inflight;
