@@ -22,7 +22,7 @@ typedef enum lt_conn_state {
 /* What the monitor of a connection saw (lt__conn_monitor). */
 typedef enum lt_conn_event {
   LT_CONN_EV_NONE = 0,
-  LT_CONN_EV_CONNECTED,   /* a TCP connection is up */
+  LT_CONN_EV_CONNECTED,    /* a TCP connection is up */
   LT_CONN_EV_DISCONNECTED, /* an established connection went down */
   LT_CONN_EV_AUTH_FAILED   /* the security handshake failed: a refused key, a key the server
                               does not have, or CURVE on one side only */

@@ -43,7 +43,7 @@ struct lt_eval {
   pthread_cond_t cv_space;
   pthread_cond_t cv_start;
   lt_eval_state_t state;
-  char **hosts;  /* every endpoint added, once each; the dispatcher opens the new ones */
+  char **hosts;          /* every endpoint added, once each; the dispatcher opens the new ones */
   char (*host_keys)[41]; /* per host: the server public key its host string carried, or "" */
   int *host_fds; /* per host: stdout of its spawned server process (EOF: it exited), or -1 */
   size_t nhosts;

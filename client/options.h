@@ -34,7 +34,7 @@ typedef struct lt_options {
   char *trace;                 /* trace=FILE: trace-event JSON (trace.c); NULL = off */
   char curve_pub[41];          /* curve_key: the client's key pair (Z85), "" when none */
   char curve_sec[41];
-  char curve_server[41];       /* curve_server: the key of hosts given without one, or "" */
+  char curve_server[41]; /* curve_server: the key of hosts given without one, or "" */
 } lt_options_t;
 
 /* lt__options_init sets the defaults. */

@@ -66,9 +66,12 @@ void lt__sched_free(lt_sched_t *s) {
   free(s->admitted);
   free(s->pace);
   free(s->conns);
-  for (size_t i = 0; i < s->npeers; i++)
+  for (size_t i = 0; i < s->npeers; i++) {
     free(s->peers[i]);
+    free(s->eps[i]);
+  }
   free(s->peers);
+  free(s->eps);
   free(s->keys);
   free(s);
 }
@@ -140,7 +143,7 @@ static void greet(lt_sched_t *s, size_t idx) {
   lt_eval_t *ev = s->ev;
   lt_conn_t *c = &s->conns[idx];
   slot_t *sl = &s->slots[idx];
-  const char *ep = ev->hosts[sl->host];
+  const char *ep = s->eps[sl->host];
   lt__pace_init(&s->pace[idx], s->window, &ev->opts, lt__sched_now_ms());
   s->admitted[idx] = 0;
   s->relq[idx].n = 0;
@@ -159,11 +162,9 @@ static void greet(lt_sched_t *s, size_t idx) {
     lt__conn_shut(c);
     c->state = LT_CONN_DEAD;
     if (c->endpoint == NULL) c->endpoint = strdup(ep);
-    snprintf(sl->why, sizeof sl->why, "%s",
-             rc == LT_EAUTH ? "auth refused" : "cannot connect: ");
+    snprintf(sl->why, sizeof sl->why, "%s", rc == LT_EAUTH ? "auth refused" : "cannot connect: ");
     if (rc != LT_EAUTH)
-      snprintf(sl->why + strlen(sl->why), sizeof sl->why - strlen(sl->why), "%s",
-               lt_strerror(rc));
+      snprintf(sl->why + strlen(sl->why), sizeof sl->why - strlen(sl->why), "%s", lt_strerror(rc));
     sl->retry_at_ms = 0; /* a bad endpoint does not get better */
     start_answered(s, idx, 0);
   }
@@ -188,30 +189,38 @@ static int update_peers(lt_sched_t *s) {
   lt_eval_t *ev = s->ev;
   size_t n = ev->nhosts;
   char **peers = calloc(n ? n : 1, sizeof *peers);
+  char **eps = calloc(n ? n : 1, sizeof *eps);
   char(*keys)[41] = calloc(n ? n : 1, sizeof *keys);
-  int rc = peers != NULL && keys != NULL ? LT_OK : LT_ENOMEM;
+  int rc = peers != NULL && keys != NULL && eps != NULL ? LT_OK : LT_ENOMEM;
   for (size_t i = 0; rc == LT_OK && i < n; i++) {
     const char *k = ev->host_keys[i][0] != '\0' ? ev->host_keys[i] : ev->opts.curve_server;
     snprintf(keys[i], sizeof keys[i], "%s", k);
     size_t len = strlen(ev->hosts[i]) + strlen(k) + 2;
-    if ((peers[i] = malloc(len)) == NULL) {
+    if ((peers[i] = malloc(len)) == NULL || (eps[i] = strdup(ev->hosts[i])) == NULL) {
       rc = LT_ENOMEM;
       break;
     }
     snprintf(peers[i], len, "%s%s%s", ev->hosts[i], k[0] ? " " : "", k);
   }
   if (rc != LT_OK) {
-    for (size_t i = 0; peers != NULL && i < n; i++)
+    for (size_t i = 0; peers != NULL && eps != NULL && i < n; i++) {
       free(peers[i]);
+      free(eps[i]);
+    }
     free(peers);
+    free(eps);
     free(keys);
     return rc;
   }
-  for (size_t i = 0; i < s->npeers; i++)
+  for (size_t i = 0; i < s->npeers; i++) {
     free(s->peers[i]);
+    free(s->eps[i]);
+  }
   free(s->peers);
+  free(s->eps);
   free(s->keys);
   s->peers = peers;
+  s->eps = eps;
   s->keys = keys;
   s->npeers = n;
   return LT_OK;
@@ -223,16 +232,24 @@ static int update_peers(lt_sched_t *s) {
 static void open_new_hosts(lt_sched_t *s) {
   lt_eval_t *ev = s->ev;
   pthread_mutex_lock(&ev->mu);
-  if (s->hosts_seen == ev->nhosts || update_peers(s) != LT_OK) {
+  size_t first = s->hosts_seen, n = ev->nhosts;
+  int *fds = n > first ? malloc((n - first) * sizeof *fds) : NULL;
+  if (fds == NULL || update_peers(s) != LT_OK) {
     pthread_mutex_unlock(&ev->mu);
+    free(fds);
     return;
   }
+  for (size_t i = first; i < n; i++)
+    fds[i - first] = ev->host_fds[i];
+  pthread_mutex_unlock(&ev->mu);
+  /* Greeting happens outside ev->mu: a greeting that fails at once reports to
+   * lt_eval_start, which takes the lock. */
   size_t old = s->nconns;
-  while (s->hosts_seen < ev->nhosts) {
-    if (add_slot(s, s->hosts_seen, ev->host_fds[s->hosts_seen]) < 0) break;
+  while (s->hosts_seen < n) {
+    if (add_slot(s, s->hosts_seen, fds[s->hosts_seen - first]) < 0) break;
     s->hosts_seen++;
   }
-  pthread_mutex_unlock(&ev->mu);
+  free(fds);
   for (size_t i = 0; i < old; i++) {
     lt_conn_t *c = &s->conns[i];
     if (c->state == LT_CONN_DEAD) continue;

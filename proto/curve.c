@@ -151,8 +151,7 @@ int lt__curve_keygen(const char *name, char *err, size_t errlen) {
   }
   struct stat st;
   if (lstat(kpath, &st) == 0 || lstat(ppath, &st) == 0) {
-    snprintf(err, errlen, "%s exists: not overwritten",
-             lstat(kpath, &st) == 0 ? kpath : ppath);
+    snprintf(err, errlen, "%s exists: not overwritten", lstat(kpath, &st) == 0 ? kpath : ppath);
     return LT_EEXIST;
   }
   char pub[LT_Z85_KEY_LEN + 1], sec[LT_Z85_KEY_LEN + 1];

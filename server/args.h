@@ -30,14 +30,14 @@ typedef struct lt_srv_args {
   int threads;    /* worker threads */
   char **modules; /* module directories, in order (owned) */
   size_t nmodules;
-  char *name;         /* server id shown to clients; NULL: hostname:pid (owned) */
-  int log_level;      /* LT_LOG_*, or -1 to keep LITHIUM_LOG */
-  uint64_t max_frame; /* bytes per frame (ZMQ_MAXMSGSIZE and codec limit) */
-  uint64_t idle_ms;   /* drop a silent session after this long; 0 = never */
-  uint64_t fetch_ms;  /* a peer silent this long while we fetch from it is unreachable */
-  uint32_t max_peers; /* links to peer servers kept open at most */
-  double slowdown;    /* emulation: a kernel that took t keeps its worker (F-1)*t longer */
-  double speed;       /* experiments: welcome speed instead of the calibration; 0 = calibrate */
+  char *name;          /* server id shown to clients; NULL: hostname:pid (owned) */
+  int log_level;       /* LT_LOG_*, or -1 to keep LITHIUM_LOG */
+  uint64_t max_frame;  /* bytes per frame (ZMQ_MAXMSGSIZE and codec limit) */
+  uint64_t idle_ms;    /* drop a silent session after this long; 0 = never */
+  uint64_t fetch_ms;   /* a peer silent this long while we fetch from it is unreachable */
+  uint32_t max_peers;  /* links to peer servers kept open at most */
+  double slowdown;     /* emulation: a kernel that took t keeps its worker (F-1)*t longer */
+  double speed;        /* experiments: welcome speed instead of the calibration; 0 = calibrate */
   char *curve_key;     /* --curve-key: the server's key pair file, or NULL (owned) */
   char *allow;         /* --allow: allowed client public keys file, or NULL (owned) */
   bool insecure;       /* --insecure: a non-loopback listen without CURVE is allowed */

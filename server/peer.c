@@ -366,7 +366,8 @@ static void rehello(lt_peer_t *p) {
           p->nfetches);
   send_hello(p);
   pfetch_t *f, *tmp;
-  HASH_ITER(hh, p->fetches, f, tmp) f->unsent = send_fetch(p, f->id, f->asked_release, f->secret) != LT_OK;
+  HASH_ITER(hh, p->fetches, f, tmp)
+  f->unsent = send_fetch(p, f->id, f->asked_release, f->secret) != LT_OK;
 }
 
 static void on_peer_message(lt_zuv_t *z, zmq_msg_t *parts, size_t n, bool truncated) {

@@ -193,7 +193,8 @@ static void handle_hello(lt_server_t *srv, lt_session_t *s, const void *rid, siz
     if (o->client_id != m->u.hello.client_id) continue;
     bool replace;
     if (claim(srv, o, m, key, &replace) != LT_OK) {
-      lt__log(LT_LOG_WARN, "refused a hello for client %s%s%s: the id is in use by another "
+      lt__log(LT_LOG_WARN,
+              "refused a hello for client %s%s%s: the id is in use by another "
               "connection that this one cannot prove to be",
               lt__short_id(m->u.hello.client_id, cid), key[0] ? " from key " : "", key);
       lt__server_send_error(srv, rid, rid_len, LT_EAUTH,
@@ -291,8 +292,8 @@ static void handle_release(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m)
 }
 
 static void handle_program(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m) {
-  int rc = lt__session_program(srv, s, (const char *const *)m->u.program.kernels,
-                               m->u.program.nkernels);
+  int rc =
+      lt__session_program(srv, s, (const char *const *)m->u.program.kernels, m->u.program.nkernels);
   if (rc != LT_OK) {
     lt__server_send_error(srv, s->rid, s->rid_len, rc, "cannot load the program: %s",
                           lt_strerror(rc));
@@ -301,8 +302,7 @@ static void handle_program(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m)
   rc = lt__session_peers(s, m->u.program.peers, m->u.program.npeers);
   if (rc != LT_OK)
     lt__server_send_error(srv, s->rid, s->rid_len, rc,
-                          "program: a peer is not 'tcp://ENDPOINT [Z85 key]': %s",
-                          lt_strerror(rc));
+                          "program: a peer is not 'tcp://ENDPOINT [Z85 key]': %s", lt_strerror(rc));
 }
 
 static void dispatch(lt_server_t *srv, const void *rid, size_t rid_len, const lt_msg_t *m,

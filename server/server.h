@@ -64,10 +64,10 @@ typedef struct lt_server {
   /* Peer links (peer.c): one DEALER per holder endpoint this server fetches from. */
   lt_peer_t *peers; /* uthash by endpoint */
   uint32_t npeers;
-  uint32_t max_peers; /* --max-peers */
-  uint64_t peer_id;   /* the client id this server gives itself in its hello to peers */
+  uint32_t max_peers;   /* --max-peers */
+  uint64_t peer_id;     /* the client id this server gives itself in its hello to peers */
   uint64_t peer_secret; /* the secret of its hellos to peers (one id, one secret) */
-  uint64_t fetch_ms;  /* a peer silent this long while we fetch from it is unreachable */
+  uint64_t fetch_ms;    /* a peer silent this long while we fetch from it is unreachable */
   uv_timer_t peer_timer;
   struct lt_copy *copies;   /* fetched copies in the store, by id, with their readers */
   struct lt_fetch *unknown; /* peers' fetches of ids not here yet (fetch.c) */

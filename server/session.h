@@ -56,10 +56,10 @@ struct lt_session {
   uint8_t rid[LT_RID_MAX]; /* hash key */
   size_t rid_len;
   uint64_t client_id;
-  uint64_t secret;    /* from hello; proves a later hello of the same client, never logged */
-  char key[41];       /* the Z85 CURVE public key of the connection ("User-Id"); "" without */
-  char **peers;       /* endpoints of the session's servers (PROGRAM.peers), owned */
-  char **peer_keys;   /* their Z85 public keys, "" when announced without one, owned */
+  uint64_t secret;  /* from hello; proves a later hello of the same client, never logged */
+  char key[41];     /* the Z85 CURVE public key of the connection ("User-Id"); "" without */
+  char **peers;     /* endpoints of the session's servers (PROGRAM.peers), owned */
+  char **peer_keys; /* their Z85 public keys, "" when announced without one, owned */
   uint32_t npeers;
   char *name;
   uint64_t inline_max; /* from hello: stored outputs up to this size also go back */

@@ -55,7 +55,7 @@ struct lt_task {
   task_input_t *inputs;
   lt_bytes_t *in; /* what the kernel sees */
   uint32_t nwait;
-  lt_oid_t out; /* the output id (SEQ), or the id of part 0 (SPLIT, DCSTEP) */
+  lt_oid_t out;    /* the output id (SEQ), or the id of part 0 (SPLIT, DCSTEP) */
   uint64_t secret; /* its session's secret: what its fetches from peers present */
   int fail_status;
   char *fail_msg;

@@ -56,7 +56,7 @@ static int read_list(const char *path, keylist_t *out, char *err, size_t errlen)
       p++;
     if (*p == '#' || *p == '\n' || *p == '\r' || *p == '\0') continue;
     char key[LT_Z85_KEY_LEN + 1];
-    size_t n = strcspn(p, " \t\r\n#");
+    size_t n = strcspn(p, " \t\r\n"); /* Z85 has a #: comments are whole lines */
     if (n != LT_Z85_KEY_LEN) {
       snprintf(err, errlen, "--allow file %s, line %d: not a 40-character Z85 key", path, lineno);
       rc = LT_EINVAL;

@@ -116,9 +116,9 @@ Test(security, hostile_client_refused) {
   cr_assert_eq(fetch1(&h, x, 0, NULL), LT_EAUTH);
   lt_input_t ref = {.kind = LT_INPUT_REF, .id = x, .holder = ""};
   char msg[600];
-  cr_assert_eq(exec1(&h, 1, &ref, 0, (lt_oid_t){HOSTILE, 1}, LT_INSTR_RETURN, NULL, msg,
-                     sizeof msg),
-               LT_EAUTH, "%s", msg);
+  cr_assert_eq(
+      exec1(&h, 1, &ref, 0, (lt_oid_t){HOSTILE, 1}, LT_INSTR_RETURN, NULL, msg, sizeof msg),
+      LT_EAUTH, "%s", msg);
   /* Release. */
   lt_msg_t rel = {.type = LT_MSG_RELEASE};
   rel.u.release.nids = 1;
@@ -193,9 +193,9 @@ Test(security, stranger_holder_refused) {
   cr_assert_eq(exec1(&ka, 1, NULL, 1, x, 0, NULL, NULL, 0), LT_OK);
   lt_input_t stranger = {.kind = LT_INPUT_REF, .id = x, .holder = "tcp://127.0.0.1:9"};
   char msg[600];
-  cr_assert_eq(exec1(&kb, 1, &stranger, 0, (lt_oid_t){VICTIM, 2}, LT_INSTR_RETURN, NULL, msg,
-                     sizeof msg),
-               LT_EAUTH);
+  cr_assert_eq(
+      exec1(&kb, 1, &stranger, 0, (lt_oid_t){VICTIM, 2}, LT_INSTR_RETURN, NULL, msg, sizeof msg),
+      LT_EAUTH);
   cr_assert_not_null(strstr(msg, "not one of this session's servers"), "%s", msg);
   lt_input_t ok = {.kind = LT_INPUT_REF, .id = x, .holder = a.endpoint};
   int64_t got = 0;
@@ -213,8 +213,7 @@ Test(security, stranger_holder_refused) {
 Test(security, evaluator_under_attack) {
   th_server_t s;
   cr_assert_eq(th_server_start_default(&s, NULL), 0);
-  lt_skel_t *prog =
-      lt_pipeline(lt_farm(lt_seq("testk:inc")), lt_farm(lt_seq("testk:dbl")), NULL);
+  lt_skel_t *prog = lt_pipeline(lt_farm(lt_seq("testk:inc")), lt_farm(lt_seq("testk:dbl")), NULL);
   lt_eval_t *ev;
   cr_assert_eq(lt_eval_new(&ev, prog), LT_OK);
   cr_assert_eq(lt_eval_add_host(ev, s.endpoint), LT_OK);
@@ -229,8 +228,7 @@ Test(security, evaluator_under_attack) {
   for (uint64_t seq = 0; seq < 8 * N; seq++) {
     lt_input_t inl = {.kind = LT_INPUT_INLINE, .frame = 0, .holder = ""};
     lt_oid_t out = {ev->client_id, seq};
-    lt_instr_t ins = {.seq = seq + 1, .ninputs = 1, .inputs = &inl, .noutputs = 1,
-                      .outputs = &out};
+    lt_instr_t ins = {.seq = seq + 1, .ninputs = 1, .inputs = &inl, .noutputs = 1, .outputs = &out};
     lt_msg_t m = {.type = LT_MSG_EXECUTE};
     m.u.execute.ninstrs = 1;
     m.u.execute.instrs = &ins;
@@ -307,8 +305,8 @@ Test(security, unsafe_module_directories) {
   cr_assert_not_null(strstr(err, "libevil.so"), "%s", err);
   /* --allow-unsafe-modules starts it. */
   th_server_t s;
-  const char *unsafe[] = {"--listen", "tcp://127.0.0.1:0", "--modules", dir,
-                          "--allow-unsafe-modules", NULL};
+  const char *unsafe[] = {"--listen", "tcp://127.0.0.1:0",      "--modules",
+                          dir,        "--allow-unsafe-modules", NULL};
   cr_assert_eq(th_server_start(&s, unsafe, 10000), 0);
   cr_assert_eq(th_server_stop(&s, SIGTERM, 5000), 0);
   unlink(so);
@@ -361,18 +359,18 @@ static void drop_keys(keys_t *k) {
   cr_assert_eq(system(cmd), 0);
 }
 
-static void start_curve(th_server_t *s, const keys_t *k) {
-  const char *extra[] = {"--curve-key", k->srv_key, "--allow", k->allow, NULL};
+static void start_curve(th_server_t *s, const keys_t *k, const char *const *more) {
+  const char *extra[8] = {"--curve-key", k->srv_key, "--allow", k->allow, NULL};
+  for (int i = 0; more != NULL && more[i] != NULL && i < 3; i++)
+    extra[4 + i] = more[i];
   cr_assert_eq(th_server_start_default(s, extra), 0);
 }
 
 /* client_run starts an evaluator on `hosts` (host strings) with the options (key, value
  * pairs, NULL-terminated), runs 20 tasks when it starts, and returns lt_eval_start's code. */
-static int client_run(const char *const *hosts, int nhosts, const char *const *opts,
-                      int64_t *ms) {
+static int client_run(const char *const *hosts, int nhosts, const char *const *opts, int64_t *ms) {
   lt_eval_t *ev;
-  lt_skel_t *prog =
-      lt_pipeline(lt_farm(lt_seq("testk:inc")), lt_farm(lt_seq("testk:dbl")), NULL);
+  lt_skel_t *prog = lt_pipeline(lt_farm(lt_seq("testk:inc")), lt_farm(lt_seq("testk:dbl")), NULL);
   cr_assert_eq(lt_eval_new(&ev, prog), LT_OK);
   cr_assert_eq(lt_eval_set(ev, "connect_timeout_ms", "8000"), LT_OK);
   for (int i = 0; opts != NULL && opts[i] != NULL; i += 2)
@@ -396,7 +394,7 @@ Test(security, curve_allowed_and_refused) {
   keys_t k;
   make_keys(&k);
   th_server_t s;
-  start_curve(&s, &k);
+  start_curve(&s, &k, NULL);
   char host[400];
   snprintf(host, sizeof host, "%s %s", s.endpoint, k.srv_pub);
   const char *hosts[] = {host};
@@ -434,32 +432,33 @@ Test(security, curve_allowed_and_refused) {
   drop_keys(&k);
 }
 
-/* Two servers sharing a key pair trust each other's fetches: a lazy pipeline whose
- * successors are sent to the other server (placement rr) fetches peer to peer under
- * CURVE. */
-Test(security, curve_peers_share_a_key) {
+/* Two servers sharing a key pair trust each other's fetches: successors of cheap first
+ * stages leave a 20 x slower server (as in test_throttle) and fetch their inputs from it,
+ * peer to peer under CURVE; every result is right. */
+Test(security, curve_peers_share_a_key, .timeout = 180) {
   keys_t k;
   make_keys(&k);
   th_server_t a, b;
-  start_curve(&a, &k);
-  start_curve(&b, &k);
+  start_curve(&a, &k, NULL);
+  const char *slow[] = {"--slowdown", "20", NULL};
+  start_curve(&b, &k, slow);
   char ha[400], hb[400];
   snprintf(ha, sizeof ha, "%s %s", a.endpoint, k.srv_pub);
   snprintf(hb, sizeof hb, "%s %s", b.endpoint, k.srv_pub);
   lt_eval_t *ev;
-  lt_skel_t *prog = lt_pipeline(lt_farm(lt_seq("testk:inc")), lt_farm(lt_seq("testk:dbl")),
-                                lt_farm(lt_seq("testk:inc")), NULL);
+  lt_skel_t *prog = lt_pipeline(lt_farm(lt_seq("testk:inc")),
+                                lt_farm(lt_seq_with("testk:spin", "3000000", 7)), NULL);
   cr_assert_eq(lt_eval_new(&ev, prog), LT_OK);
   cr_assert_eq(lt_eval_set(ev, "curve_key", k.cli_key), LT_OK);
-  cr_assert_eq(lt_eval_set(ev, "placement", "rr"), LT_OK);
+  cr_assert_eq(lt_eval_set(ev, "max_threads", "2"), LT_OK);
   cr_assert_eq(lt_eval_set(ev, "inline_max", "0"), LT_OK);
   cr_assert_eq(lt_eval_add_host(ev, ha), LT_OK);
   cr_assert_eq(lt_eval_add_host(ev, hb), LT_OK);
   cr_assert_eq(lt_eval_start(ev), LT_OK);
-  submit_i64s(ev, 100);
+  submit_i64s(ev, 150);
   cr_assert_eq(lt_eval_close(ev), LT_OK);
-  for (int64_t i = 0; i < 100; i++)
-    cr_assert_eq(next_i64(ev), 2 * (i + 1) + 1);
+  for (int64_t i = 0; i < 150; i++)
+    cr_assert_eq(next_i64(ev), i + 1);
   char *json;
   cr_assert_eq(lt_eval_stats_json(ev, &json), LT_OK);
   uint64_t peer = stats_sum(json, "bytes_peer_in");
