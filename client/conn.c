@@ -25,7 +25,8 @@ static int open_monitor(lt_conn_t *c, void *zctx) {
   char addr[64];
   snprintf(addr, sizeof addr, "inproc://lt-monitor-%u", atomic_fetch_add(&next, 1));
   int events = ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_CONNECT_DELAYED |
-               ZMQ_EVENT_CONNECT_RETRIED;
+               ZMQ_EVENT_CONNECT_RETRIED | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+               ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
   if (zmq_socket_monitor(c->sock, addr, events) != 0) return LT_EIO;
   c->mon = zmq_socket(zctx, ZMQ_PAIR);
   if (c->mon == NULL) return LT_EIO;
@@ -34,8 +35,19 @@ static int open_monitor(lt_conn_t *c, void *zctx) {
   return zmq_connect(c->mon, addr) == 0 ? LT_OK : LT_EIO;
 }
 
+int lt__conn_program(lt_conn_t *c, char *const *kernels, uint32_t nkernels,
+                     const char *const *peers, uint32_t npeers, int64_t now_ms) {
+  lt_msg_t prog = {.type = LT_MSG_PROGRAM};
+  prog.u.program.nkernels = nkernels;
+  prog.u.program.kernels = (const char **)kernels;
+  prog.u.program.npeers = npeers;
+  prog.u.program.peers = (const char **)peers;
+  return lt__conn_send(c, &prog, NULL, now_ms);
+}
+
 int lt__conn_open(lt_conn_t *c, void *zctx, const char *endpoint, uint64_t client_id,
-                  uint64_t inline_max, char *const *kernels, uint32_t nkernels, int64_t now_ms) {
+                  uint64_t inline_max, char *const *kernels, uint32_t nkernels,
+                  const lt_conn_auth_t *auth, int64_t now_ms) {
   memset(c, 0, sizeof *c);
   c->endpoint = strdup(endpoint);
   if (c->endpoint == NULL) return LT_ENOMEM;
@@ -45,6 +57,19 @@ int lt__conn_open(lt_conn_t *c, void *zctx, const char *endpoint, uint64_t clien
   zmq_setsockopt(c->sock, ZMQ_LINGER, &zero, sizeof zero);
   zmq_setsockopt(c->sock, ZMQ_SNDHWM, &hwm, sizeof hwm);
   zmq_setsockopt(c->sock, ZMQ_RCVHWM, &hwm, sizeof hwm);
+  if (auth->server[0] != '\0') {
+    /* A server with a key is spoken to under CURVE only, and only with our own key pair:
+     * without one the connection could not authenticate. */
+    if (auth->sec[0] == '\0') {
+      lt__log(LT_LOG_ERROR, "server %s has a CURVE key but this client has none (curve_key)",
+              endpoint);
+      return LT_EAUTH;
+    }
+    if (zmq_setsockopt(c->sock, ZMQ_CURVE_SERVERKEY, auth->server, 40) != 0 ||
+        zmq_setsockopt(c->sock, ZMQ_CURVE_PUBLICKEY, auth->pub, 40) != 0 ||
+        zmq_setsockopt(c->sock, ZMQ_CURVE_SECRETKEY, auth->sec, 40) != 0)
+      return LT_EAUTH;
+  }
   if (open_monitor(c, zctx) != LT_OK) return LT_EIO;
   if (zmq_connect(c->sock, endpoint) != 0) {
     lt__log(LT_LOG_ERROR, "cannot connect to %s: %s", endpoint, zmq_strerror(errno));
@@ -58,12 +83,10 @@ int lt__conn_open(lt_conn_t *c, void *zctx, const char *endpoint, uint64_t clien
   hello.u.hello.client_id = client_id;
   hello.u.hello.name = "lithium-client";
   hello.u.hello.inline_max = inline_max;
+  hello.u.hello.secret = auth->secret;
   int rc = lt__conn_send(c, &hello, NULL, now_ms);
   if (rc != LT_OK) return rc;
-  lt_msg_t prog = {.type = LT_MSG_PROGRAM};
-  prog.u.program.nkernels = nkernels;
-  prog.u.program.kernels = (const char **)kernels;
-  return lt__conn_send(c, &prog, NULL, now_ms);
+  return lt__conn_program(c, kernels, nkernels, auth->peers, auth->npeers, now_ms);
 }
 
 static int send_part(lt_conn_t *c, zmq_msg_t *part, int more) {
@@ -196,6 +219,10 @@ lt_conn_event_t lt__conn_monitor(lt_conn_t *c) {
       return LT_CONN_EV_CONNECTED;
     case ZMQ_EVENT_DISCONNECTED:
       return LT_CONN_EV_DISCONNECTED;
+    case ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL:
+    case ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL:
+    case ZMQ_EVENT_HANDSHAKE_FAILED_AUTH:
+      return LT_CONN_EV_AUTH_FAILED;
     case ZMQ_EVENT_CONNECT_DELAYED:
       c->tried = 1; /* the name resolved and a connect is under way */
       break;

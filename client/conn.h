@@ -22,9 +22,21 @@ typedef enum lt_conn_state {
 /* What the monitor of a connection saw (lt__conn_monitor). */
 typedef enum lt_conn_event {
   LT_CONN_EV_NONE = 0,
-  LT_CONN_EV_CONNECTED,   /* a TCP connection is up */
-  LT_CONN_EV_DISCONNECTED /* an established connection went down */
+  LT_CONN_EV_CONNECTED,    /* a TCP connection is up */
+  LT_CONN_EV_DISCONNECTED, /* an established connection went down */
+  LT_CONN_EV_AUTH_FAILED   /* the security handshake failed: a refused key, a key the server
+                              does not have, or CURVE on one side only */
 } lt_conn_event_t;
+
+/* What a connection says who it is with: the session's secret and servers, and CURVE keys
+ * (all "" without CURVE). Borrowed for the call. */
+typedef struct lt_conn_auth {
+  uint64_t secret;
+  const char *const *peers; /* the session's servers, "ENDPOINT [KEY]" (PROGRAM.peers) */
+  uint32_t npeers;
+  const char *pub, *sec; /* the client's key pair (curve_key), or "" */
+  const char *server;    /* the server's public key, or "": no CURVE */
+} lt_conn_auth_t;
 
 typedef struct lt_conn {
   char *endpoint;
@@ -64,7 +76,13 @@ typedef struct lt_rx {
  * (`kernels` names). The connection starts in LT_CONN_HELLO. On failure the connection
  * keeps its endpoint (or has none after LT_ENOMEM) and may be closed. */
 int lt__conn_open(lt_conn_t *c, void *zctx, const char *endpoint, uint64_t client_id,
-                  uint64_t inline_max, char *const *kernels, uint32_t nkernels, int64_t now_ms);
+                  uint64_t inline_max, char *const *kernels, uint32_t nkernels,
+                  const lt_conn_auth_t *auth, int64_t now_ms);
+
+/* lt__conn_program sends PROGRAM again with the session's current servers `peers` (the
+ * kernel table is unchanged: the server keeps it). */
+int lt__conn_program(lt_conn_t *c, char *const *kernels, uint32_t nkernels,
+                     const char *const *peers, uint32_t npeers, int64_t now_ms);
 
 /* lt__conn_send encodes and sends `m` with its payload frames (values are sent without
  * copying: each lt_value_t in `values`, one per payload frame, gets a reference released by

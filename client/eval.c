@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "curve.h"
 #include "eval.h"
 #include "future.h"
 #include "local.h"
@@ -115,6 +116,7 @@ LT_API int lt_eval_new(lt_eval_t **out, lt_skel_t *program) {
     return rc;
   }
   ev->client_id = lt__oid_client_random();
+  ev->secret = lt__oid_client_random();
   *out = ev;
   return LT_OK;
 }
@@ -135,15 +137,21 @@ static int grow_hosts(lt_eval_t *ev) {
   if (f != NULL) ev->host_fds = f;
   unsigned char *g = realloc(ev->host_gone, cap);
   if (g != NULL) ev->host_gone = g;
-  if (h == NULL || f == NULL || g == NULL) return LT_ENOMEM;
+  char(*k)[41] = realloc(ev->host_keys, cap * sizeof *k);
+  if (k != NULL) ev->host_keys = k;
+  if (h == NULL || f == NULL || g == NULL || k == NULL) return LT_ENOMEM;
   ev->caphosts = cap;
   return LT_OK;
 }
 
-int lt__eval_add_host(lt_eval_t *ev, const char *endpoint, int fd) {
-  if (ev == NULL || endpoint == NULL || strncmp(endpoint, "tcp://", 6) != 0 ||
-      strlen(endpoint) > 255)
+int lt__eval_add_host(lt_eval_t *ev, const char *host, int fd) {
+  /* A host string is "ENDPOINT [Z85 server public key]"; one endpoint is one server. */
+  char endpoint[LT_HOST_EP_MAX + 1], key[LT_Z85_KEY_LEN + 1];
+  if (ev == NULL || host == NULL || lt__host_parse(host, endpoint, key) != LT_OK) {
+    lt__log(LT_LOG_ERROR, "bad host '%.300s': expected 'tcp://HOST:PORT [Z85 server key]'",
+            host != NULL ? host : "(null)");
     return LT_EINVAL;
+  }
   char *copy = strdup(endpoint);
   if (copy == NULL) return LT_ENOMEM;
   pthread_mutex_lock(&ev->mu);
@@ -151,6 +159,7 @@ int lt__eval_add_host(lt_eval_t *ev, const char *endpoint, int fd) {
     if (strcmp(ev->hosts[i], endpoint) == 0) {
       /* The same endpoint twice is one server. */
       if (fd >= 0 && ev->host_fds[i] < 0) ev->host_fds[i] = fd;
+      if (key[0] != '\0' && ev->host_keys[i][0] == '\0') memcpy(ev->host_keys[i], key, sizeof key);
       pthread_mutex_unlock(&ev->mu);
       free(copy);
       return LT_OK;
@@ -163,6 +172,7 @@ int lt__eval_add_host(lt_eval_t *ev, const char *endpoint, int fd) {
   }
   ev->host_fds[ev->nhosts] = fd;
   ev->host_gone[ev->nhosts] = 0;
+  memcpy(ev->host_keys[ev->nhosts], key, sizeof key);
   ev->hosts[ev->nhosts++] = copy;
   int started = ev->state == LT_EVAL_STARTED;
   pthread_mutex_unlock(&ev->mu);
@@ -174,8 +184,9 @@ LT_API int lt_eval_add_host(lt_eval_t *ev, const char *endpoint) {
   return lt__eval_add_host(ev, endpoint, -1);
 }
 
-LT_API int lt_eval_remove_host(lt_eval_t *ev, const char *endpoint) {
-  if (ev == NULL || endpoint == NULL) return LT_EINVAL;
+LT_API int lt_eval_remove_host(lt_eval_t *ev, const char *host) {
+  char endpoint[LT_HOST_EP_MAX + 1], key[LT_Z85_KEY_LEN + 1];
+  if (ev == NULL || host == NULL || lt__host_parse(host, endpoint, key) != LT_OK) return LT_EINVAL;
   pthread_mutex_lock(&ev->mu);
   int rc = LT_ENOENT;
   for (size_t i = 0; i < ev->nhosts; i++) {
@@ -251,6 +262,7 @@ LT_API int lt_eval_start(lt_eval_t *ev) {
   pthread_mutex_lock(&ev->mu);
   ev->start_waiting = (int)ev->nhosts;
   ev->start_ready = 0;
+  ev->start_auth = 0;
   pthread_mutex_unlock(&ev->mu);
   if (pthread_create(&ev->thread, NULL, lt__sched_main, ev->sched) != 0) {
     lt__sched_free(ev->sched);
@@ -265,9 +277,13 @@ LT_API int lt_eval_start(lt_eval_t *ev) {
   pthread_mutex_lock(&ev->mu);
   while (ev->start_waiting > 0 && ev->start_ready == 0)
     pthread_cond_wait(&ev->cv_start, &ev->mu);
-  int ready = ev->start_ready;
+  int ready = ev->start_ready, auth = ev->start_auth;
   ev->state = ready > 0 ? LT_EVAL_STARTED : LT_EVAL_FAILED;
   pthread_mutex_unlock(&ev->mu);
+  if (ready == 0 && auth > 0) {
+    lt__log(LT_LOG_ERROR, "no server accepted us: authentication failed (see above)");
+    return LT_EAUTH;
+  }
   if (ready == 0) {
     lt__log(LT_LOG_ERROR, "no server answered");
     return LT_ENOSERVER;
@@ -511,6 +527,7 @@ LT_API void lt_eval_free(lt_eval_t *ev) {
   free(ev->hosts);
   free(ev->host_fds);
   free(ev->host_gone);
+  free(ev->host_keys);
   if (ev->wake_fd >= 0) close(ev->wake_fd);
   lt__journal_close(ev->journal);
   lt__template_free(ev->tmpl);

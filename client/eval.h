@@ -35,6 +35,8 @@ struct lt_eval {
   lt_template_t *tmpl;
   lt_options_t opts;
   uint64_t client_id;
+  uint64_t secret; /* random per evaluation, told only to its servers (hello), never logged:
+                      proves a later hello is ours and lets our servers fetch from each other */
 
   lt_proc_t *procs; /* spawned servers (evaluator thread only) */
   size_t nprocs;
@@ -44,7 +46,8 @@ struct lt_eval {
   pthread_cond_t cv_space;
   pthread_cond_t cv_start;
   lt_eval_state_t state;
-  char **hosts;  /* every endpoint added, once each; the dispatcher opens the new ones */
+  char **hosts;          /* every endpoint added, once each; the dispatcher opens the new ones */
+  char (*host_keys)[41]; /* per host: the server public key its host string carried, or "" */
   int *host_fds; /* per host: stdout of its spawned server process (EOF: it exited), or -1 */
   unsigned char *host_gone; /* per host: lt_eval_remove_host was called for it */
   size_t nhosts;
@@ -65,6 +68,7 @@ struct lt_eval {
   uint64_t completed;
   int start_waiting; /* initial hosts that have neither welcomed nor died */
   int start_ready;   /* initial hosts that welcomed */
+  int start_auth;    /* initial hosts that refused our authentication (or we theirs) */
 
   int wake_fd;             /* eventfd: wakes the dispatcher */
   atomic_int wake_pending; /* a wake was written and not yet consumed */

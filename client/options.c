@@ -9,6 +9,8 @@
 
 #include <lithium/error.h>
 #include "options.h"
+#include "curve.h"
+#include "log.h"
 
 static int parse_bool(const char *v, int *out) {
   if (strcmp(v, "on") == 0 || strcmp(v, "1") == 0 || strcmp(v, "true") == 0 ||
@@ -96,6 +98,36 @@ void lt__options_init(lt_options_t *o) {
   set_mode(o, "optimized");
 }
 
+/* set_curve_key loads the client's key pair now, so that a bad file is an error of
+ * lt_eval_set, naming the reason; "" or "off" forgets it. */
+static int set_curve_key(lt_options_t *o, const char *value) {
+  if (value[0] == '\0' || strcmp(value, "off") == 0) {
+    explicit_bzero(o->curve_sec, sizeof o->curve_sec);
+    o->curve_pub[0] = '\0';
+    return LT_OK;
+  }
+  char err[512];
+  if (lt__curve_load_keypair(value, o->curve_pub, o->curve_sec, err, sizeof err) != LT_OK) {
+    lt__log(LT_LOG_ERROR, "curve_key: %s", err);
+    o->curve_pub[0] = o->curve_sec[0] = '\0';
+    return LT_EINVAL;
+  }
+  return LT_OK;
+}
+
+static int set_curve_server(lt_options_t *o, const char *value) {
+  if (value[0] == '\0' || strcmp(value, "off") == 0) {
+    o->curve_server[0] = '\0';
+    return LT_OK;
+  }
+  char err[512];
+  if (lt__curve_read_public(value, o->curve_server, err, sizeof err) != LT_OK) {
+    lt__log(LT_LOG_ERROR, "curve_server: %s", err);
+    return LT_EINVAL;
+  }
+  return LT_OK;
+}
+
 int lt__options_set(lt_options_t *o, const char *key, const char *value) {
   if (key == NULL || value == NULL) return LT_EINVAL;
   if (strcmp(key, "mode") == 0) return set_mode(o, value);
@@ -124,6 +156,8 @@ int lt__options_set(lt_options_t *o, const char *key, const char *value) {
   if (strcmp(key, "server") == 0) return set_string(&o->server, value);
   if (strcmp(key, "trace") == 0) return set_string(&o->trace, value);
   if (strcmp(key, "journal") == 0) return set_string(&o->journal, value);
+  if (strcmp(key, "curve_key") == 0) return set_curve_key(o, value);
+  if (strcmp(key, "curve_server") == 0) return set_curve_server(o, value);
   return LT_EINVAL;
 }
 
@@ -150,7 +184,9 @@ static const char *const env_keys[] = {"mode",
                                        "backup",
                                        "backup_factor",
                                        "trace",
-                                       "journal"};
+                                       "journal",
+                                       "curve_key",
+                                       "curve_server"};
 
 int lt__options_from_env(lt_options_t *o) {
   for (size_t i = 0; i < sizeof env_keys / sizeof env_keys[0]; i++) {
@@ -176,4 +212,5 @@ void lt__options_clear(lt_options_t *o) {
   free(o->trace);
   free(o->journal);
   o->modules = o->server = o->trace = o->journal = NULL;
+  explicit_bzero(o->curve_sec, sizeof o->curve_sec);
 }

@@ -36,6 +36,9 @@ typedef struct lt_options {
   char *server;                /* lithium-server program for spawn_local */
   char *trace;                 /* trace=FILE: trace-event JSON (trace.c); NULL = off */
   char *journal;               /* journal=FILE: the results journal (journal.c); NULL = off */
+  char curve_pub[41];          /* curve_key: the client's key pair (Z85), "" when none */
+  char curve_sec[41];
+  char curve_server[41]; /* curve_server: the key of hosts given without one, or "" */
 } lt_options_t;
 
 /* lt__options_init sets the defaults. */

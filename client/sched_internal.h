@@ -154,8 +154,14 @@ struct lt_sched {
   uint32_t *admitted; /* per connection: instructions counted in the window */
   pace_t *pace;       /* per connection */
   size_t nconns, capconns;
-  size_t initial;     /* hosts known at start: they answer lt_eval_start */
-  size_t hosts_seen;  /* ev->hosts opened so far */
+  size_t initial;    /* hosts known at start: they answer lt_eval_start */
+  size_t hosts_seen; /* ev->hosts opened so far */
+  /* The session's servers as every server is told (PROGRAM.peers): "ENDPOINT [KEY]" per
+   * host of ev->hosts, and the key each connection uses (its own or curve_server). */
+  char **peers;
+  char **eps; /* each host's endpoint, as ev->hosts (read here without ev->mu) */
+  char (*keys)[41];
+  size_t npeers;
   int64_t none_since; /* since when no server could take work (ms), or 0 */
   instr_rec_t *fire_head, *fire_tail;
   instr_rec_t *inflight;

@@ -68,6 +68,13 @@ void lt__sched_free(lt_sched_t *s) {
   free(s->admitted);
   free(s->pace);
   free(s->conns);
+  for (size_t i = 0; i < s->npeers; i++) {
+    free(s->peers[i]);
+    free(s->eps[i]);
+  }
+  free(s->peers);
+  free(s->eps);
+  free(s->keys);
   free(s);
 }
 
@@ -114,23 +121,52 @@ static void start_answered(lt_sched_t *s, size_t idx, int ready) {
   pthread_mutex_unlock(&ev->mu);
 }
 
+/* count_auth counts an initial host that failed authentication, so that lt_eval_start
+ * says LT_EAUTH rather than LT_ENOSERVER when no server is left. */
+static void count_auth(lt_sched_t *s, size_t idx) {
+  if (s->slots[idx].answered) return;
+  lt_eval_t *ev = s->ev;
+  pthread_mutex_lock(&ev->mu);
+  ev->start_auth++;
+  pthread_mutex_unlock(&ev->mu);
+}
+
+/* auth_failed ends slot idx's connection for a failed security handshake or a refused
+ * hello: not retried (a key does not get better by waiting), named in the stats. */
+static void auth_failed(lt_sched_t *s, size_t idx, const char *detail) {
+  lt__log(LT_LOG_ERROR, "server %s: authentication failed: %s", s->conns[idx].endpoint, detail);
+  count_auth(s, idx);
+  lt__sched_conn_dead(s, idx, "auth refused");
+  s->slots[idx].retry_at_ms = 0;
+}
+
 /* greet opens slot idx's connection to its server and says hello. */
 static void greet(lt_sched_t *s, size_t idx) {
   lt_eval_t *ev = s->ev;
   lt_conn_t *c = &s->conns[idx];
   slot_t *sl = &s->slots[idx];
-  const char *ep = ev->hosts[sl->host];
+  const char *ep = s->eps[sl->host];
   lt__pace_init(&s->pace[idx], s->window, &ev->opts, lt__sched_now_ms());
   s->admitted[idx] = 0;
   s->relq[idx].n = 0;
+  const char *key = sl->host < s->npeers ? s->keys[sl->host] : "";
+  lt_conn_auth_t auth = {.secret = ev->secret,
+                         .peers = (const char *const *)s->peers,
+                         .npeers = (uint32_t)s->npeers,
+                         .pub = ev->opts.curve_pub,
+                         .sec = ev->opts.curve_sec,
+                         .server = key};
   int rc = lt__conn_open(c, s->zctx, ep, ev->client_id, ev->opts.lazy ? ev->opts.inline_max : 0,
-                         ev->tmpl->kernels, ev->tmpl->nkernels, lt__sched_now_ms());
+                         ev->tmpl->kernels, ev->tmpl->nkernels, &auth, lt__sched_now_ms());
   if (rc != LT_OK) {
+    if (rc == LT_EAUTH) count_auth(s, idx);
     lt__log(LT_LOG_WARN, "server %s: cannot open (%s)", ep, lt_strerror(rc));
     lt__conn_shut(c);
     c->state = LT_CONN_DEAD;
     if (c->endpoint == NULL) c->endpoint = strdup(ep);
-    snprintf(sl->why, sizeof sl->why, "cannot connect: %s", lt_strerror(rc));
+    snprintf(sl->why, sizeof sl->why, "%s", rc == LT_EAUTH ? "auth refused" : "cannot connect: ");
+    if (rc != LT_EAUTH)
+      snprintf(sl->why + strlen(sl->why), sizeof sl->why - strlen(sl->why), "%s", lt_strerror(rc));
     sl->retry_at_ms = 0; /* a bad endpoint does not get better */
     start_answered(s, idx, 0);
   }
@@ -150,16 +186,81 @@ static long add_slot(lt_sched_t *s, size_t host, int watch_fd) {
   return (long)idx;
 }
 
+/* update_peers rebuilds the list of the session's servers from ev->hosts (under ev->mu):
+ * "ENDPOINT KEY" or "ENDPOINT" for each, and each one's key. LT_ENOMEM keeps the old one. */
+static int update_peers(lt_sched_t *s) {
+  lt_eval_t *ev = s->ev;
+  size_t n = ev->nhosts;
+  char **peers = calloc(n ? n : 1, sizeof *peers);
+  char **eps = calloc(n ? n : 1, sizeof *eps);
+  char(*keys)[41] = calloc(n ? n : 1, sizeof *keys);
+  int rc = peers != NULL && keys != NULL && eps != NULL ? LT_OK : LT_ENOMEM;
+  for (size_t i = 0; rc == LT_OK && i < n; i++) {
+    const char *k = ev->host_keys[i][0] != '\0' ? ev->host_keys[i] : ev->opts.curve_server;
+    snprintf(keys[i], sizeof keys[i], "%s", k);
+    size_t len = strlen(ev->hosts[i]) + strlen(k) + 2;
+    if ((peers[i] = malloc(len)) == NULL || (eps[i] = strdup(ev->hosts[i])) == NULL) {
+      rc = LT_ENOMEM;
+      break;
+    }
+    snprintf(peers[i], len, "%s%s%s", ev->hosts[i], k[0] ? " " : "", k);
+  }
+  if (rc != LT_OK) {
+    for (size_t i = 0; peers != NULL && eps != NULL && i < n; i++) {
+      free(peers[i]);
+      free(eps[i]);
+    }
+    free(peers);
+    free(eps);
+    free(keys);
+    return rc;
+  }
+  for (size_t i = 0; i < s->npeers; i++) {
+    free(s->peers[i]);
+    free(s->eps[i]);
+  }
+  free(s->peers);
+  free(s->eps);
+  free(s->keys);
+  s->peers = peers;
+  s->eps = eps;
+  s->keys = keys;
+  s->npeers = n;
+  return LT_OK;
+}
+
+/* open_new_hosts greets the hosts added since the last call. Every server is told the
+ * session's servers first (the holders its instructions may name): the new ones in their
+ * greeting, the others in a PROGRAM sent before any instruction that names a new one. */
 static void open_new_hosts(lt_sched_t *s) {
   lt_eval_t *ev = s->ev;
   pthread_mutex_lock(&ev->mu);
-  while (s->hosts_seen < ev->nhosts) {
-    if (add_slot(s, s->hosts_seen, ev->host_fds[s->hosts_seen]) < 0) break;
-    s->hosts_seen++;
-  }
   for (size_t i = 0; i < s->nconns; i++)
     if (ev->host_gone[s->slots[i].host] && !s->slots[i].draining) s->slots[i].draining = 1;
+  size_t first = s->hosts_seen, n = ev->nhosts;
+  int *fds = n > first ? malloc((n - first) * sizeof *fds) : NULL;
+  if (fds == NULL || update_peers(s) != LT_OK) {
+    pthread_mutex_unlock(&ev->mu);
+    free(fds);
+    return;
+  }
+  for (size_t i = first; i < n; i++)
+    fds[i - first] = ev->host_fds[i];
   pthread_mutex_unlock(&ev->mu);
+  /* Greeting happens outside ev->mu: a greeting that fails at once reports to
+   * lt_eval_start, which takes the lock. */
+  size_t old = s->nconns;
+  while (s->hosts_seen < n) {
+    if (add_slot(s, s->hosts_seen, fds[s->hosts_seen - first]) < 0) break;
+    s->hosts_seen++;
+  }
+  free(fds);
+  for (size_t i = 0; i < old; i++) {
+    lt_conn_t *c = &s->conns[i];
+    if (c->state == LT_CONN_DEAD) continue;
+    lt__conn_program(c, ev->tmpl->kernels, ev->tmpl->nkernels, (const char *const *)s->peers,
+                     (uint32_t)s->npeers, lt__sched_now_ms());
+  }
 }
 
 /* drain moves work off a removed server: it takes no new work, its queued instructions are
@@ -344,6 +445,10 @@ static void on_error(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
   lt__log(LT_LOG_WARN, "server %s refused a message: %s (%s)", c->endpoint, m->u.error.message,
           lt_strerror(m->u.error.code));
   char why[160];
+  if (c->state == LT_CONN_HELLO && m->u.error.code == LT_EAUTH) {
+    auth_failed(s, idx, m->u.error.message);
+    return;
+  }
   if (c->state == LT_CONN_HELLO) {
     lt__sched_conn_dead(s, idx, m->u.error.message);
     if (m->u.error.code == LT_EVERSION) s->slots[idx].retry_at_ms = 0;
@@ -424,6 +529,12 @@ static void watch_conn(lt_sched_t *s, size_t idx) {
   while ((ev = lt__conn_monitor(&s->conns[idx])) != LT_CONN_EV_NONE) {
     if (ev == LT_CONN_EV_DISCONNECTED) {
       lt__sched_conn_dead(s, idx, "connection lost");
+      return;
+    }
+    if (ev == LT_CONN_EV_AUTH_FAILED) {
+      auth_failed(s, idx,
+                  "the CURVE handshake failed (a key the server does not allow, a wrong "
+                  "server key, or CURVE on one side only)");
       return;
     }
   }

@@ -40,6 +40,7 @@ uint64_t lt__oid_client_random(void) {
 
 char *lt__oid_format(lt_oid_t id, char *buf, size_t len) {
   if (buf == NULL || len == 0) return buf;
-  snprintf(buf, len, "%016" PRIx64 ":%016" PRIx64, id.client, id.seq);
+  /* The client id is not written in full: logs and error texts must not hand it out. */
+  snprintf(buf, len, "%04x...:%016" PRIx64, (unsigned)(id.client >> 48), id.seq);
   return buf;
 }

@@ -16,7 +16,8 @@ static inline bool lt__oid_eq(lt_oid_t a, lt_oid_t b) {
  * to time and pid). */
 uint64_t lt__oid_client_random(void);
 
-/* lt__oid_format writes "client:seq" in hex into buf (at least 34 bytes) and returns buf. */
+/* lt__oid_format writes "clie...:seq" in hex into buf (at least 25 bytes) and returns buf:
+ * only the first 4 hex digits of the client id, which is not to be logged in full. */
 char *lt__oid_format(lt_oid_t id, char *buf, size_t len);
 
 #endif

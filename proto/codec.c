@@ -174,6 +174,7 @@ static int body_in(dec *d, const Lithium__Envelope *env, lt_msg_t *m) {
     m->u.hello.version = env->hello->version;
     m->u.hello.client_id = env->hello->client_id;
     m->u.hello.inline_max = env->hello->inline_max;
+    m->u.hello.secret = env->hello->secret;
     return str_in(env->hello->name, d->lim, &m->u.hello.name);
   case LITHIUM__ENVELOPE__BODY_WELCOME:
     m->type = LT_MSG_WELCOME;
@@ -203,6 +204,14 @@ static int body_in(dec *d, const Lithium__Envelope *env, lt_msg_t *m) {
     }
     m->u.program.nkernels = (uint32_t)p->n_kernels;
     m->u.program.kernels = p->n_kernels ? (const char **)p->kernels : NULL;
+    if ((rc = count_in(d, p->n_peers)) != 0) return rc;
+    for (size_t i = 0; i < p->n_peers; i++) {
+      const char *s;
+      if ((rc = str_in(p->peers[i], d->lim, &s)) != 0) return rc;
+      p->peers[i] = (char *)s;
+    }
+    m->u.program.npeers = (uint32_t)p->n_peers;
+    m->u.program.peers = p->n_peers ? (const char **)p->peers : NULL;
     return 0;
   }
   case LITHIUM__ENVELOPE__BODY_EXECUTE: {
@@ -230,6 +239,7 @@ static int body_in(dec *d, const Lithium__Envelope *env, lt_msg_t *m) {
   case LITHIUM__ENVELOPE__BODY_FETCH:
     m->type = LT_MSG_FETCH;
     m->u.fetch.release = env->fetch->release != 0;
+    m->u.fetch.secret = env->fetch->secret;
     return oid_in(env->fetch->id, &m->u.fetch.id);
   case LITHIUM__ENVELOPE__BODY_VALUE: {
     const Lithium__Value *p = env->value;
@@ -244,6 +254,7 @@ static int body_in(dec *d, const Lithium__Envelope *env, lt_msg_t *m) {
     m->type = LT_MSG_RELEASE;
     if ((rc = count_in(d, p->n_ids)) != 0) return rc;
     m->u.release.nids = (uint32_t)p->n_ids;
+    m->u.release.secret = p->secret;
     m->u.release.ids = arr(d, p->n_ids, sizeof(lt_oid_t), &rc);
     for (size_t i = 0; rc == 0 && i < p->n_ids; i++)
       rc = oid_in(p->ids[i], &m->u.release.ids[i]);
@@ -527,6 +538,7 @@ static int body_out_fill(arena *a, const lt_msg_t *m, body_out *b, Lithium__Enve
     b->hello.version = m->u.hello.version;
     b->hello.client_id = m->u.hello.client_id;
     b->hello.inline_max = m->u.hello.inline_max;
+    b->hello.secret = m->u.hello.secret;
     if ((b->hello.name = str_out(m->u.hello.name)) == NULL) return LT_EINVAL;
     env->hello = &b->hello;
     return 0;
@@ -556,6 +568,13 @@ static int body_out_fill(arena *a, const lt_msg_t *m, body_out *b, Lithium__Enve
     }
     b->program.n_kernels = m->u.program.nkernels;
     b->program.kernels = (char **)m->u.program.kernels;
+    if (m->u.program.npeers > 0 && m->u.program.peers == NULL) return LT_EINVAL;
+    for (uint32_t i = 0; i < m->u.program.npeers; i++) {
+      const char *k = m->u.program.peers[i];
+      if (k == NULL || str_out(k) == NULL) return LT_EINVAL;
+    }
+    b->program.n_peers = m->u.program.npeers;
+    b->program.peers = (char **)m->u.program.peers;
     env->program = &b->program;
     return 0;
   case LT_MSG_EXECUTE: {
@@ -603,6 +622,7 @@ static int body_out_fill(arena *a, const lt_msg_t *m, body_out *b, Lithium__Enve
     b->oid.seq = m->u.fetch.id.seq;
     b->fetch.id = &b->oid;
     b->fetch.release = m->u.fetch.release;
+    b->fetch.secret = m->u.fetch.secret;
     env->fetch = &b->fetch;
     return 0;
   case LT_MSG_VALUE:
@@ -620,6 +640,7 @@ static int body_out_fill(arena *a, const lt_msg_t *m, body_out *b, Lithium__Enve
   case LT_MSG_RELEASE:
     lithium__release__init(&b->release);
     b->release.n_ids = m->u.release.nids;
+    b->release.secret = m->u.release.secret;
     env->release = &b->release;
     return oids_out(a, m->u.release.ids, m->u.release.nids, &b->release.ids);
   case LT_MSG_CANCEL:

@@ -137,6 +137,7 @@ typedef struct lt_msg {
       uint64_t client_id;
       const char *name;
       uint64_t inline_max; /* outputs up to this size also come back with done (0: none) */
+      uint64_t secret;     /* per evaluation, never logged (see lithium.proto Hello) */
     } hello;
     struct {
       uint32_t version;
@@ -155,6 +156,8 @@ typedef struct lt_msg {
     struct {
       uint32_t nkernels;
       const char **kernels; /* "module:function" */
+      uint32_t npeers;
+      const char **peers; /* the session's servers, "ENDPOINT [Z85 key]" */
     } program;
     struct {
       uint32_t ninstrs;
@@ -169,7 +172,8 @@ typedef struct lt_msg {
     } done;
     struct {
       lt_oid_t id;
-      bool release; /* the asker is the last reader: drop the value once it is sent */
+      bool release;    /* the asker is the last reader: drop the value once it is sent */
+      uint64_t secret; /* a peer fetching for a session: that session's hello secret */
     } fetch;
     struct {
       lt_oid_t id;
@@ -180,6 +184,7 @@ typedef struct lt_msg {
     struct {
       uint32_t nids;
       lt_oid_t *ids;
+      uint64_t secret; /* a peer releasing for a session: that session's hello secret */
     } release;
     struct {
       uint32_t nseqs;

@@ -36,7 +36,11 @@ enum {
   OPT_MAX_SESSION_BYTES,
   OPT_MAX_PARKED,
   OPT_MAX_QUEUED,
-  OPT_MAX_SESSIONS
+  OPT_MAX_SESSIONS,
+  OPT_CURVE_KEY,
+  OPT_ALLOW,
+  OPT_INSECURE,
+  OPT_UNSAFE_MODULES
 };
 
 static const struct option long_opts[] = {
@@ -56,6 +60,10 @@ static const struct option long_opts[] = {
     {"max-parked", required_argument, NULL, OPT_MAX_PARKED},
     {"max-queued", required_argument, NULL, OPT_MAX_QUEUED},
     {"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
+    {"curve-key", required_argument, NULL, OPT_CURVE_KEY},
+    {"allow", required_argument, NULL, OPT_ALLOW},
+    {"insecure", no_argument, NULL, OPT_INSECURE},
+    {"allow-unsafe-modules", no_argument, NULL, OPT_UNSAFE_MODULES},
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0}};
@@ -85,6 +93,15 @@ void lt__args_usage(FILE *f) {
           "      --max-queued N     instructions of one session queued or running (default %d)\n"
           "      --max-sessions N   sessions at once; more hellos are refused\n"
           "                         (default min(%d, open-file limit / 2))\n"
+          "      --curve-key FILE   CURVE key pair (lithium keygen): clients must use CURVE\n"
+          "                         and a key the server allows\n"
+          "      --allow FILE       allowed client public keys, one Z85 key a line, optional\n"
+          "                         name after it, '#' comments; re-read on SIGHUP. The\n"
+          "                         server's own public key is always allowed\n"
+          "      --insecure         allow listening on a non-loopback address without\n"
+          "                         --curve-key (anyone who reaches it runs its kernels)\n"
+          "      --allow-unsafe-modules  use module directories and files writable by other\n"
+          "                         users than the server's (or root)\n"
           "  -h, --help             show this help\n"
           "  -V, --version          show the version\n"
           "On start the server prints \"READY <endpoint>\" on stdout.\n",
@@ -296,6 +313,20 @@ int lt__args_parse(lt_srv_args_t *a, int argc, char **argv, FILE *out, FILE *err
       else
         a->max_sessions = (uint32_t)v;
       break;
+    case OPT_CURVE_KEY:
+      if (optarg[0] == '\0') return usage_error(err, "%s", "empty --curve-key file");
+      if (replace_str(&a->curve_key, optarg) != LT_OK) return usage_error(err, "%s", "no memory");
+      break;
+    case OPT_ALLOW:
+      if (optarg[0] == '\0') return usage_error(err, "%s", "empty --allow file");
+      if (replace_str(&a->allow, optarg) != LT_OK) return usage_error(err, "%s", "no memory");
+      break;
+    case OPT_INSECURE:
+      a->insecure = true;
+      break;
+    case OPT_UNSAFE_MODULES:
+      a->unsafe_modules = true;
+      break;
     case OPT_HELP:
       lt__args_usage(out);
       return LT_ARGS_EXIT_OK;
@@ -313,6 +344,8 @@ int lt__args_parse(lt_srv_args_t *a, int argc, char **argv, FILE *out, FILE *err
     }
   }
   if (optind < argc) return usage_error(err, "unexpected argument '%s'", argv[optind]);
+  if (a->allow != NULL && a->curve_key == NULL)
+    return usage_error(err, "%s", "--allow needs --curve-key");
   return LT_ARGS_RUN;
 }
 
@@ -320,6 +353,8 @@ void lt__args_free(lt_srv_args_t *a) {
   if (a == NULL) return;
   free(a->listen);
   free(a->name);
+  free(a->curve_key);
+  free(a->allow);
   for (size_t i = 0; i < a->nmodules; i++)
     free(a->modules[i]);
   free(a->modules);

@@ -49,6 +49,10 @@ typedef struct lt_srv_args {
   uint32_t max_parked;        /* instructions one session may have parked */
   uint32_t max_queued;        /* instructions one session may have queued or running */
   uint32_t max_sessions;      /* sessions at once; 0 = min(1000, RLIMIT_NOFILE / 2) */
+  char *curve_key;            /* --curve-key: the server's key pair file, or NULL (owned) */
+  char *allow;                /* --allow: allowed client public keys file, or NULL (owned) */
+  bool insecure;              /* --insecure: a non-loopback listen without CURVE is allowed */
+  bool unsafe_modules;        /* --allow-unsafe-modules: skip the module permission checks */
 } lt_srv_args_t;
 
 /* lt__args_parse parses argv into *a (which it initialises; free with lt__args_free in

@@ -33,7 +33,9 @@ int main(int argc, char **argv) {
     fprintf(stderr, "lithium-server: %s\n", err[0] ? err : lt_strerror(rc));
     if (rc == LT_EINVAL) lt__args_usage(stderr);
     lt__args_free(&args);
-    return rc == LT_EINVAL ? LT_ARGS_EXIT_USAGE : 1;
+    /* A server that would run unprotected (or cannot set up its protection) is refused
+     * like a bad flag: exit 2. */
+    return rc == LT_EINVAL || rc == LT_EAUTH ? LT_ARGS_EXIT_USAGE : 1;
   }
   /* Under a supervisor only the first worker announces itself: a restart is the same
    * server to whoever reads our stdout. */

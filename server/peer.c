@@ -26,6 +26,7 @@ typedef struct pfetch {
   UT_hash_handle hh;
   bool oom;
   lt_oid_t id;        /* key */
+  uint64_t secret;    /* the secret of the session it is fetched for (the holder checks it) */
   bool asked_release; /* the FETCH asked the holder to drop the value once sent */
   bool want_release;  /* a last reader came later: send a RELEASE once the value is here */
   bool unsent;        /* the FETCH did not go out (send queue full): retried on every tick */
@@ -108,25 +109,30 @@ static int send_hello(lt_peer_t *p) {
   m.type = LT_MSG_HELLO;
   m.u.hello.version = LT_PROTO_VERSION;
   m.u.hello.client_id = p->srv->peer_id;
+  m.u.hello.secret = p->srv->peer_secret;
   m.u.hello.name = name;
   return peer_send(p, &m);
 }
 
-static int send_fetch(lt_peer_t *p, lt_oid_t id, bool release) {
+/* Fetches and releases carry the secret of the session they are made for: the holder
+ * serves a peer only the values of a session whose secret it shows. */
+static int send_fetch(lt_peer_t *p, lt_oid_t id, bool release, uint64_t secret) {
   lt_msg_t m;
   memset(&m, 0, sizeof m);
   m.type = LT_MSG_FETCH;
   m.u.fetch.id = id;
   m.u.fetch.release = release;
+  m.u.fetch.secret = secret;
   return peer_send(p, &m);
 }
 
-static void send_release(lt_peer_t *p, lt_oid_t id) {
+static void send_release(lt_peer_t *p, lt_oid_t id, uint64_t secret) {
   lt_msg_t m;
   memset(&m, 0, sizeof m);
   m.type = LT_MSG_RELEASE;
   m.u.release.nids = 1;
   m.u.release.ids = &id;
+  m.u.release.secret = secret;
   peer_send(p, &m);
 }
 
@@ -227,7 +233,11 @@ static bool make_room(lt_server_t *srv) {
 static void on_peer_message(lt_zuv_t *z, zmq_msg_t *parts, size_t n, bool truncated);
 static void on_tick(uv_timer_t *h);
 
-static int link_open(lt_server_t *srv, const char *ep, lt_peer_t **out, char *err, size_t errlen) {
+/* link_open opens a link to holder `ep`. Under CURVE (this server has a key pair and the
+ * session announced the holder's public key `key`) the link authenticates with the
+ * server's own key pair: the holder allows it when it shares the pair or lists its key. */
+static int link_open(lt_server_t *srv, const char *ep, const char *key, lt_peer_t **out, char *err,
+                     size_t errlen) {
   *out = NULL;
   if (!make_room(srv)) {
     /* Waiting for room could last as long as the other holders' values take: the reader
@@ -249,7 +259,11 @@ static int link_open(lt_server_t *srv, const char *ep, lt_peer_t **out, char *er
       zmq_setsockopt(p->sock, ZMQ_LINGER, &zero, sizeof zero) != 0 ||
       zmq_setsockopt(p->sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) != 0 ||
       zmq_setsockopt(p->sock, ZMQ_SNDHWM, &hwm, sizeof hwm) != 0 ||
-      (strchr(ep, '[') != NULL && zmq_setsockopt(p->sock, ZMQ_IPV6, &on, sizeof on) != 0)) {
+      (strchr(ep, '[') != NULL && zmq_setsockopt(p->sock, ZMQ_IPV6, &on, sizeof on) != 0) ||
+      (srv->curve && key != NULL && key[0] != '\0' &&
+       (zmq_setsockopt(p->sock, ZMQ_CURVE_SERVERKEY, key, 40) != 0 ||
+        zmq_setsockopt(p->sock, ZMQ_CURVE_PUBLICKEY, srv->curve_pub, 40) != 0 ||
+        zmq_setsockopt(p->sock, ZMQ_CURVE_SECRETKEY, srv->curve_sec, 40) != 0))) {
     snprintf(err, errlen, "cannot make a socket for peer %s: %s", ep, zmq_strerror(zmq_errno()));
     if (p->sock != NULL) zmq_close(p->sock);
     free(p);
@@ -306,6 +320,7 @@ static void on_value(lt_peer_t *p, const lt_msg_t *m) {
     return;
   }
   bool release = f->want_release;
+  uint64_t secret = f->secret;
   fetch_del(p, f);
   int status = m->u.value.status;
   char msg[LT_KERNEL_ERRMSG_MAX + 600];
@@ -324,7 +339,7 @@ static void on_value(lt_peer_t *p, const lt_msg_t *m) {
   }
   if (status != LT_OK) {
     local_fail(srv, id, status, msg);
-    if (release) send_release(p, id); /* a failed value is dropped by its last reader too */
+    if (release) send_release(p, id, secret); /* a failed value is dropped by its last reader */
     return;
   }
   const lt_bytes_t *b = &m->frames[m->u.value.frame];
@@ -341,7 +356,7 @@ static void on_value(lt_peer_t *p, const lt_msg_t *m) {
     lt__log(LT_LOG_DEBUG, "peer %s: value %s came after its readers left", p->ep,
             lt__oid_format(id, ids, sizeof ids));
   }
-  if (release) send_release(p, id);
+  if (release) send_release(p, id, secret);
 }
 
 /* rehello opens a new session on the peer (it dropped ours, e.g. for idleness) and asks
@@ -351,7 +366,8 @@ static void rehello(lt_peer_t *p) {
           p->nfetches);
   send_hello(p);
   pfetch_t *f, *tmp;
-  HASH_ITER(hh, p->fetches, f, tmp) f->unsent = send_fetch(p, f->id, f->asked_release) != LT_OK;
+  HASH_ITER(hh, p->fetches, f, tmp)
+  f->unsent = send_fetch(p, f->id, f->asked_release, f->secret) != LT_OK;
 }
 
 static void on_peer_message(lt_zuv_t *z, zmq_msg_t *parts, size_t n, bool truncated) {
@@ -411,7 +427,7 @@ static void retry_unsent(lt_peer_t *p, uint64_t now) {
   pfetch_t *f, *tmp;
   HASH_ITER(hh, p->fetches, f, tmp) {
     if (!f->unsent) continue;
-    if (send_fetch(p, f->id, f->asked_release) == LT_OK) {
+    if (send_fetch(p, f->id, f->asked_release, f->secret) == LT_OK) {
       f->unsent = false;
       continue;
     }
@@ -463,10 +479,11 @@ void lt__peer_init(lt_server_t *srv, uint64_t fetch_ms, uint32_t max_peers) {
   srv->fetch_ms = fetch_ms > 0 ? fetch_ms : 1;
   srv->max_peers = max_peers > 0 ? max_peers : LT_SRV_DEFAULT_MAX_PEERS;
   srv->peer_id = lt__oid_client_random();
+  srv->peer_secret = lt__oid_client_random();
 }
 
-int lt__peer_need(lt_server_t *srv, const char *holder, lt_oid_t id, bool last, bool *counted,
-                  char *err, size_t errlen) {
+int lt__peer_need(lt_server_t *srv, const char *holder, const char *key, uint64_t secret,
+                  lt_oid_t id, bool last, bool *counted, char *err, size_t errlen) {
   *counted = false;
   lt_peer_t *p = NULL;
   HASH_FIND(hh, srv->peers, holder, strlen(holder), p);
@@ -481,11 +498,11 @@ int lt__peer_need(lt_server_t *srv, const char *holder, lt_oid_t id, bool last, 
     if (last && f != NULL && !f->asked_release)
       f->want_release = true;
     else if (last && f == NULL)
-      lt__peer_release(srv, holder, id); /* on a new link when the old one was closed */
+      lt__peer_release(srv, holder, key, secret, id); /* on a new link: the old one closed */
     return LT_OK;
   }
   int rc;
-  if (p == NULL && (rc = link_open(srv, holder, &p, err, errlen)) != LT_OK) return rc;
+  if (p == NULL && (rc = link_open(srv, holder, key, &p, err, errlen)) != LT_OK) return rc;
   if (c == NULL) {
     if ((c = calloc(1, sizeof *c)) == NULL) {
       snprintf(err, errlen, "out of memory for a fetch");
@@ -513,6 +530,7 @@ int lt__peer_need(lt_server_t *srv, const char *holder, lt_oid_t id, bool last, 
   }
   if ((f = calloc(1, sizeof *f)) != NULL) {
     f->id = id;
+    f->secret = secret;
     f->asked_release = last;
     f->since = uv_now(&srv->loop);
     HASH_ADD(hh, p->fetches, id, sizeof f->id, f);
@@ -530,7 +548,7 @@ int lt__peer_need(lt_server_t *srv, const char *holder, lt_oid_t id, bool last, 
   /* The silence that makes a peer unreachable counts from the start of a wait. */
   if (p->nfetches++ == 0) p->heard = uv_now(&srv->loop);
   p->used = uv_now(&srv->loop);
-  rc = send_fetch(p, id, last);
+  rc = send_fetch(p, id, last, secret);
   if (rc == LT_EAGAIN) {
     /* The link's send queue is full: the fetch stays, and the tick sends it later or, after
      * the fetch timeout, fails it. */
@@ -559,15 +577,16 @@ void lt__peer_unref(lt_server_t *srv, lt_oid_t id) {
   lt__store_release(srv->store, id);
 }
 
-void lt__peer_release(lt_server_t *srv, const char *holder, lt_oid_t id) {
+void lt__peer_release(lt_server_t *srv, const char *holder, const char *key, uint64_t secret,
+                      lt_oid_t id) {
   lt_peer_t *p = NULL;
   HASH_FIND(hh, srv->peers, holder, strlen(holder), p);
   char err[400];
-  if (p == NULL && link_open(srv, holder, &p, err, sizeof err) != LT_OK) {
+  if (p == NULL && link_open(srv, holder, key, &p, err, sizeof err) != LT_OK) {
     lt__log(LT_LOG_DEBUG, "cannot release a value on %s: %s", holder, err);
     return;
   }
-  send_release(p, id);
+  send_release(p, id, secret);
 }
 
 void lt__peer_lost(lt_server_t *srv, uint64_t client, const char *holder) {

@@ -48,8 +48,10 @@ bool lt__peer_endpoint_ok(const char *ep);
  * connect), LT_ELOST (every link has fetches pending and the table is full), LT_EIO
  * (cannot send), LT_ENOMEM, with a message in err: the reader fails, it never waits for
  * room. */
-int lt__peer_need(lt_server_t *srv, const char *holder, lt_oid_t id, bool last, bool *counted,
-                  char *err, size_t errlen);
+/* `key` is the holder's public key as the session announced it ("" or NULL: none; a link
+ * opened under CURVE needs it), `secret` that of the session the value is fetched for. */
+int lt__peer_need(lt_server_t *srv, const char *holder, const char *key, uint64_t secret,
+                  lt_oid_t id, bool last, bool *counted, char *err, size_t errlen);
 
 /* lt__peer_unref ends one reader of the fetched copy of `id`; after the last one the copy
  * leaves the store (the holder still has the value unless a last reader released it). A
@@ -58,7 +60,8 @@ void lt__peer_unref(lt_server_t *srv, lt_oid_t id);
 
 /* lt__peer_release tells `holder` (a remote, valid endpoint) to drop `id`: a last reader
  * that will never fetch it (another of its inputs failed). Best effort: errors are logged. */
-void lt__peer_release(lt_server_t *srv, const char *holder, lt_oid_t id);
+void lt__peer_release(lt_server_t *srv, const char *holder, const char *key, uint64_t secret,
+                      lt_oid_t id);
 
 /* lt__peer_name tells whether a hello `name` (may be NULL) is that of a peer server. */
 bool lt__peer_name(const char *name);

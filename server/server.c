@@ -6,17 +6,20 @@
  * thread only. */
 #include "server.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <lithium/error.h>
 #include "calibrate.h"
 #include "crashlog.h"
 #include "deadline.h"
+#include "curve.h"
 #include "fetch.h"
 #include "log.h"
 #include "oid.h"
@@ -61,6 +64,11 @@ void lt__utf8_sanitize(char *s) {
     }
     p += n + 1;
   }
+}
+
+const char *lt__short_id(uint64_t client_id, char *buf) {
+  snprintf(buf, 12, "%04x...", (unsigned)(client_id >> 48));
+  return buf;
 }
 
 static void free_hdr(void *data, void *hint) {
@@ -145,15 +153,37 @@ void lt__server_drop_session(lt_server_t *srv, lt_session_t *s, const char *why)
   lt__fetch_drop_session(srv, s, LT_OK);
   lt__task_drop_session(srv, s);
   lt__session_flush(srv, s);
-  size_t n = lt__store_release_client(srv->store, s->client_id);
-  lt__log(LT_LOG_INFO, "session '%s' (client %016llx) ended: %s; %zu values released", s->name,
-          (unsigned long long)s->client_id, why, n);
+  /* A peer link's client id names no values: its fetched copies belong to the sessions
+   * they were fetched for. */
+  size_t n = lt__peer_session(s) ? 0 : lt__store_release_client(srv->store, s->client_id);
+  char cid[12];
+  lt__log(LT_LOG_INFO, "session '%s' (client %s) ended: %s; %zu values released", s->name,
+          lt__short_id(s->client_id, cid), why, n);
   lt__session_free(srv, s);
   lt__quota_trim(srv);
 }
 
+/* claim decides whether a hello may use its client id while another connection's session
+ * `o` has it. The id is bound to the first connection that said hello with it; another
+ * connection may take it over only by proving it is the same client: the same secret (a
+ * random number the client never shows anyone but its own servers) and, under CURVE, the
+ * same public key. A client that greets again on a new connection (it declared this server
+ * dead) proves both; a stranger that learnt the id proves neither. Two peer links of one
+ * server (one server may reach this one under two endpoint spellings) share id and secret
+ * and coexist; a client session is replaced, so that the old one releases the client's
+ * values now, before the new one has any. */
+static int claim(lt_server_t *srv, const lt_session_t *o, const lt_msg_t *m, const char *key,
+                 bool *replace) {
+  (void)srv;
+  *replace = false;
+  if (o->secret != m->u.hello.secret || strcmp(o->key, key) != 0) return LT_EAUTH;
+  if (lt__peer_session(o) != lt__peer_name(m->u.hello.name)) return LT_EAUTH;
+  *replace = !lt__peer_session(o);
+  return LT_OK;
+}
+
 static void handle_hello(lt_server_t *srv, lt_session_t *s, const void *rid, size_t rid_len,
-                         const lt_msg_t *m) {
+                         const lt_msg_t *m, const char *key) {
   if (m->u.hello.version != LT_PROTO_VERSION) {
     lt__server_send_error(srv, rid, rid_len, LT_EVERSION,
                           "protocol version %u not supported (this server speaks %d)",
@@ -161,17 +191,22 @@ static void handle_hello(lt_server_t *srv, lt_session_t *s, const void *rid, siz
     return;
   }
   if (s != NULL) lt__server_drop_session(srv, s, "a new hello on the same connection");
-  /* A client that greets again on a new connection (it declared this server dead and
-   * opened a fresh DEALER) replaces its old session: dropped now, the old one releases the
-   * client's values before the new one has any; dropped later (idle), it would release the
-   * new session's. Peer servers are exempt: their sessions hold no values of their own, and
-   * one server may reach this one under two endpoint spellings. */
-  if (!lt__peer_name(m->u.hello.name)) {
-    lt_session_t *o, *tmp;
-    HASH_ITER(hh, srv->sessions, o, tmp) {
-      if (o->client_id == m->u.hello.client_id && !lt__peer_session(o))
-        lt__server_drop_session(srv, o, "replaced by a new connection of the same client");
+  char cid[12];
+  lt_session_t *o, *tmp;
+  HASH_ITER(hh, srv->sessions, o, tmp) {
+    if (o->client_id != m->u.hello.client_id) continue;
+    bool replace;
+    if (claim(srv, o, m, key, &replace) != LT_OK) {
+      lt__log(LT_LOG_WARN,
+              "refused a hello for client %s%s%s: the id is in use by another "
+              "connection that this one cannot prove to be",
+              lt__short_id(m->u.hello.client_id, cid), key[0] ? " from key " : "", key);
+      lt__server_send_error(srv, rid, rid_len, LT_EAUTH,
+                            "client id in use by another connection (a new session needs the "
+                            "secret and the key of the old one)");
+      return;
     }
+    if (replace) lt__server_drop_session(srv, o, "replaced by a new connection of the same client");
   }
   if (!lt__quota_session_ok(srv)) {
     lt__server_send_error(srv, rid, rid_len, LT_EAGAIN, "server full: %u sessions (--max-sessions)",
@@ -179,13 +214,17 @@ static void handle_hello(lt_server_t *srv, lt_session_t *s, const void *rid, siz
     return;
   }
   int rc = lt__session_new(srv, &s, rid, rid_len, m->u.hello.client_id, m->u.hello.name);
-  if (rc == LT_OK) s->inline_max = m->u.hello.inline_max;
+  if (rc == LT_OK) {
+    s->inline_max = m->u.hello.inline_max;
+    s->secret = m->u.hello.secret;
+    snprintf(s->key, sizeof s->key, "%s", key);
+  }
   if (rc != LT_OK) {
     lt__server_send_error(srv, rid, rid_len, rc, "cannot open a session: %s", lt_strerror(rc));
     return;
   }
-  lt__log(LT_LOG_INFO, "session '%s' (client %016llx) opened", s->name,
-          (unsigned long long)s->client_id);
+  lt__log(LT_LOG_INFO, "session '%s' (client %s%s%.8s) opened", s->name,
+          lt__short_id(s->client_id, cid), key[0] ? ", key " : "", key);
   lt_msg_t w;
   memset(&w, 0, sizeof w);
   w.type = LT_MSG_WELCOME;
@@ -219,11 +258,70 @@ static void handle_lost(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m) {
   }
 }
 
+/* may_touch tells whether session `s` may read or release value `id`: its own session's
+ * values (the client half of the id is its client id), or, for a peer server, the values
+ * of a live session whose secret it presents: the client gave it to its servers only. */
+static bool may_touch(lt_server_t *srv, const lt_session_t *s, lt_oid_t id, uint64_t secret) {
+  if (!lt__peer_session(s)) return id.client == s->client_id;
+  const lt_session_t *o = lt__session_by_client(srv, id.client);
+  return o != NULL && secret != 0 && o->secret == secret;
+}
+
+static void handle_fetch(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m) {
+  lt_oid_t id = m->u.fetch.id;
+  if (!may_touch(srv, s, id, m->u.fetch.secret)) {
+    char cid[12];
+    lt__log(LT_LOG_WARN, "session '%s': refused a fetch of a value of client %s (not its own)",
+            s->name, lt__short_id(id.client, cid));
+    lt_msg_t v;
+    memset(&v, 0, sizeof v);
+    v.type = LT_MSG_VALUE;
+    v.u.value.id = id;
+    v.u.value.status = LT_EAUTH;
+    v.u.value.errmsg = "not a value of this session";
+    v.u.value.frame = -1;
+    lt__server_send(srv, s->rid, s->rid_len, &v, NULL, 0);
+    return;
+  }
+  lt__fetch_handle(srv, s, id, m->u.fetch.release);
+}
+
+static void handle_release(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m) {
+  uint32_t refused = 0;
+  for (uint32_t i = 0; i < m->u.release.nids; i++) {
+    if (may_touch(srv, s, m->u.release.ids[i], m->u.release.secret))
+      lt__store_release(srv->store, m->u.release.ids[i]);
+    else
+      refused++;
+  }
+  if (refused == 0) return;
+  lt__log(LT_LOG_WARN, "session '%s': refused the release of %u values not its own", s->name,
+          refused);
+  /* A peer link takes an error for the end of the link: it gets none for a release. */
+  if (!lt__peer_session(s))
+    lt__server_send_error(srv, s->rid, s->rid_len, LT_EAUTH,
+                          "release: %u ids are not values of this session", refused);
+}
+
+static void handle_program(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m) {
+  int rc =
+      lt__session_program(srv, s, (const char *const *)m->u.program.kernels, m->u.program.nkernels);
+  if (rc != LT_OK) {
+    lt__server_send_error(srv, s->rid, s->rid_len, rc, "cannot load the program: %s",
+                          lt_strerror(rc));
+    return;
+  }
+  rc = lt__session_peers(s, m->u.program.peers, m->u.program.npeers);
+  if (rc != LT_OK)
+    lt__server_send_error(srv, s->rid, s->rid_len, rc,
+                          "program: a peer is not 'tcp://ENDPOINT [Z85 key]': %s", lt_strerror(rc));
+}
+
 static void dispatch(lt_server_t *srv, const void *rid, size_t rid_len, const lt_msg_t *m,
-                     zmq_msg_t *payloads) {
+                     zmq_msg_t *payloads, const char *key) {
   lt_session_t *s = lt__session_find(srv, rid, rid_len);
   if (m->type == LT_MSG_HELLO) {
-    handle_hello(srv, s, rid, rid_len, m);
+    handle_hello(srv, s, rid, rid_len, m, key);
     return;
   }
   switch (m->type) {
@@ -247,23 +345,18 @@ static void dispatch(lt_server_t *srv, const void *rid, size_t rid_len, const lt
                           lt__msg_type_name(m->type));
     return;
   }
-  int rc;
   switch (m->type) {
   case LT_MSG_PROGRAM:
-    rc = lt__session_program(srv, s, (const char *const *)m->u.program.kernels,
-                             m->u.program.nkernels);
-    if (rc != LT_OK)
-      lt__server_send_error(srv, rid, rid_len, rc, "cannot load the program: %s", lt_strerror(rc));
+    handle_program(srv, s, m);
     break;
   case LT_MSG_EXECUTE:
     lt__task_execute(srv, s, m, payloads);
     break;
   case LT_MSG_FETCH:
-    lt__fetch_handle(srv, s, m->u.fetch.id, m->u.fetch.release);
+    handle_fetch(srv, s, m);
     break;
   case LT_MSG_RELEASE:
-    for (uint32_t i = 0; i < m->u.release.nids; i++)
-      lt__store_release(srv->store, m->u.release.ids[i]);
+    handle_release(srv, s, m);
     break;
   case LT_MSG_CANCEL:
     lt__task_cancel(srv, s, m->u.cancel.seqs, m->u.cancel.nseqs);
@@ -295,6 +388,14 @@ static void on_message(lt_zuv_t *z, zmq_msg_t *parts, size_t n, bool truncated) 
   const void *rid = zmq_msg_data(&parts[0]);
   size_t rid_len = zmq_msg_size(&parts[0]);
   if (rid_len == 0 || rid_len > 255) return; /* not from a ROUTER peer: nobody to answer */
+  /* Routing ids the ROUTER makes start with a zero byte; one that does not was chosen by the
+   * peer (ZMQ_ROUTING_ID), and a chosen one could name a session whose connection has just
+   * gone. Sessions are bound to the ROUTER's own ids. */
+  if (((const unsigned char *)rid)[0] != 0) {
+    lt__server_send_error(srv, rid, rid_len, LT_EAUTH, "connections may not choose a routing id");
+    lt__server_settle(srv);
+    return;
+  }
   if (truncated) {
     lt__log(LT_LOG_DEBUG, "dropped a message of more than %u payload frames", srv->lim.max_frames);
     lt__server_send_error(srv, rid, rid_len, LT_ETOOBIG, "message has more than %u payload frames",
@@ -311,7 +412,10 @@ static void on_message(lt_zuv_t *z, zmq_msg_t *parts, size_t n, bool truncated) 
       lt__server_send_error(srv, rid, rid_len, rc, "cannot decode the message: %s",
                             lt_strerror(rc));
     } else {
-      dispatch(srv, rid, rid_len, &m, parts + 2);
+      /* Under CURVE the ZAP handler made the client's public key the User-Id of every
+       * message of the connection. */
+      const char *key = srv->curve ? zmq_msg_gets(&parts[1], "User-Id") : NULL;
+      dispatch(srv, rid, rid_len, &m, parts + 2, key != NULL ? key : "");
       lt__msg_clear(&m);
     }
   }
@@ -332,6 +436,7 @@ static void close_handles(lt_server_t *srv) {
   if (srv->zuv_started) lt__zuv_close(&srv->zuv, NULL);
   uv_close((uv_handle_t *)&srv->sigint, NULL);
   uv_close((uv_handle_t *)&srv->sigterm, NULL);
+  uv_close((uv_handle_t *)&srv->sighup, NULL);
   uv_close((uv_handle_t *)&srv->idle_timer, NULL);
   uv_close((uv_handle_t *)&srv->load_timer, NULL);
   lt__deadline_close(srv);
@@ -405,6 +510,12 @@ static int bind_socket(lt_server_t *srv, const lt_srv_args_t *a, char *err, size
    * before anything is allocated for the frame. */
   int64_t maxmsg = (int64_t)a->max_frame;
   int hwm = SNDHWM, off = 0, on = 1;
+  if (srv->curve && (zmq_setsockopt(srv->router, ZMQ_CURVE_SERVER, &on, sizeof on) != 0 ||
+                     zmq_setsockopt(srv->router, ZMQ_CURVE_SECRETKEY, srv->curve_sec, 40) != 0 ||
+                     zmq_setsockopt(srv->router, ZMQ_ZAP_DOMAIN, "lithium", 7) != 0)) {
+    snprintf(err, errlen, "cannot set up CURVE: %s", zmq_strerror(zmq_errno()));
+    return LT_EIO;
+  }
   if (zmq_setsockopt(srv->router, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) != 0 ||
       zmq_setsockopt(srv->router, ZMQ_SNDHWM, &hwm, sizeof hwm) != 0 ||
       zmq_setsockopt(srv->router, ZMQ_ROUTER_MANDATORY, &off, sizeof off) != 0 ||
@@ -431,14 +542,93 @@ static int bind_socket(lt_server_t *srv, const lt_srv_args_t *a, char *err, size
     snprintf(err, errlen, "ZMQ_LAST_ENDPOINT: %s", zmq_strerror(zmq_errno()));
     return LT_EIO;
   }
-  if (!is_loopback(srv->endpoint)) {
+  if (!is_loopback(srv->endpoint) && !srv->curve) {
     fprintf(stderr,
             "lithium-server: WARNING: listening on %s, which is not a loopback address, "
-            "without authentication (no CURVE yet): anyone who can reach it can run the "
-            "kernels of its modules\n",
+            "without CURVE (--insecure): anyone who can reach it can run the kernels of its "
+            "modules\n",
             srv->endpoint);
   }
   return LT_OK;
+}
+
+/* unsafe_path tells why `path` may not hold modules: writable by another user than the
+ * server's (or root): a group other than the server's own, or everyone. NULL when safe. */
+static const char *unsafe_path(const struct stat *sb) {
+  if (sb->st_uid != geteuid() && sb->st_uid != 0) return "owned by another user";
+  if (sb->st_mode & S_IWOTH) return "writable by everyone";
+  if ((sb->st_mode & S_IWGRP) && sb->st_gid != getegid()) return "writable by another group";
+  return NULL;
+}
+
+/* check_modules refuses a module directory, or a file in it, that others could write: a
+ * library dropped there would run its constructor inside the server. */
+static int check_modules(const char *dir, char *err, size_t errlen) {
+  struct stat sb;
+  const char *why;
+  if (stat(dir, &sb) != 0) return LT_OK; /* lt__modules_add_dir says it */
+  if ((why = unsafe_path(&sb)) != NULL) {
+    snprintf(err, errlen,
+             "--modules %s: the directory is %s (mode %03o): refused, since a library "
+             "dropped there would run inside the server (fix the permissions, or "
+             "--allow-unsafe-modules)",
+             dir, why, (unsigned)(sb.st_mode & 0777));
+    return LT_EAUTH;
+  }
+  DIR *d = opendir(dir);
+  if (d == NULL) return LT_OK;
+  struct dirent *e;
+  int rc = LT_OK;
+  while (rc == LT_OK && (e = readdir(d)) != NULL) {
+    size_t n = strlen(e->d_name);
+    if (n < 3 || strcmp(e->d_name + n - 3, ".so") != 0) continue;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    if (stat(path, &sb) != 0 || (why = unsafe_path(&sb)) == NULL) continue;
+    snprintf(err, errlen,
+             "--modules %s: module %s is %s (mode %03o): refused (fix the permissions, or "
+             "--allow-unsafe-modules)",
+             dir, e->d_name, why, (unsigned)(sb.st_mode & 0777));
+    rc = LT_EAUTH;
+  }
+  closedir(d);
+  return rc;
+}
+
+/* setup_curve loads the key pair and starts the ZAP handler (--curve-key), or checks that
+ * a listen without one is on loopback (or --insecure). LT_EAUTH when the server must not
+ * start, with the reason in err. */
+static int setup_curve(lt_server_t *srv, const lt_srv_args_t *a, char *err, size_t errlen) {
+  if (a->curve_key == NULL) {
+    if (is_loopback(a->listen) || a->insecure) return LT_OK;
+    snprintf(err, errlen,
+             "refusing to listen on %s, which is not a loopback address, without "
+             "authentication: give --curve-key FILE (and --allow FILE; see lithium keygen), "
+             "or --insecure to run open to anyone who can reach it",
+             a->listen);
+    return LT_EAUTH;
+  }
+  if (!zmq_has("curve")) {
+    snprintf(err, errlen, "--curve-key: this libzmq has no CURVE support");
+    return LT_EAUTH;
+  }
+  int rc = lt__curve_load_keypair(a->curve_key, srv->curve_pub, srv->curve_sec, err, errlen);
+  if (rc != LT_OK) return LT_EAUTH;
+  srv->curve = true;
+  if ((rc = lt__zap_start(&srv->zap, srv->zctx, srv->curve_pub, a->allow, err, errlen)) != LT_OK)
+    return LT_EAUTH;
+  return LT_OK;
+}
+
+static void on_sighup(uv_signal_t *h, int signum) {
+  (void)signum;
+  lt_server_t *srv = h->data;
+  char err[512];
+  if (srv->zap == NULL) {
+    lt__log(LT_LOG_INFO, "SIGHUP: no --allow file to re-read");
+  } else if (lt__zap_reload(srv->zap, err, sizeof err) != LT_OK) {
+    lt__log(LT_LOG_WARN, "SIGHUP: %s; the previous list stays", err);
+  }
 }
 
 int lt__server_new(lt_server_t **out, const lt_srv_args_t *a, char *err, size_t errlen) {
@@ -454,6 +644,8 @@ int lt__server_new(lt_server_t **out, const lt_srv_args_t *a, char *err, size_t 
   }
   uv_signal_init(&srv->loop, &srv->sigint);
   uv_signal_init(&srv->loop, &srv->sigterm);
+  uv_signal_init(&srv->loop, &srv->sighup);
+  srv->sighup.data = srv;
   uv_timer_init(&srv->loop, &srv->idle_timer);
   uv_timer_init(&srv->loop, &srv->load_timer);
   srv->sigint.data = srv->sigterm.data = srv->idle_timer.data = srv->load_timer.data = srv;
@@ -492,6 +684,8 @@ int lt__server_new(lt_server_t **out, const lt_srv_args_t *a, char *err, size_t 
     snprintf(err, errlen, "out of memory");
     goto fail;
   }
+  for (size_t i = 0; i < a->nmodules && !a->unsafe_modules; i++)
+    if ((rc = check_modules(a->modules[i], err, errlen)) != LT_OK) goto fail;
   for (size_t i = 0; i < a->nmodules; i++) {
     if ((rc = lt__modules_add_dir(srv->mods, a->modules[i])) != LT_OK) {
       snprintf(err, errlen, "--modules %s: %s", a->modules[i],
@@ -505,6 +699,7 @@ int lt__server_new(lt_server_t **out, const lt_srv_args_t *a, char *err, size_t 
     rc = LT_EIO;
     goto fail;
   }
+  if ((rc = setup_curve(srv, a, err, errlen)) != LT_OK) goto fail;
   if ((rc = bind_socket(srv, a, err, errlen)) != LT_OK) goto fail;
   if ((rc = lt__executor_new(&srv->ex, &srv->loop, a->threads, a->slowdown, lt__task_on_done,
                              srv)) != LT_OK) {
@@ -520,6 +715,7 @@ int lt__server_new(lt_server_t **out, const lt_srv_args_t *a, char *err, size_t 
   lt__deadline_start(srv);
   uv_signal_start(&srv->sigint, on_signal, SIGINT);
   uv_signal_start(&srv->sigterm, on_signal, SIGTERM);
+  uv_signal_start(&srv->sighup, on_sighup, SIGHUP);
   if (srv->idle_ms > 0) {
     uint64_t every = srv->idle_ms / 4;
     if (every > 1000) every = 1000;
@@ -563,6 +759,8 @@ void lt__server_free(lt_server_t *srv) {
     zmq_setsockopt(srv->router, ZMQ_LINGER, &linger, sizeof linger);
     zmq_close(srv->router);
   }
+  lt__zap_stop(srv->zap);
+  explicit_bzero(srv->curve_sec, sizeof srv->curve_sec);
   if (srv->zctx != NULL) zmq_ctx_term(srv->zctx);
   lt__quota_free(srv);
   lt__store_free(srv->store);

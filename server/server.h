@@ -16,6 +16,7 @@
 #include "module.h"
 #include "store.h"
 #include "value.h"
+#include "zap.h"
 #include "zmq_uv.h"
 
 /* uthash must not exit the process on out of memory: tables flag it in the object. */
@@ -43,7 +44,13 @@ typedef struct lt_server {
   lt_task_t *failq;       /* instructions to finish with an error, FIFO */
   lt_task_t *failq_tail;
 
-  uv_signal_t sigint, sigterm;
+  uv_signal_t sigint, sigterm, sighup;
+
+  /* CURVE (--curve-key): the key pair, and the ZAP thread that checks client keys. */
+  bool curve;
+  char curve_pub[41];
+  char curve_sec[41];
+  lt_zap_t *zap;
   uv_timer_t idle_timer, load_timer;
 
   char endpoint[256];  /* ZMQ_LAST_ENDPOINT */
@@ -57,9 +64,10 @@ typedef struct lt_server {
   /* Peer links (peer.c): one DEALER per holder endpoint this server fetches from. */
   lt_peer_t *peers; /* uthash by endpoint */
   uint32_t npeers;
-  uint32_t max_peers; /* --max-peers */
-  uint64_t peer_id;   /* the client id this server gives itself in its hello to peers */
-  uint64_t fetch_ms;  /* a peer silent this long while we fetch from it is unreachable */
+  uint32_t max_peers;   /* --max-peers */
+  uint64_t peer_id;     /* the client id this server gives itself in its hello to peers */
+  uint64_t peer_secret; /* the secret of its hellos to peers (one id, one secret) */
+  uint64_t fetch_ms;    /* a peer silent this long while we fetch from it is unreachable */
   uv_timer_t peer_timer;
   struct lt_copy *copies;   /* fetched copies in the store, by id, with their readers */
   struct lt_fetch *unknown; /* peers' fetches of ids not here yet (fetch.c) */
@@ -132,6 +140,10 @@ void lt__load_start(lt_server_t *srv);
 
 /* lt__load_fill fills the load report. */
 void lt__load_fill(lt_server_t *srv, lt_load_t *load);
+
+/* lt__short_id writes the first 4 hex digits of a client id followed by "..." into buf
+ * (at least 12 bytes): ids are not logged in full. Returns buf. */
+const char *lt__short_id(uint64_t client_id, char *buf);
 
 /* lt__utf8_sanitize rewrites `s` in place into valid UTF-8 without control characters
  * (each bad byte becomes '?'), as every string the server sends must be. */

@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <lithium/error.h>
+#include "curve.h"
 #include "log.h"
+#include "peer.h"
 
 int lt__session_new(lt_server_t *srv, lt_session_t **out, const void *rid, size_t rid_len,
                     uint64_t client_id, const char *name) {
@@ -40,6 +42,55 @@ lt_session_t *lt__session_find(lt_server_t *srv, const void *rid, size_t rid_len
   if (rid_len == 0 || rid_len > LT_RID_MAX) return NULL;
   HASH_FIND(hh, srv->sessions, rid, rid_len, s);
   return s;
+}
+
+lt_session_t *lt__session_by_client(lt_server_t *srv, uint64_t client_id) {
+  lt_session_t *s, *tmp;
+  HASH_ITER(hh, srv->sessions, s, tmp) {
+    if (s->client_id == client_id && !lt__peer_session(s)) return s;
+  }
+  return NULL;
+}
+
+static void free_peers(char **eps, char **keys, uint32_t n) {
+  for (uint32_t i = 0; i < n; i++) {
+    if (eps != NULL) free(eps[i]);
+    if (keys != NULL) free(keys[i]);
+  }
+  free(eps);
+  free(keys);
+}
+
+int lt__session_peers(lt_session_t *s, const char *const *hosts, uint32_t n) {
+  char **eps = calloc(n ? n : 1, sizeof *eps);
+  char **keys = calloc(n ? n : 1, sizeof *keys);
+  int rc = eps != NULL && keys != NULL ? LT_OK : LT_ENOMEM;
+  for (uint32_t i = 0; rc == LT_OK && i < n; i++) {
+    char ep[LT_HOST_EP_MAX + 1], key[LT_Z85_KEY_LEN + 1];
+    if (lt__host_parse(hosts[i], ep, key) != LT_OK) {
+      rc = LT_EINVAL;
+      break;
+    }
+    if ((eps[i] = strdup(ep)) == NULL || (keys[i] = strdup(key)) == NULL) rc = LT_ENOMEM;
+  }
+  if (rc != LT_OK) {
+    free_peers(eps, keys, n);
+    return rc;
+  }
+  free_peers(s->peers, s->peer_keys, s->npeers);
+  s->peers = eps;
+  s->peer_keys = keys;
+  s->npeers = n;
+  return LT_OK;
+}
+
+bool lt__session_peer(const lt_session_t *s, const char *ep, const char **key) {
+  for (uint32_t i = 0; i < s->npeers; i++) {
+    if (strcmp(s->peers[i], ep) != 0) continue;
+    if (key != NULL) *key = s->peer_keys[i];
+    return true;
+  }
+  return false;
 }
 
 lt_program_t *lt__program_ref(lt_program_t *p) {
@@ -235,6 +286,7 @@ void lt__session_free(lt_server_t *srv, lt_session_t *s) {
   HASH_DEL(srv->sessions, s);
   done_reset(s);
   lt__program_unref(s->prog);
+  free_peers(s->peers, s->peer_keys, s->npeers);
   free(s->done);
   free(s->outs);
   free(s->vals);

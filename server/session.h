@@ -56,6 +56,11 @@ struct lt_session {
   uint8_t rid[LT_RID_MAX]; /* hash key */
   size_t rid_len;
   uint64_t client_id;
+  uint64_t secret;  /* from hello; proves a later hello of the same client, never logged */
+  char key[41];     /* the Z85 CURVE public key of the connection ("User-Id"); "" without */
+  char **peers;     /* endpoints of the session's servers (PROGRAM.peers), owned */
+  char **peer_keys; /* their Z85 public keys, "" when announced without one, owned */
+  uint32_t npeers;
   char *name;
   uint64_t inline_max; /* from hello: stored outputs up to this size also go back */
   uint64_t last_seen;  /* uv_now of its last message */
@@ -89,6 +94,19 @@ struct lt_session {
  * (the caller has dropped any previous one). LT_ENOMEM, LT_EINVAL for a bad rid length. */
 int lt__session_new(lt_server_t *srv, lt_session_t **out, const void *rid, size_t rid_len,
                     uint64_t client_id, const char *name);
+
+/* lt__session_by_client returns the live client session (not a peer link) of `client_id`,
+ * or NULL (borrowed). */
+lt_session_t *lt__session_by_client(lt_server_t *srv, uint64_t client_id);
+
+/* lt__session_peers makes the `n` host strings ("ENDPOINT [Z85 key]") the servers of the
+ * session: the only holders its REF inputs may name. LT_EINVAL for a malformed string
+ * (the previous list stays), LT_ENOMEM. */
+int lt__session_peers(lt_session_t *s, const char *const *hosts, uint32_t n);
+
+/* lt__session_peer tells whether `ep` is one of the session's announced servers; *key
+ * (may be NULL) gets its announced public key ("" when none; borrowed). */
+bool lt__session_peer(const lt_session_t *s, const char *ep, const char **key);
 
 /* lt__session_find returns the session of `rid` or NULL (borrowed). */
 lt_session_t *lt__session_find(lt_server_t *srv, const void *rid, size_t rid_len);

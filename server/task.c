@@ -30,6 +30,7 @@ typedef struct task_input {
   bool copy;    /* a reader of a copy fetched from a peer (lt__peer_unref when done) */
   bool told;    /* lt__peer_need has told the holder what this reader is */
   char *holder; /* REF held by another server: its endpoint; else NULL */
+  char *key;    /* its announced public key ("" when none), with holder */
   zmq_msg_t msg;
   lt_value_t *val; /* REF, once ready */
 } task_input_t;
@@ -55,7 +56,8 @@ struct lt_task {
   task_input_t *inputs;
   lt_bytes_t *in; /* what the kernel sees */
   uint32_t nwait;
-  lt_oid_t out; /* the output id (SEQ), or the id of part 0 (SPLIT, DCSTEP) */
+  lt_oid_t out;    /* the output id (SEQ), or the id of part 0 (SPLIT, DCSTEP) */
+  uint64_t secret; /* its session's secret: what its fetches from peers present */
   int fail_status;
   char *fail_msg;
   lt_task_t *fail_next; /* failq, or a private list while dropping */
@@ -86,6 +88,7 @@ static void task_free(lt_server_t *srv, lt_task_t *t) {
     lt__value_unref(in->val);
     if (in->copy) lt__peer_unref(srv, in->id);
     free(in->holder);
+    free(in->key);
   }
   if (t->ran) lt__exec_result_clear(&t->job.result);
   for (uint32_t i = 0; t->params != NULL && i < t->nstages; i++)
@@ -239,7 +242,8 @@ static void release_inputs(lt_server_t *srv, lt_task_t *t) {
     if (in->kind != LT_INPUT_REF) continue;
     lt__store_release(srv->store, in->id);
     /* A remote input never asked for (an earlier one failed): its holder drops it now. */
-    if (in->holder != NULL && !in->told) lt__peer_release(srv, in->holder, in->id);
+    if (in->holder != NULL && !in->told)
+      lt__peer_release(srv, in->holder, in->key, t->secret, in->id);
   }
 }
 
@@ -379,6 +383,15 @@ static int check(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m, const lt_
              lt__quota_max_queued(srv));
     return LT_ENOMEM;
   }
+  /* Sessions are isolated: an instruction names outputs in its own session's id space
+   * only and reads only its own session's values. (An id that exists is never overwritten
+   * either: the store's single assignment fails the second producer with LT_EEXIST.) */
+  char cid[12];
+  if (ins->outputs[0].client != s->client_id) {
+    snprintf(err, errlen, "output id of client %s is not in this session's id space",
+             lt__short_id(ins->outputs[0].client, cid));
+    return LT_EAUTH;
+  }
   if ((rc = check_kernel(s, ins->kernel, err, errlen)) != LT_OK) return rc;
   for (uint32_t j = 0; j < ins->nmore; j++)
     if ((rc = check_kernel(s, ins->more[j].kernel, err, errlen)) != LT_OK) return rc;
@@ -404,6 +417,17 @@ static int check(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m, const lt_
                  "input %u: holder '%.64s' is not a tcp:// endpoint of at most %d bytes", j,
                  in->holder, LT_PEER_EP_MAX);
         return LT_EINVAL;
+      }
+      if (in->id.client != s->client_id) {
+        snprintf(err, errlen, "input %u: a value of client %s is not this session's", j,
+                 lt__short_id(in->id.client, cid));
+        return LT_EAUTH;
+      }
+      /* This server connects only where the session's client says its servers are. */
+      if (lt__peer_remote(srv, in->holder) && !lt__session_peer(s, in->holder, NULL)) {
+        snprintf(err, errlen, "input %u: holder '%.64s' is not one of this session's servers", j,
+                 in->holder);
+        return LT_EAUTH;
       }
     } else {
       snprintf(err, errlen, "input %u: unknown kind %d", j, (int)in->kind);
@@ -434,6 +458,7 @@ static lt_task_t *task_new(lt_server_t *srv, lt_session_t *s, const lt_instr_t *
   t->op = ins->op;
   t->flags = ins->flags;
   t->out = ins->outputs[0];
+  t->secret = s->secret;
   t->ninputs = ins->ninputs;
   t->nstages = ins->nmore + 1;
   t->inputs = calloc(ins->ninputs ? ins->ninputs : 1, sizeof *t->inputs);
@@ -461,8 +486,11 @@ static lt_task_t *task_new(lt_server_t *srv, lt_session_t *s, const lt_instr_t *
     t->inputs[j].id = ins->inputs[j].id;
     t->inputs[j].w.cb = on_input;
     t->inputs[j].w.data = t;
+    const char *key = "";
     if (ins->inputs[j].kind == LT_INPUT_REF && lt__peer_remote(srv, ins->inputs[j].holder) &&
-        (t->inputs[j].holder = strdup(ins->inputs[j].holder)) == NULL) {
+        (!lt__session_peer(s, ins->inputs[j].holder, &key) ||
+         (t->inputs[j].holder = strdup(ins->inputs[j].holder)) == NULL ||
+         (t->inputs[j].key = strdup(key)) == NULL)) {
       task_free(srv, t);
       return NULL;
     }
@@ -496,8 +524,8 @@ static void resolve_inputs(lt_server_t *srv, lt_task_t *t, zmq_msg_t *payloads,
     char perr[400];
     int rc = LT_OK;
     if (in->holder != NULL) {
-      rc = lt__peer_need(srv, in->holder, in->id, (t->flags & LT_INSTR_RELEASE_INPUTS) != 0,
-                         &in->copy, perr, sizeof perr);
+      rc = lt__peer_need(srv, in->holder, in->key, t->secret, in->id,
+                         (t->flags & LT_INSTR_RELEASE_INPUTS) != 0, &in->copy, perr, sizeof perr);
       in->told = rc == LT_OK;
       /* Only the store parks a reader: a peer that cannot take the fetch fails it. */
       if (rc == LT_EAGAIN) rc = LT_ELOST;

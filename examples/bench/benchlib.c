@@ -82,6 +82,9 @@ lt_eval_t *bench_eval_open(const char *prog, lt_skel_t *program, const char *con
   ex_opts_t o;
   ex_opts_init(&o, prog);
   o.servers = nservers;
+  /* BENCH_HOSTS: running servers instead of spawned ones, as host strings ("EP [KEY]",
+   * comma-separated), e.g. to measure CURVE (with LITHIUM_CURVE_KEY). */
+  o.hosts = getenv("BENCH_HOSTS");
   return ex_eval_open_with(&o, program, 0, kv);
 }
 

@@ -285,6 +285,7 @@ int th_hello(th_client_t *c, uint64_t client_id, uint32_t version) {
   m.type = LT_MSG_HELLO;
   m.u.hello.version = version;
   m.u.hello.client_id = client_id;
+  m.u.hello.secret = TH_SECRET;
   m.u.hello.name = "test";
   return th_send(c, &m, NULL, 0);
 }
@@ -299,11 +300,18 @@ int th_hello_ok(th_client_t *c, uint64_t client_id) {
 }
 
 int th_program(th_client_t *c, const char *const *kernels, uint32_t n) {
+  return th_program_peers(c, kernels, n, NULL, 0);
+}
+
+int th_program_peers(th_client_t *c, const char *const *kernels, uint32_t n,
+                     const char *const *peers, uint32_t npeers) {
   lt_msg_t m;
   memset(&m, 0, sizeof m);
   m.type = LT_MSG_PROGRAM;
   m.u.program.nkernels = n;
   m.u.program.kernels = (const char **)kernels;
+  m.u.program.npeers = npeers;
+  m.u.program.peers = (const char **)peers;
   return th_send(c, &m, NULL, 0);
 }
 

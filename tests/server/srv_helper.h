@@ -75,6 +75,15 @@ void th_rx_clear(th_rx_t *r);
 int th_hello(th_client_t *c, uint64_t client_id, uint32_t version);
 int th_program(th_client_t *c, const char *const *kernels, uint32_t n);
 
+/* th_program_peers sends PROGRAM with the session's servers `peers` ("ENDPOINT [KEY]"):
+ * the holders its REF inputs may name. */
+int th_program_peers(th_client_t *c, const char *const *kernels, uint32_t n,
+                     const char *const *peers, uint32_t npeers);
+
+/* The secret every th_hello presents: sessions of one test client on several servers
+ * share it, as a real client's do. */
+#define TH_SECRET UINT64_C(0x5ec7e75ec7e75ec7)
+
 /* th_hello_ok says hello and expects a welcome; 0 or -1. */
 int th_hello_ok(th_client_t *c, uint64_t client_id);
 

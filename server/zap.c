@@ -1,0 +1,237 @@
+/* zap.c: the ZAP handler thread and the allowed keys (see zap.h). The thread owns its REP
+ * socket; the key list is swapped under a mutex by lt__zap_reload. A request is six or more
+ * frames: version "1.0", request id, domain, address, routing id, mechanism, credentials
+ * (for CURVE one frame, the client's 32-byte public key); the reply is version, request id,
+ * status code ("200" or "400"), status text, user id (the Z85 key) and empty metadata. Only
+ * CURVE is accepted: a server with a key pair takes no NULL or PLAIN peer. */
+#include "zap.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zmq.h>
+#include <lithium/error.h>
+#include "curve.h"
+#include "log.h"
+
+#define ZAP_ENDPOINT   "inproc://zeromq.zap.01"
+#define ZAP_MAX_FRAMES 8
+#define ZAP_POLL_MS    100
+
+typedef struct keylist {
+  size_t n;
+  uint8_t (*keys)[32];
+} keylist_t;
+
+struct lt_zap {
+  void *sock;
+  pthread_t thread;
+  atomic_bool stop;
+  pthread_mutex_t mu;
+  keylist_t list; /* under mu */
+  uint8_t own[32];
+  char *path; /* the --allow file, or NULL */
+};
+
+/* read_list parses an allow file: one Z85 key a line, optionally a name after it; blank
+ * lines and '#' comments are skipped; anything else is an error naming the line. */
+static int read_list(const char *path, keylist_t *out, char *err, size_t errlen) {
+  memset(out, 0, sizeof *out);
+  FILE *f = fopen(path, "r");
+  if (f == NULL) {
+    snprintf(err, errlen, "cannot read --allow file %s", path);
+    return LT_EIO;
+  }
+  char line[1024];
+  size_t cap = 0;
+  int lineno = 0, rc = LT_OK;
+  while (rc == LT_OK && fgets(line, sizeof line, f) != NULL) {
+    lineno++;
+    char *p = line;
+    while (*p == ' ' || *p == '\t')
+      p++;
+    if (*p == '#' || *p == '\n' || *p == '\r' || *p == '\0') continue;
+    char key[LT_Z85_KEY_LEN + 1];
+    size_t n = strcspn(p, " \t\r\n"); /* Z85 has a #: comments are whole lines */
+    if (n != LT_Z85_KEY_LEN) {
+      snprintf(err, errlen, "--allow file %s, line %d: not a 40-character Z85 key", path, lineno);
+      rc = LT_EINVAL;
+      break;
+    }
+    memcpy(key, p, n);
+    key[n] = '\0';
+    if (out->n == cap) {
+      cap = cap ? cap * 2 : 16;
+      void *k = realloc(out->keys, cap * sizeof *out->keys);
+      if (k == NULL) {
+        rc = LT_ENOMEM;
+        snprintf(err, errlen, "out of memory");
+        break;
+      }
+      out->keys = k;
+    }
+    if (zmq_z85_decode(out->keys[out->n], key) == NULL) {
+      snprintf(err, errlen, "--allow file %s, line %d: not a Z85 key", path, lineno);
+      rc = LT_EINVAL;
+      break;
+    }
+    out->n++;
+  }
+  fclose(f);
+  if (rc != LT_OK) {
+    free(out->keys);
+    memset(out, 0, sizeof *out);
+  }
+  return rc;
+}
+
+static bool allowed(lt_zap_t *z, const uint8_t *key) {
+  if (memcmp(key, z->own, 32) == 0) return true;
+  pthread_mutex_lock(&z->mu);
+  bool ok = false;
+  for (size_t i = 0; !ok && i < z->list.n; i++)
+    ok = memcmp(key, z->list.keys[i], 32) == 0;
+  pthread_mutex_unlock(&z->mu);
+  return ok;
+}
+
+static void send_str(void *sock, const char *s, size_t len, bool more) {
+  zmq_send(sock, s, len, more ? ZMQ_SNDMORE : 0);
+}
+
+/* handle answers one request of `n` frames. */
+static void handle(lt_zap_t *z, zmq_msg_t *f, size_t n) {
+  const char *status = "400", *text = "refused";
+  char user[LT_Z85_KEY_LEN + 1] = "";
+  char addr[64] = "?";
+  if (n >= 4) {
+    size_t al = zmq_msg_size(&f[3]) < sizeof addr - 1 ? zmq_msg_size(&f[3]) : sizeof addr - 1;
+    memcpy(addr, zmq_msg_data(&f[3]), al);
+    addr[al] = '\0';
+  }
+  bool curve = n >= 7 && zmq_msg_size(&f[5]) == 5 && memcmp(zmq_msg_data(&f[5]), "CURVE", 5) == 0;
+  if (n < 6 || zmq_msg_size(&f[0]) != 3 || memcmp(zmq_msg_data(&f[0]), "1.0", 3) != 0) {
+    text = "malformed request";
+  } else if (!curve || zmq_msg_size(&f[6]) != 32) {
+    text = "CURVE required";
+    lt__log(LT_LOG_WARN, "refused a connection without CURVE from %s", addr);
+  } else {
+    zmq_z85_encode(user, zmq_msg_data(&f[6]), 32);
+    if (allowed(z, zmq_msg_data(&f[6]))) {
+      status = "200";
+      text = "OK";
+    } else {
+      lt__log(LT_LOG_WARN, "refused CURVE key %s from %s (not in --allow)", user, addr);
+      user[0] = '\0';
+    }
+  }
+  send_str(z->sock, "1.0", 3, true);
+  if (n >= 2)
+    zmq_send(z->sock, zmq_msg_data(&f[1]), zmq_msg_size(&f[1]), ZMQ_SNDMORE);
+  else
+    send_str(z->sock, "", 0, true);
+  send_str(z->sock, status, 3, true);
+  send_str(z->sock, text, strlen(text), true);
+  send_str(z->sock, user, strlen(user), true);
+  send_str(z->sock, "", 0, false);
+}
+
+static void *zap_main(void *arg) {
+  lt_zap_t *z = arg;
+  zmq_msg_t f[ZAP_MAX_FRAMES];
+  while (!atomic_load(&z->stop)) {
+    size_t n = 0;
+    bool more = true, got = false;
+    while (more) {
+      zmq_msg_t part;
+      zmq_msg_init(&part);
+      if (zmq_msg_recv(&part, z->sock, 0) < 0) {
+        zmq_msg_close(&part);
+        break;
+      }
+      got = true;
+      more = zmq_msg_more(&part);
+      if (n < ZAP_MAX_FRAMES) {
+        zmq_msg_init(&f[n]);
+        zmq_msg_move(&f[n], &part);
+        n++;
+      }
+      zmq_msg_close(&part);
+    }
+    if (got && !more) handle(z, f, n);
+    for (size_t i = 0; i < n; i++)
+      zmq_msg_close(&f[i]);
+  }
+  zmq_close(z->sock);
+  return NULL;
+}
+
+int lt__zap_start(lt_zap_t **out, void *zctx, const char *own_pub, const char *allow_path,
+                  char *err, size_t errlen) {
+  *out = NULL;
+  lt_zap_t *z = calloc(1, sizeof *z);
+  if (z == NULL) return LT_ENOMEM;
+  pthread_mutex_init(&z->mu, NULL);
+  zmq_z85_decode(z->own, own_pub);
+  int rc;
+  if (allow_path != NULL) {
+    if ((z->path = strdup(allow_path)) == NULL) {
+      rc = LT_ENOMEM;
+      goto fail;
+    }
+    if ((rc = read_list(allow_path, &z->list, err, errlen)) != LT_OK) goto fail;
+  }
+  int timeout = ZAP_POLL_MS, zero = 0;
+  if ((z->sock = zmq_socket(zctx, ZMQ_REP)) == NULL ||
+      zmq_setsockopt(z->sock, ZMQ_RCVTIMEO, &timeout, sizeof timeout) != 0 ||
+      zmq_setsockopt(z->sock, ZMQ_LINGER, &zero, sizeof zero) != 0 ||
+      zmq_bind(z->sock, ZAP_ENDPOINT) != 0) {
+    snprintf(err, errlen, "cannot start the ZAP handler: %s", zmq_strerror(zmq_errno()));
+    if (z->sock != NULL) zmq_close(z->sock);
+    rc = LT_EIO;
+    goto fail;
+  }
+  if (pthread_create(&z->thread, NULL, zap_main, z) != 0) {
+    zmq_close(z->sock);
+    snprintf(err, errlen, "cannot start the ZAP thread");
+    rc = LT_EIO;
+    goto fail;
+  }
+  lt__log(LT_LOG_INFO, "CURVE on: own key and %zu allowed client keys", z->list.n);
+  *out = z;
+  return LT_OK;
+fail:
+  free(z->list.keys);
+  free(z->path);
+  pthread_mutex_destroy(&z->mu);
+  free(z);
+  return rc;
+}
+
+int lt__zap_reload(lt_zap_t *z, char *err, size_t errlen) {
+  if (z == NULL || z->path == NULL) return LT_OK;
+  keylist_t l;
+  int rc = read_list(z->path, &l, err, errlen);
+  if (rc != LT_OK) return rc;
+  pthread_mutex_lock(&z->mu);
+  keylist_t old = z->list;
+  z->list = l;
+  pthread_mutex_unlock(&z->mu);
+  free(old.keys);
+  lt__log(LT_LOG_INFO, "--allow %s re-read: %zu allowed client keys", z->path, l.n);
+  return LT_OK;
+}
+
+void lt__zap_stop(lt_zap_t *z) {
+  if (z == NULL) return;
+  atomic_store(&z->stop, true);
+  pthread_join(z->thread, NULL);
+  free(z->list.keys);
+  free(z->path);
+  pthread_mutex_destroy(&z->mu);
+  free(z);
+}

@@ -1,0 +1,471 @@
+/* test_security.c: sessions, peers, CURVE and the secure defaults, end to end with real
+ * lithium-server processes. A hostile raw client that knows a victim's client id tries to
+ * read, release and overwrite the victim's values, to take over its session, to pose as a
+ * peer and to name a stranger holder: all refused, and the victim's results stay right (also
+ * for a real evaluator under attack). CURVE: an allowed client runs, a refused or keyless one
+ * gets LT_EAUTH from lt_eval_start at once, SIGHUP re-reads the allowed keys, servers sharing
+ * a key pair fetch from each other. A public listen without a key and a world-writable module
+ * directory refuse to start (exit 2). */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <lithium.h>
+#include <lithium/error.h>
+#include "curve.h"
+#include "eval.h"
+#include "harness.h"
+#include "server/srv_helper.h"
+
+#define VICTIM  UINT64_C(0x1111222233334444)
+#define HOSTILE UINT64_C(0x5555666677778888)
+
+/* ---------------------------------------------------------------------------------------
+ * Raw sessions. */
+
+static const char *kernels[] = {"testk:inc"};
+
+static void open_session(th_client_t *c, const char *ep, uint64_t id, uint64_t secret,
+                         const char *name, const char *const *peers, uint32_t npeers) {
+  cr_assert_eq(th_client_open(c, ep), 0);
+  lt_msg_t m = {.type = LT_MSG_HELLO};
+  m.u.hello.version = LT_PROTO_VERSION;
+  m.u.hello.client_id = id;
+  m.u.hello.secret = secret;
+  m.u.hello.name = name;
+  cr_assert_eq(th_send(c, &m, NULL, 0), 0);
+  th_rx_t r;
+  cr_assert_eq(th_recv(c, &r, 5000), 0);
+  cr_assert_eq(r.m.type, LT_MSG_WELCOME, "got %s", lt__msg_type_name(r.m.type));
+  th_rx_clear(&r);
+  cr_assert_eq(th_program_peers(c, kernels, 1, peers, npeers), 0);
+}
+
+/* recv_type receives until a message of `type` comes (heartbeats and the like are skipped)
+ * and leaves it in r. */
+static void recv_type(th_client_t *c, lt_msg_type_t type, th_rx_t *r) {
+  for (int i = 0; i < 50; i++) {
+    cr_assert_eq(th_recv(c, r, 5000), 0, "no %s", lt__msg_type_name(type));
+    if (r->m.type == type) return;
+    th_rx_clear(r);
+  }
+  cr_assert_fail("no %s", lt__msg_type_name(type));
+}
+
+/* exec1 runs testk:inc on `in` (inline int64 `v` when in is NULL), output `out`, flags;
+ * returns the completion's status and, when returned, the value in *val. */
+static int exec1(th_client_t *c, uint64_t seq, const lt_input_t *in, int64_t v, lt_oid_t out,
+                 uint32_t flags, int64_t *val, char *msg, size_t msglen) {
+  unsigned char buf[8];
+  th_put_i64(buf, v);
+  lt_bytes_t pay = {buf, 8};
+  lt_input_t inl = {.kind = LT_INPUT_INLINE, .frame = 0, .holder = ""};
+  lt_instr_t ins = {.seq = seq,
+                    .kernel = 0,
+                    .ninputs = 1,
+                    .inputs = in != NULL ? (lt_input_t *)in : &inl,
+                    .noutputs = 1,
+                    .outputs = &out,
+                    .flags = flags};
+  lt_msg_t m = {.type = LT_MSG_EXECUTE};
+  m.u.execute.ninstrs = 1;
+  m.u.execute.instrs = &ins;
+  cr_assert_eq(th_send(c, &m, in != NULL ? NULL : &pay, in != NULL ? 0 : 1), 0);
+  th_rx_t r;
+  recv_type(c, LT_MSG_DONE, &r);
+  cr_assert_eq(r.m.u.done.ncompl, 1);
+  const lt_completion_t *k = &r.m.u.done.compl [0];
+  cr_assert_eq(k->seq, seq);
+  int st = k->status;
+  if (msg != NULL) snprintf(msg, msglen, "%s", k->errmsg);
+  if (st == LT_OK && val != NULL && k->noutputs == 1 && k->outputs[0].frame >= 0)
+    *val = th_get_i64(r.frames[1 + k->outputs[0].frame].data);
+  th_rx_clear(&r);
+  return st;
+}
+
+/* fetch1 fetches `id` and returns the VALUE's status (and the value in *val). */
+static int fetch1(th_client_t *c, lt_oid_t id, uint64_t secret, int64_t *val) {
+  lt_msg_t m = {.type = LT_MSG_FETCH};
+  m.u.fetch.id = id;
+  m.u.fetch.secret = secret;
+  cr_assert_eq(th_send(c, &m, NULL, 0), 0);
+  th_rx_t r;
+  recv_type(c, LT_MSG_VALUE, &r);
+  int st = r.m.u.value.status;
+  if (st == LT_OK && val != NULL) *val = th_get_i64(r.frames[1 + r.m.u.value.frame].data);
+  th_rx_clear(&r);
+  return st;
+}
+
+/* A hostile client that knows the victim's client id can neither read, release nor write the
+ * victim's values, nor take its session over, nor pose as a peer of it. */
+Test(security, hostile_client_refused) {
+  th_server_t s;
+  cr_assert_eq(th_server_start_default(&s, NULL), 0);
+  th_client_t v, h;
+  open_session(&v, s.endpoint, VICTIM, 0xabcdef, "victim", NULL, 0);
+  open_session(&h, s.endpoint, HOSTILE, 0x123456, "hostile", NULL, 0);
+  lt_oid_t x = {VICTIM, 10};
+  cr_assert_eq(exec1(&v, 1, NULL, 41, x, 0, NULL, NULL, 0), LT_OK); /* x = 42, kept */
+
+  /* Read: a FETCH, and an instruction reading x as its input. */
+  cr_assert_eq(fetch1(&h, x, 0, NULL), LT_EAUTH);
+  lt_input_t ref = {.kind = LT_INPUT_REF, .id = x, .holder = ""};
+  char msg[600];
+  cr_assert_eq(
+      exec1(&h, 1, &ref, 0, (lt_oid_t){HOSTILE, 1}, LT_INSTR_RETURN, NULL, msg, sizeof msg),
+      LT_EAUTH, "%s", msg);
+  /* Release. */
+  lt_msg_t rel = {.type = LT_MSG_RELEASE};
+  rel.u.release.nids = 1;
+  rel.u.release.ids = &x;
+  cr_assert_eq(th_send(&h, &rel, NULL, 0), 0);
+  th_rx_t r;
+  recv_type(&h, LT_MSG_ERROR, &r);
+  cr_assert_eq(r.m.u.error.code, LT_EAUTH);
+  th_rx_clear(&r);
+  /* Overwrite: an output in the victim's id space, existing or future. */
+  cr_assert_eq(exec1(&h, 2, NULL, 1000, x, 0, NULL, msg, sizeof msg), LT_EAUTH, "%s", msg);
+  lt_oid_t y = {VICTIM, 11};
+  cr_assert_eq(exec1(&h, 3, NULL, 1000, y, 0, NULL, msg, sizeof msg), LT_EAUTH, "%s", msg);
+  cr_assert_not_null(strstr(msg, "id space"), "%s", msg);
+  /* Take the session over: a hello with the victim's id, as a client or as a peer. */
+  th_client_t t;
+  cr_assert_eq(th_client_open(&t, s.endpoint), 0);
+  const char *names[] = {"thief", "peer tcp://127.0.0.1:1"};
+  for (int i = 0; i < 2; i++) {
+    lt_msg_t m = {.type = LT_MSG_HELLO};
+    m.u.hello.version = LT_PROTO_VERSION;
+    m.u.hello.client_id = VICTIM;
+    m.u.hello.secret = 0x999;
+    m.u.hello.name = names[i];
+    cr_assert_eq(th_send(&t, &m, NULL, 0), 0);
+    recv_type(&t, LT_MSG_ERROR, &r);
+    cr_assert_eq(r.m.u.error.code, LT_EAUTH, "%s", names[i]);
+    th_rx_clear(&r);
+  }
+  th_client_close(&t);
+  /* Pose as a peer server fetching for the victim, without its secret. */
+  th_client_t p;
+  open_session(&p, s.endpoint, HOSTILE + 1, 7, "peer tcp://127.0.0.1:2", NULL, 0);
+  cr_assert_eq(fetch1(&p, x, 0, NULL), LT_EAUTH);
+  cr_assert_eq(fetch1(&p, x, 0xabcdee, NULL), LT_EAUTH);
+  /* With the secret (a server the victim told it to) the fetch is served. */
+  int64_t got = 0;
+  cr_assert_eq(fetch1(&p, x, 0xabcdef, &got), LT_OK);
+  cr_assert_eq(got, 42);
+  th_client_close(&p);
+
+  /* The victim is untouched: x is still 42, y is its own to write. */
+  got = 0;
+  cr_assert_eq(fetch1(&v, x, 0, &got), LT_OK);
+  cr_assert_eq(got, 42);
+  cr_assert_eq(exec1(&v, 2, NULL, 6, y, LT_INSTR_RETURN, &got, NULL, 0), LT_OK);
+  cr_assert_eq(got, 7);
+  /* The victim may come back on a new connection with its secret (a client greeting a
+   * server again): the old session is replaced. */
+  th_client_t v2;
+  open_session(&v2, s.endpoint, VICTIM, 0xabcdef, "victim again", NULL, 0);
+  cr_assert_eq(exec1(&v2, 1, NULL, 1, (lt_oid_t){VICTIM, 50}, LT_INSTR_RETURN, &got, NULL, 0),
+               LT_OK);
+  cr_assert_eq(got, 2);
+  th_client_close(&v2);
+  th_client_close(&v);
+  th_client_close(&h);
+  cr_assert_eq(th_server_stop(&s, SIGTERM, 5000), 0);
+}
+
+/* A REF naming a holder the session did not announce fails that instruction with
+ * LT_EAUTH, and the server connects nowhere; an announced one is fetched from. */
+Test(security, stranger_holder_refused) {
+  th_server_t a, b;
+  cr_assert_eq(th_server_start_default(&a, NULL), 0);
+  cr_assert_eq(th_server_start_default(&b, NULL), 0);
+  const char *peers[] = {a.endpoint, b.endpoint};
+  th_client_t ka, kb;
+  open_session(&ka, a.endpoint, VICTIM, 77, "c", peers, 2);
+  open_session(&kb, b.endpoint, VICTIM, 77, "c", peers, 2);
+  lt_oid_t x = {VICTIM, 1};
+  cr_assert_eq(exec1(&ka, 1, NULL, 1, x, 0, NULL, NULL, 0), LT_OK);
+  lt_input_t stranger = {.kind = LT_INPUT_REF, .id = x, .holder = "tcp://127.0.0.1:9"};
+  char msg[600];
+  cr_assert_eq(
+      exec1(&kb, 1, &stranger, 0, (lt_oid_t){VICTIM, 2}, LT_INSTR_RETURN, NULL, msg, sizeof msg),
+      LT_EAUTH);
+  cr_assert_not_null(strstr(msg, "not one of this session's servers"), "%s", msg);
+  lt_input_t ok = {.kind = LT_INPUT_REF, .id = x, .holder = a.endpoint};
+  int64_t got = 0;
+  cr_assert_eq(exec1(&kb, 2, &ok, 0, (lt_oid_t){VICTIM, 3}, LT_INSTR_RETURN, &got, msg, sizeof msg),
+               LT_OK, "%s", msg);
+  cr_assert_eq(got, 3);
+  th_client_close(&ka);
+  th_client_close(&kb);
+  cr_assert_eq(th_server_stop(&a, SIGTERM, 5000), 0);
+  cr_assert_eq(th_server_stop(&b, SIGTERM, 5000), 0);
+}
+
+/* A real evaluator under attack: a hostile client that learnt its client id writes every
+ * id it will use and releases them, all the while; every result is still right. */
+Test(security, evaluator_under_attack) {
+  th_server_t s;
+  cr_assert_eq(th_server_start_default(&s, NULL), 0);
+  lt_skel_t *prog = lt_pipeline(lt_farm(lt_seq("testk:inc")), lt_farm(lt_seq("testk:dbl")), NULL);
+  lt_eval_t *ev;
+  cr_assert_eq(lt_eval_new(&ev, prog), LT_OK);
+  cr_assert_eq(lt_eval_add_host(ev, s.endpoint), LT_OK);
+  cr_assert_eq(lt_eval_start(ev), LT_OK);
+  th_client_t h;
+  open_session(&h, s.endpoint, HOSTILE, 1, "hostile", NULL, 0);
+  unsigned char buf[8];
+  th_put_i64(buf, 1000);
+  lt_bytes_t pay = {buf, 8};
+  int refused = 0;
+  enum { N = 60 };
+  for (uint64_t seq = 0; seq < 8 * N; seq++) {
+    lt_input_t inl = {.kind = LT_INPUT_INLINE, .frame = 0, .holder = ""};
+    lt_oid_t out = {ev->client_id, seq};
+    lt_instr_t ins = {.seq = seq + 1, .ninputs = 1, .inputs = &inl, .noutputs = 1, .outputs = &out};
+    lt_msg_t m = {.type = LT_MSG_EXECUTE};
+    m.u.execute.ninstrs = 1;
+    m.u.execute.instrs = &ins;
+    cr_assert_eq(th_send(&h, &m, &pay, 1), 0);
+    lt_msg_t rel = {.type = LT_MSG_RELEASE};
+    rel.u.release.nids = 1;
+    rel.u.release.ids = &out;
+    cr_assert_eq(th_send(&h, &rel, NULL, 0), 0);
+    if (seq == 4 * N) submit_i64s(ev, N);
+  }
+  for (int i = 0; i < 16 * N; i++) {
+    th_rx_t r;
+    if (th_recv(&h, &r, 2000) != 0) break;
+    if (r.m.type == LT_MSG_DONE)
+      for (uint32_t k = 0; k < r.m.u.done.ncompl; k++)
+        refused += r.m.u.done.compl [k].status == LT_EAUTH;
+    if (r.m.type == LT_MSG_ERROR) refused += r.m.u.error.code == LT_EAUTH;
+    th_rx_clear(&r);
+  }
+  cr_assert_eq(refused, 16 * N, "every write and release refused (%d)", refused);
+  cr_assert_eq(lt_eval_close(ev), LT_OK);
+  for (int64_t i = 0; i < N; i++)
+    cr_assert_eq(next_i64(ev), 2 * (i + 1));
+  th_client_close(&h);
+  lt_eval_free(ev);
+  cr_assert_eq(th_server_stop(&s, SIGTERM, 5000), 0);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Secure defaults. */
+
+static int run_server(const char *const *args, char *err, size_t errlen) {
+  const char *argv[32] = {LT_TEST_SERVER};
+  size_t n = 1;
+  for (size_t i = 0; args[i] != NULL && n < 31; i++)
+    argv[n++] = args[i];
+  argv[n] = NULL;
+  char out[512];
+  return th_run(argv, 10000, out, sizeof out, err, errlen);
+}
+
+Test(security, public_listen_needs_a_key) {
+  char err[4096];
+  const char *args[] = {"--listen", "tcp://0.0.0.0:0", "--modules", LT_TEST_MODULES, NULL};
+  cr_assert_eq(run_server(args, err, sizeof err), 2, "%s", err);
+  cr_assert_not_null(strstr(err, "--curve-key"), "%s", err);
+  cr_assert_not_null(strstr(err, "--insecure"), "%s", err);
+  const char *any[] = {"--listen", "tcp://*:0", NULL};
+  cr_assert_eq(run_server(any, err, sizeof err), 2, "%s", err);
+  /* --insecure starts it, with a warning. */
+  th_server_t s;
+  const char *insecure[] = {"--listen", "tcp://0.0.0.0:0", "--insecure", NULL};
+  cr_assert_eq(th_server_start(&s, insecure, 10000), 0);
+  cr_assert_eq(th_server_stop(&s, SIGTERM, 5000), 0);
+}
+
+Test(security, unsafe_module_directories) {
+  char dir[] = "/tmp/lt-sec-modsXXXXXX";
+  cr_assert_not_null(mkdtemp(dir));
+  cr_assert_eq(chmod(dir, 0777), 0);
+  char err[4096];
+  const char *args[] = {"--listen", "tcp://127.0.0.1:0", "--modules", dir, NULL};
+  cr_assert_eq(run_server(args, err, sizeof err), 2, "%s", err);
+  cr_assert_not_null(strstr(err, "writable by everyone"), "%s", err);
+  /* A safe directory with a module anyone may write. */
+  cr_assert_eq(chmod(dir, 0755), 0);
+  char so[300];
+  snprintf(so, sizeof so, "%s/libevil.so", dir);
+  FILE *f = fopen(so, "w");
+  cr_assert_not_null(f);
+  fclose(f);
+  cr_assert_eq(chmod(so, 0666), 0);
+  cr_assert_eq(run_server(args, err, sizeof err), 2, "%s", err);
+  cr_assert_not_null(strstr(err, "libevil.so"), "%s", err);
+  /* --allow-unsafe-modules starts it. */
+  th_server_t s;
+  const char *unsafe[] = {"--listen", "tcp://127.0.0.1:0",      "--modules",
+                          dir,        "--allow-unsafe-modules", NULL};
+  cr_assert_eq(th_server_start(&s, unsafe, 10000), 0);
+  cr_assert_eq(th_server_stop(&s, SIGTERM, 5000), 0);
+  unlink(so);
+  rmdir(dir);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * CURVE. */
+
+typedef struct keys {
+  char dir[64];
+  char srv_key[128], cli_key[128], bad_key[128], allow[128];
+  char srv_pub[41], cli_pub[41], bad_pub[41];
+} keys_t;
+
+static void read_pub(const char *dir, const char *name, char *pub) {
+  char path[160], err[300];
+  snprintf(path, sizeof path, "%s/%s.pub", dir, name);
+  cr_assert_eq(lt__curve_read_public(path, pub, err, sizeof err), LT_OK, "%s", err);
+}
+
+static void make_keys(keys_t *k) {
+  snprintf(k->dir, sizeof k->dir, "/tmp/lt-sec-keysXXXXXX");
+  cr_assert_not_null(mkdtemp(k->dir));
+  const char *names[] = {"server", "client", "bad"};
+  char *paths[] = {k->srv_key, k->cli_key, k->bad_key};
+  char *pubs[] = {k->srv_pub, k->cli_pub, k->bad_pub};
+  for (int i = 0; i < 3; i++) {
+    char base[100], err[300];
+    snprintf(base, sizeof base, "%s/%s", k->dir, names[i]);
+    cr_assert_eq(lt__curve_keygen(base, err, sizeof err), LT_OK, "%s", err);
+    snprintf(paths[i], 128, "%s.key", base);
+    read_pub(k->dir, names[i], pubs[i]);
+    struct stat st;
+    cr_assert_eq(stat(paths[i], &st), 0);
+    cr_assert_eq(st.st_mode & 0777, 0600);
+    /* Never overwritten. */
+    cr_assert_eq(lt__curve_keygen(base, err, sizeof err), LT_EEXIST);
+  }
+  snprintf(k->allow, sizeof k->allow, "%s/allow", k->dir);
+  FILE *f = fopen(k->allow, "w");
+  cr_assert_not_null(f);
+  fprintf(f, "# allowed clients\n%s alice\n\n", k->cli_pub);
+  fclose(f);
+}
+
+static void drop_keys(keys_t *k) {
+  char cmd[160];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", k->dir);
+  cr_assert_eq(system(cmd), 0);
+}
+
+static void start_curve(th_server_t *s, const keys_t *k, const char *const *more) {
+  const char *extra[8] = {"--curve-key", k->srv_key, "--allow", k->allow, NULL};
+  for (int i = 0; more != NULL && more[i] != NULL && i < 3; i++)
+    extra[4 + i] = more[i];
+  cr_assert_eq(th_server_start_default(s, extra), 0);
+}
+
+/* client_run starts an evaluator on `hosts` (host strings) with the options (key, value
+ * pairs, NULL-terminated), runs 20 tasks when it starts, and returns lt_eval_start's code. */
+static int client_run(const char *const *hosts, int nhosts, const char *const *opts, int64_t *ms) {
+  lt_eval_t *ev;
+  lt_skel_t *prog = lt_pipeline(lt_farm(lt_seq("testk:inc")), lt_farm(lt_seq("testk:dbl")), NULL);
+  cr_assert_eq(lt_eval_new(&ev, prog), LT_OK);
+  cr_assert_eq(lt_eval_set(ev, "connect_timeout_ms", "8000"), LT_OK);
+  for (int i = 0; opts != NULL && opts[i] != NULL; i += 2)
+    cr_assert_eq(lt_eval_set(ev, opts[i], opts[i + 1]), LT_OK, "%s", opts[i]);
+  for (int i = 0; i < nhosts; i++)
+    cr_assert_eq(lt_eval_add_host(ev, hosts[i]), LT_OK, "%s", hosts[i]);
+  int64_t t0 = th_now_ms();
+  int rc = lt_eval_start(ev);
+  *ms = th_now_ms() - t0;
+  if (rc == LT_OK) {
+    submit_i64s(ev, 20);
+    cr_assert_eq(lt_eval_close(ev), LT_OK);
+    for (int64_t i = 0; i < 20; i++)
+      cr_assert_eq(next_i64(ev), 2 * (i + 1));
+  }
+  lt_eval_free(ev);
+  return rc;
+}
+
+Test(security, curve_allowed_and_refused) {
+  keys_t k;
+  make_keys(&k);
+  th_server_t s;
+  start_curve(&s, &k, NULL);
+  char host[400];
+  snprintf(host, sizeof host, "%s %s", s.endpoint, k.srv_pub);
+  const char *hosts[] = {host};
+  int64_t ms;
+  /* Allowed: the key in the host string, or the server key as an option. */
+  const char *good[] = {"curve_key", k.cli_key, NULL};
+  cr_assert_eq(client_run(hosts, 1, good, &ms), LT_OK);
+  const char *plain_hosts[] = {s.endpoint};
+  const char *good2[] = {"curve_key", k.cli_key, "curve_server", k.srv_pub, NULL};
+  cr_assert_eq(client_run(plain_hosts, 1, good2, &ms), LT_OK);
+  /* Refused key, no key, CURVE on the client's side only or the server's: LT_EAUTH, at
+   * once (well within the 8 s connect timeout). */
+  const char *bad[] = {"curve_key", k.bad_key, NULL};
+  cr_assert_eq(client_run(hosts, 1, bad, &ms), LT_EAUTH);
+  cr_assert_lt(ms, 3000, "%lld ms", (long long)ms);
+  cr_assert_eq(client_run(hosts, 1, NULL, &ms), LT_EAUTH);
+  cr_assert_lt(ms, 3000, "%lld ms", (long long)ms);
+  cr_assert_eq(client_run(plain_hosts, 1, good, &ms), LT_EAUTH);
+  cr_assert_lt(ms, 3000, "%lld ms", (long long)ms);
+  /* A wrong server key. */
+  char wrong[400];
+  snprintf(wrong, sizeof wrong, "%s %s", s.endpoint, k.bad_pub);
+  const char *wrong_hosts[] = {wrong};
+  cr_assert_eq(client_run(wrong_hosts, 1, good, &ms), LT_EAUTH);
+  cr_assert_lt(ms, 3000, "%lld ms", (long long)ms);
+  /* SIGHUP re-reads the allowed keys: the refused key is let in. */
+  FILE *f = fopen(k.allow, "a");
+  cr_assert_not_null(f);
+  fprintf(f, "%s bob\n", k.bad_pub);
+  fclose(f);
+  kill(s.pid, SIGHUP);
+  usleep(300 * 1000);
+  cr_assert_eq(client_run(hosts, 1, bad, &ms), LT_OK);
+  cr_assert_eq(th_server_stop(&s, SIGTERM, 5000), 0);
+  drop_keys(&k);
+}
+
+/* Two servers sharing a key pair trust each other's fetches: successors of cheap first
+ * stages leave a 20 x slower server (as in test_throttle) and fetch their inputs from it,
+ * peer to peer under CURVE; every result is right. */
+Test(security, curve_peers_share_a_key, .timeout = 180) {
+  keys_t k;
+  make_keys(&k);
+  th_server_t a, b;
+  start_curve(&a, &k, NULL);
+  const char *slow[] = {"--slowdown", "20", NULL};
+  start_curve(&b, &k, slow);
+  char ha[400], hb[400];
+  snprintf(ha, sizeof ha, "%s %s", a.endpoint, k.srv_pub);
+  snprintf(hb, sizeof hb, "%s %s", b.endpoint, k.srv_pub);
+  lt_eval_t *ev;
+  lt_skel_t *prog = lt_pipeline(lt_farm(lt_seq("testk:inc")),
+                                lt_farm(lt_seq_with("testk:spin", "3000000", 7)), NULL);
+  cr_assert_eq(lt_eval_new(&ev, prog), LT_OK);
+  cr_assert_eq(lt_eval_set(ev, "curve_key", k.cli_key), LT_OK);
+  cr_assert_eq(lt_eval_set(ev, "max_threads", "2"), LT_OK);
+  cr_assert_eq(lt_eval_set(ev, "inline_max", "0"), LT_OK);
+  cr_assert_eq(lt_eval_add_host(ev, ha), LT_OK);
+  cr_assert_eq(lt_eval_add_host(ev, hb), LT_OK);
+  cr_assert_eq(lt_eval_start(ev), LT_OK);
+  submit_i64s(ev, 150);
+  cr_assert_eq(lt_eval_close(ev), LT_OK);
+  for (int64_t i = 0; i < 150; i++)
+    cr_assert_eq(next_i64(ev), i + 1);
+  char *json;
+  cr_assert_eq(lt_eval_stats_json(ev, &json), LT_OK);
+  uint64_t peer = stats_sum(json, "bytes_peer_in");
+  free(json);
+  cr_assert_gt(peer, 0, "no value went peer to peer");
+  lt_eval_free(ev);
+  cr_assert_eq(th_server_stop(&a, SIGTERM, 5000), 0);
+  cr_assert_eq(th_server_stop(&b, SIGTERM, 5000), 0);
+  drop_keys(&k);
+}
