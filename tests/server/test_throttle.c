@@ -317,6 +317,13 @@ static double welcome_speed(th_server_t *srv, th_client_t *c, const char *const 
 }
 
 Test(throttle, speed_calibration) {
+#ifdef LT_TEST_TSAN
+  /* The calibration times a short CPU loop at start-up. The suite runs two tests at once,
+   * and under ThreadSanitizer the other one keeps both cores busy many times longer, so the
+   * unslowed server's loop gets preempted and can measure almost as slow as the --slowdown
+   * 4 one (seen: 0.45 vs 0.26, 0.27 vs 0.24); alone it passes. */
+  cr_skip_test("timing check, meaningless under ThreadSanitizer");
+#endif
   th_server_t a, b, c;
   th_client_t ca, cb, cc;
   const char *slow[] = {"--slowdown", "4", NULL};
