@@ -337,7 +337,13 @@ static void finish(lt_server_t *srv, lt_task_t *t, int status, const char *errms
     lt__session_done_add(srv, s, t->seq, LT_OK, "", ran, answer, n, sizes, ret);
   } else {
     if (errmsg == NULL || errmsg[0] == '\0') errmsg = lt_strerror(status);
-    if (expected(t)) lt__store_fail(srv->store, t->out, status, errmsg);
+    if (expected(t)) {
+      lt__store_fail(srv->store, t->out, status, errmsg);
+      /* The client runs a canceled or shut down instruction again, here or elsewhere, under
+       * the same output id, and releases only the output of the run that completes: once
+       * local readers have seen the failure, nobody would drop this entry. */
+      if (status == LT_ECANCELED || status == LT_ESHUTDOWN) lt__store_release(srv->store, t->out);
+    }
     lt__session_done_add(srv, s, t->seq, status, errmsg, ran, -1, 0, NULL, NULL);
   }
   release_inputs(srv, t);

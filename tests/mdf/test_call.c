@@ -12,10 +12,15 @@
 #include "call.h"
 #include "module.h"
 
-/* Asking malloc for 64 TiB must give NULL, not an ASan report. The sanitizer runtime looks
- * this hook up dynamically, so it must be visible despite -fvisibility=hidden. */
+/* Asking malloc for 64 TiB must give NULL, not an ASan (or TSan) report. The sanitizer
+ * runtime looks these hooks up dynamically, so they must be visible despite
+ * -fvisibility=hidden. */
 __attribute__((visibility("default"))) const char *__asan_default_options(void);
 const char *__asan_default_options(void) {
+  return "allocator_may_return_null=1";
+}
+__attribute__((visibility("default"))) const char *__tsan_default_options(void);
+const char *__tsan_default_options(void) {
   return "allocator_may_return_null=1";
 }
 

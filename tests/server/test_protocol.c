@@ -560,6 +560,74 @@ Test(protocol, cancel_queued_and_parked) {
   free(s);
 }
 
+/* The client runs a canceled instruction again (here or elsewhere) under the same output id
+ * and releases only that run's output, so the canceled one must leave no entry behind: not
+ * counted in values_held, and no "duplicate output id" when it comes back here. */
+Test(protocol, canceled_output_is_not_held) {
+  st_t *s = calloc(1, sizeof *s);
+  start(s, NULL);
+  unsigned char v[8] = {0};
+  lt_bytes_t pay = {v, 8};
+  lt_input_t in0 = inl(0);
+  lt_oid_t o[3] = {oid(70), oid(71), oid(72)};
+  lt_instr_t ins[3];
+  for (int i = 0; i < 2; i++)
+    ins[i] = instr((uint64_t)i + 1, K_SLEEP, &in0, 1, &o[i], 1, LT_INSTR_RETURN, "300");
+  ins[2] = instr(3, K_INC, &in0, 1, &o[2], 1, 0, NULL); /* kept, queued behind both */
+  execute(s, ins, 3, &pay, 1);
+  wait_active(s, 2);
+  simple(s, LT_MSG_CANCEL, oid(0), 3);
+  WAIT_FOR(s, s->done[3].got);
+  cr_assert_eq(s->done[3].status, LT_ECANCELED);
+  heartbeat(s, 2);
+  cr_assert_eq(s->load.values_held, 0, "the canceled output is dropped");
+  memset(&s->done[3], 0, sizeof s->done[3]);
+  execute(s, &ins[2], 1, &pay, 1);
+  WAIT_FOR(s, s->done[3].got);
+  cr_assert_eq(s->done[3].status, LT_OK, "%s", s->done[3].msg);
+  WAIT_FOR(s, s->ndone == 4);
+  heartbeat(s, 3);
+  cr_assert_eq(s->load.values_held, 1, "the run that completed holds its output");
+  stop(s);
+  free(s);
+}
+
+/* A failed task releases its references: a successor parked on a released value fails with
+ * ECANCELED, and its own output, released in the same message, must not come back as a
+ * failed entry that nobody drops (the client treats ECANCELED as "run it again" and
+ * releases nothing of it). The producer's late output is released by the client when its
+ * stale completion arrives. */
+Test(protocol, successor_of_a_released_value_leaves_nothing_held) {
+  st_t *s = calloc(1, sizeof *s);
+  start(s, NULL);
+  unsigned char v[8] = {0};
+  lt_bytes_t pay = {v, 8};
+  lt_input_t in0 = inl(0), inx = ref(80);
+  lt_oid_t x = oid(80), y = oid(81);
+  lt_instr_t ins[2] = {instr(1, K_SLEEP, &in0, 1, &x, 1, 0, "300"),
+                       instr(2, K_INC, &inx, 1, &y, 1, 0, NULL)}; /* parked on x */
+  execute(s, ins, 2, &pay, 1);
+  wait_active(s, 1);
+  lt_oid_t ids[2] = {y, x};
+  lt_msg_t m;
+  memset(&m, 0, sizeof m);
+  m.type = LT_MSG_RELEASE;
+  m.u.release.nids = 2;
+  m.u.release.ids = ids;
+  cr_assert_eq(th_send(&s->c, &m, NULL, 0), LT_OK);
+  WAIT_FOR(s, s->done[2].got);
+  cr_assert_eq(s->done[2].status, LT_ECANCELED, "%s", s->done[2].msg);
+  WAIT_FOR(s, s->done[1].got);
+  cr_assert_eq(s->done[1].status, LT_OK, "%s", s->done[1].msg);
+  heartbeat(s, 2);
+  cr_assert_eq(s->load.values_held, 1, "only the producer's late output");
+  simple(s, LT_MSG_RELEASE, x, 0);
+  heartbeat(s, 3);
+  cr_assert_eq(s->load.values_held, 0);
+  stop(s);
+  free(s);
+}
+
 Test(protocol, messages_need_a_session) {
   th_server_t srv;
   cr_assert_eq(th_server_start_default(&srv, NULL), 0);

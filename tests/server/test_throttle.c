@@ -303,36 +303,40 @@ Test(throttle, shutdown_answers_waiting_ones) {
   free(s);
 }
 
-/* welcome_speed starts a server with `extra` and returns its welcome speed. */
-static double welcome_speed(th_server_t *srv, th_client_t *c, const char *const *extra) {
-  cr_assert_eq(th_server_start_default(srv, extra), 0);
-  cr_assert_eq(th_client_open(c, srv->endpoint), 0);
-  cr_assert_eq(th_hello(c, 77, LT_PROTO_VERSION), 0);
+/* started_speed starts a server with `extra`, returns its welcome speed and stops it. */
+static double started_speed(const char *const *extra) {
+  th_server_t srv;
+  th_client_t c;
+  cr_assert_eq(th_server_start_default(&srv, extra), 0);
+  cr_assert_eq(th_client_open(&c, srv.endpoint), 0);
+  cr_assert_eq(th_hello(&c, 77, LT_PROTO_VERSION), 0);
   th_rx_t r;
-  cr_assert_eq(th_recv(c, &r, 5000), 0);
+  cr_assert_eq(th_recv(&c, &r, 5000), 0);
   cr_assert_eq(r.m.type, LT_MSG_WELCOME);
   double speed = r.m.u.welcome.speed;
   th_rx_clear(&r);
+  th_client_close(&c);
+  cr_assert_eq(th_server_stop(&srv, SIGTERM, 5000), 0);
   return speed;
 }
 
 Test(throttle, speed_calibration) {
-  th_server_t a, b, c;
-  th_client_t ca, cb, cc;
   const char *slow[] = {"--slowdown", "4", NULL};
   const char *fixed[] = {"--speed", "2.5", NULL};
-  double fast = welcome_speed(&a, &ca, NULL);
-  double slower = welcome_speed(&b, &cb, slow);
-  double set = welcome_speed(&c, &cc, fixed);
+  double slower = started_speed(slow);
+  /* The calibration times a short CPU loop at start-up, and the suite shares the CPU (two
+   * tests at once, other jobs on the machine): a preempted loop measures slow, down to
+   * about the --slowdown 4 speed (seen 0.28 vs 0.21 on a loaded machine). Preemption only
+   * ever makes it slower, so the unslowed speed is the best of up to five starts. */
+  double fast = 0;
+  for (int tries = 0; tries < 5 && !(slower < 0.5 * fast); tries++) {
+    double f = started_speed(NULL);
+    if (f > fast) fast = f;
+  }
+  double set = started_speed(fixed);
   cr_assert_gt(fast, 0.01, "speed %g", fast);
   cr_assert_lt(fast, 100.0, "speed %g", fast);
   cr_assert_gt(slower, 0.0);
-  cr_assert_lt(slower, 0.5 * fast, "--slowdown 4: %g, without: %g", slower, fast);
+  cr_assert_lt(slower, 0.5 * fast, "--slowdown 4: %g, without (best of 5): %g", slower, fast);
   cr_assert_float_eq(set, 2.5, 1e-9);
-  th_client_close(&ca);
-  th_client_close(&cb);
-  th_client_close(&cc);
-  cr_assert_eq(th_server_stop(&a, SIGTERM, 5000), 0);
-  cr_assert_eq(th_server_stop(&b, SIGTERM, 5000), 0);
-  cr_assert_eq(th_server_stop(&c, SIGTERM, 5000), 0);
 }
