@@ -61,8 +61,6 @@ void lt__sched_free(lt_sched_t *s) {
   pthread_mutex_destroy(&s->stats_mu);
   for (size_t i = 0; i < s->capconns && s->relq != NULL; i++)
     free(s->relq[i].ids);
-  for (size_t i = 0; i < s->nconns && s->slots != NULL; i++)
-    free(s->slots[i].lost);
   free(s->relq);
   free(s->slots);
   free(s->admitted);
@@ -632,8 +630,10 @@ static void shutdown_all(lt_sched_t *s) {
   lt__sched_fail_all(s, LT_ECANCELED, "evaluator freed");
   lt__sched_deliver(s);
   pthread_mutex_lock(&s->stats_mu);
-  for (size_t i = 0; i < s->nconns; i++)
+  for (size_t i = 0; i < s->nconns; i++) {
     lt__conn_close(&s->conns[i]);
+    lt__sched_forget_lost(s, i);
+  }
   s->nconns = 0;
   pthread_mutex_unlock(&s->stats_mu);
   lt__rx_free(&s->rx);

@@ -13,16 +13,6 @@
 
 #define READ_MS 60000
 
-/* Under AddressSanitizer a kernel's SIGSEGV would become a sanitizer report: the servers
- * this test starts let it kill them, as it does in a normal build. */
-static void servers_die_of_segv(void) {
-  const char *old = getenv("ASAN_OPTIONS");
-  char opts[1024];
-  snprintf(opts, sizeof opts, "%s%shandle_segv=0", old != NULL ? old : "",
-           old != NULL && *old != '\0' ? ":" : "");
-  setenv("ASAN_OPTIONS", opts, 1);
-}
-
 static lt_eval_t *eval_on(lt_skel_t *prog, lt_proc_t *p, int n, const char *const *opts) {
   lt_eval_t *ev = NULL;
   cr_assert_eq(lt_eval_new(&ev, prog), LT_OK);
@@ -51,7 +41,6 @@ static void serves_again(lt_proc_t *p, int n) {
 }
 
 static void poison(const char *how, const char *signame) {
-  servers_die_of_segv();
   lt_proc_t p[3];
   for (int i = 0; i < 3; i++)
     start_server(&p[i], "supervised", 2);

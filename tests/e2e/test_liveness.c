@@ -312,7 +312,9 @@ Test(lazy, killed_holder_is_recomputed_at_once, .timeout = 120) {
   const char *slow_fetch[] = {"--fetch-timeout", "60000", NULL};
   for (int i = 0; i < 3; i++)
     start_server_with(&p[i], i == 0 ? "victim" : "other", 2, slow_fetch);
-  const char *opts[] = {"mode", "optimized", "inline_max", "0", NULL};
+  /* The kill is seen on the connection at once: long heartbeats keep a loaded machine from
+   * making the survivors look dead too. */
+  const char *opts[] = {"mode", "optimized", "inline_max", "0", "heartbeat_ms", "3000", NULL};
   /* Every stage's output stays on its server and is fetched by the next stage's. */
   lt_eval_t *ev =
       eval_on(lt_farm(lt_pipeline(lt_seq_with("testk:sleep", "5", 1),
