@@ -1,7 +1,9 @@
 /* eval.c: the public evaluator API: life cycle, options, hosts, local servers, task
  * submission with backpressure, the ordered or unordered result stream and futures. The
  * dispatching itself is scheduler.c's, on its own thread; the two meet under ev->mu. */
+#include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,8 +158,42 @@ LT_API int lt_eval_add_host(lt_eval_t *ev, const char *endpoint) {
   return lt__eval_add_host(ev, endpoint, -1);
 }
 
-static const char *server_program(const lt_eval_t *ev) {
+/* own_prefix_server finds the lithium-server installed beside the code that runs this
+ * function: liblithium.so in LIBDIR gives LIBDIR/<LT_LIBDIR_TO_BINDIR>/lithium-server, a
+ * program linked with the objects (the `lithium` tool in BINDIR) gives the one next to it.
+ * Writes the path into `path` and returns 1 when such a program exists. */
+static int own_prefix_server(char *path, size_t len) {
+  Dl_info info;
+  char self[PATH_MAX];
+  const char *where = NULL;
+  if (dladdr((void *)&lt_eval_spawn_local, &info) != 0 && info.dli_fname != NULL &&
+      info.dli_fname[0] != '\0' && strcmp(info.dli_fname, program_invocation_name) != 0 &&
+      realpath(info.dli_fname, self) != NULL) {
+    where = self; /* the shared library */
+  } else {
+    /* The main program: glibc names it by argv[0], which need not be a path. */
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) return 0;
+    self[n] = '\0';
+    where = self;
+  }
+  char *slash = strrchr(where, '/');
+  if (slash == NULL) return 0;
+  *slash = '\0';
+  static const char *const rel[] = {LT_LIBDIR_TO_BINDIR, "."};
+  for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+    if ((size_t)snprintf(path, len, "%s/%s/lithium-server", where, rel[i]) < len &&
+        access(path, X_OK) == 0)
+      return 1;
+  }
+  return 0;
+}
+
+/* server_program is the `server` option, else the lithium-server of the library's own
+ * prefix, else the one of the configured install prefix. Writes into `buf`. */
+static const char *server_program(const lt_eval_t *ev, char *buf, size_t len) {
   if (ev->opts.server != NULL) return ev->opts.server;
+  if (own_prefix_server(buf, len)) return buf;
   return LT_DEFAULT_SERVER;
 }
 
@@ -168,12 +204,13 @@ LT_API int lt_eval_spawn_local(lt_eval_t *ev, int nservers) {
   ev->procs = procs;
   for (int i = 0; i < nservers; i++) {
     lt_proc_t *p = &ev->procs[ev->nprocs];
-    char name[32], err[256];
+    char name[32], err[256], buf[PATH_MAX];
     snprintf(name, sizeof name, "local-%zu", ev->nprocs);
-    int rc = lt__proc_spawn(p, server_program(ev), ev->opts.modules, ev->opts.server_threads, name,
-                            NULL, (int)ev->opts.connect_timeout_ms * 2, err, sizeof err);
+    const char *program = server_program(ev, buf, sizeof buf);
+    int rc = lt__proc_spawn(p, program, ev->opts.modules, ev->opts.server_threads, name, NULL,
+                            (int)ev->opts.connect_timeout_ms * 2, err, sizeof err);
     if (rc != LT_OK) {
-      lt__log(LT_LOG_ERROR, "cannot start %s: %s", server_program(ev), err);
+      lt__log(LT_LOG_ERROR, "cannot start %s: %s", program, err);
       return rc;
     }
     ev->nprocs++;
