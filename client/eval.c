@@ -14,6 +14,7 @@
 #include "buf.h"
 #include "eval.h"
 #include "future.h"
+#include "hosts.h"
 #include "local.h"
 #include "log.h"
 #include "oid.h"
@@ -220,6 +221,38 @@ LT_API int lt_eval_spawn_local(lt_eval_t *ev, int nservers) {
   return LT_OK;
 }
 
+/* use_hosts_option adds the servers of the `hosts` option: a hosts file, or an announce
+ * directory, which the dispatcher then keeps watching. An announce directory that is still
+ * empty is waited for up to connect_timeout_ms: under a batch system the servers may be
+ * starting at the same time as the client. */
+static int use_hosts_option(lt_eval_t *ev) {
+  const char *path = ev->opts.hosts;
+  char err[512] = "";
+  int dir = lt__hosts_is_dir(path);
+  int n = lt__hosts_load(ev, path, err, sizeof err);
+  if (n >= 0 && dir) {
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+      pthread_mutex_lock(&ev->mu);
+      size_t have = ev->nhosts;
+      pthread_mutex_unlock(&ev->mu);
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      int64_t ms = (int64_t)(now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
+      if (have > 0 || ms >= (int64_t)ev->opts.connect_timeout_ms || n < 0) break;
+      struct timespec pause = {0, 100 * 1000000L};
+      nanosleep(&pause, NULL);
+      n = lt__hosts_load(ev, path, err, sizeof err);
+    }
+    if (n >= 0 && ev->hosts_watch == NULL) n = lt__hosts_watch_new(&ev->hosts_watch, path);
+  }
+  if (n < 0) {
+    lt__log(LT_LOG_ERROR, "hosts: %s", err[0] != '\0' ? err : lt_strerror(n));
+    return n;
+  }
+  return LT_OK;
+}
+
 LT_API int lt_eval_start(lt_eval_t *ev) {
   if (ev == NULL) return LT_EINVAL;
   pthread_mutex_lock(&ev->mu);
@@ -227,6 +260,13 @@ LT_API int lt_eval_start(lt_eval_t *ev) {
   size_t nhosts = ev->nhosts;
   pthread_mutex_unlock(&ev->mu);
   if (state != LT_EVAL_NEW) return LT_ESTATE;
+  if (ev->opts.hosts != NULL) {
+    int rc = use_hosts_option(ev);
+    if (rc != LT_OK) return rc;
+    pthread_mutex_lock(&ev->mu);
+    nhosts = ev->nhosts;
+    pthread_mutex_unlock(&ev->mu);
+  }
   if (nhosts == 0) return LT_ENOSERVER;
   if (ev->opts.min_threads > ev->opts.max_threads) return LT_EINVAL;
   lt__template_free(ev->tmpl);
@@ -465,6 +505,7 @@ LT_API void lt_eval_free(lt_eval_t *ev) {
   }
   lt__sched_free(ev->sched);
   lt__local_free(ev->local);
+  lt__hosts_watch_free(ev->hosts_watch);
   for (size_t i = 0; i < ev->nprocs; i++)
     lt__proc_stop(&ev->procs[i], 5000);
   free(ev->procs);

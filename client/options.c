@@ -108,6 +108,7 @@ int lt__options_set(lt_options_t *o, const char *key, const char *value) {
   if (strcmp(key, "modules") == 0) return set_string(&o->modules, value);
   if (strcmp(key, "server") == 0) return set_string(&o->server, value);
   if (strcmp(key, "trace") == 0) return set_string(&o->trace, value);
+  if (strcmp(key, "hosts") == 0) return set_string(&o->hosts, value);
   return LT_EINVAL;
 }
 
@@ -130,7 +131,8 @@ static const char *const env_keys[] = {"mode",
                                        "throttle",
                                        "placement",
                                        "migrate",
-                                       "trace"};
+                                       "trace",
+                                       "hosts"};
 
 int lt__options_from_env(lt_options_t *o) {
   for (size_t i = 0; i < sizeof env_keys / sizeof env_keys[0]; i++) {
@@ -154,5 +156,6 @@ void lt__options_clear(lt_options_t *o) {
   free(o->modules);
   free(o->server);
   free(o->trace);
-  o->modules = o->server = o->trace = NULL;
+  free(o->hosts);
+  o->modules = o->server = o->trace = o->hosts = NULL;
 }

@@ -32,6 +32,7 @@ typedef struct lt_options {
   char *modules;               /* module directory handed to spawned servers */
   char *server;                /* lithium-server program for spawn_local */
   char *trace;                 /* trace=FILE: trace-event JSON (trace.c); NULL = off */
+  char *hosts;                 /* hosts file or announce directory (hosts.c); NULL = none */
 } lt_options_t;
 
 /* lt__options_init sets the defaults. */

@@ -639,3 +639,31 @@ Test(tool, progress_on_a_terminal, .timeout = 60) {
   expect_file("out/a", "X");
   remove_dir();
 }
+
+Test(tool, hosts_file, .timeout = 60) {
+  make_dir();
+  write_file("a", "abc");
+  char ep[256], text[512];
+  pid_t srv = start_server(ep, sizeof ep);
+  snprintf(text, sizeof text, "# the test's server\n\n%s   # running\n", ep);
+  write_file("hosts", text);
+  result_t r;
+  /* No local servers are started when a hosts file names the servers. */
+  tool(&r, NULL, "run", "testk:upper", path_of("a"), "--hosts-file", path_of("hosts"), "--stats",
+       "--server", path_of("no-server"), NULL);
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  cr_expect_str_eq(r.out, "ABC");
+  cr_expect(strstr(r.err, ep) != NULL, "the server is in the stats: %s", r.err);
+  free_result(&r);
+  stop_server(srv);
+  write_file("bad", "tcp://127.0.0.1:1\nnonsense\n");
+  tool(&r, NULL, "run", "testk:upper", path_of("a"), "--hosts-file", path_of("bad"), NULL);
+  cr_expect_eq(r.status, 1);
+  cr_expect(strstr(r.err, "line 2") != NULL, "%s", r.err);
+  free_result(&r);
+  tool(&r, NULL, "run", "testk:upper", path_of("a"), "--hosts-file", path_of("bad"), "--local",
+       NULL);
+  cr_expect_eq(r.status, 2, "%s", r.err);
+  free_result(&r);
+  remove_dir();
+}
