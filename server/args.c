@@ -31,7 +31,9 @@ enum {
   OPT_FETCH_TIMEOUT,
   OPT_MAX_PEERS,
   OPT_SLOWDOWN,
-  OPT_SPEED
+  OPT_SPEED,
+  OPT_ANNOUNCE,
+  OPT_ADVERTISE
 };
 
 static const struct option long_opts[] = {
@@ -46,6 +48,8 @@ static const struct option long_opts[] = {
     {"max-peers", required_argument, NULL, OPT_MAX_PEERS},
     {"slowdown", required_argument, NULL, OPT_SLOWDOWN},
     {"speed", required_argument, NULL, OPT_SPEED},
+    {"announce", required_argument, NULL, OPT_ANNOUNCE},
+    {"advertise", required_argument, NULL, OPT_ADVERTISE},
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0}};
@@ -68,6 +72,11 @@ void lt__args_usage(FILE *f) {
           "      --slowdown F       emulation: run kernels F times slower (default 1)\n"
           "      --speed S          experiments: report speed S (> 0) in welcome instead of\n"
           "                         the start-up calibration (1.0 ~ a typical core)\n"
+          "      --announce DIR     once bound, write DIR/<name>.endpoint (a hosts-file line)\n"
+          "                         for clients with hosts=DIR; removed at exit\n"
+          "      --advertise ADDR   the host (or tcp:// endpoint) to announce instead of the\n"
+          "                         bound one; default for a * or 0.0.0.0 listen: the first\n"
+          "                         non-loopback IPv4 address\n"
           "  -h, --help             show this help\n"
           "  -V, --version          show the version\n"
           "On start the server prints \"READY <endpoint>\" on stdout.\n",
@@ -256,6 +265,18 @@ int lt__args_parse(lt_srv_args_t *a, int argc, char **argv, FILE *out, FILE *err
           a->speed > 1e6)
         return usage_error(err, "bad --speed '%s' (above 0, at most 1e6)", optarg);
       break;
+    case OPT_ANNOUNCE:
+      if (optarg[0] == '\0' || strlen(optarg) > 1024)
+        return usage_error(err, "bad --announce directory '%s'", optarg);
+      if (replace_str(&a->announce, optarg) != LT_OK) return usage_error(err, "%s", "no memory");
+      break;
+    case OPT_ADVERTISE:
+      if (optarg[0] == '\0' || strlen(optarg) > 200 || strpbrk(optarg, " \t\n#") != NULL ||
+          (strstr(optarg, "://") != NULL && strncmp(optarg, "tcp://", 6) != 0))
+        return usage_error(err, "bad --advertise '%s' (a host, address or tcp:// endpoint)",
+                           optarg);
+      if (replace_str(&a->advertise, optarg) != LT_OK) return usage_error(err, "%s", "no memory");
+      break;
     case OPT_HELP:
       lt__args_usage(out);
       return LT_ARGS_EXIT_OK;
@@ -280,6 +301,8 @@ void lt__args_free(lt_srv_args_t *a) {
   if (a == NULL) return;
   free(a->listen);
   free(a->name);
+  free(a->announce);
+  free(a->advertise);
   for (size_t i = 0; i < a->nmodules; i++)
     free(a->modules[i]);
   free(a->modules);

@@ -37,6 +37,8 @@ typedef struct lt_srv_args {
   uint32_t max_peers; /* links to peer servers kept open at most */
   double slowdown;    /* emulation: a kernel that took t keeps its worker (F-1)*t longer */
   double speed;       /* experiments: welcome speed instead of the calibration; 0 = calibrate */
+  char *announce;     /* --announce DIR: write DIR/<name>.endpoint once bound (owned) */
+  char *advertise;    /* --advertise ADDR: the host announced instead of the bound one */
 } lt_srv_args_t;
 
 /* lt__args_parse parses argv into *a (which it initialises; free with lt__args_free in

@@ -1,9 +1,11 @@
-/* main.c: lithium-server's entry point: parse the flags, start the server, print
- * "READY <endpoint>" once bound, run until SIGINT/SIGTERM. Exit codes: 0 after a clean
+/* main.c: lithium-server's entry point: parse the flags, start the server, announce it
+ * (--announce), print "READY <endpoint>" once bound, run until SIGINT/SIGTERM, remove the
+ * announcement. Exit codes: 0 after a clean
  * shutdown (and for --help/--version), 1 when the server fails, 2 for bad flags or values. */
 #include <signal.h>
 #include <stdio.h>
 #include <lithium/error.h>
+#include "announce.h"
 #include "args.h"
 #include "log.h"
 #include "server.h"
@@ -28,9 +30,29 @@ int main(int argc, char **argv) {
     lt__args_free(&args);
     return rc == LT_EINVAL ? LT_ARGS_EXIT_USAGE : 1;
   }
+  char announced[4096] = "";
+  if (args.announce != NULL) {
+    char ep[512];
+    rc = lt__announce_endpoint(lt__server_endpoint(srv), args.advertise, ep, sizeof ep);
+    if (rc != LT_OK) {
+      snprintf(err, sizeof err, "--announce: cannot make an endpoint to announce from %s",
+               lt__server_endpoint(srv));
+    } else {
+      rc = lt__announce_write(args.announce, srv->server_id, ep, announced, sizeof announced, err,
+                              sizeof err);
+    }
+    if (rc != LT_OK) {
+      fprintf(stderr, "lithium-server: %s\n", err);
+      lt__server_free(srv);
+      lt__args_free(&args);
+      return 1;
+    }
+    lt__log(LT_LOG_INFO, "announced %s in %s", ep, announced);
+  }
   printf("READY %s\n", lt__server_endpoint(srv));
   fflush(stdout);
   rc = lt__server_run(srv);
+  lt__announce_remove(announced);
   lt__server_free(srv);
   lt__args_free(&args);
   return rc;

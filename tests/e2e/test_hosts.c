@@ -192,3 +192,82 @@ Test(hosts, bad_or_missing_hosts_file_fails_the_start, .timeout = 30) {
   lt_eval_free(ev);
   remove_tmpdir();
 }
+
+/* read_announce reads DIR/<name>.endpoint into buf without its newline; 0 when missing. */
+static int read_announce(const char *name, char *buf, size_t len) {
+  char path[600];
+  snprintf(path, sizeof path, "%s/%s.endpoint", tmpdir, name);
+  FILE *f = fopen(path, "r");
+  if (f == NULL) return 0;
+  int ok = fgets(buf, (int)len, f) != NULL;
+  fclose(f);
+  if (ok) buf[strcspn(buf, "\n")] = '\0';
+  return ok;
+}
+
+Test(announce, late_server_joins_a_running_farm, .timeout = 120) {
+  make_tmpdir();
+  const char *const ann[] = {"--announce", tmpdir, NULL};
+  lt_proc_t a, b, c;
+  start_server_with(&a, "ann-a", 2, ann);
+  start_server_with(&b, "ann-b", 2, ann);
+  char line[300];
+  cr_assert(read_announce("ann-a", line, sizeof line), "ann-a.endpoint is missing");
+  cr_expect_str_eq(line, a.endpoint);
+
+  lt_eval_t *ev = eval_on_hosts(slow_inc(20), tmpdir);
+  int rc = lt_eval_start(ev);
+  cr_assert_eq(rc, LT_OK, "start: %s", lt_strerror(rc));
+  const int n = 400; /* 20 ms each on 2 x 2 threads: about 2 s */
+  submit_i64s(ev, n);
+  cr_assert_eq(lt_eval_close(ev), LT_OK);
+  int i = 0;
+  for (; i < 60; i++)
+    cr_assert_eq(next_i64(ev), i + 1, "task %d", i);
+  start_server_with(&c, "ann-c", 2, ann); /* announces mid-run */
+  for (; i < n; i++)
+    cr_assert_eq(next_i64(ev), i + 1, "task %d", i);
+  char *json = NULL;
+  cr_assert_eq(lt_eval_stats_json(ev, &json), LT_OK);
+  cr_expect_gt(completed_of(json, a.endpoint), 0, "%s", json);
+  cr_expect_gt(completed_of(json, b.endpoint), 0, "%s", json);
+  cr_expect_gt(completed_of(json, c.endpoint), 0, "the late server got no work: %s", json);
+  free(json);
+  lt_eval_free(ev);
+
+  /* A graceful stop removes the announcement. */
+  lt__proc_stop(&c, 5000);
+  cr_expect(!read_announce("ann-c", line, sizeof line), "ann-c.endpoint is still there");
+  lt__proc_stop(&a, 5000);
+  lt__proc_stop(&b, 5000);
+  remove_tmpdir();
+}
+
+Test(announce, wildcard_listen_announces_a_routable_address, .timeout = 60) {
+  make_tmpdir();
+  lt_proc_t w, v;
+  const char *const wild[] = {"--listen", "tcp://*:0", "--announce", tmpdir, NULL};
+  start_server_with(&w, "wild", 1, wild);
+  char line[300];
+  cr_assert(read_announce("wild", line, sizeof line));
+  cr_expect(strncmp(line, "tcp://", 6) == 0 && strstr(line, "0.0.0.0") == NULL &&
+                strstr(line, "*") == NULL,
+            "announced %s", line);
+  const char *port = strrchr(w.endpoint, ':');
+  cr_expect(strcmp(strrchr(line, ':'), port) == 0, "announced %s for %s", line, w.endpoint);
+  /* --advertise names the address clients should use; a client reaches it there. */
+  const char *const adv[] = {"--listen",    "tcp://*:0", "--announce", tmpdir,
+                             "--advertise", "127.0.0.1", NULL};
+  start_server_with(&v, "adv", 1, adv);
+  cr_assert(read_announce("adv", line, sizeof line));
+  cr_expect(strncmp(line, "tcp://127.0.0.1:", 16) == 0, "announced %s", line);
+  lt__proc_stop(&w, 5000);
+  cr_expect(!read_announce("wild", line, sizeof line));
+  lt_eval_t *ev = eval_on_hosts(slow_inc(0), tmpdir);
+  int rc = lt_eval_start(ev);
+  cr_assert_eq(rc, LT_OK, "start: %s", lt_strerror(rc));
+  run_farm(ev, 20);
+  lt_eval_free(ev);
+  lt__proc_stop(&v, 5000);
+  remove_tmpdir();
+}
