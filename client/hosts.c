@@ -163,17 +163,17 @@ static int add_entry(void *ud, const char *endpoint, const char *key) {
   return rc;
 }
 
-/* load_file adds the entries of one file; the error message names the file. */
-static int load_file(adder_t *a, const char *path, char *err, size_t errlen) {
+/* read_one calls fn for the entries of one file; the error message names the file. */
+static int read_one(const char *path, lt_hosts_fn fn, void *ud, char *err, size_t errlen) {
   char *text;
   size_t len;
   int rc = read_file(path, &text, &len);
   if (rc != LT_OK) {
-    snprintf(err, errlen, "%s: %s", path, lt_strerror(rc));
+    snprintf(err, errlen, "%s: %s", path, rc == LT_ENOENT ? "no such file" : lt_strerror(rc));
     return rc;
   }
   char why[256] = "";
-  rc = lt__hosts_parse(text, len, add_entry, a, why, sizeof why);
+  rc = lt__hosts_parse(text, len, fn, ud, why, sizeof why);
   free(text);
   if (rc != LT_OK) snprintf(err, errlen, "%s: %s", path, why);
   return rc;
@@ -250,7 +250,7 @@ static int changed(lt_hosts_watch_t *w, const char *name, const struct stat *st)
 }
 
 /* scan_dir reads every announce file of `dir` (with a watch: only new or changed ones). */
-static int scan_dir(lt_hosts_watch_t *w, adder_t *a, const char *dir) {
+static int scan_dir(lt_hosts_watch_t *w, const char *dir, lt_hosts_fn fn, void *ud) {
   DIR *d = opendir(dir);
   if (d == NULL) return errno == ENOENT ? LT_ENOENT : LT_EIO;
   struct dirent *de;
@@ -262,22 +262,23 @@ static int scan_dir(lt_hosts_watch_t *w, adder_t *a, const char *dir) {
     if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) continue;
     if (w != NULL && !changed(w, de->d_name, &st)) continue;
     char err[512];
-    int rc = load_file(a, path, err, sizeof err);
+    int rc = read_one(path, fn, ud, err, sizeof err);
     if (rc != LT_OK && rc != LT_ENOENT) lt__log(LT_LOG_WARN, "hosts: skipped %s", err);
   }
   closedir(d);
   return LT_OK;
 }
 
+int lt__hosts_read(const char *path, lt_hosts_fn fn, void *ud, char *err, size_t errlen) {
+  if (!lt__hosts_is_dir(path)) return read_one(path, fn, ud, err, errlen);
+  int rc = scan_dir(NULL, path, fn, ud);
+  if (rc != LT_OK) snprintf(err, errlen, "%s: %s", path, lt_strerror(rc));
+  return rc;
+}
+
 int lt__hosts_load(lt_eval_t *ev, const char *path, char *err, size_t errlen) {
   adder_t a = {ev, 0};
-  int rc;
-  if (lt__hosts_is_dir(path)) {
-    rc = scan_dir(NULL, &a, path);
-    if (rc != LT_OK) snprintf(err, errlen, "%s: %s", path, lt_strerror(rc));
-  } else {
-    rc = load_file(&a, path, err, errlen);
-  }
+  int rc = lt__hosts_read(path, add_entry, &a, err, errlen);
   return rc != LT_OK ? rc : a.entries;
 }
 
@@ -285,6 +286,6 @@ int lt__hosts_watch_poll(lt_hosts_watch_t *w, lt_eval_t *ev, int64_t now_ms) {
   if (w->last_ms != 0 && now_ms - w->last_ms < LT_HOSTS_WATCH_MS) return 0;
   w->last_ms = now_ms;
   adder_t a = {ev, 0};
-  int rc = scan_dir(w, &a, w->dir);
+  int rc = scan_dir(w, w->dir, add_entry, &a);
   return rc != LT_OK ? 0 : a.entries;
 }

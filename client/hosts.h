@@ -24,6 +24,12 @@ typedef int (*lt_hosts_fn)(void *ud, const char *endpoint, const char *key);
 int lt__hosts_parse(const char *text, size_t len, lt_hosts_fn fn, void *ud, char *err,
                     size_t errlen);
 
+/* lt__hosts_read calls `fn` for every entry of `path`: a hosts file, or each `*.endpoint`
+ * file of a directory (a malformed one is skipped with a warning). LT_ENOENT, LT_EINVAL (a
+ * malformed hosts file: its name and line in `err`), LT_EIO, or what `fn` returned. Any
+ * thread. */
+int lt__hosts_read(const char *path, lt_hosts_fn fn, void *ud, char *err, size_t errlen);
+
 /* lt__hosts_load adds the servers of `path` to `ev`: every entry of a hosts file, or of each
  * `*.endpoint` file of a directory (a malformed one is skipped with a warning, a half-written
  * one cannot be seen: servers rename it into place). Returns the number of entries read

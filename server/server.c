@@ -214,6 +214,10 @@ static void dispatch(lt_server_t *srv, const void *rid, size_t rid_len, const lt
     handle_hello(srv, s, rid, rid_len, m);
     return;
   }
+  if (m->type == LT_MSG_STATUS) {
+    lt__status_reply(srv, rid, rid_len);
+    return;
+  }
   switch (m->type) {
   case LT_MSG_PROGRAM:
   case LT_MSG_EXECUTE:
@@ -458,6 +462,7 @@ int lt__server_new(lt_server_t **out, const lt_srv_args_t *a, char *err, size_t 
   /* getrandom(2), never 0: a client tells a restarted server on the same endpoint from the
    * one it knew by this number. */
   srv->incarnation = lt__oid_client_random();
+  srv->start_us = lt__executor_now_us();
   if (a->name != NULL) {
     snprintf(srv->server_id, sizeof srv->server_id, "%s", a->name);
   } else {

@@ -17,6 +17,7 @@ void lt__cli_usage(FILE *f) {
   fputs("usage: lithium run EXPR FILE... [options]\n"
         "       lithium graph EXPR [--normal_form on]\n"
         "       lithium check EXPR\n"
+        "       lithium status [--hosts FILE|DIR] [ENDPOINT...] [--json]  (see status --help)\n"
         "commands:\n"
         "  run      run every FILE through the skeleton program EXPR, one task per file\n"
         "           (- reads stdin as one task); results go to stdout in input order\n"

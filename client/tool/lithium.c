@@ -1,15 +1,18 @@
 /* lithium.c: the `lithium` command-line tool: `check` (parse and print the canonical form),
- * `graph` (the compiled MDF template as Graphviz DOT) and `run` (run.c). Options are judged
+ * `graph` (the compiled MDF template as Graphviz DOT), `run` (run.c) and `status`
+ * (status.c). Options are judged
  * by the evaluator's own table before anything starts, so every command refuses a bad one.
  * Exit status: 0 success, 1 a task or the run failed, 2 bad usage, expression or input. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <lithium.h>
 #include "cli.h"
 #include "options.h"
 #include "run.h"
+#include "status.h"
 #include "template.h"
 
 /* Tasks submitted ahead of the one being written, at most (and at most max_pending). */
@@ -101,6 +104,8 @@ static int dispatch(const lt_cli_t *cli) {
 int main(int argc, char **argv) {
   /* A closed stdout shows up as a write error we report, not as a silent death. */
   signal(SIGPIPE, SIG_IGN);
+  /* Commands about servers rather than programs have command lines of their own. */
+  if (argc >= 2 && strcmp(argv[1], "status") == 0) return lt__status_main(argc - 1, argv + 1);
   lt_cli_t cli;
   int status = lt__cli_parse(&cli, argc, argv, stdout, stderr);
   if (status == LT_CLI_GO) status = dispatch(&cli);

@@ -2,7 +2,8 @@
  * (comments, blank lines, keys, malformed lines), a farm on the servers of a hosts file,
  * the errors lt_eval_start gives for a bad or missing one, and announce directories with
  * real `lithium-server --announce` processes: every announced server is used, a server that
- * announces mid-run gets work, and a stopped server's file is gone. */
+ * announces mid-run gets work, and a stopped server's file is gone; `lithium status` on
+ * idle, busy and missing servers. */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <errno.h>
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -269,5 +271,83 @@ Test(announce, wildcard_listen_announces_a_routable_address, .timeout = 60) {
   run_farm(ev, 20);
   lt_eval_free(ev);
   lt__proc_stop(&v, 5000);
+  remove_tmpdir();
+}
+
+/* ---- lithium status ---------------------------------------------------------------------- */
+
+/* status_json runs `lithium status ARGS --json` and returns its stdout (caller frees) and
+ * exit status. */
+static char *status_json(const char *args, int *status) {
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "%s status %s --json --timeout 5000", LT_TEST_TOOL, args);
+  FILE *p = popen(cmd, "r");
+  cr_assert_not_null(p);
+  char *out = calloc(1, 65536);
+  size_t n = fread(out, 1, 65535, p);
+  out[n] = '\0';
+  int st = pclose(p);
+  *status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return out;
+}
+
+/* json_num reads `"key":N` after `from` in text. */
+static long long json_num(const char *text, const char *from, const char *key) {
+  const char *p = strstr(text, from);
+  cr_assert_not_null(p, "%s not in %s", from, text);
+  char pat[64];
+  snprintf(pat, sizeof pat, "\"%s\":", key);
+  p = strstr(p, pat);
+  cr_assert_not_null(p, "%s not in %s", key, text);
+  return strtoll(p + strlen(pat), NULL, 10);
+}
+
+Test(status, servers_answer_with_their_load, .timeout = 60) {
+  make_tmpdir();
+  const char *const ann[] = {"--announce", tmpdir, NULL};
+  lt_proc_t a, b;
+  start_server_with(&a, "status-a", 3, ann);
+  start_server_with(&b, "status-b", 2, ann);
+  /* Idle servers. */
+  char args[600];
+  int st;
+  snprintf(args, sizeof args, "--hosts %s", tmpdir);
+  char *out = status_json(args, &st);
+  cr_expect_eq(st, 0, "%s", out);
+  cr_expect(strstr(out, "\"name\":\"status-a\"") != NULL, "%s", out);
+  cr_expect(strstr(out, "\"name\":\"status-b\"") != NULL, "%s", out);
+  cr_expect_eq(json_num(out, "\"name\":\"status-a\"", "threads"), 3, "%s", out);
+  cr_expect_eq(json_num(out, "\"name\":\"status-a\"", "sessions"), 0, "%s", out);
+  free(out);
+
+  /* A run in progress: 1 s tasks, a session and running instructions on each server. */
+  lt_eval_t *ev = eval_on_hosts(slow_inc(1000), tmpdir);
+  cr_assert_eq(lt_eval_start(ev), LT_OK);
+  submit_i64s(ev, 8);
+  cr_assert_eq(lt_eval_close(ev), LT_OK);
+  usleep(400 * 1000);
+  snprintf(args, sizeof args, "%s %s", a.endpoint, b.endpoint);
+  out = status_json(args, &st);
+  cr_expect_eq(st, 0, "%s", out);
+  cr_expect_eq(json_num(out, "\"name\":\"status-a\"", "sessions"), 1, "%s", out);
+  cr_expect_gt(json_num(out, "\"name\":\"status-a\"", "active"), 0, "%s", out);
+  cr_expect_gt(json_num(out, "\"name\":\"status-b\"", "active") +
+                   json_num(out, "\"name\":\"status-b\"", "queued"),
+               0, "%s", out);
+  cr_expect_gt(json_num(out, "\"name\":\"status-a\"", "uptime_ms"), 0, "%s", out);
+  free(out);
+  for (int i = 0; i < 8; i++)
+    cr_assert_eq(next_i64(ev), i + 1);
+  lt_eval_free(ev);
+
+  /* One server gone: its row says so and the exit status is 1. */
+  lt__proc_stop(&b, 5000);
+  snprintf(args, sizeof args, "%s tcp://127.0.0.1:1 --timeout 300", a.endpoint);
+  out = status_json(args, &st);
+  cr_expect_eq(st, 1, "%s", out);
+  cr_expect(strstr(out, "\"answered\":false") != NULL, "%s", out);
+  cr_expect(strstr(out, "\"name\":\"status-a\"") != NULL, "%s", out);
+  free(out);
+  lt__proc_stop(&a, 5000);
   remove_tmpdir();
 }

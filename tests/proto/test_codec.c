@@ -248,6 +248,19 @@ static bool msg_equal(const lt_msg_t *a, const lt_msg_t *b, const char **why) {
     for (uint32_t i = 0; i < a->u.lost.nholders; i++)
       DIFF(!str_eq(a->u.lost.holders[i], b->u.lost.holders[i]), "lost.holders");
     break;
+  case LT_MSG_STATUS:
+    break;
+  case LT_MSG_STATUS_REPLY: {
+    const __typeof__(a->u.status_reply) *x = &a->u.status_reply, *y = &b->u.status_reply;
+    DIFF(!str_eq(x->server_id, y->server_id) || !str_eq(x->version, y->version) ||
+             !str_eq(x->endpoint, y->endpoint),
+         "status_reply strings");
+    DIFF(x->protocol != y->protocol || x->uptime_ms != y->uptime_ms || x->cores != y->cores ||
+             !feq(x->speed, y->speed) || x->sessions != y->sessions ||
+             x->value_bytes != y->value_bytes,
+         "status_reply numbers");
+    break;
+  }
   default:
     DIFF(true, "unexpected type");
   }
@@ -257,7 +270,7 @@ static bool msg_equal(const lt_msg_t *a, const lt_msg_t *b, const char **why) {
 
 /* check_decoded asserts the invariants every successfully decoded message keeps. */
 static void check_decoded(const lt_msg_t *m) {
-  cr_assert(m->type > LT_MSG_NONE && m->type <= LT_MSG_LOST);
+  cr_assert(m->type > LT_MSG_NONE && m->type <= LT_MSG_LAST);
   cr_assert(m->priv != NULL);
   switch (m->type) {
   case LT_MSG_EXECUTE:
@@ -448,6 +461,20 @@ static void sample(lt_msg_t *m, lt_msg_type_t t) {
     m->u.lost.nholders = 2;
     m->u.lost.holders = lost_holders;
     break;
+  case LT_MSG_STATUS:
+    m->has_load = false;
+    break;
+  case LT_MSG_STATUS_REPLY:
+    m->u.status_reply.server_id = "node-7 \xc3\xa9";
+    m->u.status_reply.version = "0.1.0";
+    m->u.status_reply.protocol = LT_PROTO_VERSION;
+    m->u.status_reply.endpoint = "tcp://10.0.0.7:5555";
+    m->u.status_reply.uptime_ms = UINT64_MAX;
+    m->u.status_reply.cores = 64;
+    m->u.status_reply.speed = 1.25;
+    m->u.status_reply.sessions = 3;
+    m->u.status_reply.value_bytes = (uint64_t)1 << 40;
+    break;
   default:
     cr_assert_fail("no sample for %d", (int)t);
   }
@@ -488,7 +515,7 @@ static void roundtrip(const lt_msg_t *in, const lt_codec_limits_t *lim) {
  * Round trips. */
 
 Test(codec, roundtrip_every_body) {
-  for (int t = LT_MSG_HELLO; t <= LT_MSG_LOST; t++) {
+  for (int t = LT_MSG_HELLO; t <= LT_MSG_LAST; t++) {
     lt_msg_t m;
     sample(&m, (lt_msg_type_t)t);
     roundtrip(&m, NULL);
@@ -630,7 +657,7 @@ static bool acceptable(int rc) {
 }
 
 Test(codec, every_truncated_prefix_fails_or_differs) {
-  for (int t = LT_MSG_HELLO; t <= LT_MSG_LOST; t++) {
+  for (int t = LT_MSG_HELLO; t <= LT_MSG_LAST; t++) {
     lt_msg_t m;
     sample(&m, (lt_msg_type_t)t);
     void *hdr;
@@ -901,7 +928,7 @@ Test(codec, random_structured) {
 Test(codec, mutated_valid_headers) {
   rng_state = 12345;
   int outcome[8] = {0};
-  for (int t = LT_MSG_HELLO; t <= LT_MSG_LOST; t++) {
+  for (int t = LT_MSG_HELLO; t <= LT_MSG_LAST; t++) {
     lt_msg_t m;
     sample(&m, (lt_msg_type_t)t);
     void *hdr;
@@ -1761,12 +1788,12 @@ Test(codec, decode_argument_errors) {
 Test(codec, type_names) {
   cr_assert_str_eq(lt__msg_type_name(LT_MSG_EXECUTE), "execute");
   cr_assert_str_eq(lt__msg_type_name(LT_MSG_HEARTBEAT), "heartbeat");
-  for (int a = LT_MSG_NONE; a <= LT_MSG_LOST; a++) {
+  for (int a = LT_MSG_NONE; a <= LT_MSG_LAST; a++) {
     cr_assert_str_neq(lt__msg_type_name((lt_msg_type_t)a), "unknown");
-    for (int b = a + 1; b <= LT_MSG_LOST; b++)
+    for (int b = a + 1; b <= LT_MSG_LAST; b++)
       cr_assert_str_neq(lt__msg_type_name((lt_msg_type_t)a), lt__msg_type_name((lt_msg_type_t)b));
   }
-  cr_assert_str_eq(lt__msg_type_name((lt_msg_type_t)(LT_MSG_LOST + 1)), "unknown");
+  cr_assert_str_eq(lt__msg_type_name((lt_msg_type_t)(LT_MSG_LAST + 1)), "unknown");
 }
 
 Test(codec, default_limits) {
