@@ -67,6 +67,7 @@ done
 ls "$root"/usr/lib/liblithium.so.* >/dev/null 2>&1 || die "no liblithium.so.* in the package"
 unit=$root/usr/lib/systemd/system/lithium-server@.service
 grep -qx 'EnvironmentFile=/etc/lithium/%i.conf' "$unit" || die "unit EnvironmentFile: $(cat "$unit")"
+# shellcheck disable=SC2016 # the unit's own $LITHIUM_SERVER_FLAGS, expanded by systemd
 grep -qx 'ExecStart=/usr/bin/lithium-server --name %i $LITHIUM_SERVER_FLAGS' "$unit" ||
   die "unit ExecStart: $(cat "$unit")"
 if grep -q 'rpath' "$root/usr/lib/pkgconfig/lithium.pc"; then

@@ -31,6 +31,7 @@ command -v ssh-keygen >/dev/null || skip "no ssh-keygen"
 source "$LT_SRC_DIR/../../scripts/bench/grid.sh"
 grid_init
 why=$(grid_why_not netns) || skip "$why"
+grid_reap_stale # namespaces and servers of runs that were killed (e.g. a ctest timeout)
 
 mkdir -p "$LT_WORK_DIR"
 work=$(mktemp -d "$LT_WORK_DIR/deploy-test.XXXXXX")
@@ -54,7 +55,7 @@ die() {
 }
 
 grid_hosts 4 || die "cannot make the namespaces"
-h0=$(grid_ip 0) h1=$(grid_ip 1) h3=$(grid_ip 3)
+h0=$(grid_ip 0) h1=$(grid_ip 1)
 export GRID_SERVER=$LT_SERVER
 
 # ---- 1. announce, with a late joiner -----------------------------------------------------
@@ -144,8 +145,9 @@ grid_exec 2 "${up[@]}" "$h0,$h1" >"$work/hosts" 2>"$work/up.err" || {
   cat "$work/up.err" >&2
   die "lithium up failed"
 }
-grep -q "^tcp://$h0:[0-9]*$" "$work/hosts" && grep -q "^tcp://$h1:[0-9]*$" "$work/hosts" ||
+if ! grep -q "^tcp://$h0:[0-9]*$" "$work/hosts" || ! grep -q "^tcp://$h1:[0-9]*$" "$work/hosts"; then
   die "lithium up printed: $(cat "$work/hosts")"
+fi
 log "lithium up: $(grep -v '^#' "$work/hosts" | tr '\n' ' ')"
 
 grid_exec 2 "$LT_TOOL" status --hosts "$work/hosts" --json >"$work/status.json" ||
@@ -180,9 +182,10 @@ grid_exec 2 "${down[@]}" "$h0,$h1" 2>"$work/down.err" || {
   cat "$work/down.err" >&2
   die "lithium down failed"
 }
-grep -q "^lithium down: $h0: stopped 2 servers$" "$work/down.err" &&
-  grep -q "^lithium down: $h1: stopped 1 server$" "$work/down.err" ||
+if ! grep -q "^lithium down: $h0: stopped 2 servers$" "$work/down.err" ||
+  ! grep -q "^lithium down: $h1: stopped 1 server$" "$work/down.err"; then
   die "lithium down said: $(cat "$work/down.err")"
+fi
 ! ls "$work"/state/*.pid >/dev/null 2>&1 || die "pid files left: $(ls "$work/state")"
 if grid_exec 2 "$LT_TOOL" status --hosts "$work/hosts" --timeout 500 >/dev/null 2>&1; then
   die "servers still answer after lithium down"
