@@ -287,9 +287,18 @@ static int body_in(dec *d, const Lithium__Envelope *env, lt_msg_t *m) {
     m->u.status_reply.sessions = p->sessions;
     m->u.status_reply.value_bytes = p->value_bytes;
     if ((rc = str_in(p->server_id, d->lim, &m->u.status_reply.server_id)) != 0 ||
-        (rc = str_in(p->version, d->lim, &m->u.status_reply.version)) != 0)
+        (rc = str_in(p->version, d->lim, &m->u.status_reply.version)) != 0 ||
+        (rc = str_in(p->endpoint, d->lim, &m->u.status_reply.endpoint)) != 0 ||
+        (rc = count_in(d, p->n_modules)) != 0)
       return rc;
-    return str_in(p->endpoint, d->lim, &m->u.status_reply.endpoint);
+    m->u.status_reply.nmodules = (uint32_t)p->n_modules;
+    m->u.status_reply.modules = arr(d, p->n_modules, sizeof(lt_module_info_t), &rc);
+    for (size_t i = 0; rc == 0 && i < p->n_modules; i++) {
+      lt_module_info_t *x = &m->u.status_reply.modules[i];
+      if ((rc = str_in(p->modules[i]->name, d->lim, &x->name)) == 0)
+        rc = str_in(p->modules[i]->sha256, d->lim, &x->sha256);
+    }
+    return rc;
   }
   default:
     return LT_EPROTO; /* no body, or one this version does not know */
@@ -527,6 +536,8 @@ static size_t encode_size_hint(const lt_msg_t *m) {
            m->u.done.compl [i].noutputs * (sizeof(Lithium__OutputInfo) + 8);
   } else if (m->type == LT_MSG_RELEASE) {
     n += (size_t)m->u.release.nids * (sizeof(Lithium__Oid) + 8);
+  } else if (m->type == LT_MSG_STATUS_REPLY) {
+    n += (size_t)m->u.status_reply.nmodules * (sizeof(Lithium__ModuleInfo) + 16);
   }
   return n;
 }
@@ -679,6 +690,22 @@ static int body_out_fill(arena *a, const lt_msg_t *m, body_out *b, Lithium__Enve
         (b->status_reply.version = str_out(m->u.status_reply.version)) == NULL ||
         (b->status_reply.endpoint = str_out(m->u.status_reply.endpoint)) == NULL)
       return LT_EINVAL;
+    uint32_t n = m->u.status_reply.nmodules;
+    if (n > 0) {
+      if (m->u.status_reply.modules == NULL) return LT_EINVAL;
+      Lithium__ModuleInfo **v = lt__arena_alloc(a, n * sizeof *v);
+      Lithium__ModuleInfo *x = lt__arena_alloc(a, n * sizeof *x);
+      if (v == NULL || x == NULL) return LT_ENOMEM;
+      for (uint32_t i = 0; i < n; i++) {
+        lithium__module_info__init(&x[i]);
+        if ((x[i].name = str_out(m->u.status_reply.modules[i].name)) == NULL ||
+            (x[i].sha256 = str_out(m->u.status_reply.modules[i].sha256)) == NULL)
+          return LT_EINVAL;
+        v[i] = &x[i];
+      }
+      b->status_reply.n_modules = n;
+      b->status_reply.modules = v;
+    }
     env->status_reply = &b->status_reply;
     return 0;
   }
@@ -712,7 +739,8 @@ int lt__msg_encode(const lt_msg_t *msg, void **hdr, size_t *hdrlen) {
   }
   /* Only bodies with arrays of sub-messages need memory beyond the stack. */
   arena *a = NULL;
-  if (msg->type == LT_MSG_EXECUTE || msg->type == LT_MSG_DONE || msg->type == LT_MSG_RELEASE) {
+  if (msg->type == LT_MSG_EXECUTE || msg->type == LT_MSG_DONE || msg->type == LT_MSG_RELEASE ||
+      msg->type == LT_MSG_STATUS_REPLY) {
     if ((a = lt__arena_new(encode_size_hint(msg))) == NULL) return LT_ENOMEM;
   }
   body_out b;

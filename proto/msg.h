@@ -134,6 +134,12 @@ typedef struct lt_completion {
   uint64_t cpu_us;     /* CPU time of the worker thread while it ran the kernel */
 } lt_completion_t;
 
+/* A loaded kernel module in a status reply. */
+typedef struct lt_module_info {
+  const char *name;
+  const char *sha256; /* hex, "" when unknown */
+} lt_module_info_t;
+
 typedef struct lt_msg {
   lt_msg_type_t type;
   union {
@@ -207,6 +213,8 @@ typedef struct lt_msg {
       double speed;
       uint32_t sessions;
       uint64_t value_bytes;
+      uint32_t nmodules;
+      lt_module_info_t *modules;
     } status_reply;
   } u;
   bool has_load; /* every server->client message sets it */

@@ -30,6 +30,8 @@ typedef struct row {
   uint64_t uptime_ms, value_bytes;
   double speed;
   lt_load_t load;
+  uint32_t nmodules;
+  char **mod_names, **mod_hashes; /* loaded kernel modules and their hex SHA-256 */
 } row_t;
 
 typedef struct rows {
@@ -41,7 +43,8 @@ static void usage(FILE *f) {
   fputs("usage: lithium status [--hosts FILE|DIR] [ENDPOINT...] [--json] [--timeout MS]\n"
         "  asks each server (a hosts file, an announce directory, endpoints, or\n"
         "  $LITHIUM_HOSTS) how it is: name, version, incarnation, uptime, threads, cores,\n"
-        "  speed, sessions, active/queued/parked instructions, values held and their bytes\n"
+        "  speed, sessions, active/queued/parked instructions, values held and their bytes,\n"
+        "  loaded kernel modules with the start of their SHA-256\n"
         "  --json         one JSON array, an object a server\n"
         "  --timeout MS   wait this long for the answers (default 3000)\n"
         "Exit status: 0 every server answered, 1 one did not, 2 bad usage.\n",
@@ -120,6 +123,14 @@ static void take_reply(row_t *w) {
     w->value_bytes = m.u.status_reply.value_bytes;
     w->speed = m.u.status_reply.speed;
     w->load = m.load;
+    uint32_t nm = m.u.status_reply.nmodules;
+    w->mod_names = calloc(nm ? nm : 1, sizeof *w->mod_names);
+    w->mod_hashes = calloc(nm ? nm : 1, sizeof *w->mod_hashes);
+    for (uint32_t i = 0; w->mod_names != NULL && w->mod_hashes != NULL && i < nm; i++) {
+      w->mod_names[i] = dup_str(m.u.status_reply.modules[i].name);
+      w->mod_hashes[i] = dup_str(m.u.status_reply.modules[i].sha256);
+      w->nmodules = i + 1;
+    }
   }
   if (rc == LT_OK) lt__msg_clear(&m);
   for (size_t i = 0; i < n; i++)
@@ -220,9 +231,9 @@ static void fmt_bytes(uint64_t b, char *buf, size_t len) {
 }
 
 static void print_table(const rows_t *r) {
-  printf("%-20s %-26s %-8s %-16s %8s %7s %5s %6s %8s %6s %6s %6s %7s %10s\n", "NAME", "ENDPOINT",
-         "VERSION", "INCARNATION", "UPTIME", "THREADS", "CORES", "SPEED", "SESSIONS", "ACTIVE",
-         "QUEUED", "PARKED", "VALUES", "BYTES");
+  printf("%-20s %-26s %-8s %-16s %8s %7s %5s %6s %8s %6s %6s %6s %7s %10s  %s\n", "NAME",
+         "ENDPOINT", "VERSION", "INCARNATION", "UPTIME", "THREADS", "CORES", "SPEED", "SESSIONS",
+         "ACTIVE", "QUEUED", "PARKED", "VALUES", "BYTES", "MODULES");
   for (size_t i = 0; i < r->n; i++) {
     const row_t *w = &r->v[i];
     if (!w->answered) {
@@ -232,11 +243,15 @@ static void print_table(const rows_t *r) {
     char up[32], bytes[32];
     fmt_uptime(w->uptime_ms, up, sizeof up);
     fmt_bytes(w->value_bytes, bytes, sizeof bytes);
-    printf("%-20s %-26s %-8s %016llx %8s %7u %5u %6.2f %8u %6u %6u %6u %7llu %10s%s\n",
-           w->server_id, w->endpoint, w->version, (unsigned long long)w->load.incarnation, up,
-           w->load.threads, w->cores, w->speed, w->sessions, w->load.active, w->load.queued,
-           w->load.parked, (unsigned long long)w->load.values_held, bytes,
-           w->load.stopping ? " stopping" : "");
+    printf("%-20s %-26s %-8s %016llx %8s %7u %5u %6.2f %8u %6u %6u %6u %7llu %10s  ", w->server_id,
+           w->endpoint, w->version, (unsigned long long)w->load.incarnation, up, w->load.threads,
+           w->cores, w->speed, w->sessions, w->load.active, w->load.queued, w->load.parked,
+           (unsigned long long)w->load.values_held, bytes);
+    /* Each module with the first 12 hex digits of its SHA-256: enough to tell builds apart. */
+    for (uint32_t k = 0; k < w->nmodules; k++)
+      printf("%s%s:%.12s", k ? "," : "", w->mod_names[k],
+             w->mod_hashes[k][0] != '\0' ? w->mod_hashes[k] : "?");
+    printf("%s%s\n", w->nmodules == 0 ? "-" : "", w->load.stopping ? " (stopping)" : "");
   }
 }
 
@@ -271,6 +286,14 @@ static int print_json(const rows_t *r) {
       lt__json_u64(&j, "values_held", w->load.values_held);
       lt__json_u64(&j, "value_bytes", w->value_bytes);
       lt__json_bool(&j, "stopping", w->load.stopping);
+      lt__json_array_open(&j, "modules");
+      for (uint32_t k = 0; k < w->nmodules; k++) {
+        lt__json_object_open(&j, NULL);
+        lt__json_str(&j, "name", w->mod_names[k]);
+        lt__json_str(&j, "sha256", w->mod_hashes[k]);
+        lt__json_object_close(&j);
+      }
+      lt__json_array_close(&j);
     }
     lt__json_object_close(&j);
   }
@@ -344,6 +367,12 @@ out:
     free(r.v[i].server_id);
     free(r.v[i].version);
     free(r.v[i].bound);
+    for (uint32_t k = 0; k < r.v[i].nmodules; k++) {
+      free(r.v[i].mod_names[k]);
+      free(r.v[i].mod_hashes[k]);
+    }
+    free(r.v[i].mod_names);
+    free(r.v[i].mod_hashes);
   }
   free(r.v);
   return status;

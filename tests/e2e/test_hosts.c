@@ -335,6 +335,15 @@ Test(status, servers_answer_with_their_load, .timeout = 60) {
                    json_num(out, "\"name\":\"status-b\"", "queued"),
                0, "%s", out);
   cr_expect_gt(json_num(out, "\"name\":\"status-a\"", "uptime_ms"), 0, "%s", out);
+  /* The module the run loaded, with the SHA-256 of its file. */
+  char cmd[600], hash[80] = "", want[200];
+  snprintf(cmd, sizeof cmd, "sha256sum %s/libtestk.so", LT_TEST_MODULES);
+  FILE *p = popen(cmd, "r");
+  cr_assert_not_null(p);
+  cr_assert_not_null(fgets(hash, 65, p));
+  pclose(p);
+  snprintf(want, sizeof want, "\"modules\":[{\"name\":\"testk\",\"sha256\":\"%s\"}]", hash);
+  cr_expect(strstr(out, want) != NULL, "%s not in %s", want, out);
   free(out);
   for (int i = 0; i < 8; i++)
     cr_assert_eq(next_i64(ev), i + 1);

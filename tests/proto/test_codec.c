@@ -259,6 +259,11 @@ static bool msg_equal(const lt_msg_t *a, const lt_msg_t *b, const char **why) {
              !feq(x->speed, y->speed) || x->sessions != y->sessions ||
              x->value_bytes != y->value_bytes,
          "status_reply numbers");
+    DIFF(x->nmodules != y->nmodules, "status_reply.nmodules");
+    for (uint32_t i = 0; i < x->nmodules; i++)
+      DIFF(!str_eq(x->modules[i].name, y->modules[i].name) ||
+               !str_eq(x->modules[i].sha256, y->modules[i].sha256),
+           "status_reply.modules");
     break;
   }
   default:
@@ -339,6 +344,8 @@ static lt_stage_t stages0[3] = {{5, {"\0\1", 2}}, {0, {NULL, 0}}, {UINT32_MAX, {
 static lt_stage_t stages2[1] = {{2, {"divide", 6}}};
 static lt_instr_t instrs[3];
 static const char *lost_holders[] = {"tcp://127.0.0.1:5555", "tcp://[::1]:7"};
+static lt_module_info_t status_modules[] = {
+    {"testk", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}, {"m", ""}};
 static lt_output_info_t oinfo0[3] = {{100, 0}, {1ull << 40, -1}, {0, 2}};
 static lt_completion_t compls[3];
 static lt_oid_t rel_ids[3] = {{1, 1}, {2, 2}, {UINT64_MAX, UINT64_MAX}};
@@ -474,6 +481,8 @@ static void sample(lt_msg_t *m, lt_msg_type_t t) {
     m->u.status_reply.speed = 1.25;
     m->u.status_reply.sessions = 3;
     m->u.status_reply.value_bytes = (uint64_t)1 << 40;
+    m->u.status_reply.nmodules = 2;
+    m->u.status_reply.modules = status_modules;
     break;
   default:
     cr_assert_fail("no sample for %d", (int)t);
