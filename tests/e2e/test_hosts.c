@@ -220,7 +220,7 @@ Test(announce, late_server_joins_a_running_farm, .timeout = 120) {
   lt_eval_t *ev = eval_on_hosts(slow_inc(20), tmpdir);
   int rc = lt_eval_start(ev);
   cr_assert_eq(rc, LT_OK, "start: %s", lt_strerror(rc));
-  const int n = 400; /* 20 ms each on 2 x 2 threads: about 2 s */
+  const int n = 600; /* 20 ms each on 2 x 2 threads: about 3 s, 2.7 s after the late start */
   submit_i64s(ev, n);
   cr_assert_eq(lt_eval_close(ev), LT_OK);
   int i = 0;
@@ -319,21 +319,28 @@ Test(status, servers_answer_with_their_load, .timeout = 60) {
   cr_expect_eq(json_num(out, "\"name\":\"status-a\"", "threads"), 3, "%s", out);
   cr_expect_eq(json_num(out, "\"name\":\"status-a\"", "sessions"), 0, "%s", out);
   free(out);
+  out = NULL;
 
   /* A run in progress: 1 s tasks, a session and running instructions on each server. */
   lt_eval_t *ev = eval_on_hosts(slow_inc(1000), tmpdir);
   cr_assert_eq(lt_eval_start(ev), LT_OK);
   submit_i64s(ev, 8);
   cr_assert_eq(lt_eval_close(ev), LT_OK);
-  usleep(400 * 1000);
+  /* Where the tasks went depends on which server welcomed first: look until some run. */
   snprintf(args, sizeof args, "%s %s", a.endpoint, b.endpoint);
-  out = status_json(args, &st);
-  cr_expect_eq(st, 0, "%s", out);
-  cr_expect_eq(json_num(out, "\"name\":\"status-a\"", "sessions"), 1, "%s", out);
-  cr_expect_gt(json_num(out, "\"name\":\"status-a\"", "active"), 0, "%s", out);
-  cr_expect_gt(json_num(out, "\"name\":\"status-b\"", "active") +
-                   json_num(out, "\"name\":\"status-b\"", "queued"),
-               0, "%s", out);
+  long long active = 0, sessions = 0;
+  for (int tries = 0; tries < 40 && active == 0; tries++) {
+    usleep(100 * 1000);
+    free(out);
+    out = status_json(args, &st);
+    cr_expect_eq(st, 0, "%s", out);
+    active = json_num(out, "\"name\":\"status-a\"", "active") +
+             json_num(out, "\"name\":\"status-b\"", "active");
+    sessions = json_num(out, "\"name\":\"status-a\"", "sessions") +
+               json_num(out, "\"name\":\"status-b\"", "sessions");
+  }
+  cr_expect_gt(active, 0, "nothing runs: %s", out);
+  cr_expect_geq(sessions, 1, "%s", out);
   cr_expect_gt(json_num(out, "\"name\":\"status-a\"", "uptime_ms"), 0, "%s", out);
   /* The module the run loaded, with the SHA-256 of its file. */
   char cmd[600], hash[80] = "", want[200];
