@@ -25,8 +25,7 @@ static int is_space(char c) {
   return c == ' ' || c == '\t' || c == '\r';
 }
 
-/* is_z85_key tells whether the token is a Z85 CURVE public key. */
-static int is_z85_key(const char *t, size_t n) {
+int lt__hosts_key_valid(const char *t, size_t n) {
   static const char z85[] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
                             ".-:+=^!/*?&<>()[]{}@%$#";
   if (n != LT_HOSTS_KEY_LEN) return 0;
@@ -54,7 +53,7 @@ static int parse_line(const char *p, size_t n, const char **ep, size_t *ep_len, 
       i++;
     const char *t = p + start;
     size_t tl = i - start;
-    if (t[0] == '#' && !(ntok == 1 && is_z85_key(t, tl))) break;
+    if (t[0] == '#' && !(ntok == 1 && lt__hosts_key_valid(t, tl))) break;
     if (ntok == 2) {
       *why = "more than ENDPOINT and PUBLIC_KEY";
       return -1;
@@ -68,7 +67,7 @@ static int parse_line(const char *p, size_t n, const char **ep, size_t *ep_len, 
     *why = "the endpoint is not tcp://HOST:PORT (at most 255 bytes)";
     return -1;
   }
-  if (ntok == 2 && !is_z85_key(tok[1], len[1])) {
+  if (ntok == 2 && !lt__hosts_key_valid(tok[1], len[1])) {
     *why = "the public key is not 40 characters of Z85";
     return -1;
   }

@@ -14,6 +14,9 @@
 #define LT_HOSTS_ENDPOINT_MAX 255
 #define LT_HOSTS_KEY_LEN      40
 
+/* lt__hosts_key_valid tells whether t[0..n) is a Z85 CURVE public key (40 characters). */
+int lt__hosts_key_valid(const char *t, size_t n);
+
 /* lt_hosts_fn receives one entry: `endpoint` and `key` (NULL when the line has none), both
  * borrowed for the call. A non-zero return stops the reading and is returned. */
 typedef int (*lt_hosts_fn)(void *ud, const char *endpoint, const char *key);

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "hosts.h"
 
 #define DEFAULT_TIMEOUT_S 60
 #define DEFAULT_STATE     "$HOME/.lithium/up"
@@ -104,8 +105,10 @@ static void usage(FILE *f) {
         "  listening on tcp://*:P (default 0: a free port), waits for every READY line and\n"
         "  prints a hosts file on stdout; `down` stops those servers gracefully (SIGTERM).\n"
         "  --key, --allow    CURVE key and allowed-clients files on the hosts, handed to\n"
-        "                    lithium-server as --curve-key FILE and --allow FILE; without\n"
-        "                    --key the server gets --insecure where it knows that flag\n"
+        "                    lithium-server as --curve-key FILE and --allow FILE; the\n"
+        "                    public key next to FILE (NAME.pub), when readable here, goes\n"
+        "                    into the hosts file; without --key the server gets\n"
+        "                    --insecure where it knows that flag\n"
         "  --modules DIR     the servers' module directory (a path on the hosts)\n"
         "  --server PROGRAM  lithium-server on the hosts (default: lithium-server on PATH)\n"
         "  --ssh CMD         the ssh command, split at spaces (default: ssh; also\n"
@@ -352,6 +355,27 @@ static int line_value(const char *text, const char *key, char *out, size_t len) 
   return -1;
 }
 
+/* server_pubkey reads the public key that goes with --key FILE (FILE.pub, or NAME.pub for
+ * NAME.key, as `lithium keygen NAME` writes them) when this machine can read it, so that
+ * the hosts file names each server's key. Returns 0 with the key in out. */
+static int server_pubkey(const char *keyfile, char out[LT_HOSTS_KEY_LEN + 1]) {
+  char path[4096];
+  size_t n = strlen(keyfile);
+  if (n > 4 && strcmp(keyfile + n - 4, ".key") == 0)
+    snprintf(path, sizeof path, "%.*s.pub", (int)(n - 4), keyfile);
+  else
+    snprintf(path, sizeof path, "%s.pub", keyfile);
+  FILE *f = fopen(path, "r");
+  if (f == NULL) return -1;
+  char line[256] = "";
+  int ok = fgets(line, sizeof line, f) != NULL;
+  fclose(f);
+  line[strcspn(line, " \t\r\n")] = '\0';
+  if (!ok || !lt__hosts_key_valid(line, strlen(line))) return -1;
+  memcpy(out, line, LT_HOSTS_KEY_LEN + 1);
+  return 0;
+}
+
 /* endpoint_for makes the endpoint a client uses: the READY line's port on the host's name
  * (the server listens on every interface; its READY line says 0.0.0.0). */
 static int endpoint_for(const host_t *h, const char *ready, char *out, size_t len) {
@@ -454,13 +478,21 @@ int lt__up_main(int argc, char **argv, int down) {
       }
     }
     collect(&o);
+    char key[LT_HOSTS_KEY_LEN + 1] = "";
+    if (!down && o.key != NULL && server_pubkey(o.key, key) != 0) {
+      fprintf(stderr,
+              "lithium up: no public key readable here next to %s: the hosts file "
+              "names none\n",
+              o.key);
+      key[0] = '\0';
+    }
     if (!down) printf("# lithium up: one server a line (a hosts file for hosts=FILE)\n");
     for (size_t i = 0; i < o.nhosts; i++) {
       host_t *h = &o.hosts[i];
       char ready[512], ep[600], stopped[32];
       if (!down && h->status == 0 && line_value(h->out, "READY", ready, sizeof ready) == 0 &&
           endpoint_for(h, ready, ep, sizeof ep) == 0) {
-        printf("%s\n", ep);
+        printf("%s%s%s\n", ep, key[0] != '\0' ? " " : "", key);
       } else if (down && h->status == 0 &&
                  line_value(h->out, "STOPPED", stopped, sizeof stopped) == 0) {
         fprintf(stderr, "lithium down: %s: stopped %s server%s\n", h->dest, stopped,
