@@ -1,7 +1,9 @@
 /* eval.c: the public evaluator API: life cycle, options, hosts, local servers, task
  * submission with backpressure, the ordered or unordered result stream and futures. The
  * dispatching itself is scheduler.c's, on its own thread; the two meet under ev->mu. */
+#include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,7 @@
 #include "curve.h"
 #include "eval.h"
 #include "future.h"
+#include "hosts.h"
 #include "local.h"
 #include "log.h"
 #include "oid.h"
@@ -201,8 +204,42 @@ LT_API int lt_eval_remove_host(lt_eval_t *ev, const char *host) {
   return rc;
 }
 
-static const char *server_program(const lt_eval_t *ev) {
+/* own_prefix_server finds the lithium-server installed beside the code that runs this
+ * function: liblithium.so in LIBDIR gives LIBDIR/<LT_LIBDIR_TO_BINDIR>/lithium-server, a
+ * program linked with the objects (the `lithium` tool in BINDIR) gives the one next to it.
+ * Writes the path into `path` and returns 1 when such a program exists. */
+static int own_prefix_server(char *path, size_t len) {
+  Dl_info info;
+  char self[PATH_MAX];
+  const char *where = NULL;
+  if (dladdr((void *)&lt_eval_spawn_local, &info) != 0 && info.dli_fname != NULL &&
+      info.dli_fname[0] != '\0' && strcmp(info.dli_fname, program_invocation_name) != 0 &&
+      realpath(info.dli_fname, self) != NULL) {
+    where = self; /* the shared library */
+  } else {
+    /* The main program: glibc names it by argv[0], which need not be a path. */
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) return 0;
+    self[n] = '\0';
+    where = self;
+  }
+  char *slash = strrchr(where, '/');
+  if (slash == NULL) return 0;
+  *slash = '\0';
+  static const char *const rel[] = {LT_LIBDIR_TO_BINDIR, "."};
+  for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+    if ((size_t)snprintf(path, len, "%s/%s/lithium-server", where, rel[i]) < len &&
+        access(path, X_OK) == 0)
+      return 1;
+  }
+  return 0;
+}
+
+/* server_program is the `server` option, else the lithium-server of the library's own
+ * prefix, else the one of the configured install prefix. Writes into `buf`. */
+static const char *server_program(const lt_eval_t *ev, char *buf, size_t len) {
   if (ev->opts.server != NULL) return ev->opts.server;
+  if (own_prefix_server(buf, len)) return buf;
   return LT_DEFAULT_SERVER;
 }
 
@@ -213,12 +250,13 @@ LT_API int lt_eval_spawn_local(lt_eval_t *ev, int nservers) {
   ev->procs = procs;
   for (int i = 0; i < nservers; i++) {
     lt_proc_t *p = &ev->procs[ev->nprocs];
-    char name[32], err[256];
+    char name[32], err[256], buf[PATH_MAX];
     snprintf(name, sizeof name, "local-%zu", ev->nprocs);
-    int rc = lt__proc_spawn(p, server_program(ev), ev->opts.modules, ev->opts.server_threads, name,
-                            NULL, (int)ev->opts.connect_timeout_ms * 2, err, sizeof err);
+    const char *program = server_program(ev, buf, sizeof buf);
+    int rc = lt__proc_spawn(p, program, ev->opts.modules, ev->opts.server_threads, name, NULL,
+                            (int)ev->opts.connect_timeout_ms * 2, err, sizeof err);
     if (rc != LT_OK) {
-      lt__log(LT_LOG_ERROR, "cannot start %s: %s", server_program(ev), err);
+      lt__log(LT_LOG_ERROR, "cannot start %s: %s", program, err);
       return rc;
     }
     ev->nprocs++;
@@ -240,6 +278,38 @@ static int open_journal(lt_eval_t *ev) {
   return rc;
 }
 
+/* use_hosts_option adds the servers of the `hosts` option: a hosts file, or an announce
+ * directory, which the dispatcher then keeps watching. An announce directory that is still
+ * empty is waited for up to connect_timeout_ms: under a batch system the servers may be
+ * starting at the same time as the client. */
+static int use_hosts_option(lt_eval_t *ev) {
+  const char *path = ev->opts.hosts;
+  char err[512] = "";
+  int dir = lt__hosts_is_dir(path);
+  int n = lt__hosts_load(ev, path, err, sizeof err);
+  if (n >= 0 && dir) {
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+      pthread_mutex_lock(&ev->mu);
+      size_t have = ev->nhosts;
+      pthread_mutex_unlock(&ev->mu);
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      int64_t ms = (int64_t)(now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
+      if (have > 0 || ms >= (int64_t)ev->opts.connect_timeout_ms || n < 0) break;
+      struct timespec pause = {0, 100 * 1000000L};
+      nanosleep(&pause, NULL);
+      n = lt__hosts_load(ev, path, err, sizeof err);
+    }
+    if (n >= 0 && ev->hosts_watch == NULL) n = lt__hosts_watch_new(&ev->hosts_watch, path);
+  }
+  if (n < 0) {
+    lt__log(LT_LOG_ERROR, "hosts: %s", err[0] != '\0' ? err : lt_strerror(n));
+    return n;
+  }
+  return LT_OK;
+}
+
 LT_API int lt_eval_start(lt_eval_t *ev) {
   if (ev == NULL) return LT_EINVAL;
   pthread_mutex_lock(&ev->mu);
@@ -251,6 +321,13 @@ LT_API int lt_eval_start(lt_eval_t *ev) {
   size_t nhosts = ev->nhosts;
   pthread_mutex_unlock(&ev->mu);
   if (state != LT_EVAL_NEW) return LT_ESTATE;
+  if (ev->opts.hosts != NULL) {
+    int rc = use_hosts_option(ev);
+    if (rc != LT_OK) return rc;
+    pthread_mutex_lock(&ev->mu);
+    nhosts = ev->nhosts;
+    pthread_mutex_unlock(&ev->mu);
+  }
   if (nhosts == 0) return LT_ENOSERVER;
   if (ev->opts.min_threads > ev->opts.max_threads) return LT_EINVAL;
   lt__template_free(ev->tmpl);
@@ -512,6 +589,7 @@ LT_API void lt_eval_free(lt_eval_t *ev) {
   }
   lt__sched_free(ev->sched);
   lt__local_free(ev->local);
+  lt__hosts_watch_free(ev->hosts_watch);
   for (size_t i = 0; i < ev->nprocs; i++)
     lt__proc_stop(&ev->procs[i], 5000);
   free(ev->procs);

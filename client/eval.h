@@ -76,9 +76,10 @@ struct lt_eval {
   int space_waiters;       /* threads in lt_eval_submit's wait (under mu) */
   pthread_t thread;
   int thread_started;
-  lt_journal_t *journal;  /* journal=FILE, opened at the first submit or start */
-  struct lt_sched *sched; /* servers (lt_eval_start) */
-  struct lt_local *local; /* or the sequential evaluator (lt_eval_run_local) */
+  lt_journal_t *journal;              /* journal=FILE, opened at the first submit or start */
+  struct lt_sched *sched;             /* servers (lt_eval_start) */
+  struct lt_local *local;             /* or the sequential evaluator (lt_eval_run_local) */
+  struct lt_hosts_watch *hosts_watch; /* hosts=DIR: new announcements join (dispatcher) */
 };
 
 /* lt__eval_wake wakes the dispatcher; a wake already pending is not repeated. Any thread. */

@@ -158,6 +158,7 @@ int lt__options_set(lt_options_t *o, const char *key, const char *value) {
   if (strcmp(key, "journal") == 0) return set_string(&o->journal, value);
   if (strcmp(key, "curve_key") == 0) return set_curve_key(o, value);
   if (strcmp(key, "curve_server") == 0) return set_curve_server(o, value);
+  if (strcmp(key, "hosts") == 0) return set_string(&o->hosts, value);
   return LT_EINVAL;
 }
 
@@ -186,7 +187,8 @@ static const char *const env_keys[] = {"mode",
                                        "trace",
                                        "journal",
                                        "curve_key",
-                                       "curve_server"};
+                                       "curve_server",
+                                       "hosts"};
 
 int lt__options_from_env(lt_options_t *o) {
   for (size_t i = 0; i < sizeof env_keys / sizeof env_keys[0]; i++) {
@@ -213,4 +215,6 @@ void lt__options_clear(lt_options_t *o) {
   free(o->journal);
   o->modules = o->server = o->trace = o->journal = NULL;
   explicit_bzero(o->curve_sec, sizeof o->curve_sec);
+  free(o->hosts);
+  o->hosts = NULL;
 }

@@ -39,6 +39,7 @@ typedef struct lt_options {
   char curve_pub[41];          /* curve_key: the client's key pair (Z85), "" when none */
   char curve_sec[41];
   char curve_server[41]; /* curve_server: the key of hosts given without one, or "" */
+  char *hosts;           /* hosts file or announce directory (hosts.c); NULL = none */
 } lt_options_t;
 
 /* lt__options_init sets the defaults. */

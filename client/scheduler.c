@@ -12,6 +12,7 @@
 
 #include <lithium/error.h>
 #include "buf.h"
+#include "hosts.h"
 #include "log.h"
 #include "sched_internal.h"
 #include "scheduler.h"
@@ -699,6 +700,10 @@ void *lt__sched_main(void *arg) {
       if (items[1 + 2 * npolled + i].revents & (ZMQ_POLLIN | ZMQ_POLLERR)) watch_child(s, i);
     }
     int64_t now = lt__sched_now_ms();
+    /* hosts=DIR: servers that announced since the last look join now. lt__eval_add_host
+     * takes ev->mu, which nests inside stats_mu as in open_new_hosts. */
+    if (ev->hosts_watch != NULL && lt__hosts_watch_poll(ev->hosts_watch, ev, now) > 0)
+      open_new_hosts(s);
     if (now >= s->next_tick) {
       tick(s, now);
       int64_t period = ev->opts.heartbeat_ms / 4 + 1;

@@ -13,12 +13,14 @@
 #include <lithium/error.h>
 
 #include "module.h"
+#include "sha256.h"
 
 #define NAME_MAX_LEN 255
 
 typedef struct module {
   char *name;
   void *handle;
+  char sha256[LT_SHA256_HEX]; /* of the file loaded, hex; "" when it could not be read */
   struct module *next;
 } module_t;
 
@@ -140,10 +142,20 @@ static int load(lt_modules_t *m, const char *name, void **handle, char *err, siz
     free(mod);
     return LT_ENOMODULE;
   }
+  lt__sha256_file(path, mod->sha256);
   mod->next = m->loaded;
   m->loaded = mod;
   *handle = mod->handle;
   return LT_OK;
+}
+
+size_t lt__modules_each(lt_modules_t *m, lt_module_fn fn, void *ud) {
+  size_t n = 0;
+  pthread_mutex_lock(&m->mu);
+  for (const module_t *mod = m->loaded; mod != NULL; mod = mod->next, n++)
+    fn(ud, mod->name, mod->sha256);
+  pthread_mutex_unlock(&m->mu);
+  return n;
 }
 
 int lt__modules_resolve(lt_modules_t *m, const char *name, lt_kernel_fn *fn, char *err,

@@ -24,6 +24,14 @@ int lt__modules_add_dir(lt_modules_t *m, const char *dir);
 int lt__modules_resolve(lt_modules_t *m, const char *name, lt_kernel_fn *fn, char *err,
                         size_t errlen);
 
+/* lt_module_fn receives a loaded module's name and the hex SHA-256 of its file ("" when
+ * it could not be read); both borrowed for the call, which must not use the registry. */
+typedef void (*lt_module_fn)(void *ud, const char *name, const char *sha256);
+
+/* lt__modules_each calls fn for every loaded module, most recently loaded first, and
+ * returns how many there are. */
+size_t lt__modules_each(lt_modules_t *m, lt_module_fn fn, void *ud);
+
 /* lt__modules_free unloads every module and frees the registry; accepts NULL. */
 void lt__modules_free(lt_modules_t *m);
 

@@ -291,6 +291,32 @@ static int body_in(dec *d, const Lithium__Envelope *env, lt_msg_t *m) {
     m->u.lost.holders = p->n_holders ? (const char **)p->holders : NULL;
     return 0;
   }
+  case LITHIUM__ENVELOPE__BODY_STATUS:
+    m->type = LT_MSG_STATUS;
+    return 0;
+  case LITHIUM__ENVELOPE__BODY_STATUS_REPLY: {
+    const Lithium__StatusReply *p = env->status_reply;
+    m->type = LT_MSG_STATUS_REPLY;
+    m->u.status_reply.protocol = p->protocol;
+    m->u.status_reply.uptime_ms = p->uptime_ms;
+    m->u.status_reply.cores = p->cores;
+    m->u.status_reply.speed = p->speed;
+    m->u.status_reply.sessions = p->sessions;
+    m->u.status_reply.value_bytes = p->value_bytes;
+    if ((rc = str_in(p->server_id, d->lim, &m->u.status_reply.server_id)) != 0 ||
+        (rc = str_in(p->version, d->lim, &m->u.status_reply.version)) != 0 ||
+        (rc = str_in(p->endpoint, d->lim, &m->u.status_reply.endpoint)) != 0 ||
+        (rc = count_in(d, p->n_modules)) != 0)
+      return rc;
+    m->u.status_reply.nmodules = (uint32_t)p->n_modules;
+    m->u.status_reply.modules = arr(d, p->n_modules, sizeof(lt_module_info_t), &rc);
+    for (size_t i = 0; rc == 0 && i < p->n_modules; i++) {
+      lt_module_info_t *x = &m->u.status_reply.modules[i];
+      if ((rc = str_in(p->modules[i]->name, d->lim, &x->name)) == 0)
+        rc = str_in(p->modules[i]->sha256, d->lim, &x->sha256);
+    }
+    return rc;
+  }
   default:
     return LT_EPROTO; /* no body, or one this version does not know */
   }
@@ -503,6 +529,8 @@ typedef struct body_out {
     Lithium__Bye bye;
     Lithium__Error error;
     Lithium__Lost lost;
+    Lithium__Status status;
+    Lithium__StatusReply status_reply;
   };
   Lithium__Oid oid; /* Fetch.id, Value.id */
 } body_out;
@@ -525,6 +553,8 @@ static size_t encode_size_hint(const lt_msg_t *m) {
            m->u.done.compl [i].noutputs * (sizeof(Lithium__OutputInfo) + 8);
   } else if (m->type == LT_MSG_RELEASE) {
     n += (size_t)m->u.release.nids * (sizeof(Lithium__Oid) + 8);
+  } else if (m->type == LT_MSG_STATUS_REPLY) {
+    n += (size_t)m->u.status_reply.nmodules * (sizeof(Lithium__ModuleInfo) + 16);
   }
   return n;
 }
@@ -677,6 +707,41 @@ static int body_out_fill(arena *a, const lt_msg_t *m, body_out *b, Lithium__Enve
     b->lost.holders = (char **)m->u.lost.holders;
     env->lost = &b->lost;
     return 0;
+  case LT_MSG_STATUS:
+    lithium__status__init(&b->status);
+    env->status = &b->status;
+    return 0;
+  case LT_MSG_STATUS_REPLY: {
+    lithium__status_reply__init(&b->status_reply);
+    b->status_reply.protocol = m->u.status_reply.protocol;
+    b->status_reply.uptime_ms = m->u.status_reply.uptime_ms;
+    b->status_reply.cores = m->u.status_reply.cores;
+    b->status_reply.speed = m->u.status_reply.speed;
+    b->status_reply.sessions = m->u.status_reply.sessions;
+    b->status_reply.value_bytes = m->u.status_reply.value_bytes;
+    if ((b->status_reply.server_id = str_out(m->u.status_reply.server_id)) == NULL ||
+        (b->status_reply.version = str_out(m->u.status_reply.version)) == NULL ||
+        (b->status_reply.endpoint = str_out(m->u.status_reply.endpoint)) == NULL)
+      return LT_EINVAL;
+    uint32_t n = m->u.status_reply.nmodules;
+    if (n > 0) {
+      if (m->u.status_reply.modules == NULL) return LT_EINVAL;
+      Lithium__ModuleInfo **v = lt__arena_alloc(a, n * sizeof *v);
+      Lithium__ModuleInfo *x = lt__arena_alloc(a, n * sizeof *x);
+      if (v == NULL || x == NULL) return LT_ENOMEM;
+      for (uint32_t i = 0; i < n; i++) {
+        lithium__module_info__init(&x[i]);
+        if ((x[i].name = str_out(m->u.status_reply.modules[i].name)) == NULL ||
+            (x[i].sha256 = str_out(m->u.status_reply.modules[i].sha256)) == NULL)
+          return LT_EINVAL;
+        v[i] = &x[i];
+      }
+      b->status_reply.n_modules = n;
+      b->status_reply.modules = v;
+    }
+    env->status_reply = &b->status_reply;
+    return 0;
+  }
   default:
     return LT_EINVAL;
   }
@@ -686,7 +751,7 @@ int lt__msg_encode(const lt_msg_t *msg, void **hdr, size_t *hdrlen) {
   if (msg == NULL || hdr == NULL || hdrlen == NULL) return LT_EINVAL;
   *hdr = NULL;
   *hdrlen = 0;
-  if (msg->type <= LT_MSG_NONE || msg->type > LT_MSG_LOST) return LT_EINVAL;
+  if (msg->type <= LT_MSG_NONE || msg->type > LT_MSG_LAST) return LT_EINVAL;
   if (msg->nframes > 0 && msg->frames == NULL) return LT_EINVAL;
 
   Lithium__Envelope env = LITHIUM__ENVELOPE__INIT;
@@ -707,7 +772,8 @@ int lt__msg_encode(const lt_msg_t *msg, void **hdr, size_t *hdrlen) {
   }
   /* Only bodies with arrays of sub-messages need memory beyond the stack. */
   arena *a = NULL;
-  if (msg->type == LT_MSG_EXECUTE || msg->type == LT_MSG_DONE || msg->type == LT_MSG_RELEASE) {
+  if (msg->type == LT_MSG_EXECUTE || msg->type == LT_MSG_DONE || msg->type == LT_MSG_RELEASE ||
+      msg->type == LT_MSG_STATUS_REPLY) {
     if ((a = lt__arena_new(encode_size_hint(msg))) == NULL) return LT_ENOMEM;
   }
   body_out b;
@@ -733,9 +799,9 @@ int lt__msg_encode(const lt_msg_t *msg, void **hdr, size_t *hdrlen) {
  * Small things. */
 
 const char *lt__msg_type_name(lt_msg_type_t t) {
-  static const char *const names[] = {"none",      "hello", "welcome", "program", "execute",
-                                      "done",      "fetch", "value",   "release", "cancel",
-                                      "heartbeat", "bye",   "error",   "lost"};
+  static const char *const names[] = {
+      "none",    "hello",  "welcome",   "program", "execute", "done", "fetch",  "value",
+      "release", "cancel", "heartbeat", "bye",     "error",   "lost", "status", "status_reply"};
   if ((unsigned)t >= sizeof names / sizeof names[0]) return "unknown";
   return names[t];
 }

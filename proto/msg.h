@@ -25,20 +25,25 @@ typedef struct lt_bytes {
 
 typedef enum lt_msg_type {
   LT_MSG_NONE = 0,
-  LT_MSG_HELLO,     /* client -> server */
-  LT_MSG_WELCOME,   /* server -> client */
-  LT_MSG_PROGRAM,   /* client -> server: the kernel table */
-  LT_MSG_EXECUTE,   /* client -> server: a batch of instructions */
-  LT_MSG_DONE,      /* server -> client: a batch of completions */
-  LT_MSG_FETCH,     /* anyone -> holder: ask for a value */
-  LT_MSG_VALUE,     /* holder -> asker: the value (payload frame) or an error */
-  LT_MSG_RELEASE,   /* client -> server: drop values */
-  LT_MSG_CANCEL,    /* client -> server: drop queued instructions */
-  LT_MSG_HEARTBEAT, /* both ways */
-  LT_MSG_BYE,       /* client -> server: end of session */
-  LT_MSG_ERROR,     /* server -> sender: a message was refused */
-  LT_MSG_LOST       /* client -> server: holders that died */
+  LT_MSG_HELLO,       /* client -> server */
+  LT_MSG_WELCOME,     /* server -> client */
+  LT_MSG_PROGRAM,     /* client -> server: the kernel table */
+  LT_MSG_EXECUTE,     /* client -> server: a batch of instructions */
+  LT_MSG_DONE,        /* server -> client: a batch of completions */
+  LT_MSG_FETCH,       /* anyone -> holder: ask for a value */
+  LT_MSG_VALUE,       /* holder -> asker: the value (payload frame) or an error */
+  LT_MSG_RELEASE,     /* client -> server: drop values */
+  LT_MSG_CANCEL,      /* client -> server: drop queued instructions */
+  LT_MSG_HEARTBEAT,   /* both ways */
+  LT_MSG_BYE,         /* client -> server: end of session */
+  LT_MSG_ERROR,       /* server -> sender: a message was refused */
+  LT_MSG_LOST,        /* client -> server: holders that died */
+  LT_MSG_STATUS,      /* anyone -> server: how are you (no session needed) */
+  LT_MSG_STATUS_REPLY /* server -> asker: the answer, with the load report */
 } lt_msg_type_t;
+
+/* The last message type: the codec's range check and the tests' tables end here. */
+#define LT_MSG_LAST LT_MSG_STATUS_REPLY
 
 /* The load report every server->client message carries (DESIGN.md 5). */
 typedef struct lt_load {
@@ -129,6 +134,12 @@ typedef struct lt_completion {
   uint64_t cpu_us;     /* CPU time of the worker thread while it ran the kernel */
 } lt_completion_t;
 
+/* A loaded kernel module in a status reply. */
+typedef struct lt_module_info {
+  const char *name;
+  const char *sha256; /* hex, "" when unknown */
+} lt_module_info_t;
+
 typedef struct lt_msg {
   lt_msg_type_t type;
   union {
@@ -202,6 +213,19 @@ typedef struct lt_msg {
       uint32_t nholders;
       const char **holders; /* endpoints */
     } lost;
+    struct {
+      const char *server_id;
+      const char *version;
+      uint32_t protocol;
+      const char *endpoint;
+      uint64_t uptime_ms;
+      uint32_t cores;
+      double speed;
+      uint32_t sessions;
+      uint64_t value_bytes;
+      uint32_t nmodules;
+      lt_module_info_t *modules;
+    } status_reply;
   } u;
   bool has_load; /* every server->client message sets it */
   lt_load_t load;

@@ -40,7 +40,9 @@ enum {
   OPT_CURVE_KEY,
   OPT_ALLOW,
   OPT_INSECURE,
-  OPT_UNSAFE_MODULES
+  OPT_UNSAFE_MODULES,
+  OPT_ANNOUNCE,
+  OPT_ADVERTISE
 };
 
 static const struct option long_opts[] = {
@@ -64,6 +66,8 @@ static const struct option long_opts[] = {
     {"allow", required_argument, NULL, OPT_ALLOW},
     {"insecure", no_argument, NULL, OPT_INSECURE},
     {"allow-unsafe-modules", no_argument, NULL, OPT_UNSAFE_MODULES},
+    {"announce", required_argument, NULL, OPT_ANNOUNCE},
+    {"advertise", required_argument, NULL, OPT_ADVERTISE},
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0}};
@@ -102,6 +106,11 @@ void lt__args_usage(FILE *f) {
           "                         --curve-key (anyone who reaches it runs its kernels)\n"
           "      --allow-unsafe-modules  use module directories and files writable by other\n"
           "                         users than the server's (or root)\n"
+          "      --announce DIR     once bound, write DIR/<name>.endpoint (a hosts-file line)\n"
+          "                         for clients with hosts=DIR; removed at exit\n"
+          "      --advertise ADDR   the host (or tcp:// endpoint) to announce instead of the\n"
+          "                         bound one; default for a * or 0.0.0.0 listen: the first\n"
+          "                         non-loopback IPv4 address\n"
           "  -h, --help             show this help\n"
           "  -V, --version          show the version\n"
           "On start the server prints \"READY <endpoint>\" on stdout.\n",
@@ -327,6 +336,18 @@ int lt__args_parse(lt_srv_args_t *a, int argc, char **argv, FILE *out, FILE *err
     case OPT_UNSAFE_MODULES:
       a->unsafe_modules = true;
       break;
+    case OPT_ANNOUNCE:
+      if (optarg[0] == '\0' || strlen(optarg) > 1024)
+        return usage_error(err, "bad --announce directory '%s'", optarg);
+      if (replace_str(&a->announce, optarg) != LT_OK) return usage_error(err, "%s", "no memory");
+      break;
+    case OPT_ADVERTISE:
+      if (optarg[0] == '\0' || strlen(optarg) > 200 || strpbrk(optarg, " \t\n#") != NULL ||
+          (strstr(optarg, "://") != NULL && strncmp(optarg, "tcp://", 6) != 0))
+        return usage_error(err, "bad --advertise '%s' (a host, address or tcp:// endpoint)",
+                           optarg);
+      if (replace_str(&a->advertise, optarg) != LT_OK) return usage_error(err, "%s", "no memory");
+      break;
     case OPT_HELP:
       lt__args_usage(out);
       return LT_ARGS_EXIT_OK;
@@ -355,6 +376,8 @@ void lt__args_free(lt_srv_args_t *a) {
   free(a->name);
   free(a->curve_key);
   free(a->allow);
+  free(a->announce);
+  free(a->advertise);
   for (size_t i = 0; i < a->nmodules; i++)
     free(a->modules[i]);
   free(a->modules);

@@ -53,6 +53,8 @@ typedef struct lt_srv_args {
   char *allow;                /* --allow: allowed client public keys file, or NULL (owned) */
   bool insecure;              /* --insecure: a non-loopback listen without CURVE is allowed */
   bool unsafe_modules;        /* --allow-unsafe-modules: skip the module permission checks */
+  char *announce;             /* --announce DIR: write DIR/<name>.endpoint once bound (owned) */
+  char *advertise;            /* --advertise ADDR: the host announced instead of the bound one */
 } lt_srv_args_t;
 
 /* lt__args_parse parses argv into *a (which it initialises; free with lt__args_free in

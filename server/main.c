@@ -1,10 +1,12 @@
 /* main.c: lithium-server's entry point: parse the flags, fork the worker under a supervisor
- * (unless --no-supervise), start the server, print "READY <endpoint>" once bound, run until
- * SIGINT/SIGTERM. Exit codes: 0 after a clean shutdown (and for --help/--version), 1 when
- * the server fails, 2 for bad flags or values, 75 from a worker that asks to be recycled. */
+ * (unless --no-supervise), start the server, announce it (--announce), print
+ * "READY <endpoint>" once bound, run until SIGINT/SIGTERM, remove the announcement. Exit
+ * codes: 0 after a clean shutdown (and for --help/--version), 1 when the server fails, 2 for
+ * bad flags or values, 75 from a worker that asks to be recycled. */
 #include <signal.h>
 #include <stdio.h>
 #include <lithium/error.h>
+#include "announce.h"
 #include "args.h"
 #include "crashlog.h"
 #include "log.h"
@@ -37,6 +39,25 @@ int main(int argc, char **argv) {
      * like a bad flag: exit 2. */
     return rc == LT_EINVAL || rc == LT_EAUTH ? LT_ARGS_EXIT_USAGE : 1;
   }
+  char announced[4096] = "";
+  if (args.announce != NULL) {
+    char ep[512];
+    rc = lt__announce_endpoint(lt__server_endpoint(srv), args.advertise, ep, sizeof ep);
+    if (rc != LT_OK) {
+      snprintf(err, sizeof err, "--announce: cannot make an endpoint to announce from %s",
+               lt__server_endpoint(srv));
+    } else {
+      rc = lt__announce_write(args.announce, srv->server_id, ep, announced, sizeof announced, err,
+                              sizeof err);
+    }
+    if (rc != LT_OK) {
+      fprintf(stderr, "lithium-server: %s\n", err);
+      lt__server_free(srv);
+      lt__args_free(&args);
+      return 1;
+    }
+    lt__log(LT_LOG_INFO, "announced %s in %s", ep, announced);
+  }
   /* Under a supervisor only the first worker announces itself: a restart is the same
    * server to whoever reads our stdout. */
   if (lt__crashlog_started(srv->incarnation, lt__server_endpoint(srv))) {
@@ -44,6 +65,7 @@ int main(int argc, char **argv) {
     fflush(stdout);
   }
   rc = lt__server_run(srv);
+  lt__announce_remove(announced);
   lt__server_free(srv);
   lt__args_free(&args);
   return rc;

@@ -324,6 +324,10 @@ static void dispatch(lt_server_t *srv, const void *rid, size_t rid_len, const lt
     handle_hello(srv, s, rid, rid_len, m, key);
     return;
   }
+  if (m->type == LT_MSG_STATUS) {
+    lt__status_reply(srv, rid, rid_len);
+    return;
+  }
   switch (m->type) {
   case LT_MSG_PROGRAM:
   case LT_MSG_EXECUTE:
@@ -436,6 +440,7 @@ static void close_handles(lt_server_t *srv) {
   if (srv->zuv_started) lt__zuv_close(&srv->zuv, NULL);
   uv_close((uv_handle_t *)&srv->sigint, NULL);
   uv_close((uv_handle_t *)&srv->sigterm, NULL);
+  uv_close((uv_handle_t *)&srv->sigusr1, NULL);
   uv_close((uv_handle_t *)&srv->sighup, NULL);
   uv_close((uv_handle_t *)&srv->idle_timer, NULL);
   uv_close((uv_handle_t *)&srv->load_timer, NULL);
@@ -472,9 +477,14 @@ static void on_idle_check(uv_timer_t *h) {
 static void on_signal(uv_signal_t *h, int signum) {
   lt_server_t *srv = h->data;
   if (srv->stopping) {
+    /* A signal to the whole process group (a terminal's Ctrl-C, Slurm's scancel) reaches
+     * the worker twice, directly and forwarded by its supervisor: only a repeat a second
+     * later is someone insisting. */
+    if (uv_now(&srv->loop) - srv->stop_ms < 1000) return;
     lt__log(LT_LOG_WARN, "signal %d again: exiting without waiting for running kernels", signum);
     _exit(1);
   }
+  srv->stop_ms = uv_now(&srv->loop);
   lt__log(LT_LOG_INFO, "signal %d: shutting down (%u instructions on the executor)", signum,
           srv->inexec);
   srv->stopping = true;
@@ -644,11 +654,13 @@ int lt__server_new(lt_server_t **out, const lt_srv_args_t *a, char *err, size_t 
   }
   uv_signal_init(&srv->loop, &srv->sigint);
   uv_signal_init(&srv->loop, &srv->sigterm);
+  uv_signal_init(&srv->loop, &srv->sigusr1);
   uv_signal_init(&srv->loop, &srv->sighup);
   srv->sighup.data = srv;
   uv_timer_init(&srv->loop, &srv->idle_timer);
   uv_timer_init(&srv->loop, &srv->load_timer);
-  srv->sigint.data = srv->sigterm.data = srv->idle_timer.data = srv->load_timer.data = srv;
+  srv->sigint.data = srv->sigterm.data = srv->sigusr1.data = srv->idle_timer.data =
+      srv->load_timer.data = srv;
   lt__peer_init(srv, a->fetch_ms, a->max_peers);
   lt__fetch_init(srv);
 
@@ -663,6 +675,7 @@ int lt__server_new(lt_server_t **out, const lt_srv_args_t *a, char *err, size_t 
   /* getrandom(2), never 0: a client tells a restarted server on the same endpoint from the
    * one it knew by this number. */
   srv->incarnation = lt__oid_client_random();
+  srv->start_us = lt__executor_now_us();
   if (a->name != NULL) {
     snprintf(srv->server_id, sizeof srv->server_id, "%s", a->name);
   } else {
@@ -715,6 +728,7 @@ int lt__server_new(lt_server_t **out, const lt_srv_args_t *a, char *err, size_t 
   lt__deadline_start(srv);
   uv_signal_start(&srv->sigint, on_signal, SIGINT);
   uv_signal_start(&srv->sigterm, on_signal, SIGTERM);
+  uv_signal_start(&srv->sigusr1, on_signal, SIGUSR1); /* drain and exit */
   uv_signal_start(&srv->sighup, on_sighup, SIGHUP);
   if (srv->idle_ms > 0) {
     uint64_t every = srv->idle_ms / 4;

@@ -44,7 +44,8 @@ typedef struct lt_server {
   lt_task_t *failq;       /* instructions to finish with an error, FIFO */
   lt_task_t *failq_tail;
 
-  uv_signal_t sigint, sigterm, sighup;
+  uv_signal_t sigint, sigterm, sighup, sigusr1;
+  uint64_t stop_ms; /* uv_now of the signal that started the shutdown */
 
   /* CURVE (--curve-key): the key pair, and the ZAP thread that checks client keys. */
   bool curve;
@@ -60,6 +61,7 @@ typedef struct lt_server {
   uint64_t idle_ms;
   uint64_t max_frame;   /* --max-frame, as welcome tells clients */
   uint64_t incarnation; /* random, non-zero, per server process (getrandom) */
+  uint64_t start_us;    /* lt__executor_now_us() at start: the uptime in STATUS replies */
 
   /* Peer links (peer.c): one DEALER per holder endpoint this server fetches from. */
   lt_peer_t *peers; /* uthash by endpoint */
@@ -134,6 +136,9 @@ void lt__server_settle(lt_server_t *srv);
  * running ones are orphaned (their results are discarded), its parked fetches are dropped,
  * its values released, its pending completions sent; then it is freed. */
 void lt__server_drop_session(lt_server_t *srv, lt_session_t *s, const char *why);
+
+/* lt__status_reply answers a STATUS from `rid` (status.c); no session is needed. */
+void lt__status_reply(lt_server_t *srv, const void *rid, size_t rid_len);
 
 /* lt__load_start starts the CPU sampling timer (1 s). */
 void lt__load_start(lt_server_t *srv);

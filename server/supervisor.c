@@ -79,6 +79,7 @@ int lt__supervise(lt_srv_args_t *a) {
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGHUP);
+  sigaddset(&set, SIGUSR1);
   sigprocmask(SIG_BLOCK, &set, &oldmask);
   int sfd = signalfd(-1, &set, SFD_CLOEXEC);
   if (sfd < 0) {
@@ -109,8 +110,9 @@ int lt__supervise(lt_srv_args_t *a) {
       goto out;
     }
     if (si.ssi_signo != SIGCHLD) {
-      stop_sig = (int)si.ssi_signo;
-      kill(worker, stop_sig);
+      /* SIGHUP re-reads the allow list; the others stop the worker gracefully. */
+      if (si.ssi_signo != SIGHUP) stop_sig = (int)si.ssi_signo;
+      kill(worker, (int)si.ssi_signo);
       continue;
     }
     int st;

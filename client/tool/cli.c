@@ -18,6 +18,9 @@ void lt__cli_usage(FILE *f) {
         "       lithium graph EXPR [--normal_form on]\n"
         "       lithium check EXPR\n"
         "       lithium keygen NAME\n"
+        "       lithium status [--hosts FILE|DIR] [ENDPOINT...] [--json]  (see status --help)\n"
+        "       lithium up HOSTS [--key F] [--allow F] [--modules DIR] [--port P]  (up --help)\n"
+        "       lithium down HOSTS                 (ssh launch; see up --help)\n"
         "commands:\n"
         "  run      run every FILE through the skeleton program EXPR, one task per file\n"
         "           (- reads stdin as one task); results go to stdout in input order\n"
@@ -30,6 +33,8 @@ void lt__cli_usage(FILE *f) {
         "                       DIR/stdin); DIR is created; a failed task writes nothing\n"
         "      --hosts EP,...   use running servers (tcp://host:port, each optionally\n"
         "                       followed by a space and the server's Z85 public key)\n"
+        "      --hosts-file F   use the servers of hosts file F (one `ENDPOINT [KEY]` a\n"
+        "                       line), or every server announced in directory F\n"
         "      --servers N      start N local lithium-server processes (default 2)\n"
         "      --local          no servers: the sequential evaluator, in this process\n"
         "      --stats          print the run's statistics as JSON on stderr at the end\n"
@@ -106,7 +111,8 @@ static int add_option(lt_cli_t *cli, const char *arg, size_t len, const char *va
 /* run_flag_name returns the canonical spelling of one of the tool's own flags (all of them
  * belong to `run`), or NULL when `name` (length `len`) is an evaluator option. */
 static const char *run_flag_name(const char *name, size_t len) {
-  static const char *const flags[] = {"--out", "--hosts", "--servers", "--local", "--stats"};
+  static const char *const flags[] = {"--out",     "--hosts", "--hosts-file",
+                                      "--servers", "--local", "--stats"};
   for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
     if (strlen(flags[i]) == len + 2 && strncmp(flags[i] + 2, name, len) == 0) return flags[i];
   return NULL;
@@ -133,8 +139,8 @@ static int check_positionals(const lt_cli_t *cli, size_t npos, const char *run_f
       if (strcmp(cli->files[i], "-") != 0) continue;
       if (stdin_seen++) return usage_error(err, "- (stdin) can be given only once");
     }
-    if (cli->local && (cli->nhosts > 0 || cli->servers > 0))
-      return usage_error(err, "--local excludes --hosts and --servers");
+    if (cli->local && (cli->nhosts > 0 || cli->servers > 0 || cli->hosts_file != NULL))
+      return usage_error(err, "--local excludes --hosts, --hosts-file and --servers");
     return LT_CLI_GO;
   }
   const char *name = cli->cmd == LT_CMD_GRAPH ? "graph" : "check";
@@ -203,6 +209,9 @@ int lt__cli_parse(lt_cli_t *cli, int argc, char **argv, FILE *out, FILE *err) {
       cli->out_dir = value;
     } else if (strcmp(run_name, "--hosts") == 0) {
       if (add_hosts(cli, value) != 0) return usage_error(err, "--hosts: bad list '%s'", value);
+    } else if (strcmp(run_name, "--hosts-file") == 0) {
+      if (value[0] == '\0') return usage_error(err, "--hosts-file: empty file name");
+      cli->hosts_file = value;
     } else if (strcmp(run_name, "--servers") == 0) {
       if (parse_servers(value, &cli->servers) != 0)
         return usage_error(err, "--servers: expected 1..256, got '%s'", value);

@@ -29,9 +29,10 @@ typedef struct lt_cli {
   const char *out_dir; /* --out */
   char **hosts;        /* --hosts, split at commas; owned */
   size_t nhosts;
-  int servers; /* --servers N, 0 when not given */
-  int local;   /* --local */
-  int stats;   /* --stats */
+  const char *hosts_file; /* --hosts-file: the `hosts` option */
+  int servers;            /* --servers N, 0 when not given */
+  int local;              /* --local */
+  int stats;              /* --stats */
   lt_cli_opt_t *opts;
   size_t nopts;
 } lt_cli_t;

@@ -1,5 +1,6 @@
 /* lithium.c: the `lithium` command-line tool: `check` (parse and print the canonical form),
- * `graph` (the compiled MDF template as Graphviz DOT) and `run` (run.c). Options are judged
+ * `graph` (the compiled MDF template as Graphviz DOT), `run` (run.c), `status` (status.c),
+ * `up` and `down` (up.c). Options are judged
  * by the evaluator's own table before anything starts, so every command refuses a bad one.
  * Exit status: 0 success, 1 a task or the run failed, 2 bad usage, expression or input. */
 #include <signal.h>
@@ -12,6 +13,8 @@
 #include "curve.h"
 #include "options.h"
 #include "run.h"
+#include "status.h"
+#include "up.h"
 #include "template.h"
 
 /* Tasks submitted ahead of the one being written, at most (and at most max_pending). */
@@ -120,6 +123,10 @@ int main(int argc, char **argv) {
   /* A closed stdout shows up as a write error we report, not as a silent death. */
   signal(SIGPIPE, SIG_IGN);
   if (argc >= 2 && strcmp(argv[1], "keygen") == 0) return keygen(argc, argv);
+  /* Commands about servers rather than programs have command lines of their own. */
+  if (argc >= 2 && strcmp(argv[1], "status") == 0) return lt__status_main(argc - 1, argv + 1);
+  if (argc >= 2 && strcmp(argv[1], "up") == 0) return lt__up_main(argc - 1, argv + 1, 0);
+  if (argc >= 2 && strcmp(argv[1], "down") == 0) return lt__up_main(argc - 1, argv + 1, 1);
   lt_cli_t cli;
   int status = lt__cli_parse(&cli, argc, argv, stdout, stderr);
   if (status == LT_CLI_GO) status = dispatch(&cli);

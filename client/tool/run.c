@@ -72,12 +72,20 @@ static int setup(run_t *r, lt_skel_t *program) {
       return LT_EXIT_USAGE;
     }
   }
+  if (cli->hosts_file != NULL && (rc = lt_eval_set(r->ev, "hosts", cli->hosts_file)) != LT_OK) {
+    report(r, "--hosts-file: %s", lt_strerror(rc));
+    return LT_EXIT_USAGE;
+  }
   if (cli->local) {
     rc = lt_eval_run_local(r->ev);
     if (rc != LT_OK) report(r, "cannot run the sequential evaluator: %s", lt_strerror(rc));
     return rc == LT_OK ? -1 : LT_EXIT_FAILED;
   }
-  int spawn = cli->servers > 0 ? cli->servers : cli->nhosts == 0 ? DEFAULT_SERVERS : 0;
+  /* Local servers by default only when no servers are named anywhere. */
+  int named = cli->nhosts > 0 || cli->hosts_file != NULL || getenv("LITHIUM_HOSTS") != NULL;
+  for (size_t i = 0; i < cli->nopts; i++)
+    named |= strcmp(cli->opts[i].key, "hosts") == 0;
+  int spawn = cli->servers > 0 ? cli->servers : named ? 0 : DEFAULT_SERVERS;
   if (spawn > 0 && (rc = lt_eval_spawn_local(r->ev, spawn)) != LT_OK) {
     report(r, "cannot start %d local server%s: %s", spawn, spawn == 1 ? "" : "s", lt_strerror(rc));
     return LT_EXIT_FAILED;

@@ -639,3 +639,106 @@ Test(tool, progress_on_a_terminal, .timeout = 60) {
   expect_file("out/a", "X");
   remove_dir();
 }
+
+Test(tool, hosts_file, .timeout = 60) {
+  make_dir();
+  write_file("a", "abc");
+  char ep[256], text[512];
+  pid_t srv = start_server(ep, sizeof ep);
+  snprintf(text, sizeof text, "# the test's server\n\n%s   # running\n", ep);
+  write_file("hosts", text);
+  result_t r;
+  /* No local servers are started when a hosts file names the servers. */
+  tool(&r, NULL, "run", "testk:upper", path_of("a"), "--hosts-file", path_of("hosts"), "--stats",
+       "--server", path_of("no-server"), NULL);
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  cr_expect_str_eq(r.out, "ABC");
+  cr_expect(strstr(r.err, ep) != NULL, "the server is in the stats: %s", r.err);
+  free_result(&r);
+  stop_server(srv);
+  write_file("bad", "tcp://127.0.0.1:1\nnonsense\n");
+  tool(&r, NULL, "run", "testk:upper", path_of("a"), "--hosts-file", path_of("bad"), NULL);
+  cr_expect_eq(r.status, 1);
+  cr_expect(strstr(r.err, "line 2") != NULL, "%s", r.err);
+  free_result(&r);
+  tool(&r, NULL, "run", "testk:upper", path_of("a"), "--hosts-file", path_of("bad"), "--local",
+       NULL);
+  cr_expect_eq(r.status, 2, "%s", r.err);
+  free_result(&r);
+  remove_dir();
+}
+
+/* lithium up/down with a stand-in for ssh (runs the remote command here) and for
+ * lithium-server (records its flags, says READY, stops on SIGTERM): the flags handed to the
+ * servers, the hosts file with the public key next to --key, --insecure without a key where
+ * the server knows it, the pids recorded and stopped, and a host whose server cannot start. */
+Test(tool, up_and_down_with_stand_ins, .timeout = 60) {
+  make_dir();
+  write_file("ssh", "#!/bin/sh\nfor last; do :; done\nexec sh -c \"$last\"\n");
+  char text[1024];
+  snprintf(text, sizeof text,
+           "#!/bin/sh\n"
+           "if [ \"$1\" = --help ]; then echo '  --insecure   no CURVE'; exit 0; fi\n"
+           "echo \"$*\" >>%s\n"
+           "trap 'exit 0' TERM\n"
+           "echo 'READY tcp://0.0.0.0:4242'\n"
+           "while :; do sleep 0.05; done\n",
+           path_of("args.log"));
+  write_file("fake-lithium-server", text);
+  cr_assert_eq(chmod(path_of("ssh"), 0755), 0);
+  cr_assert_eq(chmod(path_of("fake-lithium-server"), 0755), 0);
+  write_file("kp.key", "secret\n");
+  write_file("kp.pub", "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7\n");
+  char ssh[300], server[300], state[300], key[300], allow[300];
+  snprintf(ssh, sizeof ssh, "%s", path_of("ssh"));
+  snprintf(server, sizeof server, "%s", path_of("fake-lithium-server"));
+  snprintf(state, sizeof state, "%s", path_of("state"));
+  snprintf(key, sizeof key, "%s", path_of("kp.key"));
+  snprintf(allow, sizeof allow, "%s", path_of("allow"));
+
+  result_t r;
+  tool(&r, NULL, "up", "h1,user@h2", "--ssh", ssh, "--server", server, "--state", state, "--port",
+       "4242", "--key", key, "--allow", allow, "--modules", "/srv/m", NULL);
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  cr_expect(strstr(r.out, "\ntcp://h1:4242 rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7\n") != NULL,
+            "%s", r.out);
+  cr_expect(strstr(r.out, "\ntcp://h2:4242 rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7\n") != NULL,
+            "%s", r.out);
+  free_result(&r);
+  char *args = slurp(path_of("args.log"), NULL);
+  cr_assert_not_null(args);
+  snprintf(text, sizeof text,
+           "--name h1 --listen tcp://*:4242 --modules /srv/m --curve-key %s "
+           "--allow %s\n",
+           key, allow);
+  cr_expect(strstr(args, text) != NULL, "%s", args);
+  cr_expect(strstr(args, "--insecure") == NULL, "%s", args);
+  free(args);
+  tool(&r, NULL, "down", "h1,user@h2", "--ssh", ssh, "--state", state, NULL);
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  cr_expect(strstr(r.err, "lithium down: h1: stopped 1 server\n") != NULL, "%s", r.err);
+  cr_expect(strstr(r.err, "lithium down: user@h2: stopped 1 server\n") != NULL, "%s", r.err);
+  free_result(&r);
+
+  /* No key: --insecure, since this server knows the flag. A server that cannot start. */
+  unlink(path_of("args.log"));
+  tool(&r, NULL, "up", "h3", "--ssh", ssh, "--server", server, "--state", state, NULL);
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  cr_expect(strstr(r.out, "\ntcp://h3:4242\n") != NULL, "%s", r.out);
+  free_result(&r);
+  args = slurp(path_of("args.log"), NULL);
+  cr_expect(args != NULL && strstr(args, "--listen tcp://*:0 --insecure") != NULL, "%s", args);
+  free(args);
+  tool(&r, NULL, "down", "h3", "--ssh", ssh, "--state", state, NULL);
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  free_result(&r);
+  tool(&r, NULL, "up", "h4", "--ssh", ssh, "--server", path_of("none"), "--state", state, NULL);
+  cr_expect_eq(r.status, 1);
+  cr_expect(strstr(r.err, "lithium up: h4: ") != NULL && strstr(r.err, "none") != NULL, "%s",
+            r.err);
+  free_result(&r);
+  tool(&r, NULL, "up", NULL);
+  cr_expect_eq(r.status, 2);
+  free_result(&r);
+  remove_dir();
+}

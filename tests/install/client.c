@@ -1,7 +1,9 @@
 /* tests/install/client.c: a client built out of tree against an installed Lithium-C (with
  * pkg-config, and again with CMake's find_package). It runs pipe(farm(itest:rev),
- * seq(itest:tag, "!")) on the server given as argv[1], checks every result (also one read
- * through a future) and checks that a failing kernel's message reaches the client. */
+ * seq(itest:tag, "!")) on the server given as argv[1] (or on N servers it spawns itself with
+ * lt_eval_spawn_local, which must find the lithium-server of the library's own prefix),
+ * checks every result (also one read through a future) and checks that a failing kernel's
+ * message reaches the client. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +34,17 @@ static int failures;
     }                                                                                              \
   } while (0)
 
+static const char *endpoint;    /* a running server, or NULL: spawn */
+static int nspawn;              /* --spawn N */
+static const char *modules_dir; /* --spawn's module directory */
+
+/* add_servers gives `ev` its servers: the endpoint, or N local ones. */
+static int add_servers(lt_eval_t *ev) {
+  if (endpoint != NULL) return lt_eval_add_host(ev, endpoint);
+  int rc = lt_eval_set(ev, "modules", modules_dir);
+  return rc != LT_OK ? rc : lt_eval_spawn_local(ev, nspawn);
+}
+
 static void expected(int i, char *buf, size_t size) {
   char text[32];
   int n = snprintf(text, sizeof text, "task-%d", i);
@@ -45,7 +58,7 @@ static int same(const lt_buf_t *b, const char *want) {
          memcmp(lt_buf_data(b), want, strlen(want)) == 0;
 }
 
-static void run_pipeline(const char *endpoint) {
+static void run_pipeline(void) {
   lt_eval_t *ev = NULL;
   lt_future_t *fut = NULL;
   lt_buf_t *b = NULL;
@@ -55,7 +68,7 @@ static void run_pipeline(const char *endpoint) {
   CHECK(prog != NULL, "cannot build the program");
   if (prog == NULL) return;
   CALL(lt_eval_new(&ev, prog));
-  CALL(lt_eval_add_host(ev, endpoint));
+  CALL(add_servers(ev));
   CALL(lt_eval_start(ev));
   for (int i = 0; i < NTASKS; i++) {
     int n = snprintf(text, sizeof text, "task-%d", i);
@@ -86,11 +99,11 @@ out:
   lt_eval_free(ev);
 }
 
-static void run_failing(const char *endpoint) {
+static void run_failing(void) {
   lt_eval_t *ev = NULL;
   lt_buf_t *b = NULL;
   CALL(lt_eval_new(&ev, lt_seq("itest:fail")));
-  CALL(lt_eval_add_host(ev, endpoint));
+  CALL(add_servers(ev));
   CALL(lt_eval_start(ev));
   CALL(lt_eval_submit(ev, "x", 1, NULL));
   CALL(lt_eval_close(ev));
@@ -104,13 +117,19 @@ out:
 }
 
 int main(int argc, char **argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: %s tcp://HOST:PORT\n", argv[0]);
+  if (argc == 2) {
+    endpoint = argv[1];
+  } else if (argc == 4 && strcmp(argv[1], "--spawn") == 0 && atoi(argv[2]) > 0) {
+    nspawn = atoi(argv[2]);
+    modules_dir = argv[3];
+  } else {
+    fprintf(stderr, "usage: %s tcp://HOST:PORT | --spawn N MODULES_DIR\n", argv[0]);
     return 2;
   }
-  run_pipeline(argv[1]);
-  run_failing(argv[1]);
+  run_pipeline();
+  run_failing();
   if (failures == 0)
-    printf("itest_client: ok (%d tasks, one future, one failing kernel)\n", NTASKS + 1);
+    printf("itest_client: ok (%d tasks, one future, one failing kernel; %s)\n", NTASKS + 1,
+           endpoint != NULL ? "running server" : "spawned servers");
   return failures == 0 ? 0 : 1;
 }

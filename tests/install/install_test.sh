@@ -3,8 +3,11 @@
 # variables). Installs the build into a scratch prefix, checks the layout, builds a kernel
 # module and a client out of tree with pkg-config (shared and static), builds the same client
 # with CMake's find_package(lithium), starts the installed lithium-server on a free loopback
-# port and runs every client against it. The scratch directory is removed on success and
-# kept (its path printed) on failure; the server is stopped on every exit path.
+# port and runs every client against it. Then, as a new user would: programs built with
+# nothing but `pkg-config --cflags --libs lithium` run in a clean environment (`env -i`, no
+# LD_LIBRARY_PATH), spawning the lithium-server of the prefix themselves, and so does the
+# installed `lithium` tool. The scratch directory is removed on success and kept (its path
+# printed) on failure; the server is stopped on every exit path.
 set -euo pipefail
 
 : "${LT_CMAKE:=cmake}" "${LT_CC:=cc}" "${LT_SAN_FLAGS:=}"
@@ -58,10 +61,13 @@ for f in "$LT_INCLUDEDIR/lithium.h" \
   "$LT_INCLUDEDIR/lithium/error.h" "$LT_INCLUDEDIR/lithium/export.h" \
   "$LT_LIBDIR/liblithium.so" "$LT_LIBDIR/liblithium.a" \
   "$LT_LIBDIR/pkgconfig/lithium.pc" "$LT_LIBDIR/cmake/lithium/lithiumConfig.cmake" \
-  "$LT_LIBDIR/cmake/lithium/lithiumConfigVersion.cmake" "$LT_BINDIR/lithium-server"; do
+  "$LT_LIBDIR/cmake/lithium/lithiumConfigVersion.cmake" "$LT_BINDIR/lithium-server" \
+  "$LT_BINDIR/lithium"; do
   [[ -f "$prefix/$f" ]] || die "missing from the install: $f"
 done
-[[ -x "$prefix/$LT_BINDIR/lithium-server" ]] || die "$LT_BINDIR/lithium-server not executable"
+for p in lithium-server lithium; do
+  [[ -x "$prefix/$LT_BINDIR/$p" ]] || die "$LT_BINDIR/$p not executable"
+done
 # Private headers stay private.
 extra=$(find "$prefix/$LT_INCLUDEDIR" -name '*.h' ! -name lithium.h \
   ! -path "*/lithium/kernel.h" ! -path "*/lithium/skel.h" ! -path "*/lithium/error.h" \
@@ -84,13 +90,15 @@ log "pkg-config: cflags ${cflags[*]}; libs ${libs[*]}; sanitizer flags: ${san[*]
 mkdir -p "$work/modules" "$work/bin"
 run module "$LT_CC" -shared -fPIC -Wall -Wextra -Werror "${san[@]}" "${cflags[@]}" \
   "$LT_SRC_DIR/itest.c" -o "$work/modules/libitest.so"
+# The README's own line, nothing added: lithium.pc's Libs carry the rpath.
 run client "$LT_CC" -Wall -Wextra -Werror "${san[@]}" "${cflags[@]}" "$LT_SRC_DIR/client.c" \
-  -o "$work/bin/itest_client" "${libs[@]}" "-Wl,-rpath,$prefix/$LT_LIBDIR"
+  -o "$work/bin/itest_client" "${libs[@]}"
 # ldd's output is read whole: `grep -q` would stop early and, under pipefail, fail the
 # pipeline with ldd's SIGPIPE now and then.
 deps=$(ldd "$work/bin/itest_client")
-grep -qF "$prefix/$LT_LIBDIR/liblithium.so" <<<"$deps" ||
-  die "itest_client does not use the installed liblithium.so"
+used=$(sed -n 's/^[[:space:]]*liblithium\.so[^ ]* => \([^ ]*\) .*/\1/p' <<<"$deps")
+[[ -n "$used" && "$(realpath "$used")" == "$(realpath "$prefix/$LT_LIBDIR")"/liblithium.so* ]] ||
+  die "itest_client does not use the installed liblithium.so: $deps"
 # Static: the archive by path, its dependencies from `pkg-config --static`.
 static_deps=()
 for arg in "${static_libs[@]}"; do
@@ -154,5 +162,31 @@ if ((status != 0)); then
   cat "$work/server.err" >&2
   die "lithium-server exited with status $status after SIGTERM"
 fi
-log "lithium-server stopped cleanly; all checks passed"
+log "lithium-server stopped cleanly"
+
+# 7. A clean environment: no LD_LIBRARY_PATH, no LITHIUM_* variables, a PATH without the
+# prefix. The pkg-config-built client spawns two servers itself (lt_eval_spawn_local finds
+# the prefix's lithium-server from the library's own location), and the installed tool runs
+# a farm on servers it spawns. ASan builds keep their runtime options.
+clean_env=(env -i PATH=/usr/bin:/bin HOME="$work")
+[[ -n "${ASAN_OPTIONS:-}" ]] && clean_env+=(ASAN_OPTIONS="$ASAN_OPTIONS")
+[[ -n "${LSAN_OPTIONS:-}" ]] && clean_env+=(LSAN_OPTIONS="$LSAN_OPTIONS")
+[[ -n "${UBSAN_OPTIONS:-}" ]] && clean_env+=(UBSAN_OPTIONS="$UBSAN_OPTIONS")
+for client in "$work/bin/itest_client" "$work/consumer/itest_client_cmake"; do
+  name=$(basename "$client")-spawn
+  if ! timeout 60 "${clean_env[@]}" "$client" --spawn 2 "$work/modules" >"$work/$name.log" 2>&1; then
+    cat "$work/$name.log" >&2
+    die "$name failed in a clean environment"
+  fi
+  log "$(tail -n1 "$work/$name.log") [$name, env -i]"
+done
+printf 'tool-input' >"$work/tool.in"
+if ! timeout 60 "${clean_env[@]}" "$prefix/$LT_BINDIR/lithium" run 'farm(itest:rev)' \
+  "$work/tool.in" --servers 2 --modules "$work/modules" >"$work/tool.out" 2>"$work/tool.err"; then
+  cat "$work/tool.err" >&2
+  die "the installed lithium tool failed in a clean environment"
+fi
+[[ "$(cat "$work/tool.out")" == "tupni-loot" ]] || die "lithium run gave '$(cat "$work/tool.out")'"
+log "installed lithium run on 2 spawned servers: ok [env -i]"
+log "all checks passed"
 ok=1

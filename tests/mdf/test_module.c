@@ -110,6 +110,30 @@ Test(module, resolve_good_kernel) {
   lt__modules_free(NULL);
 }
 
+static void count_module(void *ud, const char *name, const char *sha256) {
+  char *seen = ud;
+  snprintf(seen, 128, "%s %s", name, sha256);
+}
+
+Test(module, loaded_modules_with_their_hash) {
+  lt_modules_t *m = registry(LT_TEST_MODULES);
+  char seen[128] = "";
+  cr_assert_eq(lt__modules_each(m, count_module, seen), 0);
+  lt_kernel_fn fn = NULL;
+  cr_assert_eq(lt__modules_resolve(m, "testk:inc", &fn, NULL, 0), LT_OK);
+  cr_assert_eq(lt__modules_resolve(m, "testk:dbl", &fn, NULL, 0), LT_OK);
+  cr_assert_eq(lt__modules_each(m, count_module, seen), 1);
+  /* The hash is the file's, as sha256sum computes it. */
+  char cmd[600], want[128] = "";
+  snprintf(cmd, sizeof cmd, "sha256sum %s/libtestk.so", LT_TEST_MODULES);
+  FILE *p = popen(cmd, "r");
+  cr_assert_not_null(p);
+  cr_assert_not_null(fgets(want, 65, p));
+  pclose(p);
+  cr_expect(strncmp(seen, "testk ", 6) == 0 && strcmp(seen + 6, want) == 0, "%s vs %s", seen, want);
+  lt__modules_free(m);
+}
+
 Test(module, unknown_module) {
   char dir[64];
   make_tmpdir(dir, sizeof dir);

@@ -255,6 +255,24 @@ static bool msg_equal(const lt_msg_t *a, const lt_msg_t *b, const char **why) {
     for (uint32_t i = 0; i < a->u.lost.nholders; i++)
       DIFF(!str_eq(a->u.lost.holders[i], b->u.lost.holders[i]), "lost.holders");
     break;
+  case LT_MSG_STATUS:
+    break;
+  case LT_MSG_STATUS_REPLY: {
+    const __typeof__(a->u.status_reply) *x = &a->u.status_reply, *y = &b->u.status_reply;
+    DIFF(!str_eq(x->server_id, y->server_id) || !str_eq(x->version, y->version) ||
+             !str_eq(x->endpoint, y->endpoint),
+         "status_reply strings");
+    DIFF(x->protocol != y->protocol || x->uptime_ms != y->uptime_ms || x->cores != y->cores ||
+             !feq(x->speed, y->speed) || x->sessions != y->sessions ||
+             x->value_bytes != y->value_bytes,
+         "status_reply numbers");
+    DIFF(x->nmodules != y->nmodules, "status_reply.nmodules");
+    for (uint32_t i = 0; i < x->nmodules; i++)
+      DIFF(!str_eq(x->modules[i].name, y->modules[i].name) ||
+               !str_eq(x->modules[i].sha256, y->modules[i].sha256),
+           "status_reply.modules");
+    break;
+  }
   default:
     DIFF(true, "unexpected type");
   }
@@ -264,7 +282,7 @@ static bool msg_equal(const lt_msg_t *a, const lt_msg_t *b, const char **why) {
 
 /* check_decoded asserts the invariants every successfully decoded message keeps. */
 static void check_decoded(const lt_msg_t *m) {
-  cr_assert(m->type > LT_MSG_NONE && m->type <= LT_MSG_LOST);
+  cr_assert(m->type > LT_MSG_NONE && m->type <= LT_MSG_LAST);
   cr_assert(m->priv != NULL);
   switch (m->type) {
   case LT_MSG_EXECUTE:
@@ -334,6 +352,8 @@ static lt_stage_t stages2[1] = {{2, {"divide", 6}}};
 static lt_instr_t instrs[3];
 static uint64_t crashed_seqs[] = {65536, 1ull << 40};
 static const char *lost_holders[] = {"tcp://127.0.0.1:5555", "tcp://[::1]:7"};
+static lt_module_info_t status_modules[] = {
+    {"testk", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}, {"m", ""}};
 static lt_output_info_t oinfo0[3] = {{100, 0}, {1ull << 40, -1}, {0, 2}};
 static lt_completion_t compls[3];
 static lt_oid_t rel_ids[3] = {{1, 1}, {2, 2}, {UINT64_MAX, UINT64_MAX}};
@@ -461,6 +481,22 @@ static void sample(lt_msg_t *m, lt_msg_type_t t) {
     m->u.lost.nholders = 2;
     m->u.lost.holders = lost_holders;
     break;
+  case LT_MSG_STATUS:
+    m->has_load = false;
+    break;
+  case LT_MSG_STATUS_REPLY:
+    m->u.status_reply.server_id = "node-7 \xc3\xa9";
+    m->u.status_reply.version = "0.1.0";
+    m->u.status_reply.protocol = LT_PROTO_VERSION;
+    m->u.status_reply.endpoint = "tcp://10.0.0.7:5555";
+    m->u.status_reply.uptime_ms = UINT64_MAX;
+    m->u.status_reply.cores = 64;
+    m->u.status_reply.speed = 1.25;
+    m->u.status_reply.sessions = 3;
+    m->u.status_reply.value_bytes = (uint64_t)1 << 40;
+    m->u.status_reply.nmodules = 2;
+    m->u.status_reply.modules = status_modules;
+    break;
   default:
     cr_assert_fail("no sample for %d", (int)t);
   }
@@ -501,7 +537,7 @@ static void roundtrip(const lt_msg_t *in, const lt_codec_limits_t *lim) {
  * Round trips. */
 
 Test(codec, roundtrip_every_body) {
-  for (int t = LT_MSG_HELLO; t <= LT_MSG_LOST; t++) {
+  for (int t = LT_MSG_HELLO; t <= LT_MSG_LAST; t++) {
     lt_msg_t m;
     sample(&m, (lt_msg_type_t)t);
     roundtrip(&m, NULL);
@@ -643,7 +679,7 @@ static bool acceptable(int rc) {
 }
 
 Test(codec, every_truncated_prefix_fails_or_differs) {
-  for (int t = LT_MSG_HELLO; t <= LT_MSG_LOST; t++) {
+  for (int t = LT_MSG_HELLO; t <= LT_MSG_LAST; t++) {
     lt_msg_t m;
     sample(&m, (lt_msg_type_t)t);
     void *hdr;
@@ -914,7 +950,7 @@ Test(codec, random_structured) {
 Test(codec, mutated_valid_headers) {
   rng_state = 12345;
   int outcome[8] = {0};
-  for (int t = LT_MSG_HELLO; t <= LT_MSG_LOST; t++) {
+  for (int t = LT_MSG_HELLO; t <= LT_MSG_LAST; t++) {
     lt_msg_t m;
     sample(&m, (lt_msg_type_t)t);
     void *hdr;
@@ -1774,12 +1810,12 @@ Test(codec, decode_argument_errors) {
 Test(codec, type_names) {
   cr_assert_str_eq(lt__msg_type_name(LT_MSG_EXECUTE), "execute");
   cr_assert_str_eq(lt__msg_type_name(LT_MSG_HEARTBEAT), "heartbeat");
-  for (int a = LT_MSG_NONE; a <= LT_MSG_LOST; a++) {
+  for (int a = LT_MSG_NONE; a <= LT_MSG_LAST; a++) {
     cr_assert_str_neq(lt__msg_type_name((lt_msg_type_t)a), "unknown");
-    for (int b = a + 1; b <= LT_MSG_LOST; b++)
+    for (int b = a + 1; b <= LT_MSG_LAST; b++)
       cr_assert_str_neq(lt__msg_type_name((lt_msg_type_t)a), lt__msg_type_name((lt_msg_type_t)b));
   }
-  cr_assert_str_eq(lt__msg_type_name((lt_msg_type_t)(LT_MSG_LOST + 1)), "unknown");
+  cr_assert_str_eq(lt__msg_type_name((lt_msg_type_t)(LT_MSG_LAST + 1)), "unknown");
 }
 
 Test(codec, default_limits) {

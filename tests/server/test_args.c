@@ -138,6 +138,25 @@ Test(args, help_and_version) {
 }
 
 /* Every bad command line takes the exit-2 path, names the problem and prints the usage. */
+Test(args, announce_and_advertise) {
+  lt_srv_args_t a;
+  streams_t s = {0};
+  const char *none[] = {"lithium-server", NULL};
+  cr_assert_eq(parse(&a, &s, none), LT_ARGS_RUN);
+  cr_assert_null(a.announce);
+  cr_assert_null(a.advertise);
+  lt__args_free(&a);
+  streams_free(&s);
+  memset(&s, 0, sizeof s);
+  const char *argv[] = {"lithium-server", "--announce", "/shared/run1",
+                        "--advertise",    "node7",      NULL};
+  cr_assert_eq(parse(&a, &s, argv), LT_ARGS_RUN);
+  cr_assert_str_eq(a.announce, "/shared/run1");
+  cr_assert_str_eq(a.advertise, "node7");
+  lt__args_free(&a);
+  streams_free(&s);
+}
+
 Test(args, bad_flags_exit_2) {
   static const char *const bad[][4] = {
       {"--bogus", NULL},
@@ -167,6 +186,10 @@ Test(args, bad_flags_exit_2) {
       {"--listen", "", NULL},
       {"--listen", "no-scheme", NULL},
       {"--modules", "", NULL},
+      {"--announce", "", NULL},
+      {"--advertise", "", NULL},
+      {"--advertise", "two words", NULL},
+      {"--advertise", "ipc:///tmp/x", NULL},
       {"--listen", NULL},
       {"--threads", NULL},
       {"extra-positional", NULL},
