@@ -55,6 +55,17 @@ int lt__sched_new(lt_sched_t **out, lt_eval_t *ev) {
   return LT_OK;
 }
 
+/* free_peers frees the list of the session's servers announced to each server. */
+static void free_peers(lt_sched_t *s) {
+  for (size_t i = 0; i < s->npeers; i++) {
+    free(s->peers[i]);
+    free(s->eps[i]);
+  }
+  free(s->peers);
+  free(s->eps);
+  free(s->keys);
+}
+
 void lt__sched_free(lt_sched_t *s) {
   if (s == NULL) return;
   lt__trace_close(s->trace);
@@ -67,13 +78,7 @@ void lt__sched_free(lt_sched_t *s) {
   free(s->admitted);
   free(s->pace);
   free(s->conns);
-  for (size_t i = 0; i < s->npeers; i++) {
-    free(s->peers[i]);
-    free(s->eps[i]);
-  }
-  free(s->peers);
-  free(s->eps);
-  free(s->keys);
+  free_peers(s);
   free(s);
 }
 
@@ -214,13 +219,7 @@ static int update_peers(lt_sched_t *s) {
     free(keys);
     return rc;
   }
-  for (size_t i = 0; i < s->npeers; i++) {
-    free(s->peers[i]);
-    free(s->eps[i]);
-  }
-  free(s->peers);
-  free(s->eps);
-  free(s->keys);
+  free_peers(s);
   s->peers = peers;
   s->eps = eps;
   s->keys = keys;

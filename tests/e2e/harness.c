@@ -50,9 +50,26 @@ void start_server_with(lt_proc_t *p, const char *name, uint32_t threads, const c
   cr_assert_eq(rc, LT_OK, "spawn %s: %s", name, err);
 }
 
+lt_eval_t *eval_on_procs(lt_skel_t *program, const lt_proc_t *procs, int n,
+                         const char *const *opts) {
+  lt_eval_t *ev = NULL;
+  cr_assert_eq(lt_eval_new(&ev, program), LT_OK);
+  for (int i = 0; opts != NULL && opts[i] != NULL; i += 2)
+    cr_assert_eq(lt_eval_set(ev, opts[i], opts[i + 1]), LT_OK, "%s", opts[i]);
+  for (int i = 0; i < n; i++)
+    cr_assert_eq(lt_eval_add_host(ev, procs[i].endpoint), LT_OK);
+  int rc = lt_eval_start(ev);
+  cr_assert_eq(rc, LT_OK, "start: %s", lt_strerror(rc));
+  return ev;
+}
+
 int64_t next_i64(lt_eval_t *ev) {
+  return next_i64_within(ev, -1);
+}
+
+int64_t next_i64_within(lt_eval_t *ev, int ms) {
   lt_buf_t *b = NULL;
-  int rc = lt_eval_next(ev, &b);
+  int rc = lt_eval_next_timeout(ev, ms, &b);
   cr_assert_eq(rc, LT_OK, "next: %s", lt_strerror(rc));
   cr_assert_eq(lt_buf_error(b), LT_OK, "task failed: %s", lt_buf_errmsg(b));
   cr_assert_eq(lt_buf_len(b), 8);

@@ -33,6 +33,14 @@ uint64_t stats_u64(const char *json, const char *key);
 int stats_each(const char *json, const char *key, uint64_t *v, int n);
 uint64_t stats_sum(const char *json, const char *key);
 
+/* eval_on_procs creates an evaluator for `program` with options `opts` (key, value pairs,
+ * NULL-terminated; NULL: none) on the `n` servers in `procs` and starts it. */
+lt_eval_t *eval_on_procs(lt_skel_t *program, const lt_proc_t *procs, int n,
+                         const char *const *opts);
+
+/* next_i64_within is next_i64 waiting at most `ms` for the result. */
+int64_t next_i64_within(lt_eval_t *ev, int ms);
+
 /* submit_i64s submits the int64 tasks 0..n-1 to the stream; the test fails on an error. */
 void submit_i64s(lt_eval_t *ev, int n);
 

@@ -13,21 +13,9 @@
 
 #define READ_MS 60000
 
-static lt_eval_t *eval_on(lt_skel_t *prog, lt_proc_t *p, int n, const char *const *opts) {
-  lt_eval_t *ev = NULL;
-  cr_assert_eq(lt_eval_new(&ev, prog), LT_OK);
-  for (int i = 0; opts != NULL && opts[i] != NULL; i += 2)
-    cr_assert_eq(lt_eval_set(ev, opts[i], opts[i + 1]), LT_OK, "%s", opts[i]);
-  for (int i = 0; i < n; i++)
-    cr_assert_eq(lt_eval_add_host(ev, p[i].endpoint), LT_OK);
-  int rc = lt_eval_start(ev);
-  cr_assert_eq(rc, LT_OK, "start: %s", lt_strerror(rc));
-  return ev;
-}
-
 /* serves_again runs 50 tasks of testk:inc on the same servers: all must be right. */
 static void serves_again(lt_proc_t *p, int n) {
-  lt_eval_t *ev = eval_on(lt_farm(lt_seq("testk:inc")), p, n, NULL);
+  lt_eval_t *ev = eval_on_procs(lt_farm(lt_seq("testk:inc")), p, n, NULL);
   submit_i64s(ev, 50);
   lt_eval_close(ev);
   for (int i = 0; i < 50; i++) {
@@ -47,7 +35,8 @@ static void poison(const char *how, const char *signame) {
   char param[32];
   int n = snprintf(param, sizeof param, "37:%s", how);
   const char *opts[] = {"heartbeat_ms", "300", NULL};
-  lt_eval_t *ev = eval_on(lt_farm(lt_seq_with("testk:crash_on", param, (size_t)n)), p, 3, opts);
+  lt_eval_t *ev =
+      eval_on_procs(lt_farm(lt_seq_with("testk:crash_on", param, (size_t)n)), p, 3, opts);
   enum { N = 300 };
   submit_i64s(ev, N);
   lt_eval_close(ev);
@@ -89,7 +78,7 @@ Test(deadline, kernel_that_never_returns_times_out_and_its_server_comes_back, .t
   for (int i = 0; i < 2; i++)
     start_server(&p[i], "supervised", 2);
   const char *opts[] = {"task_timeout_ms", "500", NULL};
-  lt_eval_t *ev = eval_on(lt_seq("testk:forever"), p, 2, opts);
+  lt_eval_t *ev = eval_on_procs(lt_seq("testk:forever"), p, 2, opts);
   unsigned char tok[8];
   put_i64(tok, 1);
   cr_assert_eq(lt_eval_submit(ev, tok, 8, NULL), LT_OK);

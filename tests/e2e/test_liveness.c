@@ -33,30 +33,6 @@ static void sleep_ms(int ms) {
   }
 }
 
-/* read_i64 reads the next result within READ_MS and returns its int64. */
-static int64_t read_i64(lt_eval_t *ev) {
-  lt_buf_t *b = NULL;
-  int rc = lt_eval_next_timeout(ev, READ_MS, &b);
-  cr_assert_eq(rc, LT_OK, "next: %s", lt_strerror(rc));
-  cr_assert_eq(lt_buf_error(b), LT_OK, "task failed: %s", lt_buf_errmsg(b));
-  cr_assert_eq(lt_buf_len(b), 8);
-  int64_t v = get_i64(lt_buf_data(b));
-  lt_buf_free(b);
-  return v;
-}
-
-static lt_eval_t *eval_on(lt_skel_t *prog, lt_proc_t *procs, int n, const char *const *opts) {
-  lt_eval_t *ev = NULL;
-  cr_assert_eq(lt_eval_new(&ev, prog), LT_OK);
-  for (int i = 0; opts != NULL && opts[i] != NULL; i += 2)
-    cr_assert_eq(lt_eval_set(ev, opts[i], opts[i + 1]), LT_OK, "%s", opts[i]);
-  for (int i = 0; i < n; i++)
-    cr_assert_eq(lt_eval_add_host(ev, procs[i].endpoint), LT_OK);
-  int rc = lt_eval_start(ev);
-  cr_assert_eq(rc, LT_OK, "start: %s", lt_strerror(rc));
-  return ev;
-}
-
 /* server_stats returns the stats object of the server at `endpoint` (a pointer into json). */
 static const char *server_stats(const char *json, const char *endpoint) {
   char pat[300];
@@ -80,7 +56,7 @@ Test(restart, server_killed_and_restarted_on_its_port_is_used_again, .timeout = 
   start_server(&p[1], "a", 2);
   start_server(&p[2], "b", 2);
   const char *opts[] = {"heartbeat_ms", "300", NULL};
-  lt_eval_t *ev = eval_on(lt_farm(lt_seq_with("testk:sleep", "20", 2)), p, 3, opts);
+  lt_eval_t *ev = eval_on_procs(lt_farm(lt_seq_with("testk:sleep", "20", 2)), p, 3, opts);
   enum { N = 600 };
   submit_i64s(ev, N);
   lt_eval_close(ev);
@@ -95,7 +71,7 @@ Test(restart, server_killed_and_restarted_on_its_port_is_used_again, .timeout = 
       start_server_with(&p[0], "victim", 2, listen);
       cr_assert_str_eq(p[0].endpoint, victim);
     }
-    cr_assert_eq(read_i64(ev), i);
+    cr_assert_eq(next_i64_within(ev, READ_MS), i);
   }
   lt_buf_t *b = NULL;
   cr_assert_eq(lt_eval_next_timeout(ev, READ_MS, &b), LT_ECLOSED);
@@ -168,14 +144,14 @@ Test(pause, server_stopped_then_continued_comes_back, .timeout = 120) {
   start_server_with(&p[0], "paused", 2, alone);
   start_server(&p[1], "steady", 2);
   const char *opts[] = {"heartbeat_ms", "200", NULL};
-  lt_eval_t *ev = eval_on(lt_farm(lt_seq_with("testk:sleep", "10", 2)), p, 2, opts);
+  lt_eval_t *ev = eval_on_procs(lt_farm(lt_seq_with("testk:sleep", "10", 2)), p, 2, opts);
   enum { N = 500 };
   submit_i64s(ev, N);
   lt_eval_close(ev);
   for (int i = 0; i < N; i++) {
     if (i == 20) kill(p[0].pid, SIGSTOP);
     if (i == 150) kill(p[0].pid, SIGCONT);
-    cr_assert_eq(read_i64(ev), i);
+    cr_assert_eq(next_i64_within(ev, READ_MS), i);
   }
   char *json = stats(ev);
   const char *v = server_stats(json, p[0].endpoint);
@@ -193,13 +169,13 @@ static void graceful_stop(int sig) {
   start_server(&p[0], "stopping", 2);
   start_server(&p[1], "a", 2);
   start_server(&p[2], "b", 2);
-  lt_eval_t *ev = eval_on(lt_farm(lt_seq_with("testk:sleep", "5", 1)), p, 3, NULL);
+  lt_eval_t *ev = eval_on_procs(lt_farm(lt_seq_with("testk:sleep", "5", 1)), p, 3, NULL);
   enum { N = 600 };
   submit_i64s(ev, N);
   lt_eval_close(ev);
   for (int i = 0; i < N; i++) {
     if (i == 60) kill(p[0].pid, sig);
-    cr_assert_eq(read_i64(ev), i); /* zero task errors */
+    cr_assert_eq(next_i64_within(ev, READ_MS), i); /* zero task errors */
   }
   char *json = stats(ev);
   cr_assert_eq(stats_u64(json, "retries"), 0, "a graceful stop was charged: %s", json);
@@ -227,7 +203,7 @@ Test(frames, task_over_the_frame_limit_fails_alone, .timeout = 60) {
   lt_proc_t p;
   const char *small[] = {"--max-frame", "65536", NULL};
   start_server_with(&p, "small", 2, small);
-  lt_eval_t *ev = eval_on(lt_farm(lt_seq("testk:echo")), &p, 1, NULL);
+  lt_eval_t *ev = eval_on_procs(lt_farm(lt_seq("testk:echo")), &p, 1, NULL);
   enum { N = 40, BIG = 100000 };
   unsigned char *big = calloc(1, BIG);
   for (int i = 0; i < N; i++) {
@@ -262,7 +238,7 @@ Test(frames, big_tasks_go_to_the_server_that_takes_them, .timeout = 60) {
   const char *small[] = {"--max-frame", "65536", NULL};
   start_server_with(&p[0], "small", 2, small);
   start_server(&p[1], "large", 2);
-  lt_eval_t *ev = eval_on(lt_farm(lt_seq("testk:echo")), p, 2, NULL);
+  lt_eval_t *ev = eval_on_procs(lt_farm(lt_seq("testk:echo")), p, 2, NULL);
   enum { N = 60, BIG = 100000 };
   unsigned char *big = calloc(1, BIG);
   for (int i = 0; i < N; i++) {
@@ -293,14 +269,14 @@ Test(frames, big_batches_stay_within_a_small_frame_limit, .timeout = 60) {
   char param[301];
   memset(param, 'x', 300);
   param[300] = '\0';
-  lt_eval_t *ev =
-      eval_on(lt_farm(lt_pipeline(lt_seq_with("testk:inc", param, 300), lt_seq("testk:inc"), NULL)),
-              &p, 1, NULL);
+  lt_eval_t *ev = eval_on_procs(
+      lt_farm(lt_pipeline(lt_seq_with("testk:inc", param, 300), lt_seq("testk:inc"), NULL)), &p, 1,
+      NULL);
   enum { N = 500 };
   submit_i64s(ev, N);
   lt_eval_close(ev);
   for (int i = 0; i < N; i++)
-    cr_assert_eq(read_i64(ev), i + 2);
+    cr_assert_eq(next_i64_within(ev, READ_MS), i + 2);
   lt_eval_free(ev);
   lt__proc_stop(&p, 5000);
 }
@@ -316,17 +292,17 @@ Test(lazy, killed_holder_is_recomputed_at_once, .timeout = 120) {
    * making the survivors look dead too. */
   const char *opts[] = {"mode", "optimized", "inline_max", "0", "heartbeat_ms", "3000", NULL};
   /* Every stage's output stays on its server and is fetched by the next stage's. */
-  lt_eval_t *ev =
-      eval_on(lt_farm(lt_pipeline(lt_seq_with("testk:sleep", "5", 1),
-                                  lt_seq_with("testk:sleep", "5", 1), lt_seq("testk:inc"), NULL)),
-              p, 3, opts);
+  lt_eval_t *ev = eval_on_procs(
+      lt_farm(lt_pipeline(lt_seq_with("testk:sleep", "5", 1), lt_seq_with("testk:sleep", "5", 1),
+                          lt_seq("testk:inc"), NULL)),
+      p, 3, opts);
   enum { N = 300 };
   submit_i64s(ev, N);
   lt_eval_close(ev);
   int64_t t0 = now_ms();
   for (int i = 0; i < N; i++) {
     if (i == 40) kill(p[0].pid, SIGKILL);
-    cr_assert_eq(read_i64(ev), i + 1);
+    cr_assert_eq(next_i64_within(ev, READ_MS), i + 1);
   }
   /* Fetches from the dead holder fail when the client says so, not after 60 s. */
   cr_assert_lt(now_ms() - t0, 30000, "took %lld ms", (long long)(now_ms() - t0));
@@ -354,7 +330,7 @@ Test(hosts, start_does_not_wait_for_hosts_that_never_answer, .timeout = 60) {
   submit_i64s(ev, 50);
   lt_eval_close(ev);
   for (int i = 0; i < 50; i++)
-    cr_assert_eq(read_i64(ev), i + 1);
+    cr_assert_eq(next_i64_within(ev, READ_MS), i + 1);
   /* Past the connect timeout every host has a verdict. */
   sleep_ms(3500);
   char *json = stats(ev);
@@ -468,7 +444,7 @@ Test(hostile, server_that_never_finishes_cannot_hang_the_client, .timeout = 120)
   submit_i64s(ev, N);
   lt_eval_close(ev);
   for (int i = 0; i < N; i++)
-    cr_assert_eq(read_i64(ev), i);
+    cr_assert_eq(next_i64_within(ev, READ_MS), i);
   char *json = stats(ev);
   cr_assert_gt(stats_u64(json, "stray_completions"), 0, "%s", json);
   cr_assert_gt(stats_u64(json, "overdue"), 0, "%s", json);
@@ -495,7 +471,7 @@ Test(api, next_timeout_ends_the_wait, .timeout = 60) {
   int64_t t0 = now_ms();
   cr_assert_eq(lt_eval_next_timeout(ev, 100, &b), LT_ETIMEDOUT);
   cr_assert_geq(now_ms() - t0, 100);
-  cr_assert_eq(read_i64(ev), 5);
+  cr_assert_eq(next_i64_within(ev, READ_MS), 5);
   cr_assert_eq(lt_eval_next_timeout(ev, 100, &b), LT_ECLOSED);
   lt_eval_free(ev);
 }
