@@ -197,6 +197,11 @@ Test(stop, sigint_loses_no_task, .timeout = 120) {
   graceful_stop(SIGINT);
 }
 
+/* SIGUSR1: drain and exit. */
+Test(stop, sigusr1_drains_and_loses_no_task, .timeout = 120) {
+  graceful_stop(SIGUSR1);
+}
+
 /* ---- 2. tasks over a server's frame limit ------------------------------------------ */
 
 Test(frames, task_over_the_frame_limit_fails_alone, .timeout = 60) {
