@@ -14,6 +14,7 @@
 #include <lithium/error.h>
 #include "cli.h"
 #include "codec.h"
+#include "curve.h"
 #include "hosts.h"
 #include "json.h"
 
@@ -21,6 +22,7 @@
 
 typedef struct row {
   char *endpoint;
+  char key[41]; /* the server's CURVE public key (Z85), "" when it has none */
   void *sock;
   int done;      /* an answer came, whatever it said */
   int answered;  /* ... and it was a status */
@@ -37,10 +39,15 @@ typedef struct row {
 typedef struct rows {
   row_t *v;
   size_t n, cap;
+  char pub[41], sec[41]; /* --curve-key / LITHIUM_CURVE_KEY: our key pair, "" when none */
 } rows_t;
 
 static void usage(FILE *f) {
   fputs("usage: lithium status [--hosts FILE|DIR] [ENDPOINT...] [--json] [--timeout MS]\n"
+        "                      [--curve-key FILE]\n"
+        "  --curve-key FILE   our CURVE key pair (lithium keygen; also LITHIUM_CURVE_KEY), for\n"
+        "                     servers given with their public key ('ENDPOINT KEY' or a hosts\n"
+        "                     file line); the servers must allow its public key\n"
         "  asks each server (a hosts file, an announce directory, endpoints, or\n"
         "  $LITHIUM_HOSTS) how it is: name, version, incarnation, uptime, threads, cores,\n"
         "  speed, sessions, active/queued/parked instructions, values held and their bytes,\n"
@@ -52,7 +59,6 @@ static void usage(FILE *f) {
 }
 
 static int add_row(void *ud, const char *endpoint, const char *key) {
-  (void)key;
   rows_t *r = ud;
   for (size_t i = 0; i < r->n; i++)
     if (strcmp(r->v[i].endpoint, endpoint) == 0) return 0;
@@ -66,6 +72,7 @@ static int add_row(void *ud, const char *endpoint, const char *key) {
   row_t *w = &r->v[r->n];
   memset(w, 0, sizeof *w);
   if ((w->endpoint = strdup(endpoint)) == NULL) return LT_ENOMEM;
+  if (key != NULL) snprintf(w->key, sizeof w->key, "%s", key);
   snprintf(w->why, sizeof w->why, "no answer");
   r->n++;
   return 0;
@@ -162,7 +169,16 @@ static int ask(rows_t *r, int timeout_ms) {
       int on = 1;
       zmq_setsockopt(w->sock, ZMQ_IPV6, &on, sizeof on);
     }
-    if (zmq_connect(w->sock, w->endpoint) != 0) {
+    if (w->key[0] != '\0' && r->sec[0] == '\0') {
+      snprintf(w->why, sizeof w->why,
+               "auth refused: the server has a CURVE key, we have none "
+               "(--curve-key)");
+    } else if (w->key[0] != '\0' &&
+               (zmq_setsockopt(w->sock, ZMQ_CURVE_SERVERKEY, w->key, 40) != 0 ||
+                zmq_setsockopt(w->sock, ZMQ_CURVE_PUBLICKEY, r->pub, 40) != 0 ||
+                zmq_setsockopt(w->sock, ZMQ_CURVE_SECRETKEY, r->sec, 40) != 0)) {
+      snprintf(w->why, sizeof w->why, "cannot use CURVE: %s", zmq_strerror(zmq_errno()));
+    } else if (zmq_connect(w->sock, w->endpoint) != 0) {
       snprintf(w->why, sizeof w->why, "cannot connect: %s", zmq_strerror(zmq_errno()));
     } else if (zmq_send(w->sock, hdr, hlen, ZMQ_DONTWAIT) < 0) {
       snprintf(w->why, sizeof w->why, "cannot send: %s", zmq_strerror(zmq_errno()));
@@ -331,14 +347,32 @@ int lt__status_main(int argc, char **argv) {
         status = LT_EXIT_USAGE;
       }
       timeout_ms = (int)v;
+    } else if (strcmp(a, "--curve-key") == 0 && i + 1 < argc) {
+      if (lt__curve_load_keypair(argv[++i], r.pub, r.sec, err, sizeof err) != LT_OK) {
+        fprintf(stderr, "lithium status: %s\n", err);
+        status = LT_EXIT_USAGE;
+      }
     } else if (strncmp(a, "tcp://", 6) == 0) {
+      /* "ENDPOINT" or "ENDPOINT KEY", as a hosts-file line. */
+      char ep[LT_HOST_EP_MAX + 1], key[LT_Z85_KEY_LEN + 1];
       sources++;
-      if (add_row(&r, a, NULL) != 0) status = LT_EXIT_FAILED;
+      if (lt__host_parse(a, ep, key) != LT_OK) {
+        fprintf(stderr, "lithium status: bad host '%s'\n", a);
+        status = LT_EXIT_USAGE;
+      } else if (add_row(&r, ep, key[0] != '\0' ? key : NULL) != 0) {
+        status = LT_EXIT_FAILED;
+      }
     } else {
       fprintf(stderr, "lithium status: bad argument '%s'\n", a);
       usage(stderr);
       status = LT_EXIT_USAGE;
     }
+  }
+  const char *envkey = getenv("LITHIUM_CURVE_KEY");
+  if (status == LT_EXIT_OK && r.sec[0] == '\0' && envkey != NULL && *envkey != '\0' &&
+      lt__curve_load_keypair(envkey, r.pub, r.sec, err, sizeof err) != LT_OK) {
+    fprintf(stderr, "lithium status: LITHIUM_CURVE_KEY: %s\n", err);
+    status = LT_EXIT_USAGE;
   }
   if (status == LT_EXIT_OK && sources == 0) {
     const char *env = getenv("LITHIUM_HOSTS");

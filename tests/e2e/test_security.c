@@ -8,6 +8,7 @@
  * directory refuse to start (exit 2). */
 #include <criterion/criterion.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -467,5 +468,38 @@ Test(security, curve_peers_share_a_key, .timeout = 180) {
   lt_eval_free(ev);
   cr_assert_eq(th_server_stop(&a, SIGTERM, 5000), 0);
   cr_assert_eq(th_server_stop(&b, SIGTERM, 5000), 0);
+  drop_keys(&k);
+}
+
+/* tool_status runs `lithium status HOST [--curve-key KEY]` and returns its exit status with
+ * its standard output in `out`. */
+static int tool_status(const char *host, const char *key, char *out, size_t len) {
+  char cmd[1200];
+  snprintf(cmd, sizeof cmd, "'%s' status '%s' --timeout 3000 %s%s%s 2>&1", LT_TEST_TOOL, host,
+           key != NULL ? "--curve-key '" : "", key != NULL ? key : "", key != NULL ? "'" : "");
+  FILE *p = popen(cmd, "r");
+  cr_assert_not_null(p);
+  size_t n = fread(out, 1, len - 1, p);
+  out[n] = '\0';
+  int st = pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+Test(security, status_of_a_curve_server, .timeout = 60) {
+  keys_t k;
+  make_keys(&k);
+  th_server_t s;
+  start_curve(&s, &k, NULL);
+  char host[400], out[4096];
+  snprintf(host, sizeof host, "%s %s", s.endpoint, k.srv_pub);
+  /* An allowed key pair gets the status row. */
+  cr_assert_eq(tool_status(host, k.cli_key, out, sizeof out), 0, "%s", out);
+  cr_assert_not_null(strstr(out, s.endpoint), "%s", out);
+  cr_assert_null(strstr(out, "auth refused"), "%s", out);
+  /* No key pair: refused at once, saying why; a key the server does not allow: no answer. */
+  cr_assert_eq(tool_status(host, NULL, out, sizeof out), 1, "%s", out);
+  cr_assert_not_null(strstr(out, "auth refused"), "%s", out);
+  cr_assert_eq(tool_status(host, k.bad_key, out, sizeof out), 1, "%s", out);
+  cr_assert_eq(th_server_stop(&s, SIGTERM, 10000), 0);
   drop_keys(&k);
 }
