@@ -7,6 +7,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -357,7 +358,7 @@ Test(hosts, start_does_not_wait_for_hosts_that_never_answer, .timeout = 60) {
 typedef struct hostile {
   void *ctx;
   char endpoint[64];
-  volatile int stop;
+  atomic_int stop;
   pthread_t thread;
   void *sock;
 } hostile_t;
@@ -380,7 +381,7 @@ static void hostile_send(hostile_t *h, zmq_msg_t *rid, lt_msg_t *m) {
 static void *hostile_main(void *arg) {
   hostile_t *h = arg;
   uint64_t bogus = 1;
-  while (!h->stop) {
+  while (!atomic_load(&h->stop)) {
     zmq_pollitem_t it = {.socket = h->sock, .events = ZMQ_POLLIN};
     if (zmq_poll(&it, 1, 50) <= 0) continue;
     zmq_msg_t parts[16];
@@ -456,7 +457,7 @@ Test(hostile, server_that_never_finishes_cannot_hang_the_client, .timeout = 120)
   free(json);
   lt_eval_free(ev);
   lt__proc_stop(&p, 5000);
-  h.stop = 1;
+  atomic_store(&h.stop, 1);
   pthread_join(h.thread, NULL);
   zmq_close(h.sock);
   zmq_ctx_term(h.ctx);
