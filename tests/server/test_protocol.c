@@ -289,7 +289,9 @@ Test(protocol, ref_chain_parks_and_fetch) {
   lt_bytes_t pay = {v, 8};
   lt_input_t ina = inl(0), inb = ref(10), inc2 = ref(11);
   lt_oid_t x = oid(10), y = oid(11), z = oid(12);
-  lt_instr_t ins[3] = {instr(1, K_SLEEP, &ina, 1, &x, 1, 0, "300"),
+  /* A sleeps long enough that the report below, also on a slow (sanitizer) build, sees it
+   * still running. */
+  lt_instr_t ins[3] = {instr(1, K_SLEEP, &ina, 1, &x, 1, 0, "2000"),
                        instr(2, K_INC, &inb, 1, &y, 1, LT_INSTR_KEEP | LT_INSTR_RETURN, NULL),
                        instr(3, K_INC, &inc2, 1, &z, 1, LT_INSTR_RETURN, NULL)};
   execute(s, ins, 3, &pay, 1);
