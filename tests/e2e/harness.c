@@ -63,6 +63,17 @@ lt_eval_t *eval_on_procs(lt_skel_t *program, const lt_proc_t *procs, int n,
   return ev;
 }
 
+lt_buf_t *one_result(lt_eval_t *ev, int64_t v, int ms) {
+  unsigned char tok[8];
+  put_i64(tok, v);
+  cr_assert_eq(lt_eval_submit(ev, tok, 8, NULL), LT_OK);
+  cr_assert_eq(lt_eval_close(ev), LT_OK);
+  lt_buf_t *b = NULL;
+  int rc = lt_eval_next_timeout(ev, ms, &b);
+  cr_assert_eq(rc, LT_OK, "next: %s", lt_strerror(rc));
+  return b;
+}
+
 int64_t next_i64(lt_eval_t *ev) {
   return next_i64_within(ev, -1);
 }

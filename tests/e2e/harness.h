@@ -51,6 +51,10 @@ lt_eval_t *eval_on_procs(lt_skel_t *program, const lt_proc_t *procs, int n,
 /* next_i64_within is next_i64 waiting at most `ms` for the result. */
 int64_t next_i64_within(lt_eval_t *ev, int ms);
 
+/* one_result submits the one int64 task `v`, closes the input and returns its result within
+ * `ms` (the caller frees it); the test fails when none comes. */
+lt_buf_t *one_result(lt_eval_t *ev, int64_t v, int ms);
+
 /* submit_i64s submits the int64 tasks 0..n-1 to the stream; the test fails on an error. */
 void submit_i64s(lt_eval_t *ev, int n);
 

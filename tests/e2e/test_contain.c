@@ -79,12 +79,7 @@ Test(deadline, kernel_that_never_returns_times_out_and_its_server_comes_back, .t
     start_server(&p[i], "supervised", 2);
   const char *opts[] = {"task_timeout_ms", "500", NULL};
   lt_eval_t *ev = eval_on_procs(lt_seq("testk:forever"), p, 2, opts);
-  unsigned char tok[8];
-  put_i64(tok, 1);
-  cr_assert_eq(lt_eval_submit(ev, tok, 8, NULL), LT_OK);
-  lt_eval_close(ev);
-  lt_buf_t *b = NULL;
-  cr_assert_eq(lt_eval_next_timeout(ev, READ_MS, &b), LT_OK);
+  lt_buf_t *b = one_result(ev, 1, READ_MS);
   cr_assert_eq(lt_buf_error(b), LT_ETIMEDOUT, "%s: %s", lt_strerror(lt_buf_error(b)),
                lt_buf_errmsg(b));
   cr_assert_not_null(strstr(lt_buf_errmsg(b), "testk:forever"), "%s", lt_buf_errmsg(b));

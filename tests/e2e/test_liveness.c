@@ -498,12 +498,7 @@ static int first_error(const char *mode, char *msg, size_t msglen) {
     const char *opts[] = {"mode", mode, NULL};
     ev = new_eval_with(prog, 2, opts);
   }
-  unsigned char tok[8];
-  put_i64(tok, 1);
-  cr_assert_eq(lt_eval_submit(ev, tok, 8, NULL), LT_OK);
-  lt_eval_close(ev);
-  lt_buf_t *b = NULL;
-  cr_assert_eq(lt_eval_next_timeout(ev, READ_MS, &b), LT_OK);
+  lt_buf_t *b = one_result(ev, 1, READ_MS);
   int err = lt_buf_error(b);
   snprintf(msg, msglen, "%s", lt_buf_errmsg(b));
   lt_buf_free(b);
