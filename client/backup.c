@@ -118,15 +118,6 @@ void lt__sched_backup(lt_sched_t *s, int64_t now_ms) {
   }
 }
 
-/* cancel_on asks r's server to drop it (it may have started: then it completes). */
-static void cancel_on(lt_sched_t *s, instr_rec_t *r) {
-  if (r->conn < 0 || !lt__sched_takes(s, (size_t)r->conn)) return;
-  lt_msg_t m = {.type = LT_MSG_CANCEL};
-  m.u.cancel.seqs = &r->seq;
-  m.u.cancel.nseqs = 1;
-  lt__conn_send(&s->conns[r->conn], &m, NULL, lt__sched_now_ms());
-}
-
 int lt__sched_twin_settle(lt_sched_t *s, instr_rec_t *r, int ok) {
   if (r->dropped) return 1;
   instr_rec_t *t = r->twin;
@@ -135,7 +126,7 @@ int lt__sched_twin_settle(lt_sched_t *s, instr_rec_t *r, int ok) {
   t->twin = NULL;
   if (!ok) return 1; /* lost or failed here: the twin carries on */
   t->dropped = 1;
-  cancel_on(s, t);
+  if (t->conn >= 0) lt__sched_cancel(s, (size_t)t->conn, &t->seq, 1);
   if (r->backup) s->backups_won++;
   return 0;
 }

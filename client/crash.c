@@ -79,12 +79,7 @@ static void charge(lt_sched_t *s, const lost_rec_t *l, int sig) {
            sname, j->crashes == 2 ? "twice" : "again");
   lt__log(LT_LOG_WARN, "task %llu: %s", (unsigned long long)l->task, msg);
   instr_rec_t *r = find_rec(s, l->seq);
-  if (r != NULL && r->conn >= 0 && lt__sched_takes(s, (size_t)r->conn)) {
-    lt_msg_t m = {.type = LT_MSG_CANCEL};
-    m.u.cancel.seqs = &r->seq;
-    m.u.cancel.nseqs = 1;
-    lt__conn_send(&s->conns[r->conn], &m, NULL, lt__sched_now_ms());
-  }
+  if (r != NULL && r->conn >= 0) lt__sched_cancel(s, (size_t)r->conn, &r->seq, 1);
   lt__sched_job_fail(s, j, LT_ECRASH, msg);
 }
 

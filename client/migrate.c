@@ -100,10 +100,7 @@ void lt__sched_migrate(lt_sched_t *s) {
     seqs[k] = pick[k]->seq;
   }
   if (n > 0) {
-    lt_msg_t m = {.type = LT_MSG_CANCEL};
-    m.u.cancel.seqs = seqs;
-    m.u.cancel.nseqs = n;
-    int rc = lt__conn_send(&s->conns[from], &m, NULL, lt__sched_now_ms());
+    int rc = lt__sched_cancel(s, (size_t)from, seqs, n);
     if (rc != LT_OK) {
       lt__sched_conn_dead(s, (size_t)from, lt_strerror(rc));
     } else {

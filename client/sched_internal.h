@@ -278,5 +278,10 @@ void lt__sched_overdue(lt_sched_t *s, int64_t now_ms);
 void lt__sched_conn_dead(lt_sched_t *s, size_t idx, const char *why);
 /* lt__sched_takes tells whether server idx may be given new work. */
 int lt__sched_takes(const lt_sched_t *s, size_t idx);
+/* lt__sched_alive tells whether server idx has a session that answers (ready or stopping). */
+int lt__sched_alive(const lt_sched_t *s, size_t idx);
+/* lt__sched_cancel asks server idx to drop the `n` instructions `seqs` (those that started
+ * complete as usual); nothing when its session is over. The send's result. */
+int lt__sched_cancel(lt_sched_t *s, size_t idx, uint64_t *seqs, uint32_t n);
 
 #endif

@@ -91,6 +91,18 @@ int lt__sched_takes(const lt_sched_t *s, size_t idx) {
   return s->conns[idx].state == LT_CONN_READY;
 }
 
+int lt__sched_alive(const lt_sched_t *s, size_t idx) {
+  return s->conns[idx].state == LT_CONN_READY || s->conns[idx].state == LT_CONN_STOPPING;
+}
+
+int lt__sched_cancel(lt_sched_t *s, size_t idx, uint64_t *seqs, uint32_t n) {
+  if (n == 0 || !lt__sched_alive(s, idx)) return LT_OK;
+  lt_msg_t m = {.type = LT_MSG_CANCEL};
+  m.u.cancel.seqs = seqs;
+  m.u.cancel.nseqs = n;
+  return lt__conn_send(&s->conns[idx], &m, NULL, lt__sched_now_ms());
+}
+
 /* grow_slots makes room for one more connection in every per-connection array. */
 static int grow_slots(lt_sched_t *s) {
   if (s->nconns < s->capconns) return LT_OK;
@@ -284,12 +296,7 @@ static void drain(lt_sched_t *s, size_t idx, int64_t now) {
     HASH_ITER(hh, s->inflight, r, tmp) {
       if (r->conn == (int)idx && seqs != NULL && n < c->inflight) seqs[n++] = r->seq;
     }
-    if (n > 0) {
-      lt_msg_t m = {.type = LT_MSG_CANCEL};
-      m.u.cancel.seqs = seqs;
-      m.u.cancel.nseqs = n;
-      lt__conn_send(c, &m, NULL, now);
-    }
+    lt__sched_cancel(s, idx, seqs, n);
     free(seqs);
     sl->draining = 2;
   }
@@ -310,8 +317,7 @@ static void tell_lost(lt_sched_t *s, size_t idx) {
   m.u.lost.holders = holders;
   for (size_t i = 0; i < s->nconns; i++) {
     lt_conn_t *c = &s->conns[i];
-    if (i != idx && (c->state == LT_CONN_READY || c->state == LT_CONN_STOPPING))
-      lt__conn_send(c, &m, NULL, lt__sched_now_ms());
+    if (i != idx && lt__sched_alive(s, i)) lt__conn_send(c, &m, NULL, lt__sched_now_ms());
   }
 }
 
@@ -589,7 +595,7 @@ static void tick(lt_sched_t *s, int64_t now) {
     lt_conn_t *c = &s->conns[i];
     if (c->state == LT_CONN_HELLO && now - c->opened_ms > (int64_t)o->connect_timeout_ms) {
       lt__sched_conn_dead(s, i, why_unanswered(c));
-    } else if (c->state == LT_CONN_READY || c->state == LT_CONN_STOPPING) {
+    } else if (lt__sched_alive(s, i)) {
       if (lt__pace_control(&s->pace[i], o, now, s->t0_ms) && o->throttle) {
         int rc = send_window(s, i, now);
         if (rc != LT_OK) {
@@ -771,7 +777,7 @@ int lt__sched_stats_json(lt_sched_t *s, lt_json_t *j) {
     lt__json_object_open(j, NULL);
     lt__json_str(j, "endpoint", c->endpoint != NULL ? c->endpoint : s->ev->hosts[sl->host]);
     lt__json_str(j, "server_id", c->server_id != NULL ? c->server_id : "");
-    lt__json_bool(j, "alive", c->state == LT_CONN_READY || c->state == LT_CONN_STOPPING);
+    lt__json_bool(j, "alive", lt__sched_alive(s, i));
     lt__json_str(j, "state", conn_state_name(c->state));
     lt__json_str(j, "reason", sl->why);
     lt__json_u64(j, "sessions", sl->sessions);

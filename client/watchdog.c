@@ -37,10 +37,7 @@ static void take_back(lt_sched_t *s, instr_rec_t *r, int64_t held_ms) {
   lt_conn_t *c = &s->conns[idx];
   lt__log(LT_LOG_WARN, "server %s held instruction %llu for %lld ms: running it elsewhere",
           c->endpoint, (unsigned long long)r->seq, (long long)held_ms);
-  lt_msg_t m = {.type = LT_MSG_CANCEL};
-  m.u.cancel.seqs = &r->seq;
-  m.u.cancel.nseqs = 1;
-  lt__conn_send(c, &m, NULL, lt__sched_now_ms());
+  lt__sched_cancel(s, idx, &r->seq, 1);
   HASH_DEL(s->inflight, r);
   c->inflight--;
   lt__sched_unadmit(s, r, idx);
@@ -56,8 +53,7 @@ void lt__sched_overdue(lt_sched_t *s, int64_t now_ms) {
   instr_rec_t *r, *tmp;
   HASH_ITER(hh, s->inflight, r, tmp) {
     if (r->conn < 0) continue;
-    lt_conn_state_t st = s->conns[r->conn].state;
-    if (st != LT_CONN_READY && st != LT_CONN_STOPPING) continue;
+    if (!lt__sched_alive(s, (size_t)r->conn)) continue;
     int64_t lim = limit_ms(s, r);
     if (lim >= 0 && now_ms - r->sent_ms > lim) take_back(s, r, now_ms - r->sent_ms);
   }
