@@ -448,8 +448,6 @@ static void on_error(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
   lt_conn_t *c = &s->conns[idx];
   lt__log(LT_LOG_WARN, "server %s refused a message: %s (%s)", c->endpoint, m->u.error.message,
           lt_strerror(m->u.error.code));
-  /* A release is best effort: a refused one loses no instruction. */
-  if (c->state != LT_CONN_HELLO && strncmp(m->u.error.message, "release:", 8) == 0) return;
   char why[160];
   if (c->state == LT_CONN_HELLO && m->u.error.code == LT_EAUTH) {
     auth_failed(s, idx, m->u.error.message);

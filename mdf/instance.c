@@ -175,6 +175,10 @@ static int gather(lt_frame_t *f, phase_t phase, int32_t child_node, int single,
   }
   f->parts = calloc(n, sizeof *f->parts);
   if (f->parts == NULL) return LT_ENOMEM;
+  /* A part not yet computed has no holder: lt__instance_tokens may visit it (a task that
+   * fails or is recomputed releases what its instance holds). */
+  for (uint32_t i = 0; i < n; i++)
+    f->parts[i].holder = -1;
   f->nparts = f->missing = n;
   /* Create every child before firing any, so a synchronous caller that completes a child
    * inside `fire` never sees a half-built gather. */

@@ -295,8 +295,15 @@ static void handle_release(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m)
       refused++;
   }
   if (refused == 0) return;
-  lt__log(LT_LOG_WARN, "session '%s': refused the release of %u values not its own", s->name,
-          refused);
+  char mine[12], theirs[12];
+  uint64_t other = 0;
+  for (uint32_t i = 0; i < m->u.release.nids && other == 0; i++)
+    if (!may_touch(srv, s, m->u.release.ids[i], m->u.release.secret))
+      other = m->u.release.ids[i].client;
+  lt__log(LT_LOG_WARN,
+          "session '%s' (client %s): refused the release of %u values not its own "
+          "(client %s)",
+          s->name, lt__short_id(s->client_id, mine), refused, lt__short_id(other, theirs));
   /* A peer link takes an error for the end of the link: it gets none for a release. */
   if (!lt__peer_session(s))
     lt__server_send_error(srv, s->rid, s->rid_len, LT_EAUTH,

@@ -222,3 +222,29 @@ Test(instance, bad_completions_are_refused) {
   lt__template_free(t);
   lt_skel_free(s);
 }
+
+static void no_holder(void *ud, const lt_token_t *t) {
+  int *seen = ud;
+  (*seen)++;
+  cr_assert_lt(t->holder, 0, "a token no server holds names holder %d", t->holder);
+}
+
+/* A gather's parts not yet computed have no holder: a task that fails or is recomputed
+ * releases what lt__instance_tokens gives it, and must release nothing for them. */
+Test(instance, pending_parts_have_no_holder) {
+  lt_skel_t *s = lt_map("m:split", lt_seq("m:body"), "m:merge");
+  lt_template_t *t;
+  lt_instance_t *inst = start(s, &t, "in");
+  lt_frame_t *f = pop();
+  lt_value_t *outs[3] = {str("a"), str("b"), str("c")};
+  char err[128];
+  cr_assert_eq(complete_vals(inst, f, -1, outs, 3, err), LT_OK);
+  for (int i = 0; i < 3; i++)
+    lt__value_unref(outs[i]);
+  int seen = 0;
+  lt__instance_tokens(inst, no_holder, &seen);
+  cr_assert_geq(seen, 3, "the pending parts are visited");
+  lt__instance_free(inst);
+  lt__template_free(t);
+  lt_skel_free(s);
+}
