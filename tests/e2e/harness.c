@@ -89,6 +89,11 @@ int64_t next_i64_within(lt_eval_t *ev, int ms) {
   return v;
 }
 
+uint64_t distinct_instructions(const char *json) {
+  return stats_u64(json, "instructions") - stats_u64(json, "migrated") -
+         stats_u64(json, "backups") - stats_u64(json, "overdue");
+}
+
 uint64_t stats_u64(const char *json, const char *key) {
   uint64_t v = 0;
   cr_assert_eq(stats_each(json, key, &v, 1), 1, "%s not in %s", key, json);

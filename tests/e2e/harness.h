@@ -55,6 +55,11 @@ int64_t next_i64_within(lt_eval_t *ev, int ms);
  * `ms` (the caller frees it); the test fails when none comes. */
 lt_buf_t *one_result(lt_eval_t *ev, int64_t v, int ms);
 
+/* distinct_instructions counts the instructions in a run's stats once each: one moved off
+ * a slow server at the end, copied to an idle one, or taken back from a server that held it
+ * too long is dispatched again. */
+uint64_t distinct_instructions(const char *json);
+
 /* submit_i64s submits the int64 tasks 0..n-1 to the stream; the test fails on an error. */
 void submit_i64s(lt_eval_t *ev, int n);
 
