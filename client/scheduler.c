@@ -298,6 +298,10 @@ static void drain(lt_sched_t *s, size_t idx, int64_t now) {
     }
     lt__sched_cancel(s, idx, seqs, n);
     free(seqs);
+    /* The server shows it in `lithium status` while the running instructions finish. */
+    lt_msg_t hb = {.type = LT_MSG_HEARTBEAT};
+    hb.u.heartbeat.draining = true;
+    lt__conn_send(c, &hb, NULL, now);
     sl->draining = 2;
   }
   if (c->inflight > 0) return;
@@ -344,6 +348,8 @@ void lt__sched_conn_dead(lt_sched_t *s, size_t idx, const char *why) {
   if (was_hello && sl->sessions > 1) {
     /* A greeting again that found nobody yet: quiet, it goes on. */
     lt__log(LT_LOG_DEBUG, "server %s: %s", c->endpoint, why);
+  } else if (sl->draining) {
+    lt__log(LT_LOG_INFO, "server %s: drained, its session ended", c->endpoint);
   } else {
     lt__log(LT_LOG_WARN, "server %s is %s: %s", c->endpoint, was_hello ? "unreachable" : "dead",
             why);

@@ -270,6 +270,7 @@ static int body_in(dec *d, const Lithium__Envelope *env, lt_msg_t *m) {
     m->type = LT_MSG_HEARTBEAT;
     m->u.heartbeat.seq = env->heartbeat->seq;
     m->u.heartbeat.now_us = env->heartbeat->now_us;
+    m->u.heartbeat.draining = env->heartbeat->draining;
     return 0;
   case LITHIUM__ENVELOPE__BODY_BYE:
     m->type = LT_MSG_BYE;
@@ -303,6 +304,7 @@ static int body_in(dec *d, const Lithium__Envelope *env, lt_msg_t *m) {
     m->u.status_reply.speed = p->speed;
     m->u.status_reply.sessions = p->sessions;
     m->u.status_reply.value_bytes = p->value_bytes;
+    m->u.status_reply.draining = p->draining;
     if ((rc = str_in(p->server_id, d->lim, &m->u.status_reply.server_id)) != 0 ||
         (rc = str_in(p->version, d->lim, &m->u.status_reply.version)) != 0 ||
         (rc = str_in(p->endpoint, d->lim, &m->u.status_reply.endpoint)) != 0 ||
@@ -684,6 +686,7 @@ static int body_out_fill(arena *a, const lt_msg_t *m, body_out *b, Lithium__Enve
     lithium__heartbeat__init(&b->heartbeat);
     b->heartbeat.seq = m->u.heartbeat.seq;
     b->heartbeat.now_us = m->u.heartbeat.now_us;
+    b->heartbeat.draining = m->u.heartbeat.draining;
     env->heartbeat = &b->heartbeat;
     return 0;
   case LT_MSG_BYE:
@@ -719,6 +722,7 @@ static int body_out_fill(arena *a, const lt_msg_t *m, body_out *b, Lithium__Enve
     b->status_reply.speed = m->u.status_reply.speed;
     b->status_reply.sessions = m->u.status_reply.sessions;
     b->status_reply.value_bytes = m->u.status_reply.value_bytes;
+    b->status_reply.draining = m->u.status_reply.draining;
     if ((b->status_reply.server_id = str_out(m->u.status_reply.server_id)) == NULL ||
         (b->status_reply.version = str_out(m->u.status_reply.version)) == NULL ||
         (b->status_reply.endpoint = str_out(m->u.status_reply.endpoint)) == NULL)

@@ -204,6 +204,7 @@ typedef struct lt_msg {
     struct {
       uint64_t seq;    /* a sequence number to answer (ping/pong); 0 when unused */
       uint64_t now_us; /* answers: the server's CLOCK_MONOTONIC us (trace clock); else 0 */
+      bool draining;   /* requests: the client is moving its work off this server */
     } heartbeat;
     struct {
       int32_t code;
@@ -223,6 +224,7 @@ typedef struct lt_msg {
       double speed;
       uint32_t sessions;
       uint64_t value_bytes;
+      uint32_t draining; /* sessions whose client is draining this server */
       uint32_t nmodules;
       lt_module_info_t *modules;
     } status_reply;

@@ -373,6 +373,12 @@ static void dispatch(lt_server_t *srv, const void *rid, size_t rid_len, const lt
     lt__task_cancel(srv, s, m->u.cancel.seqs, m->u.cancel.nseqs);
     break;
   case LT_MSG_HEARTBEAT: {
+    if (m->u.heartbeat.draining && !s->draining) {
+      char cid[12];
+      s->draining = true;
+      lt__log(LT_LOG_INFO, "session '%s' (client %s): its client drains this server", s->name,
+              lt__short_id(s->client_id, cid));
+    }
     lt_msg_t h;
     memset(&h, 0, sizeof h);
     h.type = LT_MSG_HEARTBEAT;

@@ -64,6 +64,7 @@ struct lt_session {
   char *name;
   uint64_t inline_max; /* from hello: stored outputs up to this size also go back */
   uint64_t last_seen;  /* uv_now of its last message */
+  bool draining;       /* its client is moving its work off this server (heartbeat) */
 
   lt_program_t *prog; /* the latest PROGRAM (a reference), NULL before the first */
 

@@ -31,6 +31,13 @@ static void add_module(void *ud, const char *name, const char *sha256) {
   l->v[l->n++] = (lt_module_info_t){n, h};
 }
 
+static uint32_t count_draining(const lt_server_t *srv) {
+  uint32_t n = 0;
+  for (const lt_session_t *s = srv->sessions; s != NULL; s = s->hh.next)
+    n += s->draining;
+  return n;
+}
+
 void lt__status_reply(lt_server_t *srv, const void *rid, size_t rid_len) {
   lt_msg_t m;
   memset(&m, 0, sizeof m);
@@ -45,6 +52,7 @@ void lt__status_reply(lt_server_t *srv, const void *rid, size_t rid_len) {
   m.u.status_reply.speed = srv->speed;
   m.u.status_reply.sessions = HASH_COUNT(srv->sessions);
   m.u.status_reply.value_bytes = lt__store_bytes(srv->store);
+  m.u.status_reply.draining = count_draining(srv);
   modlist_t *mods = calloc(1, sizeof *mods);
   if (mods != NULL) {
     lt__modules_each(srv->mods, add_module, mods);

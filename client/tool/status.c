@@ -28,7 +28,7 @@ typedef struct row {
   int answered;  /* ... and it was a status */
   char why[256]; /* when it did not answer with a status */
   char *server_id, *version, *bound;
-  uint32_t protocol, cores, sessions;
+  uint32_t protocol, cores, sessions, draining;
   uint64_t uptime_ms, value_bytes;
   double speed;
   lt_load_t load;
@@ -51,7 +51,9 @@ static void usage(FILE *f) {
         "  asks each server (a hosts file, an announce directory, endpoints, or\n"
         "  $LITHIUM_HOSTS) how it is: name, version, incarnation, uptime, threads, cores,\n"
         "  speed, sessions, active/queued/parked instructions, values held and their bytes,\n"
-        "  loaded kernel modules with the start of their SHA-256\n"
+        "  loaded kernel modules with the start of their SHA-256; \"(stopping)\" after\n"
+        "  SIGTERM or SIGUSR1, \"(draining: N sessions)\" while N clients move their work\n"
+        "  off it (lt_eval_remove_host)\n"
         "  --json         one JSON array, an object a server\n"
         "  --timeout MS   wait this long for the answers (default 3000)\n"
         "Exit status: 0 every server answered, 1 one did not, 2 bad usage.\n",
@@ -126,6 +128,7 @@ static void take_reply(row_t *w) {
     w->protocol = m.u.status_reply.protocol;
     w->cores = m.u.status_reply.cores;
     w->sessions = m.u.status_reply.sessions;
+    w->draining = m.u.status_reply.draining;
     w->uptime_ms = m.u.status_reply.uptime_ms;
     w->value_bytes = m.u.status_reply.value_bytes;
     w->speed = m.u.status_reply.speed;
@@ -267,7 +270,10 @@ static void print_table(const rows_t *r) {
     for (uint32_t k = 0; k < w->nmodules; k++)
       printf("%s%s:%.12s", k ? "," : "", w->mod_names[k],
              w->mod_hashes[k][0] != '\0' ? w->mod_hashes[k] : "?");
-    printf("%s%s\n", w->nmodules == 0 ? "-" : "", w->load.stopping ? " (stopping)" : "");
+    printf("%s%s", w->nmodules == 0 ? "-" : "", w->load.stopping ? " (stopping)" : "");
+    if (w->draining > 0)
+      printf(" (draining: %u session%s)", w->draining, w->draining == 1 ? "" : "s");
+    putchar('\n');
   }
 }
 
@@ -294,6 +300,7 @@ static int print_json(const rows_t *r) {
       lt__json_u64(&j, "cores", w->cores);
       lt__json_double(&j, "speed", w->speed);
       lt__json_u64(&j, "sessions", w->sessions);
+      lt__json_u64(&j, "draining", w->draining);
       lt__json_u64(&j, "active", w->load.active);
       lt__json_u64(&j, "queued", w->load.queued);
       lt__json_u64(&j, "parked", w->load.parked);

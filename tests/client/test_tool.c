@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -740,5 +741,107 @@ Test(tool, up_and_down_with_stand_ins, .timeout = 60) {
   tool(&r, NULL, "up", NULL);
   cr_expect_eq(r.status, 2);
   free_result(&r);
+  remove_dir();
+}
+
+#define JOURNAL_FILES 10000
+#define RECORD_LEN    7 /* "%06d\n" */
+
+/* start_journal_run starts `lithium run` over the `n` files with journal `jnl`, stdout on
+ * `out_fd` and stderr on `err_path`; returns its pid. */
+static pid_t start_journal_run(char **files, int n, const char *jnl, int out_fd,
+                               const char *err_path) {
+  const char *head[] = {LT_TEST_TOOL, "run", "farm(seq(testk:sleep, \"1\"))"};
+  const char *tail[] = {"--server", LT_TEST_SERVER, "--modules", LT_TEST_MODULES, "--journal",
+                        jnl,        "--backup",     "off",       "--stats",       NULL};
+  size_t nh = sizeof head / sizeof head[0], nt = sizeof tail / sizeof tail[0];
+  char **argv = malloc((nh + (size_t)n + nt) * sizeof *argv);
+  cr_assert_not_null(argv);
+  memcpy(argv, head, sizeof head);
+  memcpy(argv + nh, files, (size_t)n * sizeof *argv);
+  memcpy(argv + nh + n, tail, sizeof tail);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
+  posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  pid_t pid;
+  int rc = posix_spawn(&pid, LT_TEST_TOOL, &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  free(argv);
+  cr_assert_eq(rc, 0, "posix_spawn: %s", strerror(rc));
+  return pid;
+}
+
+/* stats_total sums every `"key":N` of the JSON text. */
+static uint64_t stats_total(const char *json, const char *key) {
+  char pat[64];
+  snprintf(pat, sizeof pat, "\"%s\":", key);
+  uint64_t sum = 0;
+  for (const char *p = json; (p = strstr(p, pat)) != NULL; p += strlen(pat))
+    sum += strtoull(p + strlen(pat), NULL, 10);
+  return sum;
+}
+
+/* --journal: a run over 10 000 files killed with SIGKILL halfway and started again writes
+ * every result, in order, and computes again at most what the first run had in flight. */
+Test(tool, journal_resumes_a_killed_run, .timeout = 120) {
+  make_dir();
+  mkdir(path_of("in"), 0755);
+  char **files = calloc(JOURNAL_FILES, sizeof *files);
+  cr_assert_not_null(files);
+  char name[32], text[16];
+  for (int i = 0; i < JOURNAL_FILES; i++) {
+    snprintf(name, sizeof name, "in/%05d", i);
+    snprintf(text, sizeof text, "%06d\n", i);
+    write_file(name, text);
+    files[i] = strdup(path_of(name));
+  }
+  const char *jnl = strdup(path_of("run.jnl"));
+  int fds[2];
+  cr_assert_eq(pipe(fds), 0);
+  pid_t first = start_journal_run(files, JOURNAL_FILES, jnl, fds[1], path_of("first.err"));
+  close(fds[1]);
+  /* Read half the results, then kill the client outright. */
+  size_t got = 0;
+  char buf[4096];
+  while (got < (size_t)JOURNAL_FILES / 2 * RECORD_LEN) {
+    ssize_t k = read(fds[0], buf, sizeof buf);
+    cr_assert_gt(k, 0, "the first run ended early");
+    got += (size_t)k;
+  }
+  kill(first, SIGKILL);
+  cr_assert_eq(wait_child(first), 128 + SIGKILL, "the first run was killed, not finished");
+  /* What is still in the pipe was written before the kill too. */
+  for (ssize_t k; (k = read(fds[0], buf, sizeof buf)) > 0;)
+    got += (size_t)k;
+  close(fds[0]);
+  size_t written = got / RECORD_LEN;
+
+  int out = open(path_of("second.out"), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  cr_assert_geq(out, 0);
+  pid_t second = start_journal_run(files, JOURNAL_FILES, jnl, out, path_of("second.err"));
+  close(out);
+  int status = wait_child(second);
+  char *err = slurp(path_of("second.err"), NULL);
+  cr_assert_eq(status, 0, "%s", err);
+  size_t len = 0;
+  char *all = slurp(path_of("second.out"), &len);
+  cr_assert_eq(len, (size_t)JOURNAL_FILES * RECORD_LEN);
+  for (int i = 0; i < JOURNAL_FILES; i++) {
+    snprintf(text, sizeof text, "%06d\n", i);
+    cr_assert(memcmp(all + (size_t)i * RECORD_LEN, text, RECORD_LEN) == 0, "result %d", i);
+  }
+  uint64_t replayed = stats_total(err, "journal_replayed");
+  uint64_t computed = stats_total(err, "executed");
+  /* Everything the first run had written was in the journal; nothing is done twice. */
+  cr_expect_geq(replayed, written, "%s", err);
+  cr_expect_eq(replayed + computed, JOURNAL_FILES, "%s", err);
+  free(all);
+  free(err);
+  free((char *)jnl);
+  for (int i = 0; i < JOURNAL_FILES; i++)
+    free(files[i]);
+  free(files);
   remove_dir();
 }

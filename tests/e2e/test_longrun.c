@@ -2,11 +2,12 @@
  * made 25 times slower by --slowdown holds the last tasks of a farm long after the others
  * are idle; copies on the idle servers finish first, and every result is right and
  * delivered once. Draining a host (lt_eval_remove_host) under load: nothing fails, nothing
- * more goes there, and its session ends. */
+ * more goes there, and its session ends; `lithium status` shows the host draining meanwhile. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -92,5 +93,49 @@ Test(drain, removing_a_host_under_load_loses_nothing, .timeout = 180) {
   free(json);
   lt_eval_free(ev);
   for (int i = 0; i < 3; i++)
+    lt__proc_stop(&p[i], 5000);
+}
+
+/* status_json runs `lithium status --json ENDPOINT` into `out`. */
+static void status_json(const char *endpoint, char *out, size_t len) {
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "'%s' status --json --timeout 5000 '%s'", LT_TEST_TOOL, endpoint);
+  FILE *f = popen(cmd, "r");
+  cr_assert_not_null(f);
+  size_t n = fread(out, 1, len - 1, f);
+  out[n] = '\0';
+  cr_assert_eq(pclose(f), 0, "lithium status: %s", out);
+}
+
+/* wait_status polls the server's status until it contains `want`; the test fails after
+ * `ms`. */
+static void wait_status(const char *endpoint, const char *want, int ms) {
+  char out[8192];
+  for (int waited = 0;; waited += 50) {
+    status_json(endpoint, out, sizeof out);
+    if (strstr(out, want) != NULL) return;
+    cr_assert_lt(waited, ms, "no %s in the status: %s", want, out);
+    usleep(50 * 1000);
+  }
+}
+
+/* A host being drained says so in `lithium status` until its running work is done. */
+Test(drain, a_draining_host_shows_in_status, .timeout = 120) {
+  lt_proc_t p[2];
+  start_server(&p[0], "leaving", 2);
+  start_server(&p[1], "staying", 2);
+  lt_eval_t *ev = eval_on_procs(lt_farm(lt_seq_with("testk:sleep", "5000", 4)), p, 1, NULL);
+  submit_i64s(ev, 2);
+  lt_eval_close(ev);
+  wait_status(p[0].endpoint, "\"active\":2", 10000);
+  cr_assert_eq(lt_eval_add_host(ev, p[1].endpoint), LT_OK);
+  cr_assert_eq(lt_eval_remove_host(ev, p[0].endpoint), LT_OK);
+  wait_status(p[0].endpoint, "\"draining\":1", 4000);
+  for (int i = 0; i < 2; i++)
+    cr_assert_eq(next_i64_within(ev, 30000), i);
+  /* The drained session ends with its last result. */
+  wait_status(p[0].endpoint, "\"draining\":0", 10000);
+  lt_eval_free(ev);
+  for (int i = 0; i < 2; i++)
     lt__proc_stop(&p[i], 5000);
 }

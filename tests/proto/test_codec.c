@@ -243,6 +243,7 @@ static bool msg_equal(const lt_msg_t *a, const lt_msg_t *b, const char **why) {
   case LT_MSG_HEARTBEAT:
     DIFF(a->u.heartbeat.seq != b->u.heartbeat.seq, "heartbeat.seq");
     DIFF(a->u.heartbeat.now_us != b->u.heartbeat.now_us, "heartbeat.now_us");
+    DIFF(a->u.heartbeat.draining != b->u.heartbeat.draining, "heartbeat.draining");
     break;
   case LT_MSG_BYE:
     break;
@@ -264,7 +265,7 @@ static bool msg_equal(const lt_msg_t *a, const lt_msg_t *b, const char **why) {
          "status_reply strings");
     DIFF(x->protocol != y->protocol || x->uptime_ms != y->uptime_ms || x->cores != y->cores ||
              !feq(x->speed, y->speed) || x->sessions != y->sessions ||
-             x->value_bytes != y->value_bytes,
+             x->value_bytes != y->value_bytes || x->draining != y->draining,
          "status_reply numbers");
     DIFF(x->nmodules != y->nmodules, "status_reply.nmodules");
     for (uint32_t i = 0; i < x->nmodules; i++)
@@ -469,6 +470,7 @@ static void sample(lt_msg_t *m, lt_msg_type_t t) {
   case LT_MSG_HEARTBEAT:
     m->u.heartbeat.seq = 1234567;
     m->u.heartbeat.now_us = 7654321;
+    m->u.heartbeat.draining = true;
     break;
   case LT_MSG_BYE:
     break;
@@ -494,6 +496,7 @@ static void sample(lt_msg_t *m, lt_msg_type_t t) {
     m->u.status_reply.speed = 1.25;
     m->u.status_reply.sessions = 3;
     m->u.status_reply.value_bytes = (uint64_t)1 << 40;
+    m->u.status_reply.draining = 2;
     m->u.status_reply.nmodules = 2;
     m->u.status_reply.modules = status_modules;
     break;
