@@ -29,7 +29,10 @@ static int open_monitor(lt_conn_t *c, void *zctx) {
                ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
   if (zmq_socket_monitor(c->sock, addr, events) != 0) return LT_EIO;
   c->mon = zmq_socket(zctx, ZMQ_PAIR);
-  if (c->mon == NULL) return LT_EIO;
+  if (c->mon == NULL) {
+    zmq_socket_monitor(c->sock, NULL, 0); /* no reader: see close_monitor */
+    return LT_EIO;
+  }
   int zero = 0;
   zmq_setsockopt(c->mon, ZMQ_LINGER, &zero, sizeof zero);
   return zmq_connect(c->mon, addr) == 0 ? LT_OK : LT_EIO;
@@ -238,10 +241,21 @@ lt_conn_event_t lt__conn_monitor(lt_conn_t *c) {
   }
 }
 
+/* close_monitor stops the socket's monitor before closing our end of it. The order matters:
+ * libzmq sends monitor events from its I/O thread with blocking sends, so an event for a
+ * monitor whose reader is gone (a reconnect attempt, a disconnect while the socket closes)
+ * would hang that thread, and with it every connection of the context (libzmq issue 3575). */
+static void close_monitor(lt_conn_t *c) {
+  if (c->mon == NULL) return;
+  if (c->sock != NULL) zmq_socket_monitor(c->sock, NULL, 0);
+  zmq_close(c->mon);
+  c->mon = NULL;
+}
+
 void lt__conn_shut(lt_conn_t *c) {
-  if (c->mon != NULL) zmq_close(c->mon);
+  close_monitor(c);
   if (c->sock != NULL) zmq_close(c->sock);
-  c->mon = c->sock = NULL;
+  c->sock = NULL;
 }
 
 void lt__rx_clear(lt_rx_t *rx) {
@@ -259,6 +273,7 @@ void lt__rx_free(lt_rx_t *rx) {
 }
 
 void lt__conn_close(lt_conn_t *c) {
+  close_monitor(c);
   if (c->sock != NULL) {
     if (c->state != LT_CONN_DEAD) {
       lt_msg_t bye = {.type = LT_MSG_BYE};
@@ -270,7 +285,6 @@ void lt__conn_close(lt_conn_t *c) {
     }
     zmq_close(c->sock);
   }
-  if (c->mon != NULL) zmq_close(c->mon);
   free(c->endpoint);
   free(c->server_id);
   memset(c, 0, sizeof *c);

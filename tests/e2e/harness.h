@@ -8,16 +8,6 @@
 #include <lithium.h>
 #include "spawn.h"
 
-/* SKIP_UNDER_SANITIZER skips a test of a server's death in a sanitizer build: there, after
- * a kill, the surviving servers were seen silent for seconds now and then (not understood
- * yet, see the README's failure model), which fails the test by timing, not by a result;
- * the normal build runs it. */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SKIP_UNDER_SANITIZER() cr_skip_test("a server's death is timed in the normal build only")
-#else
-#define SKIP_UNDER_SANITIZER() ((void)0)
-#endif
-
 /* put_i64/get_i64: little-endian int64 tokens, as the testk kernels read them. */
 void put_i64(unsigned char *p, int64_t v);
 int64_t get_i64(const void *p);

@@ -233,7 +233,6 @@ Test(stream, nonblocking_submit_reports_full, .timeout = 60) {
 }
 
 Test(failure, server_killed_mid_run_loses_nothing, .timeout = 90) {
-  SKIP_UNDER_SANITIZER();
   lt_proc_t a, b;
   start_server(&a, "victim", 2);
   start_server(&b, "survivor", 2);

@@ -232,7 +232,6 @@ Test(lazy, parts_spread_over_servers_are_fetched_peer_to_peer, .timeout = 120) {
 }
 
 Test(lazy, a_lost_server_s_values_are_recomputed, .timeout = 120) {
-  SKIP_UNDER_SANITIZER();
   lt_proc_t hosts[3];
   for (int i = 0; i < 3; i++)
     start_server(&hosts[i], "h", 2);

@@ -1,0 +1,63 @@
+/* test_conn.c: a server connection's socket and its monitor (client/conn.c). Closing many
+ * connections that are retrying a refused connect must leave the ZeroMQ context working:
+ * libzmq sends monitor events from its I/O thread with blocking sends, so a monitor whose
+ * reader was closed first would hang that thread and every other connection with it. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include <lithium/error.h>
+
+#include "conn.h"
+
+#define CONNS  100
+#define ROUNDS 3
+
+/* bound_endpoint binds `sock` to a free loopback port and writes its endpoint. */
+static void bound_endpoint(void *sock, char *ep, size_t len) {
+  cr_assert_eq(zmq_bind(sock, "tcp://127.0.0.1:*"), 0);
+  cr_assert_eq(zmq_getsockopt(sock, ZMQ_LAST_ENDPOINT, ep, &len), 0);
+}
+
+/* still_moves checks a message crosses the context's live DEALER -> ROUTER pair in time. */
+static void still_moves(void *dealer, void *router, int round) {
+  cr_assert_eq(zmq_send(dealer, "ping", 4, 0), 4);
+  zmq_pollitem_t it = {.socket = router, .events = ZMQ_POLLIN};
+  cr_assert_eq(zmq_poll(&it, 1, 5000), 1, "round %d: the context's I/O thread is stuck", round);
+  char buf[64];
+  cr_assert_gt(zmq_recv(router, buf, sizeof buf, 0), 0); /* routing id */
+  cr_assert_eq(zmq_recv(router, buf, sizeof buf, 0), 4);
+}
+
+Test(conn, shutting_retrying_connections_keeps_the_context_alive, .timeout = 60) {
+  void *ctx = zmq_ctx_new();
+  int zero = 0;
+  void *router = zmq_socket(ctx, ZMQ_ROUTER), *dealer = zmq_socket(ctx, ZMQ_DEALER);
+  char live[256], dead[256];
+  bound_endpoint(router, live, sizeof live);
+  cr_assert_eq(zmq_connect(dealer, live), 0);
+  /* A port that was just free: connects to it are refused and retried every 100 ms. */
+  void *gone = zmq_socket(ctx, ZMQ_ROUTER);
+  bound_endpoint(gone, dead, sizeof dead);
+  zmq_close(gone);
+  static lt_conn_t conns[CONNS];
+  lt_conn_auth_t auth = {.pub = "", .sec = "", .server = ""};
+  for (int round = 0; round < ROUNDS; round++) {
+    for (int k = 0; k < CONNS; k++)
+      cr_assert_eq(lt__conn_open(&conns[k], ctx, dead, 1, 0, NULL, 0, &auth, 0), LT_OK);
+    /* Shut them while their first reconnect attempts fire (and emit monitor events). */
+    usleep(90 * 1000);
+    for (int k = 0; k < CONNS; k++) {
+      lt__conn_shut(&conns[k]);
+      usleep(200);
+    }
+    still_moves(dealer, router, round);
+    for (int k = 0; k < CONNS; k++)
+      lt__conn_close(&conns[k]);
+  }
+  zmq_setsockopt(dealer, ZMQ_LINGER, &zero, sizeof zero);
+  zmq_close(dealer);
+  zmq_close(router);
+  zmq_ctx_term(ctx);
+}
