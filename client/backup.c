@@ -1,7 +1,9 @@
 /* backup.c: copies of stragglers (option backup, on in `optimized`). Once the input is
- * closed, an instruction that has been out for more than backup_factor times what its
- * server was expected to take for it (its backlog then plus its cost), and that an idle
- * server would finish in less time than it has already taken, gets a copy there. The two
+ * closed, an instruction that has run for more than backup_factor times its expected cost
+ * on its server (running since it was sent plus the backlog expected ahead of it then),
+ * and that an idle server (nothing of ours there: a thread free on a server whose CPU is
+ * capped is no spare CPU) would finish in less time than it has already run, gets a copy
+ * there. The two
  * are twins: the first to complete wins and is applied as usual; the other is cancelled on
  * its server and, when it still completes, only releases what it left. Nothing is
  * delivered twice; a failure of the kernel itself settles both as a result does. Only
@@ -37,14 +39,14 @@ static int eligible(const instr_rec_t *r) {
   return 1;
 }
 
-/* idle_server returns a server with a free thread that takes r's inputs and would finish r
- * in less than `taken_us`, the cheapest such, or -1. */
-static int idle_server(lt_sched_t *s, const instr_rec_t *r, double taken_us) {
+/* idle_server returns a server running nothing of ours that takes r's inputs and would
+ * finish r in less than `ran_us`, the cheapest such, or -1. */
+static int idle_server(lt_sched_t *s, const instr_rec_t *r, double ran_us) {
   int best = -1;
-  double best_us = taken_us;
+  double best_us = ran_us;
   for (size_t i = 0; i < s->nconns; i++) {
     if ((int)i == r->conn || !lt__sched_takes(s, i) || s->slots[i].suspect) continue;
-    if (s->admitted[i] >= (uint32_t)lt__pace_parallel(&s->pace[i])) continue;
+    if (s->admitted[i] > 0 || s->conns[i].inflight > 0) continue;
     uint64_t lim = s->conns[i].max_frame;
     int fits = 1;
     for (uint32_t k = 0; k < r->nins && lim > 0; k++)
@@ -56,6 +58,25 @@ static int idle_server(lt_sched_t *s, const instr_rec_t *r, double taken_us) {
     }
   }
   return best;
+}
+
+/* straggling estimates how long r has been running on its server and what it should take
+ * there. Sent with a measured cost, it started about when the backlog expected ahead of it
+ * then was done, and should take that cost. Sent before any was measured (the first burst of
+ * lookahead), it is judged by what is left on its server now: the instructions admitted
+ * there and its own cost, from the time it was sent. */
+static void straggling(lt_sched_t *s, const instr_rec_t *r, int64_t taken_ms, double *ran_us,
+                       double *due_us) {
+  double taken_us = (double)taken_ms * 1000.0;
+  if (r->cost_known) {
+    double ahead_us = r->expect_us > r->cost_us ? r->expect_us - r->cost_us : 0;
+    *ran_us = taken_us - ahead_us;
+    *due_us = r->cost_us;
+  } else {
+    *ran_us = taken_us;
+    *due_us =
+        lt__pace_backlog_us(s, (size_t)r->conn) + lt__pace_cost_us(s, (size_t)r->conn, r->stages);
+  }
 }
 
 /* copy_of makes r's twin: the same work under an instruction id of its own. */
@@ -98,9 +119,10 @@ void lt__sched_backup(lt_sched_t *s, int64_t now_ms) {
   HASH_ITER(hh, s->inflight, r, tmp) {
     if (!eligible(r) || lt__pace_known_us(s, r->stages) <= 0) continue; /* nothing to judge by */
     int64_t taken_ms = now_ms - r->sent_ms;
-    if (taken_ms < BACKUP_MIN_MS || (double)taken_ms * 1000.0 < o->backup_factor * r->expect_us)
-      continue;
-    int to = idle_server(s, r, (double)taken_ms * 1000.0);
+    double ran_us, due_us;
+    straggling(s, r, taken_ms, &ran_us, &due_us);
+    if (taken_ms < BACKUP_MIN_MS || ran_us < o->backup_factor * due_us) continue;
+    int to = idle_server(s, r, ran_us);
     if (to < 0) continue;
     instr_rec_t *c = copy_of(s, r);
     if (c == NULL) return;
