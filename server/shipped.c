@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <lithium/error.h>
-#include "log.h"
+#include "elfhdr.h"
 #include "sha256.h"
 
 struct lt_shipstore {
@@ -117,6 +117,12 @@ int lt__shipstore_load(lt_shipstore_t *st, const char *name, const char *sha, co
              "the SHA-256 of the %zu bytes received (%.16s...) is not the one announced "
              "(%.16s...)",
              len, got, sha);
+    return LT_ENOMODULE;
+  }
+  /* What could never load is not stored. */
+  char why[512];
+  if (lt__elf_check(data, len, why, sizeof why) != LT_OK) {
+    snprintf(err, errlen, "cannot load module '%s': %s", name, why);
     return LT_ENOMODULE;
   }
   char path[4096];
