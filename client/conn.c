@@ -49,8 +49,8 @@ int lt__conn_program(lt_conn_t *c, char *const *kernels, uint32_t nkernels,
 }
 
 int lt__conn_open(lt_conn_t *c, void *zctx, const char *endpoint, uint64_t client_id,
-                  uint64_t inline_max, char *const *kernels, uint32_t nkernels,
-                  const lt_conn_auth_t *auth, int64_t now_ms) {
+                  uint64_t inline_max, const lt_conn_program_t *prog, const lt_conn_auth_t *auth,
+                  int64_t now_ms) {
   memset(c, 0, sizeof *c);
   c->endpoint = strdup(endpoint);
   if (c->endpoint == NULL) return LT_ENOMEM;
@@ -87,9 +87,11 @@ int lt__conn_open(lt_conn_t *c, void *zctx, const char *endpoint, uint64_t clien
   hello.u.hello.name = "lithium-client";
   hello.u.hello.inline_max = inline_max;
   hello.u.hello.secret = auth->secret;
+  hello.u.hello.modules = (const char **)prog->modules;
+  hello.u.hello.nmodules = prog->nmodules;
   int rc = lt__conn_send(c, &hello, NULL, now_ms);
   if (rc != LT_OK) return rc;
-  return lt__conn_program(c, kernels, nkernels, auth->peers, auth->npeers, now_ms);
+  return lt__conn_program(c, prog->kernels, prog->nkernels, auth->peers, auth->npeers, now_ms);
 }
 
 static int send_part(lt_conn_t *c, zmq_msg_t *part, int more) {

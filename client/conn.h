@@ -71,13 +71,23 @@ typedef struct lt_rx {
   lt_msg_t msg;
 } lt_rx_t;
 
+/* What the session runs: the kernel names (PROGRAM) and the modules they name, whose copy
+ * on the server the welcome states. Borrowed for the call. */
+typedef struct lt_conn_program {
+  char *const *kernels;
+  uint32_t nkernels;
+  const char *const *modules;
+  uint32_t nmodules;
+} lt_conn_program_t;
+
 /* lt__conn_open creates the DEALER and its monitor, connects it to `endpoint` and sends
- * hello (asking for stored outputs up to `inline_max` bytes to come back too) + program
- * (`kernels` names). The connection starts in LT_CONN_HELLO. On failure the connection
- * keeps its endpoint (or has none after LT_ENOMEM) and may be closed. */
+ * hello (asking for stored outputs up to `inline_max` bytes to come back too, and for the
+ * server's copy of the program's modules) + program. The connection starts in
+ * LT_CONN_HELLO. On failure the connection keeps its endpoint (or has none after
+ * LT_ENOMEM) and may be closed. */
 int lt__conn_open(lt_conn_t *c, void *zctx, const char *endpoint, uint64_t client_id,
-                  uint64_t inline_max, char *const *kernels, uint32_t nkernels,
-                  const lt_conn_auth_t *auth, int64_t now_ms);
+                  uint64_t inline_max, const lt_conn_program_t *prog, const lt_conn_auth_t *auth,
+                  int64_t now_ms);
 
 /* lt__conn_program sends PROGRAM again with the session's current servers `peers` (the
  * kernel table is unchanged: the server keeps it). */

@@ -159,6 +159,7 @@ int lt__options_set(lt_options_t *o, const char *key, const char *value) {
   if (strcmp(key, "curve_key") == 0) return set_curve_key(o, value);
   if (strcmp(key, "curve_server") == 0) return set_curve_server(o, value);
   if (strcmp(key, "hosts") == 0) return set_string(&o->hosts, value);
+  if (strcmp(key, "ship_modules") == 0) return parse_bool(value, &o->ship_modules);
   return LT_EINVAL;
 }
 
@@ -188,7 +189,8 @@ static const char *const env_keys[] = {"mode",
                                        "journal",
                                        "curve_key",
                                        "curve_server",
-                                       "hosts"};
+                                       "hosts",
+                                       "ship_modules"};
 
 int lt__options_from_env(lt_options_t *o) {
   for (size_t i = 0; i < sizeof env_keys / sizeof env_keys[0]; i++) {

@@ -40,6 +40,8 @@ typedef struct lt_options {
   char curve_sec[41];
   char curve_server[41]; /* curve_server: the key of hosts given without one, or "" */
   char *hosts;           /* hosts file or announce directory (hosts.c); NULL = none */
+  int ship_modules;      /* send the program's modules (from `modules`) to servers whose copy
+                            differs or is missing, for this evaluation's sessions (ship.c) */
 } lt_options_t;
 
 /* lt__options_init sets the defaults. */

@@ -12,6 +12,7 @@
 #include "eval.h"
 #include "instance.h"
 #include "scheduler.h"
+#include "ship.h"
 #include "trace.h"
 
 /* A submitted task while it runs: its instance and the instructions still out. */
@@ -181,6 +182,7 @@ struct lt_sched {
   lt_task_t *done_tail;
 
   lt_trace_t *trace;        /* trace=FILE (trace.c); NULL when off */
+  lt_ship_t *ship;          /* the program's modules: local copies, shipping (ship.c) */
   pthread_mutex_t stats_mu; /* guards conns[] and the counters for stats readers */
   uint64_t instructions;
   uint64_t retries;

@@ -47,6 +47,9 @@ int lt__sched_new(lt_sched_t **out, lt_eval_t *ev) {
     return LT_EIO;
   }
   int rc = ev->opts.trace != NULL ? lt__trace_open(&s->trace, ev->opts.trace) : LT_OK;
+  if (rc == LT_OK)
+    rc = lt__ship_new(&s->ship, ev->opts.modules, ev->tmpl->kernels, ev->tmpl->nkernels,
+                      ev->opts.ship_modules);
   if (rc != LT_OK) {
     lt__sched_free(s);
     return rc;
@@ -69,6 +72,7 @@ static void free_peers(lt_sched_t *s) {
 void lt__sched_free(lt_sched_t *s) {
   if (s == NULL) return;
   lt__trace_close(s->trace);
+  lt__ship_free(s->ship);
   if (s->zctx != NULL) zmq_ctx_term(s->zctx);
   pthread_mutex_destroy(&s->stats_mu);
   for (size_t i = 0; i < s->capconns && s->relq != NULL; i++)
@@ -172,8 +176,10 @@ static void greet(lt_sched_t *s, size_t idx) {
                          .pub = ev->opts.curve_pub,
                          .sec = ev->opts.curve_sec,
                          .server = key};
+  lt_conn_program_t prog = {.kernels = ev->tmpl->kernels, .nkernels = ev->tmpl->nkernels};
+  lt__ship_modules(s->ship, &prog.modules, &prog.nmodules);
   int rc = lt__conn_open(c, s->zctx, ep, ev->client_id, ev->opts.lazy ? ev->opts.inline_max : 0,
-                         ev->tmpl->kernels, ev->tmpl->nkernels, &auth, lt__sched_now_ms());
+                         &prog, &auth, lt__sched_now_ms());
   if (rc != LT_OK) {
     if (rc == LT_EAUTH) count_auth(s, idx);
     lt__log(LT_LOG_WARN, "server %s: cannot open (%s)", ep, lt_strerror(rc));
@@ -440,6 +446,8 @@ static void on_welcome(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
   c->max_frame = m->u.welcome.max_frame;
   s->pace[idx].workers = c->threads;
   if (m->u.welcome.cores > 0) s->pace[idx].cores = m->u.welcome.cores;
+  /* Modules go before any instruction: the session takes work from now on. */
+  lt__ship_welcome(s->ship, c, m, lt__sched_now_ms());
   c->state = LT_CONN_READY;
   sl->was_ready = 1;
   sl->backoff_ms = 0;

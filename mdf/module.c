@@ -12,10 +12,11 @@
 
 #include <lithium/error.h>
 
+#include "elfhdr.h"
 #include "module.h"
 #include "sha256.h"
 
-#define NAME_MAX_LEN 255
+#define NAME_MAX_LEN LT_MODULE_NAME_MAX
 
 typedef struct module {
   char *name;
@@ -36,17 +37,70 @@ static int is_word_char(char ch) {
          ch == '_';
 }
 
+/* module_chars_valid tells whether s[0..len) is a module name: [A-Za-z0-9_.-]+. */
+static int module_chars_valid(const char *s, size_t len) {
+  if (len == 0) return 0;
+  for (size_t i = 0; i < len; i++)
+    if (!is_word_char(s[i]) && s[i] != '-' && s[i] != '.') return 0;
+  return 1;
+}
+
 int lt__kernel_name_valid(const char *name) {
   if (name == NULL) return 0;
   size_t len = strnlen(name, NAME_MAX_LEN + 1);
   if (len > NAME_MAX_LEN) return 0;
   const char *colon = strchr(name, ':');
-  if (colon == NULL || colon == name || colon[1] == '\0') return 0;
-  for (const char *p = name; p < colon; p++)
-    if (!is_word_char(*p) && *p != '-' && *p != '.') return 0;
+  if (colon == NULL || colon[1] == '\0' || !module_chars_valid(name, (size_t)(colon - name)))
+    return 0;
   for (const char *p = colon + 1; *p != '\0'; p++)
     if (!is_word_char(*p)) return 0; /* also rejects a second ':' */
   return 1;
+}
+
+int lt__module_name_valid(const char *module) {
+  if (module == NULL) return 0;
+  size_t len = strnlen(module, NAME_MAX_LEN + 1);
+  return len <= NAME_MAX_LEN && module_chars_valid(module, len) && strcmp(module, ".") != 0 &&
+         strcmp(module, "..") != 0;
+}
+
+int lt__kernel_module(const char *kernel, char module[LT_MODULE_NAME_MAX + 1]) {
+  if (!lt__kernel_name_valid(kernel)) return LT_EINVAL;
+  const char *colon = strchr(kernel, ':');
+  snprintf(module, LT_MODULE_NAME_MAX + 1, "%.*s", (int)(colon - kernel), kernel);
+  return LT_OK;
+}
+
+int lt__module_open(const char *path, const char *name, void **handle, char *err, size_t errlen) {
+  char why[512];
+  int rc = lt__elf_check_file(path, why, sizeof why);
+  if (rc != LT_OK) {
+    snprintf(err, errlen, "cannot load module '%s': %s: %s", name, path, why);
+    return LT_ENOMODULE;
+  }
+  *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (*handle == NULL) {
+    const char *e = dlerror();
+    snprintf(err, errlen, "cannot load module '%s': %s", name, e != NULL ? e : path);
+    return LT_ENOMODULE;
+  }
+  return LT_OK;
+}
+
+int lt__module_kernel(void *handle, const char *kernel, lt_kernel_fn *fn, char *err,
+                      size_t errlen) {
+  const char *colon = strchr(kernel, ':');
+  char symbol[NAME_MAX_LEN + sizeof "lt_kernel_"];
+  snprintf(symbol, sizeof symbol, "lt_kernel_%s", colon != NULL ? colon + 1 : kernel);
+  dlerror(); /* clear a stale error so a NULL symbol is reported correctly */
+  void *sym = dlsym(handle, symbol);
+  if (sym == NULL) {
+    snprintf(err, errlen, "unknown kernel '%s' (module '%.*s' has no %s)", kernel,
+             colon != NULL ? (int)(colon - kernel) : 0, kernel, symbol);
+    return LT_ENOKERNEL;
+  }
+  *fn = (lt_kernel_fn)sym;
+  return LT_OK;
 }
 
 int lt__modules_new(lt_modules_t **out) {
@@ -112,14 +166,20 @@ static int find_file(const lt_modules_t *m, const char *name, char *path, size_t
   return 0;
 }
 
+/* find_loaded returns the loaded module `name`, or NULL. Called with the mutex held. */
+static module_t *find_loaded(const lt_modules_t *m, const char *name) {
+  for (module_t *mod = m->loaded; mod != NULL; mod = mod->next)
+    if (strcmp(mod->name, name) == 0) return mod;
+  return NULL;
+}
+
 /* load returns the handle of module `name`, loading it on first use. Called with the mutex
  * held. */
 static int load(lt_modules_t *m, const char *name, void **handle, char *err, size_t errlen) {
-  for (module_t *mod = m->loaded; mod != NULL; mod = mod->next) {
-    if (strcmp(mod->name, name) == 0) {
-      *handle = mod->handle;
-      return LT_OK;
-    }
+  const module_t *have = find_loaded(m, name);
+  if (have != NULL) {
+    *handle = have->handle;
+    return LT_OK;
   }
   char path[4096];
   if (!find_file(m, name, path, sizeof path)) {
@@ -134,19 +194,36 @@ static int load(lt_modules_t *m, const char *name, void **handle, char *err, siz
     snprintf(err, errlen, "out of memory loading module '%s'", name);
     return LT_ENOMEM;
   }
-  mod->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (mod->handle == NULL) {
-    const char *why = dlerror();
-    snprintf(err, errlen, "cannot load module '%s': %s", name, why != NULL ? why : path);
+  int rc = lt__module_open(path, name, &mod->handle, err, errlen);
+  if (rc != LT_OK) {
     free(mod->name);
     free(mod);
-    return LT_ENOMODULE;
+    return rc;
   }
   lt__sha256_file(path, mod->sha256);
   mod->next = m->loaded;
   m->loaded = mod;
   *handle = mod->handle;
   return LT_OK;
+}
+
+int lt__modules_locate(lt_modules_t *m, const char *name, char *path, size_t len) {
+  pthread_mutex_lock(&m->mu);
+  int found = find_file(m, name, path, len);
+  pthread_mutex_unlock(&m->mu);
+  return found ? LT_OK : LT_ENOMODULE;
+}
+
+void lt__modules_sha256(lt_modules_t *m, const char *name, char hex[LT_SHA256_HEX]) {
+  char path[4096];
+  hex[0] = '\0';
+  pthread_mutex_lock(&m->mu);
+  const module_t *mod = find_loaded(m, name);
+  if (mod != NULL)
+    memcpy(hex, mod->sha256, LT_SHA256_HEX);
+  else if (find_file(m, name, path, sizeof path))
+    lt__sha256_file(path, hex);
+  pthread_mutex_unlock(&m->mu);
 }
 
 size_t lt__modules_each(lt_modules_t *m, lt_module_fn fn, void *ud) {
@@ -171,25 +248,12 @@ int lt__modules_resolve(lt_modules_t *m, const char *name, lt_kernel_fn *fn, cha
              name != NULL ? name : "(null)");
     return LT_EINVAL;
   }
-  const char *colon = strchr(name, ':');
-  char module[NAME_MAX_LEN + 1];
-  char symbol[NAME_MAX_LEN + sizeof "lt_kernel_"];
-  snprintf(module, sizeof module, "%.*s", (int)(colon - name), name);
-  snprintf(symbol, sizeof symbol, "lt_kernel_%s", colon + 1);
-
+  char module[LT_MODULE_NAME_MAX + 1];
+  lt__kernel_module(name, module);
   pthread_mutex_lock(&m->mu);
   void *handle = NULL;
   int rc = load(m, module, &handle, err, errlen);
-  if (rc == LT_OK) {
-    dlerror(); /* clear a stale error so a NULL symbol is reported correctly */
-    void *sym = dlsym(handle, symbol);
-    if (sym == NULL) {
-      snprintf(err, errlen, "unknown kernel '%s' (module '%s' has no %s)", name, module, symbol);
-      rc = LT_ENOKERNEL;
-    } else {
-      *fn = (lt_kernel_fn)sym;
-    }
-  }
+  if (rc == LT_OK) rc = lt__module_kernel(handle, name, fn, err, errlen);
   pthread_mutex_unlock(&m->mu);
   return rc;
 }

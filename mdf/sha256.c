@@ -1,137 +1,66 @@
-/* sha256.c: SHA-256 after FIPS 180-4 (sha256.h): a streaming core fed in 64-byte blocks,
- * used whole for strings and in chunks for files. */
+/* sha256.c: SHA-256 of a byte string or a file, with libsodium's crypto_hash_sha256 (a
+ * well-kept implementation rather than one of our own), and its hex form. No state of our
+ * own: any thread (sodium_init runs once, under pthread_once). */
 #include "sha256.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <sodium.h>
 #include <stdio.h>
-#include <string.h>
 #include <unistd.h>
 
 #include <lithium/error.h>
 
-typedef struct ctx {
-  uint32_t h[8];
-  uint8_t block[64];
-  size_t fill;
-  uint64_t total;
-} ctx_t;
+static pthread_once_t sodium_once = PTHREAD_ONCE_INIT;
 
-static const uint32_t k[64] = {
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
-    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
-    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
-    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
-
-static uint32_t ror(uint32_t x, int n) {
-  return (x >> n) | (x << (32 - n));
-}
-
-static void compress(ctx_t *c, const uint8_t *p) {
-  uint32_t w[64];
-  for (int i = 0; i < 16; i++)
-    w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 | (uint32_t)p[4 * i + 2] << 8 |
-           p[4 * i + 3];
-  for (int i = 16; i < 64; i++) {
-    uint32_t s0 = ror(w[i - 15], 7) ^ ror(w[i - 15], 18) ^ (w[i - 15] >> 3);
-    uint32_t s1 = ror(w[i - 2], 17) ^ ror(w[i - 2], 19) ^ (w[i - 2] >> 10);
-    w[i] = w[i - 16] + s0 + w[i - 7] + s1;
-  }
-  uint32_t a = c->h[0], b = c->h[1], cc = c->h[2], d = c->h[3], e = c->h[4], f = c->h[5],
-           g = c->h[6], h = c->h[7];
-  for (int i = 0; i < 64; i++) {
-    uint32_t t1 = h + (ror(e, 6) ^ ror(e, 11) ^ ror(e, 25)) + ((e & f) ^ (~e & g)) + k[i] + w[i];
-    uint32_t t2 = (ror(a, 2) ^ ror(a, 13) ^ ror(a, 22)) + ((a & b) ^ (a & cc) ^ (b & cc));
-    h = g;
-    g = f;
-    f = e;
-    e = d + t1;
-    d = cc;
-    cc = b;
-    b = a;
-    a = t1 + t2;
-  }
-  c->h[0] += a;
-  c->h[1] += b;
-  c->h[2] += cc;
-  c->h[3] += d;
-  c->h[4] += e;
-  c->h[5] += f;
-  c->h[6] += g;
-  c->h[7] += h;
-}
-
-static void init(ctx_t *c) {
-  static const uint32_t h0[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                                 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
-  memcpy(c->h, h0, sizeof h0);
-  c->fill = 0;
-  c->total = 0;
-}
-
-static void update(ctx_t *c, const uint8_t *p, size_t n) {
-  c->total += n;
-  while (n > 0) {
-    size_t take = 64 - c->fill < n ? 64 - c->fill : n;
-    memcpy(c->block + c->fill, p, take);
-    c->fill += take;
-    p += take;
-    n -= take;
-    if (c->fill == 64) {
-      compress(c, c->block);
-      c->fill = 0;
-    }
-  }
-}
-
-static void finish(ctx_t *c, uint8_t out[32]) {
-  uint64_t bits = c->total * 8;
-  uint8_t pad[72] = {0x80};
-  size_t padlen = (c->fill < 56 ? 56 : 120) - c->fill;
-  update(c, pad, padlen);
-  uint8_t len[8];
-  for (int i = 0; i < 8; i++)
-    len[i] = (uint8_t)(bits >> (56 - 8 * i));
-  update(c, len, 8);
-  for (int i = 0; i < 8; i++) {
-    out[4 * i] = (uint8_t)(c->h[i] >> 24);
-    out[4 * i + 1] = (uint8_t)(c->h[i] >> 16);
-    out[4 * i + 2] = (uint8_t)(c->h[i] >> 8);
-    out[4 * i + 3] = (uint8_t)c->h[i];
-  }
+/* init_sodium picks libsodium's implementations; libsodium asks for it before any other
+ * call. Its failure (no entropy source for its random numbers) does not concern hashing. */
+static void init_sodium(void) {
+  if (sodium_init() < 0) return;
 }
 
 void lt__sha256(const void *data, size_t len, uint8_t out[32]) {
-  ctx_t c;
-  init(&c);
-  update(&c, data, len);
-  finish(&c, out);
+  pthread_once(&sodium_once, init_sodium);
+  crypto_hash_sha256(out, data, len);
+}
+
+/* to_hex writes the 32-byte digest as 64 lowercase hex digits and a NUL. */
+static void to_hex(const uint8_t d[32], char hex[LT_SHA256_HEX]) {
+  static const char digits[] = "0123456789abcdef";
+  for (int i = 0; i < 32; i++) {
+    hex[2 * i] = digits[d[i] >> 4];
+    hex[2 * i + 1] = digits[d[i] & 15];
+  }
+  hex[64] = '\0';
+}
+
+void lt__sha256_hex(const void *data, size_t len, char hex[LT_SHA256_HEX]) {
+  uint8_t d[32];
+  lt__sha256(data, len, d);
+  to_hex(d, hex);
 }
 
 int lt__sha256_file(const char *path, char hex[LT_SHA256_HEX]) {
   hex[0] = '\0';
+  pthread_once(&sodium_once, init_sodium);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return errno == ENOENT ? LT_ENOENT : LT_EIO;
-  ctx_t c;
-  init(&c);
-  uint8_t buf[65536];
+  crypto_hash_sha256_state st;
+  crypto_hash_sha256_init(&st);
+  unsigned char buf[65536];
   int rc = LT_OK;
   for (;;) {
     ssize_t got = read(fd, buf, sizeof buf);
     if (got < 0 && errno == EINTR) continue;
     if (got < 0) rc = LT_EIO;
     if (got <= 0) break;
-    update(&c, buf, (size_t)got);
+    crypto_hash_sha256_update(&st, buf, (unsigned long long)got);
   }
   close(fd);
   if (rc != LT_OK) return rc;
   uint8_t d[32];
-  finish(&c, d);
-  for (int i = 0; i < 32; i++)
-    snprintf(hex + 2 * i, 3, "%02x", d[i]);
+  crypto_hash_sha256_final(&st, d);
+  to_hex(d, hex);
   return LT_OK;
 }

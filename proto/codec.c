@@ -54,13 +54,24 @@ static char *str_out(const char *s) {
   return (char *)s;
 }
 
+/* sha_valid tells whether `s` is a hex SHA-256 (LT_SHA256_HEX_LEN lowercase digits), or ""
+ * where `optional`. */
+static bool sha_valid(const char *s, bool optional) {
+  if (s == NULL || s[0] == '\0') return optional;
+  size_t i = 0;
+  for (; s[i] != '\0' && i <= LT_SHA256_HEX_LEN; i++)
+    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return false;
+  return i == LT_SHA256_HEX_LEN;
+}
+
 /* ---------------------------------------------------------------------------------------
  * Decode: Envelope -> lt_msg_t. */
 
 typedef struct dec {
   arena *a;
   const lt_codec_limits_t *lim;
-  uint32_t npay; /* payload frames */
+  uint32_t npay;            /* payload frames */
+  const lt_bytes_t *frames; /* the payloads (frames[0] is payload 0) */
 } dec;
 
 static int oid_in(const Lithium__Oid *o, lt_oid_t *out) {
@@ -93,6 +104,32 @@ static void *arr(dec *d, size_t n, size_t size, int *rc) {
 /* bytes_in returns a decoded bytes field (its data lives in the arena; NULL when empty). */
 static lt_bytes_t bytes_in(ProtobufCBinaryData b) {
   return (lt_bytes_t){b.len > 0 ? b.data : NULL, b.len};
+}
+
+/* strs_in checks n decoded strings in place (the array of pointers is reused as it is) and
+ * returns it as const, NULL for none. */
+static int strs_in(dec *d, char **v, size_t n, const char ***out) {
+  int rc = count_in(d, n);
+  for (size_t i = 0; rc == 0 && i < n; i++) {
+    const char *s;
+    if ((rc = str_in(v[i], d->lim, &s)) == 0) v[i] = (char *)s;
+  }
+  *out = n && rc == 0 ? (const char **)v : NULL;
+  return rc;
+}
+
+/* modinfo_in translates n ModuleInfo entries (hex SHA-256 or ""). */
+static int modinfo_in(dec *d, Lithium__ModuleInfo **pm, size_t n, lt_module_info_t **out) {
+  int rc = count_in(d, n);
+  if (rc != 0) return rc;
+  lt_module_info_t *v = arr(d, n, sizeof *v, &rc);
+  for (size_t i = 0; rc == 0 && i < n; i++) {
+    if ((rc = str_in(pm[i]->name, d->lim, &v[i].name)) == 0 &&
+        (rc = str_in(pm[i]->sha256, d->lim, &v[i].sha256)) == 0 && !sha_valid(v[i].sha256, true))
+      rc = LT_EPROTO;
+  }
+  *out = v;
+  return rc;
 }
 
 static int instr_in(dec *d, const Lithium__Instr *pi, lt_instr_t *in) {
@@ -175,6 +212,9 @@ static int body_in(dec *d, const Lithium__Envelope *env, lt_msg_t *m) {
     m->u.hello.client_id = env->hello->client_id;
     m->u.hello.inline_max = env->hello->inline_max;
     m->u.hello.secret = env->hello->secret;
+    m->u.hello.nmodules = (uint32_t)env->hello->n_modules;
+    if ((rc = strs_in(d, env->hello->modules, env->hello->n_modules, &m->u.hello.modules)) != 0)
+      return rc;
     return str_in(env->hello->name, d->lim, &m->u.hello.name);
   case LITHIUM__ENVELOPE__BODY_WELCOME:
     m->type = LT_MSG_WELCOME;
@@ -190,29 +230,20 @@ static int body_in(dec *d, const Lithium__Envelope *env, lt_msg_t *m) {
     m->u.welcome.crashed = env->welcome->n_crashed ? env->welcome->crashed : NULL;
     m->u.welcome.crash_signal = env->welcome->crash_signal;
     m->u.welcome.crashed_incarnation = env->welcome->crashed_incarnation;
+    m->u.welcome.accept_modules = env->welcome->accept_modules != 0;
+    m->u.welcome.nmodules = (uint32_t)env->welcome->n_modules;
+    if ((rc = modinfo_in(d, env->welcome->modules, env->welcome->n_modules,
+                         &m->u.welcome.modules)) != 0)
+      return rc;
     return str_in(env->welcome->server_id, d->lim, &m->u.welcome.server_id);
   case LITHIUM__ENVELOPE__BODY_PROGRAM: {
     const Lithium__Program *p = env->program;
     m->type = LT_MSG_PROGRAM;
-    if ((rc = count_in(d, p->n_kernels)) != 0) return rc;
-    /* The decoded strings already sit in the arena; the array of pointers is reused
-     * as it is once every entry is checked. */
-    for (size_t i = 0; i < p->n_kernels; i++) {
-      const char *s;
-      if ((rc = str_in(p->kernels[i], d->lim, &s)) != 0) return rc;
-      p->kernels[i] = (char *)s;
-    }
+    /* The decoded strings already sit in the arena. */
     m->u.program.nkernels = (uint32_t)p->n_kernels;
-    m->u.program.kernels = p->n_kernels ? (const char **)p->kernels : NULL;
-    if ((rc = count_in(d, p->n_peers)) != 0) return rc;
-    for (size_t i = 0; i < p->n_peers; i++) {
-      const char *s;
-      if ((rc = str_in(p->peers[i], d->lim, &s)) != 0) return rc;
-      p->peers[i] = (char *)s;
-    }
     m->u.program.npeers = (uint32_t)p->n_peers;
-    m->u.program.peers = p->n_peers ? (const char **)p->peers : NULL;
-    return 0;
+    if ((rc = strs_in(d, p->kernels, p->n_kernels, &m->u.program.kernels)) != 0) return rc;
+    return strs_in(d, p->peers, p->n_peers, &m->u.program.peers);
   }
   case LITHIUM__ENVELOPE__BODY_EXECUTE: {
     const Lithium__Execute *p = env->execute;
@@ -282,15 +313,8 @@ static int body_in(dec *d, const Lithium__Envelope *env, lt_msg_t *m) {
   case LITHIUM__ENVELOPE__BODY_LOST: {
     const Lithium__Lost *p = env->lost;
     m->type = LT_MSG_LOST;
-    if ((rc = count_in(d, p->n_holders)) != 0) return rc;
-    for (size_t i = 0; i < p->n_holders; i++) {
-      const char *s;
-      if ((rc = str_in(p->holders[i], d->lim, &s)) != 0) return rc;
-      p->holders[i] = (char *)s;
-    }
     m->u.lost.nholders = (uint32_t)p->n_holders;
-    m->u.lost.holders = p->n_holders ? (const char **)p->holders : NULL;
-    return 0;
+    return strs_in(d, p->holders, p->n_holders, &m->u.lost.holders);
   }
   case LITHIUM__ENVELOPE__BODY_STATUS:
     m->type = LT_MSG_STATUS;
@@ -307,17 +331,24 @@ static int body_in(dec *d, const Lithium__Envelope *env, lt_msg_t *m) {
     m->u.status_reply.draining = p->draining;
     if ((rc = str_in(p->server_id, d->lim, &m->u.status_reply.server_id)) != 0 ||
         (rc = str_in(p->version, d->lim, &m->u.status_reply.version)) != 0 ||
-        (rc = str_in(p->endpoint, d->lim, &m->u.status_reply.endpoint)) != 0 ||
-        (rc = count_in(d, p->n_modules)) != 0)
+        (rc = str_in(p->endpoint, d->lim, &m->u.status_reply.endpoint)) != 0)
       return rc;
     m->u.status_reply.nmodules = (uint32_t)p->n_modules;
-    m->u.status_reply.modules = arr(d, p->n_modules, sizeof(lt_module_info_t), &rc);
-    for (size_t i = 0; rc == 0 && i < p->n_modules; i++) {
-      lt_module_info_t *x = &m->u.status_reply.modules[i];
-      if ((rc = str_in(p->modules[i]->name, d->lim, &x->name)) == 0)
-        rc = str_in(p->modules[i]->sha256, d->lim, &x->sha256);
-    }
-    return rc;
+    return modinfo_in(d, p->modules, p->n_modules, &m->u.status_reply.modules);
+  }
+  case LITHIUM__ENVELOPE__BODY_MODULE: {
+    const Lithium__Module *p = env->module;
+    m->type = LT_MSG_MODULE;
+    m->u.module.size = p->size;
+    m->u.module.frame = p->frame;
+    if ((rc = frame_in(d, p->frame)) != 0 ||
+        (rc = str_in(p->name, d->lim, &m->u.module.name)) != 0 ||
+        (rc = str_in(p->sha256, d->lim, &m->u.module.sha256)) != 0)
+      return rc;
+    if (m->u.module.name[0] == '\0' || !sha_valid(m->u.module.sha256, false)) return LT_EPROTO;
+    /* The bytes, when sent, are the size announced. */
+    if (p->frame >= 0 && d->frames[p->frame].len != p->size) return LT_EPROTO;
+    return 0;
   }
   default:
     return LT_EPROTO; /* no body, or one this version does not know */
@@ -355,7 +386,7 @@ int lt__msg_decode(lt_msg_t *msg, const lt_bytes_t *frames, size_t nframes,
   if (env == NULL) {
     rc = lt__arena_oom(a) ? LT_ENOMEM : LT_EPROTO;
   } else {
-    dec d = {a, lim, (uint32_t)npay};
+    dec d = {a, lim, (uint32_t)npay, frames + 1};
     rc = body_in(&d, env, msg);
     if (rc == 0 && env->load != NULL) {
       const Lithium__Load *l = env->load;
@@ -515,6 +546,34 @@ static int compl_out(arena *a, const lt_msg_t *m, const lt_completion_t *c,
   return 0;
 }
 
+/* strs_out checks n strings about to be encoded (none NULL, valid UTF-8). */
+static int strs_out(const char *const *v, uint32_t n) {
+  if (n > 0 && v == NULL) return LT_EINVAL;
+  for (uint32_t i = 0; i < n; i++)
+    if (v[i] == NULL || str_out(v[i]) == NULL) return LT_EINVAL;
+  return 0;
+}
+
+/* modinfo_out builds the ModuleInfo array of n entries (hex SHA-256 or ""). */
+static int modinfo_out(arena *a, const lt_module_info_t *infos, uint32_t n,
+                       Lithium__ModuleInfo ***out) {
+  *out = NULL;
+  if (n == 0) return 0;
+  if (infos == NULL) return LT_EINVAL;
+  Lithium__ModuleInfo **v = lt__arena_alloc(a, n * sizeof *v);
+  Lithium__ModuleInfo *x = lt__arena_alloc(a, n * sizeof *x);
+  if (v == NULL || x == NULL) return LT_ENOMEM;
+  for (uint32_t i = 0; i < n; i++) {
+    lithium__module_info__init(&x[i]);
+    if ((x[i].name = str_out(infos[i].name)) == NULL ||
+        (x[i].sha256 = str_out(infos[i].sha256)) == NULL || !sha_valid(infos[i].sha256, true))
+      return LT_EINVAL;
+    v[i] = &x[i];
+  }
+  *out = v;
+  return 0;
+}
+
 /* The protobuf-c bodies of one message; only the member for msg->type is used. */
 typedef struct body_out {
   union {
@@ -533,6 +592,7 @@ typedef struct body_out {
     Lithium__Lost lost;
     Lithium__Status status;
     Lithium__StatusReply status_reply;
+    Lithium__Module module;
   };
   Lithium__Oid oid; /* Fetch.id, Value.id */
 } body_out;
@@ -557,6 +617,8 @@ static size_t encode_size_hint(const lt_msg_t *m) {
     n += (size_t)m->u.release.nids * (sizeof(Lithium__Oid) + 8);
   } else if (m->type == LT_MSG_STATUS_REPLY) {
     n += (size_t)m->u.status_reply.nmodules * (sizeof(Lithium__ModuleInfo) + 16);
+  } else if (m->type == LT_MSG_WELCOME) {
+    n += (size_t)m->u.welcome.nmodules * (sizeof(Lithium__ModuleInfo) + 16);
   }
   return n;
 }
@@ -571,7 +633,11 @@ static int body_out_fill(arena *a, const lt_msg_t *m, body_out *b, Lithium__Enve
     b->hello.client_id = m->u.hello.client_id;
     b->hello.inline_max = m->u.hello.inline_max;
     b->hello.secret = m->u.hello.secret;
-    if ((b->hello.name = str_out(m->u.hello.name)) == NULL) return LT_EINVAL;
+    if ((b->hello.name = str_out(m->u.hello.name)) == NULL ||
+        strs_out(m->u.hello.modules, m->u.hello.nmodules) != 0)
+      return LT_EINVAL;
+    b->hello.n_modules = m->u.hello.nmodules;
+    b->hello.modules = (char **)m->u.hello.modules;
     env->hello = &b->hello;
     return 0;
   case LT_MSG_WELCOME:
@@ -588,23 +654,18 @@ static int body_out_fill(arena *a, const lt_msg_t *m, body_out *b, Lithium__Enve
     b->welcome.crashed = m->u.welcome.crashed;
     b->welcome.crash_signal = m->u.welcome.crash_signal;
     b->welcome.crashed_incarnation = m->u.welcome.crashed_incarnation;
+    b->welcome.accept_modules = m->u.welcome.accept_modules;
     if ((b->welcome.server_id = str_out(m->u.welcome.server_id)) == NULL) return LT_EINVAL;
+    b->welcome.n_modules = m->u.welcome.nmodules;
     env->welcome = &b->welcome;
-    return 0;
+    return modinfo_out(a, m->u.welcome.modules, m->u.welcome.nmodules, &b->welcome.modules);
   case LT_MSG_PROGRAM:
     lithium__program__init(&b->program);
-    if (m->u.program.nkernels > 0 && m->u.program.kernels == NULL) return LT_EINVAL;
-    for (uint32_t i = 0; i < m->u.program.nkernels; i++) {
-      const char *k = m->u.program.kernels[i];
-      if (k == NULL || str_out(k) == NULL) return LT_EINVAL;
-    }
+    if (strs_out(m->u.program.kernels, m->u.program.nkernels) != 0 ||
+        strs_out(m->u.program.peers, m->u.program.npeers) != 0)
+      return LT_EINVAL;
     b->program.n_kernels = m->u.program.nkernels;
     b->program.kernels = (char **)m->u.program.kernels;
-    if (m->u.program.npeers > 0 && m->u.program.peers == NULL) return LT_EINVAL;
-    for (uint32_t i = 0; i < m->u.program.npeers; i++) {
-      const char *k = m->u.program.peers[i];
-      if (k == NULL || str_out(k) == NULL) return LT_EINVAL;
-    }
     b->program.n_peers = m->u.program.npeers;
     b->program.peers = (char **)m->u.program.peers;
     env->program = &b->program;
@@ -701,11 +762,7 @@ static int body_out_fill(arena *a, const lt_msg_t *m, body_out *b, Lithium__Enve
     return 0;
   case LT_MSG_LOST:
     lithium__lost__init(&b->lost);
-    if (m->u.lost.nholders > 0 && m->u.lost.holders == NULL) return LT_EINVAL;
-    for (uint32_t i = 0; i < m->u.lost.nholders; i++) {
-      const char *h = m->u.lost.holders[i];
-      if (h == NULL || str_out(h) == NULL) return LT_EINVAL;
-    }
+    if (strs_out(m->u.lost.holders, m->u.lost.nholders) != 0) return LT_EINVAL;
     b->lost.n_holders = m->u.lost.nholders;
     b->lost.holders = (char **)m->u.lost.holders;
     env->lost = &b->lost;
@@ -727,25 +784,23 @@ static int body_out_fill(arena *a, const lt_msg_t *m, body_out *b, Lithium__Enve
         (b->status_reply.version = str_out(m->u.status_reply.version)) == NULL ||
         (b->status_reply.endpoint = str_out(m->u.status_reply.endpoint)) == NULL)
       return LT_EINVAL;
-    uint32_t n = m->u.status_reply.nmodules;
-    if (n > 0) {
-      if (m->u.status_reply.modules == NULL) return LT_EINVAL;
-      Lithium__ModuleInfo **v = lt__arena_alloc(a, n * sizeof *v);
-      Lithium__ModuleInfo *x = lt__arena_alloc(a, n * sizeof *x);
-      if (v == NULL || x == NULL) return LT_ENOMEM;
-      for (uint32_t i = 0; i < n; i++) {
-        lithium__module_info__init(&x[i]);
-        if ((x[i].name = str_out(m->u.status_reply.modules[i].name)) == NULL ||
-            (x[i].sha256 = str_out(m->u.status_reply.modules[i].sha256)) == NULL)
-          return LT_EINVAL;
-        v[i] = &x[i];
-      }
-      b->status_reply.n_modules = n;
-      b->status_reply.modules = v;
-    }
+    b->status_reply.n_modules = m->u.status_reply.nmodules;
     env->status_reply = &b->status_reply;
-    return 0;
+    return modinfo_out(a, m->u.status_reply.modules, m->u.status_reply.nmodules,
+                       &b->status_reply.modules);
   }
+  case LT_MSG_MODULE:
+    lithium__module__init(&b->module);
+    if (frame_out(m, m->u.module.frame) != 0 || m->u.module.name == NULL ||
+        m->u.module.name[0] == '\0' || !sha_valid(m->u.module.sha256, false) ||
+        (m->u.module.frame >= 0 && m->frames[m->u.module.frame].len != m->u.module.size))
+      return LT_EINVAL;
+    if ((b->module.name = str_out(m->u.module.name)) == NULL) return LT_EINVAL;
+    b->module.sha256 = (char *)m->u.module.sha256;
+    b->module.size = m->u.module.size;
+    b->module.frame = m->u.module.frame;
+    env->module = &b->module;
+    return 0;
   default:
     return LT_EINVAL;
   }
@@ -777,7 +832,7 @@ int lt__msg_encode(const lt_msg_t *msg, void **hdr, size_t *hdrlen) {
   /* Only bodies with arrays of sub-messages need memory beyond the stack. */
   arena *a = NULL;
   if (msg->type == LT_MSG_EXECUTE || msg->type == LT_MSG_DONE || msg->type == LT_MSG_RELEASE ||
-      msg->type == LT_MSG_STATUS_REPLY) {
+      msg->type == LT_MSG_STATUS_REPLY || msg->type == LT_MSG_WELCOME) {
     if ((a = lt__arena_new(encode_size_hint(msg))) == NULL) return LT_ENOMEM;
   }
   body_out b;
@@ -803,9 +858,10 @@ int lt__msg_encode(const lt_msg_t *msg, void **hdr, size_t *hdrlen) {
  * Small things. */
 
 const char *lt__msg_type_name(lt_msg_type_t t) {
-  static const char *const names[] = {
-      "none",    "hello",  "welcome",   "program", "execute", "done", "fetch",  "value",
-      "release", "cancel", "heartbeat", "bye",     "error",   "lost", "status", "status_reply"};
+  static const char *const names[] = {"none",         "hello", "welcome", "program", "execute",
+                                      "done",         "fetch", "value",   "release", "cancel",
+                                      "heartbeat",    "bye",   "error",   "lost",    "status",
+                                      "status_reply", "module"};
   if ((unsigned)t >= sizeof names / sizeof names[0]) return "unknown";
   return names[t];
 }

@@ -25,25 +25,30 @@ typedef struct lt_bytes {
 
 typedef enum lt_msg_type {
   LT_MSG_NONE = 0,
-  LT_MSG_HELLO,       /* client -> server */
-  LT_MSG_WELCOME,     /* server -> client */
-  LT_MSG_PROGRAM,     /* client -> server: the kernel table */
-  LT_MSG_EXECUTE,     /* client -> server: a batch of instructions */
-  LT_MSG_DONE,        /* server -> client: a batch of completions */
-  LT_MSG_FETCH,       /* anyone -> holder: ask for a value */
-  LT_MSG_VALUE,       /* holder -> asker: the value (payload frame) or an error */
-  LT_MSG_RELEASE,     /* client -> server: drop values */
-  LT_MSG_CANCEL,      /* client -> server: drop queued instructions */
-  LT_MSG_HEARTBEAT,   /* both ways */
-  LT_MSG_BYE,         /* client -> server: end of session */
-  LT_MSG_ERROR,       /* server -> sender: a message was refused */
-  LT_MSG_LOST,        /* client -> server: holders that died */
-  LT_MSG_STATUS,      /* anyone -> server: how are you (no session needed) */
-  LT_MSG_STATUS_REPLY /* server -> asker: the answer, with the load report */
+  LT_MSG_HELLO,        /* client -> server */
+  LT_MSG_WELCOME,      /* server -> client */
+  LT_MSG_PROGRAM,      /* client -> server: the kernel table */
+  LT_MSG_EXECUTE,      /* client -> server: a batch of instructions */
+  LT_MSG_DONE,         /* server -> client: a batch of completions */
+  LT_MSG_FETCH,        /* anyone -> holder: ask for a value */
+  LT_MSG_VALUE,        /* holder -> asker: the value (payload frame) or an error */
+  LT_MSG_RELEASE,      /* client -> server: drop values */
+  LT_MSG_CANCEL,       /* client -> server: drop queued instructions */
+  LT_MSG_HEARTBEAT,    /* both ways */
+  LT_MSG_BYE,          /* client -> server: end of session */
+  LT_MSG_ERROR,        /* server -> sender: a message was refused */
+  LT_MSG_LOST,         /* client -> server: holders that died */
+  LT_MSG_STATUS,       /* anyone -> server: how are you (no session needed) */
+  LT_MSG_STATUS_REPLY, /* server -> asker: the answer, with the load report */
+  LT_MSG_MODULE        /* client -> server: a kernel module's bytes, for the session only */
 } lt_msg_type_t;
 
 /* The last message type: the codec's range check and the tests' tables end here. */
-#define LT_MSG_LAST LT_MSG_STATUS_REPLY
+#define LT_MSG_LAST LT_MSG_MODULE
+
+/* A SHA-256 in hex: 64 lowercase digits (the codec refuses anything else where one is
+ * required, and anything but "" or that where one is optional). */
+#define LT_SHA256_HEX_LEN 64
 
 /* The load report every server->client message carries (DESIGN.md 5). */
 typedef struct lt_load {
@@ -134,10 +139,10 @@ typedef struct lt_completion {
   uint64_t cpu_us;     /* CPU time of the worker thread while it ran the kernel */
 } lt_completion_t;
 
-/* A loaded kernel module in a status reply. */
+/* A kernel module in a status reply or a welcome. */
 typedef struct lt_module_info {
   const char *name;
-  const char *sha256; /* hex, "" when unknown */
+  const char *sha256; /* hex, "" when unknown (welcome: the server has no copy) */
 } lt_module_info_t;
 
 typedef struct lt_msg {
@@ -149,6 +154,8 @@ typedef struct lt_msg {
       const char *name;
       uint64_t inline_max; /* outputs up to this size also come back with done (0: none) */
       uint64_t secret;     /* per evaluation, never logged (see lithium.proto Hello) */
+      uint32_t nmodules;   /* the modules the program names */
+      const char **modules;
     } hello;
     struct {
       uint32_t version;
@@ -163,6 +170,9 @@ typedef struct lt_msg {
       uint64_t *crashed;    /* (instruction seqs), the signal and the incarnation that died */
       int32_t crash_signal;
       uint64_t crashed_incarnation;
+      uint32_t nmodules;         /* one per hello module: the server's copy, sha256 "" when */
+      lt_module_info_t *modules; /* it has none */
+      bool accept_modules;       /* it takes shipped modules (--accept-modules) */
     } welcome;
     struct {
       uint32_t nkernels;
@@ -228,6 +238,12 @@ typedef struct lt_msg {
       uint32_t nmodules;
       lt_module_info_t *modules;
     } status_reply;
+    struct {
+      const char *name;   /* the module */
+      const char *sha256; /* hex of its bytes, LT_SHA256_HEX_LEN digits */
+      uint64_t size;      /* its size */
+      int32_t frame;      /* payload index of its bytes, -1 when not sent */
+    } module;
   } u;
   bool has_load; /* every server->client message sets it */
   lt_load_t load;

@@ -42,7 +42,8 @@ enum {
   OPT_INSECURE,
   OPT_UNSAFE_MODULES,
   OPT_ANNOUNCE,
-  OPT_ADVERTISE
+  OPT_ADVERTISE,
+  OPT_ACCEPT_MODULES
 };
 
 static const struct option long_opts[] = {
@@ -68,6 +69,7 @@ static const struct option long_opts[] = {
     {"allow-unsafe-modules", no_argument, NULL, OPT_UNSAFE_MODULES},
     {"announce", required_argument, NULL, OPT_ANNOUNCE},
     {"advertise", required_argument, NULL, OPT_ADVERTISE},
+    {"accept-modules", required_argument, NULL, OPT_ACCEPT_MODULES},
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0}};
@@ -106,6 +108,10 @@ void lt__args_usage(FILE *f) {
           "                         --curve-key (anyone who reaches it runs its kernels)\n"
           "      --allow-unsafe-modules  use module directories and files writable by other\n"
           "                         users than the server's (or root)\n"
+          "      --accept-modules DIR  take kernel modules shipped by clients (ship_modules),\n"
+          "                         verified by SHA-256 and stored as DIR/<sha256>.so (mode\n"
+          "                         0700), each loaded for the session that shipped it only;\n"
+          "                         needs --curve-key unless the listen is loopback\n"
           "      --announce DIR     once bound, write DIR/<name>.endpoint (a hosts-file line)\n"
           "                         for clients with hosts=DIR; removed at exit\n"
           "      --advertise ADDR   the host (or tcp:// endpoint) to announce instead of the\n"
@@ -336,6 +342,12 @@ int lt__args_parse(lt_srv_args_t *a, int argc, char **argv, FILE *out, FILE *err
     case OPT_UNSAFE_MODULES:
       a->unsafe_modules = true;
       break;
+    case OPT_ACCEPT_MODULES:
+      if (optarg[0] == '\0' || strlen(optarg) > 1024)
+        return usage_error(err, "bad --accept-modules directory '%s'", optarg);
+      if (replace_str(&a->accept_modules, optarg) != LT_OK)
+        return usage_error(err, "%s", "no memory");
+      break;
     case OPT_ANNOUNCE:
       if (optarg[0] == '\0' || strlen(optarg) > 1024)
         return usage_error(err, "bad --announce directory '%s'", optarg);
@@ -378,6 +390,7 @@ void lt__args_free(lt_srv_args_t *a) {
   free(a->allow);
   free(a->announce);
   free(a->advertise);
+  free(a->accept_modules);
   for (size_t i = 0; i < a->nmodules; i++)
     free(a->modules[i]);
   free(a->modules);

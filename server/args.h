@@ -55,6 +55,8 @@ typedef struct lt_srv_args {
   bool unsafe_modules;        /* --allow-unsafe-modules: skip the module permission checks */
   char *announce;             /* --announce DIR: write DIR/<name>.endpoint once bound (owned) */
   char *advertise;            /* --advertise ADDR: the host announced instead of the bound one */
+  char *accept_modules;       /* --accept-modules DIR: the store of shipped modules, or NULL
+                                 (owned) */
 } lt_srv_args_t;
 
 /* lt__args_parse parses argv into *a (which it initialises; free with lt__args_free in

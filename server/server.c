@@ -26,6 +26,7 @@
 #include "peer.h"
 #include "quota.h"
 #include "session.h"
+#include "shipped.h"
 #include "task.h"
 
 #define SNDHWM          100000
@@ -182,6 +183,30 @@ static int claim(lt_server_t *srv, const lt_session_t *o, const lt_msg_t *m, con
   return LT_OK;
 }
 
+/* A welcome states the server's copy of at most this many of the hello's modules. */
+#define WELCOME_MAX_MODULES 1024
+
+/* welcome_modules states in welcome `w` the copy of each module the hello `m` names that
+ * this server would run: the SHA-256 of the one loaded, else of the file it would load, ""
+ * when it has none (or the name is not a module name). The entries and their hex digits
+ * live in one allocation, w->u.welcome.modules; without memory the welcome states none. */
+static void welcome_modules(lt_server_t *srv, const lt_msg_t *m, lt_msg_t *w) {
+  uint32_t n = m->u.hello.nmodules;
+  if (n > WELCOME_MAX_MODULES) n = WELCOME_MAX_MODULES;
+  if (n == 0) return;
+  lt_module_info_t *v = malloc(n * (sizeof *v + LT_SHA256_HEX));
+  if (v == NULL) return;
+  char(*hex)[LT_SHA256_HEX] = (void *)(v + n);
+  for (uint32_t i = 0; i < n; i++) {
+    const char *name = m->u.hello.modules[i];
+    hex[i][0] = '\0';
+    if (lt__module_name_valid(name)) lt__modules_sha256(srv->mods, name, hex[i]);
+    v[i] = (lt_module_info_t){name, hex[i]};
+  }
+  w->u.welcome.modules = v;
+  w->u.welcome.nmodules = n;
+}
+
 static void handle_hello(lt_server_t *srv, lt_session_t *s, const void *rid, size_t rid_len,
                          const lt_msg_t *m, const char *key) {
   if (m->u.hello.version != LT_PROTO_VERSION) {
@@ -238,8 +263,11 @@ static void handle_hello(lt_server_t *srv, lt_session_t *s, const void *rid, siz
   w.u.welcome.incarnation = srv->incarnation;
   lt__crashlog_take(s->client_id, &w.u.welcome.crash_signal, &w.u.welcome.crashed_incarnation,
                     &w.u.welcome.crashed, &w.u.welcome.ncrashed);
+  w.u.welcome.accept_modules = srv->shipstore != NULL;
+  welcome_modules(srv, m, &w);
   lt__server_send(srv, rid, rid_len, &w, NULL, 0);
   free(w.u.welcome.crashed);
+  free(w.u.welcome.modules);
 }
 
 /* handle_lost fails what this server waits for from holders the client found dead; an
@@ -324,6 +352,65 @@ static void handle_program(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m)
                           "program: a peer is not 'tcp://ENDPOINT [Z85 key]': %s", lt_strerror(rc));
 }
 
+/* module_refusal says why a MODULE cannot be loaded before its bytes are looked at, or
+ * returns NULL: no store, no bytes, over the session's quota, too many modules. */
+static const char *module_refusal(lt_server_t *srv, const lt_session_t *s, const lt_msg_t *m,
+                                  char *why, size_t len) {
+  uint64_t size = m->u.module.size, quota = lt__quota_max_bytes(srv);
+  const lt_session_module_t *old = lt__session_shipped(s, m->u.module.name);
+  uint64_t held = s->shipped_bytes - (old != NULL && old->mod != NULL ? old->size : 0);
+  if (srv->shipstore == NULL)
+    snprintf(why, len, "this server does not accept shipped modules (no --accept-modules)");
+  else if (m->u.module.frame < 0 && size > srv->max_frame)
+    snprintf(why, len, "%llu bytes, over this server's frame limit of %llu bytes (--max-frame)",
+             (unsigned long long)size, (unsigned long long)srv->max_frame);
+  else if (m->u.module.frame < 0)
+    snprintf(why, len, "its bytes were not sent");
+  else if (size > quota || held + size > quota)
+    snprintf(why, len,
+             "%llu bytes, over the session's quota of %llu bytes (--max-session-bytes; %llu held "
+             "by modules shipped before)",
+             (unsigned long long)size, (unsigned long long)quota, (unsigned long long)held);
+  else if (old == NULL && s->nshipped >= LT_SESSION_MAX_SHIPPED)
+    snprintf(why, len, "the session has shipped %d modules already", LT_SESSION_MAX_SHIPPED);
+  else
+    return NULL;
+  return why;
+}
+
+/* handle_module loads a module the session's client shipped, for that session only, or
+ * records why it is refused: the instructions naming it then fail with the reason. There is
+ * no answer (an error would end the client's session). A name that is no module name costs
+ * the sender the message. */
+static void handle_module(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m) {
+  const char *name = m->u.module.name;
+  if (!lt__module_name_valid(name)) {
+    lt__server_send_error(srv, s->rid, s->rid_len, LT_EINVAL,
+                          "module: '%.64s' is not a module name", name);
+    return;
+  }
+  char why[600], err[700];
+  lt_shipped_t *mod = NULL;
+  int rc = LT_ENOMODULE;
+  if (module_refusal(srv, s, m, why, sizeof why) == NULL) {
+    const lt_bytes_t *f = &m->frames[m->u.module.frame];
+    rc = lt__shipstore_load(srv->shipstore, name, m->u.module.sha256, f->data, f->len, &mod, why,
+                            sizeof why);
+  }
+  if (rc == LT_OK) {
+    lt__log(LT_LOG_INFO, "session '%s': module '%s' (sha256 %.16s..., %llu bytes) loaded for it",
+            s->name, name, m->u.module.sha256, (unsigned long long)m->u.module.size);
+    err[0] = '\0';
+  } else {
+    snprintf(err, sizeof err, "shipped module '%s' refused: %s", name, why);
+    lt__log(LT_LOG_WARN, "session '%s': %s", s->name, err);
+  }
+  rc = lt__session_ship(srv, s, name, m->u.module.size, mod, rc == LT_OK ? LT_OK : LT_ENOMODULE,
+                        rc == LT_OK ? NULL : err);
+  if (rc != LT_OK)
+    lt__server_send_error(srv, s->rid, s->rid_len, rc, "module '%s': %s", name, lt_strerror(rc));
+}
+
 static void dispatch(lt_server_t *srv, const void *rid, size_t rid_len, const lt_msg_t *m,
                      zmq_msg_t *payloads, const char *key) {
   lt_session_t *s = lt__session_find(srv, rid, rid_len);
@@ -344,6 +431,7 @@ static void dispatch(lt_server_t *srv, const void *rid, size_t rid_len, const lt
   case LT_MSG_HEARTBEAT:
   case LT_MSG_BYE:
   case LT_MSG_LOST:
+  case LT_MSG_MODULE:
     if (s == NULL) {
       lt__server_send_error(srv, rid, rid_len, LT_ESTATE, "send hello first (got %s)",
                             lt__msg_type_name(m->type));
@@ -392,6 +480,9 @@ static void dispatch(lt_server_t *srv, const void *rid, size_t rid_len, const lt
     break;
   case LT_MSG_LOST:
     handle_lost(srv, s, m);
+    break;
+  case LT_MSG_MODULE:
+    handle_module(srv, s, m);
     break;
   default:
     break;
@@ -643,6 +734,22 @@ static int setup_curve(lt_server_t *srv, const lt_srv_args_t *a, char *err, size
   return LT_OK;
 }
 
+/* setup_shipping opens the store of shipped modules (--accept-modules): only under CURVE,
+ * or on a loopback listen, since whoever may ship runs code of their own in the server
+ * (--insecure does not stretch that far). LT_EAUTH or LT_EINVAL with the reason in err. */
+static int setup_shipping(lt_server_t *srv, const lt_srv_args_t *a, char *err, size_t errlen) {
+  if (a->accept_modules == NULL) return LT_OK;
+  if (!srv->curve && !is_loopback(a->listen)) {
+    snprintf(err, errlen,
+             "refusing --accept-modules on %s, which is not a loopback address, without "
+             "--curve-key: anyone who can reach it could run code of their own in the server "
+             "(--insecure does not cover shipped modules)",
+             a->listen);
+    return LT_EAUTH;
+  }
+  return lt__shipstore_open(&srv->shipstore, a->accept_modules, err, errlen);
+}
+
 static void on_sighup(uv_signal_t *h, int signum) {
   (void)signum;
   lt_server_t *srv = h->data;
@@ -726,6 +833,7 @@ int lt__server_new(lt_server_t **out, const lt_srv_args_t *a, char *err, size_t 
     goto fail;
   }
   if ((rc = setup_curve(srv, a, err, errlen)) != LT_OK) goto fail;
+  if ((rc = setup_shipping(srv, a, err, errlen)) != LT_OK) goto fail;
   if ((rc = bind_socket(srv, a, err, errlen)) != LT_OK) goto fail;
   if ((rc = lt__executor_new(&srv->ex, &srv->loop, a->threads, a->slowdown, lt__task_on_done,
                              srv)) != LT_OK) {
@@ -792,6 +900,7 @@ void lt__server_free(lt_server_t *srv) {
   lt__quota_free(srv);
   lt__store_free(srv->store);
   lt__modules_free(srv->mods);
+  lt__shipstore_free(srv->shipstore);
   free(srv->frames);
   int rc = uv_loop_close(&srv->loop);
   if (rc != 0) lt__log(LT_LOG_ERROR, "uv_loop_close: %s", uv_strerror(rc));

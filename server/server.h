@@ -35,6 +35,7 @@ typedef struct lt_server {
   lt_zuv_t zuv;
   lt_store_t *store;
   lt_modules_t *mods;
+  struct lt_shipstore *shipstore; /* --accept-modules: shipped modules' store, or NULL */
   lt_executor_t *ex;
   lt_codec_limits_t lim;
   lt_bytes_t *frames; /* scratch for decoding: max_frames + 1 entries */

@@ -103,7 +103,9 @@ void lt__program_unref(lt_program_t *p) {
   for (uint32_t i = 0; i < p->n; i++) {
     if (p->err != NULL) free(p->err[i]);
     if (p->names != NULL) free(p->names[i]);
+    if (p->mods != NULL) lt__shipped_unref(p->mods[i]);
   }
+  free(p->mods);
   free(p->names);
   free(p->fns);
   free(p->status);
@@ -120,8 +122,33 @@ static bool same_program(const lt_program_t *p, const char *const *names, uint32
   return true;
 }
 
-int lt__session_program(lt_server_t *srv, lt_session_t *s, const char *const *names, uint32_t n) {
-  if (same_program(s->prog, names, n)) return LT_OK;
+const lt_session_module_t *lt__session_shipped(const lt_session_t *s, const char *name) {
+  for (uint32_t i = 0; i < s->nshipped; i++)
+    if (strcmp(s->shipped[i].name, name) == 0) return &s->shipped[i];
+  return NULL;
+}
+
+/* resolve resolves kernel i of `p`: in a module the session shipped when it shipped one of
+ * that name (a refused one fails the kernel with its refusal), else in the server's own
+ * module directories. */
+static int resolve(lt_server_t *srv, const lt_session_t *s, lt_program_t *p, uint32_t i, char *err,
+                   size_t errlen) {
+  char module[LT_MODULE_NAME_MAX + 1];
+  const lt_session_module_t *sm =
+      lt__kernel_module(p->names[i], module) == LT_OK ? lt__session_shipped(s, module) : NULL;
+  if (sm == NULL) return lt__modules_resolve(srv->mods, p->names[i], &p->fns[i], err, errlen);
+  if (sm->mod == NULL) {
+    snprintf(err, errlen, "%s", sm->err != NULL ? sm->err : "module refused");
+    return sm->status != LT_OK ? sm->status : LT_ENOMODULE;
+  }
+  int rc = lt__shipped_kernel(sm->mod, p->names[i], &p->fns[i], err, errlen);
+  if (rc == LT_OK) p->mods[i] = lt__shipped_ref(sm->mod);
+  return rc;
+}
+
+/* build makes the kernel table of `names`, each resolved (see resolve). */
+static int build(lt_server_t *srv, const lt_session_t *s, const char *const *names, uint32_t n,
+                 lt_program_t **out) {
   lt_program_t *p = calloc(1, sizeof *p);
   if (p == NULL) return LT_ENOMEM;
   p->refs = 1;
@@ -130,7 +157,9 @@ int lt__session_program(lt_server_t *srv, lt_session_t *s, const char *const *na
   p->status = calloc(n ? n : 1, sizeof *p->status);
   p->err = calloc(n ? n : 1, sizeof *p->err);
   p->names = calloc(n ? n : 1, sizeof *p->names);
-  if (p->fns == NULL || p->status == NULL || p->err == NULL || p->names == NULL) {
+  p->mods = calloc(n ? n : 1, sizeof *p->mods);
+  if (p->fns == NULL || p->status == NULL || p->err == NULL || p->names == NULL ||
+      p->mods == NULL) {
     lt__program_unref(p);
     return LT_ENOMEM;
   }
@@ -140,7 +169,7 @@ int lt__session_program(lt_server_t *srv, lt_session_t *s, const char *const *na
       return LT_ENOMEM;
     }
     char err[512] = "";
-    int rc = lt__modules_resolve(srv->mods, names[i], &p->fns[i], err, sizeof err);
+    int rc = resolve(srv, s, p, i, err, sizeof err);
     if (rc == LT_OK) continue;
     p->fns[i] = NULL;
     p->status[i] = rc;
@@ -153,9 +182,70 @@ int lt__session_program(lt_server_t *srv, lt_session_t *s, const char *const *na
     }
     lt__log(LT_LOG_INFO, "session %s: kernel %u: %s", s->name, i, err);
   }
+  *out = p;
+  return LT_OK;
+}
+
+/* replace_program makes a kernel table of `names` the session's. */
+static int replace_program(lt_server_t *srv, lt_session_t *s, const char *const *names,
+                           uint32_t n) {
+  lt_program_t *p;
+  int rc = build(srv, s, names, n, &p);
+  if (rc != LT_OK) return rc;
   lt__program_unref(s->prog);
   s->prog = p;
   return LT_OK;
+}
+
+int lt__session_program(lt_server_t *srv, lt_session_t *s, const char *const *names, uint32_t n) {
+  if (same_program(s->prog, names, n)) return LT_OK;
+  return replace_program(srv, s, names, n);
+}
+
+/* module_clear drops what a session's module record holds. */
+static void module_clear(lt_session_module_t *sm) {
+  free(sm->name);
+  free(sm->err);
+  lt__shipped_unref(sm->mod);
+  memset(sm, 0, sizeof *sm);
+}
+
+int lt__session_ship(lt_server_t *srv, lt_session_t *s, const char *name, uint64_t size,
+                     lt_shipped_t *mod, int status, const char *err) {
+  lt_session_module_t *sm = (lt_session_module_t *)lt__session_shipped(s, name);
+  if (sm == NULL) {
+    if (s->nshipped >= LT_SESSION_MAX_SHIPPED) {
+      lt__shipped_unref(mod);
+      return LT_EAGAIN;
+    }
+    lt_session_module_t *v = realloc(s->shipped, (s->nshipped + 1) * sizeof *v);
+    if (v == NULL) {
+      lt__shipped_unref(mod);
+      return LT_ENOMEM;
+    }
+    s->shipped = v;
+    sm = &v[s->nshipped++];
+    memset(sm, 0, sizeof *sm);
+  } else {
+    if (sm->mod != NULL) s->shipped_bytes -= sm->size;
+    module_clear(sm);
+  }
+  sm->name = strdup(name);
+  sm->err = err != NULL ? strdup(err) : NULL;
+  if (sm->name == NULL || (err != NULL && sm->err == NULL)) {
+    lt__shipped_unref(mod);
+    free(sm->name);
+    free(sm->err);
+    *sm = s->shipped[--s->nshipped];
+    return LT_ENOMEM;
+  }
+  if (sm->err != NULL) lt__utf8_sanitize(sm->err);
+  sm->mod = mod;
+  sm->status = status;
+  sm->size = size;
+  if (mod != NULL) s->shipped_bytes += size;
+  if (s->prog == NULL) return LT_OK;
+  return replace_program(srv, s, (const char *const *)s->prog->names, s->prog->n);
 }
 
 static void mark_dirty(lt_server_t *srv, lt_session_t *s) {
@@ -286,6 +376,9 @@ void lt__session_free(lt_server_t *srv, lt_session_t *s) {
   HASH_DEL(srv->sessions, s);
   done_reset(s);
   lt__program_unref(s->prog);
+  for (uint32_t i = 0; i < s->nshipped; i++)
+    module_clear(&s->shipped[i]);
+  free(s->shipped);
   free_peers(s->peers, s->peer_keys, s->npeers);
   free(s->done);
   free(s->outs);

@@ -8,6 +8,7 @@
 #define LT_SESSION_H
 
 #include "server.h"
+#include "shipped.h"
 
 #define LT_RID_MAX 255
 
@@ -15,6 +16,9 @@
 #define LT_DONE_MAX_COMPL  1024
 #define LT_DONE_MAX_FRAMES 4096
 #define LT_DONE_MAX_OUTS   65536
+
+/* Modules one session may ship (distinct names). */
+#define LT_SESSION_MAX_SHIPPED 64
 
 typedef struct lt_fetch lt_fetch_t; /* fetch.c */
 
@@ -29,6 +33,8 @@ typedef struct lt_program {
   lt_kernel_fn *fns; /* resolved, or NULL with status/err */
   int *status;
   char **err;
+  lt_shipped_t **mods; /* the shipped module each kernel resolved in (a reference), or NULL
+                          for one of the server's own modules */
 } lt_program_t;
 
 /* lt__program_ref takes one more reference to `p` (may be NULL) and returns it. */
@@ -36,6 +42,16 @@ lt_program_t *lt__program_ref(lt_program_t *p);
 
 /* lt__program_unref drops one reference; the last frees the table. Accepts NULL. */
 void lt__program_unref(lt_program_t *p);
+
+/* A module the session's client shipped (MODULE): loaded, or refused with the reason that
+ * fails the instructions naming it. Its kernels resolve here before the server's own. */
+typedef struct lt_session_module {
+  char *name;
+  lt_shipped_t *mod; /* a reference; NULL when refused */
+  int status;        /* LT_OK, or why it was refused (LT_ENOMODULE, ...) */
+  char *err;         /* the refusal, naming module and reason; NULL when loaded */
+  uint64_t size;
+} lt_session_module_t;
 
 typedef struct lt_done_entry {
   uint64_t seq;
@@ -66,7 +82,10 @@ struct lt_session {
   uint64_t last_seen;  /* uv_now of its last message */
   bool draining;       /* its client is moving its work off this server (heartbeat) */
 
-  lt_program_t *prog; /* the latest PROGRAM (a reference), NULL before the first */
+  lt_program_t *prog;           /* the latest PROGRAM (a reference), NULL before the first */
+  lt_session_module_t *shipped; /* MODULE: modules of this session only */
+  uint32_t nshipped;
+  uint64_t shipped_bytes; /* of the modules loaded, against --max-session-bytes */
 
   lt_task_t *tasks; /* uthash by seq: parked, waiting, queued, running, failing */
 
@@ -117,6 +136,18 @@ lt_session_t *lt__session_find(lt_server_t *srv, const void *rid, size_t rid_len
  * they would run). A table equal to the current one changes nothing; instructions made
  * under an earlier table keep it. LT_ENOMEM (the current table stays). */
 int lt__session_program(lt_server_t *srv, lt_session_t *s, const char *const *names, uint32_t n);
+
+/* lt__session_ship records what became of module `name` shipped by the session's client:
+ * loaded (`mod`, whose reference the session takes, also on failure; status LT_OK) or
+ * refused (`mod` NULL, `status` and `err` naming module and reason). A module of the same
+ * name shipped before is replaced. The kernel table is resolved again, so that the
+ * instructions that follow run the module shipped; earlier ones keep theirs. LT_ENOMEM,
+ * LT_EAGAIN when the session has shipped LT_SESSION_MAX_SHIPPED modules already. */
+int lt__session_ship(lt_server_t *srv, lt_session_t *s, const char *name, uint64_t size,
+                     lt_shipped_t *mod, int status, const char *err);
+
+/* lt__session_shipped returns the session's record of module `name`, or NULL (borrowed). */
+const lt_session_module_t *lt__session_shipped(const lt_session_t *s, const char *name);
 
 /* lt__session_done_add queues one completion for the session's next `done`: `ran` is the
  * executor job that ran it, for its service time, start and worker (NULL when it never

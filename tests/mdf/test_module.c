@@ -2,6 +2,7 @@
  * caching, and the error messages for malformed names, unknown modules and kernels, and
  * modules that fail to load. Uses the testk module from LT_TEST_MODULES. */
 #include <criterion/criterion.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -264,4 +265,30 @@ Test(module, concurrent_resolve) {
     cr_assert_eq(r[i].failures, 0);
   }
   lt__modules_free(m);
+}
+
+#define SHIP_A LT_TEST_SHIP_DIR "/a/libshipk.so"
+#define SHIP_B LT_TEST_SHIP_DIR "/b/libshipk.so"
+
+/* Two files with one DT_SONAME (tests/kernels builds shipk twice with -soname libshipk.so,
+ * adding 1000 and 2000), opened by path with RTLD_LOCAL: glibc gives two handles, each with
+ * its own code and globals. Shipped modules rely on it. */
+Test(module, same_soname_two_handles) {
+  void *a = NULL, *b = NULL;
+  char err[600];
+  cr_assert_eq(lt__module_open(SHIP_A, "shipk", &a, err, sizeof err), LT_OK, "%s", err);
+  cr_assert_eq(lt__module_open(SHIP_B, "shipk", &b, err, sizeof err), LT_OK, "%s", err);
+  cr_assert_neq(a, b, "glibc gave one handle to two files with one DT_SONAME");
+  lt_kernel_fn fa = NULL, fb = NULL;
+  cr_assert_eq(lt__module_kernel(a, "shipk:tag", &fa, err, sizeof err), LT_OK, "%s", err);
+  cr_assert_eq(lt__module_kernel(b, "shipk:tag", &fb, err, sizeof err), LT_OK, "%s", err);
+  cr_assert_neq((void *)fa, (void *)fb);
+  cr_assert_eq(run_int(fa, 1), 1001);
+  cr_assert_eq(run_int(fb, 1), 2001);
+  cr_assert_eq(lt__module_kernel(a, "shipk:nope", &fa, err, sizeof err), LT_ENOKERNEL);
+  cr_assert_not_null(strstr(err, "lt_kernel_nope"), "%s", err);
+  /* Closing one leaves the other working. */
+  dlclose(a);
+  cr_assert_eq(run_int(fb, 2), 2002);
+  dlclose(b);
 }

@@ -24,6 +24,9 @@ Test(sha256, fips_examples) {
   const char *two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"; /* 448 bits */
   hex_of(two, strlen(two), hex);
   cr_expect_str_eq(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  /* lt__sha256_hex gives the same digits. */
+  lt__sha256_hex("abc", 3, hex);
+  cr_expect_str_eq(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 
 Test(sha256, file_of_a_million_a) {

@@ -156,6 +156,9 @@ static bool msg_equal(const lt_msg_t *a, const lt_msg_t *b, const char **why) {
     DIFF(a->u.hello.version != b->u.hello.version, "hello.version");
     DIFF(a->u.hello.client_id != b->u.hello.client_id, "hello.client_id");
     DIFF(!str_eq(a->u.hello.name, b->u.hello.name), "hello.name");
+    DIFF(a->u.hello.nmodules != b->u.hello.nmodules, "hello.nmodules");
+    for (uint32_t i = 0; i < a->u.hello.nmodules; i++)
+      DIFF(!str_eq(a->u.hello.modules[i], b->u.hello.modules[i]), "hello.modules");
     break;
   case LT_MSG_WELCOME:
     DIFF(a->u.welcome.version != b->u.welcome.version, "welcome.version");
@@ -172,6 +175,12 @@ static bool msg_equal(const lt_msg_t *a, const lt_msg_t *b, const char **why) {
     DIFF(a->u.welcome.crash_signal != b->u.welcome.crash_signal ||
              a->u.welcome.crashed_incarnation != b->u.welcome.crashed_incarnation,
          "welcome.crash");
+    DIFF(a->u.welcome.accept_modules != b->u.welcome.accept_modules, "welcome.accept_modules");
+    DIFF(a->u.welcome.nmodules != b->u.welcome.nmodules, "welcome.nmodules");
+    for (uint32_t i = 0; i < a->u.welcome.nmodules; i++)
+      DIFF(!str_eq(a->u.welcome.modules[i].name, b->u.welcome.modules[i].name) ||
+               !str_eq(a->u.welcome.modules[i].sha256, b->u.welcome.modules[i].sha256),
+           "welcome.modules");
     break;
   case LT_MSG_PROGRAM:
     DIFF(a->u.program.nkernels != b->u.program.nkernels, "program.nkernels");
@@ -274,6 +283,12 @@ static bool msg_equal(const lt_msg_t *a, const lt_msg_t *b, const char **why) {
            "status_reply.modules");
     break;
   }
+  case LT_MSG_MODULE:
+    DIFF(!str_eq(a->u.module.name, b->u.module.name), "module.name");
+    DIFF(!str_eq(a->u.module.sha256, b->u.module.sha256), "module.sha256");
+    DIFF(a->u.module.size != b->u.module.size || a->u.module.frame != b->u.module.frame,
+         "module.size/frame");
+    break;
   default:
     DIFF(true, "unexpected type");
   }
@@ -355,6 +370,11 @@ static uint64_t crashed_seqs[] = {65536, 1ull << 40};
 static const char *lost_holders[] = {"tcp://127.0.0.1:5555", "tcp://[::1]:7"};
 static lt_module_info_t status_modules[] = {
     {"testk", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}, {"m", ""}};
+static const char *hello_modules[] = {"filters", "m\xc3\xa4p", ""};
+static lt_module_info_t welcome_modules[] = {
+    {"filters", "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"},
+    {"missing", ""}};
+#define SHA_EMPTY "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 static lt_output_info_t oinfo0[3] = {{100, 0}, {1ull << 40, -1}, {0, 2}};
 static lt_completion_t compls[3];
 static lt_oid_t rel_ids[3] = {{1, 1}, {2, 2}, {UINT64_MAX, UINT64_MAX}};
@@ -378,6 +398,8 @@ static void sample(lt_msg_t *m, lt_msg_type_t t) {
     m->u.hello.version = LT_PROTO_VERSION;
     m->u.hello.client_id = 0xfeedfacecafebeefull;
     m->u.hello.name = "client \xe6\x97\xa5\xe6\x9c\xac";
+    m->u.hello.nmodules = 3;
+    m->u.hello.modules = hello_modules;
     break;
   case LT_MSG_WELCOME:
     m->u.welcome.version = LT_PROTO_VERSION;
@@ -392,6 +414,9 @@ static void sample(lt_msg_t *m, lt_msg_type_t t) {
     m->u.welcome.crashed = crashed_seqs;
     m->u.welcome.crash_signal = 6;
     m->u.welcome.crashed_incarnation = 0x0123456789abcdefull;
+    m->u.welcome.nmodules = 2;
+    m->u.welcome.modules = welcome_modules;
+    m->u.welcome.accept_modules = true;
     break;
   case LT_MSG_PROGRAM:
     m->u.program.nkernels = 4;
@@ -500,6 +525,13 @@ static void sample(lt_msg_t *m, lt_msg_type_t t) {
     m->u.status_reply.nmodules = 2;
     m->u.status_reply.modules = status_modules;
     break;
+  case LT_MSG_MODULE:
+    m->has_load = false;
+    m->u.module.name = "filters";
+    m->u.module.sha256 = SHA_EMPTY;
+    m->u.module.size = sizeof frame_b;
+    m->u.module.frame = 1;
+    break;
   default:
     cr_assert_fail("no sample for %d", (int)t);
   }
@@ -546,7 +578,7 @@ Test(codec, roundtrip_every_body) {
     roundtrip(&m, NULL);
     /* The same body without payloads and without a load report. */
     m.has_load = !m.has_load;
-    if (t != LT_MSG_EXECUTE && t != LT_MSG_DONE && t != LT_MSG_VALUE) {
+    if (t != LT_MSG_EXECUTE && t != LT_MSG_DONE && t != LT_MSG_VALUE && t != LT_MSG_MODULE) {
       m.nframes = 0;
       m.frames = NULL;
     }
@@ -1342,6 +1374,80 @@ Test(codec, op_more_answer_wire_format) {
     cr_assert_eq(memcmp(hdr, env.b, len), 0, "answer %d", answer);
     free(hdr);
   }
+}
+
+/* A MODULE names a module and its SHA-256 (64 lowercase hex digits) and carries its bytes
+ * as the payload frame it names, of the size it announces, or none (frame -1). Welcome and
+ * status entries carry a SHA-256 or "". Anything else is refused both ways. */
+Test(codec, module_and_sha256_checked) {
+  static char bytes[] = "\x7f"
+                        "ELF...";
+  lt_bytes_t pay = {bytes, sizeof bytes};
+  lt_msg_t m = {.type = LT_MSG_MODULE, .nframes = 1, .frames = &pay};
+  m.u.module.name = "img";
+  m.u.module.sha256 = SHA_EMPTY;
+  m.u.module.size = sizeof bytes;
+  m.u.module.frame = 0;
+  roundtrip(&m, NULL);
+  /* Without its bytes: over the server's frame limit. */
+  lt_msg_t none = m;
+  none.nframes = 0;
+  none.frames = NULL;
+  none.u.module.frame = -1;
+  none.u.module.size = (uint64_t)1 << 40;
+  roundtrip(&none, NULL);
+  void *hdr;
+  size_t len;
+  const char *bad_sha[] = {"", "E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855",
+                           "e3b0c4", SHA_EMPTY "0",
+                           "g3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"};
+  for (size_t i = 0; i < sizeof bad_sha / sizeof bad_sha[0]; i++) {
+    lt_msg_t x = m;
+    x.u.module.sha256 = bad_sha[i];
+    cr_assert_eq(lt__msg_encode(&x, &hdr, &len), LT_EINVAL, "%s", bad_sha[i]);
+    /* The same on the wire is refused by the decoder. */
+    pb b = {.n = 0}, env = {.n = 0};
+    pb_bytes(&b, 1, "img", 3);
+    pb_bytes(&b, 2, bad_sha[i], strlen(bad_sha[i]));
+    pb_uint(&b, 3, sizeof bytes);
+    pb_sub(&env, body_fno(LT_MSG_MODULE), &b);
+    lt_msg_t out;
+    cr_assert_eq(decode_hdr(&out, env.b, env.n, &pay, 1, NULL), LT_EPROTO, "%s", bad_sha[i]);
+  }
+  /* A size that is not the frame's, a frame that is not there, no name. */
+  lt_msg_t x = m;
+  x.u.module.size = 3;
+  cr_assert_eq(lt__msg_encode(&x, &hdr, &len), LT_EINVAL);
+  x = m;
+  x.u.module.frame = 1;
+  cr_assert_eq(lt__msg_encode(&x, &hdr, &len), LT_EINVAL);
+  x = m;
+  x.u.module.name = "";
+  cr_assert_eq(lt__msg_encode(&x, &hdr, &len), LT_EINVAL);
+  pb b = {.n = 0}, env = {.n = 0};
+  pb_bytes(&b, 1, "img", 3);
+  pb_bytes(&b, 2, SHA_EMPTY, 64);
+  pb_uint(&b, 3, 5); /* the frame has 8 bytes */
+  pb_sub(&env, body_fno(LT_MSG_MODULE), &b);
+  lt_msg_t out;
+  cr_assert_eq(decode_hdr(&out, env.b, env.n, &pay, 1, NULL), LT_EPROTO);
+  /* Welcome entries: a SHA-256 or "", nothing else. */
+  lt_msg_t w = {.type = LT_MSG_WELCOME};
+  lt_module_info_t info[1] = {{"img", "not a hash"}};
+  w.u.welcome.server_id = "s";
+  w.u.welcome.nmodules = 1;
+  w.u.welcome.modules = info;
+  cr_assert_eq(lt__msg_encode(&w, &hdr, &len), LT_EINVAL);
+  pb mi = {.n = 0}, wb = {.n = 0};
+  env.n = 0;
+  pb_bytes(&mi, 1, "img", 3);
+  pb_bytes(&mi, 2, "abc", 3);
+  pb_sub(&wb, 12, &mi);
+  pb_sub(&env, body_fno(LT_MSG_WELCOME), &wb);
+  cr_assert_eq(decode_hdr(&out, env.b, env.n, NULL, 0, NULL), LT_EPROTO);
+  info[0].sha256 = "";
+  w.u.welcome.accept_modules = true;
+  roundtrip(&w, NULL);
 }
 
 Test(codec, fetch_release_and_peer_bytes) {

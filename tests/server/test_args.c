@@ -153,6 +153,24 @@ Test(args, announce_and_advertise) {
   cr_assert_eq(parse(&a, &s, argv), LT_ARGS_RUN);
   cr_assert_str_eq(a.announce, "/shared/run1");
   cr_assert_str_eq(a.advertise, "node7");
+  cr_assert_null(a.accept_modules);
+  lt__args_free(&a);
+  streams_free(&s);
+}
+
+/* --accept-modules is off by default and takes the store's directory. */
+Test(args, accept_modules) {
+  lt_srv_args_t a;
+  streams_t s = {0};
+  const char *argv[] = {"lithium-server", "--accept-modules", "/var/lib/lithium/shipped", NULL};
+  cr_assert_eq(parse(&a, &s, argv), LT_ARGS_RUN);
+  cr_assert_str_eq(a.accept_modules, "/var/lib/lithium/shipped");
+  lt__args_free(&a);
+  streams_free(&s);
+  memset(&s, 0, sizeof s);
+  const char *help[] = {"lithium-server", "--help", NULL};
+  cr_assert_eq(parse(&a, &s, help), LT_ARGS_EXIT_OK);
+  cr_assert_not_null(strstr(s.obuf, "--accept-modules DIR"));
   lt__args_free(&a);
   streams_free(&s);
 }
@@ -187,6 +205,7 @@ Test(args, bad_flags_exit_2) {
       {"--listen", "no-scheme", NULL},
       {"--modules", "", NULL},
       {"--announce", "", NULL},
+      {"--accept-modules", "", NULL},
       {"--advertise", "", NULL},
       {"--advertise", "two words", NULL},
       {"--advertise", "ipc:///tmp/x", NULL},

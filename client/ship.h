@@ -1,0 +1,34 @@
+/* ship.h: the client's side of module shipping (option ship_modules). When an evaluation
+ * starts it finds the local copy of every module the program names — in the `modules`
+ * directory, as the servers and the sequential evaluator look for them (lib<m>.so, <m>.so)
+ * — and hashes it. Each welcome states the server's copy of those modules; a copy that
+ * differs from the local one gets a warning, once per module per evaluation, or, under
+ * ship_modules=on and when the server accepts modules, the local copy goes to that server in
+ * a MODULE message for this session, ahead of any instruction (a DEALER keeps the messages of
+ * a connection in order). Dispatcher thread only, except lt__ship_new and lt__ship_free
+ * (evaluator thread, while no dispatcher runs). */
+#ifndef LT_SHIP_H
+#define LT_SHIP_H
+
+#include <stdint.h>
+#include "conn.h"
+
+typedef struct lt_ship lt_ship_t;
+
+/* lt__ship_new lists the modules of `kernels` and finds and hashes their local copies in
+ * `moddir` (may be NULL: none); under `ship` it also reads them (what is hashed is what is
+ * sent). A local copy that cannot be read counts as none (logged). LT_ENOMEM. */
+int lt__ship_new(lt_ship_t **out, const char *moddir, char *const *kernels, uint32_t nkernels,
+                 int ship);
+
+/* lt__ship_modules gives the module names, for the hello (borrowed). */
+void lt__ship_modules(const lt_ship_t *sh, const char *const **names, uint32_t *n);
+
+/* lt__ship_welcome compares the server's copies stated in welcome `w` with the local ones
+ * and warns or ships (see above) on connection `c`. */
+void lt__ship_welcome(lt_ship_t *sh, lt_conn_t *c, const lt_msg_t *w, int64_t now_ms);
+
+/* lt__ship_free frees it; accepts NULL. */
+void lt__ship_free(lt_ship_t *sh);
+
+#endif
