@@ -43,9 +43,10 @@ Test(conn, shutting_retrying_connections_keeps_the_context_alive, .timeout = 60)
   zmq_close(gone);
   static lt_conn_t conns[CONNS];
   lt_conn_auth_t auth = {.pub = "", .sec = "", .server = ""};
+  lt_conn_program_t prog = {0};
   for (int round = 0; round < ROUNDS; round++) {
     for (int k = 0; k < CONNS; k++)
-      cr_assert_eq(lt__conn_open(&conns[k], ctx, dead, 1, 0, NULL, 0, &auth, 0), LT_OK);
+      cr_assert_eq(lt__conn_open(&conns[k], ctx, dead, 1, 0, &prog, &auth, 0), LT_OK);
     /* Shut them while their first reconnect attempts fire (and emit monitor events). */
     usleep(90 * 1000);
     for (int k = 0; k < CONNS; k++) {
