@@ -5,6 +5,8 @@
  * runtime's window in flight (2 x max_threads). Each side runs --runs times (default 3),
  * alternately; the medians are reported as one JSON line. A third side runs the runtime with
  * throttle=on, compared with the runtime without it (throttling must not cost throughput).
+ * BENCH_RUNTIME_ONLY=1 runs the first side alone, for scripts that compare two runtimes
+ * (scripts/bench/run curve: against a server with CURVE and one without, via BENCH_HOSTS).
  *
  *   build/examples/bench/bench_overhead [--runs 3] [--tasks 200000]
  */
@@ -70,14 +72,20 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench_overhead: out of memory\n");
     return 1;
   }
+  const char *only = getenv("BENCH_RUNTIME_ONLY");
+  int runtime_only = only != NULL && strcmp(only, "1") == 0;
   int status = 0;
   for (int r = 0; r < runs && status == 0; r++) {
     int window = WINDOW;
     int unused = 0;
     if (runtime_run(tasks, "off", &lt_rate[r], &window) != 0 ||
-        runtime_run(tasks, "on", &thr_rate[r], &unused) != 0) {
+        (!runtime_only && runtime_run(tasks, "on", &thr_rate[r], &unused) != 0)) {
       status = 1;
       break;
+    }
+    if (runtime_only) {
+      fprintf(stderr, "bench_overhead: run %d: %.0f tasks/s\n", r + 1, lt_rate[r]);
+      continue;
     }
     /* The raw echo keeps as many messages in flight as the runtime did. */
     double secs = 0;
@@ -92,7 +100,9 @@ int main(int argc, char **argv) {
             "(window %d)\n",
             r + 1, lt_rate[r], thr_rate[r], raw_rate[r], window);
   }
-  if (status == 0) {
+  if (status == 0 && runtime_only) {
+    bench_json("overhead", "tasks_per_s", bench_median(lt_rate, (size_t)runs), 0, "tasks/s");
+  } else if (status == 0) {
     bench_json("overhead", "tasks_per_s", bench_median(lt_rate, (size_t)runs),
                bench_median(raw_rate, (size_t)runs), "tasks/s");
     /* Throttling must not cost throughput on tiny tasks: the same run with throttle=on. */

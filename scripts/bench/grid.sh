@@ -15,6 +15,7 @@
 #   grid_limit 3 100mbit               # tbf on host 3's link, both directions
 #   grid_cpu_group fast 0.8            # cgroup with 0.8 cores
 #   ep=$(grid_server 0 fast --modules DIR)   # lithium-server in host 0 and group fast
+#   keys=$(grid_curve_keys lithium)    # throwaway CURVE keys, for grid_server --curve-key
 #   grid_exec 3 prog --hosts "$ep"     # a command in host 3's namespace
 #   grid_cpu_set fast 0.2              # change the quota later (grid_cpu_cmd prints it)
 #   grid_down                          # also run by the trap
@@ -312,7 +313,8 @@ grid_server() {
   # --no-supervise: the pid recorded here must be the process that runs the kernels, whose
   # CPU time grid_cpu_seconds_cmd reads from /proc/PID/stat (a supervisor's is ~0).
   # Namespace addresses are not loopback: the emulated grid is a private test network, and
-  # its measurements are of the plain transport, so the servers run without CURVE.
+  # its measurements are of the plain transport, so the servers run without CURVE unless the
+  # caller gives --curve-key (then --insecure changes nothing).
   cmd+=("$GRID_SERVER" --listen "tcp://$(grid_ip "$host"):0" --no-supervise --insecure "$@")
   if [[ $group != - ]]; then
     dir=$(grid_cpu_path "$group") || return 1
@@ -339,6 +341,20 @@ grid_server() {
   fi
   echo "$pid $ep" >>"$GRID_DIR/servers"
   echo "$ep"
+}
+
+# grid_curve_keys TOOL makes throwaway CURVE keys with `TOOL keygen` (TOOL: the lithium
+# program) in the state directory, which grid_down removes: a key pair for the servers
+# (server.key, server.pub), one for the client (client.key, client.pub) and an allow file
+# with the client's public key (allow). Prints the directory.
+grid_curve_keys() {
+  local dir=$GRID_DIR/keys
+  if ! { mkdir -p "$dir" && "$1" keygen "$dir/server" >/dev/null &&
+    "$1" keygen "$dir/client" >/dev/null && cp "$dir/client.pub" "$dir/allow"; }; then
+    echo "grid_curve_keys: cannot make keys in $dir with $1 keygen" >&2
+    return 1
+  fi
+  echo "$dir"
 }
 
 # grid_server_pid EP prints the pid of the server grid_server started at endpoint EP.

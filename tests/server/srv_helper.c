@@ -103,13 +103,17 @@ static void live_del(pid_t pid) {
 }
 
 int th_server_start(th_server_t *s, const char *const *args, int timeout_ms) {
-  memset(s, 0, sizeof *s);
   const char *argv[64];
   size_t n = 0;
   argv[n++] = LT_TEST_SERVER;
   for (size_t i = 0; args != NULL && args[i] != NULL && n < 63; i++)
     argv[n++] = args[i];
   argv[n] = NULL;
+  return th_server_start_argv(s, argv, timeout_ms);
+}
+
+int th_server_start_argv(th_server_t *s, const char *const *argv, int timeout_ms) {
+  memset(s, 0, sizeof *s);
   if (spawn(argv, &s->out_fd, NULL, &s->pid) != 0) return -1;
   live_add(s->pid);
   char line[512];

@@ -24,6 +24,11 @@ typedef struct th_server {
  * killed and reaped). */
 int th_server_start(th_server_t *s, const char *const *args, int timeout_ms);
 
+/* th_server_start_argv is th_server_start with the whole command line: argv[0] is the path
+ * of LT_TEST_SERVER or of a program that execs it (`ip netns exec NS SERVER ...`), so that
+ * the pid is the server's. */
+int th_server_start_argv(th_server_t *s, const char *const *argv, int timeout_ms);
+
 /* th_server_start_default starts one on tcp://127.0.0.1:0 with LT_TEST_MODULES, 2 threads
  * and the extra args (may be NULL). */
 int th_server_start_default(th_server_t *s, const char *const *extra);
