@@ -99,7 +99,10 @@ int lt__curve_load_keypair(const char *path, char *pub, char *sec, char *err, si
 
 int lt__curve_read_public(const char *text_or_path, char *pub, char *err, size_t errlen) {
   pub[0] = '\0';
-  if (lt__z85_key_ok(text_or_path)) {
+  /* A file of that name wins: a 40-character path such as /tmp/grid.lt1234/keys/server.pub
+   * is also 40 characters of the Z85 alphabet. */
+  struct stat st;
+  if (stat(text_or_path, &st) != 0 && lt__z85_key_ok(text_or_path)) {
     memcpy(pub, text_or_path, LT_Z85_KEY_LEN + 1);
     return LT_OK;
   }

@@ -27,7 +27,8 @@ int lt__host_parse(const char *host, char *ep, char *key);
 int lt__curve_load_keypair(const char *path, char *pub, char *sec, char *err, size_t errlen);
 
 /* lt__curve_read_public reads a public key given as Z85 text or as a file whose first word
- * (after '#' comment lines) is one, into pub. LT_EINVAL / LT_EIO with a message in err. */
+ * (after '#' comment lines) is one, into pub; an existing file of that name is read even
+ * when the name itself would pass for a key. LT_EINVAL / LT_EIO with a message in err. */
 int lt__curve_read_public(const char *text_or_path, char *pub, char *err, size_t errlen);
 
 /* lt__curve_keygen writes a new key pair: NAME.key (public and secret, mode 0600) and

@@ -37,9 +37,7 @@
 #define MARKER_LEN 64
 #define TASKS      8
 #define NS_PREFIX  "ltcap" /* namespaces: ltcap<pid> */
-/* Files: /tmp/lt_capture-<pid>-XXXXXX. The underscore is not in the Z85 alphabet: without
- * it, a path of 40 characters (a 6-digit pid) would be taken for a key by
- * lt__curve_read_public, which reads any 40 characters of that alphabet as one. */
+/* Files: /tmp/lt_capture-<pid>-XXXXXX. */
 #define DIR_PREFIX "/tmp/lt_capture-"
 #define CMD_MS     10000 /* the longest an ip command, a start or a stop may take */
 #define NETS       16384 /* /30 networks in 10.213.0.0/16 */

@@ -391,6 +391,31 @@ static int client_run(const char *const *hosts, int nhosts, const char *const *o
   return rc;
 }
 
+/* A key file whose path is 40 characters of the Z85 alphabet is still read as a file. */
+Test(security, key_file_named_like_a_key) {
+  char dir[] = "/tmp/lt-keyfile-XXXXXX", base[64], path[80], err[300], pub[41];
+  cr_assert_not_null(mkdtemp(dir));
+  snprintf(base, sizeof base, "%s/abcdefghijklm", dir);
+  snprintf(path, sizeof path, "%s.pub", base);
+  cr_assert_eq(strlen(path), 40);
+  cr_assert_eq(lt__curve_keygen(base, err, sizeof err), LT_OK, "%s", err);
+  cr_assert_eq(lt__curve_read_public(path, pub, err, sizeof err), LT_OK, "%s", err);
+  char want[41] = "";
+  FILE *f = fopen(path, "r");
+  cr_assert_not_null(f);
+  cr_assert_eq(fscanf(f, "%40s", want), 1);
+  fclose(f);
+  cr_assert_str_eq(pub, want, "the path was taken for the key");
+  /* A key given as text is still a key. */
+  cr_assert_eq(lt__curve_read_public(want, pub, err, sizeof err), LT_OK, "%s", err);
+  cr_assert_str_eq(pub, want);
+  snprintf(path, sizeof path, "%s.key", base);
+  unlink(path);
+  snprintf(path, sizeof path, "%s.pub", base);
+  unlink(path);
+  rmdir(dir);
+}
+
 Test(security, curve_allowed_and_refused) {
   keys_t k;
   make_keys(&k);
