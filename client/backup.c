@@ -1,9 +1,9 @@
 /* backup.c: copies of stragglers (option backup, on in `optimized`). Once the input is
  * closed, an instruction that has run for more than backup_factor times its expected cost
- * on its server (running since it was sent plus the backlog expected ahead of it then),
- * and that an idle server (nothing of ours there: a thread free on a server whose CPU is
- * capped is no spare CPU) would finish in less time than it has already run, gets a copy
- * there. The two
+ * on its server (running: fewer than the server's threads of ours sent before it are
+ * still out; since: at most its server's last completion), and that an idle server
+ * (nothing of ours there: a thread free on a server whose CPU is capped is no spare CPU)
+ * would finish in less time than it has already run, gets a copy there. The two
  * are twins: the first to complete wins and is applied as usual; the other is cancelled on
  * its server and, when it still completes, only releases what it left. Nothing is
  * delivered twice; a failure of the kernel itself settles both as a result does. Only
@@ -60,23 +60,35 @@ static int idle_server(lt_sched_t *s, const instr_rec_t *r, double ran_us) {
   return best;
 }
 
-/* straggling estimates how long r has been running on its server and what it should take
- * there. Sent with a measured cost, it started about when the backlog expected ahead of it
- * then was done, and should take that cost. Sent before any was measured (the first burst of
- * lookahead), it is judged by what is left on its server now: the instructions admitted
- * there and its own cost, from the time it was sent. */
-static void straggling(lt_sched_t *s, const instr_rec_t *r, int64_t taken_ms, double *ran_us,
-                       double *due_us) {
-  double taken_us = (double)taken_ms * 1000.0;
-  if (r->cost_known) {
-    double ahead_us = r->expect_us > r->cost_us ? r->expect_us - r->cost_us : 0;
-    *ran_us = taken_us - ahead_us;
-    *due_us = r->cost_us;
-  } else {
-    *ran_us = taken_us;
-    *due_us =
-        lt__pace_backlog_us(s, (size_t)r->conn) + lt__pace_cost_us(s, (size_t)r->conn, r->stages);
+/* running_since returns the latest time r can have started running, or -1 when it is still
+ * queued. A server runs a session's instructions in the order they arrived: with fewer than
+ * its parallel threads' worth sent before r still out, r runs; it began when it arrived or
+ * when a completion freed a thread, so no later than the server's last completion. */
+static int64_t running_since(lt_sched_t *s, const instr_rec_t *r) {
+  const lt_conn_t *c = &s->conns[r->conn];
+  uint32_t ahead = 0, threads = (uint32_t)lt__pace_parallel(&s->pace[r->conn]);
+  const instr_rec_t *o, *tmp;
+  HASH_ITER(hh, s->inflight, o, tmp) {
+    if (o->conn == r->conn && o != r &&
+        (o->sent_ms < r->sent_ms || (o->sent_ms == r->sent_ms && o->seq < r->seq)))
+      if (++ahead >= threads) return -1;
   }
+  return c->last_done_ms > r->sent_ms ? c->last_done_ms : r->sent_ms;
+}
+
+/* due_us is what r should take on its server: its cost there as expected when it was sent,
+ * or, sent before any was measured (the first burst of lookahead), as expected now. */
+static double due_us(lt_sched_t *s, const instr_rec_t *r) {
+  return r->cost_known ? r->cost_us : lt__pace_cost_us(s, (size_t)r->conn, r->stages);
+}
+
+/* any_idle tells whether some server that takes work runs nothing of ours. */
+static int any_idle(lt_sched_t *s) {
+  for (size_t i = 0; i < s->nconns; i++)
+    if (lt__sched_takes(s, i) && !s->slots[i].suspect && s->admitted[i] == 0 &&
+        s->conns[i].inflight == 0)
+      return 1;
+  return 0;
 }
 
 /* copy_of makes r's twin: the same work under an instruction id of its own. */
@@ -113,15 +125,18 @@ static instr_rec_t *copy_of(lt_sched_t *s, instr_rec_t *r) {
 void lt__sched_backup(lt_sched_t *s, int64_t now_ms) {
   const lt_options_t *o = &s->ev->opts;
   if (!o->backup || !o->lookahead || s->fire_head != NULL || s->inflight == NULL ||
-      !input_closed(s))
+      !input_closed(s) || !any_idle(s))
     return;
   instr_rec_t *r, *tmp;
   HASH_ITER(hh, s->inflight, r, tmp) {
     if (!eligible(r) || lt__pace_known_us(s, r->stages) <= 0) continue; /* nothing to judge by */
     int64_t taken_ms = now_ms - r->sent_ms;
-    double ran_us, due_us;
-    straggling(s, r, taken_ms, &ran_us, &due_us);
-    if (taken_ms < BACKUP_MIN_MS || ran_us < o->backup_factor * due_us) continue;
+    /* The cheap bound first: it cannot have run longer than it has been out. */
+    double due = due_us(s, r);
+    if (taken_ms < BACKUP_MIN_MS || (double)taken_ms * 1000.0 < o->backup_factor * due) continue;
+    int64_t since = running_since(s, r);
+    double ran_us = since < 0 ? 0 : (double)(now_ms - since) * 1000.0;
+    if (ran_us < BACKUP_MIN_MS * 1000.0 || ran_us < o->backup_factor * due) continue;
     int to = idle_server(s, r, ran_us);
     if (to < 0) continue;
     instr_rec_t *c = copy_of(s, r);

@@ -423,7 +423,6 @@ static int send_one(lt_sched_t *s, batch_t *batches, instr_rec_t *r, int force) 
   r->sent_ms = lt__sched_now_ms();
   r->cost_us = lt__pace_cost_us(s, (size_t)idx, r->stages);
   r->cost_known = lt__pace_known_us(s, r->stages) > 0;
-  r->expect_us = lt__pace_backlog_us(s, (size_t)idx) + r->cost_us;
   HASH_ADD(hh, s->inflight, seq, sizeof r->seq, r);
   s->conns[idx].inflight++;
   if (r->admitted) {

@@ -49,7 +49,6 @@ typedef struct instr_rec {
   const lt_tstage_t *stages; /* borrowed from the template, for a re-dispatch */
   uint32_t nstages;
   int64_t sent_ms;        /* when it was last dispatched */
-  double expect_us;       /* when it should be done then: its server's backlog + its cost */
   double cost_us;         /* its cost there, as expected then */
   int cost_known;         /* its chain had run somewhere then: cost and backlog were measured */
   struct instr_rec *twin; /* the other copy while both are out (backup.c) */

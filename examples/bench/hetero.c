@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,7 +39,8 @@ static const char usage[] =
     "  --speeds S,...        CPU cores each server gets (its quota), in --hosts order\n"
     "  --tasks N             tasks per run (default 800)\n"
     "  --task-ms M           CPU milliseconds per task on an unrestricted core (default 20)\n"
-    "  --step-at F           when this fraction of the tasks is done (0 < F < 1) ...\n"
+    "  --step-at F           when this fraction of the tasks is done (0 < F < 1), or\n"
+    "  --step-time F         when this fraction of the ideal makespan has passed ...\n"
     "  --step-cmd CMD        ... run this shell command (it changes the speeds) ...\n"
     "  --step-speeds S,...   ... to these speeds\n"
     "  --reset-cmd CMD       shell command run before each run (restores the speeds)\n"
@@ -56,7 +58,8 @@ typedef struct config {
   double speeds[MAX_HOSTS], after[MAX_HOSTS];
   int nspeeds, nafter;
   long tasks;
-  double task_ms, step_at;
+  double task_ms, step_at, step_time;
+  double step_delay; /* --step-time in seconds: step_time x the ideal makespan */
   const char *step_cmd, *reset_cmd, *cpu_cmd, *bench;
   int throttle;
   int backup; /* --backup: compare backup=off and backup=on instead */
@@ -65,10 +68,16 @@ typedef struct config {
 /* The state of one run, seen by the result check on the reading thread. */
 typedef struct run {
   uint64_t sums[NSEEDS]; /* the expected checksum of each seed */
-  long done, step_n;     /* results read; the count at which the step command runs */
+  _Atomic long done;     /* results read */
+  long step_n;           /* the count at which the step command runs (or ran, --step-time) */
   const char *step_cmd;
   double t_step; /* ex_now() when the step command ran, 0 before */
   int step_failed;
+  /* --step-time: the thread that runs the step command at a time, and its end. */
+  double step_delay; /* seconds after the start */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int over;
 } run_t;
 
 /* parse_list splits comma-separated numbers > 0 into v; returns the count or -1. */
@@ -140,6 +149,8 @@ static int parse_args(int argc, char **argv, config_t *c) {
       bad = parse_number(v, 60000, &c->task_ms) != 0;
     } else if (strcmp(a, "--step-at") == 0) {
       bad = parse_number(v, 1, &c->step_at) != 0 || c->step_at >= 1;
+    } else if (strcmp(a, "--step-time") == 0) {
+      bad = parse_number(v, 1, &c->step_time) != 0 || c->step_time >= 1;
     } else if (strcmp(a, "--step-cmd") == 0) {
       c->step_cmd = v;
     } else if (strcmp(a, "--reset-cmd") == 0) {
@@ -161,15 +172,17 @@ static int parse_args(int argc, char **argv, config_t *c) {
   const char *why = NULL;
   if (c->nhosts == 0 || c->nspeeds != c->nhosts)
     why = "--hosts and --speeds are needed, one speed per host";
-  else if (c->step_at > 0 && (c->step_cmd == NULL || c->nafter != c->nhosts))
-    why = "--step-at needs --step-cmd and one --step-speeds value per host";
-  else if (c->step_at == 0 && (c->step_cmd != NULL || c->nafter > 0))
-    why = "--step-cmd and --step-speeds need --step-at";
+  else if (c->step_at > 0 && c->step_time > 0)
+    why = "--step-at and --step-time exclude each other";
+  else if ((c->step_at > 0 || c->step_time > 0) && (c->step_cmd == NULL || c->nafter != c->nhosts))
+    why = "--step-at and --step-time need --step-cmd and one --step-speeds value per host";
+  else if (c->step_at == 0 && c->step_time == 0 && (c->step_cmd != NULL || c->nafter > 0))
+    why = "--step-cmd and --step-speeds need --step-at or --step-time";
   if (why != NULL) {
     fprintf(stderr, "bench_hetero: %s\n%s", why, usage);
     return -1;
   }
-  if (c->bench == NULL) c->bench = c->step_at > 0 ? "hetero-step" : "hetero";
+  if (c->bench == NULL) c->bench = c->step_at > 0 || c->step_time > 0 ? "hetero-step" : "hetero";
   return 0;
 }
 
@@ -177,6 +190,36 @@ static void make_task(long i, unsigned char *buf, void *arg) {
   (void)arg;
   uint64_t seed = (uint64_t)(i % NSEEDS);
   memcpy(buf, &seed, SEED_SIZE);
+}
+
+/* run_step runs the step command, once, and notes when and after how many results. */
+static void run_step(run_t *r) {
+  r->t_step = ex_now();
+  r->step_n = r->done;
+  int rc = system(r->step_cmd);
+  if (rc != 0) {
+    fprintf(stderr, "bench_hetero: step command failed (status %d): %s\n", rc, r->step_cmd);
+    r->step_failed = 1;
+  }
+}
+
+/* step_timer is the --step-time thread: it runs the step command step_delay seconds after
+ * it starts, unless the run is over first. */
+static void *step_timer(void *arg) {
+  run_t *r = arg;
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  double t = (double)until.tv_sec + (double)until.tv_nsec / 1e9 + r->step_delay;
+  until.tv_sec = (time_t)t;
+  until.tv_nsec = (long)((t - (double)until.tv_sec) * 1e9);
+  pthread_mutex_lock(&r->mu);
+  int rc = 0;
+  while (!r->over && rc != ETIMEDOUT)
+    rc = pthread_cond_timedwait(&r->cv, &r->mu, &until);
+  int run = !r->over;
+  pthread_mutex_unlock(&r->mu);
+  if (run) run_step(r);
+  return NULL;
 }
 
 /* check_result verifies a result by its content (results come as they complete, so their
@@ -190,14 +233,7 @@ static int check_result(long i, const unsigned char *data, size_t len, void *arg
   memcpy(&seed, data, SEED_SIZE);
   memcpy(&sum, data + SEED_SIZE, SEED_SIZE);
   if (seed >= NSEEDS || sum != r->sums[seed]) return -1;
-  if (++r->done == r->step_n && r->step_cmd != NULL) {
-    r->t_step = ex_now();
-    int rc = system(r->step_cmd);
-    if (rc != 0) {
-      fprintf(stderr, "bench_hetero: step command failed (status %d): %s\n", rc, r->step_cmd);
-      r->step_failed = 1;
-    }
-  }
+  if (++r->done == r->step_n && r->step_cmd != NULL && r->step_delay == 0) run_step(r);
   return 0;
 }
 
@@ -350,8 +386,12 @@ static int one_run(const config_t *c, const char *name, const char *const *kv,
     lt_eval_free(ev);
     return -1;
   }
-  run_t r = {.step_cmd = c->step_cmd, .step_n = c->tasks};
+  run_t r = {.step_cmd = c->step_cmd, .step_n = c->tasks, .step_delay = c->step_delay};
   if (c->step_at > 0) r.step_n = (long)ceil(c->step_at * (double)c->tasks);
+  pthread_mutex_init(&r.mu, NULL);
+  pthread_cond_init(&r.cv, NULL);
+  pthread_t timer;
+  int timed = r.step_delay > 0 && pthread_create(&timer, NULL, step_timer, &r) == 0;
   memcpy(r.sums, sums, sizeof r.sums);
   double cpu0[MAX_HOSTS], cpu1[MAX_HOSTS];
   if (read_cpu(c, cpu0) != 0) {
@@ -361,6 +401,15 @@ static int one_run(const config_t *c, const char *name, const char *const *kv,
   double t0 = ex_now();
   int status =
       bench_eval_stream("bench_hetero", ev, c->tasks, SEED_SIZE, make_task, check_result, &r, secs);
+  if (timed) {
+    pthread_mutex_lock(&r.mu);
+    r.over = 1;
+    pthread_cond_signal(&r.cv);
+    pthread_mutex_unlock(&r.mu);
+    pthread_join(timer, NULL);
+  }
+  pthread_mutex_destroy(&r.mu);
+  pthread_cond_destroy(&r.cv);
   char *json = NULL;
   if (status == 0 && r.step_failed) status = -1;
   if (status == 0 && read_cpu(c, cpu1) != 0) status = -1;
@@ -433,6 +482,7 @@ int main(int argc, char **argv) {
     sum += c.speeds[i];
     sum_after += c.nafter > 0 ? c.after[i] : 0;
   }
+  c.step_delay = c.step_time * (double)c.tasks * t1 / sum;
   fprintf(stderr,
           "bench_hetero: %ld tasks of %llu iterations, t1 = %.2f ms on this core, "
           "%d servers with %g cores in all\n",
