@@ -185,7 +185,7 @@ void lt__sched_flush_releases(lt_sched_t *s) {
       lt_msg_t m = {.type = LT_MSG_RELEASE};
       m.u.release.ids = q->ids;
       m.u.release.nids = q->n;
-      lt__conn_send(&s->conns[i], &m, NULL, lt__sched_now_ms());
+      lt__conn_send(&s->conns[i], &m, NULL, lt__clock_ms());
     }
     q->n = 0;
   }
