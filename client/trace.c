@@ -63,9 +63,7 @@ static void write_failed(lt_trace_t *t, int err) {
 
 /* ev_begin starts an event: phase, name, process and thread. */
 static void ev_begin(lt_trace_t *t, const char *ph, const char *name, uint64_t pid, uint64_t tid) {
-  t->j.len = 0;
-  t->j.need_comma = 0;
-  t->j.failed = 0;
+  lt__json_clear(&t->j);
   lt__json_object_open(&t->j, NULL);
   lt__json_str(&t->j, "ph", ph);
   lt__json_str(&t->j, "name", name);
@@ -80,9 +78,9 @@ static void ev_ts(lt_trace_t *t, int64_t ts_us) {
 /* ev_end closes the event and appends it to the file. */
 static void ev_end(lt_trace_t *t) {
   lt__json_object_close(&t->j);
-  if (t->j.failed) return; /* out of memory: this event is left out */
+  if (t->j.out.failed) return; /* out of memory: this event is left out */
   if (fputs(t->events > 0 ? ",\n" : "\n", t->f) == EOF ||
-      fwrite(t->j.buf, 1, t->j.len, t->f) != t->j.len) {
+      fwrite(t->j.out.data, 1, t->j.out.len, t->f) != t->j.out.len) {
     write_failed(t, errno);
     return;
   }
@@ -158,7 +156,7 @@ void lt__trace_close(lt_trace_t *t) {
   for (size_t i = 0; i < t->nsrv; i++)
     free(t->srv[i].named_workers);
   free(t->srv);
-  free(t->j.buf);
+  lt__strbuf_reset(&t->j.out);
   free(t->path);
   free(t);
 }
