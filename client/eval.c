@@ -20,6 +20,7 @@
 #include "local.h"
 #include "log.h"
 #include "oid.h"
+#include "queue.h"
 #include "scheduler.h"
 #include "json.h"
 
@@ -75,11 +76,7 @@ void lt__eval_finish(lt_eval_t *ev, lt_task_t *t, lt_buf_t *b) {
   if (ev->opts.ordered) {
     HASH_ADD(hh, ev->ordered, stream_seq, sizeof t->stream_seq, t);
   } else {
-    if (ev->ready_tail != NULL)
-      ev->ready_tail->next = t;
-    else
-      ev->ready_head = t;
-    ev->ready_tail = t;
+    LT_QUEUE_PUSH(ev->ready_head, ev->ready_tail, t, next);
   }
   /* In order, only the result the reader waits for can wake it. */
   if (ev->result_waiters > 0 && (!ev->opts.ordered || t->stream_seq == ev->next_out))
@@ -441,11 +438,7 @@ LT_API int lt_eval_submit(lt_eval_t *ev, const void *data, size_t len, lt_future
     pthread_mutex_unlock(&ev->mu);
     return LT_OK;
   }
-  if (ev->intake_tail != NULL)
-    ev->intake_tail->next = t;
-  else
-    ev->intake_head = t;
-  ev->intake_tail = t;
+  LT_QUEUE_PUSH(ev->intake_head, ev->intake_tail, t, next);
   ev->pending++;
   ev->submitted++;
   int started = ev->state == LT_EVAL_STARTED;
@@ -475,10 +468,8 @@ static lt_task_t *take_result(lt_eval_t *ev) {
       HASH_DEL(ev->ordered, t);
       ev->next_out++;
     }
-  } else if (ev->ready_head != NULL) {
-    t = ev->ready_head;
-    ev->ready_head = t->next;
-    if (ev->ready_head == NULL) ev->ready_tail = NULL;
+  } else {
+    LT_QUEUE_POP(ev->ready_head, ev->ready_tail, t, next);
   }
   return t;
 }
