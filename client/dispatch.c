@@ -282,7 +282,7 @@ static void batch_send(lt_sched_t *s, size_t idx, batch_t *b) {
   m.u.execute.instrs = b->instrs;
   m.nframes = b->nframes;
   m.frames = b->frames;
-  int rc = lt__conn_send(&s->conns[idx], &m, b->values, lt__sched_now_ms());
+  int rc = lt__conn_send(&s->conns[idx], &m, b->values, lt__clock_ms());
   if (rc != LT_OK) lt__sched_conn_dead(s, idx, lt_strerror(rc));
 }
 
@@ -420,7 +420,7 @@ static int send_one(lt_sched_t *s, batch_t *batches, instr_rec_t *r, int force) 
   if (o->lazy && r->op != LT_OP_DCSTEP) flags |= LT_INSTR_RELEASE_INPUTS;
   if (batch_add(s, &batches[idx], idx, r, &fi, flags) != LT_OK) return LT_ENOMEM;
   r->conn = idx;
-  r->sent_ms = lt__sched_now_ms();
+  r->sent_ms = lt__clock_ms();
   r->cost_us = lt__pace_cost_us(s, (size_t)idx, r->stages);
   r->cost_known = lt__pace_known_us(s, r->stages) > 0;
   HASH_ADD(hh, s->inflight, seq, sizeof r->seq, r);

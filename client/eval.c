@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "buf.h"
 #include "curve.h"
 #include "eval.h"
@@ -19,6 +20,7 @@
 #include "local.h"
 #include "log.h"
 #include "oid.h"
+#include "queue.h"
 #include "scheduler.h"
 #include "json.h"
 
@@ -74,11 +76,7 @@ void lt__eval_finish(lt_eval_t *ev, lt_task_t *t, lt_buf_t *b) {
   if (ev->opts.ordered) {
     HASH_ADD(hh, ev->ordered, stream_seq, sizeof t->stream_seq, t);
   } else {
-    if (ev->ready_tail != NULL)
-      ev->ready_tail->next = t;
-    else
-      ev->ready_head = t;
-    ev->ready_tail = t;
+    LT_QUEUE_PUSH(ev->ready_head, ev->ready_tail, t, next);
   }
   /* In order, only the result the reader waits for can wake it. */
   if (ev->result_waiters > 0 && (!ev->opts.ordered || t->stream_seq == ev->next_out))
@@ -288,14 +286,12 @@ static int use_hosts_option(lt_eval_t *ev) {
   int dir = lt__hosts_is_dir(path);
   int n = lt__hosts_load(ev, path, err, sizeof err);
   if (n >= 0 && dir) {
-    struct timespec t0, now;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int64_t t0 = lt__clock_ms();
     for (;;) {
       pthread_mutex_lock(&ev->mu);
       size_t have = ev->nhosts;
       pthread_mutex_unlock(&ev->mu);
-      clock_gettime(CLOCK_MONOTONIC, &now);
-      int64_t ms = (int64_t)(now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
+      int64_t ms = lt__clock_ms() - t0;
       if (have > 0 || ms >= (int64_t)ev->opts.connect_timeout_ms || n < 0) break;
       struct timespec pause = {0, 100 * 1000000L};
       nanosleep(&pause, NULL);
@@ -442,11 +438,7 @@ LT_API int lt_eval_submit(lt_eval_t *ev, const void *data, size_t len, lt_future
     pthread_mutex_unlock(&ev->mu);
     return LT_OK;
   }
-  if (ev->intake_tail != NULL)
-    ev->intake_tail->next = t;
-  else
-    ev->intake_head = t;
-  ev->intake_tail = t;
+  LT_QUEUE_PUSH(ev->intake_head, ev->intake_tail, t, next);
   ev->pending++;
   ev->submitted++;
   int started = ev->state == LT_EVAL_STARTED;
@@ -476,10 +468,8 @@ static lt_task_t *take_result(lt_eval_t *ev) {
       HASH_DEL(ev->ordered, t);
       ev->next_out++;
     }
-  } else if (ev->ready_head != NULL) {
-    t = ev->ready_head;
-    ev->ready_head = t->next;
-    if (ev->ready_head == NULL) ev->ready_tail = NULL;
+  } else {
+    LT_QUEUE_POP(ev->ready_head, ev->ready_tail, t, next);
   }
   return t;
 }
@@ -488,23 +478,10 @@ LT_API int lt_eval_next(lt_eval_t *ev, lt_buf_t **out) {
   return lt_eval_next_timeout(ev, -1, out);
 }
 
-/* deadline_after returns the CLOCK_MONOTONIC time `ms` from now. */
-static struct timespec deadline_after(int ms) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  ts.tv_sec += ms / 1000;
-  ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-  if (ts.tv_nsec >= 1000000000L) {
-    ts.tv_sec++;
-    ts.tv_nsec -= 1000000000L;
-  }
-  return ts;
-}
-
 LT_API int lt_eval_next_timeout(lt_eval_t *ev, int timeout_ms, lt_buf_t **out) {
   if (ev == NULL || out == NULL) return LT_EINVAL;
   *out = NULL;
-  struct timespec until = deadline_after(timeout_ms > 0 ? timeout_ms : 0);
+  struct timespec until = lt__clock_deadline(timeout_ms);
   pthread_mutex_lock(&ev->mu);
   lt_task_t *t;
   int rc = LT_OK;

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "future.h"
+#include "clock.h"
 
 static void unref(lt_future_t *f) {
   if (atomic_fetch_sub(&f->refs, 1) != 1) return;
@@ -39,16 +40,7 @@ void lt__future_resolve(lt_future_t *f, lt_buf_t *b) {
 LT_API int lt_future_wait(lt_future_t *f, int timeout_ms, lt_buf_t **out) {
   if (f == NULL || out == NULL) return LT_EINVAL;
   *out = NULL;
-  struct timespec deadline;
-  clock_gettime(CLOCK_MONOTONIC, &deadline);
-  if (timeout_ms > 0) {
-    deadline.tv_sec += timeout_ms / 1000;
-    deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (deadline.tv_nsec >= 1000000000L) {
-      deadline.tv_sec++;
-      deadline.tv_nsec -= 1000000000L;
-    }
-  }
+  struct timespec deadline = lt__clock_deadline(timeout_ms);
   int rc = LT_OK;
   pthread_mutex_lock(&f->mu);
   while (!f->ready && rc == LT_OK) {

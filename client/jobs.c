@@ -10,6 +10,7 @@
 #include <lithium/error.h>
 #include "buf.h"
 #include "log.h"
+#include "queue.h"
 #include "sched_internal.h"
 
 /* ---- jobs --------------------------------------------------------------------------- */
@@ -38,12 +39,7 @@ static void job_finish(lt_sched_t *s, job_t *j, lt_buf_t *b) {
    * taking the evaluator's lock once. */
   lt_task_t *t = j->task;
   t->result = b;
-  t->next = NULL;
-  if (s->done_tail != NULL)
-    s->done_tail->next = t;
-  else
-    s->done_head = t;
-  s->done_tail = t;
+  LT_QUEUE_PUSH(s->done_head, s->done_tail, t, next);
   j->task = NULL;
 }
 
@@ -77,25 +73,15 @@ void lt__sched_job_fail(lt_sched_t *s, job_t *j, int err, const char *msg) {
 
 void lt__sched_push_fireable(lt_sched_t *s, instr_rec_t *r, int front) {
   r->conn = -1;
-  r->next = NULL;
-  if (s->fire_head == NULL) {
-    s->fire_head = s->fire_tail = r;
-  } else if (front) {
-    r->next = s->fire_head;
-    s->fire_head = r;
-  } else {
-    s->fire_tail->next = r;
-    s->fire_tail = r;
-  }
+  if (front)
+    LT_QUEUE_PUSH_FRONT(s->fire_head, s->fire_tail, r, next);
+  else
+    LT_QUEUE_PUSH(s->fire_head, s->fire_tail, r, next);
 }
 
 instr_rec_t *lt__sched_pop_fireable(lt_sched_t *s) {
-  instr_rec_t *r = s->fire_head;
-  if (r != NULL) {
-    s->fire_head = r->next;
-    if (s->fire_head == NULL) s->fire_tail = NULL;
-    r->next = NULL;
-  }
+  instr_rec_t *r;
+  LT_QUEUE_POP(s->fire_head, s->fire_tail, r, next);
   return r;
 }
 
@@ -185,7 +171,7 @@ void lt__sched_flush_releases(lt_sched_t *s) {
       lt_msg_t m = {.type = LT_MSG_RELEASE};
       m.u.release.ids = q->ids;
       m.u.release.nids = q->n;
-      lt__conn_send(&s->conns[i], &m, NULL, lt__sched_now_ms());
+      lt__conn_send(&s->conns[i], &m, NULL, lt__clock_ms());
     }
     q->n = 0;
   }

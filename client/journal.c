@@ -17,6 +17,7 @@
 #include <lithium/error.h>
 #include "buf.h"
 #include "journal.h"
+#include "queue.h"
 #include "value.h"
 
 #define MAGIC_LINE "lithium journal 1\n"
@@ -127,11 +128,7 @@ static int index_add(lt_journal_t *j, lt_digest_t d, entry_t *e) {
     b->d = d;
     HASH_ADD(hh, j->buckets, d, sizeof b->d, b);
   }
-  if (b->tail != NULL)
-    b->tail->next = e;
-  else
-    b->head = e;
-  b->tail = e;
+  LT_QUEUE_PUSH(b->head, b->tail, e, next);
   return LT_OK;
 }
 
@@ -272,8 +269,8 @@ lt_buf_t *lt__journal_take(lt_journal_t *j, lt_digest_t d) {
   bucket_t *b;
   HASH_FIND(hh, j->buckets, &d, sizeof d, b);
   if (b == NULL || b->head == NULL) return NULL;
-  entry_t *e = b->head;
-  b->head = e->next;
+  entry_t *e;
+  LT_QUEUE_POP(b->head, b->tail, e, next);
   if (b->head == NULL) {
     HASH_DEL(j->buckets, b);
     free(b);

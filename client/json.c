@@ -1,39 +1,9 @@
 /* json.c: the JSON writer behind lt_eval_stats_json. Writes only what it is told; knows
  * nothing of evaluators. One thread per writer. */
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
 #include "json.h"
 
 static void put(lt_json_t *j, const char *s, size_t n) {
-  if (j->failed) return;
-  if (j->len + n + 1 > j->cap) {
-    size_t cap = j->cap ? j->cap : 256;
-    while (cap < j->len + n + 1)
-      cap *= 2;
-    char *b = realloc(j->buf, cap);
-    if (b == NULL) {
-      j->failed = 1;
-      return;
-    }
-    j->buf = b;
-    j->cap = cap;
-  }
-  memcpy(j->buf + j->len, s, n);
-  j->len += n;
-  j->buf[j->len] = '\0';
-}
-
-static void putf(lt_json_t *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void putf(lt_json_t *j, const char *fmt, ...) {
-  char tmp[64];
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-  va_end(ap);
-  if (n > 0) put(j, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+  lt__strbuf_put(&j->out, s, n);
 }
 
 static void put_string(lt_json_t *j, const char *s) {
@@ -43,7 +13,7 @@ static void put_string(lt_json_t *j, const char *s) {
       char esc[2] = {'\\', (char)*p};
       put(j, esc, 2);
     } else if (*p < 0x20) {
-      putf(j, "\\u%04x", *p);
+      lt__strbuf_printf(&j->out, "\\u%04x", *p);
     } else {
       put(j, (const char *)p, 1);
     }
@@ -85,12 +55,12 @@ void lt__json_array_close(lt_json_t *j) {
 
 void lt__json_u64(lt_json_t *j, const char *key, uint64_t v) {
   begin(j, key);
-  putf(j, "%llu", (unsigned long long)v);
+  lt__strbuf_printf(&j->out, "%llu", (unsigned long long)v);
 }
 
 void lt__json_double(lt_json_t *j, const char *key, double v) {
   begin(j, key);
-  putf(j, "%.6g", v);
+  lt__strbuf_printf(&j->out, "%.6g", v);
 }
 
 void lt__json_bool(lt_json_t *j, const char *key, int v) {
@@ -103,9 +73,12 @@ void lt__json_str(lt_json_t *j, const char *key, const char *v) {
   put_string(j, v);
 }
 
+void lt__json_clear(lt_json_t *j) {
+  lt__strbuf_clear(&j->out);
+  j->need_comma = 0;
+}
+
 char *lt__json_take(lt_json_t *j) {
-  char *out = j->failed ? NULL : j->buf;
-  if (j->failed) free(j->buf);
-  memset(j, 0, sizeof *j);
-  return out;
+  j->need_comma = 0;
+  return lt__strbuf_take(&j->out);
 }

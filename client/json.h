@@ -7,11 +7,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "strbuf.h"
+
 typedef struct lt_json {
-  char *buf;
-  size_t len, cap;
+  lt_strbuf_t out; /* the text; out.failed after running out of memory */
   int need_comma;
-  int failed; /* out of memory: lt__json_take gives NULL */
 } lt_json_t;
 
 /* Each function writes `"key":` first when key is not NULL (inside an object). */
@@ -23,6 +23,9 @@ void lt__json_u64(lt_json_t *j, const char *key, uint64_t v);
 void lt__json_double(lt_json_t *j, const char *key, double v);
 void lt__json_bool(lt_json_t *j, const char *key, int v);
 void lt__json_str(lt_json_t *j, const char *key, const char *v); /* escapes v */
+
+/* lt__json_clear empties j for the next text, keeping its memory; a failure is forgotten. */
+void lt__json_clear(lt_json_t *j);
 
 /* lt__json_take returns the text (caller frees) or NULL after a failure; resets j. */
 char *lt__json_take(lt_json_t *j);

@@ -15,6 +15,7 @@
 #include "local.h"
 #include "log.h"
 #include "module.h"
+#include "queue.h"
 
 struct lt_local {
   lt_eval_t *ev;
@@ -160,12 +161,8 @@ void *lt__local_main(void *arg) {
       pthread_mutex_unlock(&ev->mu);
       break; /* tasks still queued are cancelled by lt_eval_free */
     }
-    lt_task_t *t = ev->intake_head;
-    if (t != NULL) {
-      ev->intake_head = t->next;
-      if (ev->intake_head == NULL) ev->intake_tail = NULL;
-      t->next = NULL;
-    }
+    lt_task_t *t;
+    LT_QUEUE_POP(ev->intake_head, ev->intake_tail, t, next);
     pthread_mutex_unlock(&ev->mu);
     if (t == NULL) {
       struct pollfd pfd = {.fd = ev->wake_fd, .events = POLLIN};

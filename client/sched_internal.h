@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <uthash.h>
 
+#include "clock.h"
 #include "conn.h"
 #include "eval.h"
 #include "instance.h"
@@ -193,9 +194,6 @@ struct lt_sched {
   uint64_t backups;     /* copies of stragglers sent to idle servers (backup.c) */
   uint64_t backups_won; /* of those, the ones that finished first */
 };
-
-int64_t lt__sched_now_ms(void);
-int64_t lt__sched_now_us(void);
 
 /* pace.c */
 void lt__pace_init(pace_t *p, uint32_t window, const lt_options_t *o, int64_t now_ms);

@@ -18,18 +18,6 @@
 #include "scheduler.h"
 #include "json.h"
 
-int64_t lt__sched_now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-int64_t lt__sched_now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int lt__sched_new(lt_sched_t **out, lt_eval_t *ev) {
   lt_sched_t *s = calloc(1, sizeof *s);
   if (s == NULL) return LT_ENOMEM;
@@ -104,7 +92,7 @@ int lt__sched_cancel(lt_sched_t *s, size_t idx, uint64_t *seqs, uint32_t n) {
   lt_msg_t m = {.type = LT_MSG_CANCEL};
   m.u.cancel.seqs = seqs;
   m.u.cancel.nseqs = n;
-  return lt__conn_send(&s->conns[idx], &m, NULL, lt__sched_now_ms());
+  return lt__conn_send(&s->conns[idx], &m, NULL, lt__clock_ms());
 }
 
 /* grow_slots makes room for one more connection in every per-connection array. */
@@ -166,7 +154,7 @@ static void greet(lt_sched_t *s, size_t idx) {
   lt_conn_t *c = &s->conns[idx];
   slot_t *sl = &s->slots[idx];
   const char *ep = s->eps[sl->host];
-  lt__pace_init(&s->pace[idx], s->window, &ev->opts, lt__sched_now_ms());
+  lt__pace_init(&s->pace[idx], s->window, &ev->opts, lt__clock_ms());
   s->admitted[idx] = 0;
   s->relq[idx].n = 0;
   const char *key = sl->host < s->npeers ? s->keys[sl->host] : "";
@@ -179,7 +167,7 @@ static void greet(lt_sched_t *s, size_t idx) {
   lt_conn_program_t prog = {.kernels = ev->tmpl->kernels, .nkernels = ev->tmpl->nkernels};
   lt__ship_modules(s->ship, &prog.modules, &prog.nmodules);
   int rc = lt__conn_open(c, s->zctx, ep, ev->client_id, ev->opts.lazy ? ev->opts.inline_max : 0,
-                         &prog, &auth, lt__sched_now_ms());
+                         &prog, &auth, lt__clock_ms());
   if (rc != LT_OK) {
     if (rc == LT_EAUTH) count_auth(s, idx);
     lt__log(LT_LOG_WARN, "server %s: cannot open (%s)", ep, lt_strerror(rc));
@@ -275,7 +263,7 @@ static void open_new_hosts(lt_sched_t *s) {
     lt_conn_t *c = &s->conns[i];
     if (c->state == LT_CONN_DEAD) continue;
     lt__conn_program(c, ev->tmpl->kernels, ev->tmpl->nkernels, (const char *const *)s->peers,
-                     (uint32_t)s->npeers, lt__sched_now_ms());
+                     (uint32_t)s->npeers, lt__clock_ms());
   }
 }
 
@@ -327,7 +315,7 @@ static void tell_lost(lt_sched_t *s, size_t idx) {
   m.u.lost.holders = holders;
   for (size_t i = 0; i < s->nconns; i++) {
     lt_conn_t *c = &s->conns[i];
-    if (i != idx && lt__sched_alive(s, i)) lt__conn_send(c, &m, NULL, lt__sched_now_ms());
+    if (i != idx && lt__sched_alive(s, i)) lt__conn_send(c, &m, NULL, lt__clock_ms());
   }
 }
 
@@ -350,7 +338,7 @@ void lt__sched_conn_dead(lt_sched_t *s, size_t idx, const char *why) {
   snprintf(sl->why, sizeof sl->why, "%s", why);
   sl->backoff_ms = sl->backoff_ms ? sl->backoff_ms * 2 : RETRY_FIRST_MS;
   if (sl->backoff_ms > RETRY_MAX_MS) sl->backoff_ms = RETRY_MAX_MS;
-  sl->retry_at_ms = lt__sched_now_ms() + (was_hello ? sl->backoff_ms : 0);
+  sl->retry_at_ms = lt__clock_ms() + (was_hello ? sl->backoff_ms : 0);
   if (was_hello && sl->sessions > 1) {
     /* A greeting again that found nobody yet: quiet, it goes on. */
     lt__log(LT_LOG_DEBUG, "server %s: %s", c->endpoint, why);
@@ -447,7 +435,7 @@ static void on_welcome(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
   s->pace[idx].workers = c->threads;
   if (m->u.welcome.cores > 0) s->pace[idx].cores = m->u.welcome.cores;
   /* Modules go before any instruction: the session takes work from now on. */
-  lt__ship_welcome(s->ship, c, m, lt__sched_now_ms());
+  lt__ship_welcome(s->ship, c, m, lt__clock_ms());
   c->state = LT_CONN_READY;
   sl->was_ready = 1;
   sl->backoff_ms = 0;
@@ -510,7 +498,7 @@ static void on_message(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
     break;
   case LT_MSG_HEARTBEAT:
     if (m->u.heartbeat.seq != 0 && s->ev->opts.lookahead) {
-      int64_t rtt = lt__sched_now_us() - (int64_t)m->u.heartbeat.seq;
+      int64_t rtt = lt__clock_us() - (int64_t)m->u.heartbeat.seq;
       if (rtt > 0 && rtt < 10 * 1000000) lt__pace_rtt(&s->pace[idx], (double)rtt);
     }
     break;
@@ -527,7 +515,7 @@ static void drain_conn(lt_sched_t *s, size_t idx) {
   for (int budget = DRAIN_BUDGET; budget > 0; budget--) {
     lt_conn_t *c = &s->conns[idx];
     if (c->sock == NULL) return;
-    int rc = lt__conn_recv(c, &s->rx, &s->limits, lt__sched_now_ms());
+    int rc = lt__conn_recv(c, &s->rx, &s->limits, lt__clock_ms());
     if (rc == LT_EAGAIN) return;
     if (rc != LT_OK) {
       lt__log(LT_LOG_WARN, "server %s: dropped a malformed message (%s)", c->endpoint,
@@ -576,7 +564,7 @@ static void fail_unplaceable(lt_sched_t *s) {
     s->none_since = 0;
     return;
   }
-  int64_t now = lt__sched_now_ms();
+  int64_t now = lt__clock_ms();
   if (s->none_since == 0) s->none_since = now;
   if (now - s->none_since < (int64_t)s->ev->opts.connect_timeout_ms) return;
   instr_rec_t *r;
@@ -627,7 +615,7 @@ static void tick(lt_sched_t *s, int64_t now) {
                  (o->lookahead && now - s->pace[i].last_ping_ms >= LT_PING_MS)) {
         /* The ping carries its send time: the answer measures the round trip. */
         lt_msg_t hb = {.type = LT_MSG_HEARTBEAT};
-        hb.u.heartbeat.seq = (uint64_t)lt__sched_now_us();
+        hb.u.heartbeat.seq = (uint64_t)lt__clock_us();
         s->pace[i].last_ping_ms = now;
         lt__conn_send(c, &hb, NULL, now);
       }
@@ -686,7 +674,7 @@ void *lt__sched_main(void *arg) {
   pthread_mutex_lock(&s->stats_mu);
   open_new_hosts(s);
   pthread_mutex_unlock(&s->stats_mu);
-  s->t0_ms = lt__sched_now_ms();
+  s->t0_ms = lt__clock_ms();
   s->next_tick = s->t0_ms + LT_PING_MS; /* pings and the throttle start at once */
 
   zmq_pollitem_t *items = NULL;
@@ -700,7 +688,7 @@ void *lt__sched_main(void *arg) {
     }
     size_t npolled = s->nconns;
     size_t nitems = poll_items(s, items);
-    long timeout = (long)(s->next_tick - lt__sched_now_ms());
+    long timeout = (long)(s->next_tick - lt__clock_ms());
     if (timeout < 0) timeout = 0;
     int n = zmq_poll(items, (int)nitems, timeout);
     if (n < 0 && errno != EINTR) {
@@ -718,7 +706,7 @@ void *lt__sched_main(void *arg) {
       if (items[1 + npolled + i].revents & ZMQ_POLLIN) watch_conn(s, i);
       if (items[1 + 2 * npolled + i].revents & (ZMQ_POLLIN | ZMQ_POLLERR)) watch_child(s, i);
     }
-    int64_t now = lt__sched_now_ms();
+    int64_t now = lt__clock_ms();
     /* hosts=DIR: servers that announced since the last look join now. lt__eval_add_host
      * takes ev->mu, which nests inside stats_mu as in open_new_hosts. */
     if (ev->hosts_watch != NULL && lt__hosts_watch_poll(ev->hosts_watch, ev, now) > 0)

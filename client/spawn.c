@@ -15,12 +15,7 @@
 
 #include <lithium/error.h>
 #include "spawn.h"
-
-static int64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+#include "clock.h"
 
 /* resolve_program finds `program` on PATH when it has no slash (execv in the child must
  * not search). */
@@ -45,7 +40,7 @@ static int resolve_program(const char *program, char *path, size_t len) {
 static int read_ready(lt_proc_t *p, int timeout_ms, char *err, size_t errlen) {
   char line[512];
   size_t have = 0;
-  int64_t deadline = now_ms() + timeout_ms;
+  int64_t deadline = lt__clock_ms() + timeout_ms;
   for (;;) {
     char *nl = memchr(line, '\n', have);
     if (nl != NULL) {
@@ -59,7 +54,7 @@ static int read_ready(lt_proc_t *p, int timeout_ms, char *err, size_t errlen) {
       have -= used;
       continue;
     }
-    int64_t left = deadline - now_ms();
+    int64_t left = deadline - lt__clock_ms();
     if (left <= 0 || have == sizeof line) {
       snprintf(err, errlen, "no READY line within %d ms", timeout_ms);
       return LT_ESPAWN;
@@ -154,8 +149,8 @@ int lt__proc_exited(lt_proc_t *p) {
 void lt__proc_stop(lt_proc_t *p, int timeout_ms) {
   if (p->pid > 0) {
     kill(p->pid, SIGTERM);
-    int64_t deadline = now_ms() + timeout_ms;
-    while (!lt__proc_exited(p) && now_ms() < deadline) {
+    int64_t deadline = lt__clock_ms() + timeout_ms;
+    while (!lt__proc_exited(p) && lt__clock_ms() < deadline) {
       struct timespec ts = {0, 5 * 1000000L};
       nanosleep(&ts, NULL);
     }

@@ -63,9 +63,7 @@ static void write_failed(lt_trace_t *t, int err) {
 
 /* ev_begin starts an event: phase, name, process and thread. */
 static void ev_begin(lt_trace_t *t, const char *ph, const char *name, uint64_t pid, uint64_t tid) {
-  t->j.len = 0;
-  t->j.need_comma = 0;
-  t->j.failed = 0;
+  lt__json_clear(&t->j);
   lt__json_object_open(&t->j, NULL);
   lt__json_str(&t->j, "ph", ph);
   lt__json_str(&t->j, "name", name);
@@ -80,9 +78,9 @@ static void ev_ts(lt_trace_t *t, int64_t ts_us) {
 /* ev_end closes the event and appends it to the file. */
 static void ev_end(lt_trace_t *t) {
   lt__json_object_close(&t->j);
-  if (t->j.failed) return; /* out of memory: this event is left out */
+  if (t->j.out.failed) return; /* out of memory: this event is left out */
   if (fputs(t->events > 0 ? ",\n" : "\n", t->f) == EOF ||
-      fwrite(t->j.buf, 1, t->j.len, t->f) != t->j.len) {
+      fwrite(t->j.out.data, 1, t->j.out.len, t->f) != t->j.out.len) {
     write_failed(t, errno);
     return;
   }
@@ -139,7 +137,7 @@ int lt__trace_open(lt_trace_t **out, const char *path) {
   struct stat st;
   t->seekable = fstat(fileno(t->f), &st) == 0 && S_ISREG(st.st_mode);
   setvbuf(t->f, NULL, _IOFBF, 64 * 1024);
-  t->t0_us = lt__sched_now_us();
+  t->t0_us = lt__clock_us();
   t->last_flush_us = t->t0_us;
   fputs("{\"displayTimeUnit\":\"ms\",\"otherData\":{\"generator\":\"Lithium-C\",\"clock\":"
         "\"us since lt_eval_start, client CLOCK_MONOTONIC\"},\"traceEvents\":[",
@@ -158,7 +156,7 @@ void lt__trace_close(lt_trace_t *t) {
   for (size_t i = 0; i < t->nsrv; i++)
     free(t->srv[i].named_workers);
   free(t->srv);
-  free(t->j.buf);
+  lt__strbuf_reset(&t->j.out);
   free(t->path);
   free(t);
 }
@@ -212,7 +210,7 @@ void lt__trace_message_at(lt_trace_t *t, lt_sched_t *s, size_t idx, const lt_msg
   trace_server_t *ts;
   if (t->failed || idx >= s->nconns || (ts = server(t, idx)) == NULL) return;
   const lt_conn_t *c = &s->conns[idx];
-  t->recv_us = lt__sched_now_us();
+  t->recv_us = lt__clock_us();
   if (m->type == LT_MSG_WELCOME && ts->named < 2) {
     name_server(t, ts, idx, c->endpoint, m->u.welcome.server_id);
     clock_sample(ts, c->opened_ms * 1000, t->recv_us, m->u.welcome.now_us);
@@ -322,7 +320,7 @@ void lt__trace_completion_at(lt_trace_t *t, lt_sched_t *s, size_t idx, const ins
 
 void lt__trace_turn_at(lt_trace_t *t, lt_sched_t *s) {
   if (t->failed) return;
-  int64_t now = lt__sched_now_us();
+  int64_t now = lt__clock_us();
   for (size_t i = 0; i < s->nconns; i++) {
     trace_server_t *ts;
     if (s->conns[i].state == LT_CONN_DEAD || (ts = server(t, i)) == NULL) continue;
@@ -352,7 +350,7 @@ void lt__trace_turn_at(lt_trace_t *t, lt_sched_t *s) {
 static void instant_begin(lt_trace_t *t, const char *name) {
   ev_begin(t, "i", name, CLIENT_PID, DISPATCHER_TID);
   lt__json_str(&t->j, "s", "t");
-  ev_ts(t, lt__sched_now_us() - t->t0_us);
+  ev_ts(t, lt__clock_us() - t->t0_us);
   lt__json_object_open(&t->j, "args");
 }
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "oid.h"
+#include "clock.h"
 
 /* mix64 is the splitmix64 finaliser: spreads the bits of a weak seed over the whole word. */
 static uint64_t mix64(uint64_t x) {
@@ -21,8 +22,7 @@ static uint64_t mix64(uint64_t x) {
  * getrandom() fails (very old kernels, seccomp filters). */
 static uint64_t fallback_seed(void) {
   static _Atomic uint64_t counter;
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
+  struct timespec ts = lt__clock_wall();
   uint64_t x = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
   x ^= (uint64_t)getpid() << 32;
   x ^= counter++ * 0x2545f4914f6cdd1dULL;

@@ -116,42 +116,6 @@ bool lt__arena_oom(const arena *a) {
 }
 
 /* ---------------------------------------------------------------------------------------
- * UTF-8. */
-
-bool lt__utf8_valid(const void *str, size_t n) {
-  const unsigned char *s = str;
-  size_t i = 0;
-  while (i < n) {
-    unsigned c = s[i];
-    if (c < 0x80) {
-      i++;
-      continue;
-    }
-    size_t more;
-    unsigned lo = 0x80, hi = 0xBF; /* range of the second byte */
-    if (c >= 0xC2 && c <= 0xDF) {
-      more = 1;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      more = 2;
-      if (c == 0xE0) lo = 0xA0;
-      if (c == 0xED) hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      more = 3;
-      if (c == 0xF0) lo = 0x90;
-      if (c == 0xF4) hi = 0x8F;
-    } else {
-      return false;
-    }
-    if (n - i <= more) return false;
-    if (s[i + 1] < lo || s[i + 1] > hi) return false;
-    for (size_t k = 2; k <= more; k++)
-      if ((s[i + k] & 0xC0) != 0x80) return false;
-    i += more + 1;
-  }
-  return true;
-}
-
-/* ---------------------------------------------------------------------------------------
  * Pre-scan: walks the wire format of the envelope and of the bodies that hold repeated
  * fields, counting elements, before protobuf-c allocates arrays for them. It also rejects
  * malformed framing early. Leaf messages are left to protobuf-c. */

@@ -5,6 +5,7 @@
 #ifndef LT_WIRE_H
 #define LT_WIRE_H
 
+#include "utf8.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -27,10 +28,6 @@ bool lt__arena_oom(const lt__arena_t *a);
 
 /* lt__arena_free frees `a` and everything allocated from it; accepts NULL. */
 void lt__arena_free(lt__arena_t *a);
-
-/* lt__utf8_valid says whether s[0..n) is well-formed UTF-8: no overlong forms, no
- * surrogates, nothing above U+10FFFF. */
-bool lt__utf8_valid(const void *s, size_t n);
 
 /* lt__wire_prescan walks the protobuf wire format of an Envelope in p[0..len) without
  * allocating, counting the elements of every repeated field of its bodies (kernels,

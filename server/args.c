@@ -1,6 +1,7 @@
 /* args.c: lithium-server's flags (getopt_long) into lt_srv_args_t, with the usage text.
  * Touches no global state except getopt's; values are validated here so the server proper
  * never sees a nonsensical one. One parse at a time (getopt is not reentrant). */
+#include "utf8.h"
 #include "args.h"
 
 #include <errno.h>
@@ -172,32 +173,9 @@ static int parse_uint(const char *s, uint64_t lo, uint64_t hi, uint64_t *out) {
 /* utf8_valid tells whether s is well-formed UTF-8 without control characters, as a name
  * sent to clients must be (their decoder checks). */
 static int utf8_valid(const char *s) {
-  const unsigned char *p = (const unsigned char *)s;
-  while (*p) {
-    unsigned c = *p;
-    int n;
-    unsigned min;
-    if (c < 0x20 || c == 0x7f) return 0;
-    if (c < 0x80) {
-      p++;
-      continue;
-    } else if ((c & 0xe0) == 0xc0) {
-      n = 1, c &= 0x1f, min = 0x80;
-    } else if ((c & 0xf0) == 0xe0) {
-      n = 2, c &= 0x0f, min = 0x800;
-    } else if ((c & 0xf8) == 0xf0) {
-      n = 3, c &= 0x07, min = 0x10000;
-    } else {
-      return 0;
-    }
-    p++;
-    for (int i = 0; i < n; i++, p++) {
-      if ((*p & 0xc0) != 0x80) return 0;
-      c = (c << 6) | (*p & 0x3f);
-    }
-    if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff)) return 0;
-  }
-  return 1;
+  for (const char *p = s; *p; p++)
+    if ((unsigned char)*p < 0x20 || *p == 0x7f) return 0;
+  return lt__utf8_valid(s, strlen(s));
 }
 
 static int default_threads(void) {

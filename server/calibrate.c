@@ -4,14 +4,9 @@
 #include "calibrate.h"
 
 #include <time.h>
+#include "clock.h"
 
 #define RUNS 3
-
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 uint64_t lt__calibrate_work(uint64_t iters) {
   uint64_t x = 0x9e3779b97f4a7c15ull, acc = 0;
@@ -29,9 +24,9 @@ double lt__calibrate_speed(double slowdown, double *measured_us) {
   volatile uint64_t sink = 0;
   uint64_t best = UINT64_MAX;
   for (int r = 0; r < RUNS; r++) {
-    uint64_t t0 = now_ns();
+    uint64_t t0 = (uint64_t)lt__clock_ns();
     sink = sink + lt__calibrate_work(LT_CALIBRATE_ITERS);
-    uint64_t dt = now_ns() - t0;
+    uint64_t dt = (uint64_t)lt__clock_ns() - t0;
     if (dt < best) best = dt;
   }
   if (best == 0) best = 1;

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 #include <lithium/error.h>
+#include "clock.h"
 #include "crashlog.h"
 #include "log.h"
 
@@ -43,20 +44,11 @@ struct lt_executor {
 };
 
 uint64_t lt__executor_now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
-/* thread_cpu_us returns the CPU time of the calling thread. */
-static uint64_t thread_cpu_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+  return (uint64_t)lt__clock_us();
 }
 
 static void run_job(lt_executor_t *ex, lt_job_t *job, uint32_t worker) {
-  uint64_t c0 = thread_cpu_us();
+  uint64_t c0 = (uint64_t)lt__clock_thread_cpu_us();
   uint64_t t0 = lt__executor_now_us();
   lt__crashlog_enter(worker, job->owner, job->seq);
   lt__exec_run(job->op, job->stages, job->nstages, job->inputs, job->ninputs, &job->result);
@@ -69,7 +61,7 @@ static void run_job(lt_executor_t *ex, lt_job_t *job, uint32_t worker) {
     }
   }
   job->service_us = t1 - t0;
-  job->cpu_us = thread_cpu_us() - c0;
+  job->cpu_us = (uint64_t)lt__clock_thread_cpu_us() - c0;
   job->start_us = t0;
   job->worker = worker;
 }

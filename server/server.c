@@ -35,38 +35,6 @@
 /* ---------------------------------------------------------------------------------------
  * Strings and sending. */
 
-void lt__utf8_sanitize(char *s) {
-  unsigned char *p = (unsigned char *)s;
-  while (*p) {
-    unsigned c = *p;
-    int n = 0;
-    unsigned min = 0;
-    if (c >= 0x20 && c < 0x7f) {
-      p++;
-      continue;
-    }
-    if ((c & 0xe0) == 0xc0)
-      n = 1, c &= 0x1f, min = 0x80;
-    else if ((c & 0xf0) == 0xe0)
-      n = 2, c &= 0x0f, min = 0x800;
-    else if ((c & 0xf8) == 0xf0)
-      n = 3, c &= 0x07, min = 0x10000;
-    bool ok = n > 0;
-    for (int i = 1; ok && i <= n; i++) {
-      if ((p[i] & 0xc0) != 0x80)
-        ok = false;
-      else
-        c = (c << 6) | (p[i] & 0x3f);
-    }
-    if (ok && (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))) ok = false;
-    if (!ok) {
-      *p++ = '?'; /* a control character or a bad byte */
-      continue;
-    }
-    p += n + 1;
-  }
-}
-
 const char *lt__short_id(uint64_t client_id, char *buf) {
   snprintf(buf, 12, "%04x...", (unsigned)(client_id >> 48));
   return buf;

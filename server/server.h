@@ -15,6 +15,7 @@
 #include "executor.h"
 #include "module.h"
 #include "store.h"
+#include "utf8.h"
 #include "value.h"
 #include "zap.h"
 #include "zmq_uv.h"
@@ -150,9 +151,5 @@ void lt__load_fill(lt_server_t *srv, lt_load_t *load);
 /* lt__short_id writes the first 4 hex digits of a client id followed by "..." into buf
  * (at least 12 bytes): ids are not logged in full. Returns buf. */
 const char *lt__short_id(uint64_t client_id, char *buf);
-
-/* lt__utf8_sanitize rewrites `s` in place into valid UTF-8 without control characters
- * (each bad byte becomes '?'), as every string the server sends must be. */
-void lt__utf8_sanitize(char *s);
 
 #endif

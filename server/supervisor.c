@@ -16,14 +16,9 @@
 #include <time.h>
 #include <unistd.h>
 #include <lithium/error.h>
+#include "clock.h"
 #include "crashlog.h"
 #include "log.h"
-
-static uint64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 static const char *sig_name(int sig, char *buf, size_t len) {
   const char *abbrev = sig > 0 ? sigabbrev_np(sig) : NULL;
@@ -137,7 +132,7 @@ int lt__supervise(lt_srv_args_t *a) {
     else
       lt__log(LT_LOG_WARN, "worker %d (incarnation %016llx) died of %s: restarting", (int)worker,
               (unsigned long long)dead, sig_name(sig, name, sizeof name));
-    uint64_t now = now_ms();
+    uint64_t now = (uint64_t)lt__clock_ms();
     if (nrestarts == LT_SUPERVISE_MAX_RESTARTS && now - restarts[0] < LT_SUPERVISE_WINDOW_MS) {
       fprintf(stderr,
               "lithium-server: the worker died %d times within %d s: giving up (last: %s)\n",

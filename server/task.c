@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <lithium/error.h>
+#include "queue.h"
 #include "log.h"
 #include "oid.h"
 #include "peer.h"
@@ -132,12 +133,7 @@ static void fail_later(lt_server_t *srv, lt_task_t *t, int status, const char *m
   t->fail_status = status;
   free(t->fail_msg);
   t->fail_msg = msg != NULL ? strdup(msg) : NULL;
-  t->fail_next = NULL;
-  if (srv->failq_tail)
-    srv->failq_tail->fail_next = t;
-  else
-    srv->failq = t;
-  srv->failq_tail = t;
+  LT_QUEUE_PUSH(srv->failq, srv->failq_tail, t, fail_next);
 }
 
 /* submit hands t to the executor, in its session's group: the executor runs at most the
@@ -677,10 +673,9 @@ void lt__task_on_done(lt_executor_t *ex, lt_job_t *done, void *data) {
 
 void lt__task_run_failq(lt_server_t *srv) {
   lt_task_t *t;
-  while ((t = srv->failq) != NULL) {
-    srv->failq = t->fail_next;
-    if (srv->failq == NULL) srv->failq_tail = NULL;
-    t->fail_next = NULL;
+  for (;;) {
+    LT_QUEUE_POP(srv->failq, srv->failq_tail, t, fail_next);
+    if (t == NULL) break;
     finish(srv, t, t->fail_status, t->fail_msg != NULL ? t->fail_msg : "");
   }
 }

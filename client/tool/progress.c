@@ -4,11 +4,10 @@
 #include "progress.h"
 
 #include <time.h>
+#include "clock.h"
 
 static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+  return (double)lt__clock_us() / 1e6;
 }
 
 void lt__progress_init(lt_progress_t *p, FILE *f, size_t total) {

@@ -12,6 +12,7 @@
 #include <zmq.h>
 
 #include <lithium/error.h>
+#include "clock.h"
 #include "cli.h"
 #include "codec.h"
 #include "curve.h"
@@ -78,12 +79,6 @@ static int add_row(void *ud, const char *endpoint, const char *key) {
   snprintf(w->why, sizeof w->why, "no answer");
   r->n++;
   return 0;
-}
-
-static int64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static char *dup_str(const char *s) {
@@ -195,7 +190,7 @@ static int ask(rows_t *r, int timeout_ms) {
   free(hdr);
   zmq_pollitem_t *items = calloc(r->n ? r->n : 1, sizeof *items);
   size_t *idx = calloc(r->n ? r->n : 1, sizeof *idx);
-  int64_t deadline = now_ms() + timeout_ms;
+  int64_t deadline = lt__clock_ms() + timeout_ms;
   while (waiting > 0 && items != NULL && idx != NULL) {
     size_t k = 0;
     for (size_t i = 0; i < r->n; i++) {
@@ -204,7 +199,7 @@ static int ask(rows_t *r, int timeout_ms) {
       idx[k++] = i;
     }
     waiting = k;
-    int64_t left = deadline - now_ms();
+    int64_t left = deadline - lt__clock_ms();
     if (k == 0 || left <= 0) break;
     int got = zmq_poll(items, (int)k, (long)left);
     if (got < 0 && zmq_errno() != EINTR) break;

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "cli.h"
 #include "hosts.h"
 
@@ -276,15 +277,9 @@ static int start(const opts_t *o, host_t *h) {
   return 0;
 }
 
-static int64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* collect reads every host's output until all ssh processes ended or the deadline. */
 static void collect(opts_t *o) {
-  int64_t deadline = now_ms() + (int64_t)o->timeout_s * 1000;
+  int64_t deadline = lt__clock_ms() + (int64_t)o->timeout_s * 1000;
   struct pollfd *p = calloc(2 * o->nhosts + 1, sizeof *p);
   if (p == NULL) return;
   for (;;) {
@@ -297,7 +292,7 @@ static void collect(opts_t *o) {
     int open_fds = 0;
     for (size_t i = 0; i < n; i++)
       open_fds += p[i].fd >= 0;
-    int64_t left = deadline - now_ms();
+    int64_t left = deadline - lt__clock_ms();
     if (open_fds == 0 || left <= 0) break;
     if (poll(p, n, (int)left) < 0 && errno != EINTR) break;
     for (size_t i = 0; i < n; i++) {

@@ -1,4 +1,4 @@
-/* test_log.c: the shared logger (mdf/log.c): level names, LITHIUM_LOG read on first use,
+/* test_log.c: the shared logger (proto/base/log.c): level names, LITHIUM_LOG read on first use,
  * filtering, the name prefix, one whole line per call from many threads at once. stderr is
  * redirected to a temporary file for each test. */
 #include <criterion/criterion.h>

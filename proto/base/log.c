@@ -15,6 +15,8 @@
 #include <unistd.h>
 #include <lithium/error.h>
 
+#include "clock.h"
+
 #define LOG_LINE_MAX 2048
 #define LOG_NAME_MAX 64
 #define LEVEL_UNSET  (-1)
@@ -68,9 +70,8 @@ void lt__log(int level, const char *fmt, ...) {
   if (!lt__log_enabled(level)) return;
   int saved_errno = errno;
   char line[LOG_LINE_MAX];
-  struct timespec ts;
+  struct timespec ts = lt__clock_wall();
   struct tm tm;
-  clock_gettime(CLOCK_REALTIME, &ts);
   localtime_r(&ts.tv_sec, &tm);
   size_t n = strftime(line, sizeof line, "%Y-%m-%d %H:%M:%S", &tm);
   pthread_mutex_lock(&name_lock);

@@ -1,0 +1,29 @@
+/* clock.h: the one clock of Lithium-C. Durations and deadlines come from CLOCK_MONOTONIC in
+ * ms, us or ns; the wall clock is for log stamps and seeds only; the thread CPU clock is for
+ * the executor's accounting. Any thread. */
+#ifndef LT_CLOCK_H
+#define LT_CLOCK_H
+
+#include <stdint.h>
+#include <time.h>
+
+/* lt__clock_ms returns the monotonic clock in milliseconds. */
+int64_t lt__clock_ms(void);
+
+/* lt__clock_us returns the monotonic clock in microseconds. */
+int64_t lt__clock_us(void);
+
+/* lt__clock_ns returns the monotonic clock in nanoseconds. */
+int64_t lt__clock_ns(void);
+
+/* lt__clock_thread_cpu_us returns the CPU time of the calling thread in microseconds. */
+int64_t lt__clock_thread_cpu_us(void);
+
+/* lt__clock_wall returns the wall clock (CLOCK_REALTIME). */
+struct timespec lt__clock_wall(void);
+
+/* lt__clock_deadline returns the monotonic time `ms` from now (now when ms <= 0), for
+ * pthread_cond_timedwait on a condition variable set to CLOCK_MONOTONIC. */
+struct timespec lt__clock_deadline(int ms);
+
+#endif
