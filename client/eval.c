@@ -107,7 +107,8 @@ LT_API int lt_eval_new(lt_eval_t **out, lt_skel_t *program) {
   pthread_cond_init(&ev->cv_result, &attr);
   pthread_condattr_destroy(&attr);
   int rc = lt__skel_valid(program) ? LT_OK : LT_EINVAL;
-  if (rc == LT_OK) rc = lt__options_from_env(&ev->opts);
+  if (rc == LT_OK && (rc = lt__options_from_env(&ev->opts)) != LT_OK)
+    lt__log(LT_LOG_ERROR, "%s", ev->opts.error); /* the evaluator is gone: say it here */
   if (rc == LT_OK) {
     ev->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (ev->wake_fd < 0) rc = LT_EIO;
@@ -124,8 +125,16 @@ LT_API int lt_eval_new(lt_eval_t **out, lt_skel_t *program) {
 
 LT_API int lt_eval_set(lt_eval_t *ev, const char *key, const char *value) {
   if (ev == NULL) return LT_EINVAL;
-  if (ev->state != LT_EVAL_NEW) return LT_ESTATE;
+  if (ev->state != LT_EVAL_NEW) {
+    snprintf(ev->opts.error, sizeof ev->opts.error, "option '%.200s' set after start",
+             key != NULL ? key : "(null)");
+    return LT_ESTATE;
+  }
   return lt__options_set(&ev->opts, key, value);
+}
+
+LT_API const char *lt_eval_error(const lt_eval_t *ev) {
+  return ev != NULL ? ev->opts.error : "";
 }
 
 /* grow_hosts makes room for one more host; under ev->mu. */
@@ -325,7 +334,7 @@ LT_API int lt_eval_start(lt_eval_t *ev) {
     pthread_mutex_unlock(&ev->mu);
   }
   if (nhosts == 0) return LT_ENOSERVER;
-  if (ev->opts.min_threads > ev->opts.max_threads) return LT_EINVAL;
+  if (lt__options_check(&ev->opts) != LT_OK) return LT_EINVAL;
   lt__template_free(ev->tmpl);
   int rc = lt__template_compile(&ev->tmpl, ev->program, ev->opts.normal_form);
   if (rc != LT_OK) return rc;

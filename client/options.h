@@ -1,9 +1,11 @@
 /* options.h: the evaluator's options (lt_eval_set keys, LITHIUM_<KEY> environment
- * variables, `--key value` of the tools). Parsing and validation only; unknown keys and bad
- * values are LT_EINVAL, never ignored. Owned by the evaluator's thread. */
+ * variables, `--key value` of the tools), described once in LT_OPTIONS. Parsing and
+ * validation only; unknown keys and bad values are LT_EINVAL with a message in
+ * lt_options_t.error, never ignored. Owned by the evaluator's thread. */
 #ifndef LT_OPTIONS_H
 #define LT_OPTIONS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Placement of new work (option `placement`). */
@@ -12,7 +14,86 @@ typedef enum lt_placement {
   LT_PLACE_RR       /* round robin over the servers with room: the baseline */
 } lt_placement_t;
 
+/* The shape of an option's value. */
+typedef enum lt_opt_type {
+  LT_OPT_BOOL,   /* int: on/off, true/false, yes/no, 1/0, any case */
+  LT_OPT_UINT,   /* uint32_t in [lo, hi] */
+  LT_OPT_DOUBLE, /* double in [lo, hi] */
+  LT_OPT_ENUM,   /* int: the index of the value in `arg` ("a|b|c") */
+  LT_OPT_PATH,   /* char *: a non-empty string, copied */
+  LT_OPT_KEY     /* char[41]: a CURVE key read from a file or text ("" or "off": none) */
+} lt_opt_type_t;
+
+/* LT_OPTIONS(X) is every evaluator option, once, in the order defaults are applied (mode
+ * first: the switches after it repeat what it sets):
+ *   X(key, type, field, default, lo, hi, arg, help)
+ * `field` names the member of lt_options_t; `default` is parsed like a value (NULL: none);
+ * lo and hi bound numbers; `arg` is the value's shape in --help, for enums its values.
+ * The environment variable is LITHIUM_ and the key in capitals. README.md's Options table
+ * and the tool's --help list the same keys (tests/client/test_options.c checks both). */
+#define LT_OPTIONS(X)                                                                              \
+  X(mode, LT_OPT_ENUM, mode, "optimized", 0, 0, "optimized|plain",                                 \
+    "optimized: lookahead, lazy and backup on; plain: all off (the original Lithium)")             \
+  X(lookahead, LT_OPT_BOOL, lookahead, "on", 0, 0, "on|off",                                       \
+    "many instructions in flight per server")                                                      \
+  X(lazy, LT_OPT_BOOL, lazy, "on", 0, 0, "on|off",                                                 \
+    "values stay on the servers; successors get references")                                       \
+  X(max_threads, LT_OPT_UINT, max_threads, "6", 1, 4096, "N",                                      \
+    "the thread window: instructions running at once per server")                                  \
+  X(throttle, LT_OPT_BOOL, throttle, "off", 0, 0, "on|off",                                        \
+    "adapt each server's window between min_threads and max_threads")                              \
+  X(placement, LT_OPT_ENUM, placement, "eft", 0, 0, "eft|rr",                                      \
+    "new work to the earliest finish (eft) or round robin (rr)")                                   \
+  X(migrate, LT_OPT_BOOL, migrate, "on", 0, 0, "on|off",                                           \
+    "end of stream: move queued work from slow servers to idle ones")                              \
+  X(backup, LT_OPT_BOOL, backup, "on", 0, 0, "on|off",                                             \
+    "end of stream: copies of stragglers on idle servers")                                         \
+  X(backup_factor, LT_OPT_DOUBLE, backup_factor, "2", 1, 1000, "X",                                \
+    "a straggler has run this many times its expected time")                                       \
+  X(min_threads, LT_OPT_UINT, min_threads, "2", 1, 4096, "N",                                      \
+    "the smallest thread window under throttle (at most max_threads)")                             \
+  X(inline_max, LT_OPT_UINT, inline_max, "65536", 0, 1u << 30, "BYTES",                            \
+    "lazy: outputs up to this size also come back to the client")                                  \
+  X(normal_form, LT_OPT_BOOL, normal_form, "off", 0, 0, "on|off",                                  \
+    "fuse adjacent seq stages into one instruction")                                               \
+  X(modules, LT_OPT_PATH, modules, NULL, 0, 0, "DIR",                                              \
+    "directory of kernel modules (spawned servers, the local evaluator)")                          \
+  X(server, LT_OPT_PATH, server, NULL, 0, 0, "PATH",                                               \
+    "the lithium-server program spawned servers run")                                              \
+  X(hosts, LT_OPT_PATH, hosts, NULL, 0, 0, "FILE|DIR",                                             \
+    "a hosts file or an announce directory of servers")                                            \
+  X(server_threads, LT_OPT_UINT, server_threads, "0", 0, 4096, "N",                                \
+    "--threads of spawned servers (0: the server's default)")                                      \
+  X(ordered, LT_OPT_BOOL, ordered, "on", 0, 0, "on|off",                                           \
+    "results in submission order; off: as they complete")                                          \
+  X(max_pending, LT_OPT_UINT, max_pending, "1024", 1, 1u << 30, "N",                               \
+    "unfinished tasks before submit blocks")                                                       \
+  X(nonblocking, LT_OPT_BOOL, nonblocking, "off", 0, 0, "on|off",                                  \
+    "submit returns LT_EAGAIN instead of blocking")                                                \
+  X(max_retries, LT_OPT_UINT, max_retries, "3", 0, 1000, "N",                                      \
+    "re-dispatches of an instruction whose server died")                                           \
+  X(heartbeat_ms, LT_OPT_UINT, heartbeat_ms, "1000", 10, 600000, "MS",                             \
+    "heartbeat period; a server silent 3 periods is dead")                                         \
+  X(connect_timeout_ms, LT_OPT_UINT, connect_timeout_ms, "5000", 10, 600000, "MS",                 \
+    "how long a server has to welcome the client")                                                 \
+  X(task_timeout_ms, LT_OPT_UINT, task_timeout_ms, "0", 0, 86400000, "MS",                         \
+    "an instruction running longer fails with LT_ETIMEDOUT (0: none)")                             \
+  X(journal, LT_OPT_PATH, journal, NULL, 0, 0, "FILE",                                             \
+    "the results journal: finished tasks are not computed again")                                  \
+  X(trace, LT_OPT_PATH, trace, NULL, 0, 0, "FILE", "write a trace-event JSON of the run")          \
+  X(curve_key, LT_OPT_KEY, curve_pub, NULL, 0, 0, "FILE",                                          \
+    "the client's CURVE key pair file (lithium keygen)")                                           \
+  X(curve_server, LT_OPT_KEY, curve_server, NULL, 0, 0, "KEY|FILE",                                \
+    "the CURVE public key of hosts given without one")                                             \
+  X(ship_modules, LT_OPT_BOOL, ship_modules, "off", 0, 0, "on|off",                                \
+    "send the program's modules (from modules) to servers that lack them")
+
+/* LT_OPTION_ENV_ALLOWED lists the LITHIUM_* variables that are not options by design (the
+ * log level, `lithium up`'s ssh, the systemd unit's server flags): no warning for them. */
+#define LT_OPTION_ENV_ALLOWED "LITHIUM_LOG", "LITHIUM_SSH", "LITHIUM_SERVER_FLAGS"
+
 typedef struct lt_options {
+  int mode;                    /* the last `mode` set: 0 optimized, 1 plain */
   int ordered;                 /* results in submission order */
   int nonblocking;             /* lt_eval_submit gives LT_EAGAIN instead of blocking */
   int normal_form;             /* fuse adjacent seq stages into one instruction */
@@ -42,16 +123,43 @@ typedef struct lt_options {
   char *hosts;           /* hosts file or announce directory (hosts.c); NULL = none */
   int ship_modules;      /* send the program's modules (from `modules`) to servers whose copy
                             differs or is missing, for this evaluation's sessions (ship.c) */
+  uint64_t given;        /* bit i: option i of LT_OPTIONS was set (not a default) */
+  char error[640];       /* why the last set failed ("" before any failure) */
 } lt_options_t;
+
+/* lt_option_t describes one row of LT_OPTIONS. */
+typedef struct lt_option {
+  const char *key;
+  lt_opt_type_t type;
+  size_t offset; /* of the field in lt_options_t */
+  const char *def;
+  double lo, hi;
+  const char *arg;
+  const char *help;
+} lt_option_t;
+
+/* lt__options_table returns the rows of LT_OPTIONS (static; *n gets their count). */
+const lt_option_t *lt__options_table(size_t *n);
+
+/* lt__option_find returns the row of `key`, '-' and '_' alike, or NULL. */
+const lt_option_t *lt__option_find(const char *key);
 
 /* lt__options_init sets the defaults. */
 void lt__options_init(lt_options_t *o);
 
-/* lt__options_set parses `value` for `key`. LT_EINVAL for unknown keys or bad values. */
+/* lt__options_set parses `value` for `key` ('-' and '_' alike) and checks it against the
+ * options already set. LT_EINVAL for unknown keys or bad values, with the reason in
+ * o->error; LT_ENOMEM. */
 int lt__options_set(lt_options_t *o, const char *key, const char *value);
 
-/* lt__options_from_env applies every LITHIUM_<KEY> variable that names a known key.
- * LT_EINVAL (naming nothing) when one holds a bad value. */
+/* lt__options_check checks what set cannot (a set value against another's default):
+ * LT_EINVAL with the reason in o->error. lt_eval_start calls it. */
+int lt__options_check(lt_options_t *o);
+
+/* lt__options_from_env applies every LITHIUM_<KEY> variable that names an option. LT_EINVAL
+ * when one holds a bad value, with the reason (naming the variable) in o->error. A LITHIUM_*
+ * variable that names no option and is not in LT_OPTION_ENV_ALLOWED is warned about, once a
+ * process. */
 int lt__options_from_env(lt_options_t *o);
 
 /* lt__options_clear frees the strings. */

@@ -27,9 +27,18 @@ typedef struct lt_buf lt_buf_t;
  * failure. */
 LT_API int lt_eval_new(lt_eval_t **out, lt_skel_t *program);
 
-/* lt_eval_set sets option `key` to `value` (see README.md, "Options"). Unknown keys and
- * bad values give LT_EINVAL; options that shape the run give LT_ESTATE after start. */
+/* lt_eval_set sets option `key` to `value` (see README.md, "Options"); '-' and '_' are
+ * alike in keys. Unknown keys, bad values and a value that contradicts another option set
+ * before (min_threads above max_threads) give LT_EINVAL, and lt_eval_error says which;
+ * options that shape the run give LT_ESTATE after start. */
 LT_API int lt_eval_set(lt_eval_t *ev, const char *key, const char *value);
+
+/* lt_eval_error returns the message of the last option error of `ev` (from lt_eval_set, or
+ * lt_eval_start's LT_EINVAL for options that contradict each other), e.g. "unknown option
+ * 'x'" or "bad value 'v' for ordered (expected on/off, true/false, yes/no or 1/0)"; "" when
+ * there was none. Borrowed from `ev` until lt_eval_free; the next error overwrites it; ""
+ * for NULL. Same thread as lt_eval_set. */
+LT_API const char *lt_eval_error(const lt_eval_t *ev);
 
 /* lt_eval_add_host connects to a running lithium-server at `endpoint`
  * ("tcp://host:port"). Before start it only records the endpoint. */

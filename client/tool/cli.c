@@ -3,6 +3,7 @@
  * whose value is judged later by the options table, so the keys stay those of lt_eval_set.
  * Main thread only. */
 #include "cli.h"
+#include "options.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -12,6 +13,53 @@
 #ifndef LT_VERSION
 #define LT_VERSION "0.0.0"
 #endif
+
+/* run_flag_name returns the canonical spelling of one of the tool's own flags (all of them
+ * belong to `run`), or NULL when `name` (length `len`) is an evaluator option. */
+static const char *run_flag_name(const char *name, size_t len) {
+  static const char *const flags[] = {"--out",     "--hosts", "--hosts-file",
+                                      "--servers", "--local", "--stats"};
+  for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+    if (strlen(flags[i]) == len + 2 && strncmp(flags[i] + 2, name, len) == 0) return flags[i];
+  return NULL;
+}
+
+/* print_wrapped writes the words of `text` from column `indent` on (where the cursor is),
+ * breaking lines before column HELP_WIDTH and indenting the next ones to `indent`. */
+#define HELP_WIDTH 92
+static void print_wrapped(FILE *f, const char *text, int indent) {
+  int col = indent;
+  for (text += strspn(text, " "); *text != '\0'; text += strspn(text, " ")) {
+    int n = (int)strcspn(text, " ");
+    if (col > indent && col + 1 + n > HELP_WIDTH) {
+      fprintf(f, "\n%*s", indent, "");
+      col = indent;
+    } else if (col > indent) {
+      fputc(' ', f);
+      col++;
+    }
+    col += fprintf(f, "%.*s", n, text);
+    text += n;
+  }
+  fputc('\n', f);
+}
+
+/* options_help writes every evaluator option of the table but those whose flag the tool
+ * takes for itself (`hosts`: --hosts-file above). */
+static void options_help(FILE *f) {
+  enum { TEXT_COL = 31 };
+  size_t n;
+  const lt_option_t *t = lt__options_table(&n);
+  for (size_t i = 0; i < n; i++) {
+    if (run_flag_name(t[i].key, strlen(t[i].key)) != NULL) continue;
+    char text[256];
+    int len = snprintf(text, sizeof text, "      --%s %s", t[i].key, t[i].arg);
+    fprintf(f, "%s%*s", text, len < TEXT_COL ? TEXT_COL - len : 1, "");
+    snprintf(text, sizeof text, "%s%s%s%s", t[i].help, t[i].def != NULL ? " (default " : "",
+             t[i].def != NULL ? t[i].def : "", t[i].def != NULL ? ")" : "");
+    print_wrapped(f, text, len < TEXT_COL ? TEXT_COL : len + 1);
+  }
+}
 
 void lt__cli_usage(FILE *f) {
   fputs("usage: lithium run EXPR FILE... [options]\n"
@@ -38,15 +86,13 @@ void lt__cli_usage(FILE *f) {
         "      --servers N      start N local lithium-server processes (default 2)\n"
         "      --local          no servers: the sequential evaluator, in this process\n"
         "      --stats          print the run's statistics as JSON on stderr at the end\n"
-        "evaluator options (lt_eval_set keys, also LITHIUM_<KEY> in the environment):\n"
-        "      --KEY VALUE      or --KEY=VALUE, e.g. --modules DIR, --server PATH,\n"
-        "                       --normal_form on, --ordered off, --max_pending N,\n"
-        "                       --trace FILE (trace-event JSON), --throttle on,\n"
-        "                       --curve_key FILE, --curve_server KEY|FILE,\n"
-        "                       --ship_modules on (with --modules DIR)\n"
         "  -h, --help           show this help\n"
         "  -V, --version        show the version\n"
-        "EXPR: seq(m:f) or m:f, seq(m:f, \"param\"), farm(S), pipe(S, ...), map(m:split, S,\n"
+        "evaluator options (lt_eval_set keys, also LITHIUM_<KEY> in the environment; --KEY VALUE\n"
+        "or --KEY=VALUE; '-' and '_' alike in KEY; booleans on/off, true/false, yes/no, 1/0):\n",
+        f);
+  options_help(f);
+  fputs("EXPR: seq(m:f) or m:f, seq(m:f, \"param\"), farm(S), pipe(S, ...), map(m:split, S,\n"
         "m:merge), dc(m:cond, m:divide, S, m:combine).\n"
         "Exit status: 0 success, 1 a task or the run failed, 2 bad usage, expression or input.\n",
         f);
@@ -107,16 +153,6 @@ static int add_option(lt_cli_t *cli, const char *arg, size_t len, const char *va
     if (*k == '-') *k = '_';
   cli->nopts++;
   return 0;
-}
-
-/* run_flag_name returns the canonical spelling of one of the tool's own flags (all of them
- * belong to `run`), or NULL when `name` (length `len`) is an evaluator option. */
-static const char *run_flag_name(const char *name, size_t len) {
-  static const char *const flags[] = {"--out",     "--hosts", "--hosts-file",
-                                      "--servers", "--local", "--stats"};
-  for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
-    if (strlen(flags[i]) == len + 2 && strncmp(flags[i] + 2, name, len) == 0) return flags[i];
-  return NULL;
 }
 
 static int set_command(lt_cli_t *cli, const char *word, FILE *err) {

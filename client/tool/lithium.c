@@ -23,13 +23,21 @@
 /* check_options applies LITHIUM_<KEY> and then the command line's options to `o`, the way
  * lt_eval_new and lt_eval_set will. Returns 0 or an exit status after a message. */
 static int check_options(const lt_cli_t *cli, lt_options_t *o) {
-  if (lt__options_from_env(o) != LT_OK) return LT_EXIT_USAGE; /* it told which */
+  int rc = lt__options_from_env(o);
+  if (rc != LT_OK) {
+    fprintf(stderr, "lithium: %s\n", o->error);
+    return rc == LT_EINVAL ? LT_EXIT_USAGE : LT_EXIT_FAILED;
+  }
   for (size_t i = 0; i < cli->nopts; i++) {
-    int rc = lt__options_set(o, cli->opts[i].key, cli->opts[i].value);
+    rc = lt__options_set(o, cli->opts[i].key, cli->opts[i].value);
     if (rc != LT_OK) {
-      fprintf(stderr, "lithium: option %s: %s\n", cli->opts[i].flag, lt_strerror(rc));
+      fprintf(stderr, "lithium: option %s: %s\n", cli->opts[i].flag, o->error);
       return rc == LT_EINVAL ? LT_EXIT_USAGE : LT_EXIT_FAILED;
     }
+  }
+  if (lt__options_check(o) != LT_OK) {
+    fprintf(stderr, "lithium: %s\n", o->error);
+    return LT_EXIT_USAGE;
   }
   return LT_EXIT_OK;
 }

@@ -384,16 +384,18 @@ Test(tool, bad_options_exit_2, .timeout = 30) {
   tool(&r, NULL, "run", "testk:echo", path_of("a"), "--no_such_key", "1", "--out", path_of("out"),
        SERVERS, NULL);
   cr_expect_eq(r.status, 2);
-  cr_expect_str_eq(r.err, "lithium: option --no_such_key: invalid argument\n");
+  cr_expect_str_eq(r.err, "lithium: option --no_such_key: unknown option 'no_such_key'\n");
   cr_expect_neq(access(path_of("out"), F_OK), 0, "nothing done");
   free_result(&r);
   tool(&r, NULL, "run", "testk:echo", path_of("a"), "--ordered=maybe", SERVERS, NULL);
   cr_expect_eq(r.status, 2);
-  cr_expect_str_eq(r.err, "lithium: option --ordered: invalid argument\n");
+  cr_expect_str_eq(r.err, "lithium: option --ordered: bad value 'maybe' for ordered (expected "
+                          "on/off, true/false, yes/no or 1/0)\n");
   free_result(&r);
   tool(&r, NULL, "graph", "m:f", "--max_pending", "0", NULL);
   cr_expect_eq(r.status, 2);
-  cr_expect_str_eq(r.err, "lithium: option --max_pending: invalid argument\n");
+  cr_expect_str_eq(r.err, "lithium: option --max_pending: bad value '0' for max_pending (expected "
+                          "an integer from 1 to 1073741824)\n");
   free_result(&r);
   tool(&r, NULL, "run", "testk:echo", path_of("a"), "--modules", NULL);
   cr_expect_eq(r.status, 2);
@@ -406,6 +408,57 @@ Test(tool, bad_options_exit_2, .timeout = 30) {
   cr_expect_eq(r.status, 2);
   cr_expect(strstr(r.err, "bad endpoint 'udp://nowhere'") != NULL, "%s", r.err);
   free_result(&r);
+  remove_dir();
+}
+
+/* The option table's checks as the tool shows them: '-' and '_' alike, booleans in any case,
+ * min_threads against max_threads, LITHIUM_* variables with a bad value or naming no option. */
+Test(tool, option_messages, .timeout = 30) {
+  static const struct {
+    const char *env, *value, *args[6]; /* env=value for this case only, unless env is NULL */
+    int status;
+    const char *err; /* exactly, or NULL: see below */
+  } cases[] = {
+      {NULL, NULL, {"--max-pending", "8", "--ordered=OFF", "--placement", "RR"}, 0, ""},
+      {NULL,
+       NULL,
+       {"--max_threads", "2", "--min-threads", "3"},
+       2,
+       "lithium: option --min-threads: bad value '3' for min_threads (expected at most "
+       "max_threads, 2)\n"},
+      {NULL,
+       NULL,
+       {"--max_threads", "1"},
+       2,
+       "lithium: min_threads 2 (the default) is above max_threads 1: set min_threads too\n"},
+      {NULL, NULL, {"--max_threads", "1", "--min_threads", "1"}, 0, ""},
+      {"LITHIUM_ORDERED",
+       "maybe",
+       {NULL},
+       2,
+       "lithium: bad value 'maybe' for LITHIUM_ORDERED (expected on/off, true/false, yes/no or "
+       "1/0)\n"},
+      {"LITHIUM_ORDRED", "off", {NULL}, 0, NULL},
+  };
+  make_dir();
+  setenv("LITHIUM_LOG", "warn", 1); /* not an option: never warned about */
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    if (cases[i].env != NULL) setenv(cases[i].env, cases[i].value, 1);
+    const char *const *a = cases[i].args;
+    result_t r;
+    tool(&r, NULL, "check", "m:f", a[0], a[1], a[2], a[3], a[4], a[5], NULL);
+    cr_expect_eq(r.status, cases[i].status, "case %zu: %s", i, r.err);
+    if (r.status == 0) cr_expect_str_eq(r.out, "m:f\n");
+    if (cases[i].err != NULL)
+      cr_expect_str_eq(r.err, cases[i].err, "case %zu", i);
+    else
+      cr_expect(strstr(r.err, " warn ") != NULL &&
+                    strstr(r.err, "environment variable LITHIUM_ORDRED names no option") != NULL &&
+                    strstr(r.err, "LITHIUM_LOG") == NULL,
+                "%s", r.err);
+    free_result(&r);
+    if (cases[i].env != NULL) unsetenv(cases[i].env);
+  }
   remove_dir();
 }
 
