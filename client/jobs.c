@@ -365,7 +365,7 @@ void lt__sched_on_completion(lt_sched_t *s, size_t idx, const lt_completion_t *c
   HASH_DEL(s->inflight, r);
   lt__trace_completion(s->trace, s, idx, r, cp);
   c->inflight--;
-  c->last_done_ms = lt__sched_now_ms();
+  c->last_done_ms = lt__clock_ms();
   lt__sched_unadmit(s, r, idx);
   if (lt__sched_cancel_answered(s, r, cp->status)) return; /* it moves to a faster server */
   /* A result, or a failure of the kernel itself, settles its copies; a copy that was lost
