@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kind.h"
 #include "strbuf.h"
 #include "template.h"
 
@@ -12,24 +13,27 @@ static const char *kname(const lt_template_t *t, const lt_tnode_t *n, uint32_t i
   return t->kernels[n->stages[i].kernel];
 }
 
+/* stage_role returns the DOT role of stage `i` of a node of kind `d`: the role of its i-th
+ * kernel argument, NULL for an unnamed one (a seq's stages, fused or not). */
+static const char *stage_role(const lt_skel_kind_desc_t *d, uint32_t i) {
+  for (uint32_t a = 0; a < d->nargs; a++)
+    if (d->args[a].kind == LT_ARG_KERNEL && i-- == 0) return d->args[a].role;
+  return NULL;
+}
+
+/* emit_node writes a box labelled with the node's kind and its stages: "role kernel" a line
+ * each, or unnamed stages on one line separated by " ; ". */
 static void emit_node(lt_strbuf_t *o, const lt_template_t *t, uint32_t id) {
   const lt_tnode_t *n = &t->nodes[id];
-  lt__strbuf_printf(o, "    n%u [label=\"", id);
-  switch (n->kind) {
-  case LT_TN_SEQ:
-    lt__strbuf_printf(o, "seq");
-    for (uint32_t i = 0; i < n->nstages; i++)
-      lt__strbuf_printf(o, "%s%s%s", i ? " ; " : "\\n", kname(t, n, i),
-                        n->stages[i].param_len ? " (param)" : "");
-    break;
-  case LT_TN_MAP:
-    lt__strbuf_printf(o, "map\\nsplit %s\\nmerge %s", kname(t, n, LT_TS_SPLIT),
-                      kname(t, n, LT_TS_MERGE));
-    break;
-  case LT_TN_DC:
-    lt__strbuf_printf(o, "dc\\ncond %s\\ndivide %s\\ncombine %s", kname(t, n, LT_TS_COND),
-                      kname(t, n, LT_TS_DIVIDE), kname(t, n, LT_TS_COMBINE));
-    break;
+  const lt_skel_kind_desc_t *d = lt__skel_kind(n->skel);
+  lt__strbuf_printf(o, "    n%u [label=\"%s", id, d->name);
+  for (uint32_t i = 0; i < n->nstages; i++) {
+    const char *role = stage_role(d, i);
+    const char *param = n->stages[i].param_len ? " (param)" : "";
+    if (role != NULL)
+      lt__strbuf_printf(o, "\\n%s %s%s", role, kname(t, n, i), param);
+    else
+      lt__strbuf_printf(o, "%s%s%s", i ? " ; " : "\\n", kname(t, n, i), param);
   }
   lt__strbuf_printf(o, "\"];\n");
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kind.h"
 #include "skel.h"
 #include "strbuf.h"
 
@@ -29,47 +30,47 @@ static void put_param(lt_strbuf_t *b, const unsigned char *p, size_t n) {
   lt__strbuf_put(b, "\"", 1);
 }
 
-static void put_skel(lt_strbuf_t *b, const lt_skel_t *s) {
-  switch (s->kind) {
-  case LT_SKEL_SEQ:
-    if (s->param_len == 0) {
-      lt__strbuf_puts(b, s->kernel);
-      return;
-    }
-    lt__strbuf_puts(b, "seq(");
-    lt__strbuf_puts(b, s->kernel);
-    lt__strbuf_puts(b, ", ");
+static void put_skel(lt_strbuf_t *b, const lt_skel_t *s);
+
+/* put_arg writes argument `a` (kind.h) of `s`, with the ", " before it when not `first`. */
+static void put_arg(lt_strbuf_t *b, const lt_skel_t *s, const lt_skel_arg_t *a, size_t *child,
+                    int first) {
+  if (a->kind == LT_ARG_PARAM && s->param_len == 0) return;
+  if (!first) lt__strbuf_puts(b, ", ");
+  switch (a->kind) {
+  case LT_ARG_KERNEL:
+    lt__strbuf_puts(b, lt__skel_slot_get(s, a->slot));
+    return;
+  case LT_ARG_PARAM:
     put_param(b, s->param, s->param_len);
-    lt__strbuf_puts(b, ")");
     return;
-  case LT_SKEL_FARM:
-    lt__strbuf_puts(b, "farm(");
-    put_skel(b, s->children[0]);
-    lt__strbuf_puts(b, ")");
+  case LT_ARG_SKEL:
+    put_skel(b, s->children[(*child)++]);
     return;
-  case LT_SKEL_PIPE:
-    lt__strbuf_puts(b, "pipe(");
-    for (size_t i = 0; i < s->nchildren; i++) {
-      if (i > 0) lt__strbuf_puts(b, ", ");
+  case LT_ARG_SKELS:
+    for (size_t i = *child; i < s->nchildren; i++) {
+      if (i > *child) lt__strbuf_puts(b, ", ");
       put_skel(b, s->children[i]);
     }
-    lt__strbuf_puts(b, ")");
-    return;
-  case LT_SKEL_MAP:
-  case LT_SKEL_DC:
-    lt__strbuf_puts(b, s->kind == LT_SKEL_MAP ? "map(" : "dc(");
-    lt__strbuf_puts(b, s->kernel);
-    lt__strbuf_puts(b, ", ");
-    if (s->kind == LT_SKEL_DC) {
-      lt__strbuf_puts(b, s->divide);
-      lt__strbuf_puts(b, ", ");
-    }
-    put_skel(b, s->children[0]);
-    lt__strbuf_puts(b, ", ");
-    lt__strbuf_puts(b, s->combine);
-    lt__strbuf_puts(b, ")");
+    *child = s->nchildren;
     return;
   }
+}
+
+/* put_skel writes `s` as its keyword and arguments, or as its bare kernel name when its
+ * kind allows one and it has no parameter. */
+static void put_skel(lt_strbuf_t *b, const lt_skel_t *s) {
+  const lt_skel_kind_desc_t *d = lt__skel_kind(s->kind);
+  if (d->bare && s->param_len == 0) {
+    lt__strbuf_puts(b, lt__skel_slot_get(s, d->args[0].slot));
+    return;
+  }
+  size_t child = 0;
+  lt__strbuf_puts(b, d->name);
+  lt__strbuf_puts(b, "(");
+  for (uint32_t i = 0; i < d->nargs; i++)
+    put_arg(b, s, &d->args[i], &child, i == 0);
+  lt__strbuf_puts(b, ")");
 }
 
 LT_API char *lt_skel_format(const lt_skel_t *s) {

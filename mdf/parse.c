@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include <lithium/error.h>
+#include "kind.h"
 #include "module.h"
 #include "skel.h"
 
@@ -204,79 +205,75 @@ static int parse_string(parser_t *ps, char **out, size_t *len) {
 
 static int parse_skel(parser_t *ps, int depth, lt_skel_t **out);
 
-/* parse_seq reads the rest of "seq(m:f)" or "seq(m:f, \"param\")" after "seq". */
-static int parse_seq(parser_t *ps, lt_skel_t **out) {
-  char *kernel = NULL, *param = NULL;
-  size_t len = 0;
-  int has_param = 0;
-  int rc = expect_char(ps, '(', "'(' after seq");
-  if (rc == LT_OK) rc = parse_kernel(ps, &kernel);
-  if (rc == LT_OK) {
-    skip_space(ps);
-    if (*ps->p == ',') {
-      ps->p++;
-      has_param = 1;
-      rc = parse_string(ps, &param, &len);
-    }
+/* parse_child reads one skeleton and appends it to the children of `s` (`*cap` of them
+ * allocated). */
+static int parse_child(parser_t *ps, int depth, lt_skel_t *s, size_t *cap) {
+  if (s->nchildren == *cap) {
+    size_t ncap = *cap == 0 ? 4 : *cap * 2;
+    lt_skel_t **c = realloc(s->children, ncap * sizeof *c);
+    if (c == NULL) return LT_ENOMEM;
+    s->children = c;
+    *cap = ncap;
   }
-  if (rc == LT_OK) rc = expect_char(ps, ')', has_param ? "')'" : "',' or ')'");
-  if (rc == LT_OK) {
-    *out = lt_seq_with(kernel, param, len);
-    if (*out == NULL) rc = LT_ENOMEM;
-  }
-  free(kernel);
-  free(param);
+  lt_skel_t *child = NULL;
+  int rc = parse_skel(ps, depth + 1, &child);
+  if (rc == LT_OK) s->children[s->nchildren++] = child;
   return rc;
 }
 
-/* parse_farm reads the rest of "farm(S)" after "farm". */
-static int parse_farm(parser_t *ps, int depth, lt_skel_t **out) {
-  lt_skel_t *worker = NULL;
-  int rc = expect_char(ps, '(', "'(' after farm");
-  if (rc == LT_OK) rc = parse_skel(ps, depth + 1, &worker);
-  if (rc == LT_OK) rc = expect_char(ps, ')', "')'");
-  if (rc != LT_OK) {
-    lt_skel_free(worker);
+/* parse_arg reads argument `a` (kind.h) of node `s`, at nesting `depth`. An argument that
+ * may be followed by more of itself sets *closing to what the closing parenthesis is
+ * expected as. */
+static int parse_arg(parser_t *ps, int depth, const lt_skel_arg_t *a, lt_skel_t *s, size_t *cap,
+                     const char **closing) {
+  int rc;
+  switch (a->kind) {
+  case LT_ARG_KERNEL:
+    return parse_kernel(ps, lt__skel_slot(s, a->slot));
+  case LT_ARG_PARAM: {
+    char *param = NULL;
+    skip_space(ps);
+    if (*ps->p != ',') {
+      *closing = "',' or ')'";
+      return LT_OK;
+    }
+    ps->p++;
+    rc = parse_string(ps, &param, &s->param_len);
+    s->param = param;
     return rc;
   }
-  *out = lt_farm(worker);
-  return *out != NULL ? LT_OK : LT_ENOMEM;
+  case LT_ARG_SKEL:
+    return parse_child(ps, depth, s, cap);
+  case LT_ARG_SKELS:
+    *closing = "',' or ')'";
+    while ((rc = parse_child(ps, depth, s, cap)) == LT_OK) {
+      skip_space(ps);
+      if (*ps->p != ',') break;
+      ps->p++;
+    }
+    return rc;
+  }
+  return LT_EINVAL;
 }
 
-/* parse_pipe reads the rest of "pipe(S, S, ...)" after "pipe" or "pipeline", building the
- * node by hand since lt_pipeline takes a fixed argument list. */
-static int parse_pipe(parser_t *ps, int depth, const char *word, lt_skel_t **out) {
-  char what[32];
+/* parse_node reads the rest of a skeleton of kind `d` after its keyword `word`: its
+ * arguments in the order of the kinds table, comma-separated, in parentheses. */
+static int parse_node(parser_t *ps, int depth, const lt_skel_kind_desc_t *d, const char *word,
+                      lt_skel_t **out) {
+  char what[48];
   snprintf(what, sizeof what, "'(' after %s", word);
   int rc = expect_char(ps, '(', what);
   if (rc != LT_OK) return rc;
   lt_skel_t *s = calloc(1, sizeof *s);
   if (s == NULL) return LT_ENOMEM;
-  s->kind = LT_SKEL_PIPE;
+  s->kind = d->kind;
   size_t cap = 0;
-  for (;;) {
-    if (s->nchildren == cap) {
-      size_t ncap = cap == 0 ? 4 : cap * 2;
-      lt_skel_t **c = realloc(s->children, ncap * sizeof *c);
-      if (c == NULL) {
-        rc = LT_ENOMEM;
-        break;
-      }
-      s->children = c;
-      cap = ncap;
-    }
-    lt_skel_t *stage = NULL;
-    rc = parse_skel(ps, depth + 1, &stage);
-    if (rc != LT_OK) break;
-    s->children[s->nchildren++] = stage;
-    skip_space(ps);
-    if (*ps->p == ',') {
-      ps->p++;
-      continue;
-    }
-    rc = expect_char(ps, ')', "',' or ')'");
-    break;
+  const char *closing = "')'";
+  for (uint32_t i = 0; i < d->nargs && rc == LT_OK; i++) {
+    if (i > 0 && d->args[i].kind != LT_ARG_PARAM) rc = expect_char(ps, ',', "','");
+    if (rc == LT_OK) rc = parse_arg(ps, depth, &d->args[i], s, &cap, &closing);
   }
+  if (rc == LT_OK) rc = expect_char(ps, ')', closing);
   if (rc != LT_OK) {
     lt_skel_free(s);
     return rc;
@@ -285,36 +282,24 @@ static int parse_pipe(parser_t *ps, int depth, const char *word, lt_skel_t **out
   return LT_OK;
 }
 
-/* parse_map_dc reads the rest of "map(m:split, S, m:merge)" or
- * "dc(m:cond, m:divide, S, m:combine)" after the keyword. */
-static int parse_map_dc(parser_t *ps, int depth, int is_dc, lt_skel_t **out) {
-  char *first = NULL, *divide = NULL, *last = NULL;
-  lt_skel_t *body = NULL;
-  int rc = expect_char(ps, '(', is_dc ? "'(' after dc" : "'(' after map");
-  if (rc == LT_OK) rc = parse_kernel(ps, &first);
-  if (rc == LT_OK) rc = expect_char(ps, ',', "','");
-  if (rc == LT_OK && is_dc) rc = parse_kernel(ps, &divide);
-  if (rc == LT_OK && is_dc) rc = expect_char(ps, ',', "','");
-  if (rc == LT_OK) rc = parse_skel(ps, depth + 1, &body);
-  if (rc == LT_OK) rc = expect_char(ps, ',', "','");
-  if (rc == LT_OK) rc = parse_kernel(ps, &last);
-  if (rc == LT_OK) rc = expect_char(ps, ')', "')'");
-  if (rc == LT_OK) {
-    *out = is_dc ? lt_dc(first, divide, body, last) : lt_map(first, body, last);
-    body = NULL; /* the builder took it */
-    if (*out == NULL) rc = LT_ENOMEM;
+/* parse_bare reads a bare kernel name as a node of the kind that stands for one. */
+static int parse_bare(parser_t *ps, lt_skel_t **out) {
+  const lt_skel_kind_desc_t *d = lt__skel_kind_bare();
+  lt_skel_t *s = calloc(1, sizeof *s);
+  if (s == NULL) return LT_ENOMEM;
+  s->kind = d->kind;
+  int rc = parse_kernel(ps, lt__skel_slot(s, d->args[0].slot));
+  if (rc != LT_OK) {
+    lt_skel_free(s);
+    return rc;
   }
-  lt_skel_free(body);
-  free(first);
-  free(divide);
-  free(last);
-  return rc;
+  *out = s;
+  return LT_OK;
 }
 
 /* parse_skel reads one skeleton: a bare kernel name (a name run holding ':') or a keyword
  * and its arguments. `depth` is the nesting level of this skeleton, 1 at the top. */
 static int parse_skel(parser_t *ps, int depth, lt_skel_t **out) {
-  static const char expected[] = "a skeleton (module:function, seq, farm, pipe, map or dc)";
   skip_space(ps);
   const char *at = ps->p;
   if (depth > MAX_DEPTH) {
@@ -324,25 +309,17 @@ static int parse_skel(parser_t *ps, int depth, lt_skel_t **out) {
     return LT_EINVAL;
   }
   size_t n = name_len(at);
-  if (memchr(at, ':', n) != NULL) {
-    char *kernel = NULL;
-    int rc = parse_kernel(ps, &kernel);
-    if (rc != LT_OK) return rc;
-    *out = lt_seq(kernel);
-    free(kernel);
-    return *out != NULL ? LT_OK : LT_ENOMEM;
+  if (memchr(at, ':', n) != NULL) return parse_bare(ps, out);
+  const lt_skel_kind_desc_t *d = lt__skel_kind_by_name(at, n);
+  if (d != NULL) {
+    char word[32];
+    snprintf(word, sizeof word, "%.*s", (int)n, at);
+    ps->p += n;
+    return parse_node(ps, depth, d, word, out);
   }
-  char word[16] = "";
-  if (n < sizeof word) memcpy(word, at, n);
-  word[n < sizeof word ? n : 0] = '\0';
-  ps->p += n;
-  if (strcmp(word, "seq") == 0) return parse_seq(ps, out);
-  if (strcmp(word, "farm") == 0) return parse_farm(ps, depth, out);
-  if (strcmp(word, "pipe") == 0 || strcmp(word, "pipeline") == 0)
-    return parse_pipe(ps, depth, word, out);
-  if (strcmp(word, "map") == 0) return parse_map_dc(ps, depth, 0, out);
-  if (strcmp(word, "dc") == 0) return parse_map_dc(ps, depth, 1, out);
-  ps->p = at;
+  char kinds[96], expected[128];
+  lt__skel_kind_list(kinds, sizeof kinds);
+  snprintf(expected, sizeof expected, "a skeleton (module:function, %s)", kinds);
   fail_at(ps, at, 0, expected);
   return LT_EINVAL;
 }

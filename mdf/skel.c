@@ -1,10 +1,11 @@
 /* skel.c: builders and destructor of skeleton trees (lithium/skel.h). Builders take
- * ownership of their children and free them when they fail. Knows nothing of compiling or
- * running. Any thread. */
+ * ownership of their children and free them when they fail; which kernels a kind takes and
+ * how many children is the kinds table's (kind.h). Knows nothing of running. Any thread. */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kind.h"
 #include "module.h"
 #include "skel.h"
 
@@ -23,23 +24,59 @@ static lt_skel_t *node_new(lt_skel_kind_t kind, size_t nchildren) {
   return s;
 }
 
-LT_API lt_skel_t *lt_seq_with(const char *kernel, const void *param, size_t len) {
-  if (kernel == NULL || !lt__kernel_name_valid(kernel)) return NULL;
-  if (len > 0 && param == NULL) return NULL;
-  lt_skel_t *s = node_new(LT_SKEL_SEQ, 0);
+/* kernels_valid tells whether `kernels` holds a valid name for each kernel argument of the
+ * kind `d`, in argument order. */
+static int kernels_valid(const lt_skel_kind_desc_t *d, const char *const *kernels) {
+  size_t k = 0;
+  for (uint32_t i = 0; i < d->nargs; i++) {
+    if (d->args[i].kind != LT_ARG_KERNEL) continue;
+    if (kernels[k] == NULL || !lt__kernel_name_valid(kernels[k])) return 0;
+    k++;
+  }
+  return 1;
+}
+
+/* node_with returns a node of `kind` holding copies of `kernels` (one per kernel argument,
+ * in argument order) with room for `nchildren` children; NULL on a malformed name or out of
+ * memory. */
+static lt_skel_t *node_with(lt_skel_kind_t kind, const char *const *kernels, size_t nchildren) {
+  const lt_skel_kind_desc_t *d = lt__skel_kind(kind);
+  if (!kernels_valid(d, kernels)) return NULL;
+  lt_skel_t *s = node_new(kind, nchildren);
   if (s == NULL) return NULL;
-  s->kernel = strdup(kernel);
-  if (s->kernel == NULL) goto fail;
-  if (len > 0) {
-    s->param = malloc(len);
-    if (s->param == NULL) goto fail;
-    memcpy(s->param, param, len);
-    s->param_len = len;
+  size_t k = 0;
+  for (uint32_t i = 0; i < d->nargs; i++) {
+    if (d->args[i].kind != LT_ARG_KERNEL) continue;
+    char **slot = lt__skel_slot(s, d->args[i].slot);
+    if ((*slot = strdup(kernels[k++])) == NULL) {
+      lt_skel_free(s);
+      return NULL;
+    }
   }
   return s;
-fail:
-  lt_skel_free(s);
-  return NULL;
+}
+
+/* with_child returns `s` holding `child`, or frees `child` when `s` is NULL. */
+static lt_skel_t *with_child(lt_skel_t *s, lt_skel_t *child) {
+  if (s == NULL) {
+    lt_skel_free(child);
+    return NULL;
+  }
+  s->children[0] = child;
+  return s;
+}
+
+LT_API lt_skel_t *lt_seq_with(const char *kernel, const void *param, size_t len) {
+  if (len > 0 && param == NULL) return NULL;
+  lt_skel_t *s = node_with(LT_SKEL_SEQ, &kernel, 0);
+  if (s == NULL || len == 0) return s;
+  if ((s->param = malloc(len)) == NULL) {
+    lt_skel_free(s);
+    return NULL;
+  }
+  memcpy(s->param, param, len);
+  s->param_len = len;
+  return s;
 }
 
 LT_API lt_skel_t *lt_seq(const char *kernel) {
@@ -48,13 +85,7 @@ LT_API lt_skel_t *lt_seq(const char *kernel) {
 
 LT_API lt_skel_t *lt_farm(lt_skel_t *worker) {
   if (worker == NULL) return NULL;
-  lt_skel_t *s = node_new(LT_SKEL_FARM, 1);
-  if (s == NULL) {
-    lt_skel_free(worker);
-    return NULL;
-  }
-  s->children[0] = worker;
-  return s;
+  return with_child(node_new(LT_SKEL_FARM, 1), worker);
 }
 
 LT_API lt_skel_t *lt_pipeline(lt_skel_t *first, ...) {
@@ -79,35 +110,17 @@ LT_API lt_skel_t *lt_pipeline(lt_skel_t *first, ...) {
   return s;
 }
 
-/* with_child builds a MAP or DC node around `child` with kernels k0, k1 (DC only), k2. */
-static lt_skel_t *with_child(lt_skel_kind_t kind, const char *k0, const char *k1, lt_skel_t *child,
-                             const char *k2) {
-  if (child == NULL) return NULL;
-  int ok = k0 != NULL && lt__kernel_name_valid(k0) && k2 != NULL && lt__kernel_name_valid(k2) &&
-           (kind != LT_SKEL_DC || (k1 != NULL && lt__kernel_name_valid(k1)));
-  lt_skel_t *s = ok ? node_new(kind, 1) : NULL;
-  if (s == NULL) {
-    lt_skel_free(child);
-    return NULL;
-  }
-  s->children[0] = child;
-  s->kernel = strdup(k0);
-  s->combine = strdup(k2);
-  if (kind == LT_SKEL_DC) s->divide = strdup(k1);
-  if (s->kernel == NULL || s->combine == NULL || (kind == LT_SKEL_DC && s->divide == NULL)) {
-    lt_skel_free(s);
-    return NULL;
-  }
-  return s;
-}
-
 LT_API lt_skel_t *lt_map(const char *split, lt_skel_t *body, const char *merge) {
-  return with_child(LT_SKEL_MAP, split, NULL, body, merge);
+  if (body == NULL) return NULL;
+  const char *kernels[] = {split, merge};
+  return with_child(node_with(LT_SKEL_MAP, kernels, 1), body);
 }
 
 LT_API lt_skel_t *lt_dc(const char *cond, const char *divide, lt_skel_t *base,
                         const char *combine) {
-  return with_child(LT_SKEL_DC, cond, divide, base, combine);
+  if (base == NULL) return NULL;
+  const char *kernels[] = {cond, divide, combine};
+  return with_child(node_with(LT_SKEL_DC, kernels, 1), base);
 }
 
 static int str_eq(const char *a, const char *b) {
@@ -139,24 +152,16 @@ LT_API void lt_skel_free(lt_skel_t *s) {
 }
 
 int lt__skel_valid(const lt_skel_t *s) {
-  if (s == NULL) return 0;
-  switch (s->kind) {
-  case LT_SKEL_SEQ:
-    return s->kernel != NULL && lt__kernel_name_valid(s->kernel) && s->nchildren == 0;
-  case LT_SKEL_FARM:
-    return s->nchildren == 1 && lt__skel_valid(s->children[0]);
-  case LT_SKEL_PIPE:
-    if (s->nchildren == 0) return 0;
-    for (size_t i = 0; i < s->nchildren; i++)
-      if (!lt__skel_valid(s->children[i])) return 0;
-    return 1;
-  case LT_SKEL_MAP:
-  case LT_SKEL_DC:
-    if (s->nchildren != 1 || s->kernel == NULL || !lt__kernel_name_valid(s->kernel) ||
-        s->combine == NULL || !lt__kernel_name_valid(s->combine))
-      return 0;
-    if (s->kind == LT_SKEL_DC && (s->divide == NULL || !lt__kernel_name_valid(s->divide))) return 0;
-    return lt__skel_valid(s->children[0]);
+  const lt_skel_kind_desc_t *d = s != NULL ? lt__skel_kind(s->kind) : NULL;
+  if (d == NULL) return 0;
+  for (uint32_t i = 0; i < d->nargs; i++) {
+    if (d->args[i].kind != LT_ARG_KERNEL) continue;
+    const char *k = lt__skel_slot_get(s, d->args[i].slot);
+    if (k == NULL || !lt__kernel_name_valid(k)) return 0;
   }
-  return 0;
+  if (lt__skel_kind_variadic(d) ? s->nchildren == 0 : s->nchildren != lt__skel_kind_nchildren(d))
+    return 0;
+  for (size_t i = 0; i < s->nchildren; i++)
+    if (!lt__skel_valid(s->children[i])) return 0;
+  return 1;
 }

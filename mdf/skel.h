@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <lithium/skel.h>
 
+/* The kinds of node; each has its row in the kinds table (kind.c), which says what its
+ * fields hold. */
 typedef enum lt_skel_kind {
   LT_SKEL_SEQ = 1,
   LT_SKEL_FARM,

@@ -1,10 +1,12 @@
-/* template.c: the compiler from skeleton trees to MDF templates (template.h). Flattens
- * pipes and farms into chains, makes a block for every map body and dc base, fuses adjacent
- * seq stages under normal form. Knows nothing of instances or servers. */
+/* template.c: the compiler from skeleton trees to MDF templates (template.h): blocks,
+ * chains, nodes, stages and the kernel list. What each skeleton kind becomes is its compile
+ * function in kind.c, which builds with the steps here. Knows nothing of instances or
+ * servers. */
 #include <stdlib.h>
 #include <string.h>
 
 #include <lithium/error.h>
+#include "kind.h"
 #include "template.h"
 
 /* kernel_index returns the index of `name` in t->kernels, adding it when new. */
@@ -23,8 +25,9 @@ static int kernel_index(lt_template_t *t, const char *name, uint32_t *idx) {
   return LT_OK;
 }
 
-static int add_stage(lt_template_t *t, lt_tnode_t *n, const char *kernel, const void *param,
-                     size_t len) {
+int lt__template_stage_add(lt_template_t *t, uint32_t id, const char *kernel, const void *param,
+                           size_t len) {
+  lt_tnode_t *n = &t->nodes[id];
   lt_tstage_t *st = realloc(n->stages, (n->nstages + 1) * sizeof *st);
   if (st == NULL) return LT_ENOMEM;
   n->stages = st;
@@ -39,70 +42,34 @@ static int add_stage(lt_template_t *t, lt_tnode_t *n, const char *kernel, const 
   return kernel_index(t, kernel, &s->kernel);
 }
 
-/* new_node appends an empty node of `kind` and returns its index in *id. */
-static int new_node(lt_template_t *t, lt_tnode_kind_t kind, uint32_t *id) {
+int lt__template_node_add(lt_template_t *t, lt_tnode_kind_t kind, lt_skel_kind_t skel,
+                          lt_tchain_t *c, uint32_t *id) {
   lt_tnode_t *n = realloc(t->nodes, (t->nnodes + 1) * sizeof *n);
   if (n == NULL) return LT_ENOMEM;
   t->nodes = n;
   memset(&n[t->nnodes], 0, sizeof *n);
   n[t->nnodes].kind = kind;
+  n[t->nnodes].skel = skel;
   n[t->nnodes].next = -1;
   *id = t->nnodes++;
+  if (c->last >= 0) n[c->last].next = (int32_t)*id;
+  if (c->first < 0) c->first = (int32_t)*id;
+  c->last = (int32_t)*id;
   return LT_OK;
 }
 
-/* A chain under construction: its first and last node, -1 while empty. */
-typedef struct chain {
-  int32_t first, last;
-} chain_t;
-
-static int compile_block(lt_template_t *t, const lt_skel_t *s, uint32_t *block);
-
-static void link(lt_template_t *t, chain_t *c, uint32_t id) {
-  if (c->last >= 0) t->nodes[c->last].next = (int32_t)id;
-  if (c->first < 0) c->first = (int32_t)id;
-  c->last = (int32_t)id;
+int lt__template_flatten(lt_template_t *t, const lt_skel_t *s, lt_tchain_t *c) {
+  const lt_skel_kind_desc_t *d = lt__skel_kind(s->kind);
+  return d != NULL ? d->compile(t, s, c) : LT_EINVAL;
 }
 
-static int flatten(lt_template_t *t, const lt_skel_t *s, chain_t *c) {
-  uint32_t id;
-  int rc;
-  switch (s->kind) {
-  case LT_SKEL_SEQ:
-    if (t->normal_form && c->last >= 0 && t->nodes[c->last].kind == LT_TN_SEQ)
-      return add_stage(t, &t->nodes[c->last], s->kernel, s->param, s->param_len);
-    if ((rc = new_node(t, LT_TN_SEQ, &id)) != LT_OK) return rc;
-    link(t, c, id);
-    return add_stage(t, &t->nodes[id], s->kernel, s->param, s->param_len);
-  case LT_SKEL_FARM:
-    return flatten(t, s->children[0], c);
-  case LT_SKEL_PIPE:
-    for (size_t i = 0; i < s->nchildren; i++)
-      if ((rc = flatten(t, s->children[i], c)) != LT_OK) return rc;
-    return LT_OK;
-  case LT_SKEL_MAP:
-  case LT_SKEL_DC: {
-    uint32_t block;
-    if ((rc = compile_block(t, s->children[0], &block)) != LT_OK) return rc;
-    if ((rc = new_node(t, s->kind == LT_SKEL_MAP ? LT_TN_MAP : LT_TN_DC, &id)) != LT_OK) return rc;
-    link(t, c, id);
-    t->nodes[id].block = block;
-    if ((rc = add_stage(t, &t->nodes[id], s->kernel, NULL, 0)) != LT_OK) return rc;
-    if (s->kind == LT_SKEL_DC && (rc = add_stage(t, &t->nodes[id], s->divide, NULL, 0)) != LT_OK)
-      return rc;
-    return add_stage(t, &t->nodes[id], s->combine, NULL, 0);
-  }
-  }
-  return LT_EINVAL;
-}
-
-static int compile_block(lt_template_t *t, const lt_skel_t *s, uint32_t *block) {
+int lt__template_block(lt_template_t *t, const lt_skel_t *s, uint32_t *block) {
   uint32_t *b = realloc(t->blocks, (t->nblocks + 1) * sizeof *b);
   if (b == NULL) return LT_ENOMEM;
   t->blocks = b;
   *block = t->nblocks++;
-  chain_t c = {-1, -1};
-  int rc = flatten(t, s, &c);
+  lt_tchain_t c = {-1, -1};
+  int rc = lt__template_flatten(t, s, &c);
   if (rc != LT_OK) return rc;
   t->blocks[*block] = (uint32_t)c.first;
   return LT_OK;
@@ -115,7 +82,7 @@ int lt__template_compile(lt_template_t **out, const lt_skel_t *s, int normal_for
   if (t == NULL) return LT_ENOMEM;
   t->normal_form = normal_form;
   uint32_t root;
-  int rc = compile_block(t, s, &root);
+  int rc = lt__template_block(t, s, &root);
   if (rc != LT_OK) {
     lt__template_free(t);
     return rc;

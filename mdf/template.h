@@ -28,6 +28,7 @@ enum { LT_TS_COND = 0, LT_TS_DIVIDE = 1, LT_TS_COMBINE = 2 };
 
 typedef struct lt_tnode {
   lt_tnode_kind_t kind;
+  lt_skel_kind_t skel; /* the skeleton kind it was compiled from (kind.h), for DOT */
   lt_tstage_t *stages; /* SEQ: >= 1; MAP: split, merge; DC: cond, divide, combine */
   uint32_t nstages;
   uint32_t block; /* MAP: the body; DC: the base */
@@ -44,9 +45,27 @@ typedef struct lt_template {
   int normal_form; /* adjacent seq stages were fused */
 } lt_template_t;
 
+/* A chain under construction: its first and last node, -1 while empty. */
+typedef struct lt_tchain {
+  int32_t first, last;
+} lt_tchain_t;
+
 /* lt__template_compile compiles `s` (borrowed) into *out, fusing adjacent seq stages when
  * `normal_form` is set. LT_EINVAL for a malformed tree, LT_ENOMEM. Caller frees *out. */
 int lt__template_compile(lt_template_t **out, const lt_skel_t *s, int normal_form);
+
+/* The steps the compile functions of kind.c build a template with; each returns LT_OK or
+ * LT_ENOMEM. lt__template_flatten appends the nodes of `s` to `c` (its kind's compile
+ * function); lt__template_block compiles `s` as a new block, its index in *block;
+ * lt__template_node_add appends an empty node to `c`, its index in *id;
+ * lt__template_stage_add appends a stage running `kernel` with a copy of `param` to node
+ * `id`. */
+int lt__template_flatten(lt_template_t *t, const lt_skel_t *s, lt_tchain_t *c);
+int lt__template_block(lt_template_t *t, const lt_skel_t *s, uint32_t *block);
+int lt__template_node_add(lt_template_t *t, lt_tnode_kind_t kind, lt_skel_kind_t skel,
+                          lt_tchain_t *c, uint32_t *id);
+int lt__template_stage_add(lt_template_t *t, uint32_t id, const char *kernel, const void *param,
+                           size_t len);
 
 /* lt__template_chain_length returns the number of nodes of `block`'s chain: for a program
  * without map or dc, the instructions one task costs. */
