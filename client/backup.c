@@ -16,6 +16,7 @@
 
 #include <lithium/error.h>
 #include "log.h"
+#include "exec.h"
 #include "sched_internal.h"
 
 #define BACKUP_MIN_MS 20 /* nothing is a straggler before this */
@@ -32,7 +33,7 @@ static int input_closed(lt_sched_t *s) {
  * its output not named to successors on its server. */
 static int eligible(const instr_rec_t *r) {
   if (r->conn < 0 || r->twin != NULL || r->dropped || r->migrating || lt__sched_stale(r) ||
-      r->op != LT_OP_SEQ || (r->moved && !r->final) || r->chained)
+      lt__op(r->op)->outputs != LT_OP_OUT_ONE || (r->moved && !r->final) || r->chained)
     return 0;
   for (uint32_t i = 0; i < r->nins; i++)
     if (r->ins[i].value == NULL) return 0;

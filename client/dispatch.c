@@ -12,6 +12,7 @@
 
 #include <lithium/error.h>
 #include "oid.h"
+#include "exec.h"
 #include "sched_internal.h"
 
 /* An execute message being assembled for one server. Inputs, further stages and outputs of
@@ -417,7 +418,7 @@ static int send_one(lt_sched_t *s, batch_t *batches, instr_rec_t *r, int force) 
       r->final = 1;
   }
   uint32_t flags = (!o->lazy || r->final) ? LT_INSTR_RETURN : 0;
-  if (o->lazy && r->op != LT_OP_DCSTEP) flags |= LT_INSTR_RELEASE_INPUTS;
+  if (o->lazy && !lt__op(r->op)->keeps_inputs) flags |= LT_INSTR_RELEASE_INPUTS;
   if (batch_add(s, &batches[idx], idx, r, &fi, flags) != LT_OK) return LT_ENOMEM;
   r->conn = idx;
   r->sent_ms = lt__clock_ms();

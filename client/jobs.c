@@ -11,6 +11,7 @@
 #include "buf.h"
 #include "log.h"
 #include "queue.h"
+#include "exec.h"
 #include "sched_internal.h"
 
 /* ---- jobs --------------------------------------------------------------------------- */
@@ -233,7 +234,7 @@ void lt__sched_lost(lt_sched_t *s, instr_rec_t *r, const char *endpoint, const c
   for (uint32_t i = 0; i < r->nins; i++) {
     const lt_token_t *t = &r->ins[i];
     if (t->value == NULL && (t->holder < 0 || s->conns[t->holder].state == LT_CONN_DEAD ||
-                             r->op != LT_OP_DCSTEP || (size_t)t->holder == (size_t)r->conn))
+                             !lt__op(r->op)->keeps_inputs || (size_t)t->holder == (size_t)r->conn))
       movable = 0;
   }
   if (charge) {
@@ -296,7 +297,7 @@ static void apply(lt_sched_t *s, instr_rec_t *r, int conn, const lt_completion_t
   int rc = toks != NULL ? output_tokens(s, r, conn, cp, m, toks) : LT_ENOMEM;
   char err[256] = "";
   /* A divided dc step leaves its input to nobody: the parts replace it. */
-  if (rc == LT_OK && r->op == LT_OP_DCSTEP && cp->answer == 0 && r->nins == 1)
+  if (rc == LT_OK && lt__op(r->op)->keeps_inputs && cp->answer == 0 && r->nins == 1)
     release_token(s, &r->ins[0]);
   if (rc == LT_OK)
     rc = lt__instance_complete(j->inst, r->frame, cp->answer, toks, cp->noutputs, lt__sched_on_fire,

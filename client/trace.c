@@ -13,6 +13,7 @@
 #include <lithium/error.h>
 #include "json.h"
 #include "log.h"
+#include "exec.h"
 #include "sched_internal.h"
 #include "trace.h"
 
@@ -246,7 +247,7 @@ static void span_name(const lt_sched_t *s, const instr_rec_t *r, const lt_comple
                       char *buf, size_t size) {
   const lt_template_t *tmpl = s->ev->tmpl;
   uint32_t n = r->stages != NULL ? r->nstages : 0;
-  if (r->op == LT_OP_DCSTEP && cp->answer != 0 && n > 1) n = 1; /* base case: no divide */
+  if (lt__op(r->op)->answers && cp->answer != 0 && n > 1) n = 1; /* base case: no divide */
   size_t len = 0;
   buf[0] = '\0';
   for (uint32_t k = 0; k < n && len + 1 < size; k++) {

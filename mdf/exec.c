@@ -85,8 +85,15 @@ static void run_seq(const lt_exec_stage_t *stages, uint32_t nstages, const lt_by
   }
 }
 
-static void run_dcstep(const lt_exec_stage_t *stages, const lt_bytes_t *inputs, uint32_t ninputs,
-                       lt_exec_result_t *r) {
+static void run_split(const lt_exec_stage_t *stages, uint32_t nstages, const lt_bytes_t *inputs,
+                      uint32_t ninputs, lt_exec_result_t *r) {
+  (void)nstages;
+  call_stage(&stages[0], inputs, ninputs, r, NULL);
+}
+
+static void run_dcstep(const lt_exec_stage_t *stages, uint32_t nstages, const lt_bytes_t *inputs,
+                       uint32_t ninputs, lt_exec_result_t *r) {
+  (void)nstages;
   int answer = -1;
   if (call_stage(&stages[0], inputs, ninputs, r, &answer) != LT_OK) return;
   lt__exec_result_clear(r); /* a condition's outputs mean nothing */
@@ -101,28 +108,52 @@ static void run_dcstep(const lt_exec_stage_t *stages, const lt_bytes_t *inputs, 
   call_stage(&stages[1], inputs, ninputs, r, NULL);
 }
 
+/* The ops, indexed by their lt_op_t value. */
+static const lt_op_desc_t ops[] = {
+    [LT_OP_SEQ] = {.op = LT_OP_SEQ,
+                   .name = "seq",
+                   .min_stages = 1,
+                   .max_stages = UINT32_MAX,
+                   .outputs = LT_OP_OUT_ONE,
+                   .run = run_seq},
+    [LT_OP_SPLIT] = {.op = LT_OP_SPLIT,
+                     .name = "split",
+                     .min_stages = 1,
+                     .max_stages = 1,
+                     .outputs = LT_OP_OUT_PARTS,
+                     .grows = 1,
+                     .run = run_split},
+    [LT_OP_DCSTEP] = {.op = LT_OP_DCSTEP,
+                      .name = "dcstep",
+                      .min_stages = 2,
+                      .max_stages = 2,
+                      .outputs = LT_OP_OUT_PARTS,
+                      .answers = 1,
+                      .grows = 1,
+                      .keeps_inputs = 1,
+                      .run = run_dcstep},
+};
+
+const lt_op_desc_t *lt__op(uint32_t op) {
+  return op < sizeof ops / sizeof ops[0] && ops[op].run != NULL ? &ops[op] : NULL;
+}
+
+int lt__op_valid(uint32_t op, uint32_t nstages) {
+  const lt_op_desc_t *d = lt__op(op);
+  return d != NULL && nstages >= d->min_stages && nstages <= d->max_stages;
+}
+
 void lt__exec_run(uint32_t op, const lt_exec_stage_t *stages, uint32_t nstages,
                   const lt_bytes_t *inputs, uint32_t ninputs, lt_exec_result_t *r) {
   memset(r, 0, sizeof *r);
   r->answer = -1;
-  if (nstages == 0 || (op == LT_OP_DCSTEP && nstages != 2) || (op == LT_OP_SPLIT && nstages != 1) ||
-      op > LT_OP_DCSTEP) {
+  if (!lt__op_valid(op, nstages)) {
     r->status = LT_EINVAL;
     snprintf(r->errmsg, sizeof r->errmsg, "malformed instruction: op %u with %u stages", op,
              nstages);
     return;
   }
-  switch (op) {
-  case LT_OP_SEQ:
-    run_seq(stages, nstages, inputs, ninputs, r);
-    break;
-  case LT_OP_SPLIT:
-    call_stage(&stages[0], inputs, ninputs, r, NULL);
-    break;
-  case LT_OP_DCSTEP:
-    run_dcstep(stages, inputs, ninputs, r);
-    break;
-  }
+  lt__op(op)->run(stages, nstages, inputs, ninputs, r);
   if (r->status != LT_OK) lt__exec_result_clear(r);
 }
 

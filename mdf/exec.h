@@ -25,6 +25,34 @@ typedef struct lt_exec_result {
   char errmsg[LT_KERNEL_ERRMSG_MAX + 128];
 } lt_exec_result_t;
 
+/* What an op's outputs are: exactly one, whose id is known before it runs, or any number of
+ * parts up to LT_MAX_PARTS. */
+typedef enum lt_op_outputs { LT_OP_OUT_ONE = 1, LT_OP_OUT_PARTS } lt_op_outputs_t;
+
+typedef void (*lt_op_run_fn)(const lt_exec_stage_t *stages, uint32_t nstages,
+                             const lt_bytes_t *inputs, uint32_t ninputs, lt_exec_result_t *r);
+
+/* A row of the table of instruction ops (lt_op_t of msg.h): what the runtime may assume of
+ * an instruction of that op. The executor, the server's task code, the client's dispatcher
+ * and trace read it instead of comparing op values. */
+typedef struct lt_op_desc {
+  uint32_t op;
+  const char *name;
+  uint32_t min_stages, max_stages;
+  lt_op_outputs_t outputs;
+  int answers;      /* its first stage is a condition (lt_call_answer); a true answer ends it */
+  int grows;        /* its completion adds instructions to the graph (parts, a base case) */
+  int keeps_inputs; /* a true answer leaves its input to what runs next (a dc base case), so
+                       lazy binding does not release inputs with its dispatch */
+  lt_op_run_fn run;
+} lt_op_desc_t;
+
+/* lt__op returns the row of op `op`, NULL for a value that names no op. */
+const lt_op_desc_t *lt__op(uint32_t op);
+
+/* lt__op_valid tells whether `op` is an op and `nstages` a stage count it runs with. */
+int lt__op_valid(uint32_t op, uint32_t nstages);
+
 /* lt__exec_run runs op `op` (LT_OP_*) of `nstages` stages on `inputs` into *r. SEQ: each
  * stage after the first gets the previous stage's only output as its only input, and every
  * stage must make exactly one output. SPLIT: any number of outputs up to LT_MAX_PARTS.

@@ -137,7 +137,7 @@ static int instr_in(dec *d, const Lithium__Instr *pi, lt_instr_t *in) {
   if ((rc = count_in(d, pi->n_inputs)) != 0 || (rc = count_in(d, pi->n_outputs)) != 0 ||
       (rc = count_in(d, pi->n_more)) != 0)
     return rc;
-  if (pi->op > LT_OP_DCSTEP) return LT_EPROTO;
+  if (pi->op > LT_OP_LAST) return LT_EPROTO;
   in->seq = pi->seq;
   in->op = pi->op;
   in->kernel = pi->kernel;
@@ -469,7 +469,7 @@ static int bytes_out(lt_bytes_t b, ProtobufCBinaryData *out) {
 
 static int instr_out(arena *a, const lt_msg_t *m, const lt_instr_t *in, Lithium__Instr *pi) {
   lithium__instr__init(pi);
-  if (in->op > LT_OP_DCSTEP) return LT_EINVAL;
+  if (in->op > LT_OP_LAST) return LT_EINVAL;
   pi->seq = in->seq;
   pi->op = in->op;
   pi->kernel = in->kernel;

@@ -93,6 +93,10 @@ typedef enum lt_op {
                       (the divide) on the same inputs; its outputs are the parts */
 } lt_op_t;
 
+/* LT_OP_LAST is the highest op: the codec refuses others; what each op is lives in the table
+ * of ops in mdf (exec.h). */
+#define LT_OP_LAST LT_OP_DCSTEP
+
 /* Most parts a split/divide may make: output i of an instruction has the id
  * {outputs[0].client, outputs[0].seq + i}, so the client spaces instruction ids this far. */
 #define LT_MAX_PARTS 65535u

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <lithium/error.h>
 #include "queue.h"
+#include "exec.h"
 #include "log.h"
 #include "oid.h"
 #include "peer.h"
@@ -74,7 +75,7 @@ static bool kept(const lt_task_t *t) {
 /* expected tells whether the output id is registered as pending before the run: only for
  * SEQ, whose one output id is known; the number of parts of a split is not. */
 static bool expected(const lt_task_t *t) {
-  return t->op == LT_OP_SEQ && kept(t);
+  return lt__op(t->op)->outputs == LT_OP_OUT_ONE && kept(t);
 }
 
 static lt_oid_t part_id(const lt_task_t *t, uint32_t i) {
@@ -295,8 +296,9 @@ static void finish(lt_server_t *srv, lt_task_t *t, int status, const char *errms
   }
   char err[LT_KERNEL_ERRMSG_MAX + 128];
   uint32_t n = status == LT_OK && t->ran ? t->job.result.nout : 0;
-  int answer = t->op == LT_OP_DCSTEP && status == LT_OK && t->ran ? t->job.result.answer : -1;
-  if (status == LT_OK && t->op == LT_OP_SEQ && n != 1) {
+  const lt_op_desc_t *op = lt__op(t->op);
+  int answer = op->answers && status == LT_OK && t->ran ? t->job.result.answer : -1;
+  if (status == LT_OK && op->outputs == LT_OP_OUT_ONE && n != 1) {
     snprintf(err, sizeof err, "kernel made %u outputs, expected 1", n);
     status = LT_EKERNEL;
     errmsg = err;
@@ -370,8 +372,7 @@ static int check(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m, const lt_
     snprintf(err, errlen, "server shutting down");
     return LT_ESHUTDOWN;
   }
-  if (ins->op > LT_OP_DCSTEP || (ins->op == LT_OP_SPLIT && ins->nmore != 0) ||
-      (ins->op == LT_OP_DCSTEP && ins->nmore != 1)) {
+  if (!lt__op_valid(ins->op, ins->nmore + 1)) {
     snprintf(err, errlen, "malformed instruction: op %u with %u stages", ins->op, ins->nmore + 1);
     return LT_EPROTO;
   }
