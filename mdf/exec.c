@@ -1,5 +1,5 @@
-/* exec.c: the semantics of an instruction's op over its stages (exec.h), on top of
- * lt__call_t. Knows nothing of where the inputs came from or where outputs go. */
+/* exec.c: the table of instruction ops and the semantics of each over its stages (exec.h),
+ * on top of lt__call_t. Knows nothing of where the inputs came from or where outputs go. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,9 @@
-/* exec.h: running one instruction's kernels (an lt_op_t with its stages) on byte inputs:
- * fused seq stages back to back, a split, or a dc step (condition, then divide). The one
- * place that knows these semantics: lithium-server's workers and the client's sequential
- * evaluator both call it. Any thread; one call per result. */
+/* exec.h: the table of instruction ops (what each op runs, makes and answers) and running
+ * one instruction's kernels (an lt_op_t with its stages) on byte inputs: fused seq stages
+ * back to back, a split, or a dc step (condition, then divide). The one place that knows
+ * these semantics: lithium-server's workers and the client's sequential evaluator both call
+ * it, and the server's tasks and the client's dispatcher read the table. Any thread; one
+ * call per result. */
 #ifndef LT_EXEC_H
 #define LT_EXEC_H
 
