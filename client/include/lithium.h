@@ -11,6 +11,7 @@
 #define LITHIUM_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <lithium/error.h>
 #include <lithium/export.h>
 #include <lithium/skel.h>
@@ -105,6 +106,13 @@ LT_API size_t lt_buf_len(const lt_buf_t *b);
 LT_API int lt_buf_error(const lt_buf_t *b);
 LT_API const char *lt_buf_errmsg(const lt_buf_t *b);
 LT_API void lt_buf_free(lt_buf_t *b);
+
+/* lt_buf_task returns which task `b` is the result of: its submission index, counting every
+ * lt_eval_submit of the evaluator from 0 (with or without a future, also the tasks whose
+ * result comes from the journal or the sequential evaluator), so that results read with
+ * ordered=off can be tied to their input. A failed task's result carries its index too.
+ * UINT64_MAX for NULL. Any thread. */
+LT_API uint64_t lt_buf_task(const lt_buf_t *b);
 
 #ifdef __cplusplus
 }
