@@ -1,10 +1,12 @@
 /* test_api.c: the task index of each result (lt_buf_task) with ordered=off on servers, with
  * results replayed from the journal and with the sequential evaluator, failures and futures
- * included. */
+ * included; and lt_future_wait_any over futures of one evaluator and of two, its timeout and
+ * its argument checks. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -149,4 +151,108 @@ Test(buf_task, journal_replay_gives_this_runs_index, .timeout = 120) {
   free(json);
   lt_eval_free(ev);
   unlink(path);
+}
+
+static int64_t ms_since(const struct timespec *t0) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)(t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+static lt_future_t *submit_future(lt_eval_t *ev, int64_t v) {
+  unsigned char tok[8];
+  put_i64(tok, v);
+  lt_future_t *f = NULL;
+  cr_assert_eq(lt_eval_submit(ev, tok, 8, &f), LT_OK);
+  cr_assert_not_null(f);
+  return f;
+}
+
+Test(wait_any, futures_of_two_evaluators_each_once, .timeout = 120) {
+  /* Servers that sleep a little and a sequential evaluator: results come in any order. */
+  lt_eval_t *remote = new_eval(
+      lt_farm(lt_pipeline(lt_seq_with("testk:sleep", "5", 1), lt_seq("testk:inc"), NULL)), 2);
+  lt_eval_t *local = local_eval(lt_seq("testk:dbl"), NULL);
+  enum { M = 60 };
+  lt_future_t *fs[M];
+  for (int i = 0; i < M; i++)
+    fs[i] = submit_future(i % 2 ? remote : local, i);
+  unsigned char seen[M] = {0};
+  for (int k = 0; k < M; k++) {
+    size_t which = M;
+    lt_buf_t *b = NULL;
+    cr_assert_eq(lt_future_wait_any(fs, M, 30000, &which, &b), LT_OK);
+    cr_assert_lt(which, (size_t)M);
+    cr_assert_eq(seen[which], 0, "future %zu twice", which);
+    seen[which] = 1;
+    cr_assert_eq(lt_buf_error(b), LT_OK, "%s", lt_buf_errmsg(b));
+    int64_t want = which % 2 ? (int64_t)which + 1 : 2 * (int64_t)which;
+    cr_assert_eq(get_i64(lt_buf_data(b)), want, "future %zu", which);
+    cr_assert_eq(lt_buf_task(b), (uint64_t)(which / 2), "future %zu", which);
+    lt_buf_free(b);
+  }
+  /* Every result was taken: nothing more can come. */
+  size_t which = 0;
+  lt_buf_t *b = NULL;
+  cr_assert_eq(lt_future_wait_any(fs, M, 1000, &which, &b), LT_ESTATE);
+  cr_assert_null(b);
+  for (int i = 0; i < M; i++)
+    lt_future_release(fs[i]);
+  lt_eval_free(remote);
+  lt_eval_free(local);
+}
+
+Test(wait_any, times_out_then_wakes_on_the_result, .timeout = 60) {
+  lt_eval_t *ev = new_eval(lt_farm(lt_seq_with("testk:sleep", "1500", 4)), 1);
+  lt_future_t *fs[2] = {submit_future(ev, 7), submit_future(ev, 8)};
+  size_t which = 5;
+  lt_buf_t *b = NULL;
+  cr_assert_eq(lt_future_wait_any(fs, 2, 0, &which, &b), LT_ETIMEDOUT);
+  cr_assert_null(b);
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  cr_assert_eq(lt_future_wait_any(fs, 2, 200, &which, &b), LT_ETIMEDOUT);
+  int64_t ms = ms_since(&t0);
+  cr_assert_geq(ms, 190, "%lld ms", (long long)ms);
+  cr_assert_lt(ms, 1400, "%lld ms", (long long)ms);
+  cr_assert_null(b);
+  /* Forever: the first result wakes it (well before both sleeps are over on one server of
+   * two threads, and without polling). */
+  cr_assert_eq(lt_future_wait_any(fs, 2, -1, &which, &b), LT_OK);
+  cr_assert_lt(which, 2);
+  cr_assert_eq(get_i64(lt_buf_data(b)), which == 0 ? 7 : 8);
+  cr_assert_eq(lt_buf_task(b), (uint64_t)which);
+  lt_buf_free(b);
+  size_t first = which;
+  cr_assert_eq(lt_future_wait_any(fs, 2, 30000, &which, &b), LT_OK);
+  cr_assert_eq(which, 1 - first);
+  lt_buf_free(b);
+  /* A result taken by lt_future_wait_any is gone for lt_future_wait too. */
+  cr_assert_eq(lt_future_wait(fs[0], 0, &b), LT_ESTATE);
+  lt_future_release(fs[0]);
+  lt_future_release(fs[1]);
+  lt_eval_free(ev);
+}
+
+Test(wait_any, skips_taken_futures_and_checks_arguments, .timeout = 60) {
+  lt_eval_t *ev = local_eval(lt_seq("testk:inc"), NULL);
+  lt_future_t *fs[3] = {submit_future(ev, 1), submit_future(ev, 2), submit_future(ev, 3)};
+  lt_buf_t *b = NULL;
+  cr_assert_eq(lt_future_wait(fs[0], 30000, &b), LT_OK);
+  lt_buf_free(b);
+  size_t which = 0;
+  /* fs[0] was taken: the next ready one is fs[1] or fs[2]. */
+  cr_assert_eq(lt_future_wait_any(fs, 3, 30000, &which, &b), LT_OK);
+  cr_assert_neq(which, 0);
+  lt_buf_free(b);
+
+  lt_future_t *with_null[2] = {fs[2], NULL};
+  cr_assert_eq(lt_future_wait_any(NULL, 3, 0, &which, &b), LT_EINVAL);
+  cr_assert_eq(lt_future_wait_any(fs, 0, 0, &which, &b), LT_EINVAL);
+  cr_assert_eq(lt_future_wait_any(fs, 3, 0, NULL, &b), LT_EINVAL);
+  cr_assert_eq(lt_future_wait_any(fs, 3, 0, &which, NULL), LT_EINVAL);
+  cr_assert_eq(lt_future_wait_any(with_null, 2, 0, &which, &b), LT_EINVAL);
+  for (int i = 0; i < 3; i++)
+    lt_future_release(fs[i]);
+  lt_eval_free(ev);
 }
