@@ -2,7 +2,8 @@
  * stdin, stdout and stderr on files of a mkdtemp directory (stderr on a pseudo-terminal for
  * the progress line): help and usage errors, check, graph, run to stdout and to --out, a
  * failing task, bad options, parse errors, missing and clashing files, --local against
- * servers, map and dc. Every test removes its directory; the tool reaps its servers. */
+ * servers, map and dc, --sep and --lines. Every test removes its directory; the tool reaps its
+ * servers. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -896,5 +897,78 @@ Test(tool, journal_resumes_a_killed_run, .timeout = 120) {
   for (int i = 0; i < JOURNAL_FILES; i++)
     free(files[i]);
   free(files);
+  remove_dir();
+}
+
+Test(tool, sep_and_lines_on_stdout, .timeout = 60) {
+  make_dir();
+  write_file("a", "alpha");
+  write_file("b", "");
+  write_file("c", "gamma");
+  result_t r;
+  /* Default: no separator. */
+  tool(&r, NULL, "run", "testk:upper", path_of("a"), path_of("b"), path_of("c"), LOCAL, NULL);
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  cr_expect_str_eq(r.out, "ALPHAGAMMA");
+  free_result(&r);
+  /* --lines: one result a line, an empty one too. */
+  tool(&r, NULL, "run", "testk:upper", path_of("a"), path_of("b"), path_of("c"), LOCAL, "--lines",
+       NULL);
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  cr_expect_str_eq(r.out, "ALPHA\n\nGAMMA\n");
+  free_result(&r);
+  /* --sep with every escape, on servers and with results out of order. */
+  tool(&r, NULL, "run", "farm(testk:upper)", path_of("a"), path_of("c"), SERVERS, "--ordered=off",
+       "--sep", "\\t|\\\\|\\0|\\n", NULL);
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  static const char want[] = "ALPHA\t|\\|\0|\nGAMMA\t|\\|\0|\n";
+  cr_expect_eq(r.out_len, sizeof want - 1, "%zu bytes: %s", r.out_len, r.out);
+  cr_expect_eq(memcmp(r.out, want, sizeof want - 1), 0, "%s", r.out);
+  free_result(&r);
+  /* A failed task writes nothing, not even the separator; stdin works too. */
+  write_file("in", "stdin");
+  tool(&r, path_of("in"), "run", "testk:upper", "-", LOCAL, "--sep=,", NULL);
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  cr_expect_str_eq(r.out, "STDIN,");
+  free_result(&r);
+  tool(&r, NULL, "run", "pipe(testk:upper, testk:fail)", path_of("a"), LOCAL, "--lines", NULL);
+  cr_expect_eq(r.status, 1);
+  cr_expect_str_eq(r.out, "");
+  free_result(&r);
+  remove_dir();
+}
+
+Test(tool, sep_and_lines_usage_errors, .timeout = 30) {
+  make_dir();
+  write_file("a", "alpha");
+  result_t r;
+  tool(&r, NULL, "run", "testk:upper", path_of("a"), LOCAL, "--lines", "--out", path_of("o"), NULL);
+  cr_expect_eq(r.status, 2);
+  cr_expect(strstr(r.err, "not to --out") != NULL, "%s", r.err);
+  cr_expect_neq(access(path_of("o"), F_OK), 0, "nothing was written");
+  free_result(&r);
+  tool(&r, NULL, "run", "testk:upper", path_of("a"), LOCAL, "-o", path_of("o"), "--sep", ",", NULL);
+  cr_expect_eq(r.status, 2);
+  cr_expect(strstr(r.err, "not to --out") != NULL, "%s", r.err);
+  free_result(&r);
+  tool(&r, NULL, "run", "testk:upper", path_of("a"), LOCAL, "--sep", "\\q", NULL);
+  cr_expect_eq(r.status, 2);
+  cr_expect(strstr(r.err, "--sep '\\q': unknown escape") != NULL, "%s", r.err);
+  free_result(&r);
+  tool(&r, NULL, "run", "testk:upper", path_of("a"), LOCAL, "--sep", "x\\", NULL);
+  cr_expect_eq(r.status, 2, "a trailing backslash: %s", r.err);
+  free_result(&r);
+  tool(&r, NULL, "run", "testk:upper", path_of("a"), LOCAL, "--sep", ",", "--lines", NULL);
+  cr_expect_eq(r.status, 2);
+  cr_expect(strstr(r.err, "give one") != NULL, "%s", r.err);
+  free_result(&r);
+  tool(&r, NULL, "run", "testk:upper", path_of("a"), LOCAL, "--lines=yes", NULL);
+  cr_expect_eq(r.status, 2);
+  cr_expect(strstr(r.err, "--lines takes no value") != NULL, "%s", r.err);
+  free_result(&r);
+  tool(&r, NULL, "check", "testk:upper", "--lines", NULL);
+  cr_expect_eq(r.status, 2);
+  cr_expect(strstr(r.err, "--lines applies to run only") != NULL, "%s", r.err);
+  free_result(&r);
   remove_dir();
 }
