@@ -64,7 +64,7 @@ static void options_help(FILE *f) {
 void lt__cli_usage(FILE *f) {
   fputs("usage: lithium run EXPR FILE... [options]\n"
         "       lithium graph EXPR [--normal_form on]\n"
-        "       lithium check EXPR\n"
+        "       lithium check EXPR [--modules DIR]\n"
         "       lithium keygen NAME\n"
         "       lithium status [--hosts FILE|DIR] [ENDPOINT...] [--json]  (see status --help)\n"
         "       lithium up HOSTS [--key F] [--allow F] [--modules DIR] [--port P]  (up --help)\n"
@@ -73,7 +73,8 @@ void lt__cli_usage(FILE *f) {
         "  run      run every FILE through the skeleton program EXPR, one task per file\n"
         "           (- reads stdin as one task); results go to stdout in input order\n"
         "  graph    print the compiled MDF template of EXPR as a Graphviz digraph\n"
-        "  check    parse EXPR and print its canonical form\n"
+        "  check    parse EXPR and print its canonical form; with --modules DIR, first check\n"
+        "           that every kernel it names exists in a module of DIR\n"
         "  keygen   write a CURVE key pair: NAME.key (secret, mode 0600) and NAME.pub;\n"
         "           never overwrites\n"
         "options of run:\n"

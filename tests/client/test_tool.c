@@ -972,3 +972,45 @@ Test(tool, sep_and_lines_usage_errors, .timeout = 30) {
   free_result(&r);
   remove_dir();
 }
+
+Test(tool, check_modules_finds_every_kernel, .timeout = 30) {
+  make_dir();
+  result_t r;
+  /* Every kernel there: the canonical form, as without --modules. */
+  tool(&r, NULL, "check", "pipe(farm(testk:inc), map(skelk:chunks, skelk:rev, skelk:cat))",
+       "--modules", LT_TEST_MODULES, NULL);
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  cr_expect_str_eq(r.out, "pipe(farm(testk:inc), map(skelk:chunks, skelk:rev, skelk:cat))\n");
+  cr_expect_str_eq(r.err, "");
+  free_result(&r);
+  /* Each missing kernel and each missing module (once for its two kernels) is named. */
+  tool(&r, NULL, "check",
+       "pipe(testk:inc, farm(testk:nope), nomod:f, dc(nomod:g, testk:dbl, "
+       "testk:inc, skelk:none))",
+       "--modules", LT_TEST_MODULES, NULL);
+  cr_expect_eq(r.status, 2, "%s", r.err);
+  cr_expect_str_eq(r.out, "");
+  cr_expect(strstr(r.err, "lithium: unknown kernel 'testk:nope'") != NULL, "%s", r.err);
+  cr_expect(strstr(r.err, "lithium: unknown kernel 'skelk:none'") != NULL, "%s", r.err);
+  const char *mod = strstr(r.err, "lithium: unknown module 'nomod'");
+  cr_expect(mod != NULL, "%s", r.err);
+  cr_expect(mod == NULL || strstr(mod + 10, "unknown module 'nomod'") == NULL, "once: %s", r.err);
+  cr_expect(strstr(r.err, "testk:inc") == NULL && strstr(r.err, "testk:dbl") == NULL, "%s", r.err);
+  free_result(&r);
+  /* A module file that is not a shared object, and a directory that is not there. */
+  write_file("libjunk.so", "not an ELF file");
+  tool(&r, NULL, "check", "junk:f", "--modules", dir, NULL);
+  cr_expect_eq(r.status, 2, "%s", r.err);
+  cr_expect(strstr(r.err, "lithium: cannot load module 'junk'") != NULL, "%s", r.err);
+  free_result(&r);
+  tool(&r, NULL, "check", "testk:inc", "--modules", path_of("none"), NULL);
+  cr_expect_eq(r.status, 2, "%s", r.err);
+  cr_expect(strstr(r.err, "not a readable directory") != NULL, "%s", r.err);
+  free_result(&r);
+  /* Without --modules, check stays a syntax check. */
+  tool(&r, NULL, "check", "nomod:f", NULL);
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  cr_expect_str_eq(r.out, "nomod:f\n");
+  free_result(&r);
+  remove_dir();
+}
