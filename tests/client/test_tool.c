@@ -98,14 +98,9 @@ static void collect_args(char **argv, va_list ap) {
   argv[n] = NULL;
 }
 
-/* tool runs the tool with the NULL-terminated arguments, stdin from `in` (NULL:
+/* tool_argv runs the tool with `argv` (from collect_args), stdin from `in` (NULL:
  * /dev/null), and fills `r` (free with free_result). */
-static void tool(result_t *r, const char *in, ...) {
-  char *argv[MAX_ARGS];
-  va_list ap;
-  va_start(ap, in);
-  collect_args(argv, ap);
-  va_end(ap);
+static void tool_argv(result_t *r, const char *in, char **argv) {
   char out_path[128], err_path[128];
   snprintf(out_path, sizeof out_path, "%s/.stdout", dir);
   snprintf(err_path, sizeof err_path, "%s/.stderr", dir);
@@ -124,6 +119,17 @@ static void tool(result_t *r, const char *in, ...) {
   cr_assert(r->out != NULL && r->err != NULL);
   unlink(out_path);
   unlink(err_path);
+}
+
+/* tool runs the tool with the NULL-terminated arguments, stdin from `in` (NULL:
+ * /dev/null), and fills `r` (free with free_result). */
+static void tool(result_t *r, const char *in, ...) {
+  char *argv[MAX_ARGS];
+  va_list ap;
+  va_start(ap, in);
+  collect_args(argv, ap);
+  va_end(ap);
+  tool_argv(r, in, argv);
 }
 
 /* start_server starts a lithium-server on a free loopback port and returns its pid, with
@@ -938,38 +944,38 @@ Test(tool, sep_and_lines_on_stdout, .timeout = 60) {
   remove_dir();
 }
 
+/* expect_refused runs the tool with the NULL-terminated arguments and expects a usage error
+ * (status 2, nothing on stdout) whose message holds `want`. */
+static void expect_refused(const char *want, ...) {
+  char *argv[MAX_ARGS];
+  va_list ap;
+  va_start(ap, want);
+  collect_args(argv, ap);
+  va_end(ap);
+  result_t r;
+  tool_argv(&r, NULL, argv);
+  cr_expect_eq(r.status, 2, "%s %s: %s", argv[1], argv[2], r.err);
+  cr_expect_str_eq(r.out, "");
+  cr_expect(strstr(r.err, want) != NULL, "want '%s': %s", want, r.err);
+  free_result(&r);
+}
+
 Test(tool, sep_and_lines_usage_errors, .timeout = 30) {
   make_dir();
   write_file("a", "alpha");
-  result_t r;
-  tool(&r, NULL, "run", "testk:upper", path_of("a"), LOCAL, "--lines", "--out", path_of("o"), NULL);
-  cr_expect_eq(r.status, 2);
-  cr_expect(strstr(r.err, "not to --out") != NULL, "%s", r.err);
+  const char *a = path_of("a");
+  expect_refused("not to --out", "run", "testk:upper", a, LOCAL, "--lines", "--out", path_of("o"),
+                 NULL);
   cr_expect_neq(access(path_of("o"), F_OK), 0, "nothing was written");
-  free_result(&r);
-  tool(&r, NULL, "run", "testk:upper", path_of("a"), LOCAL, "-o", path_of("o"), "--sep", ",", NULL);
-  cr_expect_eq(r.status, 2);
-  cr_expect(strstr(r.err, "not to --out") != NULL, "%s", r.err);
-  free_result(&r);
-  tool(&r, NULL, "run", "testk:upper", path_of("a"), LOCAL, "--sep", "\\q", NULL);
-  cr_expect_eq(r.status, 2);
-  cr_expect(strstr(r.err, "--sep '\\q': unknown escape") != NULL, "%s", r.err);
-  free_result(&r);
-  tool(&r, NULL, "run", "testk:upper", path_of("a"), LOCAL, "--sep", "x\\", NULL);
-  cr_expect_eq(r.status, 2, "a trailing backslash: %s", r.err);
-  free_result(&r);
-  tool(&r, NULL, "run", "testk:upper", path_of("a"), LOCAL, "--sep", ",", "--lines", NULL);
-  cr_expect_eq(r.status, 2);
-  cr_expect(strstr(r.err, "give one") != NULL, "%s", r.err);
-  free_result(&r);
-  tool(&r, NULL, "run", "testk:upper", path_of("a"), LOCAL, "--lines=yes", NULL);
-  cr_expect_eq(r.status, 2);
-  cr_expect(strstr(r.err, "--lines takes no value") != NULL, "%s", r.err);
-  free_result(&r);
-  tool(&r, NULL, "check", "testk:upper", "--lines", NULL);
-  cr_expect_eq(r.status, 2);
-  cr_expect(strstr(r.err, "--lines applies to run only") != NULL, "%s", r.err);
-  free_result(&r);
+  expect_refused("not to --out", "run", "testk:upper", a, LOCAL, "-o", path_of("o"), "--sep", ",",
+                 NULL);
+  expect_refused("--sep '\\q': unknown escape", "run", "testk:upper", a, LOCAL, "--sep", "\\q",
+                 NULL);
+  expect_refused("--sep 'x\\': unknown escape", "run", "testk:upper", a, LOCAL, "--sep", "x\\",
+                 NULL);
+  expect_refused("give one", "run", "testk:upper", a, LOCAL, "--sep", ",", "--lines", NULL);
+  expect_refused("--lines takes no value", "run", "testk:upper", a, LOCAL, "--lines=yes", NULL);
+  expect_refused("--lines applies to run only", "check", "testk:upper", "--lines", NULL);
   remove_dir();
 }
 
