@@ -45,6 +45,14 @@ LT_API const char *lt_buf_errmsg(const lt_buf_t *b) {
   return b != NULL ? b->errmsg : "";
 }
 
+void lt__buf_set_task(lt_buf_t *b, uint64_t task) {
+  if (b != NULL) b->task = task;
+}
+
+LT_API uint64_t lt_buf_task(const lt_buf_t *b) {
+  return b != NULL ? b->task : UINT64_MAX;
+}
+
 LT_API void lt_buf_free(lt_buf_t *b) {
   if (b == NULL) return;
   lt__value_unref(b->value);

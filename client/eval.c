@@ -58,6 +58,7 @@ void lt__eval_sync(lt_eval_t *ev) {
 }
 
 void lt__eval_finish(lt_eval_t *ev, lt_task_t *t, lt_buf_t *b) {
+  lt__buf_set_task(b, t->seq); /* every result, also a failure or a replay, names its task */
   ev->pending--;
   ev->completed++;
   if (ev->journal != NULL && !t->replayed && b != NULL && journaled(b) &&
@@ -557,7 +558,11 @@ LT_API int lt_eval_stats_json(lt_eval_t *ev, char **json) {
 static void free_task_list(lt_task_t *t) {
   while (t != NULL) {
     lt_task_t *next = t->next;
-    if (t->future != NULL) lt__future_resolve(t->future, lt__buf_fail(LT_ECANCELED, NULL));
+    if (t->future != NULL) {
+      lt_buf_t *b = lt__buf_fail(LT_ECANCELED, NULL);
+      lt__buf_set_task(b, t->seq);
+      lt__future_resolve(t->future, b);
+    }
     t->future = NULL;
     lt__task_free(t);
     t = next;

@@ -17,7 +17,7 @@
 #include "value.h"
 
 typedef struct lt_task {
-  uint64_t seq;        /* task number, also the graph instance's name */
+  uint64_t seq;        /* submission index (lt_buf_task), also the graph instance's name */
   uint64_t stream_seq; /* position in the result stream (tasks without future) */
   lt_value_t *input;
   lt_future_t *future; /* NULL: the result goes to the stream */

@@ -28,6 +28,18 @@ struct lt_local {
   atomic_ullong instructions;
 };
 
+int lt__local_resolve(lt_modules_t **mods, const char *dir, char *const *kernels, uint32_t n,
+                      lt_kernel_fn *fns, int *errs, char **msgs) {
+  int rc = lt__modules_new(mods);
+  if (rc == LT_OK && dir != NULL) rc = lt__modules_add_dir(*mods, dir);
+  for (uint32_t i = 0; rc == LT_OK && i < n; i++) {
+    char err[512];
+    errs[i] = lt__modules_resolve(*mods, kernels[i], &fns[i], err, sizeof err);
+    if (errs[i] != LT_OK && (msgs[i] = strdup(err)) == NULL) rc = LT_ENOMEM;
+  }
+  return rc;
+}
+
 int lt__local_new(lt_local_t **out, lt_eval_t *ev) {
   *out = NULL;
   lt_local_t *l = calloc(1, sizeof *l);
@@ -37,21 +49,15 @@ int lt__local_new(lt_local_t **out, lt_eval_t *ev) {
   l->fns = calloc(n, sizeof *l->fns);
   l->errs = calloc(n, sizeof *l->errs);
   l->errmsgs = calloc(n, sizeof *l->errmsgs);
-  int rc = (l->fns && l->errs && l->errmsgs) ? lt__modules_new(&l->mods) : LT_ENOMEM;
-  if (rc == LT_OK && ev->opts.modules != NULL) rc = lt__modules_add_dir(l->mods, ev->opts.modules);
+  int rc = (l->fns && l->errs && l->errmsgs)
+               ? lt__local_resolve(&l->mods, ev->opts.modules, ev->tmpl->kernels, n, l->fns,
+                                   l->errs, l->errmsgs)
+               : LT_ENOMEM;
   if (rc != LT_OK) {
-    lt__log(LT_LOG_ERROR, "run_local: cannot use module directory '%s'",
-            ev->opts.modules != NULL ? ev->opts.modules : "");
+    if (rc == LT_EINVAL)
+      lt__log(LT_LOG_ERROR, "run_local: cannot use module directory '%s'", ev->opts.modules);
     lt__local_free(l);
     return rc;
-  }
-  for (uint32_t i = 0; i < n; i++) {
-    char err[512];
-    l->errs[i] = lt__modules_resolve(l->mods, ev->tmpl->kernels[i], &l->fns[i], err, sizeof err);
-    if (l->errs[i] != LT_OK && (l->errmsgs[i] = strdup(err)) == NULL) {
-      lt__local_free(l);
-      return LT_ENOMEM;
-    }
   }
   *out = l;
   return LT_OK;

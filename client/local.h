@@ -7,6 +7,7 @@
 
 #include "eval.h"
 #include "json.h"
+#include "module.h"
 
 typedef struct lt_local lt_local_t;
 
@@ -14,6 +15,16 @@ typedef struct lt_local lt_local_t;
  * ev->tmpl (a kernel that does not resolve fails the tasks that use it, with its message).
  * Evaluator thread. */
 int lt__local_new(lt_local_t **out, lt_eval_t *ev);
+
+/* lt__local_resolve is the sequential evaluator's loader, also that of `lithium check
+ * --modules`: it creates a module registry in *mods (the caller frees it with
+ * lt__modules_free, also on failure; NULL only when out of memory), searching directory
+ * `dir` (NULL: none), and resolves each of the `n` kernels ("module:function") into fns[i]
+ * and errs[i]: LT_OK, or the error (LT_ENOMODULE, LT_ENOKERNEL, LT_EINVAL) with its message
+ * strdup'd into msgs[i] (the caller frees those). Returns LT_OK, LT_EINVAL when `dir` is not
+ * a readable directory, or LT_ENOMEM. Any thread. */
+int lt__local_resolve(lt_modules_t **mods, const char *dir, char *const *kernels, uint32_t n,
+                      lt_kernel_fn *fns, int *errs, char **msgs);
 
 /* lt__local_main is the thread body (arg: the lt_local_t); it runs until ev->stop. */
 void *lt__local_main(void *arg);

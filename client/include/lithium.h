@@ -11,6 +11,7 @@
 #define LITHIUM_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <lithium/error.h>
 #include <lithium/export.h>
 #include <lithium/skel.h>
@@ -96,6 +97,16 @@ LT_API void lt_eval_free(lt_eval_t *ev);
  * owns it); a second wait gives LT_ESTATE. */
 LT_API int lt_future_wait(lt_future_t *f, int timeout_ms, lt_buf_t **out);
 
+/* lt_future_wait_any waits up to `timeout_ms` (-1: forever, 0: do not wait) until one of the
+ * `n` futures in `fs` has a result not yet taken, moves that result to *out (caller owns it)
+ * and its index in `fs` to *which; the lowest index when several are ready. The futures may
+ * belong to one evaluator or several. Futures whose result was taken already are skipped;
+ * LT_ESTATE when that is all of them, LT_ETIMEDOUT when none is ready in time, LT_EINVAL
+ * when `fs`, `which` or `out` is NULL, `n` is 0 or a future is NULL. The futures must not
+ * be released during the wait. Any thread. */
+LT_API int lt_future_wait_any(lt_future_t *const *fs, size_t n, int timeout_ms, size_t *which,
+                              lt_buf_t **out);
+
 /* lt_future_release drops the future (and its result if not taken); accepts NULL. */
 LT_API void lt_future_release(lt_future_t *f);
 
@@ -105,6 +116,13 @@ LT_API size_t lt_buf_len(const lt_buf_t *b);
 LT_API int lt_buf_error(const lt_buf_t *b);
 LT_API const char *lt_buf_errmsg(const lt_buf_t *b);
 LT_API void lt_buf_free(lt_buf_t *b);
+
+/* lt_buf_task returns which task `b` is the result of: its submission index, counting every
+ * lt_eval_submit of the evaluator from 0 (with or without a future, also the tasks whose
+ * result comes from the journal or the sequential evaluator), so that results read with
+ * ordered=off can be tied to their input. A failed task's result carries its index too.
+ * UINT64_MAX for NULL. Any thread. */
+LT_API uint64_t lt_buf_task(const lt_buf_t *b);
 
 #ifdef __cplusplus
 }

@@ -17,8 +17,8 @@
 /* run_flag_name returns the canonical spelling of one of the tool's own flags (all of them
  * belong to `run`), or NULL when `name` (length `len`) is an evaluator option. */
 static const char *run_flag_name(const char *name, size_t len) {
-  static const char *const flags[] = {"--out",     "--hosts", "--hosts-file",
-                                      "--servers", "--local", "--stats"};
+  static const char *const flags[] = {"--out",   "--hosts", "--hosts-file", "--servers",
+                                      "--local", "--stats", "--sep",        "--lines"};
   for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
     if (strlen(flags[i]) == len + 2 && strncmp(flags[i] + 2, name, len) == 0) return flags[i];
   return NULL;
@@ -64,7 +64,7 @@ static void options_help(FILE *f) {
 void lt__cli_usage(FILE *f) {
   fputs("usage: lithium run EXPR FILE... [options]\n"
         "       lithium graph EXPR [--normal_form on]\n"
-        "       lithium check EXPR\n"
+        "       lithium check EXPR [--modules DIR]\n"
         "       lithium keygen NAME\n"
         "       lithium status [--hosts FILE|DIR] [ENDPOINT...] [--json]  (see status --help)\n"
         "       lithium up HOSTS [--key F] [--allow F] [--modules DIR] [--port P]  (up --help)\n"
@@ -73,7 +73,8 @@ void lt__cli_usage(FILE *f) {
         "  run      run every FILE through the skeleton program EXPR, one task per file\n"
         "           (- reads stdin as one task); results go to stdout in input order\n"
         "  graph    print the compiled MDF template of EXPR as a Graphviz digraph\n"
-        "  check    parse EXPR and print its canonical form\n"
+        "  check    parse EXPR and print its canonical form; with --modules DIR, first check\n"
+        "           that every kernel it names exists in a module of DIR\n"
         "  keygen   write a CURVE key pair: NAME.key (secret, mode 0600) and NAME.pub;\n"
         "           never overwrites\n"
         "options of run:\n"
@@ -86,6 +87,9 @@ void lt__cli_usage(FILE *f) {
         "      --servers N      start N local lithium-server processes (default 2)\n"
         "      --local          no servers: the sequential evaluator, in this process\n"
         "      --stats          print the run's statistics as JSON on stderr at the end\n"
+        "      --sep TEXT       without --out: write TEXT after each result on stdout\n"
+        "                       (default none; \\n, \\t, \\0 and \\\\ are understood)\n"
+        "      --lines          without --out: one result a line (--sep '\\n')\n"
         "  -h, --help           show this help\n"
         "  -V, --version        show the version\n"
         "evaluator options (lt_eval_set keys, also LITHIUM_<KEY> in the environment; --KEY VALUE\n"
@@ -155,6 +159,36 @@ static int add_option(lt_cli_t *cli, const char *arg, size_t len, const char *va
   return 0;
 }
 
+/* set_sep decodes the separator `text` (\n, \t, \0 and \\; no other escape) into
+ * cli->sep. Returns 0, or -1 with the problem in `why`. */
+static int set_sep(lt_cli_t *cli, const char *text, const char **why) {
+  char *sep = malloc(strlen(text) + 1);
+  if (sep == NULL) {
+    *why = "out of memory";
+    return -1;
+  }
+  size_t n = 0;
+  for (const char *p = text; *p != '\0'; p++) {
+    if (*p != '\\') {
+      sep[n++] = *p;
+      continue;
+    }
+    static const char from[] = "nt0\\", to[] = "\n\t\0\\";
+    const char *e = p[1] != '\0' ? strchr(from, p[1]) : NULL;
+    if (e == NULL) {
+      free(sep);
+      *why = "unknown escape (expected \\n, \\t, \\0 or \\\\)";
+      return -1;
+    }
+    sep[n++] = to[e - from];
+    p++;
+  }
+  free(cli->sep);
+  cli->sep = sep;
+  cli->seplen = n;
+  return 0;
+}
+
 static int set_command(lt_cli_t *cli, const char *word, FILE *err) {
   if (strcmp(word, "run") == 0)
     cli->cmd = LT_CMD_RUN;
@@ -178,6 +212,8 @@ static int check_positionals(const lt_cli_t *cli, size_t npos, const char *run_f
     }
     if (cli->local && (cli->nhosts > 0 || cli->servers > 0 || cli->hosts_file != NULL))
       return usage_error(err, "--local excludes --hosts, --hosts-file and --servers");
+    if (cli->sep != NULL && cli->out_dir != NULL)
+      return usage_error(err, "--sep and --lines apply to results on stdout, not to --out");
     return LT_CLI_GO;
   }
   const char *name = cli->cmd == LT_CMD_GRAPH ? "graph" : "check";
@@ -230,7 +266,8 @@ int lt__cli_parse(lt_cli_t *cli, int argc, char **argv, FILE *out, FILE *err) {
     if (len == 0) return usage_error(err, "bad flag %s", a);
     const char *run_name = run_flag_name(name, len);
     int is_switch =
-        run_name != NULL && (strcmp(run_name, "--local") == 0 || strcmp(run_name, "--stats") == 0);
+        run_name != NULL && (strcmp(run_name, "--local") == 0 || strcmp(run_name, "--stats") == 0 ||
+                             strcmp(run_name, "--lines") == 0);
     if (is_switch && value != NULL) return usage_error(err, "%s takes no value", run_name);
     if (!is_switch && value == NULL) {
       if (i + 1 >= argc) return usage_error(err, "option %.*s: missing value", (int)len + 2, a);
@@ -254,6 +291,10 @@ int lt__cli_parse(lt_cli_t *cli, int argc, char **argv, FILE *out, FILE *err) {
         return usage_error(err, "--servers: expected 1..256, got '%s'", value);
     } else if (strcmp(run_name, "--local") == 0) {
       cli->local = 1;
+    } else if (strcmp(run_name, "--sep") == 0 || strcmp(run_name, "--lines") == 0) {
+      const char *why = NULL, *text = run_name[2] == 's' ? value : "\\n";
+      if (cli->sep != NULL) return usage_error(err, "--sep and --lines: give one, once");
+      if (set_sep(cli, text, &why) != 0) return usage_error(err, "--sep '%s': %s", text, why);
     } else {
       cli->stats = 1;
     }
@@ -272,6 +313,7 @@ int lt__cli_parse(lt_cli_t *cli, int argc, char **argv, FILE *out, FILE *err) {
 
 void lt__cli_free(lt_cli_t *cli) {
   free(cli->files);
+  free(cli->sep);
   for (size_t i = 0; i < cli->nhosts; i++)
     free(cli->hosts[i]);
   free(cli->hosts);

@@ -33,6 +33,8 @@ typedef struct lt_cli {
   int servers;            /* --servers N, 0 when not given */
   int local;              /* --local */
   int stats;              /* --stats */
+  char *sep;              /* --sep (escapes decoded) or --lines; owned; NULL: none */
+  size_t seplen;          /* bytes of sep (it may hold NUL) */
   lt_cli_opt_t *opts;
   size_t nopts;
 } lt_cli_t;

@@ -216,15 +216,17 @@ int lt__files_read(const lt_input_t *in, void **data, size_t *len, char *err, si
   return 0;
 }
 
-int lt__files_write(const lt_input_t *in, const void *data, size_t len, char *err, size_t errlen) {
-  if (in->out_path == NULL) {
-    if (len > 0 && fwrite(data, 1, len, stdout) != len) {
-      int e = errno != 0 ? errno : EIO;
-      snprintf(err, errlen, "stdout: %s", strerror(e));
-      return e;
-    }
-    return 0;
+int lt__files_write_stdout(const void *data, size_t len, char *err, size_t errlen) {
+  if (len > 0 && fwrite(data, 1, len, stdout) != len) {
+    int e = errno != 0 ? errno : EIO;
+    snprintf(err, errlen, "stdout: %s", strerror(e));
+    return e;
   }
+  return 0;
+}
+
+int lt__files_write(const lt_input_t *in, const void *data, size_t len, char *err, size_t errlen) {
+  if (in->out_path == NULL) return lt__files_write_stdout(data, len, err, errlen);
   int fd = open(in->out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
   if (fd < 0) {
     int e = errno;

@@ -27,6 +27,10 @@ int lt__files_read(const lt_input_t *in, void **data, size_t *len, char *err, si
  * is removed. */
 int lt__files_write(const lt_input_t *in, const void *data, size_t len, char *err, size_t errlen);
 
+/* lt__files_write_stdout writes `len` bytes to stdout (unflushed). Returns 0, or an errno
+ * value with "stdout: why" in `err`. */
+int lt__files_write_stdout(const void *data, size_t len, char *err, size_t errlen);
+
 /* lt__files_free frees the inputs of lt__files_plan; accepts NULL. */
 void lt__files_free(lt_input_t *ins, size_t n);
 

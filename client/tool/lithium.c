@@ -1,4 +1,5 @@
-/* lithium.c: the `lithium` command-line tool: `check` (parse and print the canonical form),
+/* lithium.c: the `lithium` command-line tool: `check` (parse and print the canonical form;
+ * with --modules, also load every kernel the way the sequential evaluator does),
  * `graph` (the compiled MDF template as Graphviz DOT), `run` (run.c), `status` (status.c),
  * `up` and `down` (up.c). Options are judged
  * by the evaluator's own table before anything starts, so every command refuses a bad one.
@@ -11,6 +12,7 @@
 #include <lithium.h>
 #include "cli.h"
 #include "curve.h"
+#include "local.h"
 #include "options.h"
 #include "run.h"
 #include "status.h"
@@ -48,7 +50,68 @@ static int finish_stdout(void) {
   return LT_EXIT_FAILED;
 }
 
-static int cmd_check(const lt_skel_t *s) {
+/* modules_flag tells whether --modules was given on the command line: only then does
+ * `check` look for the kernels (LITHIUM_MODULES alone keeps it a syntax check). */
+static int modules_flag(const lt_cli_t *cli) {
+  for (size_t i = 0; i < cli->nopts; i++)
+    if (strcmp(cli->opts[i].key, "modules") == 0) return 1;
+  return 0;
+}
+
+/* report_unique writes "lithium: MSG" on stderr unless an earlier kernel had the same
+ * message (the kernels of one missing module). */
+static void report_unique(char *const *msgs, uint32_t i) {
+  for (uint32_t k = 0; k < i; k++)
+    if (msgs[k] != NULL && strcmp(msgs[k], msgs[i]) == 0) return;
+  fprintf(stderr, "lithium: %s\n", msgs[i]);
+}
+
+/* check_kernels loads every module the program names from directory `dir` with the
+ * sequential evaluator's loader and reports each kernel or module that is missing. Returns
+ * 0, or an exit status after the messages. */
+static int check_kernels(const lt_skel_t *s, const char *dir) {
+  lt_template_t *t = NULL;
+  int rc = lt__template_compile(&t, s, 0);
+  if (rc != LT_OK) {
+    fprintf(stderr, "lithium: %s\n", lt_strerror(rc));
+    return rc == LT_EINVAL ? LT_EXIT_USAGE : LT_EXIT_FAILED;
+  }
+  uint32_t n = t->nkernels;
+  lt_kernel_fn *fns = calloc(n + 1, sizeof *fns);
+  int *errs = calloc(n + 1, sizeof *errs);
+  char **msgs = calloc(n + 1, sizeof *msgs);
+  lt_modules_t *mods = NULL;
+  rc = fns && errs && msgs ? lt__local_resolve(&mods, dir, t->kernels, n, fns, errs, msgs)
+                           : LT_ENOMEM;
+  int status = LT_EXIT_OK;
+  if (rc == LT_EINVAL) {
+    fprintf(stderr, "lithium: --modules %s: not a readable directory\n", dir);
+    status = LT_EXIT_USAGE;
+  } else if (rc != LT_OK) {
+    fprintf(stderr, "lithium: %s\n", lt_strerror(rc));
+    status = LT_EXIT_FAILED;
+  } else {
+    for (uint32_t i = 0; i < n; i++) {
+      if (errs[i] == LT_OK) continue;
+      report_unique(msgs, i);
+      status = LT_EXIT_USAGE;
+    }
+  }
+  for (uint32_t i = 0; msgs != NULL && i < n; i++)
+    free(msgs[i]);
+  free(msgs);
+  free(errs);
+  free(fns);
+  lt__modules_free(mods);
+  lt__template_free(t);
+  return status;
+}
+
+static int cmd_check(const lt_cli_t *cli, const lt_skel_t *s, const char *modules) {
+  if (modules_flag(cli)) {
+    int status = check_kernels(s, modules);
+    if (status != LT_EXIT_OK) return status;
+  }
   char *text = lt_skel_format(s);
   if (text == NULL) {
     fprintf(stderr, "lithium: out of memory\n");
@@ -93,7 +156,7 @@ static int dispatch(const lt_cli_t *cli) {
   if (status == LT_EXIT_OK) {
     switch (cli->cmd) {
     case LT_CMD_CHECK:
-      status = cmd_check(s);
+      status = cmd_check(cli, s, opts.modules);
       break;
     case LT_CMD_GRAPH:
       status = cmd_graph(cli, s, opts.normal_form);

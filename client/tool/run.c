@@ -147,6 +147,9 @@ static int finish_next(run_t *r, int timeout_ms) {
       char err[512];
       if (in->out_path == NULL && r->stdout_tty) lt__progress_clear(&r->progress);
       int e = lt__files_write(in, lt_buf_data(b), lt_buf_len(b), err, sizeof err);
+      /* --sep, --lines: after each result written to stdout (a failed task writes none). */
+      if (e == 0 && in->out_path == NULL && r->cli->sep != NULL)
+        e = lt__files_write_stdout(r->cli->sep, r->cli->seplen, err, sizeof err);
       if (e != 0) {
         /* A reader that went away (`lithium run ... | head`) is no news to anyone. */
         if (e != EPIPE) report(r, "%s", err);

@@ -2,7 +2,8 @@
  * stdin, stdout and stderr on files of a mkdtemp directory (stderr on a pseudo-terminal for
  * the progress line): help and usage errors, check, graph, run to stdout and to --out, a
  * failing task, bad options, parse errors, missing and clashing files, --local against
- * servers, map and dc. Every test removes its directory; the tool reaps its servers. */
+ * servers, map and dc, --sep and --lines. Every test removes its directory; the tool reaps its
+ * servers. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -97,14 +98,9 @@ static void collect_args(char **argv, va_list ap) {
   argv[n] = NULL;
 }
 
-/* tool runs the tool with the NULL-terminated arguments, stdin from `in` (NULL:
+/* tool_argv runs the tool with `argv` (from collect_args), stdin from `in` (NULL:
  * /dev/null), and fills `r` (free with free_result). */
-static void tool(result_t *r, const char *in, ...) {
-  char *argv[MAX_ARGS];
-  va_list ap;
-  va_start(ap, in);
-  collect_args(argv, ap);
-  va_end(ap);
+static void tool_argv(result_t *r, const char *in, char **argv) {
   char out_path[128], err_path[128];
   snprintf(out_path, sizeof out_path, "%s/.stdout", dir);
   snprintf(err_path, sizeof err_path, "%s/.stderr", dir);
@@ -123,6 +119,17 @@ static void tool(result_t *r, const char *in, ...) {
   cr_assert(r->out != NULL && r->err != NULL);
   unlink(out_path);
   unlink(err_path);
+}
+
+/* tool runs the tool with the NULL-terminated arguments, stdin from `in` (NULL:
+ * /dev/null), and fills `r` (free with free_result). */
+static void tool(result_t *r, const char *in, ...) {
+  char *argv[MAX_ARGS];
+  va_list ap;
+  va_start(ap, in);
+  collect_args(argv, ap);
+  va_end(ap);
+  tool_argv(r, in, argv);
 }
 
 /* start_server starts a lithium-server on a free loopback port and returns its pid, with
@@ -896,5 +903,120 @@ Test(tool, journal_resumes_a_killed_run, .timeout = 120) {
   for (int i = 0; i < JOURNAL_FILES; i++)
     free(files[i]);
   free(files);
+  remove_dir();
+}
+
+Test(tool, sep_and_lines_on_stdout, .timeout = 60) {
+  make_dir();
+  write_file("a", "alpha");
+  write_file("b", "");
+  write_file("c", "gamma");
+  result_t r;
+  /* Default: no separator. */
+  tool(&r, NULL, "run", "testk:upper", path_of("a"), path_of("b"), path_of("c"), LOCAL, NULL);
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  cr_expect_str_eq(r.out, "ALPHAGAMMA");
+  free_result(&r);
+  /* --lines: one result a line, an empty one too. */
+  tool(&r, NULL, "run", "testk:upper", path_of("a"), path_of("b"), path_of("c"), LOCAL, "--lines",
+       NULL);
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  cr_expect_str_eq(r.out, "ALPHA\n\nGAMMA\n");
+  free_result(&r);
+  /* --sep with every escape, on servers and with results out of order. */
+  tool(&r, NULL, "run", "farm(testk:upper)", path_of("a"), path_of("c"), SERVERS, "--ordered=off",
+       "--sep", "\\t|\\\\|\\0|\\n", NULL);
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  static const char want[] = "ALPHA\t|\\|\0|\nGAMMA\t|\\|\0|\n";
+  cr_expect_eq(r.out_len, sizeof want - 1, "%zu bytes: %s", r.out_len, r.out);
+  cr_expect_eq(memcmp(r.out, want, sizeof want - 1), 0, "%s", r.out);
+  free_result(&r);
+  /* A failed task writes nothing, not even the separator; stdin works too. */
+  write_file("in", "stdin");
+  tool(&r, path_of("in"), "run", "testk:upper", "-", LOCAL, "--sep=,", NULL);
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  cr_expect_str_eq(r.out, "STDIN,");
+  free_result(&r);
+  tool(&r, NULL, "run", "pipe(testk:upper, testk:fail)", path_of("a"), LOCAL, "--lines", NULL);
+  cr_expect_eq(r.status, 1);
+  cr_expect_str_eq(r.out, "");
+  free_result(&r);
+  remove_dir();
+}
+
+/* expect_refused runs the tool with the NULL-terminated arguments and expects a usage error
+ * (status 2, nothing on stdout) whose message holds `want`. */
+static void expect_refused(const char *want, ...) {
+  char *argv[MAX_ARGS];
+  va_list ap;
+  va_start(ap, want);
+  collect_args(argv, ap);
+  va_end(ap);
+  result_t r;
+  tool_argv(&r, NULL, argv);
+  cr_expect_eq(r.status, 2, "%s %s: %s", argv[1], argv[2], r.err);
+  cr_expect_str_eq(r.out, "");
+  cr_expect(strstr(r.err, want) != NULL, "want '%s': %s", want, r.err);
+  free_result(&r);
+}
+
+Test(tool, sep_and_lines_usage_errors, .timeout = 30) {
+  make_dir();
+  write_file("a", "alpha");
+  const char *a = path_of("a");
+  expect_refused("not to --out", "run", "testk:upper", a, LOCAL, "--lines", "--out", path_of("o"),
+                 NULL);
+  cr_expect_neq(access(path_of("o"), F_OK), 0, "nothing was written");
+  expect_refused("not to --out", "run", "testk:upper", a, LOCAL, "-o", path_of("o"), "--sep", ",",
+                 NULL);
+  expect_refused("--sep '\\q': unknown escape", "run", "testk:upper", a, LOCAL, "--sep", "\\q",
+                 NULL);
+  expect_refused("--sep 'x\\': unknown escape", "run", "testk:upper", a, LOCAL, "--sep", "x\\",
+                 NULL);
+  expect_refused("give one", "run", "testk:upper", a, LOCAL, "--sep", ",", "--lines", NULL);
+  expect_refused("--lines takes no value", "run", "testk:upper", a, LOCAL, "--lines=yes", NULL);
+  expect_refused("--lines applies to run only", "check", "testk:upper", "--lines", NULL);
+  remove_dir();
+}
+
+Test(tool, check_modules_finds_every_kernel, .timeout = 30) {
+  make_dir();
+  result_t r;
+  /* Every kernel there: the canonical form, as without --modules. */
+  tool(&r, NULL, "check", "pipe(farm(testk:inc), map(skelk:chunks, skelk:rev, skelk:cat))",
+       "--modules", LT_TEST_MODULES, NULL);
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  cr_expect_str_eq(r.out, "pipe(farm(testk:inc), map(skelk:chunks, skelk:rev, skelk:cat))\n");
+  cr_expect_str_eq(r.err, "");
+  free_result(&r);
+  /* Each missing kernel and each missing module (once for its two kernels) is named. */
+  tool(&r, NULL, "check",
+       "pipe(testk:inc, farm(testk:nope), nomod:f, dc(nomod:g, testk:dbl, "
+       "testk:inc, skelk:none))",
+       "--modules", LT_TEST_MODULES, NULL);
+  cr_expect_eq(r.status, 2, "%s", r.err);
+  cr_expect_str_eq(r.out, "");
+  cr_expect(strstr(r.err, "lithium: unknown kernel 'testk:nope'") != NULL, "%s", r.err);
+  cr_expect(strstr(r.err, "lithium: unknown kernel 'skelk:none'") != NULL, "%s", r.err);
+  const char *mod = strstr(r.err, "lithium: unknown module 'nomod'");
+  cr_expect(mod != NULL, "%s", r.err);
+  cr_expect(mod == NULL || strstr(mod + 10, "unknown module 'nomod'") == NULL, "once: %s", r.err);
+  cr_expect(strstr(r.err, "testk:inc") == NULL && strstr(r.err, "testk:dbl") == NULL, "%s", r.err);
+  free_result(&r);
+  /* A module file that is not a shared object, and a directory that is not there. */
+  write_file("libjunk.so", "not an ELF file");
+  tool(&r, NULL, "check", "junk:f", "--modules", dir, NULL);
+  cr_expect_eq(r.status, 2, "%s", r.err);
+  cr_expect(strstr(r.err, "lithium: cannot load module 'junk'") != NULL, "%s", r.err);
+  free_result(&r);
+  tool(&r, NULL, "check", "testk:inc", "--modules", path_of("none"), NULL);
+  cr_expect_eq(r.status, 2, "%s", r.err);
+  cr_expect(strstr(r.err, "not a readable directory") != NULL, "%s", r.err);
+  free_result(&r);
+  /* Without --modules, check stays a syntax check. */
+  tool(&r, NULL, "check", "nomod:f", NULL);
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  cr_expect_str_eq(r.out, "nomod:f\n");
+  free_result(&r);
   remove_dir();
 }
