@@ -114,10 +114,9 @@ static void unlink_all(lt_future_t *const *fs, size_t n, lt_future_link_t *links
   }
 }
 
-LT_API int lt_future_wait_any(lt_future_t *const *fs, size_t n, int timeout_ms, size_t *which,
-                              lt_buf_t **out) {
-  if (out != NULL) *out = NULL;
-  if (fs == NULL || n == 0 || which == NULL || out == NULL) return LT_EINVAL;
+/* wait_any is lt_future_wait_any over n > 0 futures, with the index as a size_t. */
+static int wait_any(lt_future_t *const *fs, size_t n, int timeout_ms, size_t *which,
+                    lt_buf_t **out) {
   for (size_t i = 0; i < n; i++)
     if (fs[i] == NULL) return LT_EINVAL;
   int rc = take_any(fs, n, NULL, which, out);
@@ -164,4 +163,13 @@ LT_API int lt_future_wait_any(lt_future_t *const *fs, size_t n, int timeout_ms, 
 
 LT_API void lt_future_release(lt_future_t *f) {
   if (f != NULL) unref(f);
+}
+
+LT_API int lt_future_wait_any(lt_future_t **fs, int n, int timeout_ms, int *which, lt_buf_t **out) {
+  if (out != NULL) *out = NULL;
+  if (fs == NULL || n <= 0 || which == NULL || out == NULL) return LT_EINVAL;
+  size_t w = 0;
+  int rc = wait_any(fs, (size_t)n, timeout_ms, &w, out);
+  if (rc == LT_OK) *which = (int)w;
+  return rc;
 }

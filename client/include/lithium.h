@@ -102,10 +102,9 @@ LT_API int lt_future_wait(lt_future_t *f, int timeout_ms, lt_buf_t **out);
  * and its index in `fs` to *which; the lowest index when several are ready. The futures may
  * belong to one evaluator or several. Futures whose result was taken already are skipped;
  * LT_ESTATE when that is all of them, LT_ETIMEDOUT when none is ready in time, LT_EINVAL
- * when `fs`, `which` or `out` is NULL, `n` is 0 or a future is NULL. The futures must not
- * be released during the wait. Any thread. */
-LT_API int lt_future_wait_any(lt_future_t *const *fs, size_t n, int timeout_ms, size_t *which,
-                              lt_buf_t **out);
+ * when `fs`, `which` or `out` is NULL, `n` is not positive or a future is NULL. The futures
+ * must not be released during the wait. Any thread. (The signature of DESIGN.md §8.) */
+LT_API int lt_future_wait_any(lt_future_t **fs, int n, int timeout_ms, int *which, lt_buf_t **out);
 
 /* lt_future_release drops the future (and its result if not taken); accepts NULL. */
 LT_API void lt_future_release(lt_future_t *f);

@@ -179,20 +179,20 @@ Test(wait_any, futures_of_two_evaluators_each_once, .timeout = 120) {
     fs[i] = submit_future(i % 2 ? remote : local, i);
   unsigned char seen[M] = {0};
   for (int k = 0; k < M; k++) {
-    size_t which = M;
+    int which = M;
     lt_buf_t *b = NULL;
     cr_assert_eq(lt_future_wait_any(fs, M, 30000, &which, &b), LT_OK);
     cr_assert_lt(which, (size_t)M);
-    cr_assert_eq(seen[which], 0, "future %zu twice", which);
+    cr_assert_eq(seen[which], 0, "future %d twice", which);
     seen[which] = 1;
     cr_assert_eq(lt_buf_error(b), LT_OK, "%s", lt_buf_errmsg(b));
     int64_t want = which % 2 ? (int64_t)which + 1 : 2 * (int64_t)which;
-    cr_assert_eq(get_i64(lt_buf_data(b)), want, "future %zu", which);
-    cr_assert_eq(lt_buf_task(b), (uint64_t)(which / 2), "future %zu", which);
+    cr_assert_eq(get_i64(lt_buf_data(b)), want, "future %d", which);
+    cr_assert_eq(lt_buf_task(b), (uint64_t)(which / 2), "future %d", which);
     lt_buf_free(b);
   }
   /* Every result was taken: nothing more can come. */
-  size_t which = 0;
+  int which = 0;
   lt_buf_t *b = NULL;
   cr_assert_eq(lt_future_wait_any(fs, M, 1000, &which, &b), LT_ESTATE);
   cr_assert_null(b);
@@ -205,7 +205,7 @@ Test(wait_any, futures_of_two_evaluators_each_once, .timeout = 120) {
 Test(wait_any, times_out_then_wakes_on_the_result, .timeout = 60) {
   lt_eval_t *ev = new_eval(lt_farm(lt_seq_with("testk:sleep", "1500", 4)), 1);
   lt_future_t *fs[2] = {submit_future(ev, 7), submit_future(ev, 8)};
-  size_t which = 5;
+  int which = 5;
   lt_buf_t *b = NULL;
   cr_assert_eq(lt_future_wait_any(fs, 2, 0, &which, &b), LT_ETIMEDOUT);
   cr_assert_null(b);
@@ -240,7 +240,7 @@ Test(wait_any, skips_taken_futures_and_checks_arguments, .timeout = 60) {
   lt_buf_t *b = NULL;
   cr_assert_eq(lt_future_wait(fs[0], 30000, &b), LT_OK);
   lt_buf_free(b);
-  size_t which = 0;
+  int which = 0;
   /* fs[0] was taken: the next ready one is fs[1] or fs[2]. */
   cr_assert_eq(lt_future_wait_any(fs, 3, 30000, &which, &b), LT_OK);
   cr_assert_neq(which, 0);
