@@ -1,18 +1,16 @@
-/* dispatch.c: placement and execute batches. Each loop turn, fireable instructions go to
- * servers: a successor fired by its predecessor's dispatch goes where its input will be
- * unless a faster server would finish it clearly sooner, fetch included (it counts in that
- * server's window, as the rest of the task it belongs to);
- * other work goes where it would finish first (earliest estimated finish, DESIGN.md 7:
- * backlog, cost, and bytes to move), or round robin under placement=rr and in plain mode.
- * Inputs travel inline when the client holds them and as references otherwise; under lazy
- * binding an instruction's output is passed on as a reference as soon as it is dispatched.
- * One `execute` per server per turn. Dispatcher thread only. */
+/* dispatch.c: execute batches. Each loop turn, fireable instructions go to the servers the
+ * placement policy chooses (placement.c; a successor fired by its predecessor's dispatch
+ * counts in its server's window, as the rest of the task it belongs to), packed into one
+ * `execute` per server. Inputs travel inline when the client holds them and as references
+ * otherwise; under lazy binding an instruction's output is passed on as a reference as soon as it
+ * is dispatched. Dispatcher thread only. */
 #include <stdlib.h>
 #include <string.h>
 
 #include <lithium/error.h>
 #include "oid.h"
 #include "exec.h"
+#include "placement.h"
 #include "sched_internal.h"
 
 /* An execute message being assembled for one server. Inputs, further stages and outputs of
@@ -53,144 +51,6 @@ static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem) {
   *p = q;
   *cap = n;
   return LT_OK;
-}
-
-/* frame_need returns the largest frame server i would receive for these inputs: values the
- * client sends, and values held elsewhere that it would fetch. */
-static uint64_t frame_need(const lt_fire_t *fi, int i) {
-  uint64_t need = 0;
-  for (uint32_t k = 0; k < fi->ninputs; k++) {
-    const lt_token_t *t = &fi->inputs[k];
-    uint64_t n = t->value != NULL ? t->value->len : t->holder != i ? t->size : 0;
-    if (n > need) need = n;
-  }
-  return need;
-}
-
-/* fits tells whether server i takes frames as large as these inputs need there. */
-static int fits(const lt_sched_t *s, size_t i, const lt_fire_t *fi) {
-  uint64_t lim = s->conns[i].max_frame;
-  return lim == 0 || frame_need(fi, (int)i) <= lim;
-}
-
-#define MOVE_GAIN 0.75 /* a successor leaves its predecessor's server for a 25 % gain */
-
-/* holder_bytes sums the bytes of the inputs held by each server into bytes[] (of nconns
- * entries) and returns the live server holding most of them, or -1: O(inputs + servers),
- * since a merge may have tens of thousands of inputs. Ties go to the first input's holder. */
-static int holder_bytes(const lt_sched_t *s, const lt_fire_t *fi, uint64_t *bytes,
-                        uint64_t *total) {
-  memset(bytes, 0, s->nconns * sizeof *bytes);
-  *total = 0;
-  for (uint32_t i = 0; i < fi->ninputs; i++) {
-    const lt_token_t *t = &fi->inputs[i];
-    if (t->value == NULL && t->holder >= 0) {
-      bytes[t->holder] += t->size + 1; /* +1: unknown sizes still count */
-      *total += t->size + 1;
-    }
-  }
-  int best = -1;
-  for (uint32_t i = 0; i < fi->ninputs; i++) {
-    const lt_token_t *t = &fi->inputs[i];
-    if (t->value != NULL || t->holder < 0 || s->conns[t->holder].state != LT_CONN_READY) continue;
-    if (best < 0 || bytes[t->holder] > bytes[best]) best = t->holder;
-  }
-  return best;
-}
-
-/* has_room tells whether server i may be given one more instruction: its admitted cap, or
- * one at a time while it is suspect (it held work far too long, watchdog.c). */
-static int has_room(const lt_sched_t *s, size_t i) {
-  return s->admitted[i] < (s->slots[i].suspect ? 1 : s->pace[i].cap);
-}
-
-/* round_robin returns the next live server with room after the last one chosen, or -1. */
-static int round_robin(lt_sched_t *s, const lt_fire_t *fi) {
-  for (size_t k = 0; k < s->nconns; k++) {
-    size_t i = (s->rr + k) % s->nconns;
-    if (lt__sched_takes(s, i) && has_room(s, i) && fits(s, i, fi)) return (int)i;
-  }
-  return -1;
-}
-
-/* earliest returns the server with room where `r` would finish first, counting the inputs
- * it would have to fetch (DESIGN.md 7), or -1: what it has admitted, costed at today's
- * estimates, plus this one, plus moving the inputs held elsewhere. A holder of the inputs wins
- * unless its queue costs more than moving them. */
-static int earliest(lt_sched_t *s, const lt_fire_t *fi, const uint64_t *bytes, uint64_t total) {
-  int best = -1;
-  double best_us = 0, floor_us = -1;
-  for (size_t k = 0; k < s->nconns; k++) {
-    size_t i = (s->rr + k) % s->nconns;
-    if (!lt__sched_takes(s, i) || !fits(s, i, fi)) continue;
-    double c = lt__pace_cost_us(s, i, fi->stages);
-    double us = lt__pace_backlog_us(s, i) + c + (double)(total - bytes[i]) / LT_LINK_BPUS;
-    if (floor_us < 0 || us < floor_us) floor_us = us;
-    if (!has_room(s, i)) continue;
-    if (best < 0 || us < best_us) {
-      best = (int)i;
-      best_us = us;
-    }
-  }
-  /* Under lookahead a busy server gets another instruction only if it would finish it no
-   * later than one that is full now: otherwise the instruction waits for that one. An idle
-   * server always gets work, so an estimate spoilt by one slow sample is corrected by the
-   * next (no server starves). Plain mode keeps the original Lithium: any idle server. */
-  if (best >= 0 && s->ev->opts.lookahead && s->admitted[best] > 0 && best_us > floor_us * 1.05 + 1)
-    best = -1;
-  return best;
-}
-
-/* follow_or_move places a successor dispatched with its predecessor, which will hold its
- * input on server h (DESIGN.md 7: the finish estimate decides between chain affinity and
- * moving a value). Elsewhere it cannot start before the predecessor is done on h, then pays
- * the transfer: it moves only to a server that would finish it in under MOVE_GAIN of the
- * time h would, backlog included (a full server too: like on h, it waits there without a
- * thread until its input is ready). */
-static int follow_or_move(lt_sched_t *s, const lt_fire_t *fi, const uint64_t *bytes, uint64_t total,
-                          int h) {
-  double ready = lt__pace_backlog_us(s, (size_t)h);
-  double stay = ready + lt__pace_cost_us(s, (size_t)h, fi->stages);
-  int best = h;
-  double best_us = stay;
-  for (size_t j = 0; j < s->nconns; j++) {
-    if ((int)j == h || !lt__sched_takes(s, j) || !fits(s, j, fi)) continue;
-    double backlog = lt__pace_backlog_us(s, j);
-    double us = (backlog > ready ? backlog : ready) + lt__pace_cost_us(s, j, fi->stages) +
-                (double)(total - bytes[j]) / LT_LINK_BPUS;
-    if (us < best_us && us < MOVE_GAIN * stay) {
-      best = (int)j;
-      best_us = us;
-    }
-  }
-  return best;
-}
-
-/* place returns the server for `r`, or -1 when none has room; sets r->admitted. A successor
- * fired by its predecessor's dispatch is placed by follow_or_move, whatever the room. */
-static int place(lt_sched_t *s, instr_rec_t *r, const lt_fire_t *fi) {
-  uint64_t stack[64], total;
-  uint64_t *bytes = stack;
-  if (s->nconns > 64 && (bytes = calloc(s->nconns, sizeof *bytes)) == NULL) return -1;
-  int best = holder_bytes(s, fi, bytes, &total);
-  if (best >= 0 && !fits(s, (size_t)best, fi)) best = -1;
-  if (best >= 0 && r->chained) {
-    /* It waits for its predecessor, on the holder unless a faster server would finish it
-     * clearly sooner even after fetching the value; either way it fills that server's
-     * window, so that a server is not given more tasks than it can hold whole. */
-    if (s->ev->opts.placement == LT_PLACE_EFT) best = follow_or_move(s, fi, bytes, total, best);
-    r->admitted = 1;
-  } else {
-    /* Plain mode is the original Lithium: the next idle server. */
-    int rr = s->ev->opts.placement == LT_PLACE_RR || !s->ev->opts.lookahead;
-    best = rr ? round_robin(s, fi) : earliest(s, fi, bytes, total);
-    if (best >= 0) {
-      s->rr = (size_t)best + 1;
-      r->admitted = 1;
-    }
-  }
-  if (bytes != stack) free(bytes);
-  return best;
 }
 
 void lt__sched_unadmit(lt_sched_t *s, instr_rec_t *r, size_t idx) {
@@ -340,7 +200,8 @@ static int too_big(lt_sched_t *s, instr_rec_t *r, const lt_fire_t *fi) {
   for (size_t i = 0; i < s->nconns; i++) {
     if (s->conns[i].state == LT_CONN_HELLO) return 0; /* it may take it: wait for its welcome */
     if (!lt__sched_takes(s, i)) continue;
-    if (s->conns[i].max_frame == 0 || (fits(s, i, fi) && hdr <= header_cap(s, i))) return 0;
+    if (s->conns[i].max_frame == 0 || (lt__placement_fits(s, i, fi) && hdr <= header_cap(s, i)))
+      return 0;
     if (!live || s->conns[i].max_frame > most) {
       most = s->conns[i].max_frame;
       best = i;
@@ -348,7 +209,7 @@ static int too_big(lt_sched_t *s, instr_rec_t *r, const lt_fire_t *fi) {
     live = 1;
   }
   if (!live) return 0; /* it waits for a server */
-  uint64_t need = frame_need(fi, -1);
+  uint64_t need = lt__placement_frame_need(fi, -1);
   char msg[256];
   if (need > most)
     snprintf(msg, sizeof msg,
@@ -384,12 +245,9 @@ static int send_one(lt_sched_t *s, batch_t *batches, instr_rec_t *r, int force) 
   if (r->ins == NULL && keep_inputs(r, &fi) != LT_OK) return LT_ENOMEM;
   fi.inputs = r->ins; /* the record's copies: the frame may go on below */
   if (too_big(s, r, &fi)) return LT_OK;
-  int idx = force;
-  if (idx >= 0)
-    r->admitted = 1;
-  else
-    idx = place(s, r, &fi);
+  int idx = force >= 0 ? force : s->placement->place(s, &fi, r->chained);
   if (idx < 0) return LT_EAGAIN;
+  r->admitted = 1;
   const lt_options_t *o = &s->ev->opts;
   r->op = fi.op;
   r->stages = fi.stages;
@@ -437,7 +295,8 @@ static int send_one(lt_sched_t *s, batch_t *batches, instr_rec_t *r, int force) 
 /* note_full tells the throttle of every server without room that work waited for it. */
 static void note_full(lt_sched_t *s) {
   for (size_t i = 0; i < s->nconns; i++)
-    if (s->conns[i].state == LT_CONN_READY && !has_room(s, i)) lt__pace_full(&s->pace[i]);
+    if (s->conns[i].state == LT_CONN_READY && !lt__placement_has_room(s, i))
+      lt__pace_full(&s->pace[i]);
 }
 
 int lt__sched_dispatch_to(lt_sched_t *s, instr_rec_t *r, int idx) {

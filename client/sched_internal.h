@@ -1,6 +1,7 @@
-/* sched_internal.h: the dispatcher's state, shared by its three files: scheduler.c (the
+/* sched_internal.h: the dispatcher's state, shared by its files: scheduler.c (the
  * loop, connections, heartbeats, stats), jobs.c (tasks as graph instances, instruction
- * records, completions, releases) and dispatch.c (placement and execute batches).
+ * records, completions, releases), dispatch.c (execute batches) and placement.c (where an
+ * instruction goes).
  * Dispatcher thread only, except stats_mu. */
 #ifndef LT_SCHED_INTERNAL_H
 #define LT_SCHED_INTERNAL_H
@@ -12,6 +13,7 @@
 #include "conn.h"
 #include "eval.h"
 #include "instance.h"
+#include "placement.h"
 #include "scheduler.h"
 #include "ship.h"
 #include "trace.h"
@@ -40,7 +42,7 @@ typedef struct instr_rec {
   uint32_t op;
   int conn;        /* -1 while queued */
   uint32_t tries;  /* dispatches lost to a failed server */
-  int chained;     /* fired by a predecessor's dispatch: placed by follow_or_move (dispatch.c) */
+  int chained;     /* fired by a predecessor's dispatch: placed as a successor (placement.c) */
   int admitted;    /* counted in its server's window */
   int migrating;   /* a cancel is on its way to move it to a faster server */
   int moved;       /* its frame went on at dispatch: the completion only reports status */
@@ -175,8 +177,9 @@ struct lt_sched {
   lt_codec_limits_t limits;
   lt_rx_t rx;
   int64_t next_tick;
-  int64_t t0_ms; /* start of the dispatcher, for the window history */
-  size_t rr;     /* round-robin start for placement */
+  int64_t t0_ms;                       /* start of the dispatcher, for the window history */
+  size_t rr;                           /* round-robin start for placement */
+  const lt_placement_ops_t *placement; /* the policy of option `placement` */
 
   lt_task_t *done_head; /* results of this turn, delivered under one lock */
   lt_task_t *done_tail;

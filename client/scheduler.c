@@ -26,6 +26,7 @@ int lt__sched_new(lt_sched_t **out, lt_eval_t *ev) {
    * tells its speed (a slow one given more at once would hold it all); pacing adds the
    * depth that covers the round trip from then on. Plain Lithium keeps one. */
   s->window = ev->opts.lookahead ? ev->opts.max_threads : 1;
+  s->placement = lt__placement_of(&ev->opts);
   s->next_seq = (uint64_t)LT_MAX_PARTS + 1;
   lt__codec_limits_default(&s->limits);
   pthread_mutex_init(&s->stats_mu, NULL);

@@ -1,0 +1,39 @@
+/* placement.h: the placement policies (option `placement`) behind one small ops table, so
+ * that the dispatcher only asks where an instruction goes and packs batches (dispatch.c).
+ * Dispatcher thread only. */
+#ifndef LT_PLACEMENT_H
+#define LT_PLACEMENT_H
+
+#include <stddef.h>
+
+#include "instance.h"
+#include "options.h"
+
+typedef struct lt_sched lt_sched_t;
+
+/* A placement policy. `place` returns the server for an instruction with inputs `fi`, or -1
+ * when none has room for it now; `chained` when a predecessor's dispatch fired it, so that its
+ * input will be on the predecessor's server (it is placed whatever the room there). Placing
+ * new (unchained) work moves the round-robin cursor past the server chosen. */
+typedef struct lt_placement_ops {
+  const char *name;
+  int (*place)(lt_sched_t *s, const lt_fire_t *fi, int chained);
+} lt_placement_ops_t;
+
+/* eft: earliest estimated finish (DESIGN.md 7), round robin in plain mode (no lookahead). */
+extern const lt_placement_ops_t lt__placement_eft;
+/* rr: round robin over the servers with room; a successor stays with its input. */
+extern const lt_placement_ops_t lt__placement_rr;
+
+/* lt__placement_of returns the policy the options name (borrowed, static). */
+const lt_placement_ops_t *lt__placement_of(const lt_options_t *o);
+
+/* lt__placement_has_room tells whether server i may be given one more instruction. */
+int lt__placement_has_room(const lt_sched_t *s, size_t i);
+/* lt__placement_frame_need returns the largest frame server i (-1: any) would receive for
+ * these inputs: values the client sends, and values held elsewhere that it would fetch. */
+uint64_t lt__placement_frame_need(const lt_fire_t *fi, int i);
+/* lt__placement_fits tells whether server i takes frames as large as these inputs need. */
+int lt__placement_fits(const lt_sched_t *s, size_t i, const lt_fire_t *fi);
+
+#endif
