@@ -2,8 +2,8 @@
  * placement policy chooses (placement.c; a successor fired by its predecessor's dispatch
  * counts in its server's window, as the rest of the task it belongs to), packed into one
  * `execute` per server. Inputs travel inline when the client holds them and as references
- * otherwise; under lazy binding an instruction's output is passed on as a reference as soon as it
- * is dispatched. Dispatcher thread only. */
+ * otherwise; when the binding (binding.c) says so, an instruction's output is passed on as a
+ * reference as soon as it is dispatched. Dispatcher thread only. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -226,6 +226,18 @@ static int too_big(lt_sched_t *s, instr_rec_t *r, const lt_fire_t *fi) {
   return 1;
 }
 
+/* move_on passes r's output on by name now that its server `idx` is known (lazy binding):
+ * the frame goes on, and successors it fires are queued to go out in this turn. */
+static void move_on(lt_sched_t *s, instr_rec_t *r, int idx) {
+  job_t *j = r->job;
+  lt_token_t out = {.id = {s->ev->client_id, r->seq}, .holder = idx};
+  lt__instance_dispatched(j->inst, r->frame, &out, lt__sched_on_fire_chained, s);
+  r->moved = 1;
+  r->frame = NULL; /* it may have finished and been freed */
+  if (j->inst->done && j->inst->result.value == NULL && lt__oid_eq(j->inst->result.id, out.id))
+    r->final = 1;
+}
+
 /* send_one places and encodes r (on server `force` when it is not -1); LT_EAGAIN when no
  * server has room. */
 static int send_one(lt_sched_t *s, batch_t *batches, instr_rec_t *r, int force) {
@@ -248,7 +260,6 @@ static int send_one(lt_sched_t *s, batch_t *batches, instr_rec_t *r, int force) 
   int idx = force >= 0 ? force : s->placement->place(s, &fi, r->chained);
   if (idx < 0) return LT_EAGAIN;
   r->admitted = 1;
-  const lt_options_t *o = &s->ev->opts;
   r->op = fi.op;
   r->stages = fi.stages;
   r->nstages = fi.nstages;
@@ -263,20 +274,10 @@ static int send_one(lt_sched_t *s, batch_t *batches, instr_rec_t *r, int force) 
     }
   }
   batches[idx].header += bytes;
-  job_t *j = r->job;
-  if (o->lazy && !r->moved && lt__frame_moves_on(r->frame)) {
-    /* Lazy binding: the output is known by name now, so the frame goes on. */
-    lt_token_t out = {.id = {s->ev->client_id, r->seq}, .holder = idx};
-    s->chaining = 1;
-    lt__instance_dispatched(j->inst, r->frame, &out, lt__sched_on_fire, s);
-    s->chaining = 0;
-    r->moved = 1;
-    r->frame = NULL; /* it may have finished and been freed */
-    if (j->inst->done && j->inst->result.value == NULL && lt__oid_eq(j->inst->result.id, out.id))
-      r->final = 1;
-  }
-  uint32_t flags = (!o->lazy || r->final) ? LT_INSTR_RETURN : 0;
-  if (o->lazy && !lt__op(r->op)->keeps_inputs) flags |= LT_INSTR_RELEASE_INPUTS;
+  if (lt__binding(s, r).moves_on) move_on(s, r, idx);
+  lt_binding_t b = lt__binding(s, r);
+  uint32_t flags =
+      (b.returns ? LT_INSTR_RETURN : 0) | (b.release_inputs ? LT_INSTR_RELEASE_INPUTS : 0);
   if (batch_add(s, &batches[idx], idx, r, &fi, flags) != LT_OK) return LT_ENOMEM;
   r->conn = idx;
   r->sent_ms = lt__clock_ms();

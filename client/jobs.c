@@ -96,8 +96,9 @@ void lt__sched_rec_done(lt_sched_t *s, instr_rec_t *r) {
   job_release(s, j);
 }
 
-void lt__sched_on_fire(void *ud, lt_instance_t *inst, lt_frame_t *frame) {
-  lt_sched_t *s = ud;
+/* fire queues an instruction of `inst` for frame, `chained` when its predecessor's
+ * dispatch fired it: it then goes out in the same turn. */
+static void fire(lt_sched_t *s, lt_instance_t *inst, lt_frame_t *frame, int chained) {
   job_t *j = inst->user;
   instr_rec_t *r = calloc(1, sizeof *r);
   if (r == NULL) {
@@ -110,10 +111,17 @@ void lt__sched_on_fire(void *ud, lt_instance_t *inst, lt_frame_t *frame) {
   r->job = j;
   r->gen = j->gen;
   r->frame = frame;
-  r->chained = s->chaining;
+  r->chained = chained;
   j->live++;
-  /* A successor fired by its predecessor's dispatch goes out in the same turn. */
-  lt__sched_push_fireable(s, r, r->chained);
+  lt__sched_push_fireable(s, r, chained);
+}
+
+void lt__sched_on_fire(void *ud, lt_instance_t *inst, lt_frame_t *frame) {
+  fire(ud, inst, frame, 0);
+}
+
+void lt__sched_on_fire_chained(void *ud, lt_instance_t *inst, lt_frame_t *frame) {
+  fire(ud, inst, frame, 1);
 }
 
 void lt__sched_take_intake(lt_sched_t *s) {
@@ -178,10 +186,14 @@ void lt__sched_flush_releases(lt_sched_t *s) {
   }
 }
 
-/* release_outputs releases what an instruction left on server `conn`: its `n` outputs. */
-static void release_outputs(lt_sched_t *s, const instr_rec_t *r, int conn, uint32_t n) {
+/* release_left releases what r's completion `cp` left on server `conn` (its outputs, at
+ * least one), when outputs stay on servers. */
+static void release_left(lt_sched_t *s, const instr_rec_t *r, size_t conn,
+                         const lt_completion_t *cp) {
+  if (!lt__binding(s, NULL).outputs_stay) return;
+  uint32_t n = cp->noutputs > 0 ? cp->noutputs : 1;
   for (uint32_t i = 0; i < n; i++)
-    lt__sched_release(s, conn, (lt_oid_t){s->ev->client_id, r->seq + i});
+    lt__sched_release(s, (int)conn, (lt_oid_t){s->ev->client_id, r->seq + i});
 }
 
 /* ---- completions ------------------------------------------------------------------------ */
@@ -270,7 +282,7 @@ static int output_tokens(lt_sched_t *s, const instr_rec_t *r, int conn, const lt
     t->holder = conn;
     if (cp->outputs[i].frame >= 0) {
       const lt_bytes_t *f = &m->frames[cp->outputs[i].frame];
-      if (!s->ev->opts.lazy) t->holder = -1;
+      if (!lt__binding(s, NULL).outputs_stay) t->holder = -1;
       if ((t->value = lt__value_copy(f->data, f->len)) == NULL) return LT_ENOMEM;
     }
   }
@@ -358,7 +370,7 @@ void lt__sched_on_completion(lt_sched_t *s, size_t idx, const lt_completion_t *c
             "server %s: completion of instruction %llu, which it was not running for us "
             "(%llu so far)",
             c->endpoint, (unsigned long long)cp->seq, (unsigned long long)s->stray);
-    if (cp->status == LT_OK && s->ev->opts.lazy && cp->noutputs <= LT_MAX_PARTS)
+    if (cp->status == LT_OK && lt__binding(s, NULL).outputs_stay && cp->noutputs <= LT_MAX_PARTS)
       for (uint32_t i = 0; i < cp->noutputs; i++)
         lt__sched_release(s, (int)idx, (lt_oid_t){s->ev->client_id, cp->seq + i});
     return;
@@ -374,8 +386,7 @@ void lt__sched_on_completion(lt_sched_t *s, size_t idx, const lt_completion_t *c
   int settled = cp->status != LT_ESHUTDOWN && cp->status != LT_ECANCELED && cp->status != LT_ELOST;
   if (lt__sched_twin_settle(s, r, settled)) {
     /* Its copy won, or carries on: this one only releases what it left. */
-    if (cp->status == LT_OK && s->ev->opts.lazy)
-      release_outputs(s, r, (int)idx, cp->noutputs > 0 ? cp->noutputs : 1);
+    if (cp->status == LT_OK) release_left(s, r, idx, cp);
     lt__sched_rec_done(s, r);
     return;
   }
@@ -392,7 +403,7 @@ void lt__sched_on_completion(lt_sched_t *s, size_t idx, const lt_completion_t *c
   /* Outputs left on the server that nobody will read: the job is over, or was recomputed,
    * or failed here. A value lost with a peer server makes the task recompute. */
   if (lt__sched_stale(r) || cp->status != LT_OK) {
-    if (s->ev->opts.lazy) release_outputs(s, r, (int)idx, cp->noutputs > 0 ? cp->noutputs : 1);
+    release_left(s, r, idx, cp);
     if (!lt__sched_stale(r) && cp->status == LT_ELOST)
       lt__sched_restart(s, j, cp->errmsg);
     else if (!lt__sched_stale(r))

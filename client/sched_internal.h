@@ -173,7 +173,6 @@ struct lt_sched {
   job_t *jobs; /* every job, by task number */
   uint64_t next_seq;
   uint32_t window; /* instructions admitted per server before pacing has samples */
-  int chaining;    /* a dispatch-time pass-on is firing successors */
   lt_codec_limits_t limits;
   lt_rx_t rx;
   int64_t next_tick;
@@ -221,7 +220,10 @@ double lt__pace_known_us(const lt_sched_t *s, const void *key);
 double lt__pace_parallel(const pace_t *p);
 
 /* jobs.c */
+/* lt__sched_on_fire queues a fired instruction at the back; lt__sched_on_fire_chained, for
+ * a successor fired by its predecessor's dispatch, at the front, placed as a successor. */
 void lt__sched_on_fire(void *ud, lt_instance_t *inst, lt_frame_t *frame);
+void lt__sched_on_fire_chained(void *ud, lt_instance_t *inst, lt_frame_t *frame);
 void lt__sched_take_intake(lt_sched_t *s);
 void lt__sched_push_fireable(lt_sched_t *s, instr_rec_t *r, int front);
 instr_rec_t *lt__sched_pop_fireable(lt_sched_t *s);
@@ -240,6 +242,22 @@ void lt__sched_release(lt_sched_t *s, int conn, lt_oid_t id);
 void lt__sched_flush_releases(lt_sched_t *s);
 void lt__sched_fail_all(lt_sched_t *s, int err, const char *msg);
 void lt__sched_deliver(lt_sched_t *s);
+
+/* binding.c */
+/* How an instruction's inputs and outputs are bound (the `lazy` option): by value through
+ * the client, or by reference on the servers. */
+typedef struct lt_binding {
+  int moves_on;        /* its frame goes on at dispatch, with a reference to its output */
+  int returns;         /* its output comes back to the client (LT_INSTR_RETURN) */
+  int release_inputs;  /* its server drops its inputs once run (LT_INSTR_RELEASE_INPUTS) */
+  int outputs_stay;    /* outputs stay on their server: a value that came back keeps its
+                          holder, and outputs nobody will read are released there */
+  uint64_t inline_max; /* stored outputs up to this size come back too (hello) */
+} lt_binding_t;
+/* lt__binding returns the binding of r now (it changes once r's frame moved on); r's frame
+ * is read, so r must not be stale. NULL gives the session-wide fields alone (outputs_stay,
+ * inline_max): completions use that, since their record may be stale. */
+lt_binding_t lt__binding(const lt_sched_t *s, const instr_rec_t *r);
 
 /* dispatch.c */
 #define LT_LINK_BPUS 100.0 /* bytes per µs assumed for moving a value (100 MB/s) */

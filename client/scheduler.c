@@ -167,8 +167,8 @@ static void greet(lt_sched_t *s, size_t idx) {
                          .server = key};
   lt_conn_program_t prog = {.kernels = ev->tmpl->kernels, .nkernels = ev->tmpl->nkernels};
   lt__ship_modules(s->ship, &prog.modules, &prog.nmodules);
-  int rc = lt__conn_open(c, s->zctx, ep, ev->client_id, ev->opts.lazy ? ev->opts.inline_max : 0,
-                         &prog, &auth, lt__clock_ms());
+  int rc = lt__conn_open(c, s->zctx, ep, ev->client_id, lt__binding(s, NULL).inline_max, &prog,
+                         &auth, lt__clock_ms());
   if (rc != LT_OK) {
     if (rc == LT_EAUTH) count_auth(s, idx);
     lt__log(LT_LOG_WARN, "server %s: cannot open (%s)", ep, lt_strerror(rc));

@@ -2,7 +2,7 @@
  * server connections, turns submitted tasks into graph instances, dispatches fireable
  * instructions (batched per server), handles completions, heartbeats and server loss, in
  * plain mode (the original Lithium) or with lookahead and lazy binding. Its files:
- * scheduler.c, jobs.c, dispatch.c, pace.c (sched_internal.h). */
+ * scheduler.c, jobs.c, dispatch.c, placement.c, binding.c, pace.c (sched_internal.h). */
 #ifndef LT_SCHEDULER_H
 #define LT_SCHEDULER_H
 
