@@ -1,0 +1,116 @@
+/* test_placement.c: the placement policies (client/placement.c) on a hand-built dispatcher
+ * state: three ready servers, no sockets. rr cycles over the servers with room; eft sends new
+ * work where it would finish first and keeps a successor with its input unless another
+ * server would finish it clearly sooner. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "sched_internal.h"
+
+#define SERVERS 3
+
+/* A dispatcher state with SERVERS ready servers, each taking 4 instructions at once. */
+typedef struct world {
+  lt_eval_t ev;
+  lt_sched_t s;
+  lt_conn_t conns[SERVERS];
+  slot_t slots[SERVERS];
+  uint32_t admitted[SERVERS];
+  pace_t pace[SERVERS];
+} world_t;
+
+static void world_init(world_t *w, int placement, int lookahead) {
+  memset(w, 0, sizeof *w);
+  lt__options_init(&w->ev.opts);
+  w->ev.opts.placement = placement;
+  w->ev.opts.lookahead = lookahead;
+  w->s.ev = &w->ev;
+  w->s.conns = w->conns;
+  w->s.slots = w->slots;
+  w->s.admitted = w->admitted;
+  w->s.pace = w->pace;
+  w->s.nconns = SERVERS;
+  w->s.placement = lt__placement_of(&w->ev.opts);
+  for (size_t i = 0; i < SERVERS; i++) {
+    w->conns[i].state = LT_CONN_READY;
+    w->pace[i].cap = 4;
+    w->pace[i].per_us = 100;
+  }
+}
+
+static void world_fini(world_t *w) {
+  lt__options_clear(&w->ev.opts);
+}
+
+static int place(world_t *w, const lt_fire_t *fi, int chained) {
+  return w->s.placement->place(&w->s, fi, chained);
+}
+
+/* assert_cycles checks that new work goes round the servers, the fastest included. */
+static void assert_cycles(world_t *w) {
+  lt_fire_t fi = {0};
+  w->pace[2].per_us = 1;
+  for (int k = 0; k < 2 * SERVERS; k++)
+    cr_assert_eq(place(w, &fi, 0), k % SERVERS);
+}
+
+Test(placement, chosen_from_the_option) {
+  lt_options_t o;
+  lt__options_init(&o);
+  o.placement = LT_PLACE_EFT;
+  cr_assert_str_eq(lt__placement_of(&o)->name, "eft");
+  o.placement = LT_PLACE_RR;
+  cr_assert_str_eq(lt__placement_of(&o)->name, "rr");
+  lt__options_clear(&o);
+}
+
+Test(placement, rr_cycles_over_servers_with_room) {
+  world_t w;
+  world_init(&w, LT_PLACE_RR, 1);
+  assert_cycles(&w);
+  lt_fire_t fi = {0};
+  w.admitted[1] = w.pace[1].cap; /* full: skipped */
+  cr_assert_eq(place(&w, &fi, 0), 0);
+  cr_assert_eq(place(&w, &fi, 0), 2);
+  w.conns[0].state = LT_CONN_DEAD;
+  w.admitted[2] = w.pace[2].cap;
+  cr_assert_eq(place(&w, &fi, 0), -1);
+  world_fini(&w);
+}
+
+Test(placement, eft_picks_the_earliest_finish) {
+  world_t w;
+  world_init(&w, LT_PLACE_EFT, 1);
+  lt_fire_t fi = {0};
+  w.pace[1].per_us = 10;
+  w.pace[2].per_us = 50;
+  cr_assert_eq(place(&w, &fi, 0), 1);
+  w.pace[1].others = 20; /* 200 µs queued there: server 2 finishes first */
+  cr_assert_eq(place(&w, &fi, 0), 2);
+  world_fini(&w);
+}
+
+Test(placement, eft_is_round_robin_in_plain_mode) {
+  world_t w;
+  world_init(&w, LT_PLACE_EFT, 0);
+  assert_cycles(&w);
+  world_fini(&w);
+}
+
+Test(placement, a_successor_follows_its_input_unless_much_faster_elsewhere) {
+  world_t w;
+  world_init(&w, LT_PLACE_EFT, 1);
+  lt_token_t in = {.holder = 0, .size = 1000};
+  lt_fire_t fi = {.inputs = &in, .ninputs = 1};
+  w.admitted[0] = w.pace[0].cap; /* full: a successor goes there all the same */
+  w.pace[1].per_us = 90;
+  w.pace[2].per_us = 90;
+  cr_assert_eq(place(&w, &fi, 1), 0);
+  w.pace[1].per_us = 10; /* 10 µs + 10 µs to fetch, against 100 µs */
+  cr_assert_eq(place(&w, &fi, 1), 1);
+  world_fini(&w);
+  world_init(&w, LT_PLACE_RR, 1);
+  w.pace[1].per_us = 10;
+  cr_assert_eq(place(&w, &fi, 1), 0);
+  world_fini(&w);
+}
