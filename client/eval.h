@@ -1,6 +1,16 @@
 /* eval.h: the evaluator behind lithium.h: options, hosts, spawned servers, and the
  * user-facing side of the task stream (intake queue, finished results, backpressure), all
- * under one mutex shared by user threads and the dispatcher thread (scheduler.c). */
+ * under one mutex shared by user threads and the dispatcher thread (scheduler.c).
+ *
+ * Lock order of the client, outermost first; a thread holding one may take only those
+ * below it:
+ *   1. lt_sched_t.stats_mu   the dispatcher holds it for a turn (scheduler.c);
+ *                            lt_eval_stats_json takes it after dropping ev->mu
+ *   2. lt_eval_t.mu          user threads, the dispatcher (open_new_hosts, intake,
+ *                            delivery), the sequential evaluator's thread (local.c)
+ *   3. lt_future_t.mu        lt__future_resolve, called under ev->mu (lt__eval_finish)
+ *   4. lt_future_any_t.mu    a thread in lt_future_wait_any, woken under a future's mu
+ * No lock is held across a blocking call to the network: sends are ZMQ_DONTWAIT. */
 #ifndef LT_EVAL_H
 #define LT_EVAL_H
 
