@@ -45,47 +45,9 @@ static void open_session(th_client_t *c, const char *ep, uint64_t id, uint64_t s
   cr_assert_eq(th_program_peers(c, kernels, 1, peers, npeers), 0);
 }
 
-/* recv_type receives until a message of `type` comes (heartbeats and the like are skipped)
- * and leaves it in r. */
+/* recv_type is th_recv_type, failing the test when nothing of `type` comes. */
 static void recv_type(th_client_t *c, lt_msg_type_t type, th_rx_t *r) {
-  for (int i = 0; i < 50; i++) {
-    cr_assert_eq(th_recv(c, r, 5000), 0, "no %s", lt__msg_type_name(type));
-    if (r->m.type == type) return;
-    th_rx_clear(r);
-  }
-  cr_assert_fail("no %s", lt__msg_type_name(type));
-}
-
-/* exec1 runs testk:inc on `in` (inline int64 `v` when in is NULL), output `out`, flags;
- * returns the completion's status and, when returned, the value in *val. */
-static int exec1(th_client_t *c, uint64_t seq, const lt_input_t *in, int64_t v, lt_oid_t out,
-                 uint32_t flags, int64_t *val, char *msg, size_t msglen) {
-  unsigned char buf[8];
-  th_put_i64(buf, v);
-  lt_bytes_t pay = {buf, 8};
-  lt_input_t inl = {.kind = LT_INPUT_INLINE, .frame = 0, .holder = ""};
-  lt_instr_t ins = {.seq = seq,
-                    .kernel = 0,
-                    .ninputs = 1,
-                    .inputs = in != NULL ? (lt_input_t *)in : &inl,
-                    .noutputs = 1,
-                    .outputs = &out,
-                    .flags = flags};
-  lt_msg_t m = {.type = LT_MSG_EXECUTE};
-  m.u.execute.ninstrs = 1;
-  m.u.execute.instrs = &ins;
-  cr_assert_eq(th_send(c, &m, in != NULL ? NULL : &pay, in != NULL ? 0 : 1), 0);
-  th_rx_t r;
-  recv_type(c, LT_MSG_DONE, &r);
-  cr_assert_eq(r.m.u.done.ncompl, 1);
-  const lt_completion_t *k = &r.m.u.done.compl [0];
-  cr_assert_eq(k->seq, seq);
-  int st = k->status;
-  if (msg != NULL) snprintf(msg, msglen, "%s", k->errmsg);
-  if (st == LT_OK && val != NULL && k->noutputs == 1 && k->outputs[0].frame >= 0)
-    *val = th_get_i64(r.frames[1 + k->outputs[0].frame].data);
-  th_rx_clear(&r);
-  return st;
+  cr_assert_eq(th_recv_type(c, type, r, 5000), 0, "no %s", lt__msg_type_name(type));
 }
 
 /* fetch1 fetches `id` and returns the VALUE's status (and the value in *val). */
@@ -111,14 +73,14 @@ Test(security, hostile_client_refused) {
   open_session(&v, s.endpoint, VICTIM, 0xabcdef, "victim", NULL, 0);
   open_session(&h, s.endpoint, HOSTILE, 0x123456, "hostile", NULL, 0);
   lt_oid_t x = {VICTIM, 10};
-  cr_assert_eq(exec1(&v, 1, NULL, 41, x, 0, NULL, NULL, 0), LT_OK); /* x = 42, kept */
+  cr_assert_eq(th_exec1(&v, 1, NULL, 41, x, 0, NULL, NULL, 0), LT_OK); /* x = 42, kept */
 
   /* Read: a FETCH, and an instruction reading x as its input. */
   cr_assert_eq(fetch1(&h, x, 0, NULL), LT_EAUTH);
   lt_input_t ref = {.kind = LT_INPUT_REF, .id = x, .holder = ""};
   char msg[600];
   cr_assert_eq(
-      exec1(&h, 1, &ref, 0, (lt_oid_t){HOSTILE, 1}, LT_INSTR_RETURN, NULL, msg, sizeof msg),
+      th_exec1(&h, 1, &ref, 0, (lt_oid_t){HOSTILE, 1}, LT_INSTR_RETURN, NULL, msg, sizeof msg),
       LT_EAUTH, "%s", msg);
   /* Release. */
   lt_msg_t rel = {.type = LT_MSG_RELEASE};
@@ -130,9 +92,9 @@ Test(security, hostile_client_refused) {
   cr_assert_eq(r.m.u.error.code, LT_EAUTH);
   th_rx_clear(&r);
   /* Overwrite: an output in the victim's id space, existing or future. */
-  cr_assert_eq(exec1(&h, 2, NULL, 1000, x, 0, NULL, msg, sizeof msg), LT_EAUTH, "%s", msg);
+  cr_assert_eq(th_exec1(&h, 2, NULL, 1000, x, 0, NULL, msg, sizeof msg), LT_EAUTH, "%s", msg);
   lt_oid_t y = {VICTIM, 11};
-  cr_assert_eq(exec1(&h, 3, NULL, 1000, y, 0, NULL, msg, sizeof msg), LT_EAUTH, "%s", msg);
+  cr_assert_eq(th_exec1(&h, 3, NULL, 1000, y, 0, NULL, msg, sizeof msg), LT_EAUTH, "%s", msg);
   cr_assert_not_null(strstr(msg, "id space"), "%s", msg);
   /* Take the session over: a hello with the victim's id, as a client or as a peer. */
   th_client_t t;
@@ -165,13 +127,13 @@ Test(security, hostile_client_refused) {
   got = 0;
   cr_assert_eq(fetch1(&v, x, 0, &got), LT_OK);
   cr_assert_eq(got, 42);
-  cr_assert_eq(exec1(&v, 2, NULL, 6, y, LT_INSTR_RETURN, &got, NULL, 0), LT_OK);
+  cr_assert_eq(th_exec1(&v, 2, NULL, 6, y, LT_INSTR_RETURN, &got, NULL, 0), LT_OK);
   cr_assert_eq(got, 7);
   /* The victim may come back on a new connection with its secret (a client greeting a
    * server again): the old session is replaced. */
   th_client_t v2;
   open_session(&v2, s.endpoint, VICTIM, 0xabcdef, "victim again", NULL, 0);
-  cr_assert_eq(exec1(&v2, 1, NULL, 1, (lt_oid_t){VICTIM, 50}, LT_INSTR_RETURN, &got, NULL, 0),
+  cr_assert_eq(th_exec1(&v2, 1, NULL, 1, (lt_oid_t){VICTIM, 50}, LT_INSTR_RETURN, &got, NULL, 0),
                LT_OK);
   cr_assert_eq(got, 2);
   th_client_close(&v2);
@@ -191,17 +153,18 @@ Test(security, stranger_holder_refused) {
   open_session(&ka, a.endpoint, VICTIM, 77, "c", peers, 2);
   open_session(&kb, b.endpoint, VICTIM, 77, "c", peers, 2);
   lt_oid_t x = {VICTIM, 1};
-  cr_assert_eq(exec1(&ka, 1, NULL, 1, x, 0, NULL, NULL, 0), LT_OK);
+  cr_assert_eq(th_exec1(&ka, 1, NULL, 1, x, 0, NULL, NULL, 0), LT_OK);
   lt_input_t stranger = {.kind = LT_INPUT_REF, .id = x, .holder = "tcp://127.0.0.1:9"};
   char msg[600];
   cr_assert_eq(
-      exec1(&kb, 1, &stranger, 0, (lt_oid_t){VICTIM, 2}, LT_INSTR_RETURN, NULL, msg, sizeof msg),
+      th_exec1(&kb, 1, &stranger, 0, (lt_oid_t){VICTIM, 2}, LT_INSTR_RETURN, NULL, msg, sizeof msg),
       LT_EAUTH);
   cr_assert_not_null(strstr(msg, "not one of this session's servers"), "%s", msg);
   lt_input_t ok = {.kind = LT_INPUT_REF, .id = x, .holder = a.endpoint};
   int64_t got = 0;
-  cr_assert_eq(exec1(&kb, 2, &ok, 0, (lt_oid_t){VICTIM, 3}, LT_INSTR_RETURN, &got, msg, sizeof msg),
-               LT_OK, "%s", msg);
+  cr_assert_eq(
+      th_exec1(&kb, 2, &ok, 0, (lt_oid_t){VICTIM, 3}, LT_INSTR_RETURN, &got, msg, sizeof msg),
+      LT_OK, "%s", msg);
   cr_assert_eq(got, 3);
   th_client_close(&ka);
   th_client_close(&kb);

@@ -290,44 +290,6 @@ Test(ship, bad_modules_fail_their_tasks) {
   remove_dir(text);
 }
 
-/* exec_tag runs shipk:tag on `v` over a raw session and returns the completion's status,
- * with its message in msg and its value in *val. */
-static int exec_tag(th_client_t *c, uint64_t client, uint64_t seq, int64_t v, int64_t *val,
-                    char *msg, size_t len) {
-  unsigned char buf[8];
-  th_put_i64(buf, v);
-  lt_bytes_t pay = {buf, 8};
-  lt_input_t in = {.kind = LT_INPUT_INLINE, .frame = 0, .holder = ""};
-  lt_oid_t out = {client, seq};
-  lt_instr_t ins = {.seq = seq,
-                    .ninputs = 1,
-                    .inputs = &in,
-                    .noutputs = 1,
-                    .outputs = &out,
-                    .flags = LT_INSTR_RETURN};
-  lt_msg_t m = {.type = LT_MSG_EXECUTE};
-  m.u.execute.ninstrs = 1;
-  m.u.execute.instrs = &ins;
-  cr_assert_eq(th_send(c, &m, &pay, 1), 0);
-  for (int i = 0; i < 50; i++) {
-    th_rx_t r;
-    cr_assert_eq(th_recv(c, &r, 10000), 0, "no done");
-    if (r.m.type != LT_MSG_DONE) {
-      cr_assert_neq(r.m.type, LT_MSG_ERROR, "error: %s", r.m.u.error.message);
-      th_rx_clear(&r);
-      continue;
-    }
-    const lt_completion_t *k = &r.m.u.done.compl [0];
-    int st = k->status;
-    snprintf(msg, len, "%s", k->errmsg);
-    if (st == LT_OK) *val = th_get_i64(r.frames[1 + k->outputs[0].frame].data);
-    th_rx_clear(&r);
-    return st;
-  }
-  cr_assert_fail("no done");
-  return -1;
-}
-
 /* send_module sends MODULE shipk with `sha` and the bytes of `dir`/libshipk.so. */
 static void send_module(th_client_t *c, const char *dir, const char *sha) {
   static unsigned char buf[4 << 20];
@@ -362,14 +324,16 @@ Test(ship, hash_mismatch_refused) {
   cr_assert_eq(lt__sha256_file(SHIP_A "/libshipk.so", sha_a), LT_OK);
   send_module(&c, SHIP_A, sha_b); /* a's bytes under b's hash */
   int64_t v = 0;
-  cr_assert_eq(exec_tag(&c, id, 1, 5, &v, msg, sizeof msg), LT_ENOMODULE, "%s", msg);
+  cr_assert_eq(th_exec1(&c, 1, NULL, 5, (lt_oid_t){id, 1}, LT_INSTR_RETURN, &v, msg, sizeof msg),
+               LT_ENOMODULE, "%s", msg);
   cr_assert_not_null(strstr(msg, "shipk"), "%s", msg);
   cr_assert_not_null(strstr(msg, "SHA-256"), "%s", msg);
   char path[300];
   snprintf(path, sizeof path, "%s/%s.so", store, sha_b);
   cr_assert_neq(access(path, F_OK), 0, "refused bytes were stored");
   send_module(&c, SHIP_A, sha_a);
-  cr_assert_eq(exec_tag(&c, id, 2, 5, &v, msg, sizeof msg), LT_OK, "%s", msg);
+  cr_assert_eq(th_exec1(&c, 2, NULL, 5, (lt_oid_t){id, 2}, LT_INSTR_RETURN, &v, msg, sizeof msg),
+               LT_OK, "%s", msg);
   cr_assert_eq(v, 1005);
   th_client_close(&c);
   cr_assert_eq(th_server_stop(&s, SIGTERM, 5000), 0);

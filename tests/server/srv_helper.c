@@ -303,6 +303,49 @@ int th_hello_ok(th_client_t *c, uint64_t client_id) {
   return ok ? 0 : -1;
 }
 
+int th_recv_type(th_client_t *c, lt_msg_type_t type, th_rx_t *r, int timeout_ms) {
+  for (int i = 0; i < 50; i++) {
+    if (th_recv(c, r, timeout_ms) != 0) return -1;
+    if (r->m.type == type) return 0;
+    th_rx_clear(r);
+  }
+  return -1;
+}
+
+int th_exec1(th_client_t *c, uint64_t seq, const lt_input_t *in, int64_t v, lt_oid_t out,
+             uint32_t flags, int64_t *val, char *msg, size_t msglen) {
+  unsigned char buf[8];
+  th_put_i64(buf, v);
+  lt_bytes_t pay = {buf, 8};
+  lt_input_t inl = {.kind = LT_INPUT_INLINE, .frame = 0, .holder = ""};
+  lt_instr_t ins = {.seq = seq,
+                    .kernel = 0,
+                    .ninputs = 1,
+                    .inputs = in != NULL ? (lt_input_t *)in : &inl,
+                    .noutputs = 1,
+                    .outputs = &out,
+                    .flags = flags};
+  lt_msg_t m;
+  memset(&m, 0, sizeof m);
+  m.type = LT_MSG_EXECUTE;
+  m.u.execute.ninstrs = 1;
+  m.u.execute.instrs = &ins;
+  th_rx_t r;
+  if (th_send(c, &m, in != NULL ? NULL : &pay, in != NULL ? 0 : 1) != 0 ||
+      th_recv_type(c, LT_MSG_DONE, &r, 10000) != 0)
+    return TH_NO_DONE;
+  int st = TH_NO_DONE;
+  const lt_completion_t *k = r.m.u.done.ncompl == 1 ? &r.m.u.done.compl [0] : NULL;
+  if (k != NULL && k->seq == seq) {
+    st = k->status;
+    if (msg != NULL) snprintf(msg, msglen, "%s", k->errmsg != NULL ? k->errmsg : "");
+    if (st == LT_OK && val != NULL && k->noutputs == 1 && k->outputs[0].frame >= 0)
+      *val = th_get_i64(r.frames[1 + k->outputs[0].frame].data);
+  }
+  th_rx_clear(&r);
+  return st;
+}
+
 int th_program(th_client_t *c, const char *const *kernels, uint32_t n) {
   return th_program_peers(c, kernels, n, NULL, 0);
 }

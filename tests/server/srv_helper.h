@@ -92,6 +92,19 @@ int th_program_peers(th_client_t *c, const char *const *kernels, uint32_t n,
 /* th_hello_ok says hello and expects a welcome; 0 or -1. */
 int th_hello_ok(th_client_t *c, uint64_t client_id);
 
+/* th_recv_type receives until a message of `type` comes (heartbeats, errors and the like
+ * are skipped) and leaves it in r; 0, or -1 when none came within `timeout_ms` each. */
+int th_recv_type(th_client_t *c, lt_msg_type_t type, th_rx_t *r, int timeout_ms);
+
+/* TH_NO_DONE is th_exec1's answer when no single completion of the instruction came. */
+#define TH_NO_DONE 1000
+
+/* th_exec1 runs the session's kernel 0 on `in` (inline int64 `v` when in is NULL) with
+ * output `out` and `flags`, and returns the completion's status (TH_NO_DONE without one),
+ * its message in msg (may be NULL) and, when returned, the value in *val (may be NULL). */
+int th_exec1(th_client_t *c, uint64_t seq, const lt_input_t *in, int64_t v, lt_oid_t out,
+             uint32_t flags, int64_t *val, char *msg, size_t msglen);
+
 /* th_i64 encodes/decodes an int64 little-endian. */
 void th_put_i64(unsigned char *p, int64_t v);
 int64_t th_get_i64(const void *p);
