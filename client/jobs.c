@@ -309,7 +309,7 @@ static void apply(lt_sched_t *s, instr_rec_t *r, int conn, const lt_completion_t
   int rc = toks != NULL ? output_tokens(s, r, conn, cp, m, toks) : LT_ENOMEM;
   char err[256] = "";
   /* A divided dc step leaves its input to nobody: the parts replace it. */
-  if (rc == LT_OK && lt__op(r->op)->keeps_inputs && cp->answer == 0 && r->nins == 1)
+  if (rc == LT_OK && lt__op(r->op)->divides && cp->answer == 0 && r->nins == 1)
     release_token(s, &r->ins[0]);
   if (rc == LT_OK)
     rc = lt__instance_complete(j->inst, r->frame, cp->answer, toks, cp->noutputs, lt__sched_on_fire,

@@ -1,6 +1,7 @@
 /* dot.c: a template as a Graphviz digraph (`lithium graph`). One cluster per block, one box
  * per node labelled with its kind and kernels, solid edges along a chain, dashed edges from
- * a map or dc node to the block it runs on each part. Reads the template only. */
+ * a map, dc, while or if node to the blocks it runs, labelled with their roles. Reads the template
+ * only. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,12 +14,24 @@ static const char *kname(const lt_template_t *t, const lt_tnode_t *n, uint32_t i
   return t->kernels[n->stages[i].kernel];
 }
 
-/* stage_role returns the DOT role of stage `i` of a node of kind `d`: the role of its i-th
- * kernel argument, NULL for an unnamed one (a seq's stages, fused or not). */
-static const char *stage_role(const lt_skel_kind_desc_t *d, uint32_t i) {
-  for (uint32_t a = 0; a < d->nargs; a++)
-    if (d->args[a].kind == LT_ARG_KERNEL && i-- == 0) return d->args[a].role;
+/* stage_role returns the DOT role of stage `i` of node `n` of kind `d`: the role of its
+ * i-th kernel argument, or the name of the kind standing in its place (reduce), NULL for an
+ * unnamed one (a seq's stages, fused or not). */
+static const char *stage_role(const lt_skel_kind_desc_t *d, const lt_tnode_t *n, uint32_t i) {
+  for (uint32_t a = 0; a < d->nargs; a++) {
+    const lt_skel_arg_t *arg = &d->args[a];
+    if (arg->kind != LT_ARG_KERNEL || i-- != 0) continue;
+    return arg->instead != 0 && n->reduce ? lt__skel_kind(arg->instead)->name : arg->role;
+  }
   return NULL;
+}
+
+/* block_role returns the label of the edge to the `i`-th block of a node of kind `d`: the
+ * role of its i-th skeleton argument. */
+static const char *block_role(const lt_skel_kind_desc_t *d, uint32_t i) {
+  for (uint32_t a = 0; a < d->nargs; a++)
+    if (d->args[a].kind == LT_ARG_SKEL && i-- == 0) return d->args[a].role;
+  return "block";
 }
 
 /* emit_node writes a box labelled with the node's kind and its stages: "role kernel" a line
@@ -28,7 +41,7 @@ static void emit_node(lt_strbuf_t *o, const lt_template_t *t, uint32_t id) {
   const lt_skel_kind_desc_t *d = lt__skel_kind(n->skel);
   lt__strbuf_printf(o, "    n%u [label=\"%s", id, d->name);
   for (uint32_t i = 0; i < n->nstages; i++) {
-    const char *role = stage_role(d, i);
+    const char *role = stage_role(d, n, i);
     const char *param = n->stages[i].param_len ? " (param)" : "";
     if (role != NULL)
       lt__strbuf_printf(o, "\\n%s %s%s", role, kname(t, n, i), param);
@@ -53,9 +66,11 @@ char *lt__template_dot(const lt_template_t *t) {
   for (uint32_t i = 0; i < t->nnodes; i++) {
     const lt_tnode_t *n = &t->nodes[i];
     if (n->next >= 0) lt__strbuf_printf(&o, "  n%u -> n%d;\n", i, n->next);
-    if (n->kind != LT_TN_SEQ)
-      lt__strbuf_printf(&o, "  n%u -> n%u [style=dashed, label=\"%s\"];\n", i, t->blocks[n->block],
-                        n->kind == LT_TN_MAP ? "each part" : "base case");
+    const lt_skel_kind_desc_t *d = lt__skel_kind(n->skel);
+    uint32_t blocks[] = {n->block, n->alt};
+    for (uint32_t k = 0; k < n->nblocks; k++)
+      lt__strbuf_printf(&o, "  n%u -> n%u [style=dashed, label=\"%s\"];\n", i, t->blocks[blocks[k]],
+                        block_role(d, k));
   }
   int32_t last = (int32_t)t->blocks[0];
   while (t->nodes[last].next >= 0)

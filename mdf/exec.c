@@ -91,12 +91,14 @@ static void run_split(const lt_exec_stage_t *stages, uint32_t nstages, const lt_
   call_stage(&stages[0], inputs, ninputs, r, NULL);
 }
 
-static void run_dcstep(const lt_exec_stage_t *stages, uint32_t nstages, const lt_bytes_t *inputs,
-                       uint32_t ninputs, lt_exec_result_t *r) {
+/* run_test runs the condition of stages[0] into r->answer (1 or 0); LT_EKERNEL when it gave
+ * none. A condition's outputs mean nothing and are dropped. */
+static void run_test(const lt_exec_stage_t *stages, uint32_t nstages, const lt_bytes_t *inputs,
+                     uint32_t ninputs, lt_exec_result_t *r) {
   (void)nstages;
   int answer = -1;
   if (call_stage(&stages[0], inputs, ninputs, r, &answer) != LT_OK) return;
-  lt__exec_result_clear(r); /* a condition's outputs mean nothing */
+  lt__exec_result_clear(r);
   if (answer < 0) {
     r->status = LT_EKERNEL;
     snprintf(r->errmsg, sizeof r->errmsg, "%s: condition kernel gave no answer (lt_call_answer)",
@@ -104,7 +106,12 @@ static void run_dcstep(const lt_exec_stage_t *stages, uint32_t nstages, const lt
     return;
   }
   r->answer = answer ? 1 : 0;
-  if (answer) return;
+}
+
+static void run_dcstep(const lt_exec_stage_t *stages, uint32_t nstages, const lt_bytes_t *inputs,
+                       uint32_t ninputs, lt_exec_result_t *r) {
+  run_test(stages, nstages, inputs, ninputs, r);
+  if (r->status != LT_OK || r->answer == 1) return;
   call_stage(&stages[1], inputs, ninputs, r, NULL);
 }
 
@@ -131,7 +138,17 @@ static const lt_op_desc_t ops[] = {
                       .answers = 1,
                       .grows = 1,
                       .keeps_inputs = 1,
+                      .divides = 1,
                       .run = run_dcstep},
+    [LT_OP_TEST] = {.op = LT_OP_TEST,
+                    .name = "test",
+                    .min_stages = 1,
+                    .max_stages = 1,
+                    .outputs = LT_OP_OUT_PARTS,
+                    .answers = 1,
+                    .grows = 1,
+                    .keeps_inputs = 1,
+                    .run = run_test},
 };
 
 const lt_op_desc_t *lt__op(uint32_t op) {

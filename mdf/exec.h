@@ -1,9 +1,9 @@
 /* exec.h: the table of instruction ops (what each op runs, makes and answers) and running
  * one instruction's kernels (an lt_op_t with its stages) on byte inputs: fused seq stages
- * back to back, a split, or a dc step (condition, then divide). The one place that knows
- * these semantics: lithium-server's workers and the client's sequential evaluator both call
- * it, and the server's tasks and the client's dispatcher read the table. Any thread; one
- * call per result. */
+ * back to back, a split, a dc step (condition, then divide) or a test (a condition). The one place
+ * that knows these semantics: lithium-server's workers and the client's sequential evaluator both
+ * call it, and the server's tasks and the client's dispatcher read the table. Any thread; one call
+ * per result. */
 #ifndef LT_EXEC_H
 #define LT_EXEC_H
 
@@ -20,7 +20,7 @@ typedef struct lt_exec_stage {
 
 typedef struct lt_exec_result {
   int status; /* LT_OK, LT_EKERNEL (the kernel failed), LT_ENOMEM */
-  int answer; /* DCSTEP: 1 base case, 0 divided; else -1 */
+  int answer; /* DCSTEP: 1 base case, 0 divided; TEST: 1 true, 0 false; else -1 */
   uint32_t nout;
   void **out; /* malloc'd outputs (caller takes them or clears) */
   size_t *outlen;
@@ -44,8 +44,10 @@ typedef struct lt_op_desc {
   lt_op_outputs_t outputs;
   int answers;      /* its first stage is a condition (lt_call_answer); a true answer ends it */
   int grows;        /* its completion adds instructions to the graph (parts, a base case) */
-  int keeps_inputs; /* a true answer leaves its input to what runs next (a dc base case), so
-                       lazy binding does not release inputs with its dispatch */
+  int keeps_inputs; /* it leaves its input to what runs next (a dc base case, an if's or a
+                       while's branch), so lazy binding does not release inputs with its
+                       dispatch */
+  int divides;      /* a false answer divides the input into parts that replace it */
   lt_op_run_fn run;
 } lt_op_desc_t;
 
@@ -58,7 +60,8 @@ int lt__op_valid(uint32_t op, uint32_t nstages);
 /* lt__exec_run runs op `op` (LT_OP_*) of `nstages` stages on `inputs` into *r. SEQ: each
  * stage after the first gets the previous stage's only output as its only input, and every
  * stage must make exactly one output. SPLIT: any number of outputs up to LT_MAX_PARTS.
- * DCSTEP: stages[0] must answer; when false stages[1] divides the same inputs. Errors are in
+ * DCSTEP: stages[0] must answer; when false stages[1] divides the same inputs. TEST:
+ * stages[0] must answer, and its outputs are dropped. Errors are in
  * r->status and r->errmsg, which names the kernel; r needs lt__exec_result_clear in every
  * case. */
 void lt__exec_run(uint32_t op, const lt_exec_stage_t *stages, uint32_t nstages,

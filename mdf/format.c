@@ -1,6 +1,7 @@
 /* format.c: lt_skel_format, the canonical expression of a skeleton tree, the inverse of
- * parse.c: a seq without parameter prints as a bare kernel name, parameters keep printable
- * ASCII and escape every other byte. Reads trees only. Any thread. */
+ * parse.c: a seq without parameter prints as a bare kernel name, a seq's parameter as its
+ * second argument and any other kernel's after its name; parameters keep printable ASCII
+ * and escape every other byte. Reads trees only. Any thread. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,17 +33,40 @@ static void put_param(lt_strbuf_t *b, const unsigned char *p, size_t n) {
 
 static void put_skel(lt_strbuf_t *b, const lt_skel_t *s);
 
+/* has_param_arg tells whether kind `d` writes its kernel's parameter as an argument of its
+ * own (`seq(m:f, "p")`) rather than after the name (`m:f "p"`). */
+static int has_param_arg(const lt_skel_kind_desc_t *d) {
+  for (uint32_t i = 0; i < d->nargs; i++)
+    if (d->args[i].kind == LT_ARG_PARAM) return 1;
+  return 0;
+}
+
+/* put_kernel writes kernel argument `a` of `s`: the skeleton standing in its place, or the
+ * name and, unless the kind writes it as an argument, its parameter. */
+static void put_kernel(lt_strbuf_t *b, const lt_skel_t *s, const lt_skel_arg_t *a, size_t *child) {
+  if (lt__skel_arg_instead(s, a)) {
+    put_skel(b, s->children[(*child)++]);
+    return;
+  }
+  const lt_skel_kernel_t *k = lt__skel_slot_get(s, a->slot);
+  lt__strbuf_puts(b, k->name);
+  if (k->param_len == 0 || has_param_arg(lt__skel_kind(s->kind))) return;
+  lt__strbuf_puts(b, " ");
+  put_param(b, k->param, k->param_len);
+}
+
 /* put_arg writes argument `a` (kind.h) of `s`, with the ", " before it when not `first`. */
 static void put_arg(lt_strbuf_t *b, const lt_skel_t *s, const lt_skel_arg_t *a, size_t *child,
                     int first) {
-  if (a->kind == LT_ARG_PARAM && s->param_len == 0) return;
+  const lt_skel_kernel_t *k = lt__skel_slot_get(s, LT_SLOT_KERNEL);
+  if (a->kind == LT_ARG_PARAM && k->param_len == 0) return;
   if (!first) lt__strbuf_puts(b, ", ");
   switch (a->kind) {
   case LT_ARG_KERNEL:
-    lt__strbuf_puts(b, lt__skel_slot_get(s, a->slot));
+    put_kernel(b, s, a, child);
     return;
   case LT_ARG_PARAM:
-    put_param(b, s->param, s->param_len);
+    put_param(b, k->param, k->param_len);
     return;
   case LT_ARG_SKEL:
     put_skel(b, s->children[(*child)++]);
@@ -61,8 +85,9 @@ static void put_arg(lt_strbuf_t *b, const lt_skel_t *s, const lt_skel_arg_t *a, 
  * kind allows one and it has no parameter. */
 static void put_skel(lt_strbuf_t *b, const lt_skel_t *s) {
   const lt_skel_kind_desc_t *d = lt__skel_kind(s->kind);
-  if (d->bare && s->param_len == 0) {
-    lt__strbuf_puts(b, lt__skel_slot_get(s, d->args[0].slot));
+  const lt_skel_kernel_t *k = lt__skel_slot_get(s, d->args[0].slot);
+  if (d->bare && k->param_len == 0) {
+    lt__strbuf_puts(b, k->name);
     return;
   }
   size_t child = 0;

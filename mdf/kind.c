@@ -1,6 +1,6 @@
 /* kind.c: the table of skeleton kinds (kind.h) and the compile function of each kind, the
- * one place that says what a seq, farm, pipe, map or dc is. Adding a skeleton is a row here,
- * its compile function beside it, its value in skel.h and its builder in skel.c. Reads
+ * one place that says what a seq, farm, pipe, map, dc, reduce, while or if is. Adding a skeleton is
+ * a row here, its compile function beside it, its value in skel.h and its builder in skel.c. Reads
  * trees, writes templates through template.h only. Any thread. */
 #include <stdio.h>
 #include <string.h>
@@ -16,7 +16,8 @@ static int compile_seq(lt_template_t *t, const lt_skel_t *s, lt_tchain_t *c) {
     int rc = lt__template_node_add(t, LT_TN_SEQ, s->kind, c, &id);
     if (rc != LT_OK) return rc;
   }
-  return lt__template_stage_add(t, id, s->kernel, s->param, s->param_len);
+  const lt_skel_kernel_t *k = &s->k[LT_SLOT_KERNEL];
+  return lt__template_stage_add(t, id, k->name, k->param, k->param_len);
 }
 
 /* compile_children adds no node of its own: its children follow one another in the chain
@@ -27,6 +28,15 @@ static int compile_children(lt_template_t *t, const lt_skel_t *s, lt_tchain_t *c
     if (rc != LT_OK) return rc;
   }
   return LT_OK;
+}
+
+/* compile_instead: a kind valid only in place of another's kernel is compiled by its host
+ * (compile_with_block); reaching it alone means the tree was not validated. */
+static int compile_instead(lt_template_t *t, const lt_skel_t *s, lt_tchain_t *c) {
+  (void)t;
+  (void)s;
+  (void)c;
+  return LT_EINVAL;
 }
 
 static int compile_with_block(lt_template_t *t, const lt_skel_t *s, lt_tchain_t *c,
@@ -40,58 +50,106 @@ static int compile_dc(lt_template_t *t, const lt_skel_t *s, lt_tchain_t *c) {
   return compile_with_block(t, s, c, LT_TN_DC);
 }
 
+static int compile_while(lt_template_t *t, const lt_skel_t *s, lt_tchain_t *c) {
+  return compile_with_block(t, s, c, LT_TN_WHILE);
+}
+
+static int compile_if(lt_template_t *t, const lt_skel_t *s, lt_tchain_t *c) {
+  return compile_with_block(t, s, c, LT_TN_IF);
+}
+
 static const lt_skel_kind_desc_t kinds[] = {
     {.kind = LT_SKEL_SEQ,
      .name = "seq",
      .bare = 1,
      .nargs = 2,
-     .args = {{LT_ARG_KERNEL, LT_SLOT_KERNEL, NULL}, {LT_ARG_PARAM, 0, NULL}},
+     .args = {{LT_ARG_KERNEL, LT_SLOT_KERNEL, NULL, 0}, {LT_ARG_PARAM, 0, NULL, 0}},
      .compile = compile_seq},
     {.kind = LT_SKEL_FARM,
      .name = "farm",
      .nargs = 1,
-     .args = {{LT_ARG_SKEL, 0, NULL}},
+     .args = {{LT_ARG_SKEL, 0, NULL, 0}},
      .compile = compile_children},
     {.kind = LT_SKEL_PIPE,
      .name = "pipe",
      .alias = "pipeline",
      .nargs = 1,
-     .args = {{LT_ARG_SKELS, 0, NULL}},
+     .args = {{LT_ARG_SKELS, 0, NULL, 0}},
      .compile = compile_children},
     {.kind = LT_SKEL_MAP,
      .name = "map",
      .nargs = 3,
-     .args = {{LT_ARG_KERNEL, LT_SLOT_KERNEL, "split"},
-              {LT_ARG_SKEL, 0, NULL},
-              {LT_ARG_KERNEL, LT_SLOT_COMBINE, "merge"}},
-     .dot_block = "each part",
+     .args = {{LT_ARG_KERNEL, LT_SLOT_KERNEL, "split", 0},
+              {LT_ARG_SKEL, 0, "each part", 0},
+              {LT_ARG_KERNEL, LT_SLOT_COMBINE, "merge", LT_SKEL_REDUCE}},
      .compile = compile_map},
     {.kind = LT_SKEL_DC,
      .name = "dc",
      .nargs = 4,
-     .args = {{LT_ARG_KERNEL, LT_SLOT_KERNEL, "cond"},
-              {LT_ARG_KERNEL, LT_SLOT_DIVIDE, "divide"},
-              {LT_ARG_SKEL, 0, NULL},
-              {LT_ARG_KERNEL, LT_SLOT_COMBINE, "combine"}},
-     .dot_block = "base case",
+     .args = {{LT_ARG_KERNEL, LT_SLOT_KERNEL, "cond", 0},
+              {LT_ARG_KERNEL, LT_SLOT_DIVIDE, "divide", 0},
+              {LT_ARG_SKEL, 0, "base case", 0},
+              {LT_ARG_KERNEL, LT_SLOT_COMBINE, "combine", 0}},
      .compile = compile_dc},
+    {.kind = LT_SKEL_REDUCE,
+     .name = "reduce",
+     .nargs = 1,
+     .args = {{LT_ARG_KERNEL, LT_SLOT_COMBINE, "combine", 0}},
+     .only_instead = 1,
+     .compile = compile_instead},
+    {.kind = LT_SKEL_WHILE,
+     .name = "while",
+     .nargs = 2,
+     .args = {{LT_ARG_KERNEL, LT_SLOT_KERNEL, "cond", 0}, {LT_ARG_SKEL, 0, "while true", 0}},
+     .compile = compile_while},
+    {.kind = LT_SKEL_IF,
+     .name = "if",
+     .nargs = 3,
+     .args = {{LT_ARG_KERNEL, LT_SLOT_KERNEL, "cond", 0},
+              {LT_ARG_SKEL, 0, "true", 0},
+              {LT_ARG_SKEL, 0, "false", 0}},
+     .compile = compile_if},
 };
 
 #define NKINDS (sizeof kinds / sizeof kinds[0])
 
-/* compile_with_block compiles the one child as a block of its own, then adds a node of
- * `kind` whose stages are the kind's kernels in argument order (template.h: LT_TS_*). */
+/* compile_blocks compiles the kind's child skeletons, in argument order, as blocks of their
+ * own: their indices in blocks[] (at most 2), how many in *n. */
+static int compile_blocks(lt_template_t *t, const lt_skel_t *s, uint32_t *blocks, uint32_t *n) {
+  const lt_skel_kind_desc_t *d = lt__skel_kind(s->kind);
+  size_t child = 0;
+  *n = 0;
+  for (uint32_t i = 0; i < d->nargs; i++) {
+    if (d->args[i].kind == LT_ARG_KERNEL && lt__skel_arg_instead(s, &d->args[i])) child++;
+    if (d->args[i].kind != LT_ARG_SKEL) continue;
+    if (*n == 2) return LT_EINVAL;
+    int rc = lt__template_block(t, s->children[child++], &blocks[(*n)++]);
+    if (rc != LT_OK) return rc;
+  }
+  return LT_OK;
+}
+
+/* compile_with_block compiles the child skeletons as blocks of their own, then adds a node
+ * of `kind` whose stages are the kind's kernels in argument order (template.h: LT_TS_*). */
 static int compile_with_block(lt_template_t *t, const lt_skel_t *s, lt_tchain_t *c,
                               lt_tnode_kind_t kind) {
-  uint32_t block, id;
-  int rc = lt__template_block(t, s->children[0], &block);
+  uint32_t blocks[2] = {0, 0}, nblocks, id;
+  int rc = compile_blocks(t, s, blocks, &nblocks);
   if (rc == LT_OK) rc = lt__template_node_add(t, kind, s->kind, c, &id);
   if (rc != LT_OK) return rc;
-  t->nodes[id].block = block;
+  t->nodes[id].block = blocks[0];
+  t->nodes[id].alt = blocks[1];
+  t->nodes[id].nblocks = nblocks;
   const lt_skel_kind_desc_t *d = lt__skel_kind(s->kind);
-  for (uint32_t i = 0; i < d->nargs && rc == LT_OK; i++)
-    if (d->args[i].kind == LT_ARG_KERNEL)
-      rc = lt__template_stage_add(t, id, lt__skel_slot_get(s, d->args[i].slot), NULL, 0);
+  size_t child = 0;
+  for (uint32_t i = 0; i < d->nargs && rc == LT_OK; i++) {
+    if (d->args[i].kind == LT_ARG_SKEL) child++;
+    if (d->args[i].kind != LT_ARG_KERNEL) continue;
+    int instead = 0;
+    const lt_skel_kernel_t *k = lt__skel_arg_kernel(s, &d->args[i], &child, &instead);
+    t->nodes[id].reduce |= instead;
+    rc = lt__template_stage_add(t, id, k->name, k->param, k->param_len);
+  }
   return rc;
 }
 
@@ -118,13 +176,17 @@ const lt_skel_kind_desc_t *lt__skel_kind_bare(void) {
 }
 
 void lt__skel_kind_list(char *out, size_t size) {
-  size_t used = 0;
+  size_t used = 0, listed = 0, total = 0;
   out[0] = '\0';
+  for (size_t i = 0; i < NKINDS; i++)
+    total += !kinds[i].only_instead;
   for (size_t i = 0; i < NKINDS && used < size; i++) {
-    const char *sep = i == 0 ? "" : i + 1 == NKINDS ? " or " : ", ";
+    if (kinds[i].only_instead) continue;
+    const char *sep = listed == 0 ? "" : listed + 1 == total ? " or " : ", ";
     int n = snprintf(out + used, size - used, "%s%s", sep, kinds[i].name);
     if (n < 0) return;
     used += (size_t)n;
+    listed++;
   }
 }
 
@@ -134,25 +196,31 @@ int lt__skel_kind_variadic(const lt_skel_kind_desc_t *d) {
   return 0;
 }
 
-size_t lt__skel_kind_nchildren(const lt_skel_kind_desc_t *d) {
+size_t lt__skel_nchildren(const lt_skel_kind_desc_t *d, const lt_skel_t *s) {
   size_t n = 0;
   for (uint32_t i = 0; i < d->nargs; i++)
-    n += d->args[i].kind == LT_ARG_SKEL;
+    n += d->args[i].kind == LT_ARG_SKEL ||
+         (d->args[i].kind == LT_ARG_KERNEL && lt__skel_arg_instead(s, &d->args[i]));
   return n;
 }
 
-char **lt__skel_slot(lt_skel_t *s, lt_skel_slot_t slot) {
-  switch (slot) {
-  case LT_SLOT_KERNEL:
-    return &s->kernel;
-  case LT_SLOT_DIVIDE:
-    return &s->divide;
-  case LT_SLOT_COMBINE:
-    return &s->combine;
-  }
-  return NULL;
+lt_skel_kernel_t *lt__skel_slot(lt_skel_t *s, lt_skel_slot_t slot) {
+  return slot < LT_SKEL_SLOTS ? &s->k[slot] : NULL;
 }
 
-const char *lt__skel_slot_get(const lt_skel_t *s, lt_skel_slot_t slot) {
-  return *lt__skel_slot((lt_skel_t *)s, slot);
+const lt_skel_kernel_t *lt__skel_slot_get(const lt_skel_t *s, lt_skel_slot_t slot) {
+  return lt__skel_slot((lt_skel_t *)s, slot);
+}
+
+int lt__skel_arg_instead(const lt_skel_t *s, const lt_skel_arg_t *a) {
+  return a->instead != 0 && lt__skel_slot_get(s, a->slot)->name == NULL;
+}
+
+const lt_skel_kernel_t *lt__skel_arg_kernel(const lt_skel_t *s, const lt_skel_arg_t *a,
+                                            size_t *child, int *instead) {
+  *instead = lt__skel_arg_instead(s, a);
+  if (!*instead) return lt__skel_slot_get(s, a->slot);
+  const lt_skel_t *sub = s->children[(*child)++];
+  const lt_skel_kind_desc_t *d = lt__skel_kind(sub->kind);
+  return lt__skel_slot_get(sub, d->args[0].slot);
 }

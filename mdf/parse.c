@@ -101,22 +101,6 @@ static int expect_char(parser_t *ps, char c, const char *what) {
   return LT_OK;
 }
 
-/* parse_kernel reads a kernel name "module:function" into a new string *out. */
-static int parse_kernel(parser_t *ps, char **out) {
-  skip_space(ps);
-  size_t n = name_len(ps->p);
-  char *name = n > 0 ? strndup(ps->p, n) : NULL;
-  if (n > 0 && name == NULL) return LT_ENOMEM;
-  if (name == NULL || !lt__kernel_name_valid(name)) {
-    free(name);
-    fail_at(ps, ps->p, 0, "a kernel name module:function");
-    return LT_EINVAL;
-  }
-  ps->p += n;
-  *out = name;
-  return LT_OK;
-}
-
 static int hex_digit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -203,11 +187,33 @@ static int parse_string(parser_t *ps, char **out, size_t *len) {
   return LT_OK;
 }
 
-static int parse_skel(parser_t *ps, int depth, lt_skel_t **out);
+/* parse_kernel reads a kernel name "module:function" and the parameter that may follow it
+ * (`m:f "bytes"`) into the empty slot `k`. */
+static int parse_kernel(parser_t *ps, lt_skel_kernel_t *k) {
+  skip_space(ps);
+  size_t n = name_len(ps->p);
+  char *name = n > 0 ? strndup(ps->p, n) : NULL;
+  if (n > 0 && name == NULL) return LT_ENOMEM;
+  if (name == NULL || !lt__kernel_name_valid(name)) {
+    free(name);
+    fail_at(ps, ps->p, 0, "a kernel name module:function");
+    return LT_EINVAL;
+  }
+  ps->p += n;
+  k->name = name;
+  skip_space(ps);
+  if (*ps->p != '"') return LT_OK;
+  char *param = NULL;
+  int rc = parse_string(ps, &param, &k->param_len);
+  k->param = param;
+  return rc;
+}
+
+static int parse_skel(parser_t *ps, int depth, lt_skel_kind_t instead, lt_skel_t **out);
 
 /* parse_child reads one skeleton and appends it to the children of `s` (`*cap` of them
  * allocated). */
-static int parse_child(parser_t *ps, int depth, lt_skel_t *s, size_t *cap) {
+static int parse_child(parser_t *ps, int depth, lt_skel_kind_t instead, lt_skel_t *s, size_t *cap) {
   if (s->nchildren == *cap) {
     size_t ncap = *cap == 0 ? 4 : *cap * 2;
     lt_skel_t **c = realloc(s->children, ncap * sizeof *c);
@@ -216,9 +222,15 @@ static int parse_child(parser_t *ps, int depth, lt_skel_t *s, size_t *cap) {
     *cap = ncap;
   }
   lt_skel_t *child = NULL;
-  int rc = parse_skel(ps, depth + 1, &child);
+  int rc = parse_skel(ps, depth + 1, instead, &child);
   if (rc == LT_OK) s->children[s->nchildren++] = child;
   return rc;
+}
+
+/* keyword_at tells whether the word at the parser's position is the keyword of `kind`. */
+static int keyword_at(parser_t *ps, lt_skel_kind_t kind) {
+  skip_space(ps);
+  return lt__skel_kind_by_name(ps->p, name_len(ps->p)) == lt__skel_kind(kind);
 }
 
 /* parse_arg reads argument `a` (kind.h) of node `s`, at nesting `depth`. An argument that
@@ -229,24 +241,27 @@ static int parse_arg(parser_t *ps, int depth, const lt_skel_arg_t *a, lt_skel_t 
   int rc;
   switch (a->kind) {
   case LT_ARG_KERNEL:
+    if (a->instead != 0 && keyword_at(ps, a->instead))
+      return parse_child(ps, depth, a->instead, s, cap);
     return parse_kernel(ps, lt__skel_slot(s, a->slot));
   case LT_ARG_PARAM: {
+    lt_skel_kernel_t *k = lt__skel_slot(s, LT_SLOT_KERNEL);
     char *param = NULL;
     skip_space(ps);
-    if (*ps->p != ',') {
-      *closing = "',' or ')'";
+    if (*ps->p != ',' || k->param_len > 0) {
+      *closing = k->param_len > 0 ? "')' (the kernel has its parameter)" : "',' or ')'";
       return LT_OK;
     }
     ps->p++;
-    rc = parse_string(ps, &param, &s->param_len);
-    s->param = param;
+    rc = parse_string(ps, &param, &k->param_len);
+    k->param = param;
     return rc;
   }
   case LT_ARG_SKEL:
-    return parse_child(ps, depth, s, cap);
+    return parse_child(ps, depth, 0, s, cap);
   case LT_ARG_SKELS:
     *closing = "',' or ')'";
-    while ((rc = parse_child(ps, depth, s, cap)) == LT_OK) {
+    while ((rc = parse_child(ps, depth, 0, s, cap)) == LT_OK) {
       skip_space(ps);
       if (*ps->p != ',') break;
       ps->p++;
@@ -298,8 +313,10 @@ static int parse_bare(parser_t *ps, lt_skel_t **out) {
 }
 
 /* parse_skel reads one skeleton: a bare kernel name (a name run holding ':') or a keyword
- * and its arguments. `depth` is the nesting level of this skeleton, 1 at the top. */
-static int parse_skel(parser_t *ps, int depth, lt_skel_t **out) {
+ * and its arguments. `depth` is the nesting level of this skeleton, 1 at the top; `instead`
+ * the kind it stands for in place of a kernel (0: none), the only place a kind that stands
+ * only for a kernel (reduce) is accepted. */
+static int parse_skel(parser_t *ps, int depth, lt_skel_kind_t instead, lt_skel_t **out) {
   skip_space(ps);
   const char *at = ps->p;
   if (depth > MAX_DEPTH) {
@@ -311,6 +328,12 @@ static int parse_skel(parser_t *ps, int depth, lt_skel_t **out) {
   size_t n = name_len(at);
   if (memchr(at, ':', n) != NULL) return parse_bare(ps, out);
   const lt_skel_kind_desc_t *d = lt__skel_kind_by_name(at, n);
+  if (d != NULL && d->only_instead && d->kind != instead) {
+    fail_at(ps, at, 0,
+            "a skeleton (reduce stands only as a map's merge: "
+            "map(m:split, S, reduce(m:combine)))");
+    return LT_EINVAL;
+  }
   if (d != NULL) {
     char word[32];
     snprintf(word, sizeof word, "%.*s", (int)n, at);
@@ -335,7 +358,7 @@ LT_API int lt_skel_parse(const char *expr, lt_skel_t **out, char *err, size_t er
   }
   parser_t ps = {.start = expr, .p = expr, .err = err, .errlen = errlen};
   lt_skel_t *s = NULL;
-  int rc = parse_skel(&ps, 1, &s);
+  int rc = parse_skel(&ps, 1, 0, &s);
   if (rc == LT_OK) {
     skip_space(&ps);
     if (*ps.p != '\0') {

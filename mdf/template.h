@@ -4,7 +4,12 @@
  *        stages fused by normal form);
  *   MAP  a split instruction, then the body block on every part, then a merge instruction;
  *   DC   a step instruction (condition, and divide when not a base case), then the base
- *        block on a base case, or the same DC node on every part and a combine instruction.
+ *        block on a base case, or the same DC node on every part and a combine instruction;
+ *   IF   a test instruction (the condition), then the `block` or the `alt` block;
+ *   WHILE a test instruction, then the body block and the same WHILE node again while the
+ *        condition answers true.
+ * A MAP whose merge is a reduce (`reduce`) combines the parts pairwise, neighbours first,
+ * instead of in one merge instruction.
  * farm adds no node (it only says that instances are independent) and pipe concatenates
  * chains. Block 0 is the program. Immutable after compile; any thread may read it. */
 #ifndef LT_TEMPLATE_H
@@ -14,7 +19,13 @@
 #include <stdint.h>
 #include "skel.h"
 
-typedef enum lt_tnode_kind { LT_TN_SEQ = 1, LT_TN_MAP, LT_TN_DC } lt_tnode_kind_t;
+typedef enum lt_tnode_kind {
+  LT_TN_SEQ = 1,
+  LT_TN_MAP,
+  LT_TN_DC,
+  LT_TN_IF,
+  LT_TN_WHILE
+} lt_tnode_kind_t;
 
 typedef struct lt_tstage {
   uint32_t kernel; /* index into lt_template_t.kernels */
@@ -22,17 +33,22 @@ typedef struct lt_tstage {
   size_t param_len;
 } lt_tstage_t;
 
-/* Stage roles of MAP and DC nodes. */
+/* Stage roles of MAP, DC, IF and WHILE nodes. */
 enum { LT_TS_SPLIT = 0, LT_TS_MERGE = 1 };
 enum { LT_TS_COND = 0, LT_TS_DIVIDE = 1, LT_TS_COMBINE = 2 };
+enum { LT_TS_TEST = 0 };
 
 typedef struct lt_tnode {
   lt_tnode_kind_t kind;
   lt_skel_kind_t skel; /* the skeleton kind it was compiled from (kind.h), for DOT */
-  lt_tstage_t *stages; /* SEQ: >= 1; MAP: split, merge; DC: cond, divide, combine */
+  lt_tstage_t *stages; /* SEQ: >= 1; MAP: split, merge; DC: cond, divide, combine; IF and
+                          WHILE: cond */
   uint32_t nstages;
-  uint32_t block; /* MAP: the body; DC: the base */
-  int32_t next;   /* next node of the chain, -1 at the end of the block */
+  uint32_t block;   /* MAP, WHILE: the body; DC: the base; IF: the block when true */
+  uint32_t alt;     /* IF: the block when false */
+  uint32_t nblocks; /* the blocks it runs: SEQ 0, IF 2, others 1 */
+  int reduce;       /* MAP: the merge stage combines two parts at a time (a reduce) */
+  int32_t next;     /* next node of the chain, -1 at the end of the block */
 } lt_tnode_t;
 
 typedef struct lt_template {

@@ -86,16 +86,18 @@ enum {
 
 /* What an instruction does with its kernels (DESIGN.md 3). */
 typedef enum lt_op {
-  LT_OP_SEQ = 0,   /* run `kernel`, then each of `more` on the previous output (normal form
-                      fuses adjacent seq stages); exactly one output */
-  LT_OP_SPLIT = 1, /* run `kernel` (a map's split); any number of outputs */
-  LT_OP_DCSTEP = 2 /* run `kernel` as a condition (lt_call_answer); when false run more[0]
+  LT_OP_SEQ = 0,    /* run `kernel`, then each of `more` on the previous output (normal form
+                       fuses adjacent seq stages); exactly one output */
+  LT_OP_SPLIT = 1,  /* run `kernel` (a map's split); any number of outputs */
+  LT_OP_DCSTEP = 2, /* run `kernel` as a condition (lt_call_answer); when false run more[0]
                       (the divide) on the same inputs; its outputs are the parts */
+  LT_OP_TEST = 3    /* run `kernel` as a condition (an if's or a while's); no outputs, the
+                       inputs stay for what runs next */
 } lt_op_t;
 
 /* LT_OP_LAST is the highest op: the codec refuses others; what each op is lives in the table
  * of ops in mdf (exec.h). */
-#define LT_OP_LAST LT_OP_DCSTEP
+#define LT_OP_LAST LT_OP_TEST
 
 /* Most parts a split/divide may make: output i of an instruction has the id
  * {outputs[0].client, outputs[0].seq + i}, so the client spaces instruction ids this far. */

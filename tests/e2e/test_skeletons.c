@@ -123,6 +123,91 @@ Test(dc, fib_with_cutoff_and_depth_zero, .timeout = 120) {
   stop3(hosts);
 }
 
+Test(reduce, map_reduce_combines_pairs_in_part_order, .timeout = 120) {
+  lt_proc_t hosts[3];
+  start3(hosts);
+  /* Chunks of 2 reversed, then combined two at a time (cat2 refuses any other count): the
+   * same as one merge of all parts; one part is the result as it is; no part fails. */
+  const char *in[] = {"abcdefghijklmnopq", "ab", ""};
+  lt_skel_t *p = lt_skel_param(
+      lt_map_reduce("skelk:chunks", lt_seq("skelk:rev"), lt_reduce("skelk:cat2")), "split", "2", 1);
+  char *r = same_everywhere(p, hosts, in, 3);
+  cr_assert_str_eq(r, "ok:62616463666568676a696c6b6e6d706f71\nok:6261\n"
+                      "err:-10:skelk:chunks: made no parts, and a reduce needs at least one\n");
+  free(r);
+  /* Map-reduce nested in map-reduce, and a reduce over 30 parts. */
+  const char *in2[] = {"abcdefghijklmnopqrstuvwxyz0123"};
+  lt_skel_t *inner = lt_map_reduce("skelk:halves", lt_seq("skelk:rev"), lt_reduce("skelk:cat2"));
+  p = lt_skel_param(lt_map_reduce("skelk:chunks", inner, lt_reduce("skelk:cat2")), "split", "1", 1);
+  r = same_everywhere(p, hosts, in2, 1);
+  cr_assert_str_eq(r, "ok:6162636465666768696a6b6c6d6e6f707172737475767778797a30313233\n");
+  free(r);
+  stop3(hosts);
+}
+
+Test(while, loops_until_the_condition_fails, .timeout = 120) {
+  lt_proc_t hosts[3];
+  start3(hosts);
+  /* Drop the first byte while longer than 3; a task already short enough passes as it is. */
+  const char *in[] = {"abcdefgh", "xy", "abcd"};
+  lt_skel_t *p = lt_skel_param(lt_while("skelk:long", lt_seq("skelk:shrink")), "cond", "3", 1);
+  char *r = same_everywhere(p, hosts, in, 3);
+  cr_assert_str_eq(r, "ok:666768\nok:7879\nok:626364\n");
+  free(r);
+  /* A while inside a map, and a map inside a while. */
+  const char *in2[] = {"abcdefghijkl"};
+  lt_skel_t *w = lt_skel_param(lt_while("skelk:long", lt_seq("skelk:shrink")), "cond", "1", 1);
+  r = same_everywhere(lt_skel_param(lt_map("skelk:chunks", w, "skelk:cat"), "split", "4", 1), hosts,
+                      in2, 1);
+  cr_assert_str_eq(r, "ok:646c68\n"); /* "abcd" -> "d", "efgh" -> "h", "ijkl" -> "l" */
+  free(r);
+  lt_skel_t *body = lt_pipeline(lt_seq("skelk:shrink"),
+                                lt_map("skelk:halves", lt_seq("skelk:rev"), "skelk:cat"), NULL);
+  r = same_everywhere(lt_skel_param(lt_while("skelk:long", body), "cond", "9", 1), hosts, in2, 1);
+  cr_assert_str_eq(r, "ok:6665646362696c6b6a\n");
+  free(r);
+  stop3(hosts);
+}
+
+Test(if, runs_one_branch_by_the_condition, .timeout = 120) {
+  lt_proc_t hosts[3];
+  start3(hosts);
+  const char *in[] = {"ab", "abcdef", ""};
+  lt_skel_t *p = lt_skel_param(
+      lt_if("skelk:small", lt_seq("skelk:rev"), lt_seq_with("skelk:app", "!", 1)), "cond", "2", 1);
+  char *r = same_everywhere(p, hosts, in, 3);
+  cr_assert_str_eq(r, "ok:6261\nok:61626364656621\nok:\n");
+  free(r);
+  stop3(hosts);
+}
+
+Test(params, every_kernel_of_a_skeleton_reads_its_own, .timeout = 120) {
+  lt_proc_t hosts[3];
+  start3(hosts);
+  /* The parser and the builders agree, and each kernel gets its own parameter: chunks of 4
+   * (not the default 3), and a dc cut-off of 3 (not the default 1). */
+  lt_skel_t *parsed = NULL;
+  char err[256];
+  cr_assert_eq(lt_skel_parse("pipe(map(skelk:chunks \"4\", skelk:rev, skelk:cat),"
+                             " dc(skelk:small \"3\", skelk:halves, skelk:rev, skelk:cat))",
+                             &parsed, err, sizeof err),
+               LT_OK, "%s", err);
+  lt_skel_t *built = lt_pipeline(
+      lt_skel_param(lt_map("skelk:chunks", lt_seq("skelk:rev"), "skelk:cat"), "split", "4", 1),
+      lt_skel_param(lt_dc("skelk:small", "skelk:halves", lt_seq("skelk:rev"), "skelk:cat"), "cond",
+                    "3", 1),
+      NULL);
+  cr_assert(lt_skel_equal(parsed, built));
+  lt_skel_free(built);
+  const char *in[] = {"abcdefghij"};
+  char *r = same_everywhere(parsed, hosts, in, 1);
+  /* chunks of 4 reversed: "dcbahgfeji"; dc splits 10 -> 5 -> 2,3 and reverses the pieces:
+   * "dc" "bah" | "gf" "eji" -> "cd" "hab" "fg" "ije" */
+  cr_assert_str_eq(r, "ok:63646861626667696a65\n");
+  free(r);
+  stop3(hosts);
+}
+
 Test(dc, depth_twelve, .timeout = 180) {
   lt_proc_t hosts[3];
   start3(hosts);
@@ -195,9 +280,19 @@ static uint32_t rnd(uint32_t n) {
   return (rng >> 8) % n;
 }
 
-static lt_skel_t *gen(int depth) {
-  uint32_t pick = depth <= 0 ? rnd(3) : rnd(8);
-  char param[4];
+/* num_param returns a decimal parameter from 0 to max - 1, as text in `buf`. */
+static const char *num_param(char *buf, uint32_t max) {
+  snprintf(buf, 12, "%u", rnd(max));
+  return buf;
+}
+
+/* gen makes a random program of the given depth over skelk's kernels. A program for a
+ * while's body (`keep`) never makes its input longer, so that the loop, which shrinks the
+ * input each round, ends. */
+static lt_skel_t *gen(int depth, int keep) {
+  uint32_t pick = depth <= 0 ? rnd(3) : rnd(11);
+  char param[12];
+  if (pick == 2 && keep) pick = 0;
   switch (pick) {
   case 0:
     return lt_seq("skelk:rev");
@@ -211,15 +306,28 @@ static lt_skel_t *gen(int depth) {
     return lt_seq_with("skelk:app", param, n);
   }
   case 3:
-    return lt_farm(gen(depth - 1));
+    return lt_farm(gen(depth - 1, keep));
   case 4:
+    return rnd(2) ? lt_pipeline(gen(depth - 1, keep), gen(depth - 1, keep), NULL)
+                  : lt_pipeline(gen(depth - 1, keep), gen(depth - 1, keep), gen(depth - 1, keep),
+                                NULL);
   case 5:
-    return rnd(2) ? lt_pipeline(gen(depth - 1), gen(depth - 1), NULL)
-                  : lt_pipeline(gen(depth - 1), gen(depth - 1), gen(depth - 1), NULL);
+    return lt_map("skelk:halves", gen(depth - 1, keep), "skelk:cat");
   case 6:
-    return lt_map("skelk:halves", gen(depth - 1), "skelk:cat");
+    return lt_skel_param(lt_dc("skelk:small", "skelk:halves", gen(depth - 1, keep), "skelk:cat"),
+                         "cond", param, strlen(num_param(param, 6)));
+  case 7:
+    snprintf(param, sizeof param, "%u", 1 + rnd(5)); /* a chunk size */
+    return lt_skel_param(
+        lt_map_reduce("skelk:chunks", gen(depth - 1, keep), lt_reduce("skelk:cat2")), "split",
+        param, strlen(param));
+  case 8:
+    return lt_skel_param(lt_if("skelk:small", gen(depth - 1, keep), gen(depth - 1, keep)), "cond",
+                         param, strlen(num_param(param, 30)));
   default:
-    return lt_dc("skelk:small", "skelk:halves", gen(depth - 1), "skelk:cat");
+    return lt_skel_param(
+        lt_while("skelk:long", lt_pipeline(lt_seq("skelk:shrink"), gen(depth - 1, 1), NULL)),
+        "cond", param, strlen(num_param(param, 30)));
   }
 }
 
@@ -236,7 +344,7 @@ Test(generated, random_programs_agree_with_the_sequential_evaluator, .timeout = 
     in[i] = bufs[i];
   }
   for (int p = 0; p < 30; p++) {
-    char *r = same_everywhere(gen(3), hosts, in, 12);
+    char *r = same_everywhere(gen(3, 0), hosts, in, 12);
     free(r);
   }
   stop3(hosts);

@@ -10,6 +10,10 @@
  *   halves     split / divide: 2 parts, the first and second half (first gets the shorter).
  *   cat        merge / combine: all inputs concatenated in order (0 inputs: empty output).
  *   small      condition: answers len(input) <= param (decimal text, default 1).
+ *   long       condition: answers len(input) > param (decimal text, default 1).
+ *   shrink     1 input; output: the input without its first byte (empty stays empty).
+ *   cat2       combine of a reduce: the 2 inputs concatenated; fails on any other count,
+ *              so a test sees that a reduce combines pairs.
  *   fail_on    1 input; fails with "fail_on: found <byte>" when the input holds the param
  *              byte, else copies it.
  *   fib_cut    condition on int64 n: n < param (decimal text).
@@ -145,6 +149,25 @@ LT_KERNEL(small, call) {
   size_t n;
   if (input1(call, "small", &n) == NULL) return 1;
   return lt_call_answer(call, n <= (size_t)param_num(call, 1));
+}
+
+LT_KERNEL(long, call) {
+  size_t n;
+  if (input1(call, "long", &n) == NULL) return 1;
+  return lt_call_answer(call, n > (size_t)param_num(call, 1));
+}
+
+LT_KERNEL(shrink, call) {
+  size_t n;
+  const unsigned char *in = input1(call, "shrink", &n);
+  if (in == NULL) return 1;
+  return emit(call, in + (n > 0), n - (n > 0));
+}
+
+LT_KERNEL(cat2, call) {
+  if (lt_call_ninputs(call) != 2)
+    return lt_call_fail(call, "cat2: got %d inputs, expected 2", lt_call_ninputs(call));
+  return lt_kernel_cat(call);
 }
 
 LT_KERNEL(fail_on, call) {

@@ -10,7 +10,7 @@
 
 Test(kind, every_kind_has_one_row_found_by_its_keywords) {
   int bare = 0;
-  for (int k = LT_SKEL_SEQ; k <= LT_SKEL_DC; k++) {
+  for (int k = LT_SKEL_SEQ; k <= LT_SKEL_IF; k++) {
     const lt_skel_kind_desc_t *d = lt__skel_kind((lt_skel_kind_t)k);
     cr_assert_not_null(d, "kind %d", k);
     cr_assert_eq(d->kind, (lt_skel_kind_t)k);
@@ -26,8 +26,15 @@ Test(kind, every_kind_has_one_row_found_by_its_keywords) {
   cr_assert_null(lt__skel_kind_by_name("far", 3));
 }
 
+/* has_block tells whether kind `d` runs a child skeleton as a block of its own. */
+static int has_block(const lt_skel_kind_desc_t *d) {
+  for (uint32_t i = 0; i < d->nargs; i++)
+    if (d->args[i].kind == LT_ARG_SKEL && d->kind != LT_SKEL_FARM) return 1;
+  return 0;
+}
+
 Test(kind, arguments_have_the_shape_parse_and_format_rely_on) {
-  for (int k = LT_SKEL_SEQ; k <= LT_SKEL_DC; k++) {
+  for (int k = LT_SKEL_SEQ; k <= LT_SKEL_IF; k++) {
     const lt_skel_kind_desc_t *d = lt__skel_kind((lt_skel_kind_t)k);
     cr_assert(d->nargs >= 1 && d->nargs <= LT_SKEL_MAX_ARGS, "%s", d->name);
     if (d->bare) cr_assert_eq(d->args[0].kind, LT_ARG_KERNEL, "%s", d->name);
@@ -36,15 +43,20 @@ Test(kind, arguments_have_the_shape_parse_and_format_rely_on) {
       /* A list of children and an optional parameter can only end the arguments. */
       if (a == LT_ARG_SKELS || a == LT_ARG_PARAM) cr_assert_eq(i + 1, d->nargs, "%s", d->name);
       if (a == LT_ARG_PARAM) cr_assert(i > 0, "%s", d->name);
-      /* A kind drawn with a child block names the role of each of its kernels. */
-      if (a == LT_ARG_KERNEL && d->dot_block != NULL)
+      /* A kind drawn with a child block names the role of each of its kernels and blocks. */
+      if ((a == LT_ARG_KERNEL || a == LT_ARG_SKEL) && has_block(d))
         cr_assert_not_null(d->args[i].role, "%s", d->name);
+      /* What stands instead of a kernel is a kind that stands nowhere else. */
+      if (d->args[i].instead != 0) {
+        cr_assert_eq(a, LT_ARG_KERNEL, "%s", d->name);
+        cr_assert(lt__skel_kind(d->args[i].instead)->only_instead, "%s", d->name);
+      }
     }
     cr_assert_eq(lt__skel_kind_variadic(d), k == LT_SKEL_PIPE);
   }
   char list[96];
   lt__skel_kind_list(list, sizeof list);
-  cr_assert_str_eq(list, "seq, farm, pipe, map or dc");
+  cr_assert_str_eq(list, "seq, farm, pipe, map, dc, while or if");
 }
 
 Test(op, rows_keep_the_rules_of_each_op) {
@@ -61,10 +73,14 @@ Test(op, rows_keep_the_rules_of_each_op) {
     cr_assert_eq(lt__op_valid(LT_OP_SEQ, n), n >= 1, "seq %u", n);
     cr_assert_eq(lt__op_valid(LT_OP_SPLIT, n), n == 1, "split %u", n);
     cr_assert_eq(lt__op_valid(LT_OP_DCSTEP, n), n == 2, "dcstep %u", n);
+    cr_assert_eq(lt__op_valid(LT_OP_TEST, n), n == 1, "test %u", n);
     cr_assert(!lt__op_valid(LT_OP_LAST + 1, n));
   }
   cr_assert_eq(lt__op(LT_OP_SEQ)->outputs, LT_OP_OUT_ONE);
   cr_assert(lt__op(LT_OP_DCSTEP)->answers && lt__op(LT_OP_DCSTEP)->keeps_inputs);
   cr_assert(!lt__op(LT_OP_SPLIT)->answers && !lt__op(LT_OP_SPLIT)->keeps_inputs);
   cr_assert(lt__op(LT_OP_SPLIT)->grows && !lt__op(LT_OP_SEQ)->grows);
+  /* Only a dc step's false answer replaces its input; a test keeps it either way. */
+  cr_assert(lt__op(LT_OP_DCSTEP)->divides && !lt__op(LT_OP_TEST)->divides);
+  cr_assert(lt__op(LT_OP_TEST)->answers && lt__op(LT_OP_TEST)->keeps_inputs);
 }

@@ -107,8 +107,8 @@ Test(parse, every_byte_value_round_trips) {
   cr_assert_not_null(text);
   lt_skel_t *back = parse_ok(text);
   cr_assert(lt_skel_equal(s, back));
-  cr_assert_eq(back->param_len, 256);
-  cr_assert_eq(memcmp(back->param, all, 256), 0);
+  cr_assert_eq(back->k[LT_SLOT_KERNEL].param_len, 256);
+  cr_assert_eq(memcmp(back->k[LT_SLOT_KERNEL].param, all, 256), 0);
   free(text);
   lt_skel_free(back);
   lt_skel_free(s);
@@ -154,7 +154,7 @@ Test(format, null_and_shapes) {
 
 Test(parse, errors_have_offsets_and_messages) {
   static const char skel[] =
-      "expected a skeleton (module:function, seq, farm, pipe, map or dc), found ";
+      "expected a skeleton (module:function, seq, farm, pipe, map, dc, while or if), found ";
   static const char kern[] = "expected a kernel name module:function, found ";
   static const char esc[] = "expected an escape \\\" \\\\ \\n \\t \\r \\0 or \\xHH, found ";
   static const struct {
@@ -346,20 +346,33 @@ static void random_kernel(char *out) {
   out[n] = '\0';
 }
 
+/* random_bytes fills p with up to `max` mostly printable bytes (so both escaped and plain
+ * runs occur); returns how many. */
+static size_t random_bytes(unsigned char *p, size_t max) {
+  size_t len = rnd((uint32_t)max + 1);
+  for (size_t i = 0; i < len; i++)
+    p[i] = (unsigned char)(rnd(3) == 0 ? rnd(256) : 0x20 + rnd(0x5f));
+  return len;
+}
+
+/* with_random_param gives the kernel of `s` named `role` a random parameter half the time. */
+static lt_skel_t *with_random_param(lt_skel_t *s, const char *role) {
+  unsigned char p[24];
+  if (s == NULL || rnd(2) == 0) return s;
+  return lt_skel_param(s, role, p, random_bytes(p, sizeof p));
+}
+
 static lt_skel_t *random_tree(int depth) {
   char a[32], b[32], c[32];
   random_kernel(a);
   random_kernel(b);
   random_kernel(c);
-  uint32_t kind = depth <= 0 ? 0 : rnd(5);
+  uint32_t kind = depth <= 0 ? 0 : rnd(8);
   switch (kind) {
   case 0: {
     if (rnd(2) == 0) return lt_seq(a);
     unsigned char p[24];
-    size_t len = rnd(sizeof p + 1);
-    /* Mostly printable bytes, so both escaped and plain runs occur. */
-    for (size_t i = 0; i < len; i++)
-      p[i] = (unsigned char)(rnd(3) == 0 ? rnd(256) : 0x20 + rnd(0x5f));
+    size_t len = random_bytes(p, sizeof p);
     return lt_seq_with(a, p, len);
   }
   case 1:
@@ -381,9 +394,21 @@ static lt_skel_t *random_tree(int depth) {
     }
   }
   case 3:
-    return lt_map(a, random_tree(depth - 1), c);
+    return with_random_param(with_random_param(lt_map(a, random_tree(depth - 1), c), "split"),
+                             "merge");
+  case 4:
+    return with_random_param(
+        with_random_param(with_random_param(lt_dc(a, b, random_tree(depth - 1), c), "cond"),
+                          "divide"),
+        "combine");
+  case 5:
+    return with_random_param(
+        lt_map_reduce(a, random_tree(depth - 1), with_random_param(lt_reduce(c), "combine")),
+        "split");
+  case 6:
+    return with_random_param(lt_while(a, random_tree(depth - 1)), "cond");
   default:
-    return lt_dc(a, b, random_tree(depth - 1), c);
+    return with_random_param(lt_if(a, random_tree(depth - 1), random_tree(depth - 1)), "cond");
   }
 }
 
@@ -426,19 +451,34 @@ static void loose_param(char **p, const unsigned char *b, size_t n) {
   *(*p)++ = '"';
 }
 
+/* loose_kernel writes kernel slot `k`: its name, and its parameter after it when it has
+ * one (always for `forced`, a seq's parameter written `m:f "p"`). */
+static void loose_kernel(char **p, const lt_skel_kernel_t *k) {
+  loose_put(p, k->name);
+  if (k->param_len > 0) loose_param(p, k->param, k->param_len);
+}
+
 static void loose_print(char **p, const lt_skel_t *s) {
+  const lt_skel_kernel_t *k0 = &s->k[LT_SLOT_KERNEL];
   switch (s->kind) {
   case LT_SKEL_SEQ:
-    if (s->param_len == 0 && rnd(2)) {
-      loose_put(p, s->kernel);
+    if (rnd(3) == 0) { /* the parameter after the name, bare or in seq(...) */
+      int bare = rnd(2);
+      if (!bare) loose_put(p, "seq(");
+      loose_kernel(p, k0);
+      if (!bare) loose_put(p, ")");
+      return;
+    }
+    if (k0->param_len == 0 && rnd(2)) {
+      loose_put(p, k0->name);
       return;
     }
     loose_put(p, "seq");
     loose_put(p, "(");
-    loose_put(p, s->kernel);
-    if (s->param_len > 0 || rnd(4) == 0) {
+    loose_put(p, k0->name);
+    if (k0->param_len > 0 || rnd(4) == 0) {
       loose_put(p, ",");
-      loose_param(p, s->param, s->param_len);
+      loose_param(p, k0->param, k0->param_len);
     }
     loose_put(p, ")");
     return;
@@ -461,15 +501,33 @@ static void loose_print(char **p, const lt_skel_t *s) {
   case LT_SKEL_DC:
     loose_put(p, s->kind == LT_SKEL_MAP ? "map" : "dc");
     loose_put(p, "(");
-    loose_put(p, s->kernel);
+    loose_kernel(p, k0);
     loose_put(p, ",");
     if (s->kind == LT_SKEL_DC) {
-      loose_put(p, s->divide);
+      loose_kernel(p, &s->k[LT_SLOT_DIVIDE]);
       loose_put(p, ",");
     }
     loose_print(p, s->children[0]);
     loose_put(p, ",");
-    loose_put(p, s->combine);
+    if (s->nchildren == 2)
+      loose_print(p, s->children[1]);
+    else
+      loose_kernel(p, &s->k[LT_SLOT_COMBINE]);
+    loose_put(p, ")");
+    return;
+  case LT_SKEL_REDUCE:
+    loose_put(p, "reduce(");
+    loose_kernel(p, &s->k[LT_SLOT_COMBINE]);
+    loose_put(p, ")");
+    return;
+  case LT_SKEL_WHILE:
+  case LT_SKEL_IF:
+    loose_put(p, s->kind == LT_SKEL_WHILE ? "while(" : "if(");
+    loose_kernel(p, k0);
+    for (size_t i = 0; i < s->nchildren; i++) {
+      loose_put(p, ",");
+      loose_print(p, s->children[i]);
+    }
     loose_put(p, ")");
     return;
   }
@@ -485,8 +543,8 @@ static size_t count_nodes(const lt_skel_t *s) {
 Test(parse, random_trees_round_trip) {
   rng_state = 0x9e3779b97f4a7c15u;
   static char loose[1 << 20];
-  int kinds[LT_SKEL_DC + 1] = {0};
-  for (int iter = 0; iter < 4000; iter++) {
+  int kinds[LT_SKEL_IF + 1] = {0};
+  for (int iter = 0; iter < 6000; iter++) {
     lt_skel_t *s = random_tree((int)rnd(6));
     cr_assert_not_null(s);
     kinds[s->kind]++;
@@ -516,6 +574,6 @@ Test(parse, random_trees_round_trip) {
     lt_skel_free(lb);
     lt_skel_free(s);
   }
-  for (int k = LT_SKEL_SEQ; k <= LT_SKEL_DC; k++)
-    cr_assert_gt(kinds[k], 100, "kind %d", k);
+  for (int k = LT_SKEL_SEQ; k <= LT_SKEL_IF; k++)
+    if (k != LT_SKEL_REDUCE) cr_assert_gt(kinds[k], 100, "kind %d", k);
 }

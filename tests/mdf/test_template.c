@@ -24,8 +24,8 @@ Test(skel, builders_check_names_and_children) {
   lt_skel_t *s = lt_seq_with("m:f", "ab", 2);
   cr_assert_not_null(s);
   cr_assert_eq(s->kind, LT_SKEL_SEQ);
-  cr_assert_eq(s->param_len, 2);
-  cr_assert_eq(memcmp(s->param, "ab", 2), 0);
+  cr_assert_eq(s->k[LT_SLOT_KERNEL].param_len, 2);
+  cr_assert_eq(memcmp(s->k[LT_SLOT_KERNEL].param, "ab", 2), 0);
   lt_skel_free(s);
   lt_skel_free(NULL);
 }
@@ -116,7 +116,7 @@ Test(template, malformed_tree_is_rejected) {
   lt_template_t *t = (lt_template_t *)1;
   cr_assert_eq(lt__template_compile(&t, &bad, 0), LT_EINVAL);
   cr_assert_null(t);
-  lt_skel_t leaf = {.kind = LT_SKEL_SEQ, .kernel = "not a name"};
+  lt_skel_t leaf = {.kind = LT_SKEL_SEQ, .k = {{.name = "not a name"}}};
   cr_assert_eq(lt__template_compile(&t, &leaf, 0), LT_EINVAL);
   cr_assert_eq(lt__template_compile(&t, NULL, 0), LT_EINVAL);
 }

@@ -304,7 +304,7 @@ static void check_decoded(const lt_msg_t *m) {
   case LT_MSG_EXECUTE:
     for (uint32_t i = 0; i < m->u.execute.ninstrs; i++) {
       const lt_instr_t *in = &m->u.execute.instrs[i];
-      cr_assert_leq(in->op, LT_OP_DCSTEP);
+      cr_assert_leq(in->op, LT_OP_LAST);
       cr_assert((in->nmore == 0) == (in->more == NULL));
       for (uint32_t j = 0; j < in->nmore; j++)
         cr_assert(in->more[j].param.len == 0 || in->more[j].param.data != NULL);
@@ -1258,9 +1258,9 @@ Test(codec, roundtrip_every_op_stages_answer) {
   lt_oid_t out0 = {9, 1000};
   lt_input_t in = {LT_INPUT_INLINE, 0, {0, 0}, "", 1};
   lt_bytes_t pay = {"x", 1};
-  lt_instr_t all[3 * 4 * 2];
+  lt_instr_t all[(LT_OP_LAST + 1) * 4 * 2];
   uint32_t n = 0;
-  for (uint32_t op = LT_OP_SEQ; op <= LT_OP_DCSTEP; op++)
+  for (uint32_t op = LT_OP_SEQ; op <= LT_OP_LAST; op++)
     for (uint32_t nmore = 0; nmore <= 3; nmore++)
       for (int own = 0; own < 2; own++) {
         lt_instr_t *x = &all[n++];
@@ -1290,7 +1290,7 @@ Test(codec, roundtrip_every_op_stages_answer) {
   encode_ok(&m, &hdr, &len);
   lt_msg_t out;
   cr_assert_eq(decode_hdr(&out, hdr, len, &pay, 1, NULL), 0);
-  const lt_instr_t *d = &out.u.execute.instrs[n - 1]; /* DCSTEP, 3 stages, own param */
+  const lt_instr_t *d = &out.u.execute.instrs[LT_OP_DCSTEP * 8 + 7]; /* 3 stages, own param */
   cr_assert_eq(d->op, LT_OP_DCSTEP);
   cr_assert_eq(d->nmore, 3);
   cr_assert_eq(d->more[0].kernel, 1);
@@ -1617,7 +1617,7 @@ Test(codec, bad_op_and_answer_rejected) {
     pb_sub(&ex, 1, &ins);
     pb_sub(&env, body_fno(LT_MSG_EXECUTE), &ex);
     int rc = decode_hdr(&out, env.b, env.n, NULL, 0, NULL);
-    if (ops[i] <= LT_OP_DCSTEP) {
+    if (ops[i] <= LT_OP_LAST) {
       cr_assert_eq(rc, 0, "op %llu", (unsigned long long)ops[i]);
       cr_assert_eq(out.u.execute.instrs[0].op, ops[i]);
       cr_assert_eq(out.u.execute.instrs[0].seq, 7);
@@ -1630,7 +1630,7 @@ Test(codec, bad_op_and_answer_rejected) {
   /* A bad op in the second instruction of a batch fails the whole message. */
   pb good = {.n = 0}, bad = {.n = 0}, ex = {.n = 0}, env = {.n = 0};
   pb_uint(&good, 7, LT_OP_SPLIT);
-  pb_uint(&bad, 7, 3);
+  pb_uint(&bad, 7, LT_OP_LAST + 1);
   pb_sub(&ex, 1, &good);
   pb_sub(&ex, 1, &bad);
   pb_sub(&env, body_fno(LT_MSG_EXECUTE), &ex);
@@ -1668,7 +1668,7 @@ Test(codec, bad_op_and_answer_rejected) {
   void *hdr = (void *)1;
   size_t len = 1;
   lt_msg_t m;
-  static const uint32_t bad_ops[] = {3, 4, UINT32_MAX};
+  static const uint32_t bad_ops[] = {LT_OP_LAST + 1, LT_OP_LAST + 2, UINT32_MAX};
   for (size_t i = 0; i < 3; i++) {
     sample(&m, LT_MSG_EXECUTE);
     instrs[2].op = bad_ops[i];

@@ -39,6 +39,34 @@ LT_API lt_skel_t *lt_map(const char *split, lt_skel_t *body, const char *merge);
  * order) and makes the one result. Takes ownership of `base`. */
 LT_API lt_skel_t *lt_dc(const char *cond, const char *divide, lt_skel_t *base, const char *combine);
 
+/* lt_reduce is a tree reduction by the associative kernel `combine`, which gets two
+ * neighbouring values as its two inputs (left, then right) and makes one. It stands only as
+ * the merge of a map (lt_map_reduce): the parts are combined pairwise as they are ready,
+ * each combine where its inputs are, keeping part order. */
+LT_API lt_skel_t *lt_reduce(const char *combine);
+
+/* lt_map_reduce is lt_map whose merge is `reduce` (from lt_reduce): map-reduce. One part is
+ * the result as it is; a split that makes no parts fails the task. Takes ownership of `body`
+ * and `reduce`. */
+LT_API lt_skel_t *lt_map_reduce(const char *split, lt_skel_t *body, lt_skel_t *reduce);
+
+/* lt_while runs `body` on a task again and again while condition kernel `cond` answers
+ * (lt_call_answer) true of it; the task goes on unchanged when it first answers false. The
+ * graph grows at run time, one round at a time. Takes ownership of `body`. */
+LT_API lt_skel_t *lt_while(const char *cond, lt_skel_t *body);
+
+/* lt_if runs `then_branch` on a task when condition kernel `cond` answers true of it, else
+ * `else_branch`. Takes ownership of both. */
+LT_API lt_skel_t *lt_if(const char *cond, lt_skel_t *then_branch, lt_skel_t *else_branch);
+
+/* lt_skel_param gives the kernel of `s` named by `role` a constant parameter (copied; `len`
+ * 0 removes it) that the kernel reads with lt_call_param: role "kernel" for lt_seq, "split"
+ * or "merge" for lt_map, "split" for lt_map_reduce, "combine" for lt_reduce, "cond",
+ * "divide" or "combine" for lt_dc, "cond" for lt_while and lt_if. Returns `s`, or NULL (and
+ * frees `s`) for a role the skeleton has not or out of memory, so calls nest like the
+ * builders: lt_skel_param(lt_map("m:split", body, "m:merge"), "split", "8", 1). */
+LT_API lt_skel_t *lt_skel_param(lt_skel_t *s, const char *role, const void *param, size_t len);
+
 /* lt_skel_parse parses an expression (README.md, "Expressions") into *out (caller frees).
  * On a syntax error returns LT_EINVAL and writes "offset N: expected X, found Y" into err
  * (when errlen > 0). */
