@@ -70,21 +70,7 @@ void lt__sched_job_fail(lt_sched_t *s, job_t *j, int err, const char *msg) {
   job_finish(s, j, lt__buf_fail(err, msg));
 }
 
-/* ---- the fireable queue and records ---------------------------------------------------- */
-
-void lt__sched_push_fireable(lt_sched_t *s, instr_rec_t *r, int front) {
-  r->conn = -1;
-  if (front)
-    LT_QUEUE_PUSH_FRONT(s->fire_head, s->fire_tail, r, next);
-  else
-    LT_QUEUE_PUSH(s->fire_head, s->fire_tail, r, next);
-}
-
-instr_rec_t *lt__sched_pop_fireable(lt_sched_t *s) {
-  instr_rec_t *r;
-  LT_QUEUE_POP(s->fire_head, s->fire_tail, r, next);
-  return r;
-}
+/* ---- records ----------------------------------------------------------------------------- */
 
 void lt__sched_rec_done(lt_sched_t *s, instr_rec_t *r) {
   job_t *j = r->job;
@@ -100,19 +86,13 @@ void lt__sched_rec_done(lt_sched_t *s, instr_rec_t *r) {
  * dispatch fired it: it then goes out in the same turn. */
 static void fire(lt_sched_t *s, lt_instance_t *inst, lt_frame_t *frame, int chained) {
   job_t *j = inst->user;
-  instr_rec_t *r = calloc(1, sizeof *r);
+  instr_rec_t *r = lt__rec_new(s, j);
   if (r == NULL) {
     lt__sched_job_fail(s, j, LT_ENOMEM, "out of memory queueing an instruction");
     return;
   }
-  /* Output i of this instruction is named seq + i: ids are spaced for the most parts. */
-  r->seq = s->next_seq;
-  s->next_seq += (uint64_t)LT_MAX_PARTS + 1;
-  r->job = j;
-  r->gen = j->gen;
   r->frame = frame;
   r->chained = chained;
-  j->live++;
   lt__sched_push_fireable(s, r, chained);
 }
 
@@ -265,7 +245,6 @@ void lt__sched_lost(lt_sched_t *s, instr_rec_t *r, const char *endpoint, const c
     lt__sched_restart(s, j, msg);
     return;
   }
-  r->admitted = 0;
   lt__sched_push_fireable(s, r, 1);
 }
 
@@ -337,7 +316,7 @@ static void check_moves(lt_sched_t *s, const instr_rec_t *r, int holder,
   if (most <= least) return;
   instr_rec_t *q, *tmp;
   HASH_ITER(hh, s->inflight, q, tmp) {
-    if (q->conn < 0 || q->conn == holder || lt__sched_stale(q)) continue;
+    if (q->conn == holder || lt__sched_stale(q)) continue;
     uint64_t lim = s->conns[q->conn].max_frame;
     for (uint32_t k = 0; k < q->nins; k++) {
       const lt_token_t *t = &q->ins[k];
@@ -375,11 +354,9 @@ void lt__sched_on_completion(lt_sched_t *s, size_t idx, const lt_completion_t *c
         lt__sched_release(s, (int)idx, (lt_oid_t){s->ev->client_id, cp->seq + i});
     return;
   }
-  HASH_DEL(s->inflight, r);
+  lt__sched_take_off(s, r);
   lt__trace_completion(s->trace, s, idx, r, cp);
-  c->inflight--;
   c->last_done_ms = lt__clock_ms();
-  lt__sched_unadmit(s, r, idx);
   if (lt__sched_cancel_answered(s, r, cp->status)) return; /* it moves to a faster server */
   /* A result, or a failure of the kernel itself, settles its copies; a copy that was lost
    * or never ran leaves the other to carry on. */
@@ -420,11 +397,12 @@ void lt__sched_on_completion(lt_sched_t *s, size_t idx, const lt_completion_t *c
 
 void lt__sched_fail_all(lt_sched_t *s, int err, const char *msg) {
   instr_rec_t *r, *tmp;
+  while ((r = lt__sched_pop_fireable(s)) != NULL) {
+    lt__sched_job_fail(s, r->job, err, msg);
+    lt__sched_rec_done(s, r);
+  }
   HASH_ITER(hh, s->inflight, r, tmp) {
     HASH_DEL(s->inflight, r);
-    lt__sched_push_fireable(s, r, 0);
-  }
-  while ((r = lt__sched_pop_fireable(s)) != NULL) {
     lt__sched_job_fail(s, r->job, err, msg);
     lt__sched_rec_done(s, r);
   }

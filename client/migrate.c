@@ -30,8 +30,8 @@ static uint32_t idle_threads(const lt_sched_t *s, size_t i) {
 /* movable tells whether r may run elsewhere after a confirmed cancel: every input is held
  * by the client, and nothing was dispatched that names its output on this server. */
 static int movable(const instr_rec_t *r) {
-  if (!r->admitted || r->migrating || r->chained || (r->moved && !r->final) || lt__sched_stale(r) ||
-      r->twin != NULL || r->dropped)
+  if (r->state != LT_IR_OUT || r->chained || (r->moved && !r->final) || lt__sched_stale(r) ||
+      r->twin != NULL)
     return 0;
   for (uint32_t i = 0; i < r->nins; i++)
     if (r->ins[i].value == NULL) return 0;
@@ -96,7 +96,7 @@ void lt__sched_migrate(lt_sched_t *s) {
   uint64_t *seqs = calloc(want, sizeof *seqs);
   uint32_t n = pick != NULL && seqs != NULL ? newest(s, from, pick, want) : 0;
   for (uint32_t k = 0; k < n; k++) {
-    pick[k]->migrating = 1;
+    lt__rec_to(pick[k], LT_IR_MIGRATING);
     seqs[k] = pick[k]->seq;
   }
   if (n > 0) {
@@ -113,11 +113,12 @@ void lt__sched_migrate(lt_sched_t *s) {
 }
 
 int lt__sched_cancel_answered(lt_sched_t *s, instr_rec_t *r, int status) {
-  if (!r->migrating) return 0;
-  r->migrating = 0;
+  if (r->state != LT_IR_MIGRATING) return 0;
   s->cancels_out--;
-  if (status != LT_ECANCELED) return 0; /* it had started: its result stands */
-  r->conn = -1;
+  if (status != LT_ECANCELED) {
+    lt__rec_to(r, LT_IR_OUT); /* it had started: its result stands */
+    return 0;
+  }
   s->migrated++;
   lt__sched_push_fireable(s, r, 1);
   return 1;

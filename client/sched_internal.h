@@ -1,8 +1,7 @@
 /* sched_internal.h: the dispatcher's state, shared by its files: scheduler.c (the
- * loop, connections, heartbeats, stats), jobs.c (tasks as graph instances, instruction
- * records, completions, releases), dispatch.c (execute batches) and placement.c (where an
- * instruction goes).
- * Dispatcher thread only, except stats_mu. */
+ * loop, connections, heartbeats, stats), instr.c (instruction records and their states),
+ * jobs.c (tasks as graph instances, completions, releases), dispatch.c (execute batches) and
+ * placement.c (where an instruction goes). Dispatcher thread only, except stats_mu. */
 #ifndef LT_SCHED_INTERNAL_H
 #define LT_SCHED_INTERNAL_H
 
@@ -33,18 +32,31 @@ typedef struct job {
   UT_hash_handle hh;     /* s->jobs, by task number */
 } job_t;
 
-/* One instruction: what a frame needs run, queued or in flight on `conn`. */
+/* Where an instruction record is (instr.c holds the legal moves between these states, in
+ * lt__rec_to). A record that is out is in s->inflight and counted in its server's window
+ * and backlog; when its completion comes or its server is lost it is taken off
+ * (lt__sched_take_off) and keeps its state until it is queued again or freed. */
+typedef enum lt_ir_state {
+  LT_IR_QUEUED = 0, /* in the fireable queue (or just taken from it); conn is -1 */
+  LT_IR_OUT,        /* sent to server conn */
+  LT_IR_MIGRATING,  /* out, and a cancel is on its way to move it to a faster server */
+  LT_IR_DROPPED     /* out, but its twin won: its completion only releases what it left */
+} lt_ir_state_t;
+
+/* One instruction: what a frame needs run, queued or out on `conn`. Besides its state, a
+ * record carries facts that hold wherever it is (a lost record is queued again with them):
+ * how it was fired (`chained`), what became of its frame (`moved`, `final`) and its copy
+ * (`twin`, `backup`). */
 typedef struct instr_rec {
   uint64_t seq; /* instruction id = the sequence of output 0's object id */
   job_t *job;
   uint32_t gen; /* the job's generation when fired; stale records touch no frame */
   lt_frame_t *frame;
   uint32_t op;
-  int conn;        /* -1 while queued */
+  lt_ir_state_t state;
+  int conn;        /* the server it is out on, or was last; -1 while queued */
   uint32_t tries;  /* dispatches lost to a failed server */
   int chained;     /* fired by a predecessor's dispatch: placed as a successor (placement.c) */
-  int admitted;    /* counted in its server's window */
-  int migrating;   /* a cancel is on its way to move it to a faster server */
   int moved;       /* its frame went on at dispatch: the completion only reports status */
   int final;       /* its output is the task's result: returned with done */
   lt_token_t *ins; /* its input tokens (copies holding value references) */
@@ -56,7 +68,6 @@ typedef struct instr_rec {
   int cost_known;         /* its chain had run somewhere then: cost and backlog were measured */
   struct instr_rec *twin; /* the other copy while both are out (backup.c) */
   int backup;             /* this record is the copy */
-  int dropped;            /* its twin won: its completion only releases what it left */
   struct instr_rec *next;
   UT_hash_handle hh; /* s->inflight, by seq */
 } instr_rec_t;
@@ -219,14 +230,29 @@ double lt__pace_known_us(const lt_sched_t *s, const void *key);
 /* lt__pace_parallel returns how many instructions run at once there: window and workers. */
 double lt__pace_parallel(const pace_t *p);
 
+/* instr.c */
+/* lt__rec_to moves r to state `to`, which must be a legal move from its state (an illegal
+ * one is logged and asserted); queued, r names no server. */
+void lt__rec_to(instr_rec_t *r, lt_ir_state_t to);
+/* lt__rec_new makes a queued record of job j under a fresh instruction id, counted live in
+ * j; NULL without memory. Caller owns the record (lt__sched_rec_done frees it). */
+instr_rec_t *lt__rec_new(lt_sched_t *s, job_t *j);
+/* lt__sched_push_fireable queues r for placement, at the front or the back. */
+void lt__sched_push_fireable(lt_sched_t *s, instr_rec_t *r, int front);
+instr_rec_t *lt__sched_pop_fireable(lt_sched_t *s);
+/* lt__sched_put_on records that queued r went out to server idx: in s->inflight, counted
+ * in its in-flight count, window and backlog. */
+void lt__sched_put_on(lt_sched_t *s, instr_rec_t *r, int idx);
+/* lt__sched_take_off takes r, out, off its server: the reverse of lt__sched_put_on. r keeps
+ * its state and conn until it is queued again or freed. */
+void lt__sched_take_off(lt_sched_t *s, instr_rec_t *r);
+
 /* jobs.c */
 /* lt__sched_on_fire queues a fired instruction at the back; lt__sched_on_fire_chained, for
  * a successor fired by its predecessor's dispatch, at the front, placed as a successor. */
 void lt__sched_on_fire(void *ud, lt_instance_t *inst, lt_frame_t *frame);
 void lt__sched_on_fire_chained(void *ud, lt_instance_t *inst, lt_frame_t *frame);
 void lt__sched_take_intake(lt_sched_t *s);
-void lt__sched_push_fireable(lt_sched_t *s, instr_rec_t *r, int front);
-instr_rec_t *lt__sched_pop_fireable(lt_sched_t *s);
 void lt__sched_rec_done(lt_sched_t *s, instr_rec_t *r);
 void lt__sched_job_fail(lt_sched_t *s, job_t *j, int err, const char *msg);
 void lt__sched_on_completion(lt_sched_t *s, size_t idx, const lt_completion_t *cp,
@@ -264,8 +290,6 @@ lt_binding_t lt__binding(const lt_sched_t *s, const instr_rec_t *r);
 void lt__sched_dispatch(lt_sched_t *s);
 /* lt__sched_dispatch_to sends r to server idx at once; LT_EAGAIN when it cannot go there. */
 int lt__sched_dispatch_to(lt_sched_t *s, instr_rec_t *r, int idx);
-/* lt__sched_unadmit takes r out of server idx's window and backlog (when it was in). */
-void lt__sched_unadmit(lt_sched_t *s, instr_rec_t *r, size_t idx);
 
 /* migrate.c */
 /* lt__sched_migrate moves queued work from a slow server to idle ones at end of stream. */

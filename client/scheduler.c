@@ -362,9 +362,7 @@ void lt__sched_conn_dead(lt_sched_t *s, size_t idx, const char *why) {
   instr_rec_t *r, *tmp;
   HASH_ITER(hh, s->inflight, r, tmp) {
     if (r->conn != (int)idx) continue;
-    HASH_DEL(s->inflight, r);
-    c->inflight--;
-    lt__sched_unadmit(s, r, idx);
+    lt__sched_take_off(s, r);
     lt__sched_cancel_answered(s, r, LT_ELOST);
     lt__sched_note_lost(s, idx, r);
     lt__sched_lost(s, r, c->endpoint, why, 1);

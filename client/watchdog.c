@@ -38,9 +38,7 @@ static void take_back(lt_sched_t *s, instr_rec_t *r, int64_t held_ms) {
   lt__log(LT_LOG_WARN, "server %s held instruction %llu for %lld ms: running it elsewhere",
           c->endpoint, (unsigned long long)r->seq, (long long)held_ms);
   lt__sched_cancel(s, idx, &r->seq, 1);
-  HASH_DEL(s->inflight, r);
-  c->inflight--;
-  lt__sched_unadmit(s, r, idx);
+  lt__sched_take_off(s, r);
   lt__sched_cancel_answered(s, r, LT_ELOST); /* a migration's cancel will not be answered */
   s->slots[idx].suspect = 1;
   s->overdue++;
@@ -52,7 +50,6 @@ static void take_back(lt_sched_t *s, instr_rec_t *r, int64_t held_ms) {
 void lt__sched_overdue(lt_sched_t *s, int64_t now_ms) {
   instr_rec_t *r, *tmp;
   HASH_ITER(hh, s->inflight, r, tmp) {
-    if (r->conn < 0) continue;
     if (!lt__sched_alive(s, (size_t)r->conn)) continue;
     int64_t lim = limit_ms(s, r);
     if (lim >= 0 && now_ms - r->sent_ms > lim) take_back(s, r, now_ms - r->sent_ms);
