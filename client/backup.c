@@ -21,14 +21,6 @@
 
 #define BACKUP_MIN_MS 20 /* nothing is a straggler before this */
 
-/* input_closed tells whether no task can arrive any more. */
-static int input_closed(lt_sched_t *s) {
-  pthread_mutex_lock(&s->ev->mu);
-  int closed = s->ev->closed && s->ev->intake_head == NULL;
-  pthread_mutex_unlock(&s->ev->mu);
-  return closed;
-}
-
 /* eligible tells whether r may get a copy: out, alone, its inputs held by the client, and
  * its output not named to successors on its server. */
 static int eligible(const instr_rec_t *r) {
@@ -118,9 +110,9 @@ static instr_rec_t *copy_of(lt_sched_t *s, instr_rec_t *r) {
 }
 
 void lt__sched_backup(lt_sched_t *s, int64_t now_ms) {
-  const lt_options_t *o = &s->ev->opts;
+  const lt_options_t *o = s->opts;
   if (!o->backup || !o->lookahead || s->fire_head != NULL || s->inflight == NULL ||
-      !input_closed(s) || !any_idle(s))
+      !lt__eval_input_closed(s->ev) || !any_idle(s))
     return;
   instr_rec_t *r, *tmp;
   HASH_ITER(hh, s->inflight, r, tmp) {

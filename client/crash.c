@@ -51,7 +51,7 @@ static void refund(lt_sched_t *s, uint64_t seq) {
 
 static const char *kernel_of(const lt_sched_t *s, const void *key) {
   const lt_tstage_t *st = key;
-  return st->kernel < s->ev->tmpl->nkernels ? s->ev->tmpl->kernels[st->kernel] : "?";
+  return st->kernel < s->tmpl->nkernels ? s->tmpl->kernels[st->kernel] : "?";
 }
 
 static void signal_name(int sig, char *buf, size_t len) {

@@ -115,7 +115,7 @@ static int batch_add(lt_sched_t *s, batch_t *b, int idx, instr_rec_t *r, const l
       if (t->holder != idx) inp->holder = s->conns[t->holder].endpoint;
     }
   }
-  b->outputs[b->n] = (lt_oid_t){s->ev->client_id, r->seq};
+  b->outputs[b->n] = (lt_oid_t){s->client_id, r->seq};
   ins->noutputs = 1;
   ins->flags = flags;
   b->n++;
@@ -130,8 +130,8 @@ static void batch_send(lt_sched_t *s, size_t idx, batch_t *b) {
     ins->outputs = &b->outputs[i];
   }
   lt_msg_t m = {.type = LT_MSG_EXECUTE};
-  m.u.execute.max_active = s->ev->opts.throttle ? s->pace[idx].threads : 0;
-  m.u.execute.timeout_ms = s->ev->opts.task_timeout_ms;
+  m.u.execute.max_active = s->opts->throttle ? s->pace[idx].threads : 0;
+  m.u.execute.timeout_ms = s->opts->task_timeout_ms;
   m.u.execute.ninstrs = b->n;
   m.u.execute.instrs = b->instrs;
   m.nframes = b->nframes;
@@ -223,7 +223,7 @@ static int too_big(lt_sched_t *s, instr_rec_t *r, const lt_fire_t *fi) {
  * the frame goes on, and successors it fires are queued to go out in this turn. */
 static void move_on(lt_sched_t *s, instr_rec_t *r, int idx) {
   job_t *j = r->job;
-  lt_token_t out = {.id = {s->ev->client_id, r->seq}, .holder = idx};
+  lt_token_t out = {.id = {s->client_id, r->seq}, .holder = idx};
   lt__instance_dispatched(j->inst, r->frame, &out, lt__sched_on_fire_chained, s);
   r->moved = 1;
   r->frame = NULL; /* it may have finished and been freed */

@@ -10,7 +10,7 @@
 
 #include "clock.h"
 #include "conn.h"
-#include "eval.h"
+#include "backend.h"
 #include "instance.h"
 #include "placement.h"
 #include "scheduler.h"
@@ -138,7 +138,7 @@ typedef struct lost_rec {
  * held keep naming it, so they are known lost), and the server is greeted again in a new
  * slot, its successor. A slot that never got a welcome is greeted again in place. */
 typedef struct slot {
-  size_t host;         /* index in ev->hosts */
+  size_t host;         /* index in the evaluator's hosts (lt__eval_hosts) */
   int watch_fd;        /* read end of a spawned server's stdout (EOF: it exited), or -1 */
   int answered;        /* counted out of lt_eval_start's wait */
   int was_ready;       /* its session was welcomed */
@@ -162,7 +162,12 @@ typedef struct relq {
 } relq_t;
 
 struct lt_sched {
-  lt_eval_t *ev;
+  lt_eval_t *ev; /* opaque: only for the calls of backend.h */
+  const lt_options_t *opts;
+  const lt_template_t *tmpl;
+  uint64_t client_id;
+  uint64_t secret;
+  int wake_fd;
   void *zctx;
   lt_conn_t *conns;
   slot_t *slots;      /* per connection */
@@ -171,11 +176,11 @@ struct lt_sched {
   pace_t *pace;       /* per connection */
   size_t nconns, capconns;
   size_t initial;    /* hosts known at start: they answer lt_eval_start */
-  size_t hosts_seen; /* ev->hosts opened so far */
+  size_t hosts_seen; /* the evaluator's hosts opened so far */
   /* The session's servers as every server is told (PROGRAM.peers): "ENDPOINT [KEY]" per
-   * host of ev->hosts, and the key each connection uses (its own or curve_server). */
+   * host of the evaluator, and the key each connection uses (its own or curve_server). */
   char **peers;
-  char **eps; /* each host's endpoint, as ev->hosts (read here without ev->mu) */
+  char **eps; /* each host's endpoint, copied from the evaluator */
   char (*keys)[41];
   size_t npeers;
   int64_t none_since; /* since when no server could take work (ms), or 0 */

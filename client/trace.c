@@ -245,7 +245,7 @@ void lt__trace_message_at(lt_trace_t *t, lt_sched_t *s, size_t idx, const lt_msg
  * condition, followed by the divide when it divided. */
 static void span_name(const lt_sched_t *s, const instr_rec_t *r, const lt_completion_t *cp,
                       char *buf, size_t size) {
-  const lt_template_t *tmpl = s->ev->tmpl;
+  const lt_template_t *tmpl = s->tmpl;
   uint32_t n = r->stages != NULL ? r->nstages : 0;
   if (lt__op(r->op)->answers && cp->answer != 0 && n > 1) n = 1; /* base case: no divide */
   size_t len = 0;

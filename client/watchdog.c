@@ -27,7 +27,7 @@ static int64_t limit_ms(const lt_sched_t *s, const instr_rec_t *r) {
   if (parallel < 1) parallel = 1;
   double drain_us = known * (1.0 + (double)s->conns[i].inflight / parallel);
   int64_t ms = (int64_t)(LT_OVERDUE_FACTOR * drain_us / 1000.0);
-  int64_t floor_ms = (int64_t)LT_OVERDUE_MIN_BEATS * s->ev->opts.heartbeat_ms;
+  int64_t floor_ms = (int64_t)LT_OVERDUE_MIN_BEATS * s->opts->heartbeat_ms;
   return ms > floor_ms ? ms : floor_ms;
 }
 
