@@ -59,12 +59,12 @@ static int idle_server(lt_sched_t *s, const instr_rec_t *r, double ran_us) {
  * when a completion freed a thread, so no later than the server's last completion. */
 static int64_t running_since(lt_sched_t *s, const instr_rec_t *r) {
   const lt_conn_t *c = &s->conns[r->conn];
-  uint32_t ahead = 0, threads = (uint32_t)lt__pace_parallel(&s->pace[r->conn]);
+  uint32_t ahead = 0, parallel = (uint32_t)lt__pace_parallel(&s->pace[r->conn]);
   const instr_rec_t *o, *tmp;
   HASH_ITER(hh, s->inflight, o, tmp) {
     if (o->conn == r->conn && o != r &&
         (o->sent_ms < r->sent_ms || (o->sent_ms == r->sent_ms && o->seq < r->seq)))
-      if (++ahead >= threads) return -1;
+      if (++ahead >= parallel) return -1;
   }
   return c->last_done_ms > r->sent_ms ? c->last_done_ms : r->sent_ms;
 }

@@ -130,7 +130,7 @@ static void batch_send(lt_sched_t *s, size_t idx, batch_t *b) {
     ins->outputs = &b->outputs[i];
   }
   lt_msg_t m = {.type = LT_MSG_EXECUTE};
-  m.u.execute.max_active = s->opts->throttle ? s->pace[idx].threads : 0;
+  m.u.execute.max_active = s->opts->throttle ? s->pace[idx].window : 0;
   m.u.execute.timeout_ms = s->opts->task_timeout_ms;
   m.u.execute.ninstrs = b->n;
   m.u.execute.instrs = b->instrs;

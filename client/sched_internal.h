@@ -78,7 +78,7 @@ typedef struct instr_rec {
  * behind kernels) and the service times its completions report. */
 #define LT_PING_MS      100   /* round-trip pings per server under lookahead */
 #define LT_RTT_GUESS_US 200.0 /* the round trip assumed before the first ping answer */
-#define LT_MAX_DEPTH    250   /* most instructions queued at a server beyond max_threads */
+#define LT_MAX_DEPTH    250   /* most instructions queued at a server beyond its window */
 
 #define LT_CONTROL_MS 200 /* throttle: one window decision per server this often */
 #define LT_HISTORY    64  /* window changes kept per server for the stats */
@@ -98,8 +98,8 @@ typedef struct pace {
   double rtt_us; /* smoothed ping round trip; 0 before the first */
   double svc_us; /* smoothed service time over all chains; 0 before the first completion */
   int64_t last_ping_ms;
-  uint32_t threads; /* the thread window: instructions meant to run at once */
-  uint32_t cap;     /* instructions admitted at once: threads + the lookahead depth */
+  uint32_t window;  /* the thread window: instructions meant to run at once */
+  uint32_t cap;     /* instructions admitted at once: window + the lookahead depth */
   int paced;        /* lookahead: the admitted cap follows the round trip */
   uint32_t workers; /* the server's worker threads (welcome); 0 before */
   double per_us;    /* EWMA of the time per instruction when busy, over all chains */
@@ -188,7 +188,7 @@ struct lt_sched {
   instr_rec_t *inflight;
   job_t *jobs; /* every job, by task number */
   uint64_t next_seq;
-  uint32_t window; /* instructions admitted per server before pacing has samples */
+  uint32_t first_cap; /* instructions admitted per server before pacing has samples */
   lt_codec_limits_t limits;
   lt_rx_t rx;
   int64_t next_tick;
@@ -214,7 +214,9 @@ struct lt_sched {
 };
 
 /* pace.c */
-void lt__pace_init(pace_t *p, uint32_t window, const lt_options_t *o, int64_t now_ms);
+/* lt__pace_init starts a server's pacing, admitting `first_cap` at once until it has
+ * samples. */
+void lt__pace_init(pace_t *p, uint32_t first_cap, const lt_options_t *o, int64_t now_ms);
 void lt__pace_rtt(pace_t *p, double rtt_us);
 /* lt__pace_service takes a completion of chain `key` that ran svc_us, using cpu_us of CPU. */
 void lt__pace_service(pace_t *p, const void *key, double svc_us, double cpu_us);

@@ -34,7 +34,7 @@ static int sched_new(void **out, const lt_backend_env_t *env) {
   /* Lookahead admits the thread window per server until the server's first completion
    * tells its speed (a slow one given more at once would hold it all); pacing adds the
    * depth that covers the round trip from then on. Plain Lithium keeps one. */
-  s->window = o->lookahead ? o->max_threads : 1;
+  s->first_cap = o->lookahead ? o->max_threads : 1;
   s->placement = lt__placement_of(o);
   s->next_seq = (uint64_t)LT_MAX_PARTS + 1;
   lt__codec_limits_default(&s->limits);
@@ -157,7 +157,7 @@ static void greet(lt_sched_t *s, size_t idx) {
   lt_conn_t *c = &s->conns[idx];
   slot_t *sl = &s->slots[idx];
   const char *ep = s->eps[sl->host];
-  lt__pace_init(&s->pace[idx], s->window, o, lt__clock_ms());
+  lt__pace_init(&s->pace[idx], s->first_cap, o, lt__clock_ms());
   s->admitted[idx] = 0;
   s->relq[idx].n = 0;
   const char *key = sl->host < s->npeers ? s->keys[sl->host] : "";
@@ -573,7 +573,7 @@ static void fail_unplaceable(lt_sched_t *s) {
 /* send_window tells server i its window at once, in an EXECUTE with no instruction. */
 static int send_window(lt_sched_t *s, size_t i, int64_t now) {
   lt_msg_t w = {.type = LT_MSG_EXECUTE};
-  w.u.execute.max_active = s->pace[i].threads;
+  w.u.execute.max_active = s->pace[i].window;
   w.u.execute.timeout_ms = s->opts->task_timeout_ms;
   return lt__conn_send(&s->conns[i], &w, NULL, now);
 }
@@ -780,7 +780,7 @@ static void sched_stats_json(void *self, lt_json_t *j) {
     lt__json_u64(j, "active_threads", c->load.active);
     lt__json_u64(j, "threads", c->threads);
     const pace_t *pc = &s->pace[i];
-    lt__json_u64(j, "window", pc->threads);
+    lt__json_u64(j, "window", pc->window);
     lt__json_u64(j, "admit", pc->cap);
     lt__json_u64(j, "window_changes", pc->changes);
     lt__json_array_open(j, "window_history"); /* [ms since start, window], the latest last */
