@@ -6,12 +6,13 @@
  *
  * Lock order of the client, outermost first; a thread holding one may take only those
  * below it:
- *   1. lt_sched_t.stats_mu   the dispatcher holds it for a turn (scheduler.c);
- *                            lt_eval_stats_json takes it after dropping ev->mu
- *   2. lt_eval_t.mu          user threads, and the backend's thread inside the calls of
+ *   1. lt_eval_t.mu          user threads, and the backend's thread inside the calls of
  *                            backend.h (eval.c takes it; a backend never holds it)
- *   3. lt_future_t.mu        lt__future_resolve, called under ev->mu (eval.c's finish)
- *   4. lt_future_any_t.mu    a thread in lt_future_wait_any, woken under a future's mu
+ *   2. lt_future_t.mu        lt__future_resolve, called under ev->mu (eval.c's finish)
+ *   3. lt_future_any_t.mu    a thread in lt_future_wait_any, woken under a future's mu
+ * and, apart, a leaf: the dispatcher's stats snapshot lock (stats_snap_t.mu, sched_stats.c),
+ * held only to copy the snapshot in (dispatcher) or format it out (lt_eval_stats_json,
+ * after dropping ev->mu), never with another lock.
  * No lock is held across a blocking call to the network: sends are ZMQ_DONTWAIT. */
 #ifndef LT_EVAL_H
 #define LT_EVAL_H

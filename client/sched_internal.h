@@ -1,7 +1,8 @@
-/* sched_internal.h: the dispatcher's state, shared by its files: scheduler.c (the
- * loop, connections, heartbeats, stats), instr.c (instruction records and their states),
- * jobs.c (tasks as graph instances, completions, releases), dispatch.c (execute batches) and
- * placement.c (where an instruction goes). Dispatcher thread only, except stats_mu. */
+/* sched_internal.h: the dispatcher's state, shared by its files: scheduler.c (the loop,
+ * connections, heartbeats), instr.c (instruction records and their states), jobs.c (tasks
+ * as graph instances, completions, releases), dispatch.c (execute batches), placement.c
+ * (where an instruction goes) and sched_stats.c (the stats snapshot). Dispatcher thread
+ * only, except the stats snapshot. */
 #ifndef LT_SCHED_INTERNAL_H
 #define LT_SCHED_INTERNAL_H
 
@@ -161,6 +162,40 @@ typedef struct relq {
   uint32_t n, cap;
 } relq_t;
 
+/* What lt_eval_stats_json reports of one server, as last published (sched_stats.c). */
+typedef struct stats_server {
+  size_t slot; /* the connection slot it was copied from */
+  char *endpoint;
+  char *server_id;
+  char reason[96];
+  lt_conn_state_t state;
+  int alive;
+  uint32_t sessions;
+  int removed;
+  uint64_t incarnation;
+  uint64_t max_frame;
+  uint64_t completed;
+  uint32_t inflight;
+  uint32_t threads;
+  lt_load_t load;
+  double speed;
+  uint64_t bytes_to, bytes_from;
+  uint32_t window, admit, changes;
+  int64_t hist_ms[LT_HISTORY];
+  uint32_t hist_w[LT_HISTORY];
+  double rtt_us, service_us, cores;
+} stats_server_t;
+
+/* The dispatcher's counters and servers as last published: `mu` guards them and is held
+ * only to copy in or format out, never with another lock. */
+typedef struct stats_snap {
+  pthread_mutex_t mu;
+  uint64_t instructions, bytes_to, bytes_from, retries, migrations, migrated, stray, overdue;
+  uint64_t backups, backups_won;
+  stats_server_t *servers; /* the slots no later session stands for, in slot order */
+  size_t nservers, cap;
+} stats_snap_t;
+
 struct lt_sched {
   lt_eval_t *ev; /* opaque: only for the calls of backend.h */
   const lt_options_t *opts;
@@ -199,9 +234,9 @@ struct lt_sched {
   lt_task_t *done_head; /* results of this turn, delivered under one lock */
   lt_task_t *done_tail;
 
-  lt_trace_t *trace;        /* trace=FILE (trace.c); NULL when off */
-  lt_ship_t *ship;          /* the program's modules: local copies, shipping (ship.c) */
-  pthread_mutex_t stats_mu; /* guards conns[] and the counters for stats readers */
+  lt_trace_t *trace;  /* trace=FILE (trace.c); NULL when off */
+  lt_ship_t *ship;    /* the program's modules: local copies, shipping (ship.c) */
+  stats_snap_t stats; /* what stats readers see (sched_stats.c) */
   uint64_t instructions;
   uint64_t retries;
   uint64_t migrations;  /* cancels sent to move queued instructions (migrate.c) */
@@ -326,6 +361,15 @@ int lt__sched_twin_settle(lt_sched_t *s, instr_rec_t *r, int ok);
 /* lt__sched_overdue takes back instructions a live server has held far longer than their
  * chain takes anywhere, and sends them elsewhere (the first result wins). */
 void lt__sched_overdue(lt_sched_t *s, int64_t now_ms);
+
+/* sched_stats.c */
+void lt__stats_init(stats_snap_t *st);
+void lt__stats_free(stats_snap_t *st);
+/* lt__stats_publish copies the counters and servers of s into s->stats for the readers. */
+void lt__stats_publish(lt_sched_t *s);
+/* lt__sched_stats_json appends the latest snapshot to the open JSON object (the backend's
+ * stats_json). Any thread. */
+void lt__sched_stats_json(void *self, lt_json_t *j);
 
 /* scheduler.c */
 void lt__sched_conn_dead(lt_sched_t *s, size_t idx, const char *why);

@@ -38,7 +38,7 @@ static int sched_new(void **out, const lt_backend_env_t *env) {
   s->placement = lt__placement_of(o);
   s->next_seq = (uint64_t)LT_MAX_PARTS + 1;
   lt__codec_limits_default(&s->limits);
-  pthread_mutex_init(&s->stats_mu, NULL);
+  lt__stats_init(&s->stats);
   s->zctx = zmq_ctx_new();
   if (s->zctx == NULL) {
     sched_free(s);
@@ -73,7 +73,7 @@ static void sched_free(void *self) {
   lt__trace_close(s->trace);
   lt__ship_free(s->ship);
   if (s->zctx != NULL) zmq_ctx_term(s->zctx);
-  pthread_mutex_destroy(&s->stats_mu);
+  lt__stats_free(&s->stats);
   for (size_t i = 0; i < s->capconns && s->relq != NULL; i++)
     free(s->relq[i].ids);
   free(s->relq);
@@ -132,6 +132,7 @@ static void start_answered(lt_sched_t *s, size_t idx, int ready) {
   slot_t *sl = &s->slots[idx];
   if (sl->answered) return;
   sl->answered = 1;
+  lt__stats_publish(s); /* lt_eval_start may return now: its stats show this answer */
   lt__eval_host_answered(s->ev, ready);
 }
 
@@ -624,13 +625,12 @@ static void tick(lt_sched_t *s, int64_t now) {
 static void shutdown_all(lt_sched_t *s) {
   lt__sched_fail_all(s, LT_ECANCELED, "evaluator freed");
   lt__sched_deliver(s);
-  pthread_mutex_lock(&s->stats_mu);
   for (size_t i = 0; i < s->nconns; i++) {
     lt__conn_close(&s->conns[i]);
     lt__sched_forget_lost(s, i);
   }
   s->nconns = 0;
-  pthread_mutex_unlock(&s->stats_mu);
+  lt__stats_publish(s);
   lt__rx_free(&s->rx);
 }
 
@@ -657,9 +657,7 @@ static size_t poll_items(lt_sched_t *s, zmq_pollitem_t *items) {
 static void *sched_main(void *arg) {
   lt_sched_t *s = arg;
   lt_eval_t *ev = s->ev;
-  pthread_mutex_lock(&s->stats_mu);
   open_new_hosts(s);
-  pthread_mutex_unlock(&s->stats_mu);
   s->t0_ms = lt__clock_ms();
   s->next_tick = s->t0_ms + LT_PING_MS; /* pings and the throttle start at once */
 
@@ -681,7 +679,6 @@ static void *sched_main(void *arg) {
       lt__log(LT_LOG_ERROR, "dispatcher: zmq_poll: %s", zmq_strerror(errno));
       break;
     }
-    pthread_mutex_lock(&s->stats_mu);
     if (n > 0 && (items[0].revents & ZMQ_POLLIN)) {
       lt__eval_woken(ev);
       open_new_hosts(s);
@@ -693,8 +690,7 @@ static void *sched_main(void *arg) {
       if (items[1 + 2 * npolled + i].revents & (ZMQ_POLLIN | ZMQ_POLLERR)) watch_child(s, i);
     }
     int64_t now = lt__clock_ms();
-    /* hosts=DIR: servers that announced since the last look join now. Adding them takes
-     * the evaluator's lock, which nests inside stats_mu as in open_new_hosts. */
+    /* hosts=DIR: servers that announced since the last look join now. */
     if (lt__eval_poll_hosts(ev, now)) open_new_hosts(s);
     if (now >= s->next_tick) {
       tick(s, now);
@@ -705,9 +701,10 @@ static void *sched_main(void *arg) {
     lt__sched_migrate(s);
     fail_unplaceable(s);
     lt__sched_flush_releases(s);
+    /* Published before the results go: a reader that saw a result sees its counts. */
+    lt__stats_publish(s);
     lt__sched_deliver(s);
     lt__trace_turn(s->trace, s);
-    pthread_mutex_unlock(&s->stats_mu);
     if (lt__eval_stopping(s->ev)) break;
   }
   free(items);
@@ -715,101 +712,9 @@ static void *sched_main(void *arg) {
   return NULL;
 }
 
-/* ---- stats ------------------------------------------------------------------------ */
-
-static const char *conn_state_name(lt_conn_state_t st) {
-  switch (st) {
-  case LT_CONN_HELLO:
-    return "connecting";
-  case LT_CONN_READY:
-    return "ready";
-  case LT_CONN_STOPPING:
-    return "stopping";
-  default:
-    return "dead";
-  }
-}
-
-/* sched_stats_json appends the dispatcher's counters and the per-server array to the open
- * JSON object `j`. Any thread (takes the stats lock). */
-static void sched_stats_json(void *self, lt_json_t *j) {
-  lt_sched_t *s = self;
-  pthread_mutex_lock(&s->stats_mu);
-  uint64_t to = 0, from = 0;
-  for (size_t i = 0; i < s->nconns; i++) {
-    to += s->conns[i].bytes_out;
-    from += s->conns[i].bytes_in;
-  }
-  lt__json_u64(j, "instructions", s->instructions);
-  const lt_options_t *o = s->opts;
-  lt__json_u64(j, "bytes_to_servers", to);
-  lt__json_u64(j, "bytes_from_servers", from);
-  lt__json_u64(j, "retries", s->retries);
-  lt__json_u64(j, "migrations", s->migrations);
-  lt__json_u64(j, "migrated", s->migrated);
-  lt__json_u64(j, "stray_completions", s->stray);
-  lt__json_u64(j, "overdue", s->overdue);
-  lt__json_u64(j, "backups", s->backups);
-  lt__json_u64(j, "backups_won", s->backups_won);
-  lt__json_str(j, "mode",
-               o->lookahead && o->lazy     ? "optimized"
-               : !o->lookahead && !o->lazy ? "plain"
-                                           : "custom");
-  lt__json_bool(j, "lookahead", o->lookahead);
-  lt__json_bool(j, "lazy", o->lazy);
-  lt__json_array_open(j, "servers");
-  for (size_t i = 0; i < s->nconns; i++) {
-    const lt_conn_t *c = &s->conns[i];
-    const slot_t *sl = &s->slots[i];
-    if (sl->successor >= 0) continue; /* a later session with the same server stands for it */
-    lt__json_object_open(j, NULL);
-    lt__json_str(j, "endpoint", c->endpoint != NULL ? c->endpoint : s->eps[sl->host]);
-    lt__json_str(j, "server_id", c->server_id != NULL ? c->server_id : "");
-    lt__json_bool(j, "alive", lt__sched_alive(s, i));
-    lt__json_str(j, "state", conn_state_name(c->state));
-    lt__json_str(j, "reason", sl->why);
-    lt__json_u64(j, "sessions", sl->sessions);
-    lt__json_bool(j, "removed", sl->draining != 0);
-    char inc[20];
-    snprintf(inc, sizeof inc, "%016llx", (unsigned long long)c->incarnation);
-    lt__json_str(j, "incarnation", inc);
-    lt__json_u64(j, "max_frame", c->max_frame);
-    lt__json_u64(j, "completed", c->completed);
-    lt__json_u64(j, "executed", c->load.completed); /* by the server, for every client */
-    lt__json_u64(j, "inflight", c->inflight);
-    lt__json_u64(j, "active_threads", c->load.active);
-    lt__json_u64(j, "threads", c->threads);
-    const pace_t *pc = &s->pace[i];
-    lt__json_u64(j, "window", pc->window);
-    lt__json_u64(j, "admit", pc->cap);
-    lt__json_u64(j, "window_changes", pc->changes);
-    lt__json_array_open(j, "window_history"); /* [ms since start, window], the latest last */
-    uint32_t kept = pc->changes < LT_HISTORY ? pc->changes : LT_HISTORY;
-    for (uint32_t k = pc->changes - kept; k < pc->changes; k++) {
-      lt__json_array_open(j, NULL);
-      lt__json_u64(j, NULL, (uint64_t)pc->hist_ms[k % LT_HISTORY]);
-      lt__json_u64(j, NULL, pc->hist_w[k % LT_HISTORY]);
-      lt__json_array_close(j);
-    }
-    lt__json_array_close(j);
-    lt__json_double(j, "rtt_us", s->pace[i].rtt_us);
-    lt__json_double(j, "service_us", s->pace[i].svc_us);
-    lt__json_double(j, "cores", s->pace[i].cores); /* the CPU it gets, learnt */
-    lt__json_double(j, "speed", c->speed);
-    lt__json_u64(j, "bytes_to", c->bytes_out);
-    lt__json_u64(j, "bytes_from", c->bytes_in);
-    lt__json_u64(j, "bytes_peer_in", c->load.peer_in);
-    lt__json_u64(j, "bytes_peer_out", c->load.peer_out);
-    lt__json_u64(j, "values_held", c->load.values_held);
-    lt__json_object_close(j);
-  }
-  lt__json_array_close(j);
-  pthread_mutex_unlock(&s->stats_mu);
-}
-
 const lt_backend_ops_t lt__sched_backend = {
     .create = sched_new,
     .run = sched_main,
-    .stats_json = sched_stats_json,
+    .stats_json = lt__sched_stats_json,
     .destroy = sched_free,
 };
