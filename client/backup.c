@@ -21,18 +21,10 @@
 
 #define BACKUP_MIN_MS 20 /* nothing is a straggler before this */
 
-/* input_closed tells whether no task can arrive any more. */
-static int input_closed(lt_sched_t *s) {
-  pthread_mutex_lock(&s->ev->mu);
-  int closed = s->ev->closed && s->ev->intake_head == NULL;
-  pthread_mutex_unlock(&s->ev->mu);
-  return closed;
-}
-
 /* eligible tells whether r may get a copy: out, alone, its inputs held by the client, and
  * its output not named to successors on its server. */
 static int eligible(const instr_rec_t *r) {
-  if (r->conn < 0 || r->twin != NULL || r->dropped || r->migrating || lt__sched_stale(r) ||
+  if (r->state != LT_IR_OUT || r->twin != NULL || lt__sched_stale(r) ||
       lt__op(r->op)->outputs != LT_OP_OUT_ONE || (r->moved && !r->final) || r->chained)
     return 0;
   for (uint32_t i = 0; i < r->nins; i++)
@@ -67,12 +59,12 @@ static int idle_server(lt_sched_t *s, const instr_rec_t *r, double ran_us) {
  * when a completion freed a thread, so no later than the server's last completion. */
 static int64_t running_since(lt_sched_t *s, const instr_rec_t *r) {
   const lt_conn_t *c = &s->conns[r->conn];
-  uint32_t ahead = 0, threads = (uint32_t)lt__pace_parallel(&s->pace[r->conn]);
+  uint32_t ahead = 0, parallel = (uint32_t)lt__pace_parallel(&s->pace[r->conn]);
   const instr_rec_t *o, *tmp;
   HASH_ITER(hh, s->inflight, o, tmp) {
     if (o->conn == r->conn && o != r &&
         (o->sent_ms < r->sent_ms || (o->sent_ms == r->sent_ms && o->seq < r->seq)))
-      if (++ahead >= threads) return -1;
+      if (++ahead >= parallel) return -1;
   }
   return c->last_done_ms > r->sent_ms ? c->last_done_ms : r->sent_ms;
 }
@@ -94,10 +86,9 @@ static int any_idle(lt_sched_t *s) {
 
 /* copy_of makes r's twin: the same work under an instruction id of its own. */
 static instr_rec_t *copy_of(lt_sched_t *s, instr_rec_t *r) {
-  instr_rec_t *c = calloc(1, sizeof *c);
   lt_token_t *ins = calloc(r->nins ? r->nins : 1, sizeof *ins);
-  if (c == NULL || ins == NULL) {
-    free(c);
+  instr_rec_t *c = ins != NULL ? lt__rec_new(s, r->job) : NULL;
+  if (c == NULL) {
     free(ins);
     return NULL;
   }
@@ -105,9 +96,6 @@ static instr_rec_t *copy_of(lt_sched_t *s, instr_rec_t *r) {
     ins[i] = r->ins[i];
     lt__value_ref(ins[i].value);
   }
-  c->seq = s->next_seq;
-  s->next_seq += (uint64_t)LT_MAX_PARTS + 1;
-  c->job = r->job;
   c->gen = r->gen;
   c->frame = r->frame;
   c->op = r->op;
@@ -117,16 +105,14 @@ static instr_rec_t *copy_of(lt_sched_t *s, instr_rec_t *r) {
   c->nstages = r->nstages;
   c->moved = r->moved;
   c->final = r->final;
-  c->conn = -1;
   c->backup = 1;
-  r->job->live++;
   return c;
 }
 
 void lt__sched_backup(lt_sched_t *s, int64_t now_ms) {
-  const lt_options_t *o = &s->ev->opts;
+  const lt_options_t *o = s->opts;
   if (!o->backup || !o->lookahead || s->fire_head != NULL || s->inflight == NULL ||
-      !input_closed(s) || !any_idle(s))
+      !lt__eval_input_closed(s->ev) || !any_idle(s))
     return;
   instr_rec_t *r, *tmp;
   HASH_ITER(hh, s->inflight, r, tmp) {
@@ -157,14 +143,15 @@ void lt__sched_backup(lt_sched_t *s, int64_t now_ms) {
 }
 
 int lt__sched_twin_settle(lt_sched_t *s, instr_rec_t *r, int ok) {
-  if (r->dropped) return 1;
+  if (r->state == LT_IR_DROPPED) return 1;
   instr_rec_t *t = r->twin;
   if (t == NULL) return 0;
   r->twin = NULL;
   t->twin = NULL;
   if (!ok) return 1; /* lost or failed here: the twin carries on */
-  t->dropped = 1;
-  if (t->conn >= 0) lt__sched_cancel(s, (size_t)t->conn, &t->seq, 1);
+  /* The twin is out: copies go out at once, and a twin lost or failed is freed. */
+  lt__rec_to(t, LT_IR_DROPPED);
+  lt__sched_cancel(s, (size_t)t->conn, &t->seq, 1);
   if (r->backup) s->backups_won++;
   return 0;
 }

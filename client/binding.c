@@ -8,7 +8,7 @@
 #include "sched_internal.h"
 
 lt_binding_t lt__binding(const lt_sched_t *s, const instr_rec_t *r) {
-  const lt_options_t *o = &s->ev->opts;
+  const lt_options_t *o = s->opts;
   lt_binding_t b = {.outputs_stay = o->lazy, .inline_max = o->lazy ? o->inline_max : 0};
   if (r == NULL) return b;
   b.moves_on = o->lazy && !r->moved && lt__frame_moves_on(r->frame);

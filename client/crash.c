@@ -51,7 +51,7 @@ static void refund(lt_sched_t *s, uint64_t seq) {
 
 static const char *kernel_of(const lt_sched_t *s, const void *key) {
   const lt_tstage_t *st = key;
-  return st->kernel < s->ev->tmpl->nkernels ? s->ev->tmpl->kernels[st->kernel] : "?";
+  return st->kernel < s->tmpl->nkernels ? s->tmpl->kernels[st->kernel] : "?";
 }
 
 static void signal_name(int sig, char *buf, size_t len) {
@@ -79,7 +79,7 @@ static void charge(lt_sched_t *s, const lost_rec_t *l, int sig) {
            sname, j->crashes == 2 ? "twice" : "again");
   lt__log(LT_LOG_WARN, "task %llu: %s", (unsigned long long)l->task, msg);
   instr_rec_t *r = find_rec(s, l->seq);
-  if (r != NULL && r->conn >= 0) lt__sched_cancel(s, (size_t)r->conn, &r->seq, 1);
+  if (r != NULL && r->state != LT_IR_QUEUED) lt__sched_cancel(s, (size_t)r->conn, &r->seq, 1);
   lt__sched_job_fail(s, j, LT_ECRASH, msg);
 }
 

@@ -53,13 +53,6 @@ static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem) {
   return LT_OK;
 }
 
-void lt__sched_unadmit(lt_sched_t *s, instr_rec_t *r, size_t idx) {
-  if (!r->admitted) return;
-  s->admitted[idx]--;
-  lt__pace_unadmit(&s->pace[idx], r->stages);
-  r->admitted = 0;
-}
-
 /* keep_inputs copies the instruction's input tokens into the record (value references
  * included): they outlive the frame, which may go on at once. */
 static int keep_inputs(instr_rec_t *r, const lt_fire_t *fi) {
@@ -122,7 +115,7 @@ static int batch_add(lt_sched_t *s, batch_t *b, int idx, instr_rec_t *r, const l
       if (t->holder != idx) inp->holder = s->conns[t->holder].endpoint;
     }
   }
-  b->outputs[b->n] = (lt_oid_t){s->ev->client_id, r->seq};
+  b->outputs[b->n] = (lt_oid_t){s->client_id, r->seq};
   ins->noutputs = 1;
   ins->flags = flags;
   b->n++;
@@ -137,8 +130,8 @@ static void batch_send(lt_sched_t *s, size_t idx, batch_t *b) {
     ins->outputs = &b->outputs[i];
   }
   lt_msg_t m = {.type = LT_MSG_EXECUTE};
-  m.u.execute.max_active = s->ev->opts.throttle ? s->pace[idx].threads : 0;
-  m.u.execute.timeout_ms = s->ev->opts.task_timeout_ms;
+  m.u.execute.max_active = s->opts->throttle ? s->pace[idx].window : 0;
+  m.u.execute.timeout_ms = s->opts->task_timeout_ms;
   m.u.execute.ninstrs = b->n;
   m.u.execute.instrs = b->instrs;
   m.nframes = b->nframes;
@@ -230,7 +223,7 @@ static int too_big(lt_sched_t *s, instr_rec_t *r, const lt_fire_t *fi) {
  * the frame goes on, and successors it fires are queued to go out in this turn. */
 static void move_on(lt_sched_t *s, instr_rec_t *r, int idx) {
   job_t *j = r->job;
-  lt_token_t out = {.id = {s->ev->client_id, r->seq}, .holder = idx};
+  lt_token_t out = {.id = {s->client_id, r->seq}, .holder = idx};
   lt__instance_dispatched(j->inst, r->frame, &out, lt__sched_on_fire_chained, s);
   r->moved = 1;
   r->frame = NULL; /* it may have finished and been freed */
@@ -259,7 +252,6 @@ static int send_one(lt_sched_t *s, batch_t *batches, instr_rec_t *r, int force) 
   if (too_big(s, r, &fi)) return LT_OK;
   int idx = force >= 0 ? force : s->placement->place(s, &fi, r->chained);
   if (idx < 0) return LT_EAGAIN;
-  r->admitted = 1;
   r->op = fi.op;
   r->stages = fi.stages;
   r->nstages = fi.nstages;
@@ -268,10 +260,7 @@ static int send_one(lt_sched_t *s, batch_t *batches, instr_rec_t *r, int force) 
   if (batches[idx].n > 0 && batches[idx].header + bytes > header_cap(s, (size_t)idx) / 2) {
     batch_send(s, (size_t)idx, &batches[idx]);
     batch_reset(&batches[idx]);
-    if (!lt__sched_takes(s, (size_t)idx)) {
-      r->admitted = 0; /* counted only once it is in a batch */
-      return LT_EAGAIN;
-    }
+    if (!lt__sched_takes(s, (size_t)idx)) return LT_EAGAIN;
   }
   batches[idx].header += bytes;
   if (lt__binding(s, r).moves_on) move_on(s, r, idx);
@@ -279,16 +268,10 @@ static int send_one(lt_sched_t *s, batch_t *batches, instr_rec_t *r, int force) 
   uint32_t flags =
       (b.returns ? LT_INSTR_RETURN : 0) | (b.release_inputs ? LT_INSTR_RELEASE_INPUTS : 0);
   if (batch_add(s, &batches[idx], idx, r, &fi, flags) != LT_OK) return LT_ENOMEM;
-  r->conn = idx;
   r->sent_ms = lt__clock_ms();
   r->cost_us = lt__pace_cost_us(s, (size_t)idx, r->stages);
   r->cost_known = lt__pace_known_us(s, r->stages) > 0;
-  HASH_ADD(hh, s->inflight, seq, sizeof r->seq, r);
-  s->conns[idx].inflight++;
-  if (r->admitted) {
-    s->admitted[idx]++;
-    lt__pace_admit(&s->pace[idx], r->stages);
-  }
+  lt__sched_put_on(s, r, idx);
   s->instructions++;
   return LT_OK;
 }

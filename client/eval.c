@@ -1,9 +1,14 @@
 /* eval.c: the public evaluator API: life cycle, options, hosts, local servers, task
  * submission with backpressure, the ordered or unordered result stream and futures. The
- * dispatching itself is scheduler.c's, on its own thread; the two meet under ev->mu. */
+ * tasks run in a backend on its own thread (the dispatcher, scheduler.c, or the sequential
+ * evaluator, local.c), which reaches this state only through backend.h; the two meet
+ * under ev->mu. The only file that knows struct lt_eval. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,18 +16,73 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "clock.h"
 #include "buf.h"
 #include "curve.h"
 #include "eval.h"
 #include "future.h"
 #include "hosts.h"
-#include "local.h"
 #include "log.h"
 #include "oid.h"
 #include "queue.h"
-#include "scheduler.h"
 #include "json.h"
+#include "spawn.h"
+
+typedef enum lt_eval_state { LT_EVAL_NEW = 0, LT_EVAL_STARTED, LT_EVAL_FAILED } lt_eval_state_t;
+
+struct lt_eval {
+  lt_skel_t *program;
+  lt_template_t *tmpl;
+  lt_options_t opts;
+  uint64_t client_id;
+  uint64_t secret; /* random per evaluation, told only to its servers (hello), never logged:
+                      proves a later hello is ours and lets our servers fetch from each other */
+
+  lt_proc_t *procs; /* spawned servers (evaluator thread only) */
+  size_t nprocs;
+
+  pthread_mutex_t mu; /* guards everything below */
+  pthread_cond_t cv_result;
+  pthread_cond_t cv_space;
+  pthread_cond_t cv_start;
+  lt_eval_state_t state;
+  char **hosts;          /* every endpoint added, once each; the dispatcher opens the new ones */
+  char (*host_keys)[41]; /* per host: the server public key its host string carried, or "" */
+  int *host_fds; /* per host: stdout of its spawned server process (EOF: it exited), or -1 */
+  unsigned char *host_gone; /* per host: lt_eval_remove_host was called for it */
+  size_t nhosts;
+  size_t caphosts;
+  int closed;
+  int stop;
+  lt_task_t *intake_head; /* submitted, not yet taken by the dispatcher */
+  lt_task_t *intake_tail;
+  lt_task_t *ordered;    /* finished stream results by stream_seq (ordered=on) */
+  lt_task_t *ready_head; /* finished stream results (ordered=off) */
+  lt_task_t *ready_tail;
+  uint64_t next_task;
+  uint64_t next_stream;
+  uint64_t next_out;
+  uint64_t pending;     /* submitted, not yet computed */
+  uint64_t stream_left; /* stream tasks not yet returned by lt_eval_next */
+  uint64_t submitted;
+  uint64_t completed;
+  int start_waiting; /* initial hosts that have neither welcomed nor died */
+  int start_ready;   /* initial hosts that welcomed */
+  int start_auth;    /* initial hosts that refused our authentication (or we theirs) */
+
+  int wake_fd;             /* eventfd: wakes the dispatcher */
+  atomic_int wake_pending; /* a wake was written and not yet consumed */
+  int result_waiters;      /* threads in lt_eval_next's wait (under mu) */
+  int space_waiters;       /* threads in lt_eval_submit's wait (under mu) */
+  pthread_t thread;
+  int thread_started;
+  lt_journal_t *journal;              /* journal=FILE, opened at the first submit or start */
+  const lt_backend_ops_t *backend;    /* the dispatcher (lt_eval_start) or the sequential
+                                         evaluator (lt_eval_run_local); NULL before */
+  void *be;                           /* its state */
+  struct lt_hosts_watch *hosts_watch; /* hosts=DIR: new announcements join (dispatcher) */
+};
 
 void lt__task_free(lt_task_t *t) {
   if (t == NULL) return;
@@ -31,7 +91,8 @@ void lt__task_free(lt_task_t *t) {
   free(t);
 }
 
-void lt__eval_wake(lt_eval_t *ev) {
+/* wake wakes the backend; a wake already pending is not repeated. Any thread. */
+static void wake(lt_eval_t *ev) {
   if (atomic_exchange(&ev->wake_pending, 1)) return;
   uint64_t one = 1;
   ssize_t n = write(ev->wake_fd, &one, sizeof one);
@@ -52,12 +113,16 @@ static int journaled(const lt_buf_t *b) {
   return err == LT_OK || err == LT_EKERNEL;
 }
 
-void lt__eval_sync(lt_eval_t *ev) {
+/* sync makes the results journaled so far durable, once per batch of results; under
+ * ev->mu. */
+static void sync_journal(lt_eval_t *ev) {
   if (ev->journal != NULL && lt__journal_sync(ev->journal) != LT_OK)
     lt__log(LT_LOG_ERROR, "journal %s: cannot sync: %s", ev->opts.journal, strerror(errno));
 }
 
-void lt__eval_finish(lt_eval_t *ev, lt_task_t *t, lt_buf_t *b) {
+/* finish delivers the result `b` (taken) of `t` (taken) to its future or the stream and
+ * wakes readers; under ev->mu. */
+static void finish(lt_eval_t *ev, lt_task_t *t, lt_buf_t *b) {
   lt__buf_set_task(b, t->seq); /* every result, also a failure or a replay, names its task */
   ev->pending--;
   ev->completed++;
@@ -83,6 +148,94 @@ void lt__eval_finish(lt_eval_t *ev, lt_task_t *t, lt_buf_t *b) {
   if (ev->result_waiters > 0 && (!ev->opts.ordered || t->stream_seq == ev->next_out))
     pthread_cond_broadcast(&ev->cv_result);
 }
+
+uint64_t lt__eval_client_id(const lt_eval_t *ev) {
+  return ev->client_id;
+}
+
+/* ---- the backend's door (backend.h) ---------------------------------------------------- */
+
+lt_task_t *lt__eval_take(lt_eval_t *ev, size_t max) {
+  lt_task_t *head = NULL, *tail = NULL, *t;
+  pthread_mutex_lock(&ev->mu);
+  for (size_t n = 0; n < max && ev->intake_head != NULL; n++) {
+    LT_QUEUE_POP(ev->intake_head, ev->intake_tail, t, next);
+    LT_QUEUE_PUSH(head, tail, t, next);
+  }
+  pthread_mutex_unlock(&ev->mu);
+  return head;
+}
+
+void lt__eval_deliver(lt_eval_t *ev, lt_task_t *done, int sync) {
+  pthread_mutex_lock(&ev->mu);
+  for (lt_task_t *t = done, *next; t != NULL; t = next) {
+    next = t->next;
+    t->next = NULL;
+    lt_buf_t *b = t->result;
+    t->result = NULL;
+    finish(ev, t, b);
+  }
+  if (sync == LT_EVAL_SYNC_NOW || ev->intake_head == NULL) sync_journal(ev);
+  pthread_mutex_unlock(&ev->mu);
+}
+
+int lt__eval_stopping(lt_eval_t *ev) {
+  pthread_mutex_lock(&ev->mu);
+  int stop = ev->stop;
+  pthread_mutex_unlock(&ev->mu);
+  return stop;
+}
+
+int lt__eval_input_closed(lt_eval_t *ev) {
+  pthread_mutex_lock(&ev->mu);
+  int closed = ev->closed && ev->intake_head == NULL;
+  pthread_mutex_unlock(&ev->mu);
+  return closed;
+}
+
+void lt__eval_hosts_free(lt_host_t *hosts, size_t n) {
+  for (size_t i = 0; hosts != NULL && i < n; i++)
+    free(hosts[i].endpoint);
+  free(hosts);
+}
+
+long lt__eval_hosts(lt_eval_t *ev, lt_host_t **out) {
+  pthread_mutex_lock(&ev->mu);
+  size_t n = ev->nhosts;
+  lt_host_t *h = calloc(n ? n : 1, sizeof *h);
+  for (size_t i = 0; h != NULL && i < n; i++) {
+    h[i].fd = ev->host_fds[i];
+    h[i].gone = ev->host_gone[i];
+    memcpy(h[i].key, ev->host_keys[i], sizeof h[i].key);
+    if ((h[i].endpoint = strdup(ev->hosts[i])) == NULL) {
+      lt__eval_hosts_free(h, i);
+      h = NULL;
+    }
+  }
+  pthread_mutex_unlock(&ev->mu);
+  *out = h;
+  return h != NULL ? (long)n : LT_ENOMEM;
+}
+
+int lt__eval_poll_hosts(lt_eval_t *ev, int64_t now_ms) {
+  return ev->hosts_watch != NULL && lt__hosts_watch_poll(ev->hosts_watch, ev, now_ms) > 0;
+}
+
+void lt__eval_host_answered(lt_eval_t *ev, int ready) {
+  pthread_mutex_lock(&ev->mu);
+  ev->start_waiting--;
+  ev->start_ready += ready;
+  pthread_cond_broadcast(&ev->cv_start);
+  pthread_mutex_unlock(&ev->mu);
+}
+
+void lt__eval_host_auth_failed(lt_eval_t *ev) {
+  pthread_mutex_lock(&ev->mu);
+  ev->start_auth++;
+  pthread_mutex_unlock(&ev->mu);
+}
+
+/* ---- the public API ---------------------------------------------------------------------- */
 
 LT_API int lt_eval_new(lt_eval_t **out, lt_skel_t *program) {
   if (out == NULL) {
@@ -187,7 +340,7 @@ int lt__eval_add_host(lt_eval_t *ev, const char *host, int fd) {
   ev->hosts[ev->nhosts++] = copy;
   int started = ev->state == LT_EVAL_STARTED;
   pthread_mutex_unlock(&ev->mu);
-  if (started) lt__eval_wake(ev);
+  if (started) wake(ev);
   return LT_OK;
 }
 
@@ -208,7 +361,7 @@ LT_API int lt_eval_remove_host(lt_eval_t *ev, const char *host) {
   }
   int started = ev->state == LT_EVAL_STARTED;
   pthread_mutex_unlock(&ev->mu);
-  if (rc == LT_OK && started) lt__eval_wake(ev);
+  if (rc == LT_OK && started) wake(ev);
   return rc;
 }
 
@@ -316,6 +469,34 @@ static int use_hosts_option(lt_eval_t *ev) {
   return LT_OK;
 }
 
+/* start_backend creates `ops`'s backend and starts its thread; the initial hosts (those
+ * added so far) each answer once before lt_eval_start returns. */
+static int start_backend(lt_eval_t *ev, const lt_backend_ops_t *ops) {
+  pthread_mutex_lock(&ev->mu);
+  ev->start_waiting = (int)ev->nhosts;
+  ev->start_ready = 0;
+  ev->start_auth = 0;
+  lt_backend_env_t env = {.ev = ev,
+                          .opts = &ev->opts,
+                          .tmpl = ev->tmpl,
+                          .client_id = ev->client_id,
+                          .secret = ev->secret,
+                          .wake_fd = ev->wake_fd,
+                          .initial_hosts = ev->nhosts};
+  pthread_mutex_unlock(&ev->mu);
+  int rc = ops->create(&ev->be, &env);
+  if (rc != LT_OK) return rc;
+  ev->backend = ops;
+  if (pthread_create(&ev->thread, NULL, ops->run, ev->be) != 0) {
+    ops->destroy(ev->be);
+    ev->be = NULL;
+    ev->backend = NULL;
+    return LT_ENOMEM;
+  }
+  ev->thread_started = 1;
+  return LT_OK;
+}
+
 LT_API int lt_eval_start(lt_eval_t *ev) {
   if (ev == NULL) return LT_EINVAL;
   pthread_mutex_lock(&ev->mu);
@@ -340,19 +521,8 @@ LT_API int lt_eval_start(lt_eval_t *ev) {
   int rc = lt__template_compile(&ev->tmpl, ev->program, ev->opts.normal_form);
   if (rc != LT_OK) return rc;
 
-  rc = lt__sched_new(&ev->sched, ev);
+  rc = start_backend(ev, &lt__sched_backend);
   if (rc != LT_OK) return rc;
-  pthread_mutex_lock(&ev->mu);
-  ev->start_waiting = (int)ev->nhosts;
-  ev->start_ready = 0;
-  ev->start_auth = 0;
-  pthread_mutex_unlock(&ev->mu);
-  if (pthread_create(&ev->thread, NULL, lt__sched_main, ev->sched) != 0) {
-    lt__sched_free(ev->sched);
-    lt__local_free(ev->local);
-    ev->sched = NULL;
-    return LT_ENOMEM;
-  }
   ev->thread_started = 1;
 
   /* Wait until one initial host welcomed us, or every one was given up on: the others join
@@ -371,7 +541,7 @@ LT_API int lt_eval_start(lt_eval_t *ev) {
     lt__log(LT_LOG_ERROR, "no server answered");
     return LT_ENOSERVER;
   }
-  lt__eval_wake(ev); /* tasks submitted before start */
+  wake(ev); /* tasks submitted before start */
   return LT_OK;
 }
 
@@ -384,14 +554,12 @@ LT_API int lt_eval_run_local(lt_eval_t *ev) {
   if (jrc != LT_OK) return jrc;
   lt__template_free(ev->tmpl);
   int rc = lt__template_compile(&ev->tmpl, ev->program, ev->opts.normal_form);
-  if (rc == LT_OK) rc = lt__local_new(&ev->local, ev);
+  if (rc == LT_OK) rc = start_backend(ev, &lt__local_backend);
   if (rc != LT_OK) return rc;
-  if (pthread_create(&ev->thread, NULL, lt__local_main, ev->local) != 0) return LT_ENOMEM;
-  ev->thread_started = 1;
   pthread_mutex_lock(&ev->mu);
   ev->state = LT_EVAL_STARTED;
   pthread_mutex_unlock(&ev->mu);
-  lt__eval_wake(ev); /* tasks submitted before */
+  wake(ev); /* tasks submitted before */
   return LT_OK;
 }
 
@@ -444,7 +612,7 @@ LT_API int lt_eval_submit(lt_eval_t *ev, const void *data, size_t len, lt_future
     ev->pending++;
     ev->submitted++;
     if (out != NULL) *out = t->future;
-    lt__eval_finish(ev, t, done);
+    finish(ev, t, done);
     pthread_mutex_unlock(&ev->mu);
     return LT_OK;
   }
@@ -454,7 +622,7 @@ LT_API int lt_eval_submit(lt_eval_t *ev, const void *data, size_t len, lt_future
   int started = ev->state == LT_EVAL_STARTED;
   if (out != NULL) *out = t->future;
   pthread_mutex_unlock(&ev->mu);
-  if (started) lt__eval_wake(ev);
+  if (started) wake(ev);
   return LT_OK;
 }
 
@@ -465,7 +633,7 @@ LT_API int lt_eval_close(lt_eval_t *ev) {
   pthread_cond_broadcast(&ev->cv_result);
   pthread_cond_broadcast(&ev->cv_space);
   pthread_mutex_unlock(&ev->mu);
-  lt__eval_wake(ev); /* end of stream: work may move (migrate.c) */
+  wake(ev); /* end of stream: work may move (migrate.c) */
   return LT_OK;
 }
 
@@ -538,10 +706,8 @@ LT_API int lt_eval_stats_json(lt_eval_t *ev, char **json) {
   lt__json_u64(&j, "tasks_pending", ev->pending);
   lt__json_u64(&j, "journal_replayed", lt__journal_taken(ev->journal));
   pthread_mutex_unlock(&ev->mu);
-  if (ev->sched != NULL) {
-    lt__sched_stats_json(ev->sched, &j);
-  } else if (ev->local != NULL) {
-    lt__local_stats_json(ev->local, &j);
+  if (ev->be != NULL) {
+    ev->backend->stats_json(ev->be, &j);
   } else {
     lt__json_u64(&j, "instructions", 0);
     lt__json_u64(&j, "bytes_to_servers", 0);
@@ -575,11 +741,10 @@ LT_API void lt_eval_free(lt_eval_t *ev) {
     pthread_mutex_lock(&ev->mu);
     ev->stop = 1;
     pthread_mutex_unlock(&ev->mu);
-    lt__eval_wake(ev);
+    wake(ev);
     pthread_join(ev->thread, NULL);
   }
-  lt__sched_free(ev->sched);
-  lt__local_free(ev->local);
+  if (ev->backend != NULL) ev->backend->destroy(ev->be);
   lt__hosts_watch_free(ev->hosts_watch);
   for (size_t i = 0; i < ev->nprocs; i++)
     lt__proc_stop(&ev->procs[i], 5000);

@@ -3,6 +3,7 @@
  * applied to the instance (or, for instructions whose frame already went on under lazy
  * binding, only checked); results and errors go back to the evaluator; server-side values
  * nobody will read are released. Dispatcher thread only. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,16 +47,7 @@ static void job_finish(lt_sched_t *s, job_t *j, lt_buf_t *b) {
 
 void lt__sched_deliver(lt_sched_t *s) {
   if (s->done_head == NULL) return;
-  pthread_mutex_lock(&s->ev->mu);
-  for (lt_task_t *t = s->done_head, *next; t != NULL; t = next) {
-    next = t->next;
-    t->next = NULL;
-    lt_buf_t *b = t->result;
-    t->result = NULL;
-    lt__eval_finish(s->ev, t, b);
-  }
-  lt__eval_sync(s->ev);
-  pthread_mutex_unlock(&s->ev->mu);
+  lt__eval_deliver(s->ev, s->done_head, LT_EVAL_SYNC_NOW);
   s->done_head = s->done_tail = NULL;
 }
 
@@ -70,21 +62,7 @@ void lt__sched_job_fail(lt_sched_t *s, job_t *j, int err, const char *msg) {
   job_finish(s, j, lt__buf_fail(err, msg));
 }
 
-/* ---- the fireable queue and records ---------------------------------------------------- */
-
-void lt__sched_push_fireable(lt_sched_t *s, instr_rec_t *r, int front) {
-  r->conn = -1;
-  if (front)
-    LT_QUEUE_PUSH_FRONT(s->fire_head, s->fire_tail, r, next);
-  else
-    LT_QUEUE_PUSH(s->fire_head, s->fire_tail, r, next);
-}
-
-instr_rec_t *lt__sched_pop_fireable(lt_sched_t *s) {
-  instr_rec_t *r;
-  LT_QUEUE_POP(s->fire_head, s->fire_tail, r, next);
-  return r;
-}
+/* ---- records ----------------------------------------------------------------------------- */
 
 void lt__sched_rec_done(lt_sched_t *s, instr_rec_t *r) {
   job_t *j = r->job;
@@ -100,19 +78,13 @@ void lt__sched_rec_done(lt_sched_t *s, instr_rec_t *r) {
  * dispatch fired it: it then goes out in the same turn. */
 static void fire(lt_sched_t *s, lt_instance_t *inst, lt_frame_t *frame, int chained) {
   job_t *j = inst->user;
-  instr_rec_t *r = calloc(1, sizeof *r);
+  instr_rec_t *r = lt__rec_new(s, j);
   if (r == NULL) {
     lt__sched_job_fail(s, j, LT_ENOMEM, "out of memory queueing an instruction");
     return;
   }
-  /* Output i of this instruction is named seq + i: ids are spaced for the most parts. */
-  r->seq = s->next_seq;
-  s->next_seq += (uint64_t)LT_MAX_PARTS + 1;
-  r->job = j;
-  r->gen = j->gen;
   r->frame = frame;
   r->chained = chained;
-  j->live++;
   lt__sched_push_fireable(s, r, chained);
 }
 
@@ -125,20 +97,15 @@ void lt__sched_on_fire_chained(void *ud, lt_instance_t *inst, lt_frame_t *frame)
 }
 
 void lt__sched_take_intake(lt_sched_t *s) {
-  lt_eval_t *ev = s->ev;
-  pthread_mutex_lock(&ev->mu);
-  lt_task_t *t = ev->intake_head;
-  ev->intake_head = ev->intake_tail = NULL;
-  pthread_mutex_unlock(&ev->mu);
+  lt_task_t *t = lt__eval_take(s->ev, SIZE_MAX);
   while (t != NULL) {
     lt_task_t *next = t->next;
     t->next = NULL;
     job_t *j = calloc(1, sizeof *j);
-    int rc = j != NULL ? lt__instance_new(&j->inst, ev->tmpl, t->seq) : LT_ENOMEM;
+    int rc = j != NULL ? lt__instance_new(&j->inst, s->tmpl, t->seq) : LT_ENOMEM;
     if (rc != LT_OK) {
-      pthread_mutex_lock(&ev->mu);
-      lt__eval_finish(ev, t, lt__buf_fail(rc, "cannot instantiate the program"));
-      pthread_mutex_unlock(&ev->mu);
+      t->result = lt__buf_fail(rc, "cannot instantiate the program");
+      lt__eval_deliver(s->ev, t, LT_EVAL_SYNC_NOW);
       if (j != NULL) lt__instance_free(j->inst);
       free(j);
     } else {
@@ -193,7 +160,7 @@ static void release_left(lt_sched_t *s, const instr_rec_t *r, size_t conn,
   if (!lt__binding(s, NULL).outputs_stay) return;
   uint32_t n = cp->noutputs > 0 ? cp->noutputs : 1;
   for (uint32_t i = 0; i < n; i++)
-    lt__sched_release(s, (int)conn, (lt_oid_t){s->ev->client_id, r->seq + i});
+    lt__sched_release(s, (int)conn, (lt_oid_t){s->client_id, r->seq + i});
 }
 
 /* ---- completions ------------------------------------------------------------------------ */
@@ -204,7 +171,7 @@ static void release_left(lt_sched_t *s, const instr_rec_t *r, size_t conn,
  * left on live servers are released. After max_retries restarts the task fails. */
 void lt__sched_restart(lt_sched_t *s, job_t *j, const char *why) {
   if (j->finished) return;
-  if (j->restarts >= s->ev->opts.max_retries) {
+  if (j->restarts >= s->opts->max_retries) {
     char msg[256];
     snprintf(msg, sizeof msg, "values the task needed were lost %u times (%s)", j->restarts + 1,
              why);
@@ -217,7 +184,7 @@ void lt__sched_restart(lt_sched_t *s, job_t *j, const char *why) {
   s->retries++;
   lt__instance_tokens(j->inst, release_token, s);
   lt_instance_t *inst = NULL;
-  if (lt__instance_new(&inst, s->ev->tmpl, j->inst->task) != LT_OK) {
+  if (lt__instance_new(&inst, s->tmpl, j->inst->task) != LT_OK) {
     lt__sched_job_fail(s, j, LT_ENOMEM, "out of memory recomputing a task");
     return;
   }
@@ -253,7 +220,7 @@ void lt__sched_lost(lt_sched_t *s, instr_rec_t *r, const char *endpoint, const c
     r->tries++;
     s->retries++;
   }
-  if (!movable || r->tries > s->ev->opts.max_retries) {
+  if (!movable || r->tries > s->opts->max_retries) {
     char msg[256];
     snprintf(msg, sizeof msg, "instruction lost on %s (%s)", endpoint, why);
     if (movable) {
@@ -265,7 +232,6 @@ void lt__sched_lost(lt_sched_t *s, instr_rec_t *r, const char *endpoint, const c
     lt__sched_restart(s, j, msg);
     return;
   }
-  r->admitted = 0;
   lt__sched_push_fireable(s, r, 1);
 }
 
@@ -277,7 +243,7 @@ static int output_tokens(lt_sched_t *s, const instr_rec_t *r, int conn, const lt
   for (uint32_t i = 0; i < cp->noutputs; i++) {
     lt_token_t *t = &toks[i];
     memset(t, 0, sizeof *t);
-    t->id = (lt_oid_t){s->ev->client_id, r->seq + i};
+    t->id = (lt_oid_t){s->client_id, r->seq + i};
     t->size = cp->outputs[i].size;
     t->holder = conn;
     if (cp->outputs[i].frame >= 0) {
@@ -337,11 +303,11 @@ static void check_moves(lt_sched_t *s, const instr_rec_t *r, int holder,
   if (most <= least) return;
   instr_rec_t *q, *tmp;
   HASH_ITER(hh, s->inflight, q, tmp) {
-    if (q->conn < 0 || q->conn == holder || lt__sched_stale(q)) continue;
+    if (q->conn == holder || lt__sched_stale(q)) continue;
     uint64_t lim = s->conns[q->conn].max_frame;
     for (uint32_t k = 0; k < q->nins; k++) {
       const lt_token_t *t = &q->ins[k];
-      if (t->value != NULL || t->holder != holder || t->id.client != s->ev->client_id ||
+      if (t->value != NULL || t->holder != holder || t->id.client != s->client_id ||
           t->id.seq < r->seq || t->id.seq >= r->seq + cp->noutputs)
         continue;
       uint64_t size = cp->outputs[t->id.seq - r->seq].size;
@@ -372,14 +338,12 @@ void lt__sched_on_completion(lt_sched_t *s, size_t idx, const lt_completion_t *c
             c->endpoint, (unsigned long long)cp->seq, (unsigned long long)s->stray);
     if (cp->status == LT_OK && lt__binding(s, NULL).outputs_stay && cp->noutputs <= LT_MAX_PARTS)
       for (uint32_t i = 0; i < cp->noutputs; i++)
-        lt__sched_release(s, (int)idx, (lt_oid_t){s->ev->client_id, cp->seq + i});
+        lt__sched_release(s, (int)idx, (lt_oid_t){s->client_id, cp->seq + i});
     return;
   }
-  HASH_DEL(s->inflight, r);
+  lt__sched_take_off(s, r);
   lt__trace_completion(s->trace, s, idx, r, cp);
-  c->inflight--;
   c->last_done_ms = lt__clock_ms();
-  lt__sched_unadmit(s, r, idx);
   if (lt__sched_cancel_answered(s, r, cp->status)) return; /* it moves to a faster server */
   /* A result, or a failure of the kernel itself, settles its copies; a copy that was lost
    * or never ran leaves the other to carry on. */
@@ -420,11 +384,12 @@ void lt__sched_on_completion(lt_sched_t *s, size_t idx, const lt_completion_t *c
 
 void lt__sched_fail_all(lt_sched_t *s, int err, const char *msg) {
   instr_rec_t *r, *tmp;
+  while ((r = lt__sched_pop_fireable(s)) != NULL) {
+    lt__sched_job_fail(s, r->job, err, msg);
+    lt__sched_rec_done(s, r);
+  }
   HASH_ITER(hh, s->inflight, r, tmp) {
     HASH_DEL(s->inflight, r);
-    lt__sched_push_fireable(s, r, 0);
-  }
-  while ((r = lt__sched_pop_fireable(s)) != NULL) {
     lt__sched_job_fail(s, r->job, err, msg);
     lt__sched_rec_done(s, r);
   }

@@ -1,7 +1,7 @@
-/* local.c: the sequential reference evaluator (local.h). Every fired frame goes on a stack
- * and is run at once with lt__exec_run; a task's instance is driven to its end before the
- * next task starts. Nothing here knows of sockets. Its own thread, plus lt__local_new on
- * the evaluator's thread. */
+/* local.c: the sequential reference evaluator (local.h), a backend (backend.h). Every
+ * fired frame goes on a stack and is run at once with lt__exec_run; a task's instance is
+ * driven to its end before the next task starts. Nothing here knows of sockets. Its own
+ * thread, plus local_new on the evaluator's thread. */
 #include <poll.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -9,16 +9,18 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "buf.h"
 #include "exec.h"
 #include "instance.h"
 #include "local.h"
 #include "log.h"
 #include "module.h"
-#include "queue.h"
 
 struct lt_local {
-  lt_eval_t *ev;
+  lt_eval_t *ev; /* opaque: backend.h's calls only */
+  const lt_template_t *tmpl;
+  int wake_fd;
   lt_modules_t *mods;
   lt_kernel_fn *fns; /* per kernel of the template; NULL when it did not resolve */
   int *errs;
@@ -40,33 +42,11 @@ int lt__local_resolve(lt_modules_t **mods, const char *dir, char *const *kernels
   return rc;
 }
 
-int lt__local_new(lt_local_t **out, lt_eval_t *ev) {
-  *out = NULL;
-  lt_local_t *l = calloc(1, sizeof *l);
-  if (l == NULL) return LT_ENOMEM;
-  l->ev = ev;
-  uint32_t n = ev->tmpl->nkernels;
-  l->fns = calloc(n, sizeof *l->fns);
-  l->errs = calloc(n, sizeof *l->errs);
-  l->errmsgs = calloc(n, sizeof *l->errmsgs);
-  int rc = (l->fns && l->errs && l->errmsgs)
-               ? lt__local_resolve(&l->mods, ev->opts.modules, ev->tmpl->kernels, n, l->fns,
-                                   l->errs, l->errmsgs)
-               : LT_ENOMEM;
-  if (rc != LT_OK) {
-    if (rc == LT_EINVAL)
-      lt__log(LT_LOG_ERROR, "run_local: cannot use module directory '%s'", ev->opts.modules);
-    lt__local_free(l);
-    return rc;
-  }
-  *out = l;
-  return LT_OK;
-}
-
-void lt__local_free(lt_local_t *l) {
+static void local_free(void *self) {
+  lt_local_t *l = self;
   if (l == NULL) return;
-  if (l->errmsgs != NULL && l->ev->tmpl != NULL)
-    for (uint32_t i = 0; i < l->ev->tmpl->nkernels; i++)
+  if (l->errmsgs != NULL)
+    for (uint32_t i = 0; i < l->tmpl->nkernels; i++)
       free(l->errmsgs[i]);
   free(l->errmsgs);
   free(l->errs);
@@ -74,6 +54,34 @@ void lt__local_free(lt_local_t *l) {
   free(l->stack);
   lt__modules_free(l->mods);
   free(l);
+}
+
+/* local_new loads the modules of option `modules` and resolves every kernel of the
+ * template (a kernel that does not resolve fails the tasks that use it, with its message).
+ * Evaluator thread. */
+static int local_new(void **out, const lt_backend_env_t *env) {
+  *out = NULL;
+  lt_local_t *l = calloc(1, sizeof *l);
+  if (l == NULL) return LT_ENOMEM;
+  l->ev = env->ev;
+  l->tmpl = env->tmpl;
+  l->wake_fd = env->wake_fd;
+  uint32_t n = l->tmpl->nkernels;
+  l->fns = calloc(n, sizeof *l->fns);
+  l->errs = calloc(n, sizeof *l->errs);
+  l->errmsgs = calloc(n, sizeof *l->errmsgs);
+  int rc = (l->fns && l->errs && l->errmsgs)
+               ? lt__local_resolve(&l->mods, env->opts->modules, l->tmpl->kernels, n, l->fns,
+                                   l->errs, l->errmsgs)
+               : LT_ENOMEM;
+  if (rc != LT_OK) {
+    if (rc == LT_EINVAL)
+      lt__log(LT_LOG_ERROR, "run_local: cannot use module directory '%s'", env->opts->modules);
+    local_free(l);
+    return rc;
+  }
+  *out = l;
+  return LT_OK;
 }
 
 static void on_fire(void *ud, lt_instance_t *inst, lt_frame_t *f) {
@@ -92,7 +100,7 @@ static void on_fire(void *ud, lt_instance_t *inst, lt_frame_t *f) {
 /* run_frame runs the instruction of `f` and applies its completion. On failure returns the
  * error and writes its message into err. */
 static int run_frame(lt_local_t *l, lt_instance_t *inst, lt_frame_t *f, char *err, size_t errlen) {
-  const lt_template_t *t = l->ev->tmpl;
+  const lt_template_t *t = l->tmpl;
   lt_fire_t fi;
   lt__frame_fire_info(f, &fi);
   lt_exec_stage_t st[fi.nstages];
@@ -140,7 +148,7 @@ static int run_frame(lt_local_t *l, lt_instance_t *inst, lt_frame_t *f, char *er
 static lt_buf_t *run_task(lt_local_t *l, lt_task_t *task) {
   lt_instance_t *inst = NULL;
   char err[LT_KERNEL_ERRMSG_MAX + 256] = "";
-  int rc = lt__instance_new(&inst, l->ev->tmpl, task->seq);
+  int rc = lt__instance_new(&inst, l->tmpl, task->seq);
   l->nstack = 0;
   if (rc == LT_OK) rc = lt__instance_feed(inst, task->input, on_fire, l);
   while (rc == LT_OK && l->nstack > 0) {
@@ -158,33 +166,26 @@ static lt_buf_t *run_task(lt_local_t *l, lt_task_t *task) {
   return b != NULL ? b : lt__buf_fail(LT_ENOMEM, NULL);
 }
 
-void *lt__local_main(void *arg) {
+/* local_main is the thread body: one task at a time, in submission order, until the
+ * evaluator stops it (tasks still queued then are cancelled by lt_eval_free). */
+static void *local_main(void *arg) {
   lt_local_t *l = arg;
-  lt_eval_t *ev = l->ev;
-  for (;;) {
-    pthread_mutex_lock(&ev->mu);
-    if (ev->stop) {
-      pthread_mutex_unlock(&ev->mu);
-      break; /* tasks still queued are cancelled by lt_eval_free */
-    }
-    lt_task_t *t;
-    LT_QUEUE_POP(ev->intake_head, ev->intake_tail, t, next);
-    pthread_mutex_unlock(&ev->mu);
+  while (!lt__eval_stopping(l->ev)) {
+    lt_task_t *t = lt__eval_take(l->ev, 1);
     if (t == NULL) {
-      struct pollfd pfd = {.fd = ev->wake_fd, .events = POLLIN};
-      if (poll(&pfd, 1, -1) > 0) lt__eval_woken(ev);
+      struct pollfd pfd = {.fd = l->wake_fd, .events = POLLIN};
+      if (poll(&pfd, 1, -1) > 0) lt__eval_woken(l->ev);
       continue;
     }
-    lt_buf_t *b = run_task(l, t);
-    pthread_mutex_lock(&ev->mu);
-    lt__eval_finish(ev, t, b);
-    if (ev->intake_head == NULL) lt__eval_sync(ev); /* a batch: what was waiting is done */
-    pthread_mutex_unlock(&ev->mu);
+    t->result = run_task(l, t);
+    /* The journal syncs when nothing waits: a batch, what was waiting, is done. */
+    lt__eval_deliver(l->ev, t, LT_EVAL_SYNC_IDLE);
   }
   return NULL;
 }
 
-void lt__local_stats_json(lt_local_t *l, lt_json_t *j) {
+static void local_stats_json(void *self, lt_json_t *j) {
+  lt_local_t *l = self;
   lt__json_u64(j, "instructions", atomic_load(&l->instructions));
   lt__json_u64(j, "bytes_to_servers", 0);
   lt__json_u64(j, "bytes_from_servers", 0);
@@ -193,3 +194,10 @@ void lt__local_stats_json(lt_local_t *l, lt_json_t *j) {
   lt__json_array_open(j, "servers");
   lt__json_array_close(j);
 }
+
+const lt_backend_ops_t lt__local_backend = {
+    .create = local_new,
+    .run = local_main,
+    .stats_json = local_stats_json,
+    .destroy = local_free,
+};

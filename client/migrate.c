@@ -12,14 +12,6 @@
 
 #define MIGRATE_GAIN 1.5 /* move only when the queue to drain is this much longer than a task */
 
-/* input_closed tells whether no task can arrive any more. */
-static int input_closed(lt_sched_t *s) {
-  pthread_mutex_lock(&s->ev->mu);
-  int closed = s->ev->closed && s->ev->intake_head == NULL;
-  pthread_mutex_unlock(&s->ev->mu);
-  return closed;
-}
-
 /* idle_threads returns the threads of the window of server i that have no instruction. */
 static uint32_t idle_threads(const lt_sched_t *s, size_t i) {
   if (s->conns[i].state != LT_CONN_READY) return 0;
@@ -30,8 +22,8 @@ static uint32_t idle_threads(const lt_sched_t *s, size_t i) {
 /* movable tells whether r may run elsewhere after a confirmed cancel: every input is held
  * by the client, and nothing was dispatched that names its output on this server. */
 static int movable(const instr_rec_t *r) {
-  if (!r->admitted || r->migrating || r->chained || (r->moved && !r->final) || lt__sched_stale(r) ||
-      r->twin != NULL || r->dropped)
+  if (r->state != LT_IR_OUT || r->chained || (r->moved && !r->final) || lt__sched_stale(r) ||
+      r->twin != NULL)
     return 0;
   for (uint32_t i = 0; i < r->nins; i++)
     if (r->ins[i].value == NULL) return 0;
@@ -74,7 +66,7 @@ static uint32_t newest(lt_sched_t *s, int from, instr_rec_t **out, uint32_t want
 }
 
 void lt__sched_migrate(lt_sched_t *s) {
-  const lt_options_t *o = &s->ev->opts;
+  const lt_options_t *o = s->opts;
   if (!o->migrate || !o->lookahead || o->placement != LT_PLACE_EFT || s->cancels_out > 0 ||
       s->fire_head != NULL)
     return;
@@ -89,14 +81,14 @@ void lt__sched_migrate(lt_sched_t *s) {
   }
   double drain_us = 0;
   int from = idle > 0 ? slowest(s, &drain_us) : -1;
-  if (from < 0 || drain_us < MIGRATE_GAIN * fast_us || !input_closed(s)) return;
+  if (from < 0 || drain_us < MIGRATE_GAIN * fast_us || !lt__eval_input_closed(s->ev)) return;
   uint32_t queued = s->admitted[from] - (uint32_t)lt__pace_parallel(&s->pace[from]);
   uint32_t want = idle < queued ? idle : queued;
   instr_rec_t **pick = calloc(want, sizeof *pick);
   uint64_t *seqs = calloc(want, sizeof *seqs);
   uint32_t n = pick != NULL && seqs != NULL ? newest(s, from, pick, want) : 0;
   for (uint32_t k = 0; k < n; k++) {
-    pick[k]->migrating = 1;
+    lt__rec_to(pick[k], LT_IR_MIGRATING);
     seqs[k] = pick[k]->seq;
   }
   if (n > 0) {
@@ -113,11 +105,12 @@ void lt__sched_migrate(lt_sched_t *s) {
 }
 
 int lt__sched_cancel_answered(lt_sched_t *s, instr_rec_t *r, int status) {
-  if (!r->migrating) return 0;
-  r->migrating = 0;
+  if (r->state != LT_IR_MIGRATING) return 0;
   s->cancels_out--;
-  if (status != LT_ECANCELED) return 0; /* it had started: its result stands */
-  r->conn = -1;
+  if (status != LT_ECANCELED) {
+    lt__rec_to(r, LT_IR_OUT); /* it had started: its result stands */
+    return 0;
+  }
   s->migrated++;
   lt__sched_push_fireable(s, r, 1);
   return 1;

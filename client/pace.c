@@ -37,25 +37,25 @@ static void recompute(pace_t *p) {
   /* Until the server has shown its speed over a few windows of completions the estimates
    * are young (a CPU quota lets the first instructions run at full speed): no more than a
    * window more, so that a slow server is not given a deep queue it cannot drain. */
-  if (p->completed < 2 * (uint64_t)p->threads && depth > p->threads) depth = p->threads;
-  p->cap = p->threads + depth;
+  if (p->completed < 2 * (uint64_t)p->window && depth > p->window) depth = p->window;
+  p->cap = p->window + depth;
 }
 
 static void record(pace_t *p, int64_t t_ms) {
   uint32_t i = p->changes % LT_HISTORY;
   p->hist_ms[i] = t_ms;
-  p->hist_w[i] = p->threads;
+  p->hist_w[i] = p->window;
   p->changes++;
 }
 
-void lt__pace_init(pace_t *p, uint32_t window, const lt_options_t *o, int64_t now_ms) {
+void lt__pace_init(pace_t *p, uint32_t first_cap, const lt_options_t *o, int64_t now_ms) {
   *p = (pace_t){0};
   p->cores = 1; /* until the welcome says how many the host has */
-  /* Under throttle a server starts at the minimum and earns its threads; otherwise every
-   * server may run max_threads at once. */
-  p->threads = o->throttle ? o->min_threads : o->max_threads;
-  if (p->threads > o->max_threads) p->threads = o->max_threads;
-  p->cap = window;
+  /* Under throttle a server's window starts at the minimum and grows as it earns it;
+   * otherwise every server's window is max_threads. */
+  p->window = o->throttle ? o->min_threads : o->max_threads;
+  if (p->window > o->max_threads) p->window = o->max_threads;
+  p->cap = first_cap;
   p->paced = o->lookahead;
   p->period_ms = now_ms;
 }
@@ -180,7 +180,7 @@ static void learn_cores(pace_t *p, int saturated) {
 /* decide returns the window for the period just ended: one step at most. */
 static uint32_t decide(pace_t *p, const lt_options_t *o, double slowdown, double active,
                        int waited) {
-  uint32_t w = p->threads;
+  uint32_t w = p->window;
   if (slowdown > SLOWER) {
     if (w > o->min_threads) {
       /* A grow undone at once: the server is at its knee; wait longer before the next. */
@@ -200,8 +200,8 @@ static uint32_t decide(pace_t *p, const lt_options_t *o, double slowdown, double
   } else if (p->hold > 0) {
     p->hold--;
   }
-  p->grew = w > p->threads;
-  if (w >= p->threads && p->backoff > BACKOFF && p->hold == 0) p->backoff /= 2;
+  p->grew = w > p->window;
+  if (w >= p->window && p->backoff > BACKOFF && p->hold == 0) p->backoff /= 2;
   return w;
 }
 
@@ -225,15 +225,15 @@ int lt__pace_control(pace_t *p, const lt_options_t *o, int64_t now_ms, int64_t t
     p->costs[i].ref *= FORGET;
   if (!o->throttle || n < 4) return 0; /* too little to judge */
   uint32_t w = decide(p, o, slowdown, active, waited);
-  if (w == p->threads) return 0;
-  p->threads = w;
+  if (w == p->window) return 0;
+  p->window = w;
   recompute(p);
   record(p, now_ms - t0_ms);
   return 1;
 }
 
 double lt__pace_parallel(const pace_t *p) {
-  uint32_t t = p->threads;
+  uint32_t t = p->window;
   if (p->workers > 0 && p->workers < t) t = p->workers;
   return t > 0 ? (double)t : 1;
 }

@@ -137,7 +137,7 @@ static int advance(lt_sched_t *s, int best) {
 static int eft_pick(lt_sched_t *s, const lt_fire_t *fi, const uint64_t *bytes, uint64_t total,
                     int holder, int chained) {
   if (holder >= 0 && chained) return follow_or_move(s, fi, bytes, total, holder);
-  if (!s->ev->opts.lookahead) return advance(s, round_robin(s, fi));
+  if (!s->opts->lookahead) return advance(s, round_robin(s, fi));
   return advance(s, earliest(s, fi, bytes, total));
 }
 

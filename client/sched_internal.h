@@ -1,8 +1,8 @@
-/* sched_internal.h: the dispatcher's state, shared by its files: scheduler.c (the
- * loop, connections, heartbeats, stats), jobs.c (tasks as graph instances, instruction
- * records, completions, releases), dispatch.c (execute batches) and placement.c (where an
- * instruction goes).
- * Dispatcher thread only, except stats_mu. */
+/* sched_internal.h: the dispatcher's state, shared by its files: scheduler.c (the loop,
+ * connections, heartbeats), instr.c (instruction records and their states), jobs.c (tasks
+ * as graph instances, completions, releases), dispatch.c (execute batches), placement.c
+ * (where an instruction goes) and sched_stats.c (the stats snapshot). Dispatcher thread
+ * only, except the stats snapshot. */
 #ifndef LT_SCHED_INTERNAL_H
 #define LT_SCHED_INTERNAL_H
 
@@ -11,7 +11,7 @@
 
 #include "clock.h"
 #include "conn.h"
-#include "eval.h"
+#include "backend.h"
 #include "instance.h"
 #include "placement.h"
 #include "scheduler.h"
@@ -33,18 +33,31 @@ typedef struct job {
   UT_hash_handle hh;     /* s->jobs, by task number */
 } job_t;
 
-/* One instruction: what a frame needs run, queued or in flight on `conn`. */
+/* Where an instruction record is (instr.c holds the legal moves between these states, in
+ * lt__rec_to). A record that is out is in s->inflight and counted in its server's window
+ * and backlog; when its completion comes or its server is lost it is taken off
+ * (lt__sched_take_off) and keeps its state until it is queued again or freed. */
+typedef enum lt_ir_state {
+  LT_IR_QUEUED = 0, /* in the fireable queue (or just taken from it); conn is -1 */
+  LT_IR_OUT,        /* sent to server conn */
+  LT_IR_MIGRATING,  /* out, and a cancel is on its way to move it to a faster server */
+  LT_IR_DROPPED     /* out, but its twin won: its completion only releases what it left */
+} lt_ir_state_t;
+
+/* One instruction: what a frame needs run, queued or out on `conn`. Besides its state, a
+ * record carries facts that hold wherever it is (a lost record is queued again with them):
+ * how it was fired (`chained`), what became of its frame (`moved`, `final`) and its copy
+ * (`twin`, `backup`). */
 typedef struct instr_rec {
   uint64_t seq; /* instruction id = the sequence of output 0's object id */
   job_t *job;
   uint32_t gen; /* the job's generation when fired; stale records touch no frame */
   lt_frame_t *frame;
   uint32_t op;
-  int conn;        /* -1 while queued */
+  lt_ir_state_t state;
+  int conn;        /* the server it is out on, or was last; -1 while queued */
   uint32_t tries;  /* dispatches lost to a failed server */
   int chained;     /* fired by a predecessor's dispatch: placed as a successor (placement.c) */
-  int admitted;    /* counted in its server's window */
-  int migrating;   /* a cancel is on its way to move it to a faster server */
   int moved;       /* its frame went on at dispatch: the completion only reports status */
   int final;       /* its output is the task's result: returned with done */
   lt_token_t *ins; /* its input tokens (copies holding value references) */
@@ -56,7 +69,6 @@ typedef struct instr_rec {
   int cost_known;         /* its chain had run somewhere then: cost and backlog were measured */
   struct instr_rec *twin; /* the other copy while both are out (backup.c) */
   int backup;             /* this record is the copy */
-  int dropped;            /* its twin won: its completion only releases what it left */
   struct instr_rec *next;
   UT_hash_handle hh; /* s->inflight, by seq */
 } instr_rec_t;
@@ -67,7 +79,7 @@ typedef struct instr_rec {
  * behind kernels) and the service times its completions report. */
 #define LT_PING_MS      100   /* round-trip pings per server under lookahead */
 #define LT_RTT_GUESS_US 200.0 /* the round trip assumed before the first ping answer */
-#define LT_MAX_DEPTH    250   /* most instructions queued at a server beyond max_threads */
+#define LT_MAX_DEPTH    250   /* most instructions queued at a server beyond its window */
 
 #define LT_CONTROL_MS 200 /* throttle: one window decision per server this often */
 #define LT_HISTORY    64  /* window changes kept per server for the stats */
@@ -87,8 +99,8 @@ typedef struct pace {
   double rtt_us; /* smoothed ping round trip; 0 before the first */
   double svc_us; /* smoothed service time over all chains; 0 before the first completion */
   int64_t last_ping_ms;
-  uint32_t threads; /* the thread window: instructions meant to run at once */
-  uint32_t cap;     /* instructions admitted at once: threads + the lookahead depth */
+  uint32_t window;  /* the thread window: instructions meant to run at once */
+  uint32_t cap;     /* instructions admitted at once: window + the lookahead depth */
   int paced;        /* lookahead: the admitted cap follows the round trip */
   uint32_t workers; /* the server's worker threads (welcome); 0 before */
   double per_us;    /* EWMA of the time per instruction when busy, over all chains */
@@ -127,7 +139,7 @@ typedef struct lost_rec {
  * held keep naming it, so they are known lost), and the server is greeted again in a new
  * slot, its successor. A slot that never got a welcome is greeted again in place. */
 typedef struct slot {
-  size_t host;         /* index in ev->hosts */
+  size_t host;         /* index in the evaluator's hosts (lt__eval_hosts) */
   int watch_fd;        /* read end of a spawned server's stdout (EOF: it exited), or -1 */
   int answered;        /* counted out of lt_eval_start's wait */
   int was_ready;       /* its session was welcomed */
@@ -150,8 +162,47 @@ typedef struct relq {
   uint32_t n, cap;
 } relq_t;
 
+/* What lt_eval_stats_json reports of one server, as last published (sched_stats.c). */
+typedef struct stats_server {
+  size_t slot; /* the connection slot it was copied from */
+  char *endpoint;
+  char *server_id;
+  char reason[96];
+  lt_conn_state_t state;
+  int alive;
+  uint32_t sessions;
+  int removed;
+  uint64_t incarnation;
+  uint64_t max_frame;
+  uint64_t completed;
+  uint32_t inflight;
+  uint32_t threads;
+  lt_load_t load;
+  double speed;
+  uint64_t bytes_to, bytes_from;
+  uint32_t window, admit, changes;
+  int64_t hist_ms[LT_HISTORY];
+  uint32_t hist_w[LT_HISTORY];
+  double rtt_us, service_us, cores;
+} stats_server_t;
+
+/* The dispatcher's counters and servers as last published: `mu` guards them and is held
+ * only to copy in or format out, never with another lock. */
+typedef struct stats_snap {
+  pthread_mutex_t mu;
+  uint64_t instructions, bytes_to, bytes_from, retries, migrations, migrated, stray, overdue;
+  uint64_t backups, backups_won;
+  stats_server_t *servers; /* the slots no later session stands for, in slot order */
+  size_t nservers, cap;
+} stats_snap_t;
+
 struct lt_sched {
-  lt_eval_t *ev;
+  lt_eval_t *ev; /* opaque: only for the calls of backend.h */
+  const lt_options_t *opts;
+  const lt_template_t *tmpl;
+  uint64_t client_id;
+  uint64_t secret;
+  int wake_fd;
   void *zctx;
   lt_conn_t *conns;
   slot_t *slots;      /* per connection */
@@ -160,11 +211,11 @@ struct lt_sched {
   pace_t *pace;       /* per connection */
   size_t nconns, capconns;
   size_t initial;    /* hosts known at start: they answer lt_eval_start */
-  size_t hosts_seen; /* ev->hosts opened so far */
+  size_t hosts_seen; /* the evaluator's hosts opened so far */
   /* The session's servers as every server is told (PROGRAM.peers): "ENDPOINT [KEY]" per
-   * host of ev->hosts, and the key each connection uses (its own or curve_server). */
+   * host of the evaluator, and the key each connection uses (its own or curve_server). */
   char **peers;
-  char **eps; /* each host's endpoint, as ev->hosts (read here without ev->mu) */
+  char **eps; /* each host's endpoint, copied from the evaluator */
   char (*keys)[41];
   size_t npeers;
   int64_t none_since; /* since when no server could take work (ms), or 0 */
@@ -172,7 +223,7 @@ struct lt_sched {
   instr_rec_t *inflight;
   job_t *jobs; /* every job, by task number */
   uint64_t next_seq;
-  uint32_t window; /* instructions admitted per server before pacing has samples */
+  uint32_t first_cap; /* instructions admitted per server before pacing has samples */
   lt_codec_limits_t limits;
   lt_rx_t rx;
   int64_t next_tick;
@@ -183,9 +234,9 @@ struct lt_sched {
   lt_task_t *done_head; /* results of this turn, delivered under one lock */
   lt_task_t *done_tail;
 
-  lt_trace_t *trace;        /* trace=FILE (trace.c); NULL when off */
-  lt_ship_t *ship;          /* the program's modules: local copies, shipping (ship.c) */
-  pthread_mutex_t stats_mu; /* guards conns[] and the counters for stats readers */
+  lt_trace_t *trace;  /* trace=FILE (trace.c); NULL when off */
+  lt_ship_t *ship;    /* the program's modules: local copies, shipping (ship.c) */
+  stats_snap_t stats; /* what stats readers see (sched_stats.c) */
   uint64_t instructions;
   uint64_t retries;
   uint64_t migrations;  /* cancels sent to move queued instructions (migrate.c) */
@@ -198,7 +249,9 @@ struct lt_sched {
 };
 
 /* pace.c */
-void lt__pace_init(pace_t *p, uint32_t window, const lt_options_t *o, int64_t now_ms);
+/* lt__pace_init starts a server's pacing, admitting `first_cap` at once until it has
+ * samples. */
+void lt__pace_init(pace_t *p, uint32_t first_cap, const lt_options_t *o, int64_t now_ms);
 void lt__pace_rtt(pace_t *p, double rtt_us);
 /* lt__pace_service takes a completion of chain `key` that ran svc_us, using cpu_us of CPU. */
 void lt__pace_service(pace_t *p, const void *key, double svc_us, double cpu_us);
@@ -219,14 +272,29 @@ double lt__pace_known_us(const lt_sched_t *s, const void *key);
 /* lt__pace_parallel returns how many instructions run at once there: window and workers. */
 double lt__pace_parallel(const pace_t *p);
 
+/* instr.c */
+/* lt__rec_to moves r to state `to`, which must be a legal move from its state (an illegal
+ * one is logged and asserted); queued, r names no server. */
+void lt__rec_to(instr_rec_t *r, lt_ir_state_t to);
+/* lt__rec_new makes a queued record of job j under a fresh instruction id, counted live in
+ * j; NULL without memory. Caller owns the record (lt__sched_rec_done frees it). */
+instr_rec_t *lt__rec_new(lt_sched_t *s, job_t *j);
+/* lt__sched_push_fireable queues r for placement, at the front or the back. */
+void lt__sched_push_fireable(lt_sched_t *s, instr_rec_t *r, int front);
+instr_rec_t *lt__sched_pop_fireable(lt_sched_t *s);
+/* lt__sched_put_on records that queued r went out to server idx: in s->inflight, counted
+ * in its in-flight count, window and backlog. */
+void lt__sched_put_on(lt_sched_t *s, instr_rec_t *r, int idx);
+/* lt__sched_take_off takes r, out, off its server: the reverse of lt__sched_put_on. r keeps
+ * its state and conn until it is queued again or freed. */
+void lt__sched_take_off(lt_sched_t *s, instr_rec_t *r);
+
 /* jobs.c */
 /* lt__sched_on_fire queues a fired instruction at the back; lt__sched_on_fire_chained, for
  * a successor fired by its predecessor's dispatch, at the front, placed as a successor. */
 void lt__sched_on_fire(void *ud, lt_instance_t *inst, lt_frame_t *frame);
 void lt__sched_on_fire_chained(void *ud, lt_instance_t *inst, lt_frame_t *frame);
 void lt__sched_take_intake(lt_sched_t *s);
-void lt__sched_push_fireable(lt_sched_t *s, instr_rec_t *r, int front);
-instr_rec_t *lt__sched_pop_fireable(lt_sched_t *s);
 void lt__sched_rec_done(lt_sched_t *s, instr_rec_t *r);
 void lt__sched_job_fail(lt_sched_t *s, job_t *j, int err, const char *msg);
 void lt__sched_on_completion(lt_sched_t *s, size_t idx, const lt_completion_t *cp,
@@ -264,8 +332,6 @@ lt_binding_t lt__binding(const lt_sched_t *s, const instr_rec_t *r);
 void lt__sched_dispatch(lt_sched_t *s);
 /* lt__sched_dispatch_to sends r to server idx at once; LT_EAGAIN when it cannot go there. */
 int lt__sched_dispatch_to(lt_sched_t *s, instr_rec_t *r, int idx);
-/* lt__sched_unadmit takes r out of server idx's window and backlog (when it was in). */
-void lt__sched_unadmit(lt_sched_t *s, instr_rec_t *r, size_t idx);
 
 /* migrate.c */
 /* lt__sched_migrate moves queued work from a slow server to idle ones at end of stream. */
@@ -295,6 +361,15 @@ int lt__sched_twin_settle(lt_sched_t *s, instr_rec_t *r, int ok);
 /* lt__sched_overdue takes back instructions a live server has held far longer than their
  * chain takes anywhere, and sends them elsewhere (the first result wins). */
 void lt__sched_overdue(lt_sched_t *s, int64_t now_ms);
+
+/* sched_stats.c */
+void lt__stats_init(stats_snap_t *st);
+void lt__stats_free(stats_snap_t *st);
+/* lt__stats_publish copies the counters and servers of s into s->stats for the readers. */
+void lt__stats_publish(lt_sched_t *s);
+/* lt__sched_stats_json appends the latest snapshot to the open JSON object (the backend's
+ * stats_json). Any thread. */
+void lt__sched_stats_json(void *self, lt_json_t *j);
 
 /* scheduler.c */
 void lt__sched_conn_dead(lt_sched_t *s, size_t idx, const char *why);

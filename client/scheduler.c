@@ -12,35 +12,43 @@
 
 #include <lithium/error.h>
 #include "buf.h"
-#include "hosts.h"
 #include "log.h"
 #include "sched_internal.h"
 #include "scheduler.h"
 #include "json.h"
 
-int lt__sched_new(lt_sched_t **out, lt_eval_t *ev) {
+static void sched_free(void *self);
+
+/* sched_new creates the dispatcher state for the evaluator of `env`. Evaluator thread. */
+static int sched_new(void **out, const lt_backend_env_t *env) {
   lt_sched_t *s = calloc(1, sizeof *s);
   if (s == NULL) return LT_ENOMEM;
-  s->ev = ev;
+  const lt_options_t *o = env->opts;
+  s->ev = env->ev;
+  s->opts = o;
+  s->tmpl = env->tmpl;
+  s->client_id = env->client_id;
+  s->secret = env->secret;
+  s->wake_fd = env->wake_fd;
+  s->initial = env->initial_hosts;
   /* Lookahead admits the thread window per server until the server's first completion
    * tells its speed (a slow one given more at once would hold it all); pacing adds the
    * depth that covers the round trip from then on. Plain Lithium keeps one. */
-  s->window = ev->opts.lookahead ? ev->opts.max_threads : 1;
-  s->placement = lt__placement_of(&ev->opts);
+  s->first_cap = o->lookahead ? o->max_threads : 1;
+  s->placement = lt__placement_of(o);
   s->next_seq = (uint64_t)LT_MAX_PARTS + 1;
   lt__codec_limits_default(&s->limits);
-  pthread_mutex_init(&s->stats_mu, NULL);
+  lt__stats_init(&s->stats);
   s->zctx = zmq_ctx_new();
   if (s->zctx == NULL) {
-    lt__sched_free(s);
+    sched_free(s);
     return LT_EIO;
   }
-  int rc = ev->opts.trace != NULL ? lt__trace_open(&s->trace, ev->opts.trace) : LT_OK;
+  int rc = o->trace != NULL ? lt__trace_open(&s->trace, o->trace) : LT_OK;
   if (rc == LT_OK)
-    rc = lt__ship_new(&s->ship, ev->opts.modules, ev->tmpl->kernels, ev->tmpl->nkernels,
-                      ev->opts.ship_modules);
+    rc = lt__ship_new(&s->ship, o->modules, s->tmpl->kernels, s->tmpl->nkernels, o->ship_modules);
   if (rc != LT_OK) {
-    lt__sched_free(s);
+    sched_free(s);
     return rc;
   }
   *out = s;
@@ -58,12 +66,14 @@ static void free_peers(lt_sched_t *s) {
   free(s->keys);
 }
 
-void lt__sched_free(lt_sched_t *s) {
+/* sched_free frees the state after the thread was joined; accepts NULL. */
+static void sched_free(void *self) {
+  lt_sched_t *s = self;
   if (s == NULL) return;
   lt__trace_close(s->trace);
   lt__ship_free(s->ship);
   if (s->zctx != NULL) zmq_ctx_term(s->zctx);
-  pthread_mutex_destroy(&s->stats_mu);
+  lt__stats_free(&s->stats);
   for (size_t i = 0; i < s->capconns && s->relq != NULL; i++)
     free(s->relq[i].ids);
   free(s->relq);
@@ -122,22 +132,15 @@ static void start_answered(lt_sched_t *s, size_t idx, int ready) {
   slot_t *sl = &s->slots[idx];
   if (sl->answered) return;
   sl->answered = 1;
-  lt_eval_t *ev = s->ev;
-  pthread_mutex_lock(&ev->mu);
-  ev->start_waiting--;
-  ev->start_ready += ready;
-  pthread_cond_broadcast(&ev->cv_start);
-  pthread_mutex_unlock(&ev->mu);
+  lt__stats_publish(s); /* lt_eval_start may return now: its stats show this answer */
+  lt__eval_host_answered(s->ev, ready);
 }
 
 /* count_auth counts an initial host that failed authentication, so that lt_eval_start
  * says LT_EAUTH rather than LT_ENOSERVER when no server is left. */
 static void count_auth(lt_sched_t *s, size_t idx) {
   if (s->slots[idx].answered) return;
-  lt_eval_t *ev = s->ev;
-  pthread_mutex_lock(&ev->mu);
-  ev->start_auth++;
-  pthread_mutex_unlock(&ev->mu);
+  lt__eval_host_auth_failed(s->ev);
 }
 
 /* auth_failed ends slot idx's connection for a failed security handshake or a refused
@@ -151,23 +154,23 @@ static void auth_failed(lt_sched_t *s, size_t idx, const char *detail) {
 
 /* greet opens slot idx's connection to its server and says hello. */
 static void greet(lt_sched_t *s, size_t idx) {
-  lt_eval_t *ev = s->ev;
+  const lt_options_t *o = s->opts;
   lt_conn_t *c = &s->conns[idx];
   slot_t *sl = &s->slots[idx];
   const char *ep = s->eps[sl->host];
-  lt__pace_init(&s->pace[idx], s->window, &ev->opts, lt__clock_ms());
+  lt__pace_init(&s->pace[idx], s->first_cap, o, lt__clock_ms());
   s->admitted[idx] = 0;
   s->relq[idx].n = 0;
   const char *key = sl->host < s->npeers ? s->keys[sl->host] : "";
-  lt_conn_auth_t auth = {.secret = ev->secret,
+  lt_conn_auth_t auth = {.secret = s->secret,
                          .peers = (const char *const *)s->peers,
                          .npeers = (uint32_t)s->npeers,
-                         .pub = ev->opts.curve_pub,
-                         .sec = ev->opts.curve_sec,
+                         .pub = o->curve_pub,
+                         .sec = o->curve_sec,
                          .server = key};
-  lt_conn_program_t prog = {.kernels = ev->tmpl->kernels, .nkernels = ev->tmpl->nkernels};
+  lt_conn_program_t prog = {.kernels = s->tmpl->kernels, .nkernels = s->tmpl->nkernels};
   lt__ship_modules(s->ship, &prog.modules, &prog.nmodules);
-  int rc = lt__conn_open(c, s->zctx, ep, ev->client_id, lt__binding(s, NULL).inline_max, &prog,
+  int rc = lt__conn_open(c, s->zctx, ep, s->client_id, lt__binding(s, NULL).inline_max, &prog,
                          &auth, lt__clock_ms());
   if (rc != LT_OK) {
     if (rc == LT_EAUTH) count_auth(s, idx);
@@ -183,7 +186,7 @@ static void greet(lt_sched_t *s, size_t idx) {
   }
 }
 
-/* add_slot adds a connection to ev->hosts[host] and greets the server; -1 without memory. */
+/* add_slot adds a connection to host `host` and greets the server; -1 without memory. */
 static long add_slot(lt_sched_t *s, size_t host, int watch_fd) {
   if (grow_slots(s) != LT_OK) return -1;
   size_t idx = s->nconns;
@@ -197,24 +200,22 @@ static long add_slot(lt_sched_t *s, size_t host, int watch_fd) {
   return (long)idx;
 }
 
-/* update_peers rebuilds the list of the session's servers from ev->hosts (under ev->mu):
+/* update_peers rebuilds the list of the session's servers from `hosts` (n of them):
  * "ENDPOINT KEY" or "ENDPOINT" for each, and each one's key. LT_ENOMEM keeps the old one. */
-static int update_peers(lt_sched_t *s) {
-  lt_eval_t *ev = s->ev;
-  size_t n = ev->nhosts;
+static int update_peers(lt_sched_t *s, const lt_host_t *hosts, size_t n) {
   char **peers = calloc(n ? n : 1, sizeof *peers);
   char **eps = calloc(n ? n : 1, sizeof *eps);
   char(*keys)[41] = calloc(n ? n : 1, sizeof *keys);
   int rc = peers != NULL && keys != NULL && eps != NULL ? LT_OK : LT_ENOMEM;
   for (size_t i = 0; rc == LT_OK && i < n; i++) {
-    const char *k = ev->host_keys[i][0] != '\0' ? ev->host_keys[i] : ev->opts.curve_server;
+    const char *k = hosts[i].key[0] != '\0' ? hosts[i].key : s->opts->curve_server;
     snprintf(keys[i], sizeof keys[i], "%s", k);
-    size_t len = strlen(ev->hosts[i]) + strlen(k) + 2;
-    if ((peers[i] = malloc(len)) == NULL || (eps[i] = strdup(ev->hosts[i])) == NULL) {
+    size_t len = strlen(hosts[i].endpoint) + strlen(k) + 2;
+    if ((peers[i] = malloc(len)) == NULL || (eps[i] = strdup(hosts[i].endpoint)) == NULL) {
       rc = LT_ENOMEM;
       break;
     }
-    snprintf(peers[i], len, "%s%s%s", ev->hosts[i], k[0] ? " " : "", k);
+    snprintf(peers[i], len, "%s%s%s", hosts[i].endpoint, k[0] ? " " : "", k);
   }
   if (rc != LT_OK) {
     for (size_t i = 0; peers != NULL && eps != NULL && i < n; i++) {
@@ -238,32 +239,27 @@ static int update_peers(lt_sched_t *s) {
  * session's servers first (the holders its instructions may name): the new ones in their
  * greeting, the others in a PROGRAM sent before any instruction that names a new one. */
 static void open_new_hosts(lt_sched_t *s) {
-  lt_eval_t *ev = s->ev;
-  pthread_mutex_lock(&ev->mu);
+  lt_host_t *hosts = NULL;
+  long n = lt__eval_hosts(s->ev, &hosts);
+  if (n < 0) return;
   for (size_t i = 0; i < s->nconns; i++)
-    if (ev->host_gone[s->slots[i].host] && !s->slots[i].draining) s->slots[i].draining = 1;
-  size_t first = s->hosts_seen, n = ev->nhosts;
-  int *fds = n > first ? malloc((n - first) * sizeof *fds) : NULL;
-  if (fds == NULL || update_peers(s) != LT_OK) {
-    pthread_mutex_unlock(&ev->mu);
-    free(fds);
+    if (hosts[s->slots[i].host].gone && !s->slots[i].draining) s->slots[i].draining = 1;
+  if (update_peers(s, hosts, (size_t)n) != LT_OK) {
+    lt__eval_hosts_free(hosts, (size_t)n);
     return;
   }
-  for (size_t i = first; i < n; i++)
-    fds[i - first] = ev->host_fds[i];
-  pthread_mutex_unlock(&ev->mu);
-  /* Greeting happens outside ev->mu: a greeting that fails at once reports to
-   * lt_eval_start, which takes the lock. */
+  /* A greeting that fails at once reports to lt_eval_start, which takes the evaluator's
+   * lock: lt__eval_hosts has let go of it. */
   size_t old = s->nconns;
-  while (s->hosts_seen < n) {
-    if (add_slot(s, s->hosts_seen, fds[s->hosts_seen - first]) < 0) break;
+  while (s->hosts_seen < (size_t)n) {
+    if (add_slot(s, s->hosts_seen, hosts[s->hosts_seen].fd) < 0) break;
     s->hosts_seen++;
   }
-  free(fds);
+  lt__eval_hosts_free(hosts, (size_t)n);
   for (size_t i = 0; i < old; i++) {
     lt_conn_t *c = &s->conns[i];
     if (c->state == LT_CONN_DEAD) continue;
-    lt__conn_program(c, ev->tmpl->kernels, ev->tmpl->nkernels, (const char *const *)s->peers,
+    lt__conn_program(c, s->tmpl->kernels, s->tmpl->nkernels, (const char *const *)s->peers,
                      (uint32_t)s->npeers, lt__clock_ms());
   }
 }
@@ -362,9 +358,7 @@ void lt__sched_conn_dead(lt_sched_t *s, size_t idx, const char *why) {
   instr_rec_t *r, *tmp;
   HASH_ITER(hh, s->inflight, r, tmp) {
     if (r->conn != (int)idx) continue;
-    HASH_DEL(s->inflight, r);
-    c->inflight--;
-    lt__sched_unadmit(s, r, idx);
+    lt__sched_take_off(s, r);
     lt__sched_cancel_answered(s, r, LT_ELOST);
     lt__sched_note_lost(s, idx, r);
     lt__sched_lost(s, r, c->endpoint, why, 1);
@@ -498,7 +492,7 @@ static void on_message(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
     on_error(s, idx, m);
     break;
   case LT_MSG_HEARTBEAT:
-    if (m->u.heartbeat.seq != 0 && s->ev->opts.lookahead) {
+    if (m->u.heartbeat.seq != 0 && s->opts->lookahead) {
       int64_t rtt = lt__clock_us() - (int64_t)m->u.heartbeat.seq;
       if (rtt > 0 && rtt < 10 * 1000000) lt__pace_rtt(&s->pace[idx], (double)rtt);
     }
@@ -567,7 +561,7 @@ static void fail_unplaceable(lt_sched_t *s) {
   }
   int64_t now = lt__clock_ms();
   if (s->none_since == 0) s->none_since = now;
-  if (now - s->none_since < (int64_t)s->ev->opts.connect_timeout_ms) return;
+  if (now - s->none_since < (int64_t)s->opts->connect_timeout_ms) return;
   instr_rec_t *r;
   while ((r = lt__sched_pop_fireable(s)) != NULL) {
     lt__sched_job_fail(s, r->job, LT_ENOSERVER, "no live server to run the task");
@@ -580,13 +574,13 @@ static void fail_unplaceable(lt_sched_t *s) {
 /* send_window tells server i its window at once, in an EXECUTE with no instruction. */
 static int send_window(lt_sched_t *s, size_t i, int64_t now) {
   lt_msg_t w = {.type = LT_MSG_EXECUTE};
-  w.u.execute.max_active = s->pace[i].threads;
-  w.u.execute.timeout_ms = s->ev->opts.task_timeout_ms;
+  w.u.execute.max_active = s->pace[i].window;
+  w.u.execute.timeout_ms = s->opts->task_timeout_ms;
   return lt__conn_send(&s->conns[i], &w, NULL, now);
 }
 
 static void tick(lt_sched_t *s, int64_t now) {
-  const lt_options_t *o = &s->ev->opts;
+  const lt_options_t *o = s->opts;
   for (size_t i = 0; i < s->nconns; i++) {
     if (s->slots[i].draining) {
       if (s->conns[i].state != LT_CONN_DEAD || s->slots[i].retry_at_ms != 0) drain(s, i, now);
@@ -628,30 +622,22 @@ static void tick(lt_sched_t *s, int64_t now) {
 
 /* ---- the loop --------------------------------------------------------------------- */
 
-static int should_stop(lt_sched_t *s) {
-  pthread_mutex_lock(&s->ev->mu);
-  int stop = s->ev->stop;
-  pthread_mutex_unlock(&s->ev->mu);
-  return stop;
-}
-
 static void shutdown_all(lt_sched_t *s) {
   lt__sched_fail_all(s, LT_ECANCELED, "evaluator freed");
   lt__sched_deliver(s);
-  pthread_mutex_lock(&s->stats_mu);
   for (size_t i = 0; i < s->nconns; i++) {
     lt__conn_close(&s->conns[i]);
     lt__sched_forget_lost(s, i);
   }
   s->nconns = 0;
-  pthread_mutex_unlock(&s->stats_mu);
+  lt__stats_publish(s);
   lt__rx_free(&s->rx);
 }
 
 /* poll_items fills items[] (wake fd, then each connection's socket, its monitor and its
  * spawned process's stdout) and returns how many there are. */
 static size_t poll_items(lt_sched_t *s, zmq_pollitem_t *items) {
-  items[0] = (zmq_pollitem_t){.fd = s->ev->wake_fd, .events = ZMQ_POLLIN};
+  items[0] = (zmq_pollitem_t){.fd = s->wake_fd, .events = ZMQ_POLLIN};
   size_t n = s->nconns;
   for (size_t i = 0; i < n; i++) {
     lt_conn_t *c = &s->conns[i];
@@ -666,15 +652,12 @@ static size_t poll_items(lt_sched_t *s, zmq_pollitem_t *items) {
   return 1 + 3 * n;
 }
 
-void *lt__sched_main(void *arg) {
+/* sched_main is the dispatcher thread's body (arg: the lt_sched_t); it runs until the
+ * evaluator stops it and wakes it. */
+static void *sched_main(void *arg) {
   lt_sched_t *s = arg;
   lt_eval_t *ev = s->ev;
-  pthread_mutex_lock(&ev->mu);
-  s->initial = ev->nhosts;
-  pthread_mutex_unlock(&ev->mu);
-  pthread_mutex_lock(&s->stats_mu);
   open_new_hosts(s);
-  pthread_mutex_unlock(&s->stats_mu);
   s->t0_ms = lt__clock_ms();
   s->next_tick = s->t0_ms + LT_PING_MS; /* pings and the throttle start at once */
 
@@ -696,7 +679,6 @@ void *lt__sched_main(void *arg) {
       lt__log(LT_LOG_ERROR, "dispatcher: zmq_poll: %s", zmq_strerror(errno));
       break;
     }
-    pthread_mutex_lock(&s->stats_mu);
     if (n > 0 && (items[0].revents & ZMQ_POLLIN)) {
       lt__eval_woken(ev);
       open_new_hosts(s);
@@ -708,115 +690,31 @@ void *lt__sched_main(void *arg) {
       if (items[1 + 2 * npolled + i].revents & (ZMQ_POLLIN | ZMQ_POLLERR)) watch_child(s, i);
     }
     int64_t now = lt__clock_ms();
-    /* hosts=DIR: servers that announced since the last look join now. lt__eval_add_host
-     * takes ev->mu, which nests inside stats_mu as in open_new_hosts. */
-    if (ev->hosts_watch != NULL && lt__hosts_watch_poll(ev->hosts_watch, ev, now) > 0)
-      open_new_hosts(s);
+    /* hosts=DIR: servers that announced since the last look join now. */
+    if (lt__eval_poll_hosts(ev, now)) open_new_hosts(s);
     if (now >= s->next_tick) {
       tick(s, now);
-      int64_t period = ev->opts.heartbeat_ms / 4 + 1;
+      int64_t period = s->opts->heartbeat_ms / 4 + 1;
       s->next_tick = now + (period < LT_PING_MS ? period : LT_PING_MS);
     }
     lt__sched_dispatch(s);
     lt__sched_migrate(s);
     fail_unplaceable(s);
     lt__sched_flush_releases(s);
+    /* Published before the results go: a reader that saw a result sees its counts. */
+    lt__stats_publish(s);
     lt__sched_deliver(s);
     lt__trace_turn(s->trace, s);
-    pthread_mutex_unlock(&s->stats_mu);
-    if (should_stop(s)) break;
+    if (lt__eval_stopping(s->ev)) break;
   }
   free(items);
   shutdown_all(s);
   return NULL;
 }
 
-/* ---- stats ------------------------------------------------------------------------ */
-
-static const char *conn_state_name(lt_conn_state_t st) {
-  switch (st) {
-  case LT_CONN_HELLO:
-    return "connecting";
-  case LT_CONN_READY:
-    return "ready";
-  case LT_CONN_STOPPING:
-    return "stopping";
-  default:
-    return "dead";
-  }
-}
-
-int lt__sched_stats_json(lt_sched_t *s, lt_json_t *j) {
-  pthread_mutex_lock(&s->stats_mu);
-  uint64_t to = 0, from = 0;
-  for (size_t i = 0; i < s->nconns; i++) {
-    to += s->conns[i].bytes_out;
-    from += s->conns[i].bytes_in;
-  }
-  lt__json_u64(j, "instructions", s->instructions);
-  const lt_options_t *o = &s->ev->opts;
-  lt__json_u64(j, "bytes_to_servers", to);
-  lt__json_u64(j, "bytes_from_servers", from);
-  lt__json_u64(j, "retries", s->retries);
-  lt__json_u64(j, "migrations", s->migrations);
-  lt__json_u64(j, "migrated", s->migrated);
-  lt__json_u64(j, "stray_completions", s->stray);
-  lt__json_u64(j, "overdue", s->overdue);
-  lt__json_u64(j, "backups", s->backups);
-  lt__json_u64(j, "backups_won", s->backups_won);
-  lt__json_str(j, "mode",
-               o->lookahead && o->lazy     ? "optimized"
-               : !o->lookahead && !o->lazy ? "plain"
-                                           : "custom");
-  lt__json_bool(j, "lookahead", o->lookahead);
-  lt__json_bool(j, "lazy", o->lazy);
-  lt__json_array_open(j, "servers");
-  for (size_t i = 0; i < s->nconns; i++) {
-    const lt_conn_t *c = &s->conns[i];
-    const slot_t *sl = &s->slots[i];
-    if (sl->successor >= 0) continue; /* a later session with the same server stands for it */
-    lt__json_object_open(j, NULL);
-    lt__json_str(j, "endpoint", c->endpoint != NULL ? c->endpoint : s->ev->hosts[sl->host]);
-    lt__json_str(j, "server_id", c->server_id != NULL ? c->server_id : "");
-    lt__json_bool(j, "alive", lt__sched_alive(s, i));
-    lt__json_str(j, "state", conn_state_name(c->state));
-    lt__json_str(j, "reason", sl->why);
-    lt__json_u64(j, "sessions", sl->sessions);
-    lt__json_bool(j, "removed", sl->draining != 0);
-    char inc[20];
-    snprintf(inc, sizeof inc, "%016llx", (unsigned long long)c->incarnation);
-    lt__json_str(j, "incarnation", inc);
-    lt__json_u64(j, "max_frame", c->max_frame);
-    lt__json_u64(j, "completed", c->completed);
-    lt__json_u64(j, "executed", c->load.completed); /* by the server, for every client */
-    lt__json_u64(j, "inflight", c->inflight);
-    lt__json_u64(j, "active_threads", c->load.active);
-    lt__json_u64(j, "threads", c->threads);
-    const pace_t *pc = &s->pace[i];
-    lt__json_u64(j, "window", pc->threads);
-    lt__json_u64(j, "admit", pc->cap);
-    lt__json_u64(j, "window_changes", pc->changes);
-    lt__json_array_open(j, "window_history"); /* [ms since start, window], the latest last */
-    uint32_t kept = pc->changes < LT_HISTORY ? pc->changes : LT_HISTORY;
-    for (uint32_t k = pc->changes - kept; k < pc->changes; k++) {
-      lt__json_array_open(j, NULL);
-      lt__json_u64(j, NULL, (uint64_t)pc->hist_ms[k % LT_HISTORY]);
-      lt__json_u64(j, NULL, pc->hist_w[k % LT_HISTORY]);
-      lt__json_array_close(j);
-    }
-    lt__json_array_close(j);
-    lt__json_double(j, "rtt_us", s->pace[i].rtt_us);
-    lt__json_double(j, "service_us", s->pace[i].svc_us);
-    lt__json_double(j, "cores", s->pace[i].cores); /* the CPU it gets, learnt */
-    lt__json_double(j, "speed", c->speed);
-    lt__json_u64(j, "bytes_to", c->bytes_out);
-    lt__json_u64(j, "bytes_from", c->bytes_in);
-    lt__json_u64(j, "bytes_peer_in", c->load.peer_in);
-    lt__json_u64(j, "bytes_peer_out", c->load.peer_out);
-    lt__json_u64(j, "values_held", c->load.values_held);
-    lt__json_object_close(j);
-  }
-  lt__json_array_close(j);
-  pthread_mutex_unlock(&s->stats_mu);
-  return LT_OK;
-}
+const lt_backend_ops_t lt__sched_backend = {
+    .create = sched_new,
+    .run = sched_main,
+    .stats_json = lt__sched_stats_json,
+    .destroy = sched_free,
+};

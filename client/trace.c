@@ -27,8 +27,8 @@
 /* What the trace knows of one server. */
 typedef struct trace_server {
   int named;      /* process_name written: 1 with the endpoint, 2 with the server id */
-  int has_window; /* a window event was written; threads/cap are its values */
-  uint32_t threads, cap;
+  int has_window; /* a window event was written; window/cap are its values */
+  uint32_t window, cap;
   int has_load; /* a load event was written; active/queued/parked are its values */
   uint32_t active, queued, parked;
   int has_clock;     /* offset_us holds the sample with the smallest round trip */
@@ -245,7 +245,7 @@ void lt__trace_message_at(lt_trace_t *t, lt_sched_t *s, size_t idx, const lt_msg
  * condition, followed by the divide when it divided. */
 static void span_name(const lt_sched_t *s, const instr_rec_t *r, const lt_completion_t *cp,
                       char *buf, size_t size) {
-  const lt_template_t *tmpl = s->ev->tmpl;
+  const lt_template_t *tmpl = s->tmpl;
   uint32_t n = r->stages != NULL ? r->nstages : 0;
   if (lt__op(r->op)->answers && cp->answer != 0 && n > 1) n = 1; /* base case: no divide */
   size_t len = 0;
@@ -326,14 +326,14 @@ void lt__trace_turn_at(lt_trace_t *t, lt_sched_t *s) {
     trace_server_t *ts;
     if (s->conns[i].state == LT_CONN_DEAD || (ts = server(t, i)) == NULL) continue;
     const pace_t *p = &s->pace[i];
-    if (ts->has_window && p->threads == ts->threads && p->cap == ts->cap) continue;
+    if (ts->has_window && p->window == ts->window && p->cap == ts->cap) continue;
     ts->has_window = 1;
-    ts->threads = p->threads;
+    ts->window = p->window;
     ts->cap = p->cap;
     ev_begin(t, "C", "window", server_pid(i), 0);
     ev_ts(t, now - t->t0_us);
     lt__json_object_open(&t->j, "args");
-    lt__json_u64(&t->j, "threads", p->threads);
+    lt__json_u64(&t->j, "threads", p->window);
     lt__json_u64(&t->j, "admitted", p->cap);
     lt__json_object_close(&t->j);
     ev_end(t);

@@ -27,7 +27,7 @@ static int64_t limit_ms(const lt_sched_t *s, const instr_rec_t *r) {
   if (parallel < 1) parallel = 1;
   double drain_us = known * (1.0 + (double)s->conns[i].inflight / parallel);
   int64_t ms = (int64_t)(LT_OVERDUE_FACTOR * drain_us / 1000.0);
-  int64_t floor_ms = (int64_t)LT_OVERDUE_MIN_BEATS * s->ev->opts.heartbeat_ms;
+  int64_t floor_ms = (int64_t)LT_OVERDUE_MIN_BEATS * s->opts->heartbeat_ms;
   return ms > floor_ms ? ms : floor_ms;
 }
 
@@ -38,9 +38,7 @@ static void take_back(lt_sched_t *s, instr_rec_t *r, int64_t held_ms) {
   lt__log(LT_LOG_WARN, "server %s held instruction %llu for %lld ms: running it elsewhere",
           c->endpoint, (unsigned long long)r->seq, (long long)held_ms);
   lt__sched_cancel(s, idx, &r->seq, 1);
-  HASH_DEL(s->inflight, r);
-  c->inflight--;
-  lt__sched_unadmit(s, r, idx);
+  lt__sched_take_off(s, r);
   lt__sched_cancel_answered(s, r, LT_ELOST); /* a migration's cancel will not be answered */
   s->slots[idx].suspect = 1;
   s->overdue++;
@@ -52,7 +50,6 @@ static void take_back(lt_sched_t *s, instr_rec_t *r, int64_t held_ms) {
 void lt__sched_overdue(lt_sched_t *s, int64_t now_ms) {
   instr_rec_t *r, *tmp;
   HASH_ITER(hh, s->inflight, r, tmp) {
-    if (r->conn < 0) continue;
     if (!lt__sched_alive(s, (size_t)r->conn)) continue;
     int64_t lim = limit_ms(s, r);
     if (lim >= 0 && now_ms - r->sent_ms > lim) take_back(s, r, now_ms - r->sent_ms);

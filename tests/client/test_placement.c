@@ -11,7 +11,7 @@
 
 /* A dispatcher state with SERVERS ready servers, each taking 4 instructions at once. */
 typedef struct world {
-  lt_eval_t ev;
+  lt_options_t opts;
   lt_sched_t s;
   lt_conn_t conns[SERVERS];
   slot_t slots[SERVERS];
@@ -21,16 +21,16 @@ typedef struct world {
 
 static void world_init(world_t *w, int placement, int lookahead) {
   memset(w, 0, sizeof *w);
-  lt__options_init(&w->ev.opts);
-  w->ev.opts.placement = placement;
-  w->ev.opts.lookahead = lookahead;
-  w->s.ev = &w->ev;
+  lt__options_init(&w->opts);
+  w->opts.placement = placement;
+  w->opts.lookahead = lookahead;
+  w->s.opts = &w->opts;
   w->s.conns = w->conns;
   w->s.slots = w->slots;
   w->s.admitted = w->admitted;
   w->s.pace = w->pace;
   w->s.nconns = SERVERS;
-  w->s.placement = lt__placement_of(&w->ev.opts);
+  w->s.placement = lt__placement_of(&w->opts);
   for (size_t i = 0; i < SERVERS; i++) {
     w->conns[i].state = LT_CONN_READY;
     w->pace[i].cap = 4;
@@ -39,7 +39,7 @@ static void world_init(world_t *w, int placement, int lookahead) {
 }
 
 static void world_fini(world_t *w) {
-  lt__options_clear(&w->ev.opts);
+  lt__options_clear(&w->opts);
 }
 
 static int place(world_t *w, const lt_fire_t *fi, int chained) {

@@ -191,7 +191,7 @@ Test(security, evaluator_under_attack) {
   enum { N = 60 };
   for (uint64_t seq = 0; seq < 8 * N; seq++) {
     lt_input_t inl = {.kind = LT_INPUT_INLINE, .frame = 0, .holder = ""};
-    lt_oid_t out = {ev->client_id, seq};
+    lt_oid_t out = {lt__eval_client_id(ev), seq};
     lt_instr_t ins = {.seq = seq + 1, .ninputs = 1, .inputs = &inl, .noutputs = 1, .outputs = &out};
     lt_msg_t m = {.type = LT_MSG_EXECUTE};
     m.u.execute.ninstrs = 1;

@@ -1,0 +1,83 @@
+/* instr.c: instruction records and their states. A record is queued for placement, out on
+ * one server, out while a cancel moves it, or out after its twin won (lt_ir_state_t); the
+ * legal moves between these states are written here once (lt__rec_to), as is what going
+ * out on a server and coming back off it counts (the server's in-flight count, window and
+ * backlog). It decides nothing about where a record goes or what its completion means:
+ * dispatch.c, jobs.c, migrate.c, backup.c and watchdog.c do. Dispatcher thread only. */
+#include <assert.h>
+#include <stdlib.h>
+
+#include "log.h"
+#include "queue.h"
+#include "sched_internal.h"
+
+/* The states each state may go to, as bit masks. A queued record may be put back at the
+ * front of the queue; one that is out comes back to the queue when it is lost or its
+ * migration is confirmed; a dropped twin is only ever freed. */
+#define BIT(st) (1u << (st))
+static const unsigned legal_next[] = {
+    [LT_IR_QUEUED] = BIT(LT_IR_QUEUED) | BIT(LT_IR_OUT),
+    [LT_IR_OUT] = BIT(LT_IR_QUEUED) | BIT(LT_IR_MIGRATING) | BIT(LT_IR_DROPPED),
+    [LT_IR_MIGRATING] = BIT(LT_IR_QUEUED) | BIT(LT_IR_OUT),
+    [LT_IR_DROPPED] = 0,
+};
+
+static const char *state_name(lt_ir_state_t st) {
+  static const char *const names[] = {"queued", "out", "migrating", "dropped"};
+  return (unsigned)st < sizeof names / sizeof names[0] ? names[st] : "?";
+}
+
+void lt__rec_to(instr_rec_t *r, lt_ir_state_t to) {
+  if (!(legal_next[r->state] & BIT(to))) {
+    lt__log(LT_LOG_ERROR, "instruction %llu: illegal move from %s to %s",
+            (unsigned long long)r->seq, state_name(r->state), state_name(to));
+    assert(!"illegal instruction record state change");
+  }
+  r->state = to;
+  if (to == LT_IR_QUEUED) r->conn = -1;
+}
+
+instr_rec_t *lt__rec_new(lt_sched_t *s, job_t *j) {
+  instr_rec_t *r = calloc(1, sizeof *r);
+  if (r == NULL) return NULL;
+  /* Output i of this instruction is named seq + i: ids are spaced for the most parts. */
+  r->seq = s->next_seq;
+  s->next_seq += (uint64_t)LT_MAX_PARTS + 1;
+  r->job = j;
+  r->gen = j->gen;
+  r->state = LT_IR_QUEUED;
+  r->conn = -1;
+  j->live++;
+  return r;
+}
+
+void lt__sched_push_fireable(lt_sched_t *s, instr_rec_t *r, int front) {
+  lt__rec_to(r, LT_IR_QUEUED);
+  if (front)
+    LT_QUEUE_PUSH_FRONT(s->fire_head, s->fire_tail, r, next);
+  else
+    LT_QUEUE_PUSH(s->fire_head, s->fire_tail, r, next);
+}
+
+instr_rec_t *lt__sched_pop_fireable(lt_sched_t *s) {
+  instr_rec_t *r;
+  LT_QUEUE_POP(s->fire_head, s->fire_tail, r, next);
+  return r;
+}
+
+void lt__sched_put_on(lt_sched_t *s, instr_rec_t *r, int idx) {
+  r->conn = idx;
+  lt__rec_to(r, LT_IR_OUT);
+  HASH_ADD(hh, s->inflight, seq, sizeof r->seq, r);
+  s->conns[idx].inflight++;
+  s->admitted[idx]++;
+  lt__pace_admit(&s->pace[idx], r->stages);
+}
+
+void lt__sched_take_off(lt_sched_t *s, instr_rec_t *r) {
+  size_t idx = (size_t)r->conn;
+  HASH_DEL(s->inflight, r);
+  s->conns[idx].inflight--;
+  s->admitted[idx]--;
+  lt__pace_unadmit(&s->pace[idx], r->stages);
+}

@@ -1,0 +1,190 @@
+/* sched_stats.c: the dispatcher's stats as lt_eval_stats_json reports them. The dispatcher
+ * publishes a snapshot of its counters and of each server (lt__stats_publish) under a short
+ * lock, once a turn before it hands results over and whenever an initial server answers
+ * lt_eval_start; lt_eval_stats_json formats the latest snapshot and never waits for a turn.
+ * lt__stats_publish: dispatcher thread; lt__sched_stats_json: any thread. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+#include "sched_internal.h"
+
+void lt__stats_init(stats_snap_t *st) {
+  memset(st, 0, sizeof *st);
+  pthread_mutex_init(&st->mu, NULL);
+}
+
+void lt__stats_free(stats_snap_t *st) {
+  for (size_t i = 0; i < st->cap; i++) {
+    free(st->servers[i].endpoint);
+    free(st->servers[i].server_id);
+  }
+  free(st->servers);
+  pthread_mutex_destroy(&st->mu);
+}
+
+/* set_str makes *dst a copy of `src`, keeping it when it is the same already; LT_ENOMEM
+ * leaves it empty. */
+static void set_str(char **dst, const char *src) {
+  if (*dst != NULL && strcmp(*dst, src) == 0) return;
+  free(*dst);
+  *dst = strdup(src);
+}
+
+/* snap_server copies what the stats say of server i into `out`. */
+static void snap_server(const lt_sched_t *s, size_t i, stats_server_t *out) {
+  const lt_conn_t *c = &s->conns[i];
+  const slot_t *sl = &s->slots[i];
+  const pace_t *pc = &s->pace[i];
+  set_str(&out->endpoint, c->endpoint != NULL ? c->endpoint : s->eps[sl->host]);
+  set_str(&out->server_id, c->server_id != NULL ? c->server_id : "");
+  out->state = c->state;
+  out->alive = lt__sched_alive(s, i);
+  memcpy(out->reason, sl->why, sizeof out->reason);
+  out->sessions = sl->sessions;
+  out->removed = sl->draining != 0;
+  out->incarnation = c->incarnation;
+  out->max_frame = c->max_frame;
+  out->completed = c->completed;
+  out->inflight = c->inflight;
+  out->threads = c->threads;
+  out->load = c->load;
+  out->speed = c->speed;
+  out->bytes_to = c->bytes_out;
+  out->bytes_from = c->bytes_in;
+  out->window = pc->window;
+  out->admit = pc->cap;
+  out->rtt_us = pc->rtt_us;
+  out->service_us = pc->svc_us;
+  out->cores = pc->cores;
+  /* A server's history only grows with its count of changes. */
+  if (out->slot != i || out->changes != pc->changes) {
+    out->slot = i;
+    out->changes = pc->changes;
+    memcpy(out->hist_ms, pc->hist_ms, sizeof out->hist_ms);
+    memcpy(out->hist_w, pc->hist_w, sizeof out->hist_w);
+  }
+}
+
+/* reserve makes room for n servers in the snapshot; LT_ENOMEM keeps the old room. */
+static int reserve(stats_snap_t *st, size_t n) {
+  if (n <= st->cap) return LT_OK;
+  size_t cap = st->cap ? st->cap : 8;
+  while (cap < n)
+    cap *= 2;
+  stats_server_t *sv = realloc(st->servers, cap * sizeof *sv);
+  if (sv == NULL) return LT_ENOMEM;
+  memset(sv + st->cap, 0, (cap - st->cap) * sizeof *sv);
+  st->servers = sv;
+  st->cap = cap;
+  return LT_OK;
+}
+
+void lt__stats_publish(lt_sched_t *s) {
+  stats_snap_t *st = &s->stats;
+  pthread_mutex_lock(&st->mu);
+  st->instructions = s->instructions;
+  st->retries = s->retries;
+  st->migrations = s->migrations;
+  st->migrated = s->migrated;
+  st->stray = s->stray;
+  st->overdue = s->overdue;
+  st->backups = s->backups;
+  st->backups_won = s->backups_won;
+  st->bytes_to = st->bytes_from = 0;
+  size_t n = 0;
+  int room = reserve(st, s->nconns) == LT_OK;
+  for (size_t i = 0; i < s->nconns; i++) {
+    st->bytes_to += s->conns[i].bytes_out;
+    st->bytes_from += s->conns[i].bytes_in;
+    /* A later session with the same server stands for it. */
+    if (room && s->slots[i].successor < 0) snap_server(s, i, &st->servers[n++]);
+  }
+  if (room) st->nservers = n;
+  pthread_mutex_unlock(&st->mu);
+}
+
+static const char *conn_state_name(lt_conn_state_t st) {
+  switch (st) {
+  case LT_CONN_HELLO:
+    return "connecting";
+  case LT_CONN_READY:
+    return "ready";
+  case LT_CONN_STOPPING:
+    return "stopping";
+  default:
+    return "dead";
+  }
+}
+
+/* server_json appends one server's object. */
+static void server_json(const stats_server_t *sv, lt_json_t *j) {
+  lt__json_object_open(j, NULL);
+  lt__json_str(j, "endpoint", sv->endpoint != NULL ? sv->endpoint : "");
+  lt__json_str(j, "server_id", sv->server_id != NULL ? sv->server_id : "");
+  lt__json_bool(j, "alive", sv->alive);
+  lt__json_str(j, "state", conn_state_name(sv->state));
+  lt__json_str(j, "reason", sv->reason);
+  lt__json_u64(j, "sessions", sv->sessions);
+  lt__json_bool(j, "removed", sv->removed);
+  char inc[20];
+  snprintf(inc, sizeof inc, "%016llx", (unsigned long long)sv->incarnation);
+  lt__json_str(j, "incarnation", inc);
+  lt__json_u64(j, "max_frame", sv->max_frame);
+  lt__json_u64(j, "completed", sv->completed);
+  lt__json_u64(j, "executed", sv->load.completed); /* by the server, for every client */
+  lt__json_u64(j, "inflight", sv->inflight);
+  lt__json_u64(j, "active_threads", sv->load.active);
+  lt__json_u64(j, "threads", sv->threads);
+  lt__json_u64(j, "window", sv->window);
+  lt__json_u64(j, "admit", sv->admit);
+  lt__json_u64(j, "window_changes", sv->changes);
+  lt__json_array_open(j, "window_history"); /* [ms since start, window], the latest last */
+  uint32_t kept = sv->changes < LT_HISTORY ? sv->changes : LT_HISTORY;
+  for (uint32_t k = sv->changes - kept; k < sv->changes; k++) {
+    lt__json_array_open(j, NULL);
+    lt__json_u64(j, NULL, (uint64_t)sv->hist_ms[k % LT_HISTORY]);
+    lt__json_u64(j, NULL, sv->hist_w[k % LT_HISTORY]);
+    lt__json_array_close(j);
+  }
+  lt__json_array_close(j);
+  lt__json_double(j, "rtt_us", sv->rtt_us);
+  lt__json_double(j, "service_us", sv->service_us);
+  lt__json_double(j, "cores", sv->cores); /* the CPU it gets, learnt */
+  lt__json_double(j, "speed", sv->speed);
+  lt__json_u64(j, "bytes_to", sv->bytes_to);
+  lt__json_u64(j, "bytes_from", sv->bytes_from);
+  lt__json_u64(j, "bytes_peer_in", sv->load.peer_in);
+  lt__json_u64(j, "bytes_peer_out", sv->load.peer_out);
+  lt__json_u64(j, "values_held", sv->load.values_held);
+  lt__json_object_close(j);
+}
+
+void lt__sched_stats_json(void *self, lt_json_t *j) {
+  lt_sched_t *s = self;
+  const lt_options_t *o = s->opts; /* fixed from start on */
+  stats_snap_t *st = &s->stats;
+  pthread_mutex_lock(&st->mu);
+  lt__json_u64(j, "instructions", st->instructions);
+  lt__json_u64(j, "bytes_to_servers", st->bytes_to);
+  lt__json_u64(j, "bytes_from_servers", st->bytes_from);
+  lt__json_u64(j, "retries", st->retries);
+  lt__json_u64(j, "migrations", st->migrations);
+  lt__json_u64(j, "migrated", st->migrated);
+  lt__json_u64(j, "stray_completions", st->stray);
+  lt__json_u64(j, "overdue", st->overdue);
+  lt__json_u64(j, "backups", st->backups);
+  lt__json_u64(j, "backups_won", st->backups_won);
+  lt__json_str(j, "mode",
+               o->lookahead && o->lazy     ? "optimized"
+               : !o->lookahead && !o->lazy ? "plain"
+                                           : "custom");
+  lt__json_bool(j, "lookahead", o->lookahead);
+  lt__json_bool(j, "lazy", o->lazy);
+  lt__json_array_open(j, "servers");
+  for (size_t i = 0; i < st->nservers; i++)
+    server_json(&st->servers[i], j);
+  lt__json_array_close(j);
+  pthread_mutex_unlock(&st->mu);
+}
