@@ -55,6 +55,11 @@ static void release_token(void *ud, const lt_token_t *t) {
   if (t->holder >= 0) lt__sched_release(ud, t->holder, t->id);
 }
 
+void lt__sched_job_result(lt_sched_t *s, job_t *j, lt_value_t *v) {
+  job_finish(s, j, v != NULL ? lt__buf_ok(v) : lt__buf_fail(LT_ENOMEM, NULL));
+  lt__value_unref(v);
+}
+
 void lt__sched_job_fail(lt_sched_t *s, job_t *j, int err, const char *msg) {
   if (j->finished) return;
   /* References the instance still holds name values nobody will read now. */
@@ -262,9 +267,7 @@ static void deliver_final(lt_sched_t *s, job_t *j, const lt_completion_t *cp, co
     return;
   }
   const lt_bytes_t *f = &m->frames[cp->outputs[0].frame];
-  lt_value_t *v = lt__value_copy(f->data, f->len);
-  job_finish(s, j, v != NULL ? lt__buf_ok(v) : lt__buf_fail(LT_ENOMEM, NULL));
-  lt__value_unref(v);
+  lt__sched_job_result(s, j, lt__value_copy(f->data, f->len));
 }
 
 /* apply gives a completed instruction's outputs to the instance. */
@@ -287,6 +290,8 @@ static void apply(lt_sched_t *s, instr_rec_t *r, int conn, const lt_completion_t
     lt__sched_job_fail(s, j, rc, err[0] ? err : "server returned an unusable completion");
   else if (j->inst->done && j->inst->result.value != NULL)
     job_finish(s, j, lt__buf_ok(j->inst->result.value));
+  else if (j->inst->done)
+    lt__sched_fetch_result(s, j); /* it ended on a value made before, still on its server */
 }
 
 /* check_moves fails the tasks of readers that were sent, before r's outputs had a size, to

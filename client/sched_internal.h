@@ -19,6 +19,8 @@
 #include "trace.h"
 
 /* A submitted task while it runs: its instance and the instructions still out. */
+typedef struct lt_fetch lt_fetch_t;
+
 typedef struct job {
   lt_task_t *task;
   lt_instance_t *inst;
@@ -221,7 +223,8 @@ struct lt_sched {
   int64_t none_since; /* since when no server could take work (ms), or 0 */
   instr_rec_t *fire_head, *fire_tail;
   instr_rec_t *inflight;
-  job_t *jobs; /* every job, by task number */
+  job_t *jobs;         /* every job, by task number */
+  lt_fetch_t *fetches; /* results being fetched (fetch.c), by value sequence */
   uint64_t next_seq;
   uint32_t first_cap; /* instructions admitted per server before pacing has samples */
   lt_codec_limits_t limits;
@@ -306,6 +309,20 @@ void lt__sched_lost(lt_sched_t *s, instr_rec_t *r, const char *endpoint, const c
                     int charge);
 int lt__sched_stale(const instr_rec_t *r);
 void lt__sched_restart(lt_sched_t *s, job_t *j, const char *why);
+
+/* lt__sched_job_result finishes job `j` with value `v` (a reference is taken; NULL: out of
+ * memory). */
+void lt__sched_job_result(lt_sched_t *s, job_t *j, lt_value_t *v);
+
+/* Fetching a result that a task ended on while it sat on a server (fetch.c).
+ * lt__sched_fetch_result asks the holder of j's result for it (a failure to ask recomputes
+ * or fails the task); lt__sched_on_value applies a VALUE from server `idx`;
+ * lt__sched_fetches_lost recomputes the tasks whose result was on dead server `idx`;
+ * lt__sched_fetches_free drops what is still asked at the end. */
+int lt__sched_fetch_result(lt_sched_t *s, job_t *j);
+void lt__sched_on_value(lt_sched_t *s, size_t idx, const lt_msg_t *m);
+void lt__sched_fetches_lost(lt_sched_t *s, size_t idx);
+void lt__sched_fetches_free(lt_sched_t *s);
 void lt__sched_release(lt_sched_t *s, int conn, lt_oid_t id);
 void lt__sched_flush_releases(lt_sched_t *s);
 void lt__sched_fail_all(lt_sched_t *s, int err, const char *msg);

@@ -71,6 +71,7 @@ static void sched_free(void *self) {
   lt_sched_t *s = self;
   if (s == NULL) return;
   lt__trace_close(s->trace);
+  lt__sched_fetches_free(s);
   lt__ship_free(s->ship);
   if (s->zctx != NULL) zmq_ctx_term(s->zctx);
   lt__stats_free(&s->stats);
@@ -355,6 +356,7 @@ void lt__sched_conn_dead(lt_sched_t *s, size_t idx, const char *why) {
     return;
   }
   tell_lost(s, idx);
+  lt__sched_fetches_lost(s, idx);
   instr_rec_t *r, *tmp;
   HASH_ITER(hh, s->inflight, r, tmp) {
     if (r->conn != (int)idx) continue;
@@ -490,6 +492,9 @@ static void on_message(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
     break;
   case LT_MSG_ERROR:
     on_error(s, idx, m);
+    break;
+  case LT_MSG_VALUE:
+    lt__sched_on_value(s, idx, m);
     break;
   case LT_MSG_HEARTBEAT:
     if (m->u.heartbeat.seq != 0 && s->opts->lookahead) {
