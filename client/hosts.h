@@ -17,9 +17,7 @@
 /* lt__hosts_key_valid tells whether t[0..n) is a Z85 CURVE public key (40 characters). */
 int lt__hosts_key_valid(const char *t, size_t n);
 
-/* lt_hosts_fn receives one entry: `endpoint` and `key` (NULL when the line has none), both
- * borrowed for the call. A non-zero return stops the reading and is returned. */
-typedef int (*lt_hosts_fn)(void *ud, const char *endpoint, const char *key);
+/* The callback of the readers, lt_hosts_fn, is public (lithium.h). */
 
 /* lt__hosts_parse reads the text `text` (`len` bytes, not NUL-terminated) line by line and
  * calls `fn` for each entry. A malformed line is LT_EINVAL with "line N: why" in `err`.

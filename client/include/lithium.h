@@ -123,6 +123,153 @@ LT_API void lt_buf_free(lt_buf_t *b);
  * UINT64_MAX for NULL. Any thread. */
 LT_API uint64_t lt_buf_task(const lt_buf_t *b);
 
+/* Options without an evaluator: the table behind lt_eval_set (for a tool's --help) and a
+ * set of values judged the way an evaluator judges them (for a tool that checks its command
+ * line before it builds anything). Any thread; one thread per lt_options_t. */
+typedef struct lt_options lt_options_t;
+
+/* lt_option_count returns the number of options (the rows of README.md's Options table). */
+LT_API size_t lt_option_count(void);
+
+/* lt_option_info describes option `i` (0 <= i < lt_option_count(), in the order defaults are
+ * applied): its key, the shape of its value as --help shows it ("on|off", "N", "FILE", an
+ * enum's values "a|b"), its default (NULL when it has none) and one line of help. Each out
+ * parameter may be NULL; the strings are static. LT_EINVAL when `i` is out of range. */
+LT_API int lt_option_info(size_t i, const char **key, const char **arg, const char **def,
+                          const char **help);
+
+/* lt_options_new creates a set holding every option's default in *out (caller frees with
+ * lt_options_free). LT_ENOMEM. */
+LT_API int lt_options_new(lt_options_t **out);
+
+/* lt_options_from_env applies every LITHIUM_<KEY> variable that names an option, as
+ * lt_eval_new does (a LITHIUM_* variable that names none is warned about, once a process).
+ * LT_EINVAL when one holds a bad value, lt_options_error naming the variable. */
+LT_API int lt_options_from_env(lt_options_t *o);
+
+/* lt_options_set is lt_eval_set on the set: the same keys, values, checks and messages. */
+LT_API int lt_options_set(lt_options_t *o, const char *key, const char *value);
+
+/* lt_options_check makes the checks lt_eval_start makes that no single set can (a value
+ * set against another's default): LT_EINVAL with the reason in lt_options_error. */
+LT_API int lt_options_check(lt_options_t *o);
+
+/* lt_options_get writes the value option `key` holds as text into buf (len bytes, truncated,
+ * always terminated when len > 0): a boolean "on" or "off", a number in decimal, an enum's
+ * name, a path ("" when unset), for curve_key the public key of the pair. LT_EINVAL for an
+ * unknown key or a NULL argument, with lt_options_error saying so. */
+LT_API int lt_options_get(lt_options_t *o, const char *key, char *buf, size_t len);
+
+/* lt_options_error returns the message of the last failure of `o` ("" when none; "" for
+ * NULL), borrowed until the next call on `o`. */
+LT_API const char *lt_options_error(const lt_options_t *o);
+
+/* lt_options_free frees the set; accepts NULL. */
+LT_API void lt_options_free(lt_options_t *o);
+
+/* lt_kernel_report_fn hears of one kernel of a program that cannot be loaded: its name
+ * ("module:function"), the error (LT_ENOMODULE, LT_ENOKERNEL, LT_EINVAL) and a message
+ * saying why, borrowed for the call. */
+typedef void (*lt_kernel_report_fn)(void *ud, const char *kernel, int err, const char *msg);
+
+/* lt_skel_check_kernels loads every kernel `s` names from the modules of directory `dir` the
+ * way lt_eval_run_local does and calls `fn` for each one that does not load, in the order
+ * the compiled program names them. Returns how many did not load (0: all of them did),
+ * LT_EINVAL when `dir` is not a readable directory or `s` is no valid program, LT_ENOMEM.
+ * Any thread. */
+LT_API int lt_skel_check_kernels(const lt_skel_t *s, const char *dir, lt_kernel_report_fn fn,
+                                 void *ud);
+
+/* Hosts. A host string is "ENDPOINT" or "ENDPOINT KEY" (lt_eval_add_host): a tcp://host:port
+ * endpoint of at most LT_ENDPOINT_MAX bytes and the server's CURVE public key in Z85 text
+ * (LT_KEY_LEN characters). A hosts file holds one host a line, with '#' comments; an
+ * announce directory holds one `<name>.endpoint` file per server (lithium-server --announce).
+ * Any thread. */
+#define LT_ENDPOINT_MAX 255
+#define LT_KEY_LEN      40
+
+/* lt_hosts_fn receives one host: `endpoint` and `key` (NULL when it has none), both borrowed
+ * for the call. A non-zero return stops the reading and is returned. */
+typedef int (*lt_hosts_fn)(void *ud, const char *endpoint, const char *key);
+
+/* lt_hosts_read calls `fn` for every host of `path`: a hosts file, or each `*.endpoint` file
+ * of an announce directory (a malformed one is skipped with a warning). LT_ENOENT, LT_EINVAL
+ * (a malformed hosts file: its name and line), LT_EIO, or what `fn` returned, with a message
+ * in err (errlen bytes). */
+LT_API int lt_hosts_read(const char *path, lt_hosts_fn fn, void *ud, char *err, size_t errlen);
+
+/* lt_host_split splits host string `host` into `endpoint` (LT_ENDPOINT_MAX + 1 bytes) and
+ * `key` (LT_KEY_LEN + 1 bytes, "" when the string has none). LT_EINVAL when it is malformed. */
+LT_API int lt_host_split(const char *host, char *endpoint, char *key);
+
+/* lt_key_valid tells whether `text` is a CURVE public key in Z85 text (LT_KEY_LEN
+ * characters of the Z85 alphabet). */
+LT_API int lt_key_valid(const char *text);
+
+/* lt_keypair_write writes a new CURVE key pair: NAME.key (public and secret, mode 0600) and
+ * NAME.pub (the public key), as `lithium keygen NAME` does. Never overwrites: LT_EEXIST when
+ * either exists; LT_EINVAL, LT_EIO; the message goes into err (errlen bytes). */
+LT_API int lt_keypair_write(const char *name, char *err, size_t errlen);
+
+/* lt_keypair_read reads a key file of lt_keypair_write into pub and sec (LT_KEY_LEN + 1 bytes
+ * each; the public key is derived when only the secret is there). LT_EIO (cannot read),
+ * LT_EINVAL (no valid secret key; a file readable by others is refused too), with a message
+ * in err. */
+LT_API int lt_keypair_read(const char *path, char *pub, char *sec, char *err, size_t errlen);
+
+/* What a server said of itself (`lithium status`): lt_status_query fills one a host. */
+typedef struct lt_server_module {
+  char *name;   /* a loaded kernel module */
+  char *sha256; /* the hex SHA-256 of its file, "" when unknown */
+} lt_server_module_t;
+
+typedef struct lt_server_status {
+  char *endpoint;       /* the endpoint asked, as given */
+  int answered;         /* 1: the fields below hold its answer; 0: `error` says why not */
+  char *error;          /* "no answer", "refused: ...", "cannot connect: ..."; "" answered */
+  char *name;           /* the server's id (lithium-server --name) */
+  char *version;        /* its version */
+  char *bound;          /* the endpoint it is bound to */
+  uint32_t protocol;    /* its wire protocol version */
+  uint64_t incarnation; /* random per server process */
+  uint64_t uptime_ms;   /* since it started */
+  uint32_t threads;     /* worker threads */
+  uint32_t cores;       /* cores of its machine */
+  double speed;         /* its relative speed */
+  uint32_t sessions;    /* clients connected */
+  uint32_t draining;    /* sessions moving their work off it (lt_eval_remove_host) */
+  uint32_t active;      /* instructions running */
+  uint32_t queued;      /* fireable instructions waiting for a thread */
+  uint32_t parked;      /* instructions waiting for inputs */
+  uint64_t completed;   /* instructions finished since start */
+  double cpu;           /* recent CPU use of the process, 0..cores */
+  uint64_t values_held; /* values in its store */
+  uint64_t value_bytes; /* their bytes */
+  int stopping;         /* shutting down (SIGTERM, SIGUSR1) */
+  size_t nmodules;      /* loaded kernel modules */
+  lt_server_module_t *modules;
+} lt_server_status_t;
+
+/* lt_status_query asks each of the `n` servers at `endpoints` (the same endpoint twice is
+ * asked once) at once how it is, without opening a session, and waits at most `timeout_ms`
+ * for the answers. keys[i] is the CURVE public key of server i (Z85 text; `keys` or keys[i]
+ * NULL: none); `pub` and `sec` are our key pair ("" or NULL: none), used with the servers
+ * that have a key. *out gets one entry a distinct endpoint, in the order given, and *nout
+ * their count (caller frees with lt_status_free); a server that does not answer is an entry
+ * with `answered` 0 and the reason in `error`. LT_EINVAL for a NULL endpoint, LT_EIO when no
+ * ZeroMQ context can be made, LT_ENOMEM. Any thread. */
+LT_API int lt_status_query(lt_server_status_t **out, size_t *nout, const char *const *endpoints,
+                           const char *const *keys, size_t n, const char *pub, const char *sec,
+                           int timeout_ms);
+
+/* lt_status_json returns the `n` entries of `st` as a JSON array, an object an entry (the
+ * output of `lithium status --json`); the caller frees it with free(). NULL when memory runs
+ * out. */
+LT_API char *lt_status_json(const lt_server_status_t *st, size_t n);
+
+/* lt_status_free frees the `n` entries of lt_status_query; accepts NULL. */
+LT_API void lt_status_free(lt_server_status_t *st, size_t n);
+
 #ifdef __cplusplus
 }
 #endif

@@ -3,12 +3,14 @@
  * whose value is judged later by the options table, so the keys stay those of lt_eval_set.
  * Main thread only. */
 #include "cli.h"
-#include "options.h"
 
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#include <lithium.h>
 
 #ifndef LT_VERSION
 #define LT_VERSION "0.0.0"
@@ -48,15 +50,14 @@ static void print_wrapped(FILE *f, const char *text, int indent) {
  * takes for itself (`hosts`: --hosts-file above). */
 static void options_help(FILE *f) {
   enum { TEXT_COL = 31 };
-  size_t n;
-  const lt_option_t *t = lt__options_table(&n);
-  for (size_t i = 0; i < n; i++) {
-    if (run_flag_name(t[i].key, strlen(t[i].key)) != NULL) continue;
+  const char *key, *arg, *def, *help;
+  for (size_t i = 0; lt_option_info(i, &key, &arg, &def, &help) == LT_OK; i++) {
+    if (run_flag_name(key, strlen(key)) != NULL) continue;
     char text[256];
-    int len = snprintf(text, sizeof text, "      --%s %s", t[i].key, t[i].arg);
+    int len = snprintf(text, sizeof text, "      --%s %s", key, arg);
     fprintf(f, "%s%*s", text, len < TEXT_COL ? TEXT_COL - len : 1, "");
-    snprintf(text, sizeof text, "%s%s%s%s", t[i].help, t[i].def != NULL ? " (default " : "",
-             t[i].def != NULL ? t[i].def : "", t[i].def != NULL ? ")" : "");
+    snprintf(text, sizeof text, "%s%s%s%s", help, def != NULL ? " (default " : "",
+             def != NULL ? def : "", def != NULL ? ")" : "");
     print_wrapped(f, text, len < TEXT_COL ? TEXT_COL : len + 1);
   }
 }
@@ -323,4 +324,10 @@ void lt__cli_free(lt_cli_t *cli) {
   }
   free(cli->opts);
   memset(cli, 0, sizeof *cli);
+}
+
+int64_t lt__cli_clock_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }

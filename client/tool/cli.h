@@ -5,6 +5,7 @@
 #define LT_CLI_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 /* Exit statuses of the tool. */
@@ -49,5 +50,9 @@ int lt__cli_parse(lt_cli_t *cli, int argc, char **argv, FILE *out, FILE *err);
 
 /* lt__cli_free frees what lt__cli_parse allocated. */
 void lt__cli_free(lt_cli_t *cli);
+
+/* lt__cli_clock_us returns CLOCK_MONOTONIC in microseconds: the tool's one clock (deadlines,
+ * rates). */
+int64_t lt__cli_clock_us(void);
 
 #endif

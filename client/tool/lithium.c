@@ -11,13 +11,9 @@
 
 #include <lithium.h>
 #include "cli.h"
-#include "curve.h"
-#include "local.h"
-#include "options.h"
 #include "run.h"
 #include "status.h"
 #include "up.h"
-#include "template.h"
 
 /* Tasks submitted ahead of the one being written, at most (and at most max_pending). */
 #define MAX_WINDOW 1024
@@ -25,23 +21,30 @@
 /* check_options applies LITHIUM_<KEY> and then the command line's options to `o`, the way
  * lt_eval_new and lt_eval_set will. Returns 0 or an exit status after a message. */
 static int check_options(const lt_cli_t *cli, lt_options_t *o) {
-  int rc = lt__options_from_env(o);
+  int rc = lt_options_from_env(o);
   if (rc != LT_OK) {
-    fprintf(stderr, "lithium: %s\n", o->error);
+    fprintf(stderr, "lithium: %s\n", lt_options_error(o));
     return rc == LT_EINVAL ? LT_EXIT_USAGE : LT_EXIT_FAILED;
   }
   for (size_t i = 0; i < cli->nopts; i++) {
-    rc = lt__options_set(o, cli->opts[i].key, cli->opts[i].value);
+    rc = lt_options_set(o, cli->opts[i].key, cli->opts[i].value);
     if (rc != LT_OK) {
-      fprintf(stderr, "lithium: option %s: %s\n", cli->opts[i].flag, o->error);
+      fprintf(stderr, "lithium: option %s: %s\n", cli->opts[i].flag, lt_options_error(o));
       return rc == LT_EINVAL ? LT_EXIT_USAGE : LT_EXIT_FAILED;
     }
   }
-  if (lt__options_check(o) != LT_OK) {
-    fprintf(stderr, "lithium: %s\n", o->error);
+  if (lt_options_check(o) != LT_OK) {
+    fprintf(stderr, "lithium: %s\n", lt_options_error(o));
     return LT_EXIT_USAGE;
   }
   return LT_EXIT_OK;
+}
+
+/* option_value writes the value option `key` holds in `o` as text into buf (len bytes) and
+ * returns buf. */
+static const char *option_value(lt_options_t *o, const char *key, char *buf, size_t len) {
+  if (lt_options_get(o, key, buf, len) != LT_OK) buf[0] = '\0';
+  return buf;
 }
 
 static int finish_stdout(void) {
@@ -58,52 +61,43 @@ static int modules_flag(const lt_cli_t *cli) {
   return 0;
 }
 
+/* The messages already written by report_unique. */
+typedef struct reported {
+  char **msgs;
+  size_t n;
+} reported_t;
+
 /* report_unique writes "lithium: MSG" on stderr unless an earlier kernel had the same
  * message (the kernels of one missing module). */
-static void report_unique(char *const *msgs, uint32_t i) {
-  for (uint32_t k = 0; k < i; k++)
-    if (msgs[k] != NULL && strcmp(msgs[k], msgs[i]) == 0) return;
-  fprintf(stderr, "lithium: %s\n", msgs[i]);
+static void report_unique(void *ud, const char *kernel, int err, const char *msg) {
+  reported_t *r = ud;
+  (void)kernel;
+  (void)err;
+  for (size_t k = 0; k < r->n; k++)
+    if (strcmp(r->msgs[k], msg) == 0) return;
+  fprintf(stderr, "lithium: %s\n", msg);
+  char **m = realloc(r->msgs, (r->n + 1) * sizeof *m);
+  if (m == NULL) return;
+  r->msgs = m;
+  if ((m[r->n] = strdup(msg)) != NULL) r->n++;
 }
 
 /* check_kernels loads every module the program names from directory `dir` with the
  * sequential evaluator's loader and reports each kernel or module that is missing. Returns
  * 0, or an exit status after the messages. */
 static int check_kernels(const lt_skel_t *s, const char *dir) {
-  lt_template_t *t = NULL;
-  int rc = lt__template_compile(&t, s, 0);
-  if (rc != LT_OK) {
-    fprintf(stderr, "lithium: %s\n", lt_strerror(rc));
-    return rc == LT_EINVAL ? LT_EXIT_USAGE : LT_EXIT_FAILED;
-  }
-  uint32_t n = t->nkernels;
-  lt_kernel_fn *fns = calloc(n + 1, sizeof *fns);
-  int *errs = calloc(n + 1, sizeof *errs);
-  char **msgs = calloc(n + 1, sizeof *msgs);
-  lt_modules_t *mods = NULL;
-  rc = fns && errs && msgs ? lt__local_resolve(&mods, dir, t->kernels, n, fns, errs, msgs)
-                           : LT_ENOMEM;
-  int status = LT_EXIT_OK;
+  reported_t r = {NULL, 0};
+  int rc = lt_skel_check_kernels(s, dir, report_unique, &r);
+  int status = rc == 0 ? LT_EXIT_OK : LT_EXIT_USAGE;
   if (rc == LT_EINVAL) {
     fprintf(stderr, "lithium: --modules %s: not a readable directory\n", dir);
-    status = LT_EXIT_USAGE;
-  } else if (rc != LT_OK) {
+  } else if (rc < 0) {
     fprintf(stderr, "lithium: %s\n", lt_strerror(rc));
     status = LT_EXIT_FAILED;
-  } else {
-    for (uint32_t i = 0; i < n; i++) {
-      if (errs[i] == LT_OK) continue;
-      report_unique(msgs, i);
-      status = LT_EXIT_USAGE;
-    }
   }
-  for (uint32_t i = 0; msgs != NULL && i < n; i++)
-    free(msgs[i]);
-  free(msgs);
-  free(errs);
-  free(fns);
-  lt__modules_free(mods);
-  lt__template_free(t);
+  for (size_t k = 0; k < r.n; k++)
+    free(r.msgs[k]);
+  free(r.msgs);
   return status;
 }
 
@@ -122,15 +116,10 @@ static int cmd_check(const lt_cli_t *cli, const lt_skel_t *s, const char *module
   return finish_stdout();
 }
 
-static int cmd_graph(const lt_cli_t *cli, const lt_skel_t *s, int normal_form) {
-  lt_template_t *t;
-  int rc = lt__template_compile(&t, s, normal_form);
-  if (rc != LT_OK) {
-    fprintf(stderr, "lithium: %s: %s\n", cli->expr, lt_strerror(rc));
-    return rc == LT_EINVAL ? LT_EXIT_USAGE : LT_EXIT_FAILED;
-  }
-  char *dot = lt__template_dot(t);
-  lt__template_free(t);
+/* cmd_graph prints the compiled template; a parsed program always compiles, so the one
+ * failure left is memory. */
+static int cmd_graph(const lt_skel_t *s, int normal_form) {
+  char *dot = lt_skel_dot(s, normal_form);
   if (dot == NULL) {
     fprintf(stderr, "lithium: out of memory\n");
     return LT_EXIT_FAILED;
@@ -141,9 +130,12 @@ static int cmd_graph(const lt_cli_t *cli, const lt_skel_t *s, int normal_form) {
 }
 
 static int dispatch(const lt_cli_t *cli) {
-  lt_options_t opts;
-  lt__options_init(&opts);
-  int status = check_options(cli, &opts);
+  lt_options_t *opts = NULL;
+  if (lt_options_new(&opts) != LT_OK) {
+    fprintf(stderr, "lithium: out of memory\n");
+    return LT_EXIT_FAILED;
+  }
+  int status = check_options(cli, opts);
   lt_skel_t *s = NULL;
   if (status == LT_EXIT_OK) {
     char err[512];
@@ -153,16 +145,20 @@ static int dispatch(const lt_cli_t *cli) {
       status = rc == LT_EINVAL ? LT_EXIT_USAGE : LT_EXIT_FAILED;
     }
   }
+  char value[4096]; /* an option's value, as text */
   if (status == LT_EXIT_OK) {
     switch (cli->cmd) {
     case LT_CMD_CHECK:
-      status = cmd_check(cli, s, opts.modules);
+      status = cmd_check(cli, s, option_value(opts, "modules", value, sizeof value));
       break;
     case LT_CMD_GRAPH:
-      status = cmd_graph(cli, s, opts.normal_form);
+      status =
+          cmd_graph(s, strcmp(option_value(opts, "normal_form", value, sizeof value), "on") == 0);
       break;
     default: {
-      size_t window = opts.max_pending < MAX_WINDOW ? opts.max_pending : MAX_WINDOW;
+      size_t max_pending =
+          strtoul(option_value(opts, "max_pending", value, sizeof value), NULL, 10);
+      size_t window = max_pending < MAX_WINDOW ? max_pending : MAX_WINDOW;
       status = lt__run(cli, s, window);
       s = NULL; /* taken */
       break;
@@ -170,7 +166,7 @@ static int dispatch(const lt_cli_t *cli) {
     }
   }
   lt_skel_free(s);
-  lt__options_clear(&opts);
+  lt_options_free(opts);
   return status;
 }
 
@@ -181,7 +177,7 @@ static int keygen(int argc, char **argv) {
     return LT_EXIT_USAGE;
   }
   char err[600];
-  int rc = lt__curve_keygen(argv[2], err, sizeof err);
+  int rc = lt_keypair_write(argv[2], err, sizeof err);
   if (rc != LT_OK) {
     fprintf(stderr, "lithium keygen: %s\n", err);
     return rc == LT_EEXIST || rc == LT_EINVAL ? LT_EXIT_USAGE : 1;

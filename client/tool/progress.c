@@ -3,11 +3,10 @@
  * the terminal. Main thread only. */
 #include "progress.h"
 
-#include <time.h>
-#include "clock.h"
+#include "cli.h"
 
 static double now_s(void) {
-  return (double)lt__clock_us() / 1e6;
+  return (double)lt__cli_clock_us() / 1e6;
 }
 
 void lt__progress_init(lt_progress_t *p, FILE *f, size_t total) {

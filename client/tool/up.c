@@ -18,9 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
+#include <lithium.h>
 #include "cli.h"
-#include "hosts.h"
 
 #define DEFAULT_TIMEOUT_S 60
 #define DEFAULT_STATE     "$HOME/.lithium/up"
@@ -279,7 +278,7 @@ static int start(const opts_t *o, host_t *h) {
 
 /* collect reads every host's output until all ssh processes ended or the deadline. */
 static void collect(opts_t *o) {
-  int64_t deadline = lt__clock_ms() + (int64_t)o->timeout_s * 1000;
+  int64_t deadline = lt__cli_clock_us() / 1000 + (int64_t)o->timeout_s * 1000;
   struct pollfd *p = calloc(2 * o->nhosts + 1, sizeof *p);
   if (p == NULL) return;
   for (;;) {
@@ -292,7 +291,7 @@ static void collect(opts_t *o) {
     int open_fds = 0;
     for (size_t i = 0; i < n; i++)
       open_fds += p[i].fd >= 0;
-    int64_t left = deadline - lt__clock_ms();
+    int64_t left = deadline - lt__cli_clock_us() / 1000;
     if (open_fds == 0 || left <= 0) break;
     if (poll(p, n, (int)left) < 0 && errno != EINTR) break;
     for (size_t i = 0; i < n; i++) {
@@ -353,7 +352,7 @@ static int line_value(const char *text, const char *key, char *out, size_t len) 
 /* server_pubkey reads the public key that goes with --key FILE (FILE.pub, or NAME.pub for
  * NAME.key, as `lithium keygen NAME` writes them) when this machine can read it, so that
  * the hosts file names each server's key. Returns 0 with the key in out. */
-static int server_pubkey(const char *keyfile, char out[LT_HOSTS_KEY_LEN + 1]) {
+static int server_pubkey(const char *keyfile, char out[LT_KEY_LEN + 1]) {
   char path[4096];
   size_t n = strlen(keyfile);
   if (n > 4 && strcmp(keyfile + n - 4, ".key") == 0)
@@ -366,8 +365,8 @@ static int server_pubkey(const char *keyfile, char out[LT_HOSTS_KEY_LEN + 1]) {
   int ok = fgets(line, sizeof line, f) != NULL;
   fclose(f);
   line[strcspn(line, " \t\r\n")] = '\0';
-  if (!ok || !lt__hosts_key_valid(line, strlen(line))) return -1;
-  memcpy(out, line, LT_HOSTS_KEY_LEN + 1);
+  if (!ok || !lt_key_valid(line)) return -1;
+  memcpy(out, line, LT_KEY_LEN + 1);
   return 0;
 }
 
@@ -473,7 +472,7 @@ int lt__up_main(int argc, char **argv, int down) {
       }
     }
     collect(&o);
-    char key[LT_HOSTS_KEY_LEN + 1] = "";
+    char key[LT_KEY_LEN + 1] = "";
     if (!down && o.key != NULL && server_pubkey(o.key, key) != 0) {
       fprintf(stderr,
               "lithium up: no public key readable here next to %s: the hosts file "

@@ -1,8 +1,10 @@
 /* examples/bench/benchk.c: the `bench` kernel module, the kernels of the benchmark programs
  * (examples/bench/): `noop` (a 16-byte task, answered with nothing or 16 bytes), `sleep`
  * (waits the milliseconds given as its text parameter, then copies its input) and `touch`
- * (a new value of the size of its input: the input with its first byte changed) and `spin` (a
- * CPU-bound busy loop of a given number of iterations, for the heterogeneity benchmarks).
+ * (a new value of the size of its input: the input with its first byte changed), `spin` (a
+ * CPU-bound busy loop of a given number of iterations, for the heterogeneity benchmarks),
+ * and `fill`, `sum` and `add` (large values made from nothing, each read down to 8 bytes,
+ * and the counts added: the memory benchmark's peer fetch).
  * Kernels run on a server worker thread (or the client's, in local mode) and touch nothing
  * but their own call. */
 #include <errno.h>
@@ -18,6 +20,8 @@
 #define SLEEP_MAX_MS 3600000L
 #define SPIN_SEED    8
 #define SPIN_MAX     1000000000000ULL
+#define FILL_MAX     (16ULL << 30)
+#define FILL_PARTS   64
 
 /* one_input returns the single input of kernel `name` and its size, or NULL after failing
  * the call (*rc holds the value to return). */
@@ -144,5 +148,66 @@ LT_KERNEL(spin, call) {
   if (out == NULL) return lt_call_fail(call, "bench:spin: out of memory");
   memcpy(out, in, SPIN_SEED);
   memcpy(out + SPIN_SEED, &sum, sizeof sum);
+  return 0;
+}
+
+/* bench:fill makes PARTS values (1 to 64) of BYTES bytes each, every byte 0x5a, from the
+ * text "BYTES,PARTS" ("1000000000,2"; ",PARTS" may be left out: one value) of its parameter
+ * or, without one, of its input (a map's split takes no parameter). As the split of a map it
+ * makes large parts that only its server holds. */
+LT_KERNEL(fill, call) {
+  size_t plen = 0;
+  const char *param = lt_call_param(call, &plen);
+  if (param == NULL || plen == 0) param = (const char *)lt_call_input(call, 0, &plen);
+  const char *comma = param != NULL ? memchr(param, ',', plen) : NULL;
+  size_t blen = comma != NULL ? (size_t)(comma - param) : plen;
+  unsigned long long n = 0, parts = 1;
+  if (parse_count(param, blen, FILL_MAX, &n) != 0 ||
+      (comma != NULL &&
+       (parse_count(comma + 1, plen - blen - 1, FILL_PARTS, &parts) != 0 || parts == 0)))
+    return lt_call_fail(call,
+                        "bench:fill: the parameter must be BYTES (0 to %llu) or BYTES,PARTS "
+                        "(1 to %d)",
+                        FILL_MAX, FILL_PARTS);
+  for (unsigned long long k = 0; k < parts; k++) {
+    unsigned char *out = lt_call_output(call, (size_t)n);
+    if (out == NULL && n > 0) return lt_call_fail(call, "bench:fill: out of memory");
+    if (n > 0) memset(out, 0x5a, (size_t)n);
+  }
+  return 0;
+}
+
+/* bench:sum reads its whole input and answers with 8 bytes: the sum of its bytes. A value
+ * read this way must really be where the kernel runs, and the output adds nothing. */
+LT_KERNEL(sum, call) {
+  size_t len = 0;
+  int rc = 0;
+  const unsigned char *in = one_input(call, "sum", &len, &rc);
+  if (rc != 0) return rc;
+  uint64_t sum = 0;
+  for (size_t i = 0; i < len; i++)
+    sum += in[i];
+  unsigned char *out = lt_call_output(call, sizeof sum);
+  if (out == NULL) return lt_call_fail(call, "bench:sum: out of memory");
+  memcpy(out, &sum, sizeof sum);
+  return 0;
+}
+
+/* bench:add answers with the 8-byte sum of its inputs, each 8 bytes (the merge of the sums
+ * bench:sum makes). */
+LT_KERNEL(add, call) {
+  uint64_t total = 0;
+  for (int i = 0; i < lt_call_ninputs(call); i++) {
+    size_t len = 0;
+    const unsigned char *in = lt_call_input(call, i, &len);
+    uint64_t v;
+    if (in == NULL || len != sizeof v)
+      return lt_call_fail(call, "bench:add: input %d must be 8 bytes, got %zu", i, len);
+    memcpy(&v, in, sizeof v);
+    total += v;
+  }
+  unsigned char *out = lt_call_output(call, sizeof total);
+  if (out == NULL) return lt_call_fail(call, "bench:add: out of memory");
+  memcpy(out, &total, sizeof total);
   return 0;
 }

@@ -79,6 +79,13 @@ LT_API char *lt_skel_format(const lt_skel_t *s);
 /* lt_skel_equal tells whether two trees are the same (kinds, kernels, parameters). */
 LT_API int lt_skel_equal(const lt_skel_t *a, const lt_skel_t *b);
 
+/* lt_skel_dot returns the MDF template `s` compiles to as a Graphviz digraph (`lithium
+ * graph`): a cluster per block, a box per node labelled with its role and kernels (a map's
+ * split and merge, a dc's cond, divide and combine). With `normal_form` non-zero, adjacent
+ * seq stages are fused into one instruction first, as option normal_form does. The caller
+ * frees the text with free(); NULL for a NULL tree or when memory runs out. */
+LT_API char *lt_skel_dot(const lt_skel_t *s, int normal_form);
+
 /* lt_skel_free frees a tree; accepts NULL. */
 LT_API void lt_skel_free(lt_skel_t *s);
 

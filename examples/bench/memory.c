@@ -1,0 +1,175 @@
+/* examples/bench/memory.c: the `memory` benchmark (shared/BENCHMARKS.md). Two parts:
+ *  - a stream: 1 000 000 tasks of 16 bytes through farm(seq(bench:noop "echo")) on one
+ *    server, fed while the results are read. The client's and the server's peak RSS (VmHWM)
+ *    against 64 MiB, and their RSS at the last result against that at the half-way result
+ *    (flat: a ratio near 1);
+ *  - a peer fetch: map(bench:fill, seq(bench:sum), bench:add) of the task "N,2" on two
+ *    servers with placement=rr: the split makes two parts of N bytes (1 000 000 000) on one
+ *    server, and
+ *    round robin sends the sum of one of them to the other server, which fetches that part
+ *    peer to peer (a successor chained to a seq stage would stay with its input; the parts
+ *    of a map are placed anew). The receiving server (the one whose bytes_peer_in counts the
+ *    value) reports its peak RSS against the value's size. heartbeat_ms is 10 s there: with
+ *    the default 1 s the servers miss heartbeats while they move a 1 GB value, and the run
+ *    is lost after retries (a finding of its own, for issue 14's zero-copy work).
+ * The benchmark starts its servers itself (benchproc.h) to read their /proc/PID/status.
+ *
+ *   build/examples/bench/bench_memory [--tasks 1000000]
+ *   BENCH_PEER_BYTES changes the value of the peer fetch (default 1000000000; 0 skips it).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "benchlib.h"
+#include "benchproc.h"
+
+#define PROG      "bench_memory"
+#define TASK_SIZE 16
+#define BOUND_MIB 64.0
+
+static const char usage[] = "usage: bench_memory [--tasks N]\n"
+                            "  --tasks N  tasks of the stream (default 1000000)\n";
+
+/* What the stream samples at its half-way result (check runs on the reading thread). */
+typedef struct sample {
+  long half;
+  pid_t server;
+  long client_kib, server_kib;
+} sample_t;
+
+static void make_task(long i, unsigned char *buf, void *arg) {
+  (void)arg;
+  memset(buf, 0xa5, TASK_SIZE);
+  memcpy(buf, &i, sizeof i);
+}
+
+static int check_result(long i, const unsigned char *data, size_t len, void *arg) {
+  sample_t *s = arg;
+  if (i == s->half) {
+    s->client_kib = bench_proc_kib(0, "VmRSS");
+    s->server_kib = bench_proc_kib(s->server, "VmRSS");
+  }
+  unsigned char want[TASK_SIZE];
+  make_task(i, want, NULL);
+  return len == TASK_SIZE && memcmp(data, want, TASK_SIZE) == 0 ? 0 : -1;
+}
+
+/* open_on makes a started evaluator for `program` on the servers `hosts` (comma-separated). */
+static lt_eval_t *open_on(lt_skel_t *program, const char *hosts, const char *const *kv) {
+  ex_opts_t o;
+  ex_opts_init(&o, PROG);
+  o.hosts = hosts;
+  return ex_eval_open_with(&o, program, 0, kv);
+}
+
+static double mib(long kib) {
+  return (double)kib / 1024.0;
+}
+
+/* stream runs the first part and prints its JSON lines. */
+static int stream(long tasks) {
+  bench_server_t srv;
+  if (bench_server_start(PROG, &srv, NULL) != 0) return -1;
+  const char *const kv[] = {"mode", "optimized", NULL};
+  lt_eval_t *ev = open_on(lt_farm(lt_seq_with("bench:noop", "echo", 4)), srv.endpoint, kv);
+  sample_t s = {.half = tasks / 2, .server = srv.pid, .client_kib = -1, .server_kib = -1};
+  double secs = 0;
+  int rc = ev != NULL
+               ? bench_eval_stream(PROG, ev, tasks, TASK_SIZE, make_task, check_result, &s, &secs)
+               : -1;
+  long client_end = bench_proc_kib(0, "VmRSS"), server_end = bench_proc_kib(srv.pid, "VmRSS");
+  long client_peak = bench_proc_kib(0, "VmHWM"), server_peak = bench_proc_kib(srv.pid, "VmHWM");
+  lt_eval_free(ev);
+  bench_server_stop(&srv);
+  if (rc != 0) return -1;
+  if (client_peak < 0 || server_peak < 0 || s.client_kib < 0 || s.server_kib < 0) {
+    fprintf(stderr, "%s: cannot read /proc/PID/status\n", PROG);
+    return -1;
+  }
+  fprintf(stderr, "%s: %ld tasks in %.1f s (%.0f tasks/s)\n", PROG, tasks, secs, tasks / secs);
+  printf("{\"bench\": \"memory\", \"detail\": \"note\", \"note\": \"stream: %ld tasks of 16 B "
+         "through farm(bench:noop), 1 server, %.0f tasks/s; peak RSS against %.0f MiB, RSS at "
+         "the last result against the half-way one\"}\n",
+         tasks, tasks / secs, BOUND_MIB);
+  bench_json("memory", "client_peak_rss", mib(client_peak), BOUND_MIB, "MiB");
+  bench_json("memory", "server_peak_rss", mib(server_peak), BOUND_MIB, "MiB");
+  bench_json("memory", "client_rss_end_vs_half", mib(client_end), mib(s.client_kib), "MiB");
+  bench_json("memory", "server_rss_end_vs_half", mib(server_end), mib(s.server_kib), "MiB");
+  return 0;
+}
+
+/* peer_in returns the bytes_peer_in of server `endpoint` in stats `json`, -1 if absent. */
+static long long peer_in(const char *json, const char *endpoint) {
+  char key[300];
+  snprintf(key, sizeof key, "\"endpoint\":\"%s\"", endpoint);
+  const char *at = strstr(json, key);
+  return at != NULL ? ex_stat_u64(at, "bytes_peer_in") : -1;
+}
+
+/* fetch runs the peer-fetch part and prints its JSON lines. */
+static int fetch(unsigned long long bytes) {
+  const char *const flags[] = {"--max-frame", "4g", "--max-session-bytes", "8g", NULL};
+  bench_server_t srv[2];
+  if (bench_server_start(PROG, &srv[0], flags) != 0) return -1;
+  if (bench_server_start(PROG, &srv[1], flags) != 0) {
+    bench_server_stop(&srv[0]);
+    return -1;
+  }
+  char hosts[600], param[32];
+  snprintf(hosts, sizeof hosts, "%s,%s", srv[0].endpoint, srv[1].endpoint);
+  snprintf(param, sizeof param, "%llu,2", bytes);
+  const char *const kv[] = {"mode", "optimized", "placement", "rr", "heartbeat_ms", "10000", NULL};
+  lt_eval_t *ev = open_on(lt_map("bench:fill", lt_seq("bench:sum"), "bench:add"), hosts, kv);
+  lt_future_t *f = NULL;
+  lt_buf_t *r = NULL;
+  char *json = NULL;
+  double t0 = ex_now();
+  int rc = ev != NULL ? lt_eval_submit(ev, param, strlen(param), &f) : LT_EINVAL;
+  if (rc == LT_OK) rc = lt_future_wait(f, -1, &r);
+  double secs = ex_now() - t0;
+  if (rc == LT_OK) rc = lt_buf_error(r);
+  if (rc == LT_OK) {
+    uint64_t sum;
+    memcpy(&sum, lt_buf_data(r), sizeof sum);
+    if (lt_buf_len(r) != 8 || sum != 2 * bytes * 0x5a) rc = LT_EINVAL;
+  }
+  if (rc == LT_OK) rc = lt_eval_stats_json(ev, &json);
+  int to = -1;
+  for (int i = 0; rc == LT_OK && i < 2; i++)
+    if (peer_in(json, srv[i].endpoint) >= (long long)bytes) to = i;
+  long peak[2] = {bench_proc_kib(srv[0].pid, "VmHWM"), bench_proc_kib(srv[1].pid, "VmHWM")};
+  if (rc != LT_OK)
+    fprintf(stderr, "%s: peer fetch: %s %s\n", PROG, lt_strerror(rc), r ? lt_buf_errmsg(r) : "");
+  free(json);
+  lt_buf_free(r);
+  lt_future_release(f);
+  lt_eval_free(ev);
+  bench_server_stop(&srv[0]);
+  bench_server_stop(&srv[1]);
+  if (rc != LT_OK) return -1;
+  if (to < 0) {
+    fprintf(stderr, "%s: peer fetch: no server fetched the value from its peer\n", PROG);
+    return -1;
+  }
+  fprintf(stderr,
+          "%s: peer fetch of %llu bytes in %.2f s; peak RSS %.0f MiB receiving, %.0f "
+          "MiB sending\n",
+          PROG, bytes, secs, mib(peak[to]), mib(peak[1 - to]));
+  printf("{\"bench\": \"memory\", \"detail\": \"note\", \"note\": \"peer fetch: a value of %llu "
+         "B made by bench:fill on one server and read by bench:sum on the other (placement=rr, "
+         "heartbeat_ms=10000) in %.2f s; the sender peaked at %.0f MiB\"}\n",
+         bytes, secs, mib(peak[1 - to]));
+  bench_json("memory", "peer_fetch_peak_rss", (double)peak[to] * 1024.0, (double)bytes, "B");
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  long tasks = 1000000;
+  int rc = bench_parse_args(argc, argv, usage, NULL, &tasks);
+  if (rc != 0) return rc > 0 ? 0 : 2;
+  const char *b = getenv("BENCH_PEER_BYTES");
+  unsigned long long bytes = b != NULL && *b != '\0' ? strtoull(b, NULL, 10) : 1000000000ULL;
+  if (stream(tasks) != 0) return 1;
+  return bytes == 0 || fetch(bytes) == 0 ? 0 : 1;
+}
