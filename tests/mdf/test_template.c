@@ -111,6 +111,58 @@ Test(template, map_and_dc_get_blocks) {
   lt_skel_free(s);
 }
 
+Test(template, new_skeleton_builders_check_their_arguments) {
+  /* A reduce is no skeleton of its own: not at the top, not as a pipeline stage, not as
+   * a body; only in a map's merge place. */
+  lt_template_t *t = NULL;
+  lt_skel_t *r = lt_reduce("m:c");
+  cr_assert_not_null(r);
+  cr_assert_eq(lt__template_compile(&t, r, 0), LT_EINVAL);
+  cr_assert_null(lt_skel_format(r));
+  lt_skel_t *p = lt_pipeline(lt_seq("m:f"), r, NULL);
+  cr_assert_eq(lt__template_compile(&t, p, 0), LT_EINVAL);
+  lt_skel_free(p);
+  cr_assert_null(lt_map_reduce("m:s", lt_seq("m:f"), lt_seq("m:c"))); /* not a reduce */
+  cr_assert_null(lt_map_reduce("m:s", NULL, lt_reduce("m:c")));
+  cr_assert_null(lt_map_reduce("bad", lt_seq("m:f"), lt_reduce("m:c")));
+  cr_assert_null(lt_reduce("bad"));
+  cr_assert_null(lt_while("m:c", NULL));
+  cr_assert_null(lt_while(NULL, lt_seq("m:f")));
+  cr_assert_null(lt_if("m:c", lt_seq("m:f"), NULL));
+  cr_assert_null(lt_if("bad", lt_seq("m:f"), lt_seq("m:g")));
+  cr_assert_null(lt_map("m:s", lt_seq("m:f"), NULL));
+  /* A parameter goes to the kernel its role names, and only to one the skeleton has. */
+  cr_assert_null(lt_skel_param(lt_map("m:s", lt_seq("m:f"), "m:m"), "cond", "x", 1));
+  cr_assert_null(lt_skel_param(lt_seq("m:f"), "split", "x", 1));
+  cr_assert_null(lt_skel_param(lt_seq("m:f"), "kernel", NULL, 1));
+  cr_assert_null(lt_skel_param(NULL, "kernel", "x", 1));
+  lt_skel_t *m =
+      lt_skel_param(lt_map_reduce("m:s", lt_seq("m:f"), lt_reduce("m:c")), "split", "8", 1);
+  cr_assert_null(lt_skel_param(m, "merge", "x", 1)); /* the reduce holds the combine */
+  m = lt_skel_param(
+      lt_map_reduce("m:s", lt_seq("m:f"), lt_skel_param(lt_reduce("m:c"), "combine", "z", 1)),
+      "split", "8", 1);
+  char *text = lt_skel_format(m);
+  cr_assert_str_eq(text, "map(m:s \"8\", m:f, reduce(m:c \"z\"))");
+  free(text);
+  cr_assert_eq(lt__template_compile(&t, m, 0), LT_OK);
+  cr_assert_eq(t->nnodes, 2);
+  const lt_tnode_t *n = &t->nodes[t->blocks[0]];
+  cr_assert(n->kind == LT_TN_MAP && n->reduce && n->nstages == 2);
+  cr_assert_eq(n->stages[LT_TS_MERGE].param_len, 1);
+  lt__template_free(t);
+  lt_skel_free(m);
+  /* if and while compile to a test node with their blocks. */
+  lt_skel_t *w = lt_if("m:c", lt_while("m:d", lt_seq("m:f")), lt_seq("m:g"));
+  cr_assert_eq(lt__template_compile(&t, w, 0), LT_OK);
+  n = &t->nodes[t->blocks[0]];
+  cr_assert(n->kind == LT_TN_IF && n->nblocks == 2 && n->nstages == 1);
+  cr_assert_eq(t->nodes[t->blocks[n->block]].kind, LT_TN_WHILE);
+  cr_assert_eq(t->nodes[t->blocks[n->alt]].kind, LT_TN_SEQ);
+  lt__template_free(t);
+  lt_skel_free(w);
+}
+
 Test(template, malformed_tree_is_rejected) {
   lt_skel_t bad = {.kind = LT_SKEL_PIPE, .nchildren = 0};
   lt_template_t *t = (lt_template_t *)1;
