@@ -219,6 +219,13 @@ static int too_big(lt_sched_t *s, instr_rec_t *r, const lt_fire_t *fi) {
   return 1;
 }
 
+/* fits_on tells whether server `idx` takes r's instruction and its inputs within its frame
+ * limit. */
+static int fits_on(lt_sched_t *s, const instr_rec_t *r, const lt_fire_t *fi, int idx) {
+  return s->conns[idx].max_frame == 0 || (lt__placement_fits(s, (size_t)idx, fi) &&
+                                          instr_bytes(s, r, fi) <= header_cap(s, (size_t)idx));
+}
+
 /* move_on passes r's output on by name now that its server `idx` is known (lazy binding):
  * the frame goes on, and successors it fires are queued to go out in this turn. */
 static void move_on(lt_sched_t *s, instr_rec_t *r, int idx) {
@@ -242,6 +249,7 @@ static int send_one(lt_sched_t *s, batch_t *batches, instr_rec_t *r, int force) 
     lt__frame_fire_info(r->frame, &fi);
   }
   if (inputs_lost(s, &fi)) {
+    if (r->backup) return LT_ESTATE; /* a copy never decides its task's fate */
     job_t *j = r->job;
     lt__sched_rec_done(s, r); /* before the restart: the old frame goes with the instance */
     lt__sched_restart(s, j, "a value the task needed was on a server that died");
@@ -249,7 +257,8 @@ static int send_one(lt_sched_t *s, batch_t *batches, instr_rec_t *r, int force) 
   }
   if (r->ins == NULL && keep_inputs(r, &fi) != LT_OK) return LT_ENOMEM;
   fi.inputs = r->ins; /* the record's copies: the frame may go on below */
-  if (too_big(s, r, &fi)) return LT_OK;
+  if (r->backup && !fits_on(s, r, &fi, force)) return LT_ESTATE;
+  if (!r->backup && too_big(s, r, &fi)) return LT_OK;
   int idx = force >= 0 ? force : s->placement->place(s, &fi, r->chained);
   if (idx < 0) return LT_EAGAIN;
   r->op = fi.op;

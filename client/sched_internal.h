@@ -347,7 +347,9 @@ lt_binding_t lt__binding(const lt_sched_t *s, const instr_rec_t *r);
 /* dispatch.c */
 #define LT_LINK_BPUS 100.0 /* bytes per µs assumed for moving a value (100 MB/s) */
 void lt__sched_dispatch(lt_sched_t *s);
-/* lt__sched_dispatch_to sends r to server idx at once; LT_EAGAIN when it cannot go there. */
+/* lt__sched_dispatch_to sends r to server idx at once; LT_EAGAIN when it cannot go there now,
+ * LT_ESTATE for a backup copy that cannot go at all (an input lost, or over the frame limit
+ * of idx): the record is then still the caller's, and its task untouched. */
 int lt__sched_dispatch_to(lt_sched_t *s, instr_rec_t *r, int idx);
 
 /* migrate.c */
