@@ -77,9 +77,10 @@ void lt__sched_on_value(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
              m->u.value.status != LT_OK && m->u.value.errmsg != NULL ? m->u.value.errmsg
                                                                      : "no value in the answer");
     lt__sched_restart(s, j, why);
-    return;
+  } else {
+    lt__sched_job_result(s, j, lt__value_copy(m->frames[fr].data, m->frames[fr].len));
   }
-  lt__sched_job_result(s, j, lt__value_copy(m->frames[fr].data, m->frames[fr].len));
+  lt__sched_job_settle(s, j); /* finished (or failed for good): nothing of it is left */
 }
 
 void lt__sched_fetches_lost(lt_sched_t *s, size_t idx) {
@@ -89,7 +90,9 @@ void lt__sched_fetches_lost(lt_sched_t *s, size_t idx) {
     HASH_DEL(s->fetches, f);
     job_t *j = fetch_job(s, f);
     free(f);
-    if (j != NULL) lt__sched_restart(s, j, "its result was on a server that died");
+    if (j == NULL) continue;
+    lt__sched_restart(s, j, "its result was on a server that died");
+    lt__sched_job_settle(s, j);
   }
 }
 

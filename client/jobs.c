@@ -60,6 +60,10 @@ void lt__sched_job_result(lt_sched_t *s, job_t *j, lt_value_t *v) {
   lt__value_unref(v);
 }
 
+void lt__sched_job_settle(lt_sched_t *s, job_t *j) {
+  job_release(s, j);
+}
+
 void lt__sched_job_fail(lt_sched_t *s, job_t *j, int err, const char *msg) {
   if (j->finished) return;
   /* References the instance still holds name values nobody will read now. */
@@ -397,5 +401,11 @@ void lt__sched_fail_all(lt_sched_t *s, int err, const char *msg) {
     HASH_DEL(s->inflight, r);
     lt__sched_job_fail(s, r->job, err, msg);
     lt__sched_rec_done(s, r);
+  }
+  /* Jobs with no instruction left: waiting for their result's fetch. */
+  job_t *j, *jtmp;
+  HASH_ITER(hh, s->jobs, j, jtmp) {
+    lt__sched_job_fail(s, j, err, msg);
+    job_release(s, j);
   }
 }

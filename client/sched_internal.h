@@ -314,6 +314,11 @@ void lt__sched_restart(lt_sched_t *s, job_t *j, const char *why);
  * memory). */
 void lt__sched_job_result(lt_sched_t *s, job_t *j, lt_value_t *v);
 
+/* lt__sched_job_settle frees job `j` when it is finished and no instruction of it is left
+ * (for a job that finished outside an instruction's completion, e.g. by a fetch); j must
+ * not be used after. */
+void lt__sched_job_settle(lt_sched_t *s, job_t *j);
+
 /* Fetching a result that a task ended on while it sat on a server (fetch.c).
  * lt__sched_fetch_result asks the holder of j's result for it (a failure to ask recomputes
  * or fails the task); lt__sched_on_value applies a VALUE from server `idx`;
