@@ -9,7 +9,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define LT_PROTO_VERSION 1
+/* LT_PROTO_VERSION names the protocol in Hello and Welcome; a server refuses another.
+ * 2: the TEST op (while, if), which a server of version 1 cannot run. */
+#define LT_PROTO_VERSION 2
 
 /* An object id names a value: 64-bit client id (random per evaluation) + sequence. */
 typedef struct lt_oid {
