@@ -11,6 +11,7 @@
 #include "conn.h"
 #include "log.h"
 #include "value.h"
+#include "vec.h"
 
 /* free_header is the zmq_free_fn of an encoded header. */
 static void free_header(void *data, void *hint) {
@@ -156,9 +157,7 @@ int lt__conn_recv(lt_conn_t *c, lt_rx_t *rx, const lt_codec_limits_t *lim, int64
       }
       /* zmq_msg_t may hold small data inline, so parts move with zmq_msg_move. */
       zmq_msg_t *parts = malloc(cap * sizeof *parts);
-      lt_bytes_t *frames = realloc(rx->frames, cap * sizeof *frames);
-      if (frames != NULL) rx->frames = frames;
-      if (parts == NULL || frames == NULL) {
+      if (LT_VEC_RESIZE(rx->frames, rx->cap, cap) != LT_OK || parts == NULL) {
         free(parts);
         drop_rest(c);
         lt__rx_clear(rx);

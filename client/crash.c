@@ -14,22 +14,21 @@
 #include <lithium/error.h>
 #include "log.h"
 #include "sched_internal.h"
+#include "vec.h"
 
 #define POISON_CRASHES 2
 
 void lt__sched_note_lost(lt_sched_t *s, size_t idx, const instr_rec_t *r) {
   slot_t *sl = &s->slots[idx];
   if (lt__sched_stale(r) || r->stages == NULL) return;
-  lost_rec_t *n = realloc(sl->lost, (sl->nlost + 1) * sizeof *n);
+  lost_rec_t *n = LT_VEC_PUSH(sl->lost, sl->nlost, sl->caplost);
   if (n == NULL) return; /* the loss stays charged: nothing worse */
-  sl->lost = n;
-  sl->lost[sl->nlost++] = (lost_rec_t){r->seq, r->job->num, r->stages};
+  *n = (lost_rec_t){r->seq, r->job->num, r->stages};
 }
 
 void lt__sched_forget_lost(lt_sched_t *s, size_t idx) {
-  free(s->slots[idx].lost);
-  s->slots[idx].lost = NULL;
-  s->slots[idx].nlost = 0;
+  slot_t *sl = &s->slots[idx];
+  LT_VEC_FREE(sl->lost, sl->nlost, sl->caplost);
 }
 
 /* find_rec returns the record of instruction `seq` still out or queued, or NULL. */

@@ -12,23 +12,28 @@
 #include "exec.h"
 #include "placement.h"
 #include "sched_internal.h"
+#include "vec.h"
 
 /* An execute message being assembled for one server. Inputs, further stages and outputs of
  * all its instructions live in flat arrays; an instruction's pointer fields hold offsets
  * until batch_send turns them into pointers. */
 typedef struct batch {
   lt_instr_t *instrs;
-  uint32_t n, cap;
+  uint32_t n;
+  size_t cap;
   lt_input_t *inputs;
-  uint32_t ninputs, capinputs;
+  uint32_t ninputs;
+  size_t capinputs;
   lt_stage_t *stages;
-  uint32_t nstages, capstages;
+  uint32_t nstages;
+  size_t capstages;
   lt_oid_t *outputs;
-  uint32_t capoutputs;
+  size_t capoutputs;
   lt_value_t **values;
-  uint32_t capvalues;
+  size_t capvalues;
   lt_bytes_t *frames;
-  uint32_t nframes, capframes;
+  uint32_t nframes;
+  size_t capframes;
   uint64_t header; /* an upper estimate of the encoded header's size */
 } batch_t;
 
@@ -40,18 +45,6 @@ typedef struct batch {
 /* A server decodes headers up to its frame limit and at most HEADER_MAX (its codec's
  * default); a batch is sent once it is half of that, so that one instruction always fits. */
 #define HEADER_MAX ((uint64_t)4 << 20)
-
-static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem) {
-  if (need <= *cap) return LT_OK;
-  uint32_t n = *cap ? *cap : 4;
-  while (n < need)
-    n *= 2;
-  void *q = realloc(*p, (size_t)n * elem);
-  if (q == NULL) return LT_ENOMEM;
-  *p = q;
-  *cap = n;
-  return LT_OK;
-}
 
 /* keep_inputs copies the instruction's input tokens into the record (value references
  * included): they outlive the frame, which may go on at once. */
@@ -70,12 +63,13 @@ static int keep_inputs(instr_rec_t *r, const lt_fire_t *fi) {
 static int batch_add(lt_sched_t *s, batch_t *b, int idx, instr_rec_t *r, const lt_fire_t *fi,
                      uint32_t flags) {
   uint32_t more = fi->nstages - 1;
-  if (grow((void **)&b->instrs, &b->cap, b->n + 1, sizeof *b->instrs) != LT_OK ||
-      grow((void **)&b->outputs, &b->capoutputs, b->n + 1, sizeof *b->outputs) != LT_OK ||
-      grow((void **)&b->inputs, &b->capinputs, b->ninputs + r->nins, sizeof *b->inputs) != LT_OK ||
-      grow((void **)&b->stages, &b->capstages, b->nstages + more, sizeof *b->stages) != LT_OK ||
-      grow((void **)&b->frames, &b->capframes, b->nframes + r->nins, sizeof *b->frames) != LT_OK ||
-      grow((void **)&b->values, &b->capvalues, b->nframes + r->nins, sizeof *b->values) != LT_OK)
+  size_t n = (size_t)b->n + 1, nframes = (size_t)b->nframes + r->nins;
+  if (LT_VEC_RESERVE(b->instrs, b->cap, n) != LT_OK ||
+      LT_VEC_RESERVE(b->outputs, b->capoutputs, n) != LT_OK ||
+      LT_VEC_RESERVE(b->inputs, b->capinputs, (size_t)b->ninputs + r->nins) != LT_OK ||
+      LT_VEC_RESERVE(b->stages, b->capstages, (size_t)b->nstages + more) != LT_OK ||
+      LT_VEC_RESERVE(b->frames, b->capframes, nframes) != LT_OK ||
+      LT_VEC_RESERVE(b->values, b->capvalues, nframes) != LT_OK)
     return LT_ENOMEM;
   lt_instr_t *ins = &b->instrs[b->n];
   memset(ins, 0, sizeof *ins);

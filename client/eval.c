@@ -28,6 +28,7 @@
 #include "queue.h"
 #include "json.h"
 #include "spawn.h"
+#include "vec.h"
 
 typedef enum lt_eval_state { LT_EVAL_NEW = 0, LT_EVAL_STARTED, LT_EVAL_FAILED } lt_eval_state_t;
 
@@ -40,7 +41,7 @@ struct lt_eval {
                       proves a later hello is ours and lets our servers fetch from each other */
 
   lt_proc_t *procs; /* spawned servers (evaluator thread only) */
-  size_t nprocs;
+  size_t nprocs, capprocs;
 
   pthread_mutex_t mu; /* guards everything below */
   pthread_cond_t cv_result;
@@ -294,16 +295,12 @@ LT_API const char *lt_eval_error(const lt_eval_t *ev) {
 /* grow_hosts makes room for one more host; under ev->mu. */
 static int grow_hosts(lt_eval_t *ev) {
   if (ev->nhosts < ev->caphosts) return LT_OK;
-  size_t cap = ev->caphosts ? ev->caphosts * 2 : 8;
-  char **h = realloc(ev->hosts, cap * sizeof *h);
-  if (h != NULL) ev->hosts = h;
-  int *f = realloc(ev->host_fds, cap * sizeof *f);
-  if (f != NULL) ev->host_fds = f;
-  unsigned char *g = realloc(ev->host_gone, cap);
-  if (g != NULL) ev->host_gone = g;
-  char(*k)[41] = realloc(ev->host_keys, cap * sizeof *k);
-  if (k != NULL) ev->host_keys = k;
-  if (h == NULL || f == NULL || g == NULL || k == NULL) return LT_ENOMEM;
+  size_t old = ev->caphosts, cap = old ? old * 2 : 8;
+  if (LT_VEC_RESIZE(ev->hosts, old, cap) != LT_OK ||
+      LT_VEC_RESIZE(ev->host_fds, old, cap) != LT_OK ||
+      LT_VEC_RESIZE(ev->host_gone, old, cap) != LT_OK ||
+      LT_VEC_RESIZE(ev->host_keys, old, cap) != LT_OK)
+    return LT_ENOMEM;
   ev->caphosts = cap;
   return LT_OK;
 }
@@ -406,9 +403,8 @@ static const char *server_program(const lt_eval_t *ev, char *buf, size_t len) {
 
 LT_API int lt_eval_spawn_local(lt_eval_t *ev, int nservers) {
   if (ev == NULL || nservers <= 0 || nservers > 256) return LT_EINVAL;
-  lt_proc_t *procs = realloc(ev->procs, (ev->nprocs + (size_t)nservers) * sizeof *procs);
-  if (procs == NULL) return LT_ENOMEM;
-  ev->procs = procs;
+  if (LT_VEC_RESERVE(ev->procs, ev->capprocs, ev->nprocs + (size_t)nservers) != LT_OK)
+    return LT_ENOMEM;
   for (int i = 0; i < nservers; i++) {
     lt_proc_t *p = &ev->procs[ev->nprocs];
     char name[32], err[256], buf[PATH_MAX];

@@ -15,6 +15,7 @@
 
 #include "eval.h"
 #include "log.h"
+#include "vec.h"
 
 /* Announce files and hosts files are small: a hosts file for a very large cluster still
  * fits. */
@@ -236,13 +237,8 @@ static int changed(lt_hosts_watch_t *w, const char *name, const struct stat *st)
     s->size = (int64_t)st->st_size;
     return 1;
   }
-  if (w->nseen == w->capseen) {
-    size_t cap = w->capseen ? w->capseen * 2 : 16;
-    seen_t *n = realloc(w->seen, cap * sizeof *n);
-    if (n == NULL) return 1; /* read it again next time */
-    w->seen = n;
-    w->capseen = cap;
-  }
+  if (LT_VEC_RESERVE(w->seen, w->capseen, w->nseen + 1) != LT_OK)
+    return 1; /* read it again next time */
   char *copy = strdup(name);
   if (copy == NULL) return 1;
   w->seen[w->nseen++] = (seen_t){copy, mt, (int64_t)st->st_size};

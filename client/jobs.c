@@ -14,6 +14,7 @@
 #include "queue.h"
 #include "exec.h"
 #include "sched_internal.h"
+#include "vec.h"
 
 /* ---- jobs --------------------------------------------------------------------------- */
 
@@ -138,13 +139,8 @@ void lt__sched_take_intake(lt_sched_t *s) {
 void lt__sched_release(lt_sched_t *s, int conn, lt_oid_t id) {
   if (conn < 0 || (size_t)conn >= s->nconns || s->conns[conn].state == LT_CONN_DEAD) return;
   relq_t *q = &s->relq[conn];
-  if (q->n == q->cap) {
-    uint32_t cap = q->cap ? q->cap * 2 : 64;
-    lt_oid_t *ids = realloc(q->ids, cap * sizeof *ids);
-    if (ids == NULL) return; /* the session's end releases it */
-    q->ids = ids;
-    q->cap = cap;
-  }
+  if (LT_VEC_RESERVE(q->ids, q->cap, (size_t)q->n + 1) != LT_OK)
+    return; /* the session's end releases it */
   q->ids[q->n++] = id;
 }
 

@@ -16,6 +16,7 @@
 #include "local.h"
 #include "log.h"
 #include "module.h"
+#include "vec.h"
 
 struct lt_local {
   lt_eval_t *ev; /* opaque: backend.h's calls only */
@@ -87,13 +88,8 @@ static int local_new(void **out, const lt_backend_env_t *env) {
 static void on_fire(void *ud, lt_instance_t *inst, lt_frame_t *f) {
   (void)inst;
   lt_local_t *l = ud;
-  if (l->nstack == l->capstack) {
-    size_t cap = l->capstack ? l->capstack * 2 : 64;
-    lt_frame_t **s = realloc(l->stack, cap * sizeof *s);
-    if (s == NULL) abort(); /* nothing sensible is left to do without memory */
-    l->stack = s;
-    l->capstack = cap;
-  }
+  if (LT_VEC_RESERVE(l->stack, l->capstack, l->nstack + 1) != LT_OK)
+    abort(); /* nothing sensible is left to do without memory */
   l->stack[l->nstack++] = f;
 }
 

@@ -155,13 +155,15 @@ typedef struct slot {
   int draining;        /* lt_eval_remove_host: 1 asked, 2 its queued work was cancelled */
   lost_rec_t *lost;    /* what that session was running when it ended (crash.c) */
   uint32_t nlost;
+  size_t caplost;
   char why[96]; /* why it is not alive: "refused", "unresolvable", "no answer", ... */
 } slot_t;
 
 /* Ids to release on one server, sent as one `release` per loop turn. */
 typedef struct relq {
   lt_oid_t *ids;
-  uint32_t n, cap;
+  uint32_t n;
+  size_t cap;
 } relq_t;
 
 /* What lt_eval_stats_json reports of one server, as last published (sched_stats.c). */
@@ -194,7 +196,8 @@ typedef struct stats_snap {
   pthread_mutex_t mu;
   uint64_t instructions, bytes_to, bytes_from, retries, migrations, migrated, stray, overdue;
   uint64_t backups, backups_won;
-  stats_server_t *servers; /* the slots no later session stands for, in slot order */
+  stats_server_t *servers; /* the slots no later session stands for, in slot order; cap of
+                              them allocated, zeroed until used */
   size_t nservers, cap;
 } stats_snap_t;
 

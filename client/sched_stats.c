@@ -9,6 +9,7 @@
 
 #include "json.h"
 #include "sched_internal.h"
+#include "vec.h"
 
 void lt__stats_init(stats_snap_t *st) {
   memset(st, 0, sizeof *st);
@@ -67,20 +68,6 @@ static void snap_server(const lt_sched_t *s, size_t i, stats_server_t *out) {
   }
 }
 
-/* reserve makes room for n servers in the snapshot; LT_ENOMEM keeps the old room. */
-static int reserve(stats_snap_t *st, size_t n) {
-  if (n <= st->cap) return LT_OK;
-  size_t cap = st->cap ? st->cap : 8;
-  while (cap < n)
-    cap *= 2;
-  stats_server_t *sv = realloc(st->servers, cap * sizeof *sv);
-  if (sv == NULL) return LT_ENOMEM;
-  memset(sv + st->cap, 0, (cap - st->cap) * sizeof *sv);
-  st->servers = sv;
-  st->cap = cap;
-  return LT_OK;
-}
-
 void lt__stats_publish(lt_sched_t *s) {
   stats_snap_t *st = &s->stats;
   pthread_mutex_lock(&st->mu);
@@ -94,7 +81,7 @@ void lt__stats_publish(lt_sched_t *s) {
   st->backups_won = s->backups_won;
   st->bytes_to = st->bytes_from = 0;
   size_t n = 0;
-  int room = reserve(st, s->nconns) == LT_OK;
+  int room = LT_VEC_RESERVE(st->servers, st->cap, s->nconns) == LT_OK;
   for (size_t i = 0; i < s->nconns; i++) {
     st->bytes_to += s->conns[i].bytes_out;
     st->bytes_from += s->conns[i].bytes_in;

@@ -16,6 +16,7 @@
 #include "sched_internal.h"
 #include "scheduler.h"
 #include "json.h"
+#include "vec.h"
 
 static void sched_free(void *self);
 
@@ -110,20 +111,11 @@ int lt__sched_cancel(lt_sched_t *s, size_t idx, uint64_t *seqs, uint32_t n) {
 /* grow_slots makes room for one more connection in every per-connection array. */
 static int grow_slots(lt_sched_t *s) {
   if (s->nconns < s->capconns) return LT_OK;
-  size_t cap = s->capconns ? s->capconns * 2 : 8;
-  lt_conn_t *c = realloc(s->conns, cap * sizeof *c);
-  if (c != NULL) s->conns = c;
-  relq_t *q = realloc(s->relq, cap * sizeof *q);
-  if (q != NULL) s->relq = q;
-  uint32_t *a = realloc(s->admitted, cap * sizeof *a);
-  if (a != NULL) s->admitted = a;
-  pace_t *pc = realloc(s->pace, cap * sizeof *pc);
-  if (pc != NULL) s->pace = pc;
-  slot_t *sl = realloc(s->slots, cap * sizeof *sl);
-  if (sl != NULL) s->slots = sl;
-  if (c == NULL || q == NULL || a == NULL || pc == NULL || sl == NULL) return LT_ENOMEM;
-  memset(q + s->capconns, 0, (cap - s->capconns) * sizeof *q);
-  memset(a + s->capconns, 0, (cap - s->capconns) * sizeof *a);
+  size_t old = s->capconns, cap = old ? old * 2 : 8;
+  if (LT_VEC_RESIZE(s->conns, old, cap) != LT_OK || LT_VEC_RESIZE(s->relq, old, cap) != LT_OK ||
+      LT_VEC_RESIZE(s->admitted, old, cap) != LT_OK || LT_VEC_RESIZE(s->pace, old, cap) != LT_OK ||
+      LT_VEC_RESIZE(s->slots, old, cap) != LT_OK)
+    return LT_ENOMEM;
   s->capconns = cap;
   return LT_OK;
 }
@@ -669,12 +661,7 @@ static void *sched_main(void *arg) {
   zmq_pollitem_t *items = NULL;
   size_t capitems = 0;
   for (;;) {
-    if (capitems < 3 * s->nconns + 1) {
-      capitems = (3 * s->nconns + 1) * 2;
-      zmq_pollitem_t *n = realloc(items, capitems * sizeof *items);
-      if (n == NULL) break;
-      items = n;
-    }
+    if (LT_VEC_RESERVE(items, capitems, 3 * s->nconns + 1) != LT_OK) break;
     size_t npolled = s->nconns;
     size_t nitems = poll_items(s, items);
     long timeout = (long)(s->next_tick - lt__clock_ms());

@@ -16,6 +16,7 @@
 #include "exec.h"
 #include "sched_internal.h"
 #include "trace.h"
+#include "vec.h"
 
 #define CLIENT_PID     1 /* the client process; server i is process i + SERVER_PID0 */
 #define SERVER_PID0    2
@@ -48,7 +49,7 @@ struct lt_trace {
   int64_t t0_us;   /* time 0 of the trace (client CLOCK_MONOTONIC) */
   int64_t recv_us; /* arrival of the message being handled */
   int64_t last_flush_us;
-  trace_server_t *srv; /* by connection index */
+  trace_server_t *srv; /* by connection index, nsrv of them allocated (zeroed until used) */
   size_t nsrv;
   lt_json_t j; /* the event being built; its buffer is reused */
 };
@@ -166,16 +167,7 @@ void lt__trace_close(lt_trace_t *t) {
 
 /* server returns the state of server `idx`, growing the array; NULL when out of memory. */
 static trace_server_t *server(lt_trace_t *t, size_t idx) {
-  if (idx >= t->nsrv) {
-    size_t n = t->nsrv ? t->nsrv : 4;
-    while (n <= idx)
-      n *= 2;
-    trace_server_t *v = realloc(t->srv, n * sizeof *v);
-    if (v == NULL) return NULL;
-    memset(v + t->nsrv, 0, (n - t->nsrv) * sizeof *v);
-    t->srv = v;
-    t->nsrv = n;
-  }
+  if (LT_VEC_RESERVE(t->srv, t->nsrv, idx + 1) != LT_OK) return NULL;
   return &t->srv[idx];
 }
 
@@ -263,15 +255,8 @@ static void span_name(const lt_sched_t *s, const instr_rec_t *r, const lt_comple
 /* worker_tid returns the track of a worker thread, naming it the first time. */
 static uint64_t worker_tid(lt_trace_t *t, trace_server_t *ts, size_t idx, uint32_t worker) {
   size_t byte = worker / 8;
-  if (byte >= ts->named_bytes) {
-    size_t n = byte + 16;
-    unsigned char *b = realloc(ts->named_workers, n);
-    if (b != NULL) {
-      memset(b + ts->named_bytes, 0, n - ts->named_bytes);
-      ts->named_workers = b;
-      ts->named_bytes = n;
-    }
-  }
+  /* Out of memory, the worker goes unnamed. */
+  (void)LT_VEC_RESERVE(ts->named_workers, ts->named_bytes, byte + 1);
   uint64_t tid = (uint64_t)worker + 1; /* tid 0 is left to process-wide events */
   if (byte < ts->named_bytes && !(ts->named_workers[byte] & (1u << (worker % 8)))) {
     ts->named_workers[byte] |= (unsigned char)(1u << (worker % 8));

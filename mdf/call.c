@@ -11,6 +11,7 @@
 #include <lithium/error.h>
 
 #include "call.h"
+#include "vec.h"
 
 /* Bits of lt__call_t.failed. */
 enum {
@@ -55,12 +56,9 @@ static void *op_output(lt_call_t *pub, size_t len) {
     uint32_t cap = c->cap > 0 ? c->cap * 2 : 4;
     /* Each array is stored as soon as it has grown, so a failure of the second leaves
      * consistent (merely larger) storage behind. */
-    void **data = realloc(c->out_data, cap * sizeof *data);
-    if (data == NULL) goto nomem;
-    c->out_data = data;
-    size_t *lens = realloc(c->out_len, cap * sizeof *lens);
-    if (lens == NULL) goto nomem;
-    c->out_len = lens;
+    if (LT_VEC_RESIZE(c->out_data, c->cap, cap) != LT_OK ||
+        LT_VEC_RESIZE(c->out_len, c->cap, cap) != LT_OK)
+      goto nomem;
     c->cap = cap;
   }
   void *p = malloc(len > 0 ? len : 1);

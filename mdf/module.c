@@ -15,6 +15,7 @@
 #include "elfhdr.h"
 #include "module.h"
 #include "sha256.h"
+#include "vec.h"
 
 #define NAME_MAX_LEN LT_MODULE_NAME_MAX
 
@@ -28,7 +29,7 @@ typedef struct module {
 struct lt_modules {
   pthread_mutex_t mu;
   char **dirs;
-  size_t ndirs;
+  size_t ndirs, capdirs;
   module_t *loaded;
 };
 
@@ -124,16 +125,11 @@ int lt__modules_add_dir(lt_modules_t *m, const char *dir) {
   char *copy = strdup(dir);
   if (copy == NULL) return LT_ENOMEM;
   pthread_mutex_lock(&m->mu);
-  char **dirs = realloc(m->dirs, (m->ndirs + 1) * sizeof *dirs);
-  if (dirs == NULL) {
-    pthread_mutex_unlock(&m->mu);
-    free(copy);
-    return LT_ENOMEM;
-  }
-  dirs[m->ndirs++] = copy;
-  m->dirs = dirs;
+  int rc = LT_VEC_RESERVE(m->dirs, m->capdirs, m->ndirs + 1);
+  if (rc == LT_OK) m->dirs[m->ndirs++] = copy;
   pthread_mutex_unlock(&m->mu);
-  return LT_OK;
+  if (rc != LT_OK) free(copy);
+  return rc;
 }
 
 /* searched_list writes the directories, comma-separated, for an error message. */

@@ -9,6 +9,7 @@
 #include "kind.h"
 #include "module.h"
 #include "skel.h"
+#include "vec.h"
 
 /* MAX_DEPTH bounds the nesting of skeletons so that a hostile expression cannot exhaust the
  * stack of the parser (or of the recursive code that later walks the tree). */
@@ -214,13 +215,7 @@ static int parse_skel(parser_t *ps, int depth, lt_skel_kind_t instead, lt_skel_t
 /* parse_child reads one skeleton and appends it to the children of `s` (`*cap` of them
  * allocated). */
 static int parse_child(parser_t *ps, int depth, lt_skel_kind_t instead, lt_skel_t *s, size_t *cap) {
-  if (s->nchildren == *cap) {
-    size_t ncap = *cap == 0 ? 4 : *cap * 2;
-    lt_skel_t **c = realloc(s->children, ncap * sizeof *c);
-    if (c == NULL) return LT_ENOMEM;
-    s->children = c;
-    *cap = ncap;
-  }
+  if (LT_VEC_RESERVE(s->children, *cap, s->nchildren + 1) != LT_OK) return LT_ENOMEM;
   lt_skel_t *child = NULL;
   int rc = parse_skel(ps, depth + 1, instead, &child);
   if (rc == LT_OK) s->children[s->nchildren++] = child;

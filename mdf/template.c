@@ -8,6 +8,7 @@
 #include <lithium/error.h>
 #include "kind.h"
 #include "template.h"
+#include "vec.h"
 
 /* kernel_index returns the index of `name` in t->kernels, adding it when new. */
 static int kernel_index(lt_template_t *t, const char *name, uint32_t *idx) {
@@ -17,10 +18,8 @@ static int kernel_index(lt_template_t *t, const char *name, uint32_t *idx) {
       return LT_OK;
     }
   }
-  char **k = realloc(t->kernels, (t->nkernels + 1) * sizeof *k);
-  if (k == NULL) return LT_ENOMEM;
-  t->kernels = k;
-  if ((k[t->nkernels] = strdup(name)) == NULL) return LT_ENOMEM;
+  if (LT_VEC_RESERVE(t->kernels, t->capkernels, t->nkernels + 1) != LT_OK) return LT_ENOMEM;
+  if ((t->kernels[t->nkernels] = strdup(name)) == NULL) return LT_ENOMEM;
   *idx = t->nkernels++;
   return LT_OK;
 }
@@ -28,12 +27,8 @@ static int kernel_index(lt_template_t *t, const char *name, uint32_t *idx) {
 int lt__template_stage_add(lt_template_t *t, uint32_t id, const char *kernel, const void *param,
                            size_t len) {
   lt_tnode_t *n = &t->nodes[id];
-  lt_tstage_t *st = realloc(n->stages, (n->nstages + 1) * sizeof *st);
-  if (st == NULL) return LT_ENOMEM;
-  n->stages = st;
-  lt_tstage_t *s = &st[n->nstages];
-  memset(s, 0, sizeof *s);
-  n->nstages++;
+  lt_tstage_t *s = LT_VEC_PUSH(n->stages, n->nstages, n->capstages);
+  if (s == NULL) return LT_ENOMEM;
   if (len > 0) {
     if ((s->param = malloc(len)) == NULL) return LT_ENOMEM;
     memcpy(s->param, param, len);
@@ -44,15 +39,13 @@ int lt__template_stage_add(lt_template_t *t, uint32_t id, const char *kernel, co
 
 int lt__template_node_add(lt_template_t *t, lt_tnode_kind_t kind, lt_skel_kind_t skel,
                           lt_tchain_t *c, uint32_t *id) {
-  lt_tnode_t *n = realloc(t->nodes, (t->nnodes + 1) * sizeof *n);
+  lt_tnode_t *n = LT_VEC_PUSH(t->nodes, t->nnodes, t->capnodes);
   if (n == NULL) return LT_ENOMEM;
-  t->nodes = n;
-  memset(&n[t->nnodes], 0, sizeof *n);
-  n[t->nnodes].kind = kind;
-  n[t->nnodes].skel = skel;
-  n[t->nnodes].next = -1;
-  *id = t->nnodes++;
-  if (c->last >= 0) n[c->last].next = (int32_t)*id;
+  n->kind = kind;
+  n->skel = skel;
+  n->next = -1;
+  *id = t->nnodes - 1;
+  if (c->last >= 0) t->nodes[c->last].next = (int32_t)*id;
   if (c->first < 0) c->first = (int32_t)*id;
   c->last = (int32_t)*id;
   return LT_OK;
@@ -64,10 +57,8 @@ int lt__template_flatten(lt_template_t *t, const lt_skel_t *s, lt_tchain_t *c) {
 }
 
 int lt__template_block(lt_template_t *t, const lt_skel_t *s, uint32_t *block) {
-  uint32_t *b = realloc(t->blocks, (t->nblocks + 1) * sizeof *b);
-  if (b == NULL) return LT_ENOMEM;
-  t->blocks = b;
-  *block = t->nblocks++;
+  if (LT_VEC_PUSH(t->blocks, t->nblocks, t->capblocks) == NULL) return LT_ENOMEM;
+  *block = t->nblocks - 1;
   lt_tchain_t c = {-1, -1};
   int rc = lt__template_flatten(t, s, &c);
   if (rc != LT_OK) return rc;

@@ -44,6 +44,7 @@ typedef struct lt_tnode {
   lt_tstage_t *stages; /* SEQ: >= 1; MAP: split, merge; DC: cond, divide, combine; IF and
                           WHILE: cond */
   uint32_t nstages;
+  size_t capstages;
   uint32_t block;   /* MAP, WHILE: the body; DC: the base; IF: the block when true */
   uint32_t alt;     /* IF: the block when false */
   uint32_t nblocks; /* the blocks it runs: SEQ 0, IF 2, others 1 */
@@ -54,10 +55,13 @@ typedef struct lt_tnode {
 typedef struct lt_template {
   char **kernels; /* distinct "module:function" names, in first-use order: the program */
   uint32_t nkernels;
+  size_t capkernels;
   lt_tnode_t *nodes;
   uint32_t nnodes;
+  size_t capnodes;
   uint32_t *blocks; /* first node of each block */
   uint32_t nblocks;
+  size_t capblocks;
   int normal_form; /* adjacent seq stages were fused */
 } lt_template_t;
 
