@@ -23,7 +23,7 @@
 
 /* eligible tells whether r may get a copy: out, alone, its inputs held by the client, and
  * its output not named to successors on its server. */
-static int eligible(const instr_rec_t *r) {
+static int eligible(const lt_instr_rec_t *r) {
   if (r->state != LT_IR_OUT || r->twin != NULL || lt__sched_stale(r) ||
       lt__op(r->op)->outputs != LT_OP_OUT_ONE || (r->moved && !r->final) || r->chained)
     return 0;
@@ -34,7 +34,7 @@ static int eligible(const instr_rec_t *r) {
 
 /* idle_server returns a server running nothing of ours that takes r's inputs and would
  * finish r in less than `ran_us`, the cheapest such, or -1. */
-static int idle_server(lt_sched_t *s, const instr_rec_t *r, double ran_us) {
+static int idle_server(lt_sched_t *s, const lt_instr_rec_t *r, double ran_us) {
   int best = -1;
   double best_us = ran_us;
   for (size_t i = 0; i < s->nconns; i++) {
@@ -57,10 +57,10 @@ static int idle_server(lt_sched_t *s, const instr_rec_t *r, double ran_us) {
  * queued. A server runs a session's instructions in the order they arrived: with fewer than
  * its parallel threads' worth sent before r still out, r runs; it began when it arrived or
  * when a completion freed a thread, so no later than the server's last completion. */
-static int64_t running_since(lt_sched_t *s, const instr_rec_t *r) {
+static int64_t running_since(lt_sched_t *s, const lt_instr_rec_t *r) {
   const lt_conn_t *c = &s->conns[r->conn];
   uint32_t ahead = 0, parallel = (uint32_t)lt__pace_parallel(&s->pace[r->conn]);
-  const instr_rec_t *o, *tmp;
+  const lt_instr_rec_t *o, *tmp;
   HASH_ITER(hh, s->inflight, o, tmp) {
     if (o->conn == r->conn && o != r &&
         (o->sent_ms < r->sent_ms || (o->sent_ms == r->sent_ms && o->seq < r->seq)))
@@ -71,7 +71,7 @@ static int64_t running_since(lt_sched_t *s, const instr_rec_t *r) {
 
 /* due_us is what r should take on its server: its cost there as expected when it was sent,
  * or, sent before any was measured (the first burst of lookahead), as expected now. */
-static double due_us(lt_sched_t *s, const instr_rec_t *r) {
+static double due_us(lt_sched_t *s, const lt_instr_rec_t *r) {
   return r->cost_known ? r->cost_us : lt__pace_cost_us(s, (size_t)r->conn, r->stages);
 }
 
@@ -85,9 +85,9 @@ static int any_idle(lt_sched_t *s) {
 }
 
 /* copy_of makes r's twin: the same work under an instruction id of its own. */
-static instr_rec_t *copy_of(lt_sched_t *s, instr_rec_t *r) {
+static lt_instr_rec_t *copy_of(lt_sched_t *s, lt_instr_rec_t *r) {
   lt_token_t *ins = calloc(r->nins ? r->nins : 1, sizeof *ins);
-  instr_rec_t *c = ins != NULL ? lt__rec_new(s, r->job) : NULL;
+  lt_instr_rec_t *c = ins != NULL ? lt__rec_new(s, r->job) : NULL;
   if (c == NULL) {
     free(ins);
     return NULL;
@@ -114,7 +114,7 @@ void lt__sched_backup(lt_sched_t *s, int64_t now_ms) {
   if (!o->backup || !o->lookahead || s->fire_head != NULL || s->inflight == NULL ||
       !lt__eval_input_closed(s->ev) || !any_idle(s))
     return;
-  instr_rec_t *r, *tmp;
+  lt_instr_rec_t *r, *tmp;
   HASH_ITER(hh, s->inflight, r, tmp) {
     if (!eligible(r) || lt__pace_known_us(s, r->stages) <= 0) continue; /* nothing to judge by */
     int64_t taken_ms = now_ms - r->sent_ms;
@@ -126,7 +126,7 @@ void lt__sched_backup(lt_sched_t *s, int64_t now_ms) {
     if (ran_us < BACKUP_MIN_MS * 1000.0 || ran_us < o->backup_factor * due) continue;
     int to = idle_server(s, r, ran_us);
     if (to < 0) continue;
-    instr_rec_t *c = copy_of(s, r);
+    lt_instr_rec_t *c = copy_of(s, r);
     if (c == NULL) return;
     c->twin = r;
     r->twin = c;
@@ -142,9 +142,9 @@ void lt__sched_backup(lt_sched_t *s, int64_t now_ms) {
   }
 }
 
-int lt__sched_twin_settle(lt_sched_t *s, instr_rec_t *r, int ok) {
+int lt__sched_twin_settle(lt_sched_t *s, lt_instr_rec_t *r, int ok) {
   if (r->state == LT_IR_DROPPED) return 1;
-  instr_rec_t *t = r->twin;
+  lt_instr_rec_t *t = r->twin;
   if (t == NULL) return 0;
   r->twin = NULL;
   t->twin = NULL;

@@ -7,7 +7,7 @@
 #include "exec.h"
 #include "sched_internal.h"
 
-lt_binding_t lt__binding(const lt_sched_t *s, const instr_rec_t *r) {
+lt_binding_t lt__binding(const lt_sched_t *s, const lt_instr_rec_t *r) {
   const lt_options_t *o = s->opts;
   lt_binding_t b = {.outputs_stay = o->lazy, .inline_max = o->lazy ? o->inline_max : 0};
   if (r == NULL) return b;

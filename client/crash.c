@@ -1,7 +1,7 @@
 /* crash.c: crashes charged to the instructions that caused them. A supervised server whose
  * worker process dies of a signal comes back as a new incarnation and, in its welcome to
  * each client that greets it again, lists that client's instructions that were running at
- * the crash. The client kept what the ended session was running (lost_rec_t, by slot); at
+ * the crash. The client kept what the ended session was running (lt_lost_rec_t, by slot); at
  * the welcome each listed instruction's chain is charged to its task: a chain present at two
  * crashes is poison, and its task fails with LT_ECRASH naming the kernel and the signal
  * instead of crashing more servers. Losses to a crash, of the poison and of the instructions
@@ -18,31 +18,31 @@
 
 #define POISON_CRASHES 2
 
-void lt__sched_note_lost(lt_sched_t *s, size_t idx, const instr_rec_t *r) {
-  slot_t *sl = &s->slots[idx];
+void lt__sched_note_lost(lt_sched_t *s, size_t idx, const lt_instr_rec_t *r) {
+  lt_slot_t *sl = &s->slots[idx];
   if (lt__sched_stale(r) || r->stages == NULL) return;
-  lost_rec_t *n = LT_VEC_PUSH(sl->lost, sl->nlost, sl->caplost);
+  lt_lost_rec_t *n = LT_VEC_PUSH(sl->lost, sl->nlost, sl->caplost);
   if (n == NULL) return; /* the loss stays charged: nothing worse */
-  *n = (lost_rec_t){r->seq, r->job->num, r->stages};
+  *n = (lt_lost_rec_t){r->seq, r->job->num, r->stages};
 }
 
 void lt__sched_forget_lost(lt_sched_t *s, size_t idx) {
-  slot_t *sl = &s->slots[idx];
+  lt_slot_t *sl = &s->slots[idx];
   LT_VEC_FREE(sl->lost, sl->nlost, sl->caplost);
 }
 
 /* find_rec returns the record of instruction `seq` still out or queued, or NULL. */
-static instr_rec_t *find_rec(lt_sched_t *s, uint64_t seq) {
-  instr_rec_t *r;
+static lt_instr_rec_t *find_rec(lt_sched_t *s, uint64_t seq) {
+  lt_instr_rec_t *r;
   HASH_FIND(hh, s->inflight, &seq, sizeof seq, r);
-  for (instr_rec_t *q = s->fire_head; r == NULL && q != NULL; q = q->next)
+  for (lt_instr_rec_t *q = s->fire_head; r == NULL && q != NULL; q = q->next)
     if (q->seq == seq) r = q;
   return r;
 }
 
 /* refund takes back the retry charged when `seq` was lost with a crashed session. */
 static void refund(lt_sched_t *s, uint64_t seq) {
-  instr_rec_t *r = find_rec(s, seq);
+  lt_instr_rec_t *r = find_rec(s, seq);
   if (r == NULL || r->tries == 0) return;
   r->tries--;
   if (s->retries > 0) s->retries--;
@@ -63,8 +63,8 @@ static void signal_name(int sig, char *buf, size_t len) {
 
 /* charge counts a crash against the chain `key` of task `task`; at the second, the task
  * fails with LT_ECRASH and a copy still out is cancelled. */
-static void charge(lt_sched_t *s, const lost_rec_t *l, int sig) {
-  job_t *j;
+static void charge(lt_sched_t *s, const lt_lost_rec_t *l, int sig) {
+  lt_job_rec_t *j;
   HASH_FIND(hh, s->jobs, &l->task, sizeof l->task, j);
   if (j == NULL || j->finished) return;
   if (j->crash_key != l->key) {
@@ -77,7 +77,7 @@ static void charge(lt_sched_t *s, const lost_rec_t *l, int sig) {
   snprintf(msg, sizeof msg, "%s: server crashed with %s (%s; not retried)", kernel_of(s, l->key),
            sname, j->crashes == 2 ? "twice" : "again");
   lt__log(LT_LOG_WARN, "task %llu: %s", (unsigned long long)l->task, msg);
-  instr_rec_t *r = find_rec(s, l->seq);
+  lt_instr_rec_t *r = find_rec(s, l->seq);
   if (r != NULL && r->state != LT_IR_QUEUED) lt__sched_cancel(s, (size_t)r->conn, &r->seq, 1);
   lt__sched_job_fail(s, j, LT_ECRASH, msg);
 }
@@ -99,7 +99,7 @@ void lt__sched_crash_report(lt_sched_t *s, size_t idx, const lt_msg_t *w) {
     signal_name(w->u.welcome.crash_signal, sname, sizeof sname);
     lt__log(LT_LOG_WARN, "server %s crashed with %s while running %u of our instructions",
             old->endpoint, sname, w->u.welcome.ncrashed);
-    slot_t *ps = &s->slots[p];
+    lt_slot_t *ps = &s->slots[p];
     for (uint32_t i = 0; i < ps->nlost; i++) {
       refund(s, ps->lost[i].seq);
       if (listed(w, ps->lost[i].seq)) charge(s, &ps->lost[i], w->u.welcome.crash_signal);

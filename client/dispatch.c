@@ -48,7 +48,7 @@ typedef struct batch {
 
 /* keep_inputs copies the instruction's input tokens into the record (value references
  * included): they outlive the frame, which may go on at once. */
-static int keep_inputs(instr_rec_t *r, const lt_fire_t *fi) {
+static int keep_inputs(lt_instr_rec_t *r, const lt_fire_t *fi) {
   r->ins = calloc(fi->ninputs ? fi->ninputs : 1, sizeof *r->ins);
   if (r->ins == NULL) return LT_ENOMEM;
   for (uint32_t i = 0; i < fi->ninputs; i++) {
@@ -60,7 +60,7 @@ static int keep_inputs(instr_rec_t *r, const lt_fire_t *fi) {
 }
 
 /* batch_add appends r's instruction for server `idx`. */
-static int batch_add(lt_sched_t *s, batch_t *b, int idx, instr_rec_t *r, const lt_fire_t *fi,
+static int batch_add(lt_sched_t *s, batch_t *b, int idx, lt_instr_rec_t *r, const lt_fire_t *fi,
                      uint32_t flags) {
   uint32_t more = fi->nstages - 1;
   size_t n = (size_t)b->n + 1, nframes = (size_t)b->nframes + r->nins;
@@ -159,7 +159,7 @@ static int inputs_lost(const lt_sched_t *s, const lt_fire_t *fi) {
 }
 
 /* instr_bytes estimates from above what r's instruction adds to an execute header. */
-static uint64_t instr_bytes(const lt_sched_t *s, const instr_rec_t *r, const lt_fire_t *fi) {
+static uint64_t instr_bytes(const lt_sched_t *s, const lt_instr_rec_t *r, const lt_fire_t *fi) {
   uint64_t n = INSTR_BYTES;
   for (uint32_t k = 0; k < fi->nstages; k++)
     n += STAGE_BYTES + fi->stages[k].param_len;
@@ -180,7 +180,7 @@ static uint64_t header_cap(const lt_sched_t *s, size_t idx) {
 /* too_big fails r's task when no live server takes frames as large as it needs (an input
  * sent or fetched, or the instruction itself in the header), and none is still connecting;
  * 1 when it did. */
-static int too_big(lt_sched_t *s, instr_rec_t *r, const lt_fire_t *fi) {
+static int too_big(lt_sched_t *s, lt_instr_rec_t *r, const lt_fire_t *fi) {
   uint64_t most = 0, hdr = instr_bytes(s, r, fi);
   size_t best = 0;
   int live = 0;
@@ -215,15 +215,15 @@ static int too_big(lt_sched_t *s, instr_rec_t *r, const lt_fire_t *fi) {
 
 /* fits_on tells whether server `idx` takes r's instruction and its inputs within its frame
  * limit. */
-static int fits_on(lt_sched_t *s, const instr_rec_t *r, const lt_fire_t *fi, int idx) {
+static int fits_on(lt_sched_t *s, const lt_instr_rec_t *r, const lt_fire_t *fi, int idx) {
   return s->conns[idx].max_frame == 0 || (lt__placement_fits(s, (size_t)idx, fi) &&
                                           instr_bytes(s, r, fi) <= header_cap(s, (size_t)idx));
 }
 
 /* move_on passes r's output on by name now that its server `idx` is known (lazy binding):
  * the frame goes on, and successors it fires are queued to go out in this turn. */
-static void move_on(lt_sched_t *s, instr_rec_t *r, int idx) {
-  job_t *j = r->job;
+static void move_on(lt_sched_t *s, lt_instr_rec_t *r, int idx) {
+  lt_job_rec_t *j = r->job;
   lt_token_t out = {.id = {s->client_id, r->seq}, .holder = idx};
   lt__instance_dispatched(j->inst, r->frame, &out, lt__sched_on_fire_chained, s);
   r->moved = 1;
@@ -234,7 +234,7 @@ static void move_on(lt_sched_t *s, instr_rec_t *r, int idx) {
 
 /* send_one places and encodes r (on server `force` when it is not -1); LT_EAGAIN when no
  * server has room. */
-static int send_one(lt_sched_t *s, batch_t *batches, instr_rec_t *r, int force) {
+static int send_one(lt_sched_t *s, batch_t *batches, lt_instr_rec_t *r, int force) {
   lt_fire_t fi;
   if (r->moved) {
     /* A re-dispatch after its frame went on: the record has all it needs. */
@@ -244,7 +244,7 @@ static int send_one(lt_sched_t *s, batch_t *batches, instr_rec_t *r, int force) 
   }
   if (inputs_lost(s, &fi)) {
     if (r->backup) return LT_ESTATE; /* a copy never decides its task's fate */
-    job_t *j = r->job;
+    lt_job_rec_t *j = r->job;
     lt__sched_rec_done(s, r); /* before the restart: the old frame goes with the instance */
     lt__sched_restart(s, j, "a value the task needed was on a server that died");
     return LT_OK;
@@ -286,7 +286,7 @@ static void note_full(lt_sched_t *s) {
       lt__pace_full(&s->pace[i]);
 }
 
-int lt__sched_dispatch_to(lt_sched_t *s, instr_rec_t *r, int idx) {
+int lt__sched_dispatch_to(lt_sched_t *s, lt_instr_rec_t *r, int idx) {
   batch_t *batches = calloc(s->nconns, sizeof *batches);
   if (batches == NULL) return LT_ENOMEM;
   int rc = send_one(s, batches, r, idx);
@@ -302,7 +302,7 @@ void lt__sched_dispatch(lt_sched_t *s) {
   if (s->fire_head == NULL || s->nconns == 0) return;
   batch_t *batches = calloc(s->nconns, sizeof *batches);
   if (batches == NULL) return;
-  instr_rec_t *r;
+  lt_instr_rec_t *r;
   while ((r = lt__sched_pop_fireable(s)) != NULL) {
     if (lt__sched_stale(r)) {
       lt__sched_rec_done(s, r);

@@ -10,7 +10,7 @@
  *                            backend.h (eval.c takes it; a backend never holds it)
  *   2. lt_future_t.mu        lt__future_resolve, called under ev->mu (eval.c's finish)
  *   3. lt_future_any_t.mu    a thread in lt_future_wait_any, woken under a future's mu
- * and, apart, a leaf: the dispatcher's stats snapshot lock (stats_snap_t.mu, sched_stats.c),
+ * and, apart, a leaf: the dispatcher's stats snapshot lock (lt_stats_snap_t.mu, sched_stats.c),
  * held only to copy the snapshot in (dispatcher) or format it out (lt_eval_stats_json,
  * after dropping ev->mu), never with another lock.
  * No lock is held across a blocking call to the network: sends are ZMQ_DONTWAIT. */

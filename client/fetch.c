@@ -22,7 +22,7 @@ struct lt_fetch {
   UT_hash_handle hh;
 };
 
-int lt__sched_fetch_result(lt_sched_t *s, job_t *j) {
+int lt__sched_fetch_result(lt_sched_t *s, lt_job_rec_t *j) {
   const lt_token_t *t = &j->inst->result;
   int idx = t->holder;
   if (idx < 0 || (size_t)idx >= s->nconns || !lt__sched_alive(s, (size_t)idx)) {
@@ -50,8 +50,8 @@ int lt__sched_fetch_result(lt_sched_t *s, job_t *j) {
 
 /* fetch_job returns the job f was asked for while it still waits for it, NULL when it was
  * recomputed or ended meanwhile. */
-static job_t *fetch_job(lt_sched_t *s, const lt_fetch_t *f) {
-  job_t *j = NULL;
+static lt_job_rec_t *fetch_job(lt_sched_t *s, const lt_fetch_t *f) {
+  lt_job_rec_t *j = NULL;
   HASH_FIND(hh, s->jobs, &f->job, sizeof f->job, j);
   return j != NULL && j->gen == f->gen && !j->finished ? j : NULL;
 }
@@ -67,7 +67,7 @@ void lt__sched_on_value(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
     return;
   }
   HASH_DEL(s->fetches, f);
-  job_t *j = fetch_job(s, f);
+  lt_job_rec_t *j = fetch_job(s, f);
   free(f);
   if (j == NULL) return;
   int32_t fr = m->u.value.frame;
@@ -88,7 +88,7 @@ void lt__sched_fetches_lost(lt_sched_t *s, size_t idx) {
   HASH_ITER(hh, s->fetches, f, tmp) {
     if (f->conn != (int)idx) continue;
     HASH_DEL(s->fetches, f);
-    job_t *j = fetch_job(s, f);
+    lt_job_rec_t *j = fetch_job(s, f);
     free(f);
     if (j == NULL) continue;
     lt__sched_restart(s, j, "its result was on a server that died");

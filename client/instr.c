@@ -27,7 +27,7 @@ static const char *state_name(lt_ir_state_t st) {
   return (unsigned)st < sizeof names / sizeof names[0] ? names[st] : "?";
 }
 
-void lt__rec_to(instr_rec_t *r, lt_ir_state_t to) {
+void lt__rec_to(lt_instr_rec_t *r, lt_ir_state_t to) {
   if (!(legal_next[r->state] & BIT(to))) {
     lt__log(LT_LOG_ERROR, "instruction %llu: illegal move from %s to %s",
             (unsigned long long)r->seq, state_name(r->state), state_name(to));
@@ -37,8 +37,8 @@ void lt__rec_to(instr_rec_t *r, lt_ir_state_t to) {
   if (to == LT_IR_QUEUED) r->conn = -1;
 }
 
-instr_rec_t *lt__rec_new(lt_sched_t *s, job_t *j) {
-  instr_rec_t *r = calloc(1, sizeof *r);
+lt_instr_rec_t *lt__rec_new(lt_sched_t *s, lt_job_rec_t *j) {
+  lt_instr_rec_t *r = calloc(1, sizeof *r);
   if (r == NULL) return NULL;
   /* Output i of this instruction is named seq + i: ids are spaced for the most parts. */
   r->seq = s->next_seq;
@@ -51,7 +51,7 @@ instr_rec_t *lt__rec_new(lt_sched_t *s, job_t *j) {
   return r;
 }
 
-void lt__sched_push_fireable(lt_sched_t *s, instr_rec_t *r, int front) {
+void lt__sched_push_fireable(lt_sched_t *s, lt_instr_rec_t *r, int front) {
   lt__rec_to(r, LT_IR_QUEUED);
   if (front)
     LT_QUEUE_PUSH_FRONT(s->fire_head, s->fire_tail, r, next);
@@ -59,13 +59,13 @@ void lt__sched_push_fireable(lt_sched_t *s, instr_rec_t *r, int front) {
     LT_QUEUE_PUSH(s->fire_head, s->fire_tail, r, next);
 }
 
-instr_rec_t *lt__sched_pop_fireable(lt_sched_t *s) {
-  instr_rec_t *r;
+lt_instr_rec_t *lt__sched_pop_fireable(lt_sched_t *s) {
+  lt_instr_rec_t *r;
   LT_QUEUE_POP(s->fire_head, s->fire_tail, r, next);
   return r;
 }
 
-void lt__sched_put_on(lt_sched_t *s, instr_rec_t *r, int idx) {
+void lt__sched_put_on(lt_sched_t *s, lt_instr_rec_t *r, int idx) {
   r->conn = idx;
   lt__rec_to(r, LT_IR_OUT);
   HASH_ADD(hh, s->inflight, seq, sizeof r->seq, r);
@@ -74,7 +74,7 @@ void lt__sched_put_on(lt_sched_t *s, instr_rec_t *r, int idx) {
   lt__pace_admit(&s->pace[idx], r->stages);
 }
 
-void lt__sched_take_off(lt_sched_t *s, instr_rec_t *r) {
+void lt__sched_take_off(lt_sched_t *s, lt_instr_rec_t *r) {
   size_t idx = (size_t)r->conn;
   HASH_DEL(s->inflight, r);
   s->conns[idx].inflight--;

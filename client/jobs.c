@@ -18,7 +18,7 @@
 
 /* ---- jobs --------------------------------------------------------------------------- */
 
-static void job_release(lt_sched_t *s, job_t *j) {
+static void job_release(lt_sched_t *s, lt_job_rec_t *j) {
   if (j->live > 0 || !j->finished) return;
   HASH_DEL(s->jobs, j);
   lt__instance_free(j->inst);
@@ -26,12 +26,12 @@ static void job_release(lt_sched_t *s, job_t *j) {
   free(j);
 }
 
-int lt__sched_stale(const instr_rec_t *r) {
+int lt__sched_stale(const lt_instr_rec_t *r) {
   return r->gen != r->job->gen || r->job->finished;
 }
 
 /* job_finish records the task's result (or error) once, for lt__sched_deliver. */
-static void job_finish(lt_sched_t *s, job_t *j, lt_buf_t *b) {
+static void job_finish(lt_sched_t *s, lt_job_rec_t *j, lt_buf_t *b) {
   if (j->finished) {
     lt_buf_free(b);
     return;
@@ -56,16 +56,16 @@ static void release_token(void *ud, const lt_token_t *t) {
   if (t->holder >= 0) lt__sched_release(ud, t->holder, t->id);
 }
 
-void lt__sched_job_result(lt_sched_t *s, job_t *j, lt_value_t *v) {
+void lt__sched_job_result(lt_sched_t *s, lt_job_rec_t *j, lt_value_t *v) {
   job_finish(s, j, v != NULL ? lt__buf_ok(v) : lt__buf_fail(LT_ENOMEM, NULL));
   lt__value_unref(v);
 }
 
-void lt__sched_job_settle(lt_sched_t *s, job_t *j) {
+void lt__sched_job_settle(lt_sched_t *s, lt_job_rec_t *j) {
   job_release(s, j);
 }
 
-void lt__sched_job_fail(lt_sched_t *s, job_t *j, int err, const char *msg) {
+void lt__sched_job_fail(lt_sched_t *s, lt_job_rec_t *j, int err, const char *msg) {
   if (j->finished) return;
   /* References the instance still holds name values nobody will read now. */
   lt__instance_tokens(j->inst, release_token, s);
@@ -74,8 +74,8 @@ void lt__sched_job_fail(lt_sched_t *s, job_t *j, int err, const char *msg) {
 
 /* ---- records ----------------------------------------------------------------------------- */
 
-void lt__sched_rec_done(lt_sched_t *s, instr_rec_t *r) {
-  job_t *j = r->job;
+void lt__sched_rec_done(lt_sched_t *s, lt_instr_rec_t *r) {
+  lt_job_rec_t *j = r->job;
   for (uint32_t i = 0; i < r->nins; i++)
     lt__value_unref(r->ins[i].value);
   free(r->ins);
@@ -87,8 +87,8 @@ void lt__sched_rec_done(lt_sched_t *s, instr_rec_t *r) {
 /* fire queues an instruction of `inst` for frame, `chained` when its predecessor's
  * dispatch fired it: it then goes out in the same turn. */
 static void fire(lt_sched_t *s, lt_instance_t *inst, lt_frame_t *frame, int chained) {
-  job_t *j = inst->user;
-  instr_rec_t *r = lt__rec_new(s, j);
+  lt_job_rec_t *j = inst->user;
+  lt_instr_rec_t *r = lt__rec_new(s, j);
   if (r == NULL) {
     lt__sched_job_fail(s, j, LT_ENOMEM, "out of memory queueing an instruction");
     return;
@@ -111,7 +111,7 @@ void lt__sched_take_intake(lt_sched_t *s) {
   while (t != NULL) {
     lt_task_t *next = t->next;
     t->next = NULL;
-    job_t *j = calloc(1, sizeof *j);
+    lt_job_rec_t *j = calloc(1, sizeof *j);
     int rc = j != NULL ? lt__instance_new(&j->inst, s->tmpl, t->seq) : LT_ENOMEM;
     if (rc != LT_OK) {
       t->result = lt__buf_fail(rc, "cannot instantiate the program");
@@ -138,7 +138,7 @@ void lt__sched_take_intake(lt_sched_t *s) {
 
 void lt__sched_release(lt_sched_t *s, int conn, lt_oid_t id) {
   if (conn < 0 || (size_t)conn >= s->nconns || s->conns[conn].state == LT_CONN_DEAD) return;
-  relq_t *q = &s->relq[conn];
+  lt_relq_t *q = &s->relq[conn];
   if (LT_VEC_RESERVE(q->ids, q->cap, (size_t)q->n + 1) != LT_OK)
     return; /* the session's end releases it */
   q->ids[q->n++] = id;
@@ -146,7 +146,7 @@ void lt__sched_release(lt_sched_t *s, int conn, lt_oid_t id) {
 
 void lt__sched_flush_releases(lt_sched_t *s) {
   for (size_t i = 0; i < s->nconns; i++) {
-    relq_t *q = &s->relq[i];
+    lt_relq_t *q = &s->relq[i];
     if (q->n == 0) continue;
     if (s->conns[i].state != LT_CONN_DEAD) {
       lt_msg_t m = {.type = LT_MSG_RELEASE};
@@ -160,7 +160,7 @@ void lt__sched_flush_releases(lt_sched_t *s) {
 
 /* release_left releases what r's completion `cp` left on server `conn` (its outputs, at
  * least one), when outputs stay on servers. */
-static void release_left(lt_sched_t *s, const instr_rec_t *r, size_t conn,
+static void release_left(lt_sched_t *s, const lt_instr_rec_t *r, size_t conn,
                          const lt_completion_t *cp) {
   if (!lt__binding(s, NULL).outputs_stay) return;
   uint32_t n = cp->noutputs > 0 ? cp->noutputs : 1;
@@ -174,7 +174,7 @@ static void release_left(lt_sched_t *s, const instr_rec_t *r, size_t conn,
  * starts again from the task's input (kernels are functions of their inputs), under a new
  * generation, so records of the old one are dropped as they come back; values the old one
  * left on live servers are released. After max_retries restarts the task fails. */
-void lt__sched_restart(lt_sched_t *s, job_t *j, const char *why) {
+void lt__sched_restart(lt_sched_t *s, lt_job_rec_t *j, const char *why) {
   if (j->finished) return;
   if (j->restarts >= s->opts->max_retries) {
     char msg[256];
@@ -202,10 +202,10 @@ void lt__sched_restart(lt_sched_t *s, job_t *j, const char *why) {
   j->live--;
 }
 
-void lt__sched_lost(lt_sched_t *s, instr_rec_t *r, const char *endpoint, const char *why,
+void lt__sched_lost(lt_sched_t *s, lt_instr_rec_t *r, const char *endpoint, const char *why,
                     int charge) {
   lt__trace_instr_lost(s->trace, r, endpoint, why);
-  job_t *j = r->job;
+  lt_job_rec_t *j = r->job;
   if (lt__sched_stale(r) || lt__sched_twin_settle(s, r, 0)) {
     lt__sched_rec_done(s, r);
     return;
@@ -243,8 +243,8 @@ void lt__sched_lost(lt_sched_t *s, instr_rec_t *r, const char *endpoint, const c
 /* output_tokens turns a completion's outputs into tokens: references to values left on
  * server `conn`, with the value too when it came back (small enough, under lazy binding),
  * or values alone (plain mode: nothing stays on the server). */
-static int output_tokens(lt_sched_t *s, const instr_rec_t *r, int conn, const lt_completion_t *cp,
-                         const lt_msg_t *m, lt_token_t *toks) {
+static int output_tokens(lt_sched_t *s, const lt_instr_rec_t *r, int conn,
+                         const lt_completion_t *cp, const lt_msg_t *m, lt_token_t *toks) {
   for (uint32_t i = 0; i < cp->noutputs; i++) {
     lt_token_t *t = &toks[i];
     memset(t, 0, sizeof *t);
@@ -261,7 +261,8 @@ static int output_tokens(lt_sched_t *s, const instr_rec_t *r, int conn, const lt
 }
 
 /* deliver_final delivers the result of a job whose final instruction just completed. */
-static void deliver_final(lt_sched_t *s, job_t *j, const lt_completion_t *cp, const lt_msg_t *m) {
+static void deliver_final(lt_sched_t *s, lt_job_rec_t *j, const lt_completion_t *cp,
+                          const lt_msg_t *m) {
   if (cp->noutputs != 1 || cp->outputs[0].frame < 0) {
     lt__sched_job_fail(s, j, LT_EPROTO, "server did not return the task's result");
     return;
@@ -271,9 +272,9 @@ static void deliver_final(lt_sched_t *s, job_t *j, const lt_completion_t *cp, co
 }
 
 /* apply gives a completed instruction's outputs to the instance. */
-static void apply(lt_sched_t *s, instr_rec_t *r, int conn, const lt_completion_t *cp,
+static void apply(lt_sched_t *s, lt_instr_rec_t *r, int conn, const lt_completion_t *cp,
                   const lt_msg_t *m) {
-  job_t *j = r->job;
+  lt_job_rec_t *j = r->job;
   lt_token_t *toks = calloc(cp->noutputs ? cp->noutputs : 1, sizeof *toks);
   int rc = toks != NULL ? output_tokens(s, r, conn, cp, m, toks) : LT_ENOMEM;
   char err[256] = "";
@@ -297,7 +298,7 @@ static void apply(lt_sched_t *s, instr_rec_t *r, int conn, const lt_completion_t
 /* check_moves fails the tasks of readers that were sent, before r's outputs had a size, to
  * a server whose frame limit the value now cannot fit: their fetch could never succeed. A
  * scan of what is out, done only when some live server's limit is below an output. */
-static void check_moves(lt_sched_t *s, const instr_rec_t *r, int holder,
+static void check_moves(lt_sched_t *s, const lt_instr_rec_t *r, int holder,
                         const lt_completion_t *cp) {
   uint64_t most = 0, least = UINT64_MAX;
   for (uint32_t i = 0; i < cp->noutputs; i++)
@@ -306,7 +307,7 @@ static void check_moves(lt_sched_t *s, const instr_rec_t *r, int holder,
     if (lt__sched_takes(s, i) && s->conns[i].max_frame > 0 && s->conns[i].max_frame < least)
       least = s->conns[i].max_frame;
   if (most <= least) return;
-  instr_rec_t *q, *tmp;
+  lt_instr_rec_t *q, *tmp;
   HASH_ITER(hh, s->inflight, q, tmp) {
     if (q->conn == holder || lt__sched_stale(q)) continue;
     uint64_t lim = s->conns[q->conn].max_frame;
@@ -331,7 +332,7 @@ static void check_moves(lt_sched_t *s, const instr_rec_t *r, int holder,
 void lt__sched_on_completion(lt_sched_t *s, size_t idx, const lt_completion_t *cp,
                              const lt_msg_t *m) {
   lt_conn_t *c = &s->conns[idx];
-  instr_rec_t *r;
+  lt_instr_rec_t *r;
   HASH_FIND(hh, s->inflight, &cp->seq, sizeof cp->seq, r);
   if (r == NULL || r->conn != (int)idx || cp->noutputs > LT_MAX_PARTS) {
     /* Not running there for us: taken back as overdue, or a server that is wrong. Values it
@@ -363,7 +364,7 @@ void lt__sched_on_completion(lt_sched_t *s, size_t idx, const lt_completion_t *c
   s->slots[idx].suspect = 0;
   if (cp->status == LT_OK)
     lt__pace_service(&s->pace[idx], r->stages, (double)cp->service_us, (double)cp->cpu_us);
-  job_t *j = r->job;
+  lt_job_rec_t *j = r->job;
   if (cp->status == LT_ESHUTDOWN || cp->status == LT_ECANCELED) {
     /* It never ran: a server stopping gracefully, or a cancel. Not the task's fault. */
     lt__sched_lost(s, r, c->endpoint, lt_strerror(cp->status), 0);
@@ -388,7 +389,7 @@ void lt__sched_on_completion(lt_sched_t *s, size_t idx, const lt_completion_t *c
 }
 
 void lt__sched_fail_all(lt_sched_t *s, int err, const char *msg) {
-  instr_rec_t *r, *tmp;
+  lt_instr_rec_t *r, *tmp;
   while ((r = lt__sched_pop_fireable(s)) != NULL) {
     lt__sched_job_fail(s, r->job, err, msg);
     lt__sched_rec_done(s, r);
@@ -399,7 +400,7 @@ void lt__sched_fail_all(lt_sched_t *s, int err, const char *msg) {
     lt__sched_rec_done(s, r);
   }
   /* Jobs with no instruction left: waiting for their result's fetch. */
-  job_t *j, *jtmp;
+  lt_job_rec_t *j, *jtmp;
   HASH_ITER(hh, s->jobs, j, jtmp) {
     lt__sched_job_fail(s, j, err, msg);
     job_release(s, j);

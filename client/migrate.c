@@ -21,7 +21,7 @@ static uint32_t idle_threads(const lt_sched_t *s, size_t i) {
 
 /* movable tells whether r may run elsewhere after a confirmed cancel: every input is held
  * by the client, and nothing was dispatched that names its output on this server. */
-static int movable(const instr_rec_t *r) {
+static int movable(const lt_instr_rec_t *r) {
   if (r->state != LT_IR_OUT || r->chained || (r->moved && !r->final) || lt__sched_stale(r) ||
       r->twin != NULL)
     return 0;
@@ -35,7 +35,7 @@ static int movable(const instr_rec_t *r) {
 static int slowest(const lt_sched_t *s, double *drain_us) {
   int worst = -1;
   for (size_t i = 0; i < s->nconns; i++) {
-    const pace_t *p = &s->pace[i];
+    const lt_pace_t *p = &s->pace[i];
     if (s->conns[i].state != LT_CONN_READY || s->admitted[i] <= lt__pace_parallel(p)) continue;
     double d = lt__pace_backlog_us(s, i);
     if (worst < 0 || d > *drain_us) {
@@ -48,9 +48,9 @@ static int slowest(const lt_sched_t *s, double *drain_us) {
 
 /* newest collects up to `want` movable records of server `from`, newest (largest seq, so
  * furthest back in its queue) first; returns how many. */
-static uint32_t newest(lt_sched_t *s, int from, instr_rec_t **out, uint32_t want) {
+static uint32_t newest(lt_sched_t *s, int from, lt_instr_rec_t **out, uint32_t want) {
   uint32_t n = 0;
-  instr_rec_t *r, *tmp;
+  lt_instr_rec_t *r, *tmp;
   HASH_ITER(hh, s->inflight, r, tmp) {
     if (r->conn != from || !movable(r)) continue;
     if (n < want) {
@@ -84,7 +84,7 @@ void lt__sched_migrate(lt_sched_t *s) {
   if (from < 0 || drain_us < MIGRATE_GAIN * fast_us || !lt__eval_input_closed(s->ev)) return;
   uint32_t queued = s->admitted[from] - (uint32_t)lt__pace_parallel(&s->pace[from]);
   uint32_t want = idle < queued ? idle : queued;
-  instr_rec_t **pick = calloc(want, sizeof *pick);
+  lt_instr_rec_t **pick = calloc(want, sizeof *pick);
   uint64_t *seqs = calloc(want, sizeof *seqs);
   uint32_t n = pick != NULL && seqs != NULL ? newest(s, from, pick, want) : 0;
   for (uint32_t k = 0; k < n; k++) {
@@ -104,7 +104,7 @@ void lt__sched_migrate(lt_sched_t *s) {
   free(seqs);
 }
 
-int lt__sched_cancel_answered(lt_sched_t *s, instr_rec_t *r, int status) {
+int lt__sched_cancel_answered(lt_sched_t *s, lt_instr_rec_t *r, int status) {
   if (r->state != LT_IR_MIGRATING) return 0;
   s->cancels_out--;
   if (status != LT_ECANCELED) {

@@ -1,4 +1,4 @@
-/* pace.c: how much work one server gets (sched_internal.h, pace_t), from what it reports.
+/* pace.c: how much work one server gets (sched_internal.h, lt_pace_t), from what it reports.
  *  - Costs: for each instruction chain of the template on this server (DESIGN.md 7: per
  *    kernel per server), EWMAs of its service time and of the CPU time it used, refined from
  *    every completion, and how many of the chain the server has been given. The server's
@@ -27,7 +27,7 @@
 #define KEEPUP  1.15  /* mean slowdown below this lets a full window grow */
 #define BACKOFF 3     /* periods without growing after a grow was undone, doubled each time */
 
-static void recompute(pace_t *p) {
+static void recompute(lt_pace_t *p) {
   if (!p->paced || p->per_us <= 0) return;                     /* plain Lithium: one at a time */
   double rtt_us = p->rtt_us > 0 ? p->rtt_us : LT_RTT_GUESS_US; /* until the first ping */
   /* Little's law: the server finishes one every per_us when busy, so rtt / per_us more
@@ -41,15 +41,15 @@ static void recompute(pace_t *p) {
   p->cap = p->window + depth;
 }
 
-static void record(pace_t *p, int64_t t_ms) {
+static void record(lt_pace_t *p, int64_t t_ms) {
   uint32_t i = p->changes % LT_HISTORY;
   p->hist_ms[i] = t_ms;
   p->hist_w[i] = p->window;
   p->changes++;
 }
 
-void lt__pace_init(pace_t *p, uint32_t first_cap, const lt_options_t *o, int64_t now_ms) {
-  *p = (pace_t){0};
+void lt__pace_init(lt_pace_t *p, uint32_t first_cap, const lt_options_t *o, int64_t now_ms) {
+  *p = (lt_pace_t){0};
   p->cores = 1; /* until the welcome says how many the host has */
   /* Under throttle a server's window starts at the minimum and grows as it earns it;
    * otherwise every server's window is max_threads. */
@@ -60,24 +60,24 @@ void lt__pace_init(pace_t *p, uint32_t first_cap, const lt_options_t *o, int64_t
   p->period_ms = now_ms;
 }
 
-void lt__pace_rtt(pace_t *p, double rtt_us) {
+void lt__pace_rtt(lt_pace_t *p, double rtt_us) {
   p->rtt_us = p->rtt_us > 0 ? (1 - SMOOTH) * p->rtt_us + SMOOTH * rtt_us : rtt_us;
   recompute(p);
 }
 
 /* find_cost returns the cost entry of chain `key`, or NULL. */
-static cost_t *find_cost(const pace_t *p, const void *key) {
+static lt_cost_t *find_cost(const lt_pace_t *p, const void *key) {
   for (uint32_t i = 0; i < p->ncosts; i++)
-    if (p->costs[i].key == key) return (cost_t *)&p->costs[i];
+    if (p->costs[i].key == key) return (lt_cost_t *)&p->costs[i];
   return NULL;
 }
 
 /* entry returns the cost entry of `key`, made when there is room; NULL when there is not. */
-static cost_t *entry(pace_t *p, const void *key) {
-  cost_t *c = find_cost(p, key);
+static lt_cost_t *entry(lt_pace_t *p, const void *key) {
+  lt_cost_t *c = find_cost(p, key);
   if (c == NULL && p->ncosts < LT_COSTS) {
     c = &p->costs[p->ncosts++];
-    *c = (cost_t){.key = key};
+    *c = (lt_cost_t){.key = key};
   }
   return c;
 }
@@ -86,16 +86,16 @@ static double ewma(double old, double sample) {
   return old > 0 ? (1 - SMOOTH) * old + SMOOTH * sample : sample;
 }
 
-void lt__pace_admit(pace_t *p, const void *key) {
-  cost_t *c = entry(p, key);
+void lt__pace_admit(lt_pace_t *p, const void *key) {
+  lt_cost_t *c = entry(p, key);
   if (c != NULL)
     c->admitted++;
   else
     p->others++;
 }
 
-void lt__pace_unadmit(pace_t *p, const void *key) {
-  cost_t *c = find_cost(p, key);
+void lt__pace_unadmit(lt_pace_t *p, const void *key) {
+  lt_cost_t *c = find_cost(p, key);
   if (c != NULL && c->admitted > 0)
     c->admitted--;
   else if (p->others > 0)
@@ -105,13 +105,13 @@ void lt__pace_unadmit(pace_t *p, const void *key) {
 /* per_of is the server's time per instruction when busy for a chain that takes cpu_us of
  * CPU and svc_us of wall time: the CPU it needs over the cores the server gets, or the wall
  * time over the instructions it runs at once, whichever binds. */
-static double per_of(const pace_t *p, double cpu_us, double svc_us) {
+static double per_of(const lt_pace_t *p, double cpu_us, double svc_us) {
   double by_cpu = p->cores > 0 ? cpu_us / p->cores : 0;
   double by_threads = svc_us / lt__pace_parallel(p);
   return by_cpu > by_threads ? by_cpu : by_threads;
 }
 
-void lt__pace_service(pace_t *p, const void *key, double svc_us, double cpu_us) {
+void lt__pace_service(lt_pace_t *p, const void *key, double svc_us, double cpu_us) {
   if (svc_us < 1) svc_us = 1; /* a clock tick: empty kernels still cost a dispatch */
   p->svc_us = ewma(p->svc_us, svc_us);
   /* A slow mean, weighing each instruction alike: a burst of cheap ones between expensive
@@ -120,7 +120,7 @@ void lt__pace_service(pace_t *p, const void *key, double svc_us, double cpu_us) 
   double w = p->completed < LT_PER_SPAN ? 1.0 / (double)(p->completed + 1) : 1.0 / LT_PER_SPAN;
   p->per_us = p->per_us > 0 ? (1 - w) * p->per_us + w * per : per;
   p->completed++;
-  cost_t *c = entry(p, key);
+  lt_cost_t *c = entry(p, key);
   if (c == NULL) return;
   c->cpu = ewma(c->cpu, cpu_us);
   c->raw = ewma(c->raw, svc_us);
@@ -131,12 +131,12 @@ void lt__pace_service(pace_t *p, const void *key, double svc_us, double cpu_us) 
 }
 
 double lt__pace_cost_us(const lt_sched_t *s, size_t i, const void *key) {
-  const pace_t *p = &s->pace[i];
-  const cost_t *c = find_cost(p, key);
+  const lt_pace_t *p = &s->pace[i];
+  const lt_cost_t *c = find_cost(p, key);
   if (c != NULL && c->raw > 0) return per_of(p, c->cpu, c->raw);
   /* Never run here: another server's CPU and wall time, on this server's cores. */
   for (size_t k = 0; k < s->nconns; k++) {
-    const cost_t *o = k != i ? find_cost(&s->pace[k], key) : NULL;
+    const lt_cost_t *o = k != i ? find_cost(&s->pace[k], key) : NULL;
     if (o != NULL && o->raw > 0) return per_of(p, o->cpu, o->raw);
   }
   /* Nothing known: the server's mean, or a tick, so that it gets work and a sample. */
@@ -144,7 +144,7 @@ double lt__pace_cost_us(const lt_sched_t *s, size_t i, const void *key) {
 }
 
 double lt__pace_backlog_us(const lt_sched_t *s, size_t i) {
-  const pace_t *p = &s->pace[i];
+  const lt_pace_t *p = &s->pace[i];
   double us = p->others * (p->per_us > 0 ? p->per_us : 1);
   for (uint32_t k = 0; k < p->ncosts; k++)
     if (p->costs[k].admitted > 0)
@@ -152,14 +152,14 @@ double lt__pace_backlog_us(const lt_sched_t *s, size_t i) {
   return us;
 }
 
-void lt__pace_load(pace_t *p, const lt_load_t *load) {
+void lt__pace_load(lt_pace_t *p, const lt_load_t *load) {
   p->active_sum += load->active;
   p->active_n++;
   if (load->queued > 0) p->waited = 1;
   p->load_cpu = load->cpu;
 }
 
-void lt__pace_full(pace_t *p) {
+void lt__pace_full(lt_pace_t *p) {
   p->waited = 1;
 }
 
@@ -168,7 +168,7 @@ void lt__pace_full(pace_t *p) {
  * its capacity, so the estimate follows it, down too (a quota cut, a hog); otherwise it is a
  * lower bound. The reports, not the CPU time of completions, because those arrive lumpily:
  * long instructions running now have not reported theirs. */
-static void learn_cores(pace_t *p, int saturated) {
+static void learn_cores(lt_pace_t *p, int saturated) {
   double used = p->load_cpu;
   if (used <= 0) return; /* no sample yet */
   if (saturated)
@@ -178,7 +178,7 @@ static void learn_cores(pace_t *p, int saturated) {
 }
 
 /* decide returns the window for the period just ended: one step at most. */
-static uint32_t decide(pace_t *p, const lt_options_t *o, double slowdown, double active,
+static uint32_t decide(lt_pace_t *p, const lt_options_t *o, double slowdown, double active,
                        int waited) {
   uint32_t w = p->window;
   if (slowdown > SLOWER) {
@@ -207,7 +207,7 @@ static uint32_t decide(pace_t *p, const lt_options_t *o, double slowdown, double
 
 /* lt__pace_control ends a control period when one is due and moves the window (one step
  * at most: see decide); returns 1 when the window changed. */
-int lt__pace_control(pace_t *p, const lt_options_t *o, int64_t now_ms, int64_t t0_ms) {
+int lt__pace_control(lt_pace_t *p, const lt_options_t *o, int64_t now_ms, int64_t t0_ms) {
   int64_t dt = now_ms - p->period_ms;
   if (dt < LT_CONTROL_MS) return 0;
   double active = p->active_n > 0 ? p->active_sum / p->active_n : 0;
@@ -232,7 +232,7 @@ int lt__pace_control(pace_t *p, const lt_options_t *o, int64_t now_ms, int64_t t
   return 1;
 }
 
-double lt__pace_parallel(const pace_t *p) {
+double lt__pace_parallel(const lt_pace_t *p) {
   uint32_t t = p->window;
   if (p->workers > 0 && p->workers < t) t = p->workers;
   return t > 0 ? (double)t : 1;
@@ -241,7 +241,7 @@ double lt__pace_parallel(const pace_t *p) {
 double lt__pace_known_us(const lt_sched_t *s, const void *key) {
   double best = 0;
   for (size_t k = 0; k < s->nconns; k++) {
-    const cost_t *c = find_cost(&s->pace[k], key);
+    const lt_cost_t *c = find_cost(&s->pace[k], key);
     if (c != NULL && c->raw > 0 && (best == 0 || c->raw < best)) best = c->raw;
   }
   return best;

@@ -2,7 +2,8 @@
  * connections, heartbeats), instr.c (instruction records and their states), jobs.c (tasks
  * as graph instances, completions, releases), dispatch.c (execute batches), placement.c
  * (where an instruction goes) and sched_stats.c (the stats snapshot). Dispatcher thread
- * only, except the stats snapshot. */
+ * only, except the stats snapshot. Its types follow the project's naming: a type a header
+ * shares is lt_<noun>_t (struct lt_<noun>), a type private to one .c file has no prefix. */
 #ifndef LT_SCHED_INTERNAL_H
 #define LT_SCHED_INTERNAL_H
 
@@ -21,7 +22,7 @@
 /* A submitted task while it runs: its instance and the instructions still out. */
 typedef struct lt_fetch lt_fetch_t;
 
-typedef struct job {
+typedef struct lt_job_rec {
   lt_task_t *task;
   lt_instance_t *inst;
   uint32_t live;     /* instruction records queued or in flight */
@@ -33,7 +34,7 @@ typedef struct job {
   const void *crash_key; /* the chain (template stages) of its instruction that crashed */
   uint32_t crashes;      /* crashes charged to that chain (crash.c) */
   UT_hash_handle hh;     /* s->jobs, by task number */
-} job_t;
+} lt_job_rec_t;
 
 /* Where an instruction record is (instr.c holds the legal moves between these states, in
  * lt__rec_to). A record that is out is in s->inflight and counted in its server's window
@@ -50,9 +51,9 @@ typedef enum lt_ir_state {
  * record carries facts that hold wherever it is (a lost record is queued again with them):
  * how it was fired (`chained`), what became of its frame (`moved`, `final`) and its copy
  * (`twin`, `backup`). */
-typedef struct instr_rec {
+typedef struct lt_instr_rec {
   uint64_t seq; /* instruction id = the sequence of output 0's object id */
-  job_t *job;
+  lt_job_rec_t *job;
   uint32_t gen; /* the job's generation when fired; stale records touch no frame */
   lt_frame_t *frame;
   uint32_t op;
@@ -66,14 +67,14 @@ typedef struct instr_rec {
   uint32_t nins;
   const lt_tstage_t *stages; /* borrowed from the template, for a re-dispatch */
   uint32_t nstages;
-  int64_t sent_ms;        /* when it was last dispatched */
-  double cost_us;         /* its cost there, as expected then */
-  int cost_known;         /* its chain had run somewhere then: cost and backlog were measured */
-  struct instr_rec *twin; /* the other copy while both are out (backup.c) */
-  int backup;             /* this record is the copy */
-  struct instr_rec *next;
+  int64_t sent_ms;           /* when it was last dispatched */
+  double cost_us;            /* its cost there, as expected then */
+  int cost_known;            /* its chain had run somewhere then: cost and backlog were measured */
+  struct lt_instr_rec *twin; /* the other copy while both are out (backup.c) */
+  int backup;                /* this record is the copy */
+  struct lt_instr_rec *next;
   UT_hash_handle hh; /* s->inflight, by seq */
-} instr_rec_t;
+} lt_instr_rec_t;
 
 /* Pacing of one server (pace.c): the cost of each instruction chain there, the backlog it
  * has admitted, its thread window (throttle) and the lookahead depth on top, from the
@@ -89,15 +90,15 @@ typedef struct instr_rec {
 #define LT_PER_SPAN   64  /* completions over which a server's mean time per instruction runs */
 
 /* One chain of the template (its tstage array is the key) on one server. */
-typedef struct cost {
+typedef struct lt_cost {
   const void *key;
   uint32_t admitted; /* of this chain, admitted there now */
   double cpu;        /* EWMA of the CPU time of its worker thread */
   double raw;        /* EWMA of the service time */
   double ref;        /* the lowest raw reached, slowly forgotten: the throttle's reference */
-} cost_t;
+} lt_cost_t;
 
-typedef struct pace {
+typedef struct lt_pace {
   double rtt_us; /* smoothed ping round trip; 0 before the first */
   double svc_us; /* smoothed service time over all chains; 0 before the first completion */
   int64_t last_ping_ms;
@@ -108,7 +109,7 @@ typedef struct pace {
   double per_us;    /* EWMA of the time per instruction when busy, over all chains */
   double cores;     /* the CPU the server gets, in cores: welcome, then learnt (pace.c) */
   double load_cpu;  /* the CPU use in its latest load report, in cores */
-  cost_t costs[LT_COSTS];
+  lt_cost_t costs[LT_COSTS];
   uint32_t ncosts;
   uint32_t others; /* admitted instructions of chains beyond LT_COSTS, costed at per_us */
   /* Throttle control over the current period. */
@@ -126,21 +127,21 @@ typedef struct pace {
   uint32_t changes;   /* window changes so far */
   int64_t hist_ms[LT_HISTORY];
   uint32_t hist_w[LT_HISTORY];
-} pace_t;
+} lt_pace_t;
 
 /* An instruction lost with a session, kept until the server's next welcome says whether
  * the session ended in a crash (crash.c). */
-typedef struct lost_rec {
+typedef struct lt_lost_rec {
   uint64_t seq;  /* the instruction */
   uint64_t task; /* its task (job) number */
   const void *key;
-} lost_rec_t;
+} lt_lost_rec_t;
 
 /* The life of one connection slot (scheduler.c). A slot is one session with one server: a
  * slot whose session was ready and then died stays dead for good (references to values it
  * held keep naming it, so they are known lost), and the server is greeted again in a new
  * slot, its successor. A slot that never got a welcome is greeted again in place. */
-typedef struct slot {
+typedef struct lt_slot {
   size_t host;         /* index in the evaluator's hosts (lt__eval_hosts) */
   int watch_fd;        /* read end of a spawned server's stdout (EOF: it exited), or -1 */
   int answered;        /* counted out of lt_eval_start's wait */
@@ -153,21 +154,21 @@ typedef struct slot {
                           finishes one (watchdog.c) */
   long predecessor;    /* the slot whose session with this server ended before, or -1 */
   int draining;        /* lt_eval_remove_host: 1 asked, 2 its queued work was cancelled */
-  lost_rec_t *lost;    /* what that session was running when it ended (crash.c) */
+  lt_lost_rec_t *lost; /* what that session was running when it ended (crash.c) */
   uint32_t nlost;
   size_t caplost;
   char why[96]; /* why it is not alive: "refused", "unresolvable", "no answer", ... */
-} slot_t;
+} lt_slot_t;
 
 /* Ids to release on one server, sent as one `release` per loop turn. */
-typedef struct relq {
+typedef struct lt_relq {
   lt_oid_t *ids;
   uint32_t n;
   size_t cap;
-} relq_t;
+} lt_relq_t;
 
 /* What lt_eval_stats_json reports of one server, as last published (sched_stats.c). */
-typedef struct stats_server {
+typedef struct lt_stats_server {
   size_t slot; /* the connection slot it was copied from */
   char *endpoint;
   char *server_id;
@@ -188,18 +189,18 @@ typedef struct stats_server {
   int64_t hist_ms[LT_HISTORY];
   uint32_t hist_w[LT_HISTORY];
   double rtt_us, service_us, cores;
-} stats_server_t;
+} lt_stats_server_t;
 
 /* The dispatcher's counters and servers as last published: `mu` guards them and is held
  * only to copy in or format out, never with another lock. */
-typedef struct stats_snap {
+typedef struct lt_stats_snap {
   pthread_mutex_t mu;
   uint64_t instructions, bytes_to, bytes_from, retries, migrations, migrated, stray, overdue;
   uint64_t backups, backups_won;
-  stats_server_t *servers; /* the slots no later session stands for, in slot order; cap of
+  lt_stats_server_t *servers; /* the slots no later session stands for, in slot order; cap of
                               them allocated, zeroed until used */
   size_t nservers, cap;
-} stats_snap_t;
+} lt_stats_snap_t;
 
 struct lt_sched {
   lt_eval_t *ev; /* opaque: only for the calls of backend.h */
@@ -210,10 +211,10 @@ struct lt_sched {
   int wake_fd;
   void *zctx;
   lt_conn_t *conns;
-  slot_t *slots;      /* per connection */
-  relq_t *relq;       /* per connection */
+  lt_slot_t *slots;   /* per connection */
+  lt_relq_t *relq;    /* per connection */
   uint32_t *admitted; /* per connection: instructions counted in the window */
-  pace_t *pace;       /* per connection */
+  lt_pace_t *pace;    /* per connection */
   size_t nconns, capconns;
   size_t initial;    /* hosts known at start: they answer lt_eval_start */
   size_t hosts_seen; /* the evaluator's hosts opened so far */
@@ -224,9 +225,9 @@ struct lt_sched {
   char (*keys)[41];
   size_t npeers;
   int64_t none_since; /* since when no server could take work (ms), or 0 */
-  instr_rec_t *fire_head, *fire_tail;
-  instr_rec_t *inflight;
-  job_t *jobs;         /* every job, by task number */
+  lt_instr_rec_t *fire_head, *fire_tail;
+  lt_instr_rec_t *inflight;
+  lt_job_rec_t *jobs;  /* every job, by task number */
   lt_fetch_t *fetches; /* results being fetched (fetch.c), by value sequence */
   uint64_t next_seq;
   uint32_t first_cap; /* instructions admitted per server before pacing has samples */
@@ -240,9 +241,9 @@ struct lt_sched {
   lt_task_t *done_head; /* results of this turn, delivered under one lock */
   lt_task_t *done_tail;
 
-  lt_trace_t *trace;  /* trace=FILE (trace.c); NULL when off */
-  lt_ship_t *ship;    /* the program's modules: local copies, shipping (ship.c) */
-  stats_snap_t stats; /* what stats readers see (sched_stats.c) */
+  lt_trace_t *trace;     /* trace=FILE (trace.c); NULL when off */
+  lt_ship_t *ship;       /* the program's modules: local copies, shipping (ship.c) */
+  lt_stats_snap_t stats; /* what stats readers see (sched_stats.c) */
   uint64_t instructions;
   uint64_t retries;
   uint64_t migrations;  /* cancels sent to move queued instructions (migrate.c) */
@@ -257,43 +258,43 @@ struct lt_sched {
 /* pace.c */
 /* lt__pace_init starts a server's pacing, admitting `first_cap` at once until it has
  * samples. */
-void lt__pace_init(pace_t *p, uint32_t first_cap, const lt_options_t *o, int64_t now_ms);
-void lt__pace_rtt(pace_t *p, double rtt_us);
+void lt__pace_init(lt_pace_t *p, uint32_t first_cap, const lt_options_t *o, int64_t now_ms);
+void lt__pace_rtt(lt_pace_t *p, double rtt_us);
 /* lt__pace_service takes a completion of chain `key` that ran svc_us, using cpu_us of CPU. */
-void lt__pace_service(pace_t *p, const void *key, double svc_us, double cpu_us);
+void lt__pace_service(lt_pace_t *p, const void *key, double svc_us, double cpu_us);
 /* lt__pace_admit/unadmit count an instruction of chain `key` in or out of the backlog. */
-void lt__pace_admit(pace_t *p, const void *key);
-void lt__pace_unadmit(pace_t *p, const void *key);
+void lt__pace_admit(lt_pace_t *p, const void *key);
+void lt__pace_unadmit(lt_pace_t *p, const void *key);
 /* lt__pace_cost_us estimates server i's time per instruction of chain `key` when busy. */
 double lt__pace_cost_us(const lt_sched_t *s, size_t i, const void *key);
 /* lt__pace_backlog_us estimates how long server i needs for what it has admitted. */
 double lt__pace_backlog_us(const lt_sched_t *s, size_t i);
-void lt__pace_load(pace_t *p, const lt_load_t *load);
+void lt__pace_load(lt_pace_t *p, const lt_load_t *load);
 /* lt__pace_full notes that work waited at the client because the server had no room. */
-void lt__pace_full(pace_t *p);
-int lt__pace_control(pace_t *p, const lt_options_t *o, int64_t now_ms, int64_t t0_ms);
+void lt__pace_full(lt_pace_t *p);
+int lt__pace_control(lt_pace_t *p, const lt_options_t *o, int64_t now_ms, int64_t t0_ms);
 /* lt__pace_known_us returns the shortest service time chain `key` has shown on any server,
  * or 0 when it never completed. */
 double lt__pace_known_us(const lt_sched_t *s, const void *key);
 /* lt__pace_parallel returns how many instructions run at once there: window and workers. */
-double lt__pace_parallel(const pace_t *p);
+double lt__pace_parallel(const lt_pace_t *p);
 
 /* instr.c */
 /* lt__rec_to moves r to state `to`, which must be a legal move from its state (an illegal
  * one is logged and asserted); queued, r names no server. */
-void lt__rec_to(instr_rec_t *r, lt_ir_state_t to);
+void lt__rec_to(lt_instr_rec_t *r, lt_ir_state_t to);
 /* lt__rec_new makes a queued record of job j under a fresh instruction id, counted live in
  * j; NULL without memory. Caller owns the record (lt__sched_rec_done frees it). */
-instr_rec_t *lt__rec_new(lt_sched_t *s, job_t *j);
+lt_instr_rec_t *lt__rec_new(lt_sched_t *s, lt_job_rec_t *j);
 /* lt__sched_push_fireable queues r for placement, at the front or the back. */
-void lt__sched_push_fireable(lt_sched_t *s, instr_rec_t *r, int front);
-instr_rec_t *lt__sched_pop_fireable(lt_sched_t *s);
+void lt__sched_push_fireable(lt_sched_t *s, lt_instr_rec_t *r, int front);
+lt_instr_rec_t *lt__sched_pop_fireable(lt_sched_t *s);
 /* lt__sched_put_on records that queued r went out to server idx: in s->inflight, counted
  * in its in-flight count, window and backlog. */
-void lt__sched_put_on(lt_sched_t *s, instr_rec_t *r, int idx);
+void lt__sched_put_on(lt_sched_t *s, lt_instr_rec_t *r, int idx);
 /* lt__sched_take_off takes r, out, off its server: the reverse of lt__sched_put_on. r keeps
  * its state and conn until it is queued again or freed. */
-void lt__sched_take_off(lt_sched_t *s, instr_rec_t *r);
+void lt__sched_take_off(lt_sched_t *s, lt_instr_rec_t *r);
 
 /* jobs.c */
 /* lt__sched_on_fire queues a fired instruction at the back; lt__sched_on_fire_chained, for
@@ -301,33 +302,33 @@ void lt__sched_take_off(lt_sched_t *s, instr_rec_t *r);
 void lt__sched_on_fire(void *ud, lt_instance_t *inst, lt_frame_t *frame);
 void lt__sched_on_fire_chained(void *ud, lt_instance_t *inst, lt_frame_t *frame);
 void lt__sched_take_intake(lt_sched_t *s);
-void lt__sched_rec_done(lt_sched_t *s, instr_rec_t *r);
-void lt__sched_job_fail(lt_sched_t *s, job_t *j, int err, const char *msg);
+void lt__sched_rec_done(lt_sched_t *s, lt_instr_rec_t *r);
+void lt__sched_job_fail(lt_sched_t *s, lt_job_rec_t *j, int err, const char *msg);
 void lt__sched_on_completion(lt_sched_t *s, size_t idx, const lt_completion_t *cp,
                              const lt_msg_t *m);
 /* lt__sched_lost puts back r, lost on `endpoint`, for placement elsewhere, or recomputes or
  * fails its task; `charge` counts the loss toward max_retries (a server that stops
  * gracefully is not charged). */
-void lt__sched_lost(lt_sched_t *s, instr_rec_t *r, const char *endpoint, const char *why,
+void lt__sched_lost(lt_sched_t *s, lt_instr_rec_t *r, const char *endpoint, const char *why,
                     int charge);
-int lt__sched_stale(const instr_rec_t *r);
-void lt__sched_restart(lt_sched_t *s, job_t *j, const char *why);
+int lt__sched_stale(const lt_instr_rec_t *r);
+void lt__sched_restart(lt_sched_t *s, lt_job_rec_t *j, const char *why);
 
 /* lt__sched_job_result finishes job `j` with value `v` (a reference is taken; NULL: out of
  * memory). */
-void lt__sched_job_result(lt_sched_t *s, job_t *j, lt_value_t *v);
+void lt__sched_job_result(lt_sched_t *s, lt_job_rec_t *j, lt_value_t *v);
 
 /* lt__sched_job_settle frees job `j` when it is finished and no instruction of it is left
  * (for a job that finished outside an instruction's completion, e.g. by a fetch); j must
  * not be used after. */
-void lt__sched_job_settle(lt_sched_t *s, job_t *j);
+void lt__sched_job_settle(lt_sched_t *s, lt_job_rec_t *j);
 
 /* Fetching a result that a task ended on while it sat on a server (fetch.c).
  * lt__sched_fetch_result asks the holder of j's result for it (a failure to ask recomputes
  * or fails the task); lt__sched_on_value applies a VALUE from server `idx`;
  * lt__sched_fetches_lost recomputes the tasks whose result was on dead server `idx`;
  * lt__sched_fetches_free drops what is still asked at the end. */
-int lt__sched_fetch_result(lt_sched_t *s, job_t *j);
+int lt__sched_fetch_result(lt_sched_t *s, lt_job_rec_t *j);
 void lt__sched_on_value(lt_sched_t *s, size_t idx, const lt_msg_t *m);
 void lt__sched_fetches_lost(lt_sched_t *s, size_t idx);
 void lt__sched_fetches_free(lt_sched_t *s);
@@ -350,7 +351,7 @@ typedef struct lt_binding {
 /* lt__binding returns the binding of r now (it changes once r's frame moved on); r's frame
  * is read, so r must not be stale. NULL gives the session-wide fields alone (outputs_stay,
  * inline_max): completions use that, since their record may be stale. */
-lt_binding_t lt__binding(const lt_sched_t *s, const instr_rec_t *r);
+lt_binding_t lt__binding(const lt_sched_t *s, const lt_instr_rec_t *r);
 
 /* dispatch.c */
 #define LT_LINK_BPUS 100.0 /* bytes per µs assumed for moving a value (100 MB/s) */
@@ -358,18 +359,18 @@ void lt__sched_dispatch(lt_sched_t *s);
 /* lt__sched_dispatch_to sends r to server idx at once; LT_EAGAIN when it cannot go there now,
  * LT_ESTATE for a backup copy that cannot go at all (an input lost, or over the frame limit
  * of idx): the record is then still the caller's, and its task untouched. */
-int lt__sched_dispatch_to(lt_sched_t *s, instr_rec_t *r, int idx);
+int lt__sched_dispatch_to(lt_sched_t *s, lt_instr_rec_t *r, int idx);
 
 /* migrate.c */
 /* lt__sched_migrate moves queued work from a slow server to idle ones at end of stream. */
 void lt__sched_migrate(lt_sched_t *s);
 /* lt__sched_cancel_answered settles a migration of r (taken off its server already) by its
  * completion status: 1 when r was canceled there and is queued for placement again. */
-int lt__sched_cancel_answered(lt_sched_t *s, instr_rec_t *r, int status);
+int lt__sched_cancel_answered(lt_sched_t *s, lt_instr_rec_t *r, int status);
 
 /* crash.c */
 /* lt__sched_note_lost remembers that r was lost with the session of slot idx. */
-void lt__sched_note_lost(lt_sched_t *s, size_t idx, const instr_rec_t *r);
+void lt__sched_note_lost(lt_sched_t *s, size_t idx, const lt_instr_rec_t *r);
 /* lt__sched_crash_report applies the crash report of a welcome on slot idx to what the
  * session before it was running: a chain present at two crashes fails its task with
  * LT_ECRASH; losses to a crash are not charged to max_retries. */
@@ -382,7 +383,7 @@ void lt__sched_forget_lost(lt_sched_t *s, size_t idx);
 void lt__sched_backup(lt_sched_t *s, int64_t now_ms);
 /* lt__sched_twin_settle settles r's copies as r completes (ok: with a result) or is lost:
  * 1 when r is to be dropped without effect (its twin won, or carries on), else 0. */
-int lt__sched_twin_settle(lt_sched_t *s, instr_rec_t *r, int ok);
+int lt__sched_twin_settle(lt_sched_t *s, lt_instr_rec_t *r, int ok);
 
 /* watchdog.c */
 /* lt__sched_overdue takes back instructions a live server has held far longer than their
@@ -390,8 +391,8 @@ int lt__sched_twin_settle(lt_sched_t *s, instr_rec_t *r, int ok);
 void lt__sched_overdue(lt_sched_t *s, int64_t now_ms);
 
 /* sched_stats.c */
-void lt__stats_init(stats_snap_t *st);
-void lt__stats_free(stats_snap_t *st);
+void lt__stats_init(lt_stats_snap_t *st);
+void lt__stats_free(lt_stats_snap_t *st);
 /* lt__stats_publish copies the counters and servers of s into s->stats for the readers. */
 void lt__stats_publish(lt_sched_t *s);
 /* lt__sched_stats_json appends the latest snapshot to the open JSON object (the backend's

@@ -11,12 +11,12 @@
 #include "sched_internal.h"
 #include "vec.h"
 
-void lt__stats_init(stats_snap_t *st) {
+void lt__stats_init(lt_stats_snap_t *st) {
   memset(st, 0, sizeof *st);
   pthread_mutex_init(&st->mu, NULL);
 }
 
-void lt__stats_free(stats_snap_t *st) {
+void lt__stats_free(lt_stats_snap_t *st) {
   for (size_t i = 0; i < st->cap; i++) {
     free(st->servers[i].endpoint);
     free(st->servers[i].server_id);
@@ -34,10 +34,10 @@ static void set_str(char **dst, const char *src) {
 }
 
 /* snap_server copies what the stats say of server i into `out`. */
-static void snap_server(const lt_sched_t *s, size_t i, stats_server_t *out) {
+static void snap_server(const lt_sched_t *s, size_t i, lt_stats_server_t *out) {
   const lt_conn_t *c = &s->conns[i];
-  const slot_t *sl = &s->slots[i];
-  const pace_t *pc = &s->pace[i];
+  const lt_slot_t *sl = &s->slots[i];
+  const lt_pace_t *pc = &s->pace[i];
   set_str(&out->endpoint, c->endpoint != NULL ? c->endpoint : s->eps[sl->host]);
   set_str(&out->server_id, c->server_id != NULL ? c->server_id : "");
   out->state = c->state;
@@ -69,7 +69,7 @@ static void snap_server(const lt_sched_t *s, size_t i, stats_server_t *out) {
 }
 
 void lt__stats_publish(lt_sched_t *s) {
-  stats_snap_t *st = &s->stats;
+  lt_stats_snap_t *st = &s->stats;
   pthread_mutex_lock(&st->mu);
   st->instructions = s->instructions;
   st->retries = s->retries;
@@ -106,7 +106,7 @@ static const char *conn_state_name(lt_conn_state_t st) {
 }
 
 /* server_json appends one server's object. */
-static void server_json(const stats_server_t *sv, lt_json_t *j) {
+static void server_json(const lt_stats_server_t *sv, lt_json_t *j) {
   lt__json_object_open(j, NULL);
   lt__json_str(j, "endpoint", sv->endpoint != NULL ? sv->endpoint : "");
   lt__json_str(j, "server_id", sv->server_id != NULL ? sv->server_id : "");
@@ -151,7 +151,7 @@ static void server_json(const stats_server_t *sv, lt_json_t *j) {
 void lt__sched_stats_json(void *self, lt_json_t *j) {
   lt_sched_t *s = self;
   const lt_options_t *o = s->opts; /* fixed from start on */
-  stats_snap_t *st = &s->stats;
+  lt_stats_snap_t *st = &s->stats;
   pthread_mutex_lock(&st->mu);
   lt__json_u64(j, "instructions", st->instructions);
   lt__json_u64(j, "bytes_to_servers", st->bytes_to);

@@ -122,7 +122,7 @@ static int grow_slots(lt_sched_t *s) {
 
 /* start_answered counts an initial host out of lt_eval_start's wait, once. */
 static void start_answered(lt_sched_t *s, size_t idx, int ready) {
-  slot_t *sl = &s->slots[idx];
+  lt_slot_t *sl = &s->slots[idx];
   if (sl->answered) return;
   sl->answered = 1;
   lt__stats_publish(s); /* lt_eval_start may return now: its stats show this answer */
@@ -149,7 +149,7 @@ static void auth_failed(lt_sched_t *s, size_t idx, const char *detail) {
 static void greet(lt_sched_t *s, size_t idx) {
   const lt_options_t *o = s->opts;
   lt_conn_t *c = &s->conns[idx];
-  slot_t *sl = &s->slots[idx];
+  lt_slot_t *sl = &s->slots[idx];
   const char *ep = s->eps[sl->host];
   lt__pace_init(&s->pace[idx], s->first_cap, o, lt__clock_ms());
   s->admitted[idx] = 0;
@@ -185,7 +185,7 @@ static long add_slot(lt_sched_t *s, size_t host, int watch_fd) {
   size_t idx = s->nconns;
   memset(&s->conns[idx], 0, sizeof s->conns[idx]);
   s->conns[idx].state = LT_CONN_DEAD;
-  s->slots[idx] = (slot_t){
+  s->slots[idx] = (lt_slot_t){
       .host = host, .watch_fd = watch_fd, .successor = -1, .predecessor = -1, .sessions = 1};
   s->slots[idx].answered = host >= s->initial; /* only initial hosts hold up the start */
   s->nconns++;
@@ -262,7 +262,7 @@ static void open_new_hosts(lt_sched_t *s) {
  * once nothing is out there its session ends for good (bye). */
 static void drain(lt_sched_t *s, size_t idx, int64_t now) {
   lt_conn_t *c = &s->conns[idx];
-  slot_t *sl = &s->slots[idx];
+  lt_slot_t *sl = &s->slots[idx];
   if (c->state == LT_CONN_DEAD || c->state == LT_CONN_HELLO) {
     if (c->state == LT_CONN_HELLO) lt__conn_shut(c);
     c->state = LT_CONN_DEAD;
@@ -276,7 +276,7 @@ static void drain(lt_sched_t *s, size_t idx, int64_t now) {
     c->state = LT_CONN_STOPPING;
     uint64_t *seqs = calloc(c->inflight ? c->inflight : 1, sizeof *seqs);
     uint32_t n = 0;
-    instr_rec_t *r, *tmp;
+    lt_instr_rec_t *r, *tmp;
     HASH_ITER(hh, s->inflight, r, tmp) {
       if (r->conn == (int)idx && seqs != NULL && n < c->inflight) seqs[n++] = r->seq;
     }
@@ -322,7 +322,7 @@ static const char *why_unanswered(const lt_conn_t *c) {
  * restarted one is used again, as a new session. */
 void lt__sched_conn_dead(lt_sched_t *s, size_t idx, const char *why) {
   lt_conn_t *c = &s->conns[idx];
-  slot_t *sl = &s->slots[idx];
+  lt_slot_t *sl = &s->slots[idx];
   if (c->state == LT_CONN_DEAD) return;
   int was_hello = c->state == LT_CONN_HELLO;
   snprintf(sl->why, sizeof sl->why, "%s", why);
@@ -349,7 +349,7 @@ void lt__sched_conn_dead(lt_sched_t *s, size_t idx, const char *why) {
   }
   tell_lost(s, idx);
   lt__sched_fetches_lost(s, idx);
-  instr_rec_t *r, *tmp;
+  lt_instr_rec_t *r, *tmp;
   HASH_ITER(hh, s->inflight, r, tmp) {
     if (r->conn != (int)idx) continue;
     lt__sched_take_off(s, r);
@@ -373,7 +373,7 @@ void lt__sched_conn_dead(lt_sched_t *s, size_t idx, const char *why) {
 /* greet_again greets a dead server again once its wait is over: in place when it never
  * welcomed this slot, else in a new slot (values of the old session are lost for good). */
 static void greet_again(lt_sched_t *s, size_t idx, int64_t now) {
-  slot_t *sl = &s->slots[idx];
+  lt_slot_t *sl = &s->slots[idx];
   if (s->conns[idx].state != LT_CONN_DEAD || sl->retry_at_ms == 0 || now < sl->retry_at_ms ||
       sl->draining)
     return;
@@ -409,7 +409,7 @@ static int live_servers(const lt_sched_t *s) {
 
 static void on_welcome(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
   lt_conn_t *c = &s->conns[idx];
-  slot_t *sl = &s->slots[idx];
+  lt_slot_t *sl = &s->slots[idx];
   if (m->u.welcome.version != LT_PROTO_VERSION) {
     lt__sched_conn_dead(s, idx, "protocol version mismatch");
     sl->retry_at_ms = 0;
@@ -540,7 +540,7 @@ static void watch_conn(lt_sched_t *s, size_t idx) {
 
 /* watch_child notices that a spawned server exited (its stdout reached end of file). */
 static void watch_child(lt_sched_t *s, size_t idx) {
-  slot_t *sl = &s->slots[idx];
+  lt_slot_t *sl = &s->slots[idx];
   char buf[256];
   ssize_t n = read(sl->watch_fd, buf, sizeof buf);
   if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR))) return;
@@ -559,7 +559,7 @@ static void fail_unplaceable(lt_sched_t *s) {
   int64_t now = lt__clock_ms();
   if (s->none_since == 0) s->none_since = now;
   if (now - s->none_since < (int64_t)s->opts->connect_timeout_ms) return;
-  instr_rec_t *r;
+  lt_instr_rec_t *r;
   while ((r = lt__sched_pop_fireable(s)) != NULL) {
     lt__sched_job_fail(s, r->job, LT_ENOSERVER, "no live server to run the task");
     lt__sched_rec_done(s, r);

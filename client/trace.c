@@ -235,7 +235,7 @@ void lt__trace_message_at(lt_trace_t *t, lt_sched_t *s, size_t idx, const lt_msg
 
 /* span_name writes the kernels that ran: a fused chain as "a > b", a dc step as its
  * condition, followed by the divide when it divided. */
-static void span_name(const lt_sched_t *s, const instr_rec_t *r, const lt_completion_t *cp,
+static void span_name(const lt_sched_t *s, const lt_instr_rec_t *r, const lt_completion_t *cp,
                       char *buf, size_t size) {
   const lt_template_t *tmpl = s->tmpl;
   uint32_t n = r->stages != NULL ? r->nstages : 0;
@@ -268,7 +268,7 @@ static uint64_t worker_tid(lt_trace_t *t, trace_server_t *ts, size_t idx, uint32
   return tid;
 }
 
-void lt__trace_completion_at(lt_trace_t *t, lt_sched_t *s, size_t idx, const instr_rec_t *r,
+void lt__trace_completion_at(lt_trace_t *t, lt_sched_t *s, size_t idx, const lt_instr_rec_t *r,
                              const lt_completion_t *cp) {
   trace_server_t *ts;
   if (t->failed || cp->start_us == 0 || (ts = server(t, idx)) == NULL) return; /* never ran */
@@ -310,7 +310,7 @@ void lt__trace_turn_at(lt_trace_t *t, lt_sched_t *s) {
   for (size_t i = 0; i < s->nconns; i++) {
     trace_server_t *ts;
     if (s->conns[i].state == LT_CONN_DEAD || (ts = server(t, i)) == NULL) continue;
-    const pace_t *p = &s->pace[i];
+    const lt_pace_t *p = &s->pace[i];
     if (ts->has_window && p->window == ts->window && p->cap == ts->cap) continue;
     ts->has_window = 1;
     ts->window = p->window;
@@ -353,7 +353,7 @@ void lt__trace_server_lost_at(lt_trace_t *t, lt_sched_t *s, size_t idx, const ch
   instant_end(t);
 }
 
-void lt__trace_instr_lost_at(lt_trace_t *t, const instr_rec_t *r, const char *endpoint,
+void lt__trace_instr_lost_at(lt_trace_t *t, const lt_instr_rec_t *r, const char *endpoint,
                              const char *why) {
   if (t->failed) return;
   instant_begin(t, "instruction lost");

@@ -16,7 +16,7 @@
 
 typedef struct lt_trace lt_trace_t;
 struct lt_sched;
-struct instr_rec;
+struct lt_instr_rec;
 
 /* lt__trace_open creates (truncates) `path` and writes the header and the client's
  * metadata; time 0 of the trace is now. LT_EIO when the file cannot be opened (logged at
@@ -30,10 +30,10 @@ void lt__trace_close(lt_trace_t *t);
 /* The hooks' bodies (trace.c); call them through the inline hooks below. */
 void lt__trace_message_at(lt_trace_t *t, struct lt_sched *s, size_t idx, const lt_msg_t *m);
 void lt__trace_completion_at(lt_trace_t *t, struct lt_sched *s, size_t idx,
-                             const struct instr_rec *r, const lt_completion_t *cp);
+                             const struct lt_instr_rec *r, const lt_completion_t *cp);
 void lt__trace_turn_at(lt_trace_t *t, struct lt_sched *s);
 void lt__trace_server_lost_at(lt_trace_t *t, struct lt_sched *s, size_t idx, const char *why);
-void lt__trace_instr_lost_at(lt_trace_t *t, const struct instr_rec *r, const char *endpoint,
+void lt__trace_instr_lost_at(lt_trace_t *t, const struct lt_instr_rec *r, const char *endpoint,
                              const char *why);
 void lt__trace_recompute_at(lt_trace_t *t, uint64_t task, const char *why);
 
@@ -48,7 +48,7 @@ static inline void lt__trace_message(lt_trace_t *t, struct lt_sched *s, size_t i
 /* lt__trace_completion writes the span of instruction `r` completed by `cp` on server `idx`
  * (nothing when it never ran). `r` is borrowed for the call. Dispatcher thread. */
 static inline void lt__trace_completion(lt_trace_t *t, struct lt_sched *s, size_t idx,
-                                        const struct instr_rec *r, const lt_completion_t *cp) {
+                                        const struct lt_instr_rec *r, const lt_completion_t *cp) {
   if (t != NULL) lt__trace_completion_at(t, s, idx, r, cp);
 }
 
@@ -68,7 +68,7 @@ static inline void lt__trace_server_lost(lt_trace_t *t, struct lt_sched *s, size
 
 /* lt__trace_instr_lost marks an instruction lost on `endpoint` (to be re-dispatched or its
  * task recomputed) on the dispatcher's track. Dispatcher thread. */
-static inline void lt__trace_instr_lost(lt_trace_t *t, const struct instr_rec *r,
+static inline void lt__trace_instr_lost(lt_trace_t *t, const struct lt_instr_rec *r,
                                         const char *endpoint, const char *why) {
   if (t != NULL) lt__trace_instr_lost_at(t, r, endpoint, why);
 }

@@ -19,7 +19,7 @@
 
 /* limit_ms returns how long r may stay out on its server before it is overdue, or -1 when
  * nothing is known to judge by. */
-static int64_t limit_ms(const lt_sched_t *s, const instr_rec_t *r) {
+static int64_t limit_ms(const lt_sched_t *s, const lt_instr_rec_t *r) {
   double known = lt__pace_known_us(s, r->stages);
   if (known <= 0) return -1;
   size_t i = (size_t)r->conn;
@@ -32,7 +32,7 @@ static int64_t limit_ms(const lt_sched_t *s, const instr_rec_t *r) {
 }
 
 /* take_back cancels r on its server and puts it back for placement. */
-static void take_back(lt_sched_t *s, instr_rec_t *r, int64_t held_ms) {
+static void take_back(lt_sched_t *s, lt_instr_rec_t *r, int64_t held_ms) {
   size_t idx = (size_t)r->conn;
   lt_conn_t *c = &s->conns[idx];
   lt__log(LT_LOG_WARN, "server %s held instruction %llu for %lld ms: running it elsewhere",
@@ -48,7 +48,7 @@ static void take_back(lt_sched_t *s, instr_rec_t *r, int64_t held_ms) {
 }
 
 void lt__sched_overdue(lt_sched_t *s, int64_t now_ms) {
-  instr_rec_t *r, *tmp;
+  lt_instr_rec_t *r, *tmp;
   HASH_ITER(hh, s->inflight, r, tmp) {
     if (!lt__sched_alive(s, (size_t)r->conn)) continue;
     int64_t lim = limit_ms(s, r);

@@ -14,9 +14,9 @@ typedef struct world {
   lt_options_t opts;
   lt_sched_t s;
   lt_conn_t conns[SERVERS];
-  slot_t slots[SERVERS];
+  lt_slot_t slots[SERVERS];
   uint32_t admitted[SERVERS];
-  pace_t pace[SERVERS];
+  lt_pace_t pace[SERVERS];
 } world_t;
 
 static void world_init(world_t *w, int placement, int lookahead) {
