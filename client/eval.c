@@ -28,7 +28,11 @@
 #include "queue.h"
 #include "json.h"
 #include "spawn.h"
+#include "sreduce.h"
 #include "vec.h"
+
+/* The task numbers of the stream reduce's combines, apart from the submission indices. */
+#define LT_COMBINE_SEQ (UINT64_C(1) << 63)
 
 typedef enum lt_eval_state { LT_EVAL_NEW = 0, LT_EVAL_STARTED, LT_EVAL_FAILED } lt_eval_state_t;
 
@@ -83,11 +87,16 @@ struct lt_eval {
                                          evaluator (lt_eval_run_local); NULL before */
   void *be;                           /* its state */
   struct lt_hosts_watch *hosts_watch; /* hosts=DIR: new announcements join (dispatcher) */
+  lt_sreduce_t *sreduce; /* a program that reduces its stream: its one result's making */
+  int sreduce_done;      /* that result went to the stream */
+  uint64_t combines;     /* combines of the stream reduce run */
+  uint64_t combines_out; /* combines handed to the backend */
 };
 
 void lt__task_free(lt_task_t *t) {
   if (t == NULL) return;
   lt__value_unref(t->input);
+  lt__value_unref(t->input2);
   lt_buf_free(t->result);
   free(t);
 }
@@ -121,9 +130,83 @@ static void sync_journal(lt_eval_t *ev) {
     lt__log(LT_LOG_ERROR, "journal %s: cannot sync: %s", ev->opts.journal, strerror(errno));
 }
 
-/* finish delivers the result `b` (taken) of `t` (taken) to its future or the stream and
- * wakes readers; under ev->mu. */
+/* stream_put puts result `b` (taken) of `t` (taken) in the result stream and wakes the
+ * reader it is for; under ev->mu. */
+static void stream_put(lt_eval_t *ev, lt_task_t *t, lt_buf_t *b) {
+  t->result = b;
+  if (ev->opts.ordered) {
+    HASH_ADD(hh, ev->ordered, stream_seq, sizeof t->stream_seq, t);
+  } else {
+    LT_QUEUE_PUSH(ev->ready_head, ev->ready_tail, t, next);
+  }
+  /* In order, only the result the reader waits for can wake it. */
+  if (ev->result_waiters > 0 && (!ev->opts.ordered || t->stream_seq == ev->next_out))
+    pthread_cond_broadcast(&ev->cv_result);
+}
+
+/* sreduce_end puts the stream reduce's one result in the stream once it is made (or `b`,
+ * taken, a failure of the reduce itself, at once); under ev->mu. */
+static void sreduce_end(lt_eval_t *ev, lt_buf_t *fail) {
+  lt_buf_t *b = fail != NULL ? fail : lt__sreduce_take(ev->sreduce, ev->closed);
+  if (b == NULL || ev->sreduce_done) {
+    lt_buf_free(b);
+    return;
+  }
+  lt_task_t *t = calloc(1, sizeof *t);
+  if (t == NULL) {
+    lt_buf_free(b);
+    lt__log(LT_LOG_ERROR, "out of memory delivering the stream's reduced result");
+    return;
+  }
+  ev->sreduce_done = 1;
+  uint64_t parts = lt__sreduce_parts(ev->sreduce);
+  t->seq = parts > 0 ? parts - 1 : 0; /* it names the last task it reduced */
+  lt__buf_set_task(b, t->seq);
+  stream_put(ev, t, b); /* stream_seq 0: the stream's one result */
+}
+
+/* named_failure returns failure `b` (taken) with its task named in its message: the
+ * stream's one result says which of its tasks failed. */
+static lt_buf_t *named_failure(lt_buf_t *b, uint64_t seq) {
+  char msg[1024]; /* a kernel's message is at most 512 bytes and a name */
+  snprintf(msg, sizeof msg, "task %llu: %s", (unsigned long long)seq, b->errmsg);
+  lt_buf_t *named = lt__buf_fail(b->err, msg);
+  if (named == NULL) return b;
+  lt_buf_free(b);
+  return named;
+}
+
+/* sreduce_arrive gives result `b` (taken) of `t` (taken: a task of the program, or a
+ * combine) to the stream reduce and queues the combines it can run now; under ev->mu. */
+static void sreduce_arrive(lt_eval_t *ev, lt_task_t *t, lt_buf_t *b) {
+  lt_task_t *head = NULL, *tail = NULL;
+  uint64_t seg = t->combine ? t->seg : t->seq;
+  if (!t->combine && b != NULL && b->err != LT_OK) b = named_failure(b, t->seq);
+  int rc = ev->sreduce_done ? LT_OK : lt__sreduce_arrive(ev->sreduce, seg, b, &head, &tail);
+  if (ev->sreduce_done) lt_buf_free(b);
+  lt__task_free(t);
+  while (head != NULL) { /* combines go first: they hold the stream's result back */
+    lt_task_t *c = head;
+    head = c->next;
+    c->next = NULL;
+    c->seq = LT_COMBINE_SEQ | ev->combines_out++; /* a task number of its own */
+    LT_QUEUE_PUSH_FRONT(ev->intake_head, ev->intake_tail, c, next);
+  }
+  if (tail != NULL) wake(ev);
+  if (rc != LT_OK)
+    sreduce_end(ev, lt__buf_fail(rc, "the stream's reduce failed: out of memory"));
+  else
+    sreduce_end(ev, NULL);
+}
+
+/* finish delivers the result `b` (taken) of `t` (taken) to its future, the stream or the
+ * stream's reduce and wakes readers; under ev->mu. */
 static void finish(lt_eval_t *ev, lt_task_t *t, lt_buf_t *b) {
+  if (t->combine) { /* a combine of the stream reduce, not a task of the user's */
+    ev->combines++;
+    sreduce_arrive(ev, t, b);
+    return;
+  }
   lt__buf_set_task(b, t->seq); /* every result, also a failure or a replay, names its task */
   ev->pending--;
   ev->completed++;
@@ -139,15 +222,11 @@ static void finish(lt_eval_t *ev, lt_task_t *t, lt_buf_t *b) {
     lt__task_free(t);
     return;
   }
-  t->result = b;
-  if (ev->opts.ordered) {
-    HASH_ADD(hh, ev->ordered, stream_seq, sizeof t->stream_seq, t);
-  } else {
-    LT_QUEUE_PUSH(ev->ready_head, ev->ready_tail, t, next);
+  if (ev->sreduce != NULL) {
+    sreduce_arrive(ev, t, b);
+    return;
   }
-  /* In order, only the result the reader waits for can wake it. */
-  if (ev->result_waiters > 0 && (!ev->opts.ordered || t->stream_seq == ev->next_out))
-    pthread_cond_broadcast(&ev->cv_result);
+  stream_put(ev, t, b);
 }
 
 uint64_t lt__eval_client_id(const lt_eval_t *ev) {
@@ -262,6 +341,7 @@ LT_API int lt_eval_new(lt_eval_t **out, lt_skel_t *program) {
   pthread_cond_init(&ev->cv_result, &attr);
   pthread_condattr_destroy(&attr);
   int rc = lt__skel_valid(program) ? LT_OK : LT_EINVAL;
+  if (rc == LT_OK && lt__skel_reduces(program)) rc = lt__sreduce_new(&ev->sreduce);
   if (rc == LT_OK && (rc = lt__options_from_env(&ev->opts)) != LT_OK)
     lt__log(LT_LOG_ERROR, "%s", ev->opts.error); /* the evaluator is gone: say it here */
   if (rc == LT_OK) {
@@ -562,6 +642,7 @@ LT_API int lt_eval_run_local(lt_eval_t *ev) {
 LT_API int lt_eval_submit(lt_eval_t *ev, const void *data, size_t len, lt_future_t **out) {
   if (ev == NULL || (data == NULL && len > 0)) return LT_EINVAL;
   if (out != NULL) *out = NULL;
+  if (out != NULL && ev->sreduce != NULL) return LT_EINVAL; /* one result: lt_eval_next */
   lt_task_t *t = calloc(1, sizeof *t);
   if (t == NULL) return LT_ENOMEM;
   t->input = lt__value_copy(data, len);
@@ -596,8 +677,15 @@ LT_API int lt_eval_submit(lt_eval_t *ev, const void *data, size_t len, lt_future
     lt__task_free(t);
     return rc;
   }
+  if (ev->sreduce != NULL && (rc = lt__sreduce_add(ev->sreduce)) != LT_OK) {
+    pthread_mutex_unlock(&ev->mu);
+    lt__task_free(t);
+    return rc;
+  }
   t->seq = ev->next_task++;
-  if (t->future == NULL) {
+  if (ev->sreduce != NULL) {
+    ev->stream_left = 1; /* the reduced result, once */
+  } else if (t->future == NULL) {
     t->stream_seq = ev->next_stream++;
     ev->stream_left++;
   }
@@ -626,6 +714,7 @@ LT_API int lt_eval_close(lt_eval_t *ev) {
   if (ev == NULL) return LT_EINVAL;
   pthread_mutex_lock(&ev->mu);
   ev->closed = 1;
+  if (ev->sreduce != NULL) sreduce_end(ev, NULL); /* every result may be in already */
   pthread_cond_broadcast(&ev->cv_result);
   pthread_cond_broadcast(&ev->cv_space);
   pthread_mutex_unlock(&ev->mu);
@@ -699,6 +788,7 @@ LT_API int lt_eval_stats_json(lt_eval_t *ev, char **json) {
   pthread_mutex_lock(&ev->mu);
   lt__json_u64(&j, "tasks_submitted", ev->submitted);
   lt__json_u64(&j, "tasks_completed", ev->completed);
+  if (ev->sreduce != NULL) lt__json_u64(&j, "combines", ev->combines);
   lt__json_u64(&j, "tasks_pending", ev->pending);
   lt__json_u64(&j, "journal_replayed", lt__journal_taken(ev->journal));
   pthread_mutex_unlock(&ev->mu);
@@ -760,6 +850,7 @@ LT_API void lt_eval_free(lt_eval_t *ev) {
   free(ev->host_keys);
   if (ev->wake_fd >= 0) close(ev->wake_fd);
   lt__journal_close(ev->journal);
+  lt__sreduce_free(ev->sreduce);
   lt__template_free(ev->tmpl);
   lt_skel_free(ev->program);
   lt__options_clear(&ev->opts);

@@ -30,6 +30,10 @@ typedef struct lt_task {
   uint64_t seq;        /* submission index (lt_buf_task), also the graph instance's name */
   uint64_t stream_seq; /* position in the result stream (tasks without future) */
   lt_value_t *input;
+  lt_value_t *input2;  /* a combine of a stream reduce (sreduce.h): its right input, `input`
+                          its left; NULL for a task of the program */
+  int combine;         /* a combine of a stream reduce, not a task of the user's */
+  uint64_t seg;        /* a combine: the segment its result stands for */
   lt_future_t *future; /* NULL: the result goes to the stream */
   lt_buf_t *result;
   lt_digest_t digest;   /* of the input, when there is a journal */

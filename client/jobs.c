@@ -23,6 +23,7 @@ static void job_release(lt_sched_t *s, lt_job_rec_t *j) {
   HASH_DEL(s->jobs, j);
   lt__instance_free(j->inst);
   lt__value_unref(j->input);
+  lt__value_unref(j->input2);
   free(j);
 }
 
@@ -106,6 +107,15 @@ void lt__sched_on_fire_chained(void *ud, lt_instance_t *inst, lt_frame_t *frame)
   fire(ud, inst, frame, 1);
 }
 
+/* feed starts j's instance on its input, or, for a combine of the stream's reduce, on its
+ * two inputs. */
+static void feed(lt_sched_t *s, lt_job_rec_t *j) {
+  int rc = j->input2 != NULL
+               ? lt__instance_feed_pair(j->inst, j->input, j->input2, lt__sched_on_fire, s)
+               : lt__instance_feed(j->inst, j->input, lt__sched_on_fire, s);
+  if (rc != LT_OK) lt__sched_job_fail(s, j, rc, "cannot start the task's graph");
+}
+
 void lt__sched_take_intake(lt_sched_t *s) {
   lt_task_t *t = lt__eval_take(s->ev, SIZE_MAX);
   while (t != NULL) {
@@ -123,10 +133,11 @@ void lt__sched_take_intake(lt_sched_t *s) {
       j->inst->user = j;
       j->num = t->seq;
       HASH_ADD(hh, s->jobs, num, sizeof j->num, j);
-      j->live++; /* hold the job while feeding */
-      lt__instance_feed(j->inst, t->input, lt__sched_on_fire, s);
       j->input = t->input; /* kept: a lost server's values are recomputed from it */
-      t->input = NULL;
+      j->input2 = t->input2;
+      t->input = t->input2 = NULL;
+      j->live++; /* hold the job while feeding */
+      feed(s, j);
       j->live--;
       job_release(s, j);
     }
@@ -198,7 +209,7 @@ void lt__sched_restart(lt_sched_t *s, lt_job_rec_t *j, const char *why) {
   inst->user = j;
   j->gen++;
   j->live++;
-  lt__instance_feed(inst, j->input, lt__sched_on_fire, s);
+  feed(s, j);
   j->live--;
 }
 

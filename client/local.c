@@ -146,7 +146,9 @@ static lt_buf_t *run_task(lt_local_t *l, lt_task_t *task) {
   char err[LT_KERNEL_ERRMSG_MAX + 256] = "";
   int rc = lt__instance_new(&inst, l->tmpl, task->seq);
   l->nstack = 0;
-  if (rc == LT_OK) rc = lt__instance_feed(inst, task->input, on_fire, l);
+  if (rc == LT_OK)
+    rc = task->input2 != NULL ? lt__instance_feed_pair(inst, task->input, task->input2, on_fire, l)
+                              : lt__instance_feed(inst, task->input, on_fire, l);
   while (rc == LT_OK && l->nstack > 0) {
     lt_frame_t *f = l->stack[--l->nstack];
     rc = run_frame(l, inst, f, err, sizeof err);

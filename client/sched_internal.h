@@ -25,10 +25,11 @@ typedef struct lt_fetch lt_fetch_t;
 typedef struct lt_job_rec {
   lt_task_t *task;
   lt_instance_t *inst;
-  uint32_t live;     /* instruction records queued or in flight */
-  int finished;      /* result delivered; freed when live reaches 0 */
-  lt_value_t *input; /* the task's input, kept to recompute the task after a server loss */
-  uint32_t gen;      /* instance generation: records of an older one are stale */
+  uint32_t live;      /* instruction records queued or in flight */
+  int finished;       /* result delivered; freed when live reaches 0 */
+  lt_value_t *input;  /* the task's input, kept to recompute the task after a server loss */
+  lt_value_t *input2; /* a combine of a stream reduce: its right input (sreduce.h) */
+  uint32_t gen;       /* instance generation: records of an older one are stale */
   uint32_t restarts;
   uint64_t num;          /* its task number (= its instance's), the key of s->jobs */
   const void *crash_key; /* the chain (template stages) of its instruction that crashed */

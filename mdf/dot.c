@@ -57,7 +57,9 @@ char *lt__template_dot(const lt_template_t *t) {
   lt__strbuf_printf(&o, "  input [shape=oval]; result [shape=oval];\n");
   for (uint32_t b = 0; b < t->nblocks; b++) {
     lt__strbuf_printf(&o, "  subgraph cluster_b%u {\n    label=\"%s\";\n", b,
-                      b == 0 ? "program" : "block");
+                      b == 0                           ? "program"
+                      : (int32_t)b == t->combine_block ? "stream reduce"
+                                                       : "block");
     for (int32_t i = (int32_t)t->blocks[b]; i >= 0; i = t->nodes[i].next)
       emit_node(&o, t, (uint32_t)i);
     lt__strbuf_printf(&o, "  }\n");
@@ -75,6 +77,11 @@ char *lt__template_dot(const lt_template_t *t) {
   int32_t last = (int32_t)t->blocks[0];
   while (t->nodes[last].next >= 0)
     last = t->nodes[last].next;
+  if (t->combine_block >= 0) { /* every task's result goes to the stream's reduce */
+    uint32_t c = t->blocks[t->combine_block];
+    lt__strbuf_printf(&o, "  n%d -> n%u [label=\"every result, two at a time\"];\n", last, c);
+    last = (int32_t)c;
+  }
   lt__strbuf_printf(&o, "  n%d -> result;\n}\n", last);
   return lt__strbuf_take(&o);
 }

@@ -131,11 +131,30 @@ int lt__instance_feed(lt_instance_t *inst, lt_value_t *v, lt_fire_fn fire, void 
   return LT_OK;
 }
 
+int lt__instance_feed_pair(lt_instance_t *inst, lt_value_t *a, lt_value_t *b, lt_fire_fn fire,
+                           void *ud) {
+  const lt_template_t *t = inst->tmpl;
+  if (inst->live != NULL || inst->done || t->combine_block < 0) return LT_ESTATE;
+  lt_frame_t *f = frame_new(inst, NULL, 0, (int32_t)t->blocks[t->combine_block], 1, NULL);
+  if (f == NULL || (f->parts = calloc(2, sizeof *f->parts)) == NULL) return LT_ENOMEM;
+  lt_value_t *v[2] = {a, b};
+  for (int i = 0; i < 2; i++) {
+    lt_token_t tok = {.value = v[i], .holder = -1, .size = v[i]->len};
+    token_set(&f->parts[i], &tok);
+  }
+  f->nparts = 2;
+  f->phase = PH_PAIR;
+  fire(ud, inst, f);
+  return LT_OK;
+}
+
 void lt__frame_fire_info(const lt_frame_t *f, lt_fire_t *out) {
   const lt_tnode_t *n = &f->inst->tmpl->nodes[f->node];
   if (f->phase == PH_FINAL || f->phase == PH_PAIR) {
     out->op = LT_OP_SEQ;
-    out->stages = &n->stages[n->kind == LT_TN_MAP ? LT_TS_MERGE : LT_TS_COMBINE];
+    out->stages = n->kind == LT_TN_SEQ   ? n->stages /* a stream reduce's combine */
+                  : n->kind == LT_TN_MAP ? &n->stages[LT_TS_MERGE]
+                                         : &n->stages[LT_TS_COMBINE];
     out->nstages = 1;
     out->inputs = f->parts;
     out->ninputs = f->nparts;

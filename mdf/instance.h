@@ -57,6 +57,13 @@ int lt__instance_new(lt_instance_t **out, const lt_template_t *t, uint64_t task)
  * first frame fires. */
 int lt__instance_feed(lt_instance_t *inst, lt_value_t *v, lt_fire_fn fire, void *ud);
 
+/* lt__instance_feed_pair starts the combine of two results `a` and `b` of a program that
+ * reduces its stream (template.h: combine_block; references are taken): its one
+ * instruction fires, and the instance is done with its output. LT_ESTATE for a program
+ * that does not reduce its stream. */
+int lt__instance_feed_pair(lt_instance_t *inst, lt_value_t *a, lt_value_t *b, lt_fire_fn fire,
+                           void *ud);
+
 /* lt__frame_fire_info describes the instruction frame `f` waits for. */
 void lt__frame_fire_info(const lt_frame_t *f, lt_fire_t *out);
 

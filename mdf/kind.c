@@ -30,13 +30,14 @@ static int compile_children(lt_template_t *t, const lt_skel_t *s, lt_tchain_t *c
   return LT_OK;
 }
 
-/* compile_instead: a kind valid only in place of another's kernel is compiled by its host
- * (compile_with_block); reaching it alone means the tree was not validated. */
-static int compile_instead(lt_template_t *t, const lt_skel_t *s, lt_tchain_t *c) {
-  (void)t;
-  (void)s;
-  (void)c;
-  return LT_EINVAL;
+/* compile_reduce makes the node that combines two results of a stream reduce: one seq
+ * instruction of the combine kernel (a reduce in a map's merge place is compiled by the
+ * map, which takes its kernel). */
+static int compile_reduce(lt_template_t *t, const lt_skel_t *s, lt_tchain_t *c) {
+  uint32_t id;
+  int rc = lt__template_node_add(t, LT_TN_SEQ, s->kind, c, &id);
+  const lt_skel_kernel_t *k = &s->k[LT_SLOT_COMBINE];
+  return rc == LT_OK ? lt__template_stage_add(t, id, k->name, k->param, k->param_len) : rc;
 }
 
 static int compile_with_block(lt_template_t *t, const lt_skel_t *s, lt_tchain_t *c,
@@ -96,7 +97,7 @@ static const lt_skel_kind_desc_t kinds[] = {
      .nargs = 1,
      .args = {{LT_ARG_KERNEL, LT_SLOT_COMBINE, "combine", 0}},
      .only_instead = 1,
-     .compile = compile_instead},
+     .compile = compile_reduce},
     {.kind = LT_SKEL_WHILE,
      .name = "while",
      .nargs = 2,

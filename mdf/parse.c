@@ -254,14 +254,25 @@ static int parse_arg(parser_t *ps, int depth, const lt_skel_arg_t *a, lt_skel_t 
   }
   case LT_ARG_SKEL:
     return parse_child(ps, depth, 0, s, cap);
-  case LT_ARG_SKELS:
+  case LT_ARG_SKELS: {
+    /* The program's own pipe may end with a reduce of its stream. */
+    lt_skel_kind_t last = depth == 1 && s->kind == LT_SKEL_PIPE ? LT_SKEL_REDUCE : 0;
     *closing = "',' or ')'";
-    while ((rc = parse_child(ps, depth, 0, s, cap)) == LT_OK) {
+    while ((rc = parse_child(ps, depth, last, s, cap)) == LT_OK) {
       skip_space(ps);
       if (*ps->p != ',') break;
+      if (s->children[s->nchildren - 1]->kind == LT_SKEL_REDUCE) {
+        fail_at(ps, ps->p, 0, "')' (a reduce is the program's last stage)");
+        return LT_EINVAL;
+      }
       ps->p++;
     }
+    if (rc == LT_OK && s->nchildren == 1 && s->children[0]->kind == LT_SKEL_REDUCE) {
+      fail_at(ps, ps->p, 0, "a stage before the reduce, as in pipe(m:f, reduce(m:combine))");
+      return LT_EINVAL;
+    }
     return rc;
+  }
   }
   return LT_EINVAL;
 }
@@ -325,8 +336,8 @@ static int parse_skel(parser_t *ps, int depth, lt_skel_kind_t instead, lt_skel_t
   const lt_skel_kind_desc_t *d = lt__skel_kind_by_name(at, n);
   if (d != NULL && d->only_instead && d->kind != instead) {
     fail_at(ps, at, 0,
-            "a skeleton (reduce stands only as a map's merge: "
-            "map(m:split, S, reduce(m:combine)))");
+            "a skeleton (reduce stands only as a map's merge, map(m:split, S, "
+            "reduce(m:combine)), or as the last stage of the program's pipe)");
     return LT_EINVAL;
   }
   if (d != NULL) {

@@ -277,6 +277,24 @@ static int node_valid(const lt_skel_t *s, lt_skel_kind_t instead) {
   return 1;
 }
 
+LT_API int lt_skel_reduces(const lt_skel_t *s) {
+  return lt__skel_valid(s) && lt__skel_reduces(s);
+}
+
+int lt__skel_reduces(const lt_skel_t *s) {
+  return s != NULL && s->kind == LT_SKEL_PIPE && s->nchildren >= 2 && s->children != NULL &&
+         s->children[s->nchildren - 1] != NULL &&
+         s->children[s->nchildren - 1]->kind == LT_SKEL_REDUCE;
+}
+
+/* reducing_valid is lt__skel_valid of a program that reduces its stream: its stages before
+ * the reduce valid skeletons, the last a valid reduce. */
+static int reducing_valid(const lt_skel_t *s) {
+  for (size_t i = 0; i + 1 < s->nchildren; i++)
+    if (!node_valid(s->children[i], 0)) return 0;
+  return node_valid(s->children[s->nchildren - 1], LT_SKEL_REDUCE);
+}
+
 int lt__skel_valid(const lt_skel_t *s) {
-  return node_valid(s, 0);
+  return lt__skel_reduces(s) ? reducing_valid(s) : node_valid(s, 0);
 }

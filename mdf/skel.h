@@ -42,9 +42,14 @@ struct lt_skel {
 };
 
 /* lt__skel_valid tells whether `s` is a well-formed tree (right child counts, valid kernel
- * names, a reduce only where a kind's argument allows one), so that a tree built by hand or
- * by the parser can be rejected before use. */
+ * names, a reduce only where a kind's argument allows one or as the last stage of the
+ * program's pipe), so that a tree built by hand or by the parser can be rejected before
+ * use. */
 int lt__skel_valid(const lt_skel_t *s);
+
+/* lt__skel_reduces tells whether `s` is a program whose last stage reduces the stream: a
+ * pipe whose last stage is a reduce (its results are combined into one). */
+int lt__skel_reduces(const lt_skel_t *s);
 
 /* lt__skel_param_set gives kernel slot `k` a copy of `len` bytes at `param`, replacing what
  * it had. LT_OK, LT_ENOMEM. */

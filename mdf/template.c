@@ -66,14 +66,27 @@ int lt__template_block(lt_template_t *t, const lt_skel_t *s, uint32_t *block) {
   return LT_OK;
 }
 
+/* compile_program compiles `s` as block 0; a program that reduces its stream gets its
+ * stages before the reduce as block 0 and the reduce's combine as a block of its own. */
+static int compile_program(lt_template_t *t, const lt_skel_t *s) {
+  uint32_t root, combine;
+  if (!lt__skel_reduces(s)) return lt__template_block(t, s, &root);
+  lt_skel_t stages = *s; /* the same pipe without its last stage (borrowed children) */
+  stages.nchildren--;
+  int rc = lt__template_block(t, &stages, &root);
+  if (rc == LT_OK) rc = lt__template_block(t, s->children[s->nchildren - 1], &combine);
+  if (rc == LT_OK) t->combine_block = (int32_t)combine;
+  return rc;
+}
+
 int lt__template_compile(lt_template_t **out, const lt_skel_t *s, int normal_form) {
   *out = NULL;
   if (!lt__skel_valid(s)) return LT_EINVAL;
   lt_template_t *t = calloc(1, sizeof *t);
   if (t == NULL) return LT_ENOMEM;
   t->normal_form = normal_form;
-  uint32_t root;
-  int rc = lt__template_block(t, s, &root);
+  t->combine_block = -1;
+  int rc = compile_program(t, s);
   if (rc != LT_OK) {
     lt__template_free(t);
     return rc;

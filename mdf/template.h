@@ -62,7 +62,9 @@ typedef struct lt_template {
   uint32_t *blocks; /* first node of each block */
   uint32_t nblocks;
   size_t capblocks;
-  int normal_form; /* adjacent seq stages were fused */
+  int normal_form;       /* adjacent seq stages were fused */
+  int32_t combine_block; /* a program that reduces its stream (pipe(..., reduce(m:c))): the
+                            block of one seq node combining two results; -1 for others */
 } lt_template_t;
 
 /* A chain under construction: its first and last node, -1 while empty. */

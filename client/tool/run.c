@@ -1,7 +1,8 @@
 /* run.c: `lithium run` (run.h). Each input is submitted with a future of its own, so a
  * result is always matched with its file whatever `ordered` says; a sliding window of
  * submitted tasks keeps the servers busy while results are written in input order, and
- * bounds the memory held (task count and input bytes). Main thread only; the evaluator runs
+ * bounds the memory held (task count and input bytes). A program that reduces its stream
+ * (pipe(..., reduce(m:c))) has one result, written to stdout. Main thread only; the evaluator runs
  * its own dispatcher thread. */
 #include "run.h"
 
@@ -163,6 +164,51 @@ static int finish_next(run_t *r, int timeout_ms) {
   return status;
 }
 
+/* drive_reduce runs a program that reduces its stream: every input is submitted (the
+ * evaluator's max_pending bounds what is held), and the one result goes to stdout. An input
+ * that cannot be read or submitted stops the run: a result without it would be wrong.
+ * Returns 0, or -1 when it stopped early. */
+static int drive_reduce(run_t *r) {
+  for (size_t i = 0; i < r->n; i++) {
+    void *data;
+    size_t len;
+    char err[512];
+    if (lt__files_read(&r->ins[i], &data, &len, err, sizeof err) != 0) {
+      report(r, "%s", err);
+      r->failed++;
+      return -1;
+    }
+    int rc = lt_eval_submit(r->ev, data, len, NULL);
+    free(data);
+    if (rc != LT_OK) {
+      report(r, "%s: %s", r->ins[i].name, lt_strerror(rc));
+      r->failed++;
+      return -1;
+    }
+    lt__progress_update(&r->progress, i, 0, 0);
+  }
+  lt_eval_close(r->ev);
+  lt_buf_t *b = NULL;
+  int rc = lt_eval_next(r->ev, &b);
+  if (rc == LT_ECLOSED) return 0; /* no input: nothing to reduce */
+  if (rc == LT_OK && lt_buf_error(b) != LT_OK) rc = lt_buf_error(b);
+  char err[512] = "";
+  if (rc == LT_OK && lt__files_write_stdout(lt_buf_data(b), lt_buf_len(b), err, sizeof err) != 0)
+    rc = LT_EIO;
+  if (rc != LT_OK) {
+    const char *msg = err[0] != '\0' ? err : b != NULL ? lt_buf_errmsg(b) : "";
+    report(r, "reduce: %s", msg[0] != '\0' ? msg : lt_strerror(rc));
+    r->failed++;
+  } else if (r->cli->sep != NULL &&
+             lt__files_write_stdout(r->cli->sep, r->cli->seplen, err, sizeof err) != 0) {
+    report(r, "%s", err);
+    r->failed++;
+  }
+  lt_buf_free(b);
+  r->done = r->n;
+  return rc == LT_OK ? 0 : -1;
+}
+
 /* drive runs the window until every task is written or the run cannot go on. Returns 0,
  * or -1 when it stopped early. */
 static int drive(run_t *r) {
@@ -185,6 +231,13 @@ int lt__run(const lt_cli_t *cli, lt_skel_t *program, size_t window) {
     lt_skel_free(program);
     return status;
   }
+  int reduces = lt_skel_reduces(program);
+  if (reduces && cli->out_dir != NULL) {
+    lt_skel_free(program);
+    lt__files_free(r.ins, r.n);
+    report(&r, "--out: this program reduces its inputs to one result, which goes to stdout");
+    return LT_EXIT_USAGE;
+  }
   r.slots = calloc(r.n, sizeof *r.slots);
   if (r.slots == NULL) {
     lt_skel_free(program);
@@ -196,7 +249,7 @@ int lt__run(const lt_cli_t *cli, lt_skel_t *program, size_t window) {
   if (status < 0) {
     r.stdout_tty = cli->out_dir == NULL && isatty(STDOUT_FILENO);
     lt__progress_init(&r.progress, isatty(STDERR_FILENO) ? stderr : NULL, r.n);
-    int stopped = drive(&r);
+    int stopped = reduces ? drive_reduce(&r) : drive(&r);
     lt_eval_close(r.ev);
     if (stopped == 0) lt__progress_end(&r.progress, r.done, r.failed);
     if (fflush(stdout) != 0) {

@@ -567,6 +567,38 @@ Test(tool, map_and_dc_local, .timeout = 30) {
   remove_dir();
 }
 
+Test(tool, a_reducing_program_prints_one_result, .timeout = 60) {
+  make_dir();
+  write_file("a", "ab");
+  write_file("b", "cd");
+  write_file("c", "ef");
+  write_file("x", "xy");
+  result_t r;
+  const char *prog = "pipe(skelk:rev, reduce(skelk:cat2))";
+  tool(&r, NULL, "run", prog, path_of("a"), path_of("b"), path_of("c"), SERVERS, "--lines", NULL);
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  cr_expect_str_eq(r.out, "badcfe\n");
+  free_result(&r);
+  tool(&r, NULL, "run", prog, path_of("a"), path_of("b"), path_of("c"), LOCAL, NULL);
+  cr_expect_eq(r.status, 0, "%s", r.err);
+  cr_expect_str_eq(r.out, "badcfe");
+  free_result(&r);
+  /* A failed task fails the one result, named; --out has nothing to name files after. */
+  tool(&r, NULL, "run", "pipe(seq(skelk:fail_on, \"x\"), reduce(skelk:cat2))", path_of("a"),
+       path_of("x"), path_of("c"), LOCAL, NULL);
+  cr_expect_eq(r.status, 1);
+  cr_expect_str_eq(r.out, "");
+  cr_expect(strstr(r.err, "lithium: reduce: task 1: skelk:fail_on: fail_on: found x") != NULL, "%s",
+            r.err);
+  free_result(&r);
+  tool(&r, NULL, "run", prog, path_of("a"), "--out", path_of("out"), LOCAL, NULL);
+  cr_expect_eq(r.status, 2);
+  cr_expect(strstr(r.err, "--out: this program reduces its inputs to one result") != NULL, "%s",
+            r.err);
+  free_result(&r);
+  remove_dir();
+}
+
 /* The one map test on servers: needs the servers' map support. */
 Test(tool, map_on_servers, .timeout = 60) {
   make_dir();

@@ -145,6 +145,57 @@ Test(reduce, map_reduce_combines_pairs_in_part_order, .timeout = 120) {
   stop3(hosts);
 }
 
+Test(reduce, the_last_stage_reduces_the_stream_to_one_result, .timeout = 120) {
+  lt_proc_t hosts[3];
+  start3(hosts);
+  /* 40 tasks reversed, then their results combined two at a time (cat2 refuses any other
+   * count) in submission order: one result, the concatenation. */
+  char bufs[40][8];
+  const char *in[40];
+  char want[40 * 8 * 2 + 8] = "ok:";
+  for (int i = 0; i < 40; i++) {
+    snprintf(bufs[i], sizeof bufs[i], "%02d;", i);
+    in[i] = bufs[i];
+    for (int k = 2; k >= 0; k--)
+      snprintf(want + strlen(want), 3, "%02x", (unsigned char)bufs[i][k]);
+  }
+  strcat(want, "\n");
+  lt_skel_t *p = lt_pipeline(lt_seq("skelk:rev"), lt_reduce("skelk:cat2"), NULL);
+  cr_assert(lt_skel_reduces(p));
+  char *r = same_everywhere(p, hosts, in, 40);
+  cr_assert_str_eq(r, want);
+  free(r);
+  /* One task is its own result; a failing task makes the result its failure, the
+   * earliest of two. */
+  const char *one[] = {"abc"};
+  r = same_everywhere(lt_pipeline(lt_seq("skelk:rev"), lt_reduce("skelk:cat2"), NULL), hosts, one,
+                      1);
+  cr_assert_str_eq(r, "ok:636261\n");
+  free(r);
+  const char *bad[] = {"ab", "xy", "cd", "x", "ef"};
+  r = same_everywhere(
+      lt_pipeline(lt_seq_with("skelk:fail_on", "x", 1), lt_reduce("skelk:cat2"), NULL), hosts, bad,
+      5);
+  cr_assert_str_eq(r, "err:-10:task 1: skelk:fail_on: fail_on: found x\n");
+  free(r);
+  stop3(hosts);
+}
+
+Test(reduce, a_reducing_program_takes_no_future_and_no_task_gives_no_result) {
+  lt_eval_t *ev = NULL;
+  cr_assert_eq(lt_eval_new(&ev, lt_pipeline(lt_seq("skelk:rev"), lt_reduce("skelk:cat2"), NULL)),
+               LT_OK);
+  cr_assert_eq(lt_eval_set(ev, "modules", LT_TEST_MODULES), LT_OK);
+  cr_assert_eq(lt_eval_run_local(ev), LT_OK);
+  lt_future_t *f = (lt_future_t *)1;
+  cr_assert_eq(lt_eval_submit(ev, "a", 1, &f), LT_EINVAL);
+  cr_assert_null(f);
+  lt_eval_close(ev);
+  lt_buf_t *b = NULL;
+  cr_assert_eq(lt_eval_next(ev, &b), LT_ECLOSED);
+  lt_eval_free(ev);
+}
+
 Test(while, loops_until_the_condition_fails, .timeout = 120) {
   lt_proc_t hosts[3];
   start3(hosts);

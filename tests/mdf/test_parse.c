@@ -45,6 +45,33 @@ static void check_error(const char *expr, const char *msg) {
   cr_assert_str_eq(err, msg, "parse \"%s\"", expr);
 }
 
+Test(parse, reduce_ends_the_program_or_merges_a_map) {
+  check_parse("pipe(m:f, reduce(m:c))", lt_pipeline(lt_seq("m:f"), lt_reduce("m:c"), NULL),
+              "pipe(m:f, reduce(m:c))");
+  check_parse("pipe(m:f, map(m:s, m:g, reduce(m:c)), reduce(m:d \"p\"))",
+              lt_pipeline(lt_seq("m:f"), lt_map_reduce("m:s", lt_seq("m:g"), lt_reduce("m:c")),
+                          lt_skel_param(lt_reduce("m:d"), "combine", "p", 1), NULL),
+              "pipe(m:f, map(m:s, m:g, reduce(m:c)), reduce(m:d \"p\"))");
+  const char *where = "expected a skeleton (reduce stands only as a map's merge, map(m:split, S, "
+                      "reduce(m:combine)), or as the last stage of the program's pipe), found "
+                      "'reduce'";
+  char msg[256];
+  snprintf(msg, sizeof msg, "offset 0: %s", where);
+  check_error("reduce(m:c)", msg);
+  snprintf(msg, sizeof msg, "offset 15: %s", where);
+  check_error("farm(pipe(m:f, reduce(m:c)))", msg);
+  check_error("pipe(pipe(m:f, reduce(m:c)))", msg);
+  check_error("pipe(m:f, reduce(m:c), m:g)",
+              "offset 21: expected ')' (a reduce is the program's last stage), found ','");
+  check_error("pipe(reduce(m:c))", "offset 16: expected a stage before the reduce, as in "
+                                   "pipe(m:f, reduce(m:combine)), found ')'");
+  /* The builders make what the parser refuses; validation refuses it too. */
+  lt_skel_t *s = lt_farm(lt_pipeline(lt_seq("m:f"), lt_reduce("m:c"), NULL));
+  cr_assert_null(lt_skel_format(s));
+  cr_assert(!lt_skel_reduces(s));
+  lt_skel_free(s);
+}
+
 Test(parse, each_construct) {
   check_parse("m:f", lt_seq("m:f"), "m:f");
   check_parse("seq(m:f)", lt_seq("m:f"), "m:f");

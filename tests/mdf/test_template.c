@@ -112,15 +112,23 @@ Test(template, map_and_dc_get_blocks) {
 }
 
 Test(template, new_skeleton_builders_check_their_arguments) {
-  /* A reduce is no skeleton of its own: not at the top, not as a pipeline stage, not as
-   * a body; only in a map's merge place. */
+  /* A reduce is no skeleton of its own: not alone, not as a middle stage or a body; only
+   * in a map's merge place or as the last stage of the program's pipeline. */
   lt_template_t *t = NULL;
   lt_skel_t *r = lt_reduce("m:c");
   cr_assert_not_null(r);
   cr_assert_eq(lt__template_compile(&t, r, 0), LT_EINVAL);
   cr_assert_null(lt_skel_format(r));
-  lt_skel_t *p = lt_pipeline(lt_seq("m:f"), r, NULL);
+  lt_skel_t *p = lt_pipeline(lt_reduce("m:c"), lt_seq("m:f"), NULL);
   cr_assert_eq(lt__template_compile(&t, p, 0), LT_EINVAL);
+  lt_skel_free(p);
+  p = lt_pipeline(lt_seq("m:f"), r, NULL);
+  cr_assert_eq(lt__template_compile(&t, p, 0), LT_OK);
+  cr_assert_eq(t->nblocks, 2); /* the program, and the combine of two of its results */
+  cr_assert_eq(t->combine_block, 1);
+  cr_assert_eq(lt__template_chain_length(t, 0), 1);
+  cr_assert_eq(t->nodes[t->blocks[1]].skel, LT_SKEL_REDUCE);
+  lt__template_free(t);
   lt_skel_free(p);
   cr_assert_null(lt_map_reduce("m:s", lt_seq("m:f"), lt_seq("m:c"))); /* not a reduce */
   cr_assert_null(lt_map_reduce("m:s", NULL, lt_reduce("m:c")));

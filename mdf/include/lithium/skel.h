@@ -40,15 +40,25 @@ LT_API lt_skel_t *lt_map(const char *split, lt_skel_t *body, const char *merge);
 LT_API lt_skel_t *lt_dc(const char *cond, const char *divide, lt_skel_t *base, const char *combine);
 
 /* lt_reduce is a tree reduction by the associative kernel `combine`, which gets two
- * neighbouring values as its two inputs (left, then right) and makes one. It stands only as
- * the merge of a map (lt_map_reduce): the parts are combined pairwise as they are ready,
- * each combine where its inputs are, keeping part order. */
+ * neighbouring values as its two inputs (left, then right) and makes one. It stands as the
+ * merge of a map (lt_map_reduce: the parts are combined pairwise as they are ready, each
+ * combine where its inputs are, keeping part order), or as the last stage of a program's
+ * pipeline, reducing the results of all its tasks (lt_skel_reduces). */
 LT_API lt_skel_t *lt_reduce(const char *combine);
 
 /* lt_map_reduce is lt_map whose merge is `reduce` (from lt_reduce): map-reduce. One part is
  * the result as it is; a split that makes no parts fails the task. Takes ownership of `body`
  * and `reduce`. */
 LT_API lt_skel_t *lt_map_reduce(const char *split, lt_skel_t *body, lt_skel_t *reduce);
+
+/* lt_skel_reduces tells whether `s` reduces its stream: a pipeline whose last stage is
+ * lt_reduce(combine), e.g. lt_pipeline(lt_seq("wc:count"), lt_reduce("wc:merge"), NULL).
+ * The results of all its tasks, in submission order, are then combined two neighbours at a
+ * time as they are ready, and the evaluator has one result: lt_eval_next gives it after
+ * lt_eval_close and when every task is done (none for no task), with lt_buf_task the index
+ * of the last task; a failed task makes it that task's failure (the earliest). Such a
+ * program takes no futures (lt_eval_submit: LT_EINVAL). */
+LT_API int lt_skel_reduces(const lt_skel_t *s);
 
 /* lt_while runs `body` on a task again and again while condition kernel `cond` answers
  * (lt_call_answer) true of it; the task goes on unchanged when it first answers false. The
