@@ -2,10 +2,12 @@
  * server and read on the other moves peer to peer while the client heartbeats both every
  * 200 ms: no server may be declared dead (the servers' loop threads must never be held up
  * by a value's bytes, only ZeroMQ's I/O threads move them), nothing is retried, and the
- * result is right. map(skelk:fill, seq(skelk:csum), skelk:add) with placement=rr: the split
- * makes both parts on one server, and round robin sends the csum of one of them to the
- * other, which fetches that part from its holder. */
+ * result is right; the receiving server keeps the value in the message it received, so that
+ * its peak memory stays well below two copies. map(skelk:fill, seq(skelk:csum), skelk:add) with
+ * placement=rr: the split makes both parts on one server, and round robin sends the csum of one of
+ * them to the other, which fetches that part from its holder. */
 #include <criterion/criterion.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +38,29 @@ static int count(const char *json, const char *pat) {
   return n;
 }
 
+/* peak_kib returns the peak RSS (VmHWM) of process `pid` in KiB; the test fails without it. */
+static uint64_t peak_kib(pid_t pid) {
+  char path[64], line[256];
+  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+  FILE *f = fopen(path, "r");
+  cr_assert_not_null(f, "%s", path);
+  uint64_t kib = 0;
+  while (fgets(line, sizeof line, f) != NULL)
+    if (sscanf(line, "VmHWM: %" SCNu64, &kib) == 1) break;
+  fclose(f);
+  cr_assert_gt(kib, 0, "no VmHWM in %s", path);
+  return kib;
+}
+
+/* peer_in returns the bytes_peer_in that stats `json` give for the server at `endpoint`. */
+static uint64_t peer_in(const char *json, const char *endpoint) {
+  char pat[300];
+  snprintf(pat, sizeof pat, "\"endpoint\":\"%s\"", endpoint);
+  const char *p = strstr(json, pat);
+  cr_assert_not_null(p, "%s not in %s", endpoint, json);
+  return stats_u64(p, "bytes_peer_in");
+}
+
 /* peer_stats returns the stats once some server reports the value's bytes as fetched from
  * its peer: a server's report is as old as its last message, so it polls (for up to 5 s,
  * 25 heartbeats). The caller frees the result. */
@@ -53,8 +78,10 @@ static char *peer_stats(lt_eval_t *ev) {
 
 Test(bigvalue, peer_fetch_keeps_heartbeats_on_time, .timeout = 180) {
   lt_proc_t p[2];
-  start_server(&p[0], "holder", 2);
-  start_server(&p[1], "reader", 2);
+  /* Unsupervised: the process started is the server whose memory is measured. */
+  const char *const flags[] = {"--no-supervise", NULL};
+  start_server_with(&p[0], "holder", 2, flags);
+  start_server_with(&p[1], "reader", 2, flags);
   const char *opts[] = {"mode", "optimized", "placement", "rr", "heartbeat_ms", HB_MS, NULL};
   lt_eval_t *ev =
       eval_on_procs(lt_map("skelk:fill", lt_seq("skelk:csum"), "skelk:add"), p, 2, opts);
@@ -76,6 +103,12 @@ Test(bigvalue, peer_fetch_keeps_heartbeats_on_time, .timeout = 180) {
   cr_assert_eq(stats_each(json, "sessions", sessions, 2), 2, "%s", json);
   cr_assert_eq(sessions[0] + sessions[1], 2, "a server was declared dead: %s", json);
   cr_assert_eq(stats_u64(json, "retries"), 0, "%s", json);
+  /* The receiver holds one part; a copy of it on arrival would double that. */
+  int to = peer_in(json, p[0].endpoint) >= (uint64_t)BIG_BYTES ? 0 : 1;
+  uint64_t peak = peak_kib(p[to].pid) * 1024;
+  cr_assert_lt(peak, (uint64_t)BIG_BYTES * 3 / 2,
+               "the receiving server peaked at %" PRIu64 " bytes for a value of %" PRId64, peak,
+               BIG_BYTES);
   free(json);
   lt_eval_free(ev);
   lt__proc_stop(&p[0], 5000);
