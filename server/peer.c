@@ -3,11 +3,12 @@
  * HELLO (this server's random peer id, name LT_PEER_NAME_PREFIX + own endpoint) and then
  * carries FETCH, RELEASE and HEARTBEAT one way and WELCOME, VALUE, HEARTBEAT and ERROR the
  * other. A fetched value lands in the local store under its own id, kept in the received
- * message itself (no copy: a copy of a large value on this thread would hold up every
- * heartbeat for as long as it took); what the network sends is checked first (only asked-for ids, a
- * payload frame for a value, a negative status for an error). A timer heartbeats links with pending
- * fetches and fails them with LT_ELOST when the peer stays silent for --fetch-timeout. Loop thread
- * only; it never touches tasks, only the store, whose waiters move them on. */
+ * message itself (no copy: copying a large value on this thread would hold up every
+ * heartbeat for as long as it took); what the network sends is checked first (only
+ * asked-for ids, a payload frame for a value, a negative status for an error). A timer
+ * heartbeats links with pending fetches and fails them with LT_ELOST when the peer stays
+ * silent for --fetch-timeout. Loop thread only; it never touches tasks, only the store,
+ * whose waiters move them on. */
 #include "peer.h"
 
 #include <inttypes.h>
