@@ -1,10 +1,18 @@
-/* value.c: immutable reference-counted byte buffers, the payload of a set future. The
- * count is atomic so the store's loop thread, kernel workers and ZeroMQ's I/O thread (via
- * lt__value_zmq_free) may each hold and drop references: any thread. */
+/* value.c: immutable reference-counted byte buffers, the payload of a set future: a
+ * malloc'd buffer, or a received ZeroMQ message kept whole. The count is atomic so the
+ * store's loop thread, kernel workers and ZeroMQ's I/O thread (via lt__value_zmq_free) may
+ * each hold and drop references: any thread. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "value.h"
+
+/* A value of kind LT_VALUE_MSG: the message sits beside the header, in one allocation, so
+ * that data (which may point into the message) never moves. */
+typedef struct msg_value {
+  lt_value_t v; /* first: an lt_value_t * of this kind casts back */
+  zmq_msg_t msg;
+} msg_value_t;
 
 lt_value_t *lt__value_wrap(void *data, size_t len) {
   lt_value_t *v = malloc(sizeof *v);
@@ -13,6 +21,7 @@ lt_value_t *lt__value_wrap(void *data, size_t len) {
     return NULL;
   }
   atomic_init(&v->refs, 1);
+  v->kind = LT_VALUE_HEAP;
   v->len = len;
   v->data = data;
   return v;
@@ -31,6 +40,31 @@ lt_value_t *lt__value_copy(const void *data, size_t len) {
   return v;
 }
 
+/* wrap_msg moves msg's contents into a new value of kind LT_VALUE_MSG; NULL (msg untouched)
+ * on out of memory. */
+static lt_value_t *wrap_msg(zmq_msg_t *msg) {
+  msg_value_t *mv = malloc(sizeof *mv);
+  if (mv == NULL) return NULL;
+  zmq_msg_init(&mv->msg);
+  zmq_msg_move(&mv->msg, msg);
+  atomic_init(&mv->v.refs, 1);
+  mv->v.kind = LT_VALUE_MSG;
+  mv->v.len = zmq_msg_size(&mv->msg);
+  mv->v.data = zmq_msg_data(&mv->msg);
+  return &mv->v;
+}
+
+lt_value_t *lt__value_from_msg(zmq_msg_t *msg) {
+  lt_value_t *v = zmq_msg_size(msg) >= LT_VALUE_MSG_MIN
+                      ? wrap_msg(msg)
+                      : lt__value_copy(zmq_msg_data(msg), zmq_msg_size(msg));
+  /* Taken in every case: what the message still holds (a small one, or one whose wrapper
+   * could not be allocated) goes now. */
+  zmq_msg_close(msg);
+  zmq_msg_init(msg);
+  return v;
+}
+
 lt_value_t *lt__value_ref(lt_value_t *v) {
   /* Taking a reference needs no ordering: the caller already holds one. */
   atomic_fetch_add_explicit(&v->refs, 1, memory_order_relaxed);
@@ -41,10 +75,15 @@ void lt__value_unref(lt_value_t *v) {
   if (v == NULL) return;
   /* Release on every drop and acquire on the last one, so the freeing thread sees every
    * other holder's accesses as done (the usual shared_ptr protocol). */
-  if (atomic_fetch_sub_explicit(&v->refs, 1, memory_order_acq_rel) == 1) {
-    free(v->data);
-    free(v);
+  if (atomic_fetch_sub_explicit(&v->refs, 1, memory_order_acq_rel) != 1) return;
+  if (v->kind == LT_VALUE_MSG) {
+    msg_value_t *mv = (msg_value_t *)v;
+    zmq_msg_close(&mv->msg);
+    free(mv);
+    return;
   }
+  free(v->data);
+  free(v);
 }
 
 void lt__value_zmq_free(void *data, void *hint) {

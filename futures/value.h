@@ -1,17 +1,30 @@
 /* value.h: an immutable, reference-counted byte buffer: the payload of a future once set.
  * Shared without copying between the store (loop thread), workers running kernels that read
  * it, and ZeroMQ sending it (zmq_msg_init_data with lt__value_unref as the free function).
- * Reference counting is atomic: any thread. */
+ * Its bytes live in a malloc'd buffer or, for a large value received from the network, in
+ * the received ZeroMQ message itself (no copy). Reference counting is atomic: any thread. */
 #ifndef LT_VALUE_H
 #define LT_VALUE_H
 
 #include <stdatomic.h>
 #include <stddef.h>
+#include <zmq.h>
+
+/* Where a value's bytes live, and so how the last unref frees them. */
+typedef enum lt_value_kind {
+  LT_VALUE_HEAP, /* a malloc'd buffer: free() */
+  LT_VALUE_MSG   /* the data of a ZeroMQ message the value holds: zmq_msg_close() */
+} lt_value_kind_t;
+
+/* A received message at least this large becomes a value without a copy; a smaller one is
+ * copied, as it may share a receive buffer of ZeroMQ's that it would keep alive. */
+#define LT_VALUE_MSG_MIN (64u * 1024u)
 
 typedef struct lt_value {
   atomic_int refs;
+  lt_value_kind_t kind;
   size_t len;
-  void *data; /* owned; freed with free() at the last unref */
+  void *data; /* owned (see kind); freed at the last unref */
 } lt_value_t;
 
 /* lt__value_new allocates a value of `len` bytes (uninitialised) with one reference; NULL on
@@ -24,6 +37,13 @@ lt_value_t *lt__value_copy(const void *data, size_t len);
 /* lt__value_wrap takes ownership of malloc'd `data` (also on failure) and returns a value
  * with one reference; NULL on out of memory. */
 lt_value_t *lt__value_wrap(void *data, size_t len);
+
+/* lt__value_from_msg makes a value of the bytes of the received message `msg`, taking its
+ * contents also on failure: *msg is left an empty message that its owner closes as before.
+ * A message of at least LT_VALUE_MSG_MIN bytes becomes the value's storage (kind
+ * LT_VALUE_MSG, data points into it, closed at the last unref); a smaller one is copied
+ * (LT_VALUE_HEAP). One reference; NULL on out of memory. Any thread. */
+lt_value_t *lt__value_from_msg(zmq_msg_t *msg);
 
 /* lt__value_ref adds a reference and returns v. */
 lt_value_t *lt__value_ref(lt_value_t *v);

@@ -2,11 +2,13 @@
  * DEALER connected to a holder's ROUTER and watched by the zmq_uv glue; it opens with a
  * HELLO (this server's random peer id, name LT_PEER_NAME_PREFIX + own endpoint) and then
  * carries FETCH, RELEASE and HEARTBEAT one way and WELCOME, VALUE, HEARTBEAT and ERROR the
- * other. A fetched value lands in the local store under its own id; what the network sends
- * is checked first (only asked-for ids, a payload frame for a value, a negative status for
- * an error). A timer heartbeats links with pending fetches and fails them with LT_ELOST when
- * the peer stays silent for --fetch-timeout. Loop thread only; it never touches tasks, only
- * the store, whose waiters move them on. */
+ * other. A fetched value lands in the local store under its own id, kept in the received
+ * message itself (no copy: copying a large value on this thread would hold up every
+ * heartbeat for as long as it took); what the network sends is checked first (only
+ * asked-for ids, a payload frame for a value, a negative status for an error). A timer
+ * heartbeats links with pending fetches and fails them with LT_ELOST when the peer stays
+ * silent for --fetch-timeout. Loop thread only; it never touches tasks, only the store,
+ * whose waiters move them on. */
 #include "peer.h"
 
 #include <inttypes.h>
@@ -309,7 +311,9 @@ static int link_open(lt_server_t *srv, const char *ep, const char *key, lt_peer_
 /* ---------------------------------------------------------------------------------------
  * Receiving. */
 
-static void on_value(lt_peer_t *p, const lt_msg_t *m) {
+/* on_value stores the value a VALUE answer `m` carries (its payload frames are `payloads`,
+ * whose contents it may take) or fails its readers with the error it carries. */
+static void on_value(lt_peer_t *p, const lt_msg_t *m, zmq_msg_t *payloads) {
   lt_server_t *srv = p->srv;
   lt_oid_t id = m->u.value.id;
   char ids[48];
@@ -342,10 +346,10 @@ static void on_value(lt_peer_t *p, const lt_msg_t *m) {
     if (release) send_release(p, id, secret); /* a failed value is dropped by its last reader */
     return;
   }
-  const lt_bytes_t *b = &m->frames[m->u.value.frame];
-  srv->peer_in += b->len;
+  srv->peer_in += m->frames[m->u.value.frame].len;
   if (local_pending(srv, id)) {
-    lt_value_t *v = lt__value_copy(b->data, b->len);
+    /* The message becomes the value: m's view of the frame is not read after this. */
+    lt_value_t *v = lt__value_from_msg(&payloads[m->u.value.frame]);
     if (v == NULL) {
       local_fail(srv, id, LT_ENOMEM, "out of memory for a fetched value");
     } else {
@@ -392,7 +396,7 @@ static void on_peer_message(lt_zuv_t *z, zmq_msg_t *parts, size_t n, bool trunca
   char why[1000];
   switch (m.type) {
   case LT_MSG_VALUE:
-    on_value(p, &m);
+    on_value(p, &m, parts + 1); /* parts[0] is the header */
     break;
   case LT_MSG_WELCOME:
     if (m.u.welcome.version != LT_PROTO_VERSION) {

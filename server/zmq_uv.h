@@ -14,9 +14,9 @@
 typedef struct lt_zuv lt_zuv_t;
 
 /* Called once per received message with its `n` parts (borrowed: the glue closes them
- * after the call; copy or zmq_msg_copy what must outlive it). `truncated` is true when the
- * message had more than max_parts parts: the rest were received and dropped, only the first
- * max_parts are given. The callback may send on the socket. */
+ * after the call; copy, zmq_msg_copy or zmq_msg_move out what must outlive it). `truncated`
+ * is true when the message had more than max_parts parts: the rest were received and
+ * dropped, only the first max_parts are given. The callback may send on the socket. */
 typedef void (*lt_zuv_recv_cb)(lt_zuv_t *z, zmq_msg_t *parts, size_t n, bool truncated);
 
 struct lt_zuv {

@@ -1,8 +1,11 @@
-/* test_value.c: reference-counted values, also shared across threads. */
+/* test_value.c: reference-counted values, also shared across threads; values kept in a
+ * received ZeroMQ message (LT_VALUE_MSG) free the message exactly once, at the last unref,
+ * whichever thread or path drops it. */
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zmq.h>
 
 #include "value.h"
 
@@ -92,4 +95,145 @@ Test(value, last_unref_on_other_thread) {
   pthread_t t;
   cr_assert_eq(pthread_create(&t, NULL, drop_last, v), 0);
   pthread_join(t, NULL);
+}
+
+/* ---- values kept in a ZeroMQ message ----------------------------------------------- */
+
+#define BIG ((size_t)LT_VALUE_MSG_MIN * 4)
+
+/* A buffer whose free function counts its calls: freed exactly once, never early. */
+static atomic_int freed;
+
+static void count_free(void *data, void *hint) {
+  (void)hint;
+  atomic_fetch_add(&freed, 1);
+  free(data);
+}
+
+/* big_msg makes a message of `len` bytes i % 251 that counts its free in `freed`. */
+static void big_msg(zmq_msg_t *m, size_t len) {
+  unsigned char *b = malloc(len);
+  cr_assert_not_null(b);
+  for (size_t i = 0; i < len; i++)
+    b[i] = (unsigned char)(i % 251);
+  cr_assert_eq(zmq_msg_init_data(m, b, len, count_free, NULL), 0);
+}
+
+static void check_bytes(const lt_value_t *v, size_t len) {
+  cr_assert_eq(v->len, len);
+  const unsigned char *b = v->data;
+  for (size_t i = 0; i < len; i++)
+    cr_assert_eq(b[i], (unsigned char)(i % 251), "byte %zu", i);
+}
+
+Test(value_msg, large_message_is_kept_without_a_copy) {
+  atomic_store(&freed, 0);
+  zmq_msg_t m;
+  big_msg(&m, BIG);
+  void *bytes = zmq_msg_data(&m);
+  lt_value_t *v = lt__value_from_msg(&m);
+  cr_assert_not_null(v);
+  cr_assert_eq(v->kind, LT_VALUE_MSG);
+  cr_assert_eq(v->data, bytes, "the value must be the message's bytes, not a copy");
+  check_bytes(v, BIG);
+  cr_assert_eq(zmq_msg_size(&m), 0, "the message must be left empty");
+  zmq_msg_close(&m); /* its owner closes it as before: frees nothing */
+  cr_assert_eq(atomic_load(&freed), 0);
+  lt__value_ref(v);
+  lt__value_unref(v);
+  cr_assert_eq(atomic_load(&freed), 0, "freed while a reference is held");
+  lt__value_unref(v);
+  cr_assert_eq(atomic_load(&freed), 1);
+}
+
+Test(value_msg, small_message_is_copied_and_released_at_once) {
+  atomic_store(&freed, 0);
+  zmq_msg_t m;
+  big_msg(&m, LT_VALUE_MSG_MIN - 1);
+  void *bytes = zmq_msg_data(&m);
+  lt_value_t *v = lt__value_from_msg(&m);
+  cr_assert_not_null(v);
+  cr_assert_eq(v->kind, LT_VALUE_HEAP);
+  cr_assert_neq(v->data, bytes);
+  cr_assert_eq(atomic_load(&freed), 1, "a copied message is released at once");
+  check_bytes(v, LT_VALUE_MSG_MIN - 1);
+  zmq_msg_close(&m);
+  lt__value_unref(v);
+  cr_assert_eq(atomic_load(&freed), 1);
+}
+
+Test(value_msg, empty_message) {
+  zmq_msg_t m;
+  zmq_msg_init(&m);
+  lt_value_t *v = lt__value_from_msg(&m);
+  cr_assert_not_null(v);
+  cr_assert_eq(v->len, 0);
+  cr_assert_not_null(v->data);
+  zmq_msg_close(&m);
+  lt__value_unref(v);
+}
+
+/* A message received on a socket (over inproc it shares the sender's buffer) outlives the
+ * sockets and the context, and is freed by the value's last unref. */
+Test(value_msg, received_message_outlives_its_socket) {
+  atomic_store(&freed, 0);
+  void *ctx = zmq_ctx_new();
+  void *a = zmq_socket(ctx, ZMQ_PAIR), *b = zmq_socket(ctx, ZMQ_PAIR);
+  cr_assert_eq(zmq_bind(a, "inproc://value"), 0);
+  cr_assert_eq(zmq_connect(b, "inproc://value"), 0);
+  zmq_msg_t m;
+  big_msg(&m, BIG);
+  cr_assert_eq(zmq_msg_send(&m, a, 0), (int)BIG);
+  zmq_msg_t r;
+  zmq_msg_init(&r);
+  cr_assert_eq(zmq_msg_recv(&r, b, 0), (int)BIG);
+  lt_value_t *v = lt__value_from_msg(&r);
+  zmq_msg_close(&r);
+  zmq_close(a);
+  zmq_close(b);
+  cr_assert_eq(zmq_ctx_term(ctx), 0);
+  cr_assert_eq(atomic_load(&freed), 0);
+  check_bytes(v, BIG);
+  lt__value_unref(v);
+  cr_assert_eq(atomic_load(&freed), 1);
+}
+
+/* Sent on (zmq_msg_init_data with lt__value_zmq_free, as servers send values), a value kept
+ * in a message is freed when both the sent message and the store's reference are gone, in
+ * either order. */
+Test(value_msg, sent_on_then_dropped_in_either_order) {
+  for (int order = 0; order < 2; order++) {
+    atomic_store(&freed, 0);
+    zmq_msg_t m;
+    big_msg(&m, BIG);
+    lt_value_t *v = lt__value_from_msg(&m);
+    zmq_msg_close(&m);
+    zmq_msg_t out;
+    lt_value_t *held = lt__value_ref(v);
+    cr_assert_eq(zmq_msg_init_data(&out, v->data, v->len, lt__value_zmq_free, held), 0);
+    if (order == 0) lt__value_unref(v);
+    zmq_msg_close(&out);
+    cr_assert_eq(atomic_load(&freed), order == 0 ? 1 : 0);
+    if (order == 1) lt__value_unref(v);
+    cr_assert_eq(atomic_load(&freed), 1);
+  }
+}
+
+Test(value_msg, last_unref_on_other_thread) {
+  atomic_store(&freed, 0);
+  zmq_msg_t m;
+  big_msg(&m, BIG);
+  lt_value_t *v = lt__value_from_msg(&m);
+  zmq_msg_close(&m);
+  pthread_t t[NTHREADS];
+  for (int i = 0; i < NTHREADS; i++) {
+    lt__value_ref(v);
+    cr_assert_eq(pthread_create(&t[i], NULL, hammer, v), 0);
+  }
+  pthread_t last;
+  cr_assert_eq(pthread_create(&last, NULL, drop_last, v), 0);
+  for (int i = 0; i < NTHREADS; i++)
+    pthread_join(t[i], NULL);
+  pthread_join(last, NULL);
+  cr_assert_eq(atomic_load(&freed), 1);
 }

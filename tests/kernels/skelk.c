@@ -20,6 +20,10 @@
  *   fib_div    divide int64 n into n-1 and n-2.
  *   fib_seq    int64 n -> fib(n), computed sequentially.
  *   add        combine: the sum of int64 inputs.
+ *   fill       split: int64 n -> 2 parts of n bytes, byte i of part k being
+ *              skelk_fill_byte(i, k) (large values made on one server).
+ *   csum       1 input; output: int64, the sum of byte i times (i % 13 + 1), so that a
+ *              byte out of place changes it.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -230,5 +234,36 @@ LT_KERNEL(add, call) {
   }
   unsigned char b[8];
   put_i64(b, sum);
+  return emit(call, b, 8);
+}
+
+/* The bytes of fill's parts: tests compute the same. */
+static unsigned char skelk_fill_byte(uint64_t i, int part) {
+  return (unsigned char)(i % 251 + (uint64_t)part);
+}
+
+LT_KERNEL(fill, call) {
+  const void *in = int_input(call, "fill");
+  if (in == NULL) return 1;
+  int64_t n = get_i64(in);
+  if (n < 0) return lt_call_fail(call, "fill: negative size %lld", (long long)n);
+  for (int k = 0; k < 2; k++) {
+    unsigned char *out = lt_call_output(call, (size_t)n);
+    if (out == NULL && n > 0) return lt_call_fail(call, "fill: out of memory");
+    for (uint64_t i = 0; i < (uint64_t)n; i++)
+      out[i] = skelk_fill_byte(i, k);
+  }
+  return 0;
+}
+
+LT_KERNEL(csum, call) {
+  size_t n;
+  const unsigned char *in = input1(call, "csum", &n);
+  if (in == NULL) return 1;
+  uint64_t sum = 0;
+  for (size_t i = 0; i < n; i++)
+    sum += (uint64_t)in[i] * (i % 13 + 1);
+  unsigned char b[8];
+  put_i64(b, (int64_t)sum);
   return emit(call, b, 8);
 }
