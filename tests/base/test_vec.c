@@ -133,6 +133,7 @@ Test(vec, size_overflow_is_refused) {
 #endif
 #endif
 
+#ifndef UNDER_SANITIZER
 /* limit_memory caps this test process's address space 16 MiB above what it uses, so a
  * larger allocation fails for real. Criterion runs each test in a process of its own. */
 static void limit_memory(void) {
@@ -145,6 +146,7 @@ static void limit_memory(void) {
   struct rlimit rl = {lim, lim};
   cr_assert_eq(setrlimit(RLIMIT_AS, &rl), 0);
 }
+#endif
 
 Test(vec, out_of_memory_keeps_the_array) {
 #ifdef UNDER_SANITIZER
