@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -80,10 +81,26 @@ static char *slurp(const char *path, size_t *len) {
   return b;
 }
 
+/* CHILD_MS bounds a run of the tool: far above any run here (a few seconds, even under a
+ * sanitizer), and below the tests' own timeouts, so that a tool that hangs fails its test
+ * with its name instead of outliving it (an orphan holding the test runner's descriptors
+ * would hang the whole suite). */
+#define CHILD_MS 25000
+
 static int wait_child(pid_t pid) {
   int st;
-  while (waitpid(pid, &st, 0) < 0)
-    cr_assert_eq(errno, EINTR);
+  for (int waited = 0;; waited += 5) {
+    pid_t got = waitpid(pid, &st, WNOHANG);
+    if (got == pid) break;
+    cr_assert(got == 0 || errno == EINTR, "waitpid: %s", strerror(errno));
+    if (waited >= CHILD_MS) { /* killed: the caller says so, with what the tool printed */
+      kill(pid, SIGKILL);
+      waitpid(pid, &st, 0);
+      return -1;
+    }
+    struct timespec ts = {0, 5 * 1000000L};
+    nanosleep(&ts, NULL);
+  }
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
@@ -117,6 +134,8 @@ static void tool_argv(result_t *r, const char *in, char **argv) {
   r->out = slurp(out_path, &r->out_len);
   r->err = slurp(err_path, NULL);
   cr_assert(r->out != NULL && r->err != NULL);
+  cr_assert_neq(r->status, -1, "`lithium %s %s` did not exit within %d ms (killed); stderr:\n%s",
+                argv[1], argv[2] != NULL ? argv[2] : "", CHILD_MS, r->err);
   unlink(out_path);
   unlink(err_path);
 }
