@@ -241,6 +241,13 @@ static void on_tick(uv_timer_t *h);
 static int link_open(lt_server_t *srv, const char *ep, const char *key, lt_peer_t **out, char *err,
                      size_t errlen) {
   *out = NULL;
+  if (srv->closing) {
+    /* Shutting down: every link was closed once (lt__peer_close_all), and one opened now
+     * would stay open and hold zmq_ctx_term for ever. Readers failed by that close may ask
+     * for a link again: they fail instead. */
+    snprintf(err, errlen, "cannot reach holder %s: server shutting down", ep);
+    return LT_ESHUTDOWN;
+  }
   if (!make_room(srv)) {
     /* Waiting for room could last as long as the other holders' values take: the reader
      * fails now instead, and the client recomputes or re-dispatches it. */
