@@ -5,6 +5,7 @@
  * bad flags or values, 75 from a worker that asks to be recycled. */
 #include <signal.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <lithium/error.h>
 #include "announce.h"
 #include "args.h"
@@ -12,6 +13,31 @@
 #include "log.h"
 #include "server.h"
 #include "supervisor.h"
+
+/* SHUTDOWN_S bounds the freeing of the server after its loop ended: zmq_ctx_term waits
+ * for every socket of the context, and one left open by a bug would hold a stopping server
+ * for ever (and whoever waits for it). */
+#define SHUTDOWN_S 10
+
+static volatile sig_atomic_t exit_code;
+
+/* on_shutdown_overdue ends a server whose shutdown did not finish in time. */
+static void on_shutdown_overdue(int sig) {
+  (void)sig;
+  static const char msg[] = "lithium-server: shutdown did not finish in 10 s: exiting\n";
+  ssize_t n = write(STDERR_FILENO, msg, sizeof msg - 1);
+  (void)n;
+  _exit(exit_code);
+}
+
+/* free_bounded frees the server, exiting with `rc` if that takes over SHUTDOWN_S. */
+static void free_bounded(lt_server_t *srv, int rc) {
+  exit_code = rc;
+  signal(SIGALRM, on_shutdown_overdue);
+  alarm(SHUTDOWN_S);
+  lt__server_free(srv);
+  alarm(0);
+}
 
 int main(int argc, char **argv) {
   /* A parent that stops reading our stdout must not kill us with SIGPIPE. */
@@ -66,7 +92,7 @@ int main(int argc, char **argv) {
   }
   rc = lt__server_run(srv);
   lt__announce_remove(announced);
-  lt__server_free(srv);
+  free_bounded(srv, rc);
   lt__args_free(&args);
   return rc;
 }
