@@ -1,9 +1,13 @@
 /* dispatch.c: execute batches. Each loop turn, fireable instructions go to the servers the
  * placement policy chooses (placement.c; a successor fired by its predecessor's dispatch
  * counts in its server's window, as the rest of the task it belongs to), packed into one
- * `execute` per server. Inputs travel inline when the client holds them and as references
+ * `execute` per server. Instructions of one chain much shorter than an instruction's own cost
+ * follow their leader to its server as a group (option `grain`), which the server runs on one
+ * worker back to back: one hand-off for the group, while each keeps its own record, result
+ * and error. Inputs travel inline when the client holds them and as references
  * otherwise; when the binding (binding.c) says so, an instruction's output is passed on as a
  * reference as soon as it is dispatched. Dispatcher thread only. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,6 +49,17 @@ typedef struct batch {
 /* A server decodes headers up to its frame limit and at most HEADER_MAX (its codec's
  * default); a batch is sent once it is half of that, so that one instruction always fits. */
 #define HEADER_MAX ((uint64_t)4 << 20)
+
+/* grain: a group holds at most LT_GRAIN_MAX instructions. grain=auto sizes it so that its
+ * kernels take at least LT_GRAIN_COST_X times what an instruction costs besides its kernel
+ * (LT_INSTR_COST_US: the CPU per empty task of bench_overhead with grain=1, client and server
+ * together), and at most LT_GRAIN_HOLD_US together, so that a group holds back the results
+ * after it for no longer than that; and so that the server's admitted instructions make at
+ * least two groups per thread of its window, lest lookahead starve it. */
+#define LT_GRAIN_MAX     64
+#define LT_INSTR_COST_US 5.0
+#define LT_GRAIN_COST_X  10.0
+#define LT_GRAIN_HOLD_US 2000.0
 
 /* keep_inputs copies the instruction's input tokens into the record (value references
  * included): they outlive the frame, which may go on at once. */
@@ -233,8 +248,10 @@ static void move_on(lt_sched_t *s, lt_instr_rec_t *r, int idx) {
 }
 
 /* send_one places and encodes r (on server `force` when it is not -1); LT_EAGAIN when no
- * server has room. */
-static int send_one(lt_sched_t *s, batch_t *batches, lt_instr_rec_t *r, int force) {
+ * server has room. *to gets the server r went to, or -1 when it did not go (r may then be
+ * freed). */
+static int send_one(lt_sched_t *s, batch_t *batches, lt_instr_rec_t *r, int force, int *to) {
+  *to = -1;
   lt_fire_t fi;
   if (r->moved) {
     /* A re-dispatch after its frame went on: the record has all it needs. */
@@ -276,7 +293,70 @@ static int send_one(lt_sched_t *s, batch_t *batches, lt_instr_rec_t *r, int forc
   r->cost_known = lt__pace_known_us(s, r->stages) > 0;
   lt__sched_put_on(s, r, idx);
   s->instructions++;
+  *to = idx;
   return LT_OK;
+}
+
+/* grain_for returns how many instructions of `chain` may go to server idx as one group. */
+static uint32_t grain_for(const lt_sched_t *s, const lt_tstage_t *chain, size_t idx) {
+  if (s->opts->grain != 0) return s->opts->grain;
+  double svc = lt__pace_known_us(s, chain);
+  if (svc <= 0) return 1; /* never ran: its cost is unknown */
+  double want = ceil(LT_GRAIN_COST_X * LT_INSTR_COST_US / svc);
+  double hold = floor(LT_GRAIN_HOLD_US / svc);
+  const lt_pace_t *p = &s->pace[idx];
+  double starve = floor((double)p->cap / (2.0 * lt__pace_parallel(p)));
+  if (want > hold) want = hold;
+  if (want > starve) want = starve;
+  return want <= 1 ? 1 : want >= LT_GRAIN_MAX ? LT_GRAIN_MAX : (uint32_t)want;
+}
+
+/* joins tells whether queued record m may ride with a group of `chain` to server idx: the
+ * same chain, not a copy, and inputs the client holds or idx holds, within its limits. */
+static int joins(const lt_sched_t *s, lt_instr_rec_t *m, const lt_tstage_t *chain, int idx) {
+  if (m->backup || lt__sched_stale(m)) return 0;
+  lt_fire_t fi;
+  if (m->moved)
+    fi = (lt_fire_t){m->op, m->stages, m->nstages, m->ins, m->nins};
+  else
+    lt__frame_fire_info(m->frame, &fi);
+  if (fi.stages != chain) return 0;
+  for (uint32_t i = 0; i < fi.ninputs; i++)
+    if (fi.inputs[i].value == NULL && fi.inputs[i].holder != idx) return 0;
+  return s->conns[idx].max_frame == 0 || lt__placement_fits(s, (size_t)idx, &fi);
+}
+
+/* gather sends the queued records of leader's chain that follow it in the fireable queue
+ * with it to server idx, up to its grain, and marks them one group in the batch (a batch
+ * sent for its size in between starts a new group). */
+static void gather(lt_sched_t *s, batch_t *batches, lt_instr_rec_t *leader, int idx) {
+  batch_t *b = &batches[idx];
+  const lt_tstage_t *chain = leader->stages;
+  uint32_t g = grain_for(s, chain, (size_t)idx), lead = b->n - 1, n = 1;
+  for (uint32_t total = 1; total < g && lt__placement_has_room(s, (size_t)idx); total++) {
+    lt_instr_rec_t *m = s->fire_head;
+    if (m == NULL || !joins(s, m, chain, idx)) break;
+    lt__sched_pop_fireable(s);
+    int to, rc = send_one(s, batches, m, idx, &to);
+    if (rc == LT_EAGAIN) {
+      lt__sched_push_fireable(s, m, 1);
+      break;
+    }
+    if (rc != LT_OK) {
+      lt__sched_job_fail(s, m->job, rc, "out of memory dispatching");
+      lt__sched_rec_done(s, m);
+      break;
+    }
+    if (to != idx) break;
+    if (b->n == 1) { /* the batch before m went for its size: m leads the rest */
+      lead = 0;
+      n = 1;
+      continue;
+    }
+    b->instrs[lead].group = ++n;
+    s->grouped += n == 2 ? 2 : 1;
+    s->groups += n == 2;
+  }
 }
 
 /* note_full tells the throttle of every server without room that work waited for it. */
@@ -289,7 +369,7 @@ static void note_full(lt_sched_t *s) {
 int lt__sched_dispatch_to(lt_sched_t *s, lt_instr_rec_t *r, int idx) {
   batch_t *batches = calloc(s->nconns, sizeof *batches);
   if (batches == NULL) return LT_ENOMEM;
-  int rc = send_one(s, batches, r, idx);
+  int to, rc = send_one(s, batches, r, idx, &to);
   for (size_t i = 0; i < s->nconns; i++) {
     if (batches[i].n > 0) batch_send(s, i, &batches[i]);
     batch_free(&batches[i]);
@@ -308,7 +388,8 @@ void lt__sched_dispatch(lt_sched_t *s) {
       lt__sched_rec_done(s, r);
       continue;
     }
-    int rc = send_one(s, batches, r, -1);
+    int to, rc = send_one(s, batches, r, -1, &to);
+    if (rc == LT_OK && to >= 0) gather(s, batches, r, to);
     if (rc == LT_EAGAIN) {
       lt__sched_push_fireable(s, r, 1);
       note_full(s);

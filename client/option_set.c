@@ -73,6 +73,12 @@ LT_API int lt_options_get(lt_options_t *o, const char *key, char *buf, size_t le
   case LT_OPT_UINT:
     snprintf(buf, len, "%u", (unsigned)*(const uint32_t *)f);
     break;
+  case LT_OPT_AUTO:
+    if (*(const uint32_t *)f == 0)
+      snprintf(buf, len, "auto");
+    else
+      snprintf(buf, len, "%u", (unsigned)*(const uint32_t *)f);
+    break;
   case LT_OPT_DOUBLE:
     snprintf(buf, len, "%g", *(const double *)f);
     break;

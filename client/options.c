@@ -32,7 +32,7 @@ _Static_assert(NOPTIONS <= 64, "lt_options_t.given has one bit per option");
   _Static_assert(                                                                              \
       _Generic(((lt_options_t *)0)->field,                                                     \
           int: (type) == LT_OPT_BOOL || (type) == LT_OPT_ENUM,                                 \
-          uint32_t: (type) == LT_OPT_UINT,                                                     \
+          uint32_t: (type) == LT_OPT_UINT || (type) == LT_OPT_AUTO,                                                  \
           double: (type) == LT_OPT_DOUBLE,                                                     \
           char *: ((type) == LT_OPT_PATH &&                                                    \
                    sizeof(((lt_options_t *)0)->field) == sizeof(char *)) ||                    \
@@ -77,6 +77,9 @@ static void expected(const lt_option_t *r, char *buf, size_t len) {
     break;
   case LT_OPT_UINT:
     snprintf(buf, len, "an integer from %.0f to %.0f", r->lo, r->hi);
+    break;
+  case LT_OPT_AUTO:
+    snprintf(buf, len, "auto or an integer from %.0f to %.0f", r->lo, r->hi);
     break;
   case LT_OPT_DOUBLE:
     snprintf(buf, len, "a number from %g to %g", r->lo, r->hi);
@@ -159,9 +162,11 @@ static int parse_enum(const char *v, const char *arg, int *out) {
 static void apply_mode(lt_options_t *o) {
   if (o->mode == 1) {
     o->lookahead = o->lazy = o->throttle = o->backup = 0;
+    o->grain = 1;
   } else {
     /* Throttling stays a separate switch until it is validated on loaded grids. */
     o->lookahead = o->lazy = o->backup = 1;
+    o->grain = 0;
   }
 }
 
@@ -217,6 +222,12 @@ static int set_row(lt_options_t *o, const lt_option_t *r, const char *name, cons
     }
     break;
   }
+  case LT_OPT_AUTO:
+    if (strcasecmp(v, "auto") == 0)
+      *(uint32_t *)f = 0;
+    else
+      rc = parse_uint(v, r, f);
+    break;
   case LT_OPT_DOUBLE:
     rc = parse_double(v, r, f);
     break;

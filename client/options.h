@@ -18,6 +18,7 @@ typedef enum lt_placement {
 typedef enum lt_opt_type {
   LT_OPT_BOOL,   /* int: on/off, true/false, yes/no, 1/0, any case */
   LT_OPT_UINT,   /* uint32_t in [lo, hi] */
+  LT_OPT_AUTO,   /* uint32_t in [lo, hi], or "auto" (any case), stored as 0 */
   LT_OPT_DOUBLE, /* double in [lo, hi] */
   LT_OPT_ENUM,   /* int: the index of the value in `arg` ("a|b|c") */
   LT_OPT_PATH,   /* char *: a non-empty string, copied */
@@ -54,6 +55,8 @@ typedef enum lt_opt_type {
     "the smallest thread window under throttle (at most max_threads)")                             \
   X(inline_max, LT_OPT_UINT, inline_max, "65536", 0, 1u << 30, "BYTES",                            \
     "lazy: outputs up to this size also come back to the client")                                  \
+  X(grain, LT_OPT_AUTO, grain, "auto", 1, 1024, "auto|N",                                          \
+    "instructions of one chain per hand-off to a server: auto sizes it from service times")        \
   X(normal_form, LT_OPT_BOOL, normal_form, "off", 0, 0, "on|off",                                  \
     "fuse adjacent seq stages into one instruction")                                               \
   X(modules, LT_OPT_PATH, modules, NULL, 0, 0, "DIR",                                              \
@@ -107,6 +110,8 @@ typedef struct lt_options {
   int backup;                  /* end of stream: copies of stragglers on idle servers */
   double backup_factor;        /* a straggler has run this many times its expected time */
   uint32_t inline_max;         /* lazy: intermediate values up to this size also come back */
+  uint32_t grain;              /* instructions of one chain sent as one group (run back to back
+                                  on one worker); 0: auto, from the chain's service time */
   uint32_t max_pending;        /* unfinished tasks before submit blocks */
   uint32_t max_retries;        /* re-dispatches of one instruction after server loss */
   uint32_t heartbeat_ms;       /* heartbeat period; a server silent 3 periods is dead */

@@ -197,7 +197,7 @@ typedef struct lt_stats_server {
 typedef struct lt_stats_snap {
   pthread_mutex_t mu;
   uint64_t instructions, bytes_to, bytes_from, retries, migrations, migrated, stray, overdue;
-  uint64_t backups, backups_won;
+  uint64_t backups, backups_won, groups, grouped;
   lt_stats_server_t *servers; /* the slots no later session stands for, in slot order; cap of
                               them allocated, zeroed until used */
   size_t nservers, cap;
@@ -254,6 +254,8 @@ struct lt_sched {
   uint64_t overdue;     /* instructions taken back from a server that held them far too long */
   uint64_t backups;     /* copies of stragglers sent to idle servers (backup.c) */
   uint64_t backups_won; /* of those, the ones that finished first */
+  uint64_t groups;      /* groups of instructions sent as one hand-off (grain, dispatch.c) */
+  uint64_t grouped;     /* instructions in those groups */
 };
 
 /* pace.c */

@@ -79,6 +79,8 @@ void lt__stats_publish(lt_sched_t *s) {
   st->overdue = s->overdue;
   st->backups = s->backups;
   st->backups_won = s->backups_won;
+  st->groups = s->groups;
+  st->grouped = s->grouped;
   st->bytes_to = st->bytes_from = 0;
   size_t n = 0;
   int room = LT_VEC_RESERVE(st->servers, st->cap, s->nconns) == LT_OK;
@@ -163,6 +165,8 @@ void lt__sched_stats_json(void *self, lt_json_t *j) {
   lt__json_u64(j, "overdue", st->overdue);
   lt__json_u64(j, "backups", st->backups);
   lt__json_u64(j, "backups_won", st->backups_won);
+  lt__json_u64(j, "groups", st->groups);
+  lt__json_u64(j, "grouped", st->grouped);
   lt__json_str(j, "mode",
                o->lookahead && o->lazy     ? "optimized"
                : !o->lookahead && !o->lazy ? "plain"

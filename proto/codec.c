@@ -143,6 +143,7 @@ static int instr_in(dec *d, const Lithium__Instr *pi, lt_instr_t *in) {
   in->kernel = pi->kernel;
   in->param = bytes_in(pi->param);
   in->flags = pi->flags;
+  in->group = pi->group;
   in->nmore = (uint32_t)pi->n_more;
   in->more = arr(d, pi->n_more, sizeof(lt_stage_t), &rc);
   if (rc != 0) return rc;
@@ -474,6 +475,7 @@ static int instr_out(arena *a, const lt_msg_t *m, const lt_instr_t *in, Lithium_
   pi->op = in->op;
   pi->kernel = in->kernel;
   pi->flags = in->flags;
+  pi->group = in->group;
   if (bytes_out(in->param, &pi->param) != 0) return LT_EINVAL;
   if (in->nmore > 0) {
     if (in->more == NULL) return LT_EINVAL;

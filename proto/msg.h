@@ -127,6 +127,8 @@ typedef struct lt_instr {
                         one: the id of output 0 (output i is seq + i) */
   lt_oid_t *outputs;
   uint32_t flags; /* LT_INSTR_* */
+  uint32_t group; /* grain: this and the next group - 1 instructions of the batch run on one
+                     worker back to back (one hand-off); 0 or 1: alone */
 } lt_instr_t;
 
 typedef struct lt_output_info {

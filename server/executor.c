@@ -1,8 +1,10 @@
 /* executor.c: the worker pool (see executor.h). One mutex + condvar guard the groups' FIFOs
- * of queued jobs (and the list of groups that have some), another mutex the list of finished
- * ones; uv_async_send wakes the loop, which takes the whole finished list at once. Workers
- * touch only the job they run and their slot in the crash log; they never see the store,
- * the sessions or the socket. */
+ * of queued units (a job and the gang that rides with it) and the list of groups that have
+ * some, another mutex the list of finished jobs; uv_async_send wakes the loop, which takes the
+ * whole finished list at once. A worker takes a unit, runs its jobs back to back and hands
+ * them back together: one wake-up and one completion hand-off for the whole gang. Workers
+ * touch only the jobs they run and their slot in the crash log; they never see the store, the
+ * sessions or the socket. */
 #include "executor.h"
 
 #include <pthread.h>
@@ -15,8 +17,15 @@
 #include "crashlog.h"
 #include "log.h"
 
-/* A job's state is written under qlock by workers, and by the loop thread otherwise. */
-enum { JOB_IDLE = 0, JOB_QUEUED, JOB_RUNNING };
+/* A job's state is written under qlock by workers, and by the loop thread otherwise. TAKEN:
+ * a worker has its gang and runs it next; it can no longer be canceled. */
+enum { JOB_IDLE = 0, JOB_QUEUED, JOB_TAKEN, JOB_RUNNING };
+
+/* A worker reads its thread's CPU clock (a system call, not a vDSO read) once per this much
+ * kernel time, or after any job this long, and gives the jobs in between the CPU share of
+ * that span: short kernels then cost no system call each. */
+#define CPU_SPAN_US 2000u
+#define CPU_LONG_US 500u
 
 struct lt_executor {
   uv_async_t async;
@@ -43,12 +52,31 @@ struct lt_executor {
   pthread_t *threads;
 };
 
+/* One worker's estimate of the CPU share its kernels get (see CPU_SPAN_US). */
+typedef struct cpu_share {
+  uint64_t cpu0; /* the thread's CPU clock at the last reading */
+  uint64_t busy; /* kernel time since then */
+  double ratio;  /* CPU / kernel time over the last span read, at most 1 */
+} cpu_share_t;
+
 uint64_t lt__executor_now_us(void) {
   return (uint64_t)lt__clock_us();
 }
 
-static void run_job(lt_executor_t *ex, lt_job_t *job, uint32_t worker) {
-  uint64_t c0 = (uint64_t)lt__clock_thread_cpu_us();
+/* cpu_of returns the CPU time of a job that ran `svc` us, reading the clock when due. */
+static uint64_t cpu_of(cpu_share_t *c, uint64_t svc) {
+  c->busy += svc;
+  if (c->busy >= CPU_SPAN_US || svc >= CPU_LONG_US) {
+    uint64_t now = (uint64_t)lt__clock_thread_cpu_us();
+    double r = c->busy > 0 ? (double)(now - c->cpu0) / (double)c->busy : 1.0;
+    c->ratio = r > 1.0 ? 1.0 : r;
+    c->cpu0 = now;
+    c->busy = 0;
+  }
+  return (uint64_t)((double)svc * c->ratio + 0.5);
+}
+
+static void run_job(lt_executor_t *ex, lt_job_t *job, uint32_t worker, cpu_share_t *cpu) {
   uint64_t t0 = lt__executor_now_us();
   lt__crashlog_enter(worker, job->owner, job->seq);
   lt__exec_run(job->op, job->stages, job->nstages, job->inputs, job->ninputs, &job->result);
@@ -61,7 +89,7 @@ static void run_job(lt_executor_t *ex, lt_job_t *job, uint32_t worker) {
     }
   }
   job->service_us = t1 - t0;
-  job->cpu_us = (uint64_t)lt__clock_thread_cpu_us() - c0;
+  job->cpu_us = cpu_of(cpu, job->service_us);
   job->start_us = t0;
   job->worker = worker;
 }
@@ -131,55 +159,104 @@ static void unlink_job(lt_executor_t *ex, lt_job_t *job) {
   }
 }
 
+/* start_job makes `job`, taken, the one worker `self` runs now, counted in its group.
+ * Under qlock. */
+static void start_job(lt_executor_t *ex, lt_job_t *job, uint32_t self) {
+  lt_exgroup_t *g = job->group;
+  if (g != NULL) {
+    g->running++;
+    g->vtime += 1; /* at least 1 us a job: groups of instant kernels take turns too */
+    if (g->vtime > ex->vclock) ex->vclock = g->vtime;
+  }
+  job->state = JOB_RUNNING;
+  job->since_us = lt__executor_now_us();
+  ex->running[self] = job;
+}
+
+/* end_job counts a job that ran out of its group. Under qlock. */
+static void end_job(lt_executor_t *ex, lt_job_t *job, uint32_t self) {
+  if (job->group != NULL) {
+    job->group->running--;
+    job->group->vtime += job->service_us;
+  }
+  job->group = NULL; /* counted out: a detach from now on has nothing to do */
+  ex->running[self] = NULL;
+}
+
+/* take unlinks the queued unit `job` and marks its gang taken. Under qlock. */
+static void take(lt_executor_t *ex, lt_job_t *job) {
+  lt_exgroup_t *g = job->qgroup;
+  unlink_job(ex, job);
+  uint32_t n = 0;
+  for (lt_job_t *m = job; m != NULL; m = m->gang) {
+    m->state = JOB_TAKEN;
+    m->leader = NULL;
+    if (m->group == NULL) m->group = g; /* counted in nogroup until it is back */
+    n++;
+  }
+  atomic_fetch_sub(&ex->queued, n);
+}
+
+/* hand_back appends the finished jobs first..last (linked by `next`) to the done list and
+ * wakes the loop. */
+static void hand_back(lt_executor_t *ex, lt_job_t *first, lt_job_t *last, uint32_t n) {
+  pthread_mutex_lock(&ex->dlock);
+  if (ex->dtail)
+    ex->dtail->next = first;
+  else
+    ex->dhead = first;
+  ex->dtail = last;
+  atomic_fetch_sub(&ex->active, n);
+  pthread_mutex_unlock(&ex->dlock);
+  uv_async_send(&ex->async);
+}
+
+/* run_unit runs a taken unit's jobs in order, under qlock only between them, and returns
+ * with qlock held after the last. */
+static void run_unit(lt_executor_t *ex, lt_job_t *unit, uint32_t self, cpu_share_t *cpu) {
+  lt_job_t *first = unit, *last = NULL;
+  uint32_t n = 0;
+  for (lt_job_t *m = unit; m != NULL; m = m->gang)
+    n++;
+  atomic_fetch_add(&ex->active, n);
+  start_job(ex, unit, self);
+  pthread_mutex_unlock(&ex->qlock);
+  for (lt_job_t *job = unit; job != NULL;) {
+    run_job(ex, job, self, cpu);
+    lt_job_t *next = job->gang;
+    pthread_mutex_lock(&ex->qlock);
+    end_job(ex, job, self);
+    job->gang = NULL;
+    job->next = next;
+    last = job;
+    if (next != NULL) {
+      start_job(ex, next, self);
+      pthread_mutex_unlock(&ex->qlock);
+    }
+    job = next;
+  }
+  last->next = NULL;
+  hand_back(ex, first, last, n);
+}
+
 static void *worker_main(void *arg) {
   lt_executor_t *ex = arg;
   uint32_t self = atomic_fetch_add(&ex->next_worker, 1);
+  cpu_share_t cpu = {.cpu0 = (uint64_t)lt__clock_thread_cpu_us(), .ratio = 1.0};
+  pthread_mutex_lock(&ex->qlock);
   for (;;) {
-    pthread_mutex_lock(&ex->qlock);
     lt_job_t *job;
     while (!ex->stop && (job = eligible(ex)) == NULL) {
       ex->idle++;
       pthread_cond_wait(&ex->qcond, &ex->qlock);
       ex->idle--;
     }
-    if (ex->stop) {
-      pthread_mutex_unlock(&ex->qlock);
-      return NULL;
-    }
-    lt_exgroup_t *g = job->qgroup;
-    unlink_job(ex, job);
-    job->state = JOB_RUNNING;
-    g->running++;
-    g->vtime += 1; /* at least 1 us a job: groups of instant kernels take turns too */
-    if (g->vtime > ex->vclock) ex->vclock = g->vtime;
-    if (job->group == NULL) job->group = g; /* counted in nogroup until it is back */
-    job->since_us = lt__executor_now_us();
-    ex->running[self] = job;
-    atomic_fetch_sub(&ex->queued, 1);
-    atomic_fetch_add(&ex->active, 1);
-    pthread_mutex_unlock(&ex->qlock);
-
-    run_job(ex, job, self);
-
-    pthread_mutex_lock(&ex->qlock);
-    if (job->group != NULL) {
-      job->group->running--;
-      job->group->vtime += job->service_us;
-    }
-    job->group = NULL; /* counted out: a detach from now on has nothing to do */
-    ex->running[self] = NULL;
-    pthread_mutex_unlock(&ex->qlock);
-
-    pthread_mutex_lock(&ex->dlock);
-    if (ex->dtail)
-      ex->dtail->next = job;
-    else
-      ex->dhead = job;
-    ex->dtail = job;
-    atomic_fetch_sub(&ex->active, 1);
-    pthread_mutex_unlock(&ex->dlock);
-    uv_async_send(&ex->async);
+    if (ex->stop) break;
+    take(ex, job);
+    run_unit(ex, job, self, &cpu);
   }
+  pthread_mutex_unlock(&ex->qlock);
+  return NULL;
 }
 
 static void on_async(uv_async_t *h) {
@@ -261,21 +338,80 @@ int lt__executor_new(lt_executor_t **out, uv_loop_t *loop, int nthreads, double 
   return LT_OK;
 }
 
-void lt__executor_submit(lt_executor_t *ex, lt_job_t *job) {
-  pthread_mutex_lock(&ex->qlock);
-  job->state = JOB_QUEUED;
+/* queue_unit queues `job` and the gang riding with it. Under qlock. */
+static void queue_unit(lt_executor_t *ex, lt_job_t *job) {
+  uint32_t n = 0;
+  for (lt_job_t *m = job; m != NULL; m = m->gang) {
+    m->state = JOB_QUEUED;
+    m->leader = m == job ? NULL : job;
+    n++;
+  }
   enqueue(ex, job);
-  atomic_fetch_add(&ex->queued, 1);
-  /* A busy worker takes the job when it finishes its own: waking one costs a futex call. */
-  if (ex->idle > 0) pthread_cond_signal(&ex->qcond);
+  atomic_fetch_add(&ex->queued, n);
+}
+
+void lt__executor_submit(lt_executor_t *ex, lt_job_t *job) {
+  lt__executor_submit_list(ex, &job, 1);
+}
+
+void lt__executor_submit_list(lt_executor_t *ex, lt_job_t *const *units, uint32_t n) {
+  if (n == 0) return;
+  pthread_mutex_lock(&ex->qlock);
+  for (uint32_t i = 0; i < n; i++)
+    queue_unit(ex, units[i]);
+  /* A busy worker takes a unit when it finishes its own: waking one costs a futex call, so
+   * wake no more workers than there are units. */
+  uint32_t wake = (uint32_t)ex->idle < n ? (uint32_t)ex->idle : n;
+  for (uint32_t i = 0; i < wake; i++)
+    pthread_cond_signal(&ex->qcond);
   pthread_mutex_unlock(&ex->qlock);
+}
+
+/* ungang takes queued member `job` out of its leader's gang. Under qlock. */
+static void ungang(lt_job_t *job) {
+  lt_job_t **p = &job->leader->gang;
+  while (*p != job)
+    p = &(*p)->gang;
+  *p = job->gang;
+  job->gang = NULL;
+  job->leader = NULL;
+}
+
+/* promote puts the first member of queued leader `job`'s gang in its place in the FIFO;
+ * `job` is left alone, out of the queue. Under qlock. */
+static void promote(lt_executor_t *ex, lt_job_t *job) {
+  lt_job_t *heir = job->gang;
+  lt_exgroup_t *g = job->qgroup;
+  heir->leader = NULL;
+  for (lt_job_t *m = heir->gang; m != NULL; m = m->gang)
+    m->leader = heir;
+  heir->qgroup = g;
+  heir->prev = job->prev;
+  heir->next = job->next;
+  if (job->prev)
+    job->prev->next = heir;
+  else
+    g->qhead = heir;
+  if (job->next)
+    job->next->prev = heir;
+  else
+    g->qtail = heir;
+  job->next = job->prev = NULL;
+  job->qgroup = NULL;
+  job->gang = NULL;
+  (void)ex;
 }
 
 bool lt__executor_cancel(lt_executor_t *ex, lt_job_t *job) {
   bool removed = false;
   pthread_mutex_lock(&ex->qlock);
   if (job->state == JOB_QUEUED) {
-    unlink_job(ex, job);
+    if (job->leader != NULL)
+      ungang(job);
+    else if (job->gang != NULL)
+      promote(ex, job);
+    else
+      unlink_job(ex, job);
     job->state = JOB_IDLE;
     atomic_fetch_sub(&ex->queued, 1);
     removed = true;

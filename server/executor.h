@@ -1,7 +1,8 @@
 /* executor.h: lithium-server's worker pool. The loop thread submits jobs (an instruction's
- * op and kernel stages over borrowed inputs) to a locked FIFO; worker threads run them with
- * lt__exec_run and hand them back through a locked completion list plus uv_async_send, so
- * the loop thread gets every finished job of a turn in one callback. The executor never
+ * op and kernel stages over borrowed inputs) to a locked FIFO, one at a time or as a gang
+ * (jobs one worker runs back to back: the grain of short kernels); worker threads run them
+ * with lt__exec_run and hand them back through a locked completion list plus uv_async_send,
+ * so the loop thread gets every finished job of a turn in one callback. The executor never
  * owns a job's memory. Loop thread only, except lt__executor_active/queued (any thread). */
 #ifndef LT_EXECUTOR_H
 #define LT_EXECUTOR_H
@@ -46,6 +47,9 @@ struct lt_job {
   uint32_t ninputs;
   void *data;
   lt_exgroup_t *group; /* NULL: no limit */
+  lt_job_t *gang;      /* submit: the jobs that ride with this one (linked by `gang`), run by
+                          the same worker right after it, each counted in its group as it
+                          runs; NULL: alone. Every member is of the same group. */
   uint64_t owner;      /* client id and sequence of the instruction: the crash log's entry */
   uint64_t seq;
   /* Set by the worker; valid in the done callback. `result` holds the outputs (take them,
@@ -59,6 +63,7 @@ struct lt_job {
   lt_job_t *next;
   lt_job_t *prev;
   lt_exgroup_t *qgroup; /* the queue it waits in */
+  lt_job_t *leader;     /* a queued member: the job its gang rides with */
   uint64_t since_us;    /* when a worker took it (lt__executor_now_us), under the queue lock */
   int state;
 };
@@ -69,8 +74,12 @@ struct lt_job {
 int lt__executor_new(lt_executor_t **out, uv_loop_t *loop, int nthreads, double slowdown,
                      lt_executor_done_cb cb, void *data);
 
-/* lt__executor_submit appends `job` to the queue; a worker runs it. */
+/* lt__executor_submit appends `job` (and its gang) to the queue; a worker runs it. */
 void lt__executor_submit(lt_executor_t *ex, lt_job_t *job);
+
+/* lt__executor_submit_list appends the n units (each a job and its gang) under one lock and
+ * wakes at most n idle workers. */
+void lt__executor_submit_list(lt_executor_t *ex, lt_job_t *const *units, uint32_t n);
 
 /* lt__executor_set_limit sets how many jobs of group `g` may run at once (0: no limit);
  * a raised limit starts waiting jobs at once. */
@@ -80,8 +89,9 @@ void lt__executor_set_limit(lt_executor_t *ex, lt_exgroup_t *g, uint32_t limit);
  * freed before the job comes back. */
 void lt__executor_detach(lt_executor_t *ex, lt_job_t *job);
 
-/* lt__executor_cancel removes `job` if it is still queued and returns true; false when a
- * worker has it already (it will be delivered as usual). */
+/* lt__executor_cancel removes `job` if it is still queued and returns true (a member leaves
+ * its gang, a leader's gang stays queued without it); false when a worker has it already,
+ * or has its gang (it will be delivered as usual). */
 bool lt__executor_cancel(lt_executor_t *ex, lt_job_t *job);
 
 /* lt__executor_running copies up to `cap` of the jobs on a worker now into jobs[] and

@@ -870,6 +870,7 @@ void lt__server_free(lt_server_t *srv) {
   lt__modules_free(srv->mods);
   lt__shipstore_free(srv->shipstore);
   free(srv->frames);
+  free(srv->subq);
   int rc = uv_loop_close(&srv->loop);
   if (rc != 0) lt__log(LT_LOG_ERROR, "uv_loop_close: %s", uv_strerror(rc));
   free(srv);

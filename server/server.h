@@ -78,6 +78,15 @@ typedef struct lt_server {
   uint32_t nunknown;
   uv_timer_t fetch_timer;
 
+  /* What an EXECUTE fires goes to the executor at its end, in one lock (task.c): the units
+   * in order, and the last job of the gang an instruction group is building, or NULL. */
+  struct lt_job **subq;
+  uint32_t nsubq;
+  size_t capsubq;
+  struct lt_job *gang_tail;
+  bool batching; /* an EXECUTE is being taken: fired instructions wait in subq */
+  bool ganging;  /* ... and its current instruction is in a group (Instr.group) */
+
   /* Load report (DESIGN.md 5). */
   uint64_t completed; /* kernels run since start */
   uint32_t parked;    /* instructions waiting for inputs */

@@ -8,6 +8,7 @@
  * of a SPLIT/DCSTEP, whose part i is {client, seq + i}. Loop thread only. */
 #include "task.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include "oid.h"
 #include "peer.h"
 #include "quota.h"
+#include "vec.h"
 
 enum { TASK_NEW = 0, TASK_PARKED, TASK_EXEC, TASK_FAILING };
 
@@ -93,16 +95,9 @@ static void task_free(lt_server_t *srv, lt_task_t *t) {
     free(in->key);
   }
   if (t->ran) lt__exec_result_clear(&t->job.result);
-  for (uint32_t i = 0; t->params != NULL && i < t->nstages; i++)
-    free(t->params[i]);
-  free(t->params);
-  free(t->stages);
-  free(t->kidx);
   lt__program_unref(t->prog);
-  free(t->inputs);
-  free(t->in);
   free(t->fail_msg);
-  free(t);
+  free(t); /* its arrays and parameters live in the same block (task_alloc) */
 }
 
 static void detach(lt_task_t *t) {
@@ -137,8 +132,22 @@ static void fail_later(lt_server_t *srv, lt_task_t *t, int status, const char *m
   LT_QUEUE_PUSH(srv->failq, srv->failq_tail, t, fail_next);
 }
 
+/* queue_job keeps t's job for the executor until the EXECUTE being taken ends: alone, or
+ * riding with the gang of its instruction group; false without memory. */
+static bool queue_job(lt_server_t *srv, lt_task_t *t) {
+  if (srv->ganging && srv->gang_tail != NULL) {
+    srv->gang_tail->gang = &t->job;
+    srv->gang_tail = &t->job;
+    return true;
+  }
+  if (LT_VEC_RESERVE(srv->subq, srv->capsubq, (size_t)srv->nsubq + 1) != LT_OK) return false;
+  srv->subq[srv->nsubq++] = &t->job;
+  srv->gang_tail = srv->ganging ? &t->job : NULL;
+  return true;
+}
+
 /* submit hands t to the executor, in its session's group: the executor runs at most the
- * session's window of them at once. */
+ * session's window of them at once. While an EXECUTE is taken, t waits for its end. */
 static void submit(lt_server_t *srv, lt_task_t *t) {
   t->job.op = t->op;
   t->job.stages = t->stages;
@@ -153,7 +162,16 @@ static void submit(lt_server_t *srv, lt_task_t *t) {
   if (t->sess != NULL) t->sess->nexec++;
   t->state = TASK_EXEC;
   srv->inexec++;
-  lt__executor_submit(srv->ex, &t->job);
+  t->job.gang = NULL;
+  if (!srv->batching || !queue_job(srv, t)) lt__executor_submit(srv->ex, &t->job);
+}
+
+/* flush_jobs hands what the EXECUTE fired to the executor. */
+static void flush_jobs(lt_server_t *srv) {
+  lt__executor_submit_list(srv->ex, srv->subq, srv->nsubq);
+  srv->nsubq = 0;
+  srv->gang_tail = NULL;
+  srv->batching = srv->ganging = false;
 }
 
 /* fire runs a task whose inputs are all bound. A kernel that did not resolve fails it
@@ -441,20 +459,49 @@ static int check(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m, const lt_
 }
 
 /* set_stage fills stage i from kernel index k and a copy of `param`. */
-static int set_stage(lt_task_t *t, const lt_session_t *s, uint32_t i, uint32_t k,
-                     lt_bytes_t param) {
-  t->params[i] = malloc(param.len ? param.len : 1);
-  if (t->params[i] == NULL) return LT_ENOMEM;
-  if (param.len) memcpy(t->params[i], param.data, param.len);
+/* set_stage fills stage i with kernel k and a copy of `param` at *room, which it moves on. */
+static void set_stage(lt_task_t *t, const lt_session_t *s, uint32_t i, uint32_t k, lt_bytes_t param,
+                      char **room) {
+  t->params[i] = *room;
+  if (param.len) memcpy(*room, param.data, param.len);
+  *room += param.len;
   t->kidx[i] = k;
   t->stages[i].fn = s->prog->fns[k];
   t->stages[i].name = s->prog->names[k];
   t->stages[i].param = (lt_bytes_t){t->params[i], param.len};
-  return LT_OK;
+}
+
+/* ALIGN rounds n up to a multiple of the strictest alignment a member may need. */
+#define ALIGN(n) (((n) + _Alignof(max_align_t) - 1) & ~(_Alignof(max_align_t) - 1))
+
+/* task_alloc allocates a zeroed task for `ins` with its arrays and a copy of its parameters
+ * in one block (one malloc per instruction); *room gets where the parameters go. */
+static lt_task_t *task_alloc(const lt_instr_t *ins, char **room) {
+  size_t nin = ins->ninputs ? ins->ninputs : 1, nst = (size_t)ins->nmore + 1;
+  size_t params = ins->param.len;
+  for (uint32_t j = 0; j < ins->nmore; j++)
+    params += ins->more[j].param.len;
+  size_t o_inputs = ALIGN(sizeof(lt_task_t));
+  size_t o_in = o_inputs + ALIGN(nin * sizeof(task_input_t));
+  size_t o_stages = o_in + ALIGN(nin * sizeof(lt_bytes_t));
+  size_t o_params = o_stages + ALIGN(nst * sizeof(lt_exec_stage_t));
+  size_t o_kidx = o_params + ALIGN(nst * sizeof(void *));
+  size_t o_room = o_kidx + ALIGN(nst * sizeof(uint32_t));
+  char *p = calloc(1, o_room + params + 1);
+  if (p == NULL) return NULL;
+  lt_task_t *t = (lt_task_t *)p;
+  t->inputs = (task_input_t *)(p + o_inputs);
+  t->in = (lt_bytes_t *)(p + o_in);
+  t->stages = (lt_exec_stage_t *)(p + o_stages);
+  t->params = (void **)(p + o_params);
+  t->kidx = (uint32_t *)(p + o_kidx);
+  *room = p + o_room;
+  return t;
 }
 
 static lt_task_t *task_new(lt_server_t *srv, lt_session_t *s, const lt_instr_t *ins) {
-  lt_task_t *t = calloc(1, sizeof *t);
+  char *room;
+  lt_task_t *t = task_alloc(ins, &room);
   if (t == NULL) return NULL;
   t->srv = srv;
   t->seq = ins->seq;
@@ -464,24 +511,10 @@ static lt_task_t *task_new(lt_server_t *srv, lt_session_t *s, const lt_instr_t *
   t->secret = s->secret;
   t->ninputs = ins->ninputs;
   t->nstages = ins->nmore + 1;
-  t->inputs = calloc(ins->ninputs ? ins->ninputs : 1, sizeof *t->inputs);
-  t->in = calloc(ins->ninputs ? ins->ninputs : 1, sizeof *t->in);
-  t->stages = calloc(t->nstages, sizeof *t->stages);
-  t->params = calloc(t->nstages, sizeof *t->params);
-  t->kidx = calloc(t->nstages, sizeof *t->kidx);
   t->prog = lt__program_ref(s->prog);
-  if (t->inputs == NULL || t->in == NULL || t->stages == NULL || t->params == NULL ||
-      t->kidx == NULL) {
-    task_free(srv, t);
-    return NULL;
-  }
-  int rc = set_stage(t, s, 0, ins->kernel, ins->param);
-  for (uint32_t j = 0; rc == LT_OK && j < ins->nmore; j++)
-    rc = set_stage(t, s, j + 1, ins->more[j].kernel, ins->more[j].param);
-  if (rc != LT_OK) {
-    task_free(srv, t);
-    return NULL;
-  }
+  set_stage(t, s, 0, ins->kernel, ins->param, &room);
+  for (uint32_t j = 0; j < ins->nmore; j++)
+    set_stage(t, s, j + 1, ins->more[j].kernel, ins->more[j].param, &room);
   for (uint32_t j = 0; j < ins->ninputs; j++) {
     t->inputs[j].task = t;
     t->inputs[j].idx = j;
@@ -577,8 +610,16 @@ void lt__task_execute(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m, zmq_
    * before this message's own (which queue behind them). */
   lt__executor_set_limit(srv->ex, &s->group, m->u.execute.max_active);
   s->timeout_ms = m->u.execute.timeout_ms;
+  srv->batching = true;
+  uint32_t left = 0; /* instructions left in the current group, this one included */
   for (uint32_t i = 0; i < m->u.execute.ninstrs; i++) {
     const lt_instr_t *ins = &m->u.execute.instrs[i];
+    if (left == 0) {
+      left = ins->group > 1 ? ins->group : 1;
+      srv->ganging = left > 1;
+      srv->gang_tail = NULL;
+    }
+    left--;
     char err[600];
     int rc = check(srv, s, m, ins, err, sizeof err);
     lt_task_t *t = NULL;
@@ -598,6 +639,7 @@ void lt__task_execute(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m, zmq_
     }
     resolve_inputs(srv, t, payloads, ins);
   }
+  flush_jobs(srv);
 }
 
 void lt__task_cancel(lt_server_t *srv, lt_session_t *s, const uint64_t *seqs, uint32_t n) {

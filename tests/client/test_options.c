@@ -48,11 +48,11 @@ Test(options, defaults_are_the_old_ones) {
   size_t n;
   const lt_option_t *t = lt__options_table(&n);
   for (size_t i = 0; i < n; i++) {
-    size_t size = t[i].type == LT_OPT_PATH     ? sizeof(char *)
-                  : t[i].type == LT_OPT_KEY    ? 41
-                  : t[i].type == LT_OPT_DOUBLE ? sizeof(double)
-                  : t[i].type == LT_OPT_UINT   ? sizeof(uint32_t)
-                                               : sizeof(int);
+    size_t size = t[i].type == LT_OPT_PATH                               ? sizeof(char *)
+                  : t[i].type == LT_OPT_KEY                              ? 41
+                  : t[i].type == LT_OPT_DOUBLE                           ? sizeof(double)
+                  : t[i].type == LT_OPT_UINT || t[i].type == LT_OPT_AUTO ? sizeof(uint32_t)
+                                                                         : sizeof(int);
     cr_expect(memcmp((char *)&o + t[i].offset, (char *)&want + t[i].offset, size) == 0,
               "the default of %s changed", t[i].key);
   }
@@ -81,6 +81,7 @@ Test(options, every_row) {
     cr_expect_not_null(t[i].arg);
     const char *v = t[i].type == LT_OPT_BOOL   ? "YES"
                     : t[i].type == LT_OPT_UINT ? "10"
+                    : t[i].type == LT_OPT_AUTO ? "10"
                     : t[i].type == LT_OPT_ENUM ? "plain"
                     : t[i].type == LT_OPT_KEY  ? "off"
                                                : "1.5";
@@ -91,6 +92,29 @@ Test(options, every_row) {
       cr_expect_eq(o.given, UINT64_C(1) << i, "%s counts as given", t[i].key);
     lt__options_clear(&o);
   }
+}
+
+/* grain: auto (any case) is 0, N is N, 0 and junk are refused naming the shape; plain
+ * mode turns it off (1) and optimized back to auto. */
+Test(options, grain_auto_or_n) {
+  lt_options_t o;
+  lt__options_init(&o);
+  cr_expect_eq(o.grain, 0u, "auto by default");
+  cr_expect_eq(lt__options_set(&o, "grain", "8"), LT_OK);
+  cr_expect_eq(o.grain, 8u);
+  cr_expect_eq(lt__options_set(&o, "grain", "AUTO"), LT_OK);
+  cr_expect_eq(o.grain, 0u);
+  cr_expect_eq(lt__options_set(&o, "grain", "0"), LT_EINVAL);
+  cr_expect(strstr(o.error, "auto or an integer from 1 to 1024") != NULL, "%s", o.error);
+  cr_expect_eq(lt__options_set(&o, "grain", "lots"), LT_EINVAL);
+  cr_expect_eq(lt__options_set(&o, "mode", "plain"), LT_OK);
+  cr_expect_eq(o.grain, 1u, "plain: one instruction a hand-off");
+  cr_expect_eq(lt__options_set(&o, "mode", "optimized"), LT_OK);
+  cr_expect_eq(o.grain, 0u);
+  char buf[32];
+  cr_expect_eq(lt_options_get(&o, "grain", buf, sizeof buf), LT_OK);
+  cr_expect_str_eq(buf, "auto");
+  lt__options_clear(&o);
 }
 
 Test(options, booleans_any_case) {

@@ -242,6 +242,119 @@ Test(executor, slowdown_stretches_service_time) {
   teardown(&f);
 }
 
+/* gang links jobs[1..n-1] behind jobs[0]: one unit. */
+static void gang(lt_job_t *jobs, int n) {
+  for (int i = 0; i + 1 < n; i++)
+    jobs[i].gang = &jobs[i + 1];
+}
+
+/* A gang runs on one worker, in order, back to back, and comes back in one hand-off; each
+ * job keeps its own result. */
+Test(executor, gang_runs_on_one_worker_in_order) {
+  fixture_t f;
+  setup(&f, 3, 1.0);
+  lt_exec_stage_t inc = stage(&f, "testk:inc", NULL);
+  enum { N = 40 };
+  static lt_job_t jobs[N];
+  static unsigned char in[N][8];
+  static lt_bytes_t inb[N];
+  for (int i = 0; i < N; i++) {
+    put_i64(in[i], i);
+    inb[i] = (lt_bytes_t){in[i], 8};
+    job_init(&jobs[i], &inc, 1, &inb[i], 1);
+  }
+  gang(jobs, N);
+  lt_job_t *unit = &jobs[0];
+  lt__executor_submit_list(f.ex, &unit, 1);
+  run_until(&f, N);
+  cr_assert_eq(f.ndone, N);
+  cr_assert_eq(f.ncalls, 1, "one hand-off for the gang, not %d", f.ncalls);
+  for (int i = 0; i < N; i++) {
+    cr_assert_eq(f.order[i], &jobs[i], "in gang order");
+    cr_assert_eq(jobs[i].worker, jobs[0].worker);
+    cr_assert_null(jobs[i].gang, "the gang link is cleared");
+    cr_assert_eq(get_i64(jobs[i].result.out[0]), i + 1);
+    if (i > 0) cr_assert_geq(jobs[i].start_us, jobs[i - 1].start_us + jobs[i - 1].service_us);
+    lt__exec_result_clear(&jobs[i].result);
+  }
+  cr_assert_eq(lt__executor_active(f.ex), 0);
+  cr_assert_eq(lt__executor_queued(f.ex), 0);
+  teardown(&f);
+}
+
+/* A queued gang's members can be canceled one by one, its leader too (the next member takes
+ * its place in the queue); once a worker has the gang, none can. */
+Test(executor, gang_cancel) {
+  fixture_t f;
+  setup(&f, 1, 1.0);
+  lt_exec_stage_t sl = stage(&f, "testk:sleep", "100");
+  lt_exec_stage_t inc = stage(&f, "testk:inc", NULL);
+  unsigned char x[8] = {0};
+  lt_bytes_t in = {x, 8};
+  static lt_job_t blocker, jobs[5], tail;
+  job_init(&blocker, &sl, 1, &in, 1);
+  lt__executor_submit(f.ex, &blocker);
+  for (int spins = 0; lt__executor_active(f.ex) == 0 && spins < 1000; spins++)
+    usleep(1000);
+  for (int i = 0; i < 5; i++)
+    job_init(&jobs[i], &inc, 1, &in, 1);
+  job_init(&tail, &inc, 1, &in, 1);
+  gang(jobs, 5);
+  lt_job_t *units[2] = {&jobs[0], &tail};
+  lt__executor_submit_list(f.ex, units, 2);
+  cr_assert_eq(lt__executor_queued(f.ex), 6);
+  cr_assert(lt__executor_cancel(f.ex, &jobs[2]), "a queued member");
+  cr_assert(lt__executor_cancel(f.ex, &jobs[0]), "a queued leader");
+  cr_assert(!lt__executor_cancel(f.ex, &jobs[0]), "canceling twice");
+  cr_assert(lt__executor_cancel(f.ex, &jobs[4]), "the last member");
+  cr_assert_eq(lt__executor_queued(f.ex), 3);
+  run_until(&f, 4);
+  cr_assert_eq(f.ndone, 4);
+  cr_assert_eq(f.order[0], &blocker);
+  cr_assert_eq(f.order[1], &jobs[1], "the heir runs where the leader was queued");
+  cr_assert_eq(f.order[2], &jobs[3]);
+  cr_assert_eq(f.order[3], &tail);
+  for (int i = 0; i < 4; i++)
+    lt__exec_result_clear(&f.order[i]->result);
+  teardown(&f);
+}
+
+/* A gang counts as one running job of its group: a group limited to 1 runs one gang at a
+ * time, and a second unit of it waits though workers are free. */
+Test(executor, gang_counts_once_in_its_group) {
+  fixture_t f;
+  setup(&f, 3, 1.0);
+  lt_exec_stage_t sl = stage(&f, "testk:sleep", "30");
+  unsigned char x[8] = {0};
+  lt_bytes_t in = {x, 8};
+  lt_exgroup_t g;
+  memset(&g, 0, sizeof g);
+  lt__executor_set_limit(f.ex, &g, 1);
+  static lt_job_t a[3], b[3];
+  for (int i = 0; i < 3; i++) {
+    job_init(&a[i], &sl, 1, &in, 1);
+    job_init(&b[i], &sl, 1, &in, 1);
+    a[i].group = b[i].group = &g;
+  }
+  gang(a, 3);
+  gang(b, 3);
+  lt_job_t *units[2] = {&a[0], &b[0]};
+  lt__executor_submit_list(f.ex, units, 2);
+  run_until(&f, 6);
+  for (int i = 0; i < 3; i++)
+    for (int k = 0; k < 3; k++) {
+      uint64_t a0 = a[i].start_us, a1 = a0 + a[i].service_us;
+      uint64_t b0 = b[k].start_us, b1 = b0 + b[k].service_us;
+      cr_assert(a1 <= b0 || b1 <= a0, "a[%d] and b[%d] overlap under a window of 1", i, k);
+    }
+  cr_assert_eq(g.running, 0);
+  for (int i = 0; i < 3; i++) {
+    lt__exec_result_clear(&a[i].result);
+    lt__exec_result_clear(&b[i].result);
+  }
+  teardown(&f);
+}
+
 /* Each job says which worker ran it and when it started (for traces): jobs that overlapped
  * in time ran on different workers, every start lies between submit and return. */
 Test(executor, jobs_carry_worker_and_start) {
