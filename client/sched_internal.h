@@ -83,7 +83,7 @@ typedef struct lt_instr_rec {
  * behind kernels) and the service times its completions report. */
 #define LT_PING_MS      100   /* round-trip pings per server under lookahead */
 #define LT_RTT_GUESS_US 200.0 /* the round trip assumed before the first ping answer */
-#define LT_MAX_DEPTH    250   /* most instructions queued at a server beyond its window */
+#define LT_MAX_DEPTH    1000  /* most instructions queued at a server beyond its window */
 
 #define LT_CONTROL_MS 200 /* throttle: one window decision per server this often */
 #define LT_HISTORY    64  /* window changes kept per server for the stats */
