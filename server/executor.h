@@ -58,7 +58,9 @@ struct lt_job {
   uint64_t service_us; /* kernel run time (CLOCK_MONOTONIC), slowdown included */
   uint64_t start_us;   /* when the kernel started, lt__executor_now_us (for traces) */
   uint32_t worker;     /* index of the worker thread that ran it, 0..threads-1 */
-  uint64_t cpu_us;     /* CPU time of the worker thread while it ran (slowdown included) */
+  uint64_t cpu_us;     /* CPU time of the worker thread while it ran (slowdown included): read
+                          per job of 0.5 ms or more, else its service time times the CPU
+                          share its worker's kernels got over the last 2 ms of them */
   /* Private. */
   lt_job_t *next;
   lt_job_t *prev;
