@@ -105,29 +105,40 @@ static int send_part(lt_conn_t *c, zmq_msg_t *part, int more) {
   return LT_OK;
 }
 
+/* frame_init makes *part a message of frame i of m: zero copy for a value (`v` non-NULL), a
+ * copy otherwise. 0, or -1 without memory. */
+static int frame_init(zmq_msg_t *part, const lt_msg_t *m, uint32_t i, lt_value_t *v) {
+  if (v != NULL) return lt__value_msg_init(part, v);
+  if (zmq_msg_init_size(part, m->frames[i].len) != 0) return -1;
+  if (m->frames[i].len > 0) memcpy(zmq_msg_data(part), m->frames[i].data, m->frames[i].len);
+  return 0;
+}
+
 int lt__conn_send(lt_conn_t *c, const lt_msg_t *m, lt_value_t *const *values, int64_t now_ms) {
+  /* Every part is made before the first goes: a DEALER takes all parts of a message or none,
+   * and once the first part went the rest must follow. */
+  zmq_msg_t stack[16], *parts = stack;
+  size_t n = (size_t)m->nframes + 1;
+  if (n > sizeof stack / sizeof stack[0] && (parts = malloc(n * sizeof *parts)) == NULL)
+    return LT_ENOMEM;
   void *hdr;
   size_t hdrlen;
   int rc = lt__msg_encode(m, &hdr, &hdrlen);
-  if (rc != LT_OK) return rc;
-  zmq_msg_t part;
-  if (zmq_msg_init_data(&part, hdr, hdrlen, free_header, NULL) != 0) {
+  size_t made = 0;
+  if (rc == LT_OK && zmq_msg_init_data(&parts[0], hdr, hdrlen, free_header, NULL) != 0) {
     free(hdr);
-    return LT_ENOMEM;
+    rc = LT_ENOMEM;
   }
-  rc = send_part(c, &part, m->nframes > 0);
-  /* A DEALER takes all parts of a message or none: once the first part went, the rest go. */
-  for (uint32_t i = 0; rc == LT_OK && i < m->nframes; i++) {
-    int more = i + 1 < m->nframes;
-    if (values != NULL && values[i] != NULL) {
-      lt_value_t *v = lt__value_ref(values[i]);
-      zmq_msg_init_data(&part, v->data, v->len, lt__value_zmq_free, v);
-    } else {
-      zmq_msg_init_size(&part, m->frames[i].len);
-      if (m->frames[i].len > 0) memcpy(zmq_msg_data(&part), m->frames[i].data, m->frames[i].len);
-    }
-    rc = send_part(c, &part, more);
-  }
+  if (rc == LT_OK) made = 1;
+  for (uint32_t i = 0; rc == LT_OK && i < m->nframes; i++, made++)
+    if (frame_init(&parts[made], m, i, values != NULL ? values[i] : NULL) != 0) rc = LT_ENOMEM;
+  size_t sent = 0;
+  for (; rc == LT_OK && sent < n; sent++)
+    rc = send_part(c, &parts[sent], sent + 1 < n);
+  /* send_part closes a part it failed to send; the ones after it were never sent. */
+  for (size_t k = rc == LT_OK ? made : sent; k < made; k++)
+    zmq_msg_close(&parts[k]);
+  if (parts != stack) free(parts);
   if (rc == LT_OK) c->last_send_ms = now_ms;
   return rc;
 }

@@ -90,3 +90,17 @@ void lt__value_zmq_free(void *data, void *hint) {
   (void)data; /* points into the value; the value owns it */
   lt__value_unref(hint);
 }
+
+int lt__value_msg_init(zmq_msg_t *msg, lt_value_t *v) {
+  if (v->len <= LT_VALUE_COPY_MAX) {
+    if (zmq_msg_init_size(msg, v->len) != 0) return -1;
+    if (v->len > 0) memcpy(zmq_msg_data(msg), v->data, v->len);
+    return 0;
+  }
+  lt__value_ref(v);
+  if (zmq_msg_init_data(msg, v->data, v->len, lt__value_zmq_free, v) != 0) {
+    lt__value_unref(v);
+    return -1;
+  }
+  return 0;
+}

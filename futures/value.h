@@ -54,4 +54,15 @@ void lt__value_unref(lt_value_t *v);
 /* lt__value_zmq_free has the signature of zmq_free_fn (data, hint): it unrefs `hint`. */
 void lt__value_zmq_free(void *data, void *hint);
 
+/* A value up to this size is copied into the message that sends it: a copy of a few hundred
+ * bytes (none at all for ZeroMQ's very small messages, which live in the message itself)
+ * costs less than a reference handed to ZeroMQ's I/O thread and dropped there. */
+#define LT_VALUE_COPY_MAX 1024u
+
+/* lt__value_msg_init makes *msg, uninitialised, a message of v's bytes for sending: a copy up
+ * to LT_VALUE_COPY_MAX bytes, else zero copy, holding a reference of its own that ZeroMQ drops
+ * once sent (the caller keeps its own). 0, or -1 without memory (then *msg needs no close).
+ * Any thread. */
+int lt__value_msg_init(zmq_msg_t *msg, lt_value_t *v);
+
 #endif

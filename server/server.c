@@ -78,11 +78,7 @@ int lt__server_send(lt_server_t *srv, const void *rid, size_t rid_len, lt_msg_t 
   }
   n++;
   for (uint32_t i = 0; i < nvals; i++, n++) {
-    lt_value_t *v = lt__value_ref(vals[i]);
-    if (zmq_msg_init_data(&parts[n], v->data, v->len, lt__value_zmq_free, v) != 0) {
-      lt__value_unref(v);
-      goto nomem;
-    }
+    if (lt__value_msg_init(&parts[n], vals[i]) != 0) goto nomem;
   }
   rc = lt__zuv_send(&srv->zuv, parts, n);
   goto out;
