@@ -1,6 +1,7 @@
 /* conn.c: one DEALER link to a server. Encodes with the codec, sends header + payload
  * frames as one multipart message, receives whole multipart messages. Knows nothing of
  * instructions or scheduling. Dispatcher thread only. */
+#include <assert.h>
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -257,6 +258,18 @@ void lt__conn_shut(lt_conn_t *c) {
   close_monitor(c);
   if (c->sock != NULL) zmq_close(c->sock);
   c->sock = NULL;
+}
+
+lt_value_t *lt__rx_value(lt_rx_t *rx, const lt_bytes_t *frame) {
+  size_t part = (size_t)(frame - rx->frames); /* rx->msg.frames is rx->frames + 1 */
+  assert(frame >= rx->frames && part > 0 && part < rx->nparts);
+  /* The part stays whole for the message's other readers: zmq_msg_copy shares a large
+   * message's bytes (a reference count), and the value takes the shared copy. */
+  zmq_msg_t share;
+  zmq_msg_init(&share);
+  lt_value_t *v = zmq_msg_copy(&share, &rx->parts[part]) == 0 ? lt__value_from_msg(&share) : NULL;
+  zmq_msg_close(&share);
+  return v;
 }
 
 void lt__rx_clear(lt_rx_t *rx) {

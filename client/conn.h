@@ -112,6 +112,12 @@ lt_conn_event_t lt__conn_monitor(lt_conn_t *c);
 /* lt__conn_shut closes the sockets (no bye) and keeps the rest for the stats. */
 void lt__conn_shut(lt_conn_t *c);
 
+/* lt__rx_value returns a value of the payload `frame` (one of rx->msg.frames) of the received
+ * message, with one reference: a large one shares the received bytes (the value keeps them
+ * after lt__rx_clear; no copy), a small one is a copy (lt__value_from_msg). NULL on out of
+ * memory. */
+lt_value_t *lt__rx_value(lt_rx_t *rx, const lt_bytes_t *frame);
+
 /* lt__rx_clear releases a received message (the arrays stay for the next one). */
 void lt__rx_clear(lt_rx_t *rx);
 

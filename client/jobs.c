@@ -265,7 +265,7 @@ static int output_tokens(lt_sched_t *s, const lt_instr_rec_t *r, int conn,
     if (cp->outputs[i].frame >= 0) {
       const lt_bytes_t *f = &m->frames[cp->outputs[i].frame];
       if (!lt__binding(s, NULL).outputs_stay) t->holder = -1;
-      if ((t->value = lt__value_copy(f->data, f->len)) == NULL) return LT_ENOMEM;
+      if ((t->value = lt__rx_value(&s->rx, f)) == NULL) return LT_ENOMEM;
     }
   }
   return LT_OK;
@@ -279,7 +279,7 @@ static void deliver_final(lt_sched_t *s, lt_job_rec_t *j, const lt_completion_t 
     return;
   }
   const lt_bytes_t *f = &m->frames[cp->outputs[0].frame];
-  lt__sched_job_result(s, j, lt__value_copy(f->data, f->len));
+  lt__sched_job_result(s, j, lt__rx_value(&s->rx, f));
 }
 
 /* apply gives a completed instruction's outputs to the instance. */

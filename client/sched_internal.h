@@ -233,7 +233,7 @@ struct lt_sched {
   uint64_t next_seq;
   uint32_t first_cap; /* instructions admitted per server before pacing has samples */
   lt_codec_limits_t limits;
-  lt_rx_t rx;
+  lt_rx_t rx; /* the message being handled: its payloads become values (lt__rx_value) */
   int64_t next_tick;
   int64_t t0_ms;                       /* start of the dispatcher, for the window history */
   size_t rr;                           /* round-robin start for placement */
