@@ -15,14 +15,16 @@
  *    for seconds.
  *  - large values on the client: farm(seq(bench:touch)) on one server, every task submitted
  *    before the first result is read and each result freed once checked: 2 tasks of
- *    200 MB, then 8 tasks of 100 MB. The client's peak RSS above its RSS before the case
- *    (VmHWM, reset through /proc/self/clear_refs) against the most bytes it held: the inputs
- *    of tasks not yet done plus the results the program holds.
+ *    200 MB, then 8 tasks of 100 MB, handed over without a copy (lt_eval_submit_owned). The
+ *    client's peak RSS above its RSS before the case (VmHWM, reset through
+ *    /proc/self/clear_refs) against the most bytes it held: each task's, from its submit
+ *    until its result is freed (its input, then its result).
  * The benchmark starts its servers itself (benchproc.h) to read their /proc/PID/status.
  *
  *   build/examples/bench/bench_memory [--tasks 1000000]
  *   BENCH_PEER_BYTES changes the value of the peer fetch (default 1000000000; 0 skips it).
- *   BENCH_LARGE=0 skips the large values.
+ *   BENCH_LARGE=0 skips the large values; BENCH_LARGE_COPY=1 submits them with lt_eval_submit
+ *   (copied).
  */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -172,11 +174,14 @@ static int fetch(unsigned long long bytes) {
   return 0;
 }
 
-/* The bytes the client holds for the program, counted by the program as it submits and
- * reads: an input from its submit until its task is done, a result from lt_eval_next until
- * lt_buf_free. Any thread. */
+/* The bytes the client holds for the program, counted by the program: each task's bytes from
+ * its submit until the program frees its result. All that time the client has the task's
+ * input (until the task is done: lineage) or its result (bench:touch answers a value of the
+ * input's size; a result is on the client once its task is done), and for a moment, while
+ * the result arrives, both. `freed` counts the inputs whose free callback ran. Any thread. */
 typedef struct held {
   atomic_llong now, peak;
+  atomic_long freed;
 } held_t;
 
 static void held_add(held_t *h, long long n) {
@@ -193,10 +198,24 @@ static int reset_peak(void) {
   return fclose(f) == 0 ? rc : -1;
 }
 
-/* submit_large hands the input `buf` of `len` bytes to the evaluator, which copies it; the
- * caller's buffer is freed at once. */
-static int submit_large(lt_eval_t *ev, unsigned char *buf, size_t len) {
-  int rc = lt_eval_submit(ev, buf, len, NULL);
+/* An input handed over without a copy, and the count of its free callback. */
+typedef struct large_in {
+  held_t *held;
+  long long len;
+} large_in_t;
+
+static void large_free(void *data, void *hint) {
+  large_in_t *in = hint;
+  atomic_fetch_add(&in->held->freed, 1);
+  free(data);
+}
+
+/* submit_large hands the input `buf` of `len` bytes to the evaluator: without a copy
+ * (lt_eval_submit_owned; `in` is its record), or, with `copy`, as lt_eval_submit copies it,
+ * freeing `buf` at once. */
+static int submit_large(lt_eval_t *ev, unsigned char *buf, large_in_t *in, int copy) {
+  if (!copy) return lt_eval_submit_owned(ev, buf, (size_t)in->len, large_free, in, NULL);
+  int rc = lt_eval_submit(ev, buf, (size_t)in->len, NULL);
   free(buf);
   return rc;
 }
@@ -210,8 +229,9 @@ static int large_check(const lt_buf_t *b, long i, size_t len) {
 
 /* large runs `tasks` tasks of `len` bytes through farm(seq(bench:touch)) on one server, all
  * submitted before the first result is read, and prints the client's peak RSS above its RSS
- * before the run against the peak of the bytes it held. */
-static int large(const char *metric, long tasks, size_t len) {
+ * before the run against the peak of the bytes it held. The inputs are handed over without a
+ * copy, or copied with `copy`. */
+static int large(const char *metric, long tasks, size_t len, int copy) {
   bench_server_t srv;
   const char *const flags[] = {"--max-session-bytes", "8g", NULL};
   if (bench_server_start(PROG, &srv, flags) != 0) return -1;
@@ -220,7 +240,9 @@ static int large(const char *metric, long tasks, size_t len) {
   held_t h;
   atomic_init(&h.now, 0);
   atomic_init(&h.peak, 0);
-  int rc = ev != NULL && reset_peak() == 0 ? LT_OK : LT_EINVAL;
+  atomic_init(&h.freed, 0);
+  large_in_t *ins = calloc((size_t)tasks, sizeof *ins);
+  int rc = ev != NULL && ins != NULL && reset_peak() == 0 ? LT_OK : LT_EINVAL;
   long base = bench_proc_kib(0, "VmRSS");
   double t0 = ex_now();
   for (long i = 0; rc == LT_OK && i < tasks; i++) {
@@ -231,35 +253,41 @@ static int large(const char *metric, long tasks, size_t len) {
     }
     memset(buf, 0x5a, len);
     buf[0] = (unsigned char)i;
+    ins[i] = (large_in_t){&h, (long long)len};
     held_add(&h, (long long)len);
-    rc = submit_large(ev, buf, len);
+    rc = submit_large(ev, buf, &ins[i], copy);
   }
   if (rc == LT_OK) rc = lt_eval_close(ev);
   lt_buf_t *b = NULL;
   for (long i = 0; rc == LT_OK && i < tasks; i++) {
     if ((rc = lt_eval_next(ev, &b)) != LT_OK) break;
-    held_add(&h, (long long)lt_buf_len(b) - (long long)len); /* the input went with its task */
     if (!large_check(b, i, len)) {
       fprintf(stderr, "%s: large values: task %ld: %s\n", PROG, i,
               lt_buf_error(b) ? lt_buf_errmsg(b) : "wrong result");
       rc = LT_EINVAL;
     }
-    held_add(&h, -(long long)lt_buf_len(b));
     lt_buf_free(b);
+    held_add(&h, -(long long)len);
   }
   double secs = ex_now() - t0;
   long peak = bench_proc_kib(0, "VmHWM");
-  lt_eval_free(ev);
+  lt_eval_free(ev); /* the last free callbacks run by its end */
+  free(ins);
   bench_server_stop(&srv);
+  if (rc == LT_OK && !copy && atomic_load(&h.freed) != tasks) {
+    fprintf(stderr, "%s: large values: %ld free callbacks for %ld inputs\n", PROG,
+            atomic_load(&h.freed), tasks);
+    rc = LT_EINVAL;
+  }
   if (rc != LT_OK || base < 0 || peak < 0) {
     fprintf(stderr, "%s: large values (%s): %s\n", PROG, metric, lt_strerror(rc));
     return -1;
   }
   double grew = (double)(peak - base) * 1024.0;
   fprintf(stderr,
-          "%s: %ld tasks of %zu B in %.2f s: client peak RSS %.0f MiB above %.0f MiB, "
+          "%s: %ld tasks of %zu B%s in %.2f s: client peak RSS %.0f MiB above %.0f MiB, "
           "held at most %.0f MiB\n",
-          PROG, tasks, len, secs, grew / 1048576.0, mib(base),
+          PROG, tasks, len, copy ? " (copied)" : "", secs, grew / 1048576.0, mib(base),
           (double)atomic_load(&h.peak) / 1048576.0);
   bench_json("memory", metric, grew, (double)atomic_load(&h.peak), "B");
   return 0;
@@ -274,8 +302,10 @@ int main(int argc, char **argv) {
   const char *l = getenv("BENCH_LARGE");
   int big = l == NULL || strcmp(l, "0") != 0;
   if (stream(tasks) != 0) return 1;
-  if (big && (large("client_rss_2x200MB", 2, 200000000) != 0 ||
-              large("client_rss_8x100MB", 8, 100000000) != 0))
+  const char *c = getenv("BENCH_LARGE_COPY");
+  int copy = c != NULL && strcmp(c, "0") != 0 && *c != '\0';
+  if (big && (large("client_rss_2x200MB", 2, 200000000, copy) != 0 ||
+              large("client_rss_8x100MB", 8, 100000000, copy) != 0))
     return 1;
   return bytes == 0 || fetch(bytes) == 0 ? 0 : 1;
 }
