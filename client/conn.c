@@ -96,14 +96,51 @@ int lt__conn_open(lt_conn_t *c, void *zctx, const char *endpoint, uint64_t clien
   return lt__conn_program(c, prog->kernels, prog->nkernels, auth->peers, auth->npeers, now_ms);
 }
 
-static int send_part(lt_conn_t *c, zmq_msg_t *part, int more) {
-  size_t len = zmq_msg_size(part);
-  if (zmq_msg_send(part, c->sock, ZMQ_DONTWAIT | (more ? ZMQ_SNDMORE : 0)) < 0) {
-    zmq_msg_close(part);
-    return errno == EAGAIN ? LT_EAGAIN : LT_EIO;
+/* build_parts makes the parts of `m`: the encoded header `hdr` (taken) and its payload
+ * frames, values without a copy (each holds a reference until ZeroMQ is done with it), other
+ * frames copied. All or nothing: on LT_ENOMEM no part is left open. */
+static int build_parts(zmq_msg_t *parts, void *hdr, size_t hdrlen, const lt_msg_t *m,
+                       lt_value_t *const *values) {
+  if (zmq_msg_init_data(&parts[0], hdr, hdrlen, free_header, NULL) != 0) {
+    free(hdr);
+    return LT_ENOMEM;
   }
-  c->bytes_out += len;
+  for (uint32_t i = 0; i < m->nframes; i++) {
+    zmq_msg_t *part = &parts[i + 1];
+    int rc;
+    if (values != NULL && values[i] != NULL) {
+      lt_value_t *v = lt__value_ref(values[i]);
+      rc = zmq_msg_init_data(part, v->data, v->len, lt__value_zmq_free, v);
+      if (rc != 0) lt__value_unref(v);
+    } else {
+      rc = zmq_msg_init_size(part, m->frames[i].len);
+      if (rc == 0 && m->frames[i].len > 0)
+        memcpy(zmq_msg_data(part), m->frames[i].data, m->frames[i].len);
+    }
+    if (rc != 0) {
+      for (uint32_t k = 0; k <= i; k++)
+        zmq_msg_close(&parts[k]);
+      return LT_ENOMEM;
+    }
+  }
   return LT_OK;
+}
+
+/* send_parts sends parts[0..n) as one message; every part is sent or closed. */
+static int send_parts(lt_conn_t *c, zmq_msg_t *parts, size_t n) {
+  int rc = LT_OK;
+  for (size_t i = 0; i < n; i++) {
+    size_t len = zmq_msg_size(&parts[i]);
+    int more = i + 1 < n ? ZMQ_SNDMORE : 0;
+    /* A DEALER takes all parts of a message or none: once the first part went, the rest go. */
+    if (rc == LT_OK && zmq_msg_send(&parts[i], c->sock, ZMQ_DONTWAIT | more) >= 0) {
+      c->bytes_out += len;
+      continue;
+    }
+    if (rc == LT_OK) rc = errno == EAGAIN ? LT_EAGAIN : LT_EIO;
+    zmq_msg_close(&parts[i]);
+  }
+  return rc;
 }
 
 int lt__conn_send(lt_conn_t *c, const lt_msg_t *m, lt_value_t *const *values, int64_t now_ms) {
@@ -111,24 +148,16 @@ int lt__conn_send(lt_conn_t *c, const lt_msg_t *m, lt_value_t *const *values, in
   size_t hdrlen;
   int rc = lt__msg_encode(m, &hdr, &hdrlen);
   if (rc != LT_OK) return rc;
-  zmq_msg_t part;
-  if (zmq_msg_init_data(&part, hdr, hdrlen, free_header, NULL) != 0) {
+  size_t n = (size_t)m->nframes + 1;
+  zmq_msg_t stack[8];
+  zmq_msg_t *parts = n <= sizeof stack / sizeof stack[0] ? stack : malloc(n * sizeof *parts);
+  if (parts == NULL) {
     free(hdr);
     return LT_ENOMEM;
   }
-  rc = send_part(c, &part, m->nframes > 0);
-  /* A DEALER takes all parts of a message or none: once the first part went, the rest go. */
-  for (uint32_t i = 0; rc == LT_OK && i < m->nframes; i++) {
-    int more = i + 1 < m->nframes;
-    if (values != NULL && values[i] != NULL) {
-      lt_value_t *v = lt__value_ref(values[i]);
-      zmq_msg_init_data(&part, v->data, v->len, lt__value_zmq_free, v);
-    } else {
-      zmq_msg_init_size(&part, m->frames[i].len);
-      if (m->frames[i].len > 0) memcpy(zmq_msg_data(&part), m->frames[i].data, m->frames[i].len);
-    }
-    rc = send_part(c, &part, more);
-  }
+  rc = build_parts(parts, hdr, hdrlen, m, values);
+  if (rc == LT_OK) rc = send_parts(c, parts, n);
+  if (parts != stack) free(parts);
   if (rc == LT_OK) c->last_send_ms = now_ms;
   return rc;
 }

@@ -97,7 +97,9 @@ int lt__conn_program(lt_conn_t *c, char *const *kernels, uint32_t nkernels,
 
 /* lt__conn_send encodes and sends `m` with its payload frames (values are sent without
  * copying: each lt_value_t in `values`, one per payload frame, gets a reference released by
- * ZeroMQ). Never blocks: LT_EAGAIN when the socket cannot take it now. */
+ * ZeroMQ once it is done with the frame, or at once when the message is not sent). Never
+ * blocks: LT_EAGAIN when the socket cannot take it now, LT_ENOMEM when a part cannot be
+ * made (nothing is sent then). */
 int lt__conn_send(lt_conn_t *c, const lt_msg_t *m, lt_value_t *const *values, int64_t now_ms);
 
 /* lt__conn_recv receives one whole message without blocking and decodes it into rx->msg.
