@@ -75,14 +75,14 @@ LT_API int lt_eval_submit(lt_eval_t *ev, const void *data, size_t len, lt_future
 /* lt_eval_submit_owned adds an input task without copying its bytes: the evaluator takes
  * ownership of data[0..len), also on failure, and calls free_fn(data, hint) exactly once,
  * when nothing needs the bytes any more: after the last send that uses them, and once
- * lineage no longer needs the task's input (see README.md, "Large values": under lazy
- * binding, the default, when the task is done; with lazy=off once its first instruction
- * has completed; with lt_eval_run_local once that instruction ran), before this returns when
- * the submit fails, and at the latest in lt_eval_free. Until then the bytes must stay valid
- * and unchanged. free_fn runs on any thread, one of ZeroMQ's among them: it must be quick and
- * must not call this library. A NULL free_fn leaves the buffer the caller's, valid and
- * unchanged until lt_eval_free returns. `data` may be NULL only when `len` is 0. Otherwise as
- * lt_eval_submit. */
+ * lineage no longer needs the task's input (README.md, "Large values without copies":
+ * under lazy binding, the default, when the task is done; with lazy=off once its first
+ * instruction has completed; with lt_eval_run_local once that instruction ran), before this
+ * returns when the submit fails, and at the latest in lt_eval_free. Until then the bytes must
+ * stay valid and unchanged. free_fn runs on any thread, one of ZeroMQ's among them: it must
+ * be quick and must not call this library. A NULL free_fn leaves the buffer the caller's,
+ * valid and unchanged until lt_eval_free returns. `data` may be NULL only when `len` is 0.
+ * Otherwise as lt_eval_submit. */
 LT_API int lt_eval_submit_owned(lt_eval_t *ev, void *data, size_t len,
                                 void (*free_fn)(void *data, void *hint), void *hint,
                                 lt_future_t **out);
