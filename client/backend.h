@@ -54,7 +54,8 @@ extern const lt_backend_ops_t lt__local_backend; /* local.c */
 lt_task_t *lt__eval_take(lt_eval_t *ev, size_t max);
 
 /* lt__eval_deliver hands back finished tasks (a list linked by `next`, each with its
- * `result` set; all taken) to their futures or the stream, under one lock. The journal is
+ * `result` set; all taken) to their futures or the stream, under one lock, after dropping
+ * the inputs they still hold (outside the lock). The journal is
  * made durable after them when `sync` is LT_EVAL_SYNC_NOW, or, with LT_EVAL_SYNC_IDLE,
  * only when no submitted task is waiting (a batch is over). */
 enum { LT_EVAL_SYNC_NOW, LT_EVAL_SYNC_IDLE };

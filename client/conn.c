@@ -1,6 +1,7 @@
 /* conn.c: one DEALER link to a server. Encodes with the codec, sends header + payload
  * frames as one multipart message, receives whole multipart messages. Knows nothing of
  * instructions or scheduling. Dispatcher thread only. */
+#include <assert.h>
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -95,49 +96,66 @@ int lt__conn_open(lt_conn_t *c, void *zctx, const char *endpoint, uint64_t clien
   return lt__conn_program(c, prog->kernels, prog->nkernels, auth->peers, auth->npeers, now_ms);
 }
 
-static int send_part(lt_conn_t *c, zmq_msg_t *part, int more) {
-  size_t len = zmq_msg_size(part);
-  if (zmq_msg_send(part, c->sock, ZMQ_DONTWAIT | (more ? ZMQ_SNDMORE : 0)) < 0) {
-    zmq_msg_close(part);
-    return errno == EAGAIN ? LT_EAGAIN : LT_EIO;
+/* build_parts makes the parts of `m`: the encoded header `hdr` (taken) and its payload
+ * frames, values as lt__value_msg_init makes them (a large one without a copy, holding a
+ * reference until ZeroMQ is done with it), other frames copied. All or nothing: on LT_ENOMEM no
+ * part is left open. */
+static int build_parts(zmq_msg_t *parts, void *hdr, size_t hdrlen, const lt_msg_t *m,
+                       lt_value_t *const *values) {
+  if (zmq_msg_init_data(&parts[0], hdr, hdrlen, free_header, NULL) != 0) {
+    free(hdr);
+    return LT_ENOMEM;
   }
-  c->bytes_out += len;
+  for (uint32_t i = 0; i < m->nframes; i++) {
+    zmq_msg_t *part = &parts[i + 1];
+    int rc;
+    if (values != NULL && values[i] != NULL) {
+      rc = lt__value_msg_init(part, values[i]);
+    } else {
+      rc = zmq_msg_init_size(part, m->frames[i].len);
+      if (rc == 0 && m->frames[i].len > 0)
+        memcpy(zmq_msg_data(part), m->frames[i].data, m->frames[i].len);
+    }
+    if (rc != 0) {
+      for (uint32_t k = 0; k <= i; k++)
+        zmq_msg_close(&parts[k]);
+      return LT_ENOMEM;
+    }
+  }
   return LT_OK;
 }
 
-/* frame_init makes *part a message of frame i of m: zero copy for a value (`v` non-NULL), a
- * copy otherwise. 0, or -1 without memory. */
-static int frame_init(zmq_msg_t *part, const lt_msg_t *m, uint32_t i, lt_value_t *v) {
-  if (v != NULL) return lt__value_msg_init(part, v);
-  if (zmq_msg_init_size(part, m->frames[i].len) != 0) return -1;
-  if (m->frames[i].len > 0) memcpy(zmq_msg_data(part), m->frames[i].data, m->frames[i].len);
-  return 0;
+/* send_parts sends parts[0..n) as one message; every part is sent or closed. */
+static int send_parts(lt_conn_t *c, zmq_msg_t *parts, size_t n) {
+  int rc = LT_OK;
+  for (size_t i = 0; i < n; i++) {
+    size_t len = zmq_msg_size(&parts[i]);
+    int more = i + 1 < n ? ZMQ_SNDMORE : 0;
+    /* A DEALER takes all parts of a message or none: once the first part went, the rest go. */
+    if (rc == LT_OK && zmq_msg_send(&parts[i], c->sock, ZMQ_DONTWAIT | more) >= 0) {
+      c->bytes_out += len;
+      continue;
+    }
+    if (rc == LT_OK) rc = errno == EAGAIN ? LT_EAGAIN : LT_EIO;
+    zmq_msg_close(&parts[i]);
+  }
+  return rc;
 }
 
 int lt__conn_send(lt_conn_t *c, const lt_msg_t *m, lt_value_t *const *values, int64_t now_ms) {
-  /* Every part is made before the first goes: a DEALER takes all parts of a message or none,
-   * and once the first part went the rest must follow. */
-  zmq_msg_t stack[16], *parts = stack;
-  size_t n = (size_t)m->nframes + 1;
-  if (n > sizeof stack / sizeof stack[0] && (parts = malloc(n * sizeof *parts)) == NULL)
-    return LT_ENOMEM;
   void *hdr;
   size_t hdrlen;
   int rc = lt__msg_encode(m, &hdr, &hdrlen);
-  size_t made = 0;
-  if (rc == LT_OK && zmq_msg_init_data(&parts[0], hdr, hdrlen, free_header, NULL) != 0) {
+  if (rc != LT_OK) return rc;
+  size_t n = (size_t)m->nframes + 1;
+  zmq_msg_t stack[8];
+  zmq_msg_t *parts = n <= sizeof stack / sizeof stack[0] ? stack : malloc(n * sizeof *parts);
+  if (parts == NULL) {
     free(hdr);
-    rc = LT_ENOMEM;
+    return LT_ENOMEM;
   }
-  if (rc == LT_OK) made = 1;
-  for (uint32_t i = 0; rc == LT_OK && i < m->nframes; i++, made++)
-    if (frame_init(&parts[made], m, i, values != NULL ? values[i] : NULL) != 0) rc = LT_ENOMEM;
-  size_t sent = 0;
-  for (; rc == LT_OK && sent < n; sent++)
-    rc = send_part(c, &parts[sent], sent + 1 < n);
-  /* send_part closes a part it failed to send; the ones after it were never sent. */
-  for (size_t k = rc == LT_OK ? made : sent; k < made; k++)
-    zmq_msg_close(&parts[k]);
+  rc = build_parts(parts, hdr, hdrlen, m, values);
+  if (rc == LT_OK) rc = send_parts(c, parts, n);
   if (parts != stack) free(parts);
   if (rc == LT_OK) c->last_send_ms = now_ms;
   return rc;
@@ -268,6 +286,18 @@ void lt__conn_shut(lt_conn_t *c) {
   close_monitor(c);
   if (c->sock != NULL) zmq_close(c->sock);
   c->sock = NULL;
+}
+
+lt_value_t *lt__rx_value(lt_rx_t *rx, const lt_bytes_t *frame) {
+  size_t part = (size_t)(frame - rx->frames); /* rx->msg.frames is rx->frames + 1 */
+  assert(frame >= rx->frames && part > 0 && part < rx->nparts);
+  /* The part stays whole for the message's other readers: zmq_msg_copy shares a large
+   * message's bytes (a reference count), and the value takes the shared copy. */
+  zmq_msg_t share;
+  zmq_msg_init(&share);
+  lt_value_t *v = zmq_msg_copy(&share, &rx->parts[part]) == 0 ? lt__value_from_msg(&share) : NULL;
+  zmq_msg_close(&share);
+  return v;
 }
 
 void lt__rx_clear(lt_rx_t *rx) {

@@ -97,7 +97,9 @@ int lt__conn_program(lt_conn_t *c, char *const *kernels, uint32_t nkernels,
 
 /* lt__conn_send encodes and sends `m` with its payload frames (values are sent without
  * copying: each lt_value_t in `values`, one per payload frame, gets a reference released by
- * ZeroMQ). Never blocks: LT_EAGAIN when the socket cannot take it now. */
+ * ZeroMQ once it is done with the frame, or at once when the message is not sent). Never
+ * blocks: LT_EAGAIN when the socket cannot take it now, LT_ENOMEM when a part cannot be
+ * made (nothing is sent then). */
 int lt__conn_send(lt_conn_t *c, const lt_msg_t *m, lt_value_t *const *values, int64_t now_ms);
 
 /* lt__conn_recv receives one whole message without blocking and decodes it into rx->msg.
@@ -111,6 +113,12 @@ lt_conn_event_t lt__conn_monitor(lt_conn_t *c);
 
 /* lt__conn_shut closes the sockets (no bye) and keeps the rest for the stats. */
 void lt__conn_shut(lt_conn_t *c);
+
+/* lt__rx_value returns a value of the payload `frame` (one of rx->msg.frames) of the received
+ * message, with one reference: a large one shares the received bytes (the value keeps them
+ * after lt__rx_clear; no copy), a small one is a copy (lt__value_from_msg). NULL on out of
+ * memory. */
+lt_value_t *lt__rx_value(lt_rx_t *rx, const lt_bytes_t *frame);
 
 /* lt__rx_clear releases a received message (the arrays stay for the next one). */
 void lt__rx_clear(lt_rx_t *rx);

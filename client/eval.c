@@ -247,6 +247,13 @@ lt_task_t *lt__eval_take(lt_eval_t *ev, size_t max) {
 }
 
 void lt__eval_deliver(lt_eval_t *ev, lt_task_t *done, int sync) {
+  /* A finished task's inputs are not needed any more. They go before the lock is taken: the
+   * free callback of an input given with lt_eval_submit_owned is the user's code. */
+  for (lt_task_t *t = done; t != NULL; t = t->next) {
+    lt__value_unref(t->input);
+    lt__value_unref(t->input2);
+    t->input = t->input2 = NULL;
+  }
   pthread_mutex_lock(&ev->mu);
   for (lt_task_t *t = done, *next; t != NULL; t = next) {
     next = t->next;
@@ -639,18 +646,25 @@ LT_API int lt_eval_run_local(lt_eval_t *ev) {
   return LT_OK;
 }
 
-LT_API int lt_eval_submit(lt_eval_t *ev, const void *data, size_t len, lt_future_t **out) {
-  if (ev == NULL || (data == NULL && len > 0)) return LT_EINVAL;
-  if (out != NULL) *out = NULL;
-  if (out != NULL && ev->sreduce != NULL) return LT_EINVAL; /* one result: lt_eval_next */
+/* submit adds the task of `input` (taken: one reference, dropped also on failure, outside
+ * ev->mu since its free callback is the user's code) to the stream, or to *out: the body of
+ * lt_eval_submit and lt_eval_submit_owned. */
+static int submit(lt_eval_t *ev, lt_value_t *input, lt_future_t **out) {
+  if (out != NULL && ev->sreduce != NULL) { /* one result: lt_eval_next */
+    lt__value_unref(input);
+    return LT_EINVAL;
+  }
   lt_task_t *t = calloc(1, sizeof *t);
-  if (t == NULL) return LT_ENOMEM;
-  t->input = lt__value_copy(data, len);
-  if (t->input == NULL || (out != NULL && (t->future = lt__future_new()) == NULL)) {
+  if (t == NULL) {
+    lt__value_unref(input);
+    return LT_ENOMEM;
+  }
+  t->input = input;
+  if (out != NULL && (t->future = lt__future_new()) == NULL) {
     lt__task_free(t);
     return LT_ENOMEM;
   }
-  if (ev->opts.journal != NULL) t->digest = lt__digest(data, len);
+  if (ev->opts.journal != NULL) t->digest = lt__digest(input->data, input->len);
   pthread_mutex_lock(&ev->mu);
   int rc = LT_OK;
   if (ev->closed || ev->state == LT_EVAL_FAILED) rc = ev->closed ? LT_ECLOSED : LT_ESTATE;
@@ -691,13 +705,16 @@ LT_API int lt_eval_submit(lt_eval_t *ev, const void *data, size_t len, lt_future
   }
   lt_buf_t *done = ev->journal != NULL ? lt__journal_take(ev->journal, t->digest) : NULL;
   if (done != NULL) {
-    /* Done in an earlier run: its result comes from the journal, in its place. */
+    /* Done in an earlier run: its result comes from the journal, in its place; its input
+     * is not needed. */
     t->replayed = 1;
+    t->input = NULL;
     ev->pending++;
     ev->submitted++;
     if (out != NULL) *out = t->future;
     finish(ev, t, done);
     pthread_mutex_unlock(&ev->mu);
+    lt__value_unref(input);
     return LT_OK;
   }
   LT_QUEUE_PUSH(ev->intake_head, ev->intake_tail, t, next);
@@ -708,6 +725,25 @@ LT_API int lt_eval_submit(lt_eval_t *ev, const void *data, size_t len, lt_future
   pthread_mutex_unlock(&ev->mu);
   if (started) wake(ev);
   return LT_OK;
+}
+
+LT_API int lt_eval_submit(lt_eval_t *ev, const void *data, size_t len, lt_future_t **out) {
+  if (out != NULL) *out = NULL;
+  if (ev == NULL || (data == NULL && len > 0)) return LT_EINVAL;
+  lt_value_t *input = lt__value_copy(data, len);
+  return input != NULL ? submit(ev, input, out) : LT_ENOMEM;
+}
+
+LT_API int lt_eval_submit_owned(lt_eval_t *ev, void *data, size_t len,
+                                void (*free_fn)(void *data, void *hint), void *hint,
+                                lt_future_t **out) {
+  if (out != NULL) *out = NULL;
+  if (ev == NULL || (data == NULL && len > 0)) {
+    if (free_fn != NULL) free_fn(data, hint); /* taken, also on failure */
+    return LT_EINVAL;
+  }
+  lt_value_t *input = lt__value_user(data, len, free_fn, hint);
+  return input != NULL ? submit(ev, input, out) : LT_ENOMEM;
 }
 
 LT_API int lt_eval_close(lt_eval_t *ev) {

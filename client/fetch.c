@@ -78,7 +78,7 @@ void lt__sched_on_value(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
                                                                      : "no value in the answer");
     lt__sched_restart(s, j, why);
   } else {
-    lt__sched_job_result(s, j, lt__value_copy(m->frames[fr].data, m->frames[fr].len));
+    lt__sched_job_result(s, j, lt__rx_value(&s->rx, &m->frames[fr]));
   }
   lt__sched_job_settle(s, j); /* finished (or failed for good): nothing of it is left */
 }

@@ -31,6 +31,14 @@ int lt__sched_stale(const lt_instr_rec_t *r) {
   return r->gen != r->job->gen || r->job->finished;
 }
 
+/* drop_input lets go of the task's input, which lineage no longer needs (the instruction
+ * records that still send it hold their own references). */
+static void drop_input(lt_job_rec_t *j) {
+  lt__value_unref(j->input);
+  lt__value_unref(j->input2);
+  j->input = j->input2 = NULL;
+}
+
 /* job_finish records the task's result (or error) once, for lt__sched_deliver. */
 static void job_finish(lt_sched_t *s, lt_job_rec_t *j, lt_buf_t *b) {
   if (j->finished) {
@@ -38,6 +46,7 @@ static void job_finish(lt_sched_t *s, lt_job_rec_t *j, lt_buf_t *b) {
     return;
   }
   j->finished = 1;
+  drop_input(j); /* nothing is recomputed any more */
   if (b == NULL) b = lt__buf_fail(LT_ENOMEM, NULL);
   /* Results wait for the end of the loop turn: lt__sched_deliver hands them over together,
    * taking the evaluator's lock once. */
@@ -139,6 +148,9 @@ void lt__sched_take_intake(lt_sched_t *s) {
       j->live++; /* hold the job while feeding */
       feed(s, j);
       j->live--;
+      /* When every value comes back to the client nothing is ever recomputed: a lost
+       * instruction is sent again with the values the client holds. */
+      if (!lt__binding(s, NULL).outputs_stay) drop_input(j);
       job_release(s, j);
     }
     t = next;
@@ -187,6 +199,12 @@ static void release_left(lt_sched_t *s, const lt_instr_rec_t *r, size_t conn,
  * left on live servers are released. After max_retries restarts the task fails. */
 void lt__sched_restart(lt_sched_t *s, lt_job_rec_t *j, const char *why) {
   if (j->finished) return;
+  if (j->input == NULL) { /* not kept, as lineage should never need it (drop_input) */
+    char msg[256];
+    snprintf(msg, sizeof msg, "a value the task needed was lost (%s), and its input is gone", why);
+    lt__sched_job_fail(s, j, LT_ELOST, msg);
+    return;
+  }
   if (j->restarts >= s->opts->max_retries) {
     char msg[256];
     snprintf(msg, sizeof msg, "values the task needed were lost %u times (%s)", j->restarts + 1,
@@ -265,7 +283,7 @@ static int output_tokens(lt_sched_t *s, const lt_instr_rec_t *r, int conn,
     if (cp->outputs[i].frame >= 0) {
       const lt_bytes_t *f = &m->frames[cp->outputs[i].frame];
       if (!lt__binding(s, NULL).outputs_stay) t->holder = -1;
-      if ((t->value = lt__value_copy(f->data, f->len)) == NULL) return LT_ENOMEM;
+      if ((t->value = lt__rx_value(&s->rx, f)) == NULL) return LT_ENOMEM;
     }
   }
   return LT_OK;
@@ -279,7 +297,7 @@ static void deliver_final(lt_sched_t *s, lt_job_rec_t *j, const lt_completion_t 
     return;
   }
   const lt_bytes_t *f = &m->frames[cp->outputs[0].frame];
-  lt__sched_job_result(s, j, lt__value_copy(f->data, f->len));
+  lt__sched_job_result(s, j, lt__rx_value(&s->rx, f));
 }
 
 /* apply gives a completed instruction's outputs to the instance. */

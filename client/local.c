@@ -149,6 +149,11 @@ static lt_buf_t *run_task(lt_local_t *l, lt_task_t *task) {
   if (rc == LT_OK)
     rc = task->input2 != NULL ? lt__instance_feed_pair(inst, task->input, task->input2, on_fire, l)
                               : lt__instance_feed(inst, task->input, on_fire, l);
+  /* The instance holds the inputs as long as its instructions need them; nothing is ever
+   * recomputed here, so the task's own references go now. */
+  lt__value_unref(task->input);
+  lt__value_unref(task->input2);
+  task->input = task->input2 = NULL;
   while (rc == LT_OK && l->nstack > 0) {
     lt_frame_t *f = l->stack[--l->nstack];
     rc = run_frame(l, inst, f, err, sizeof err);

@@ -27,7 +27,8 @@ typedef struct lt_job_rec {
   lt_instance_t *inst;
   uint32_t live;      /* instruction records queued or in flight */
   int finished;       /* result delivered; freed when live reaches 0 */
-  lt_value_t *input;  /* the task's input, kept to recompute the task after a server loss */
+  lt_value_t *input;  /* the task's input, kept to recompute the task after a server loss
+                         while values stay on servers and the task is not done; NULL after */
   lt_value_t *input2; /* a combine of a stream reduce: its right input (sreduce.h) */
   uint32_t gen;       /* instance generation: records of an older one are stale */
   uint32_t restarts;
@@ -233,7 +234,7 @@ struct lt_sched {
   uint64_t next_seq;
   uint32_t first_cap; /* instructions admitted per server before pacing has samples */
   lt_codec_limits_t limits;
-  lt_rx_t rx;
+  lt_rx_t rx; /* the message being handled: its payloads become values (lt__rx_value) */
   int64_t next_tick;
   int64_t t0_ms;                       /* start of the dispatcher, for the window history */
   size_t rr;                           /* round-robin start for placement */

@@ -1,7 +1,8 @@
 /* value.c: immutable reference-counted byte buffers, the payload of a set future: a
- * malloc'd buffer, or a received ZeroMQ message kept whole. The count is atomic so the
- * store's loop thread, kernel workers and ZeroMQ's I/O thread (via lt__value_zmq_free) may
- * each hold and drop references: any thread. */
+ * malloc'd buffer, a received ZeroMQ message kept whole, or a user's buffer with its free
+ * callback. The count is atomic so the store's loop thread, kernel workers, the client's
+ * threads and ZeroMQ's I/O thread (via lt__value_zmq_free) may each hold and drop
+ * references: any thread. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +14,31 @@ typedef struct msg_value {
   lt_value_t v; /* first: an lt_value_t * of this kind casts back */
   zmq_msg_t msg;
 } msg_value_t;
+
+/* A value of kind LT_VALUE_USER: the user's buffer and how to give it back. */
+typedef struct user_value {
+  lt_value_t v; /* first: an lt_value_t * of this kind casts back */
+  void *data;   /* as the user gave it (v.data is a static empty buffer for NULL) */
+  lt_value_free_fn *free_fn;
+  void *hint;
+} user_value_t;
+
+lt_value_t *lt__value_user(void *data, size_t len, lt_value_free_fn *free_fn, void *hint) {
+  static char empty[1];
+  user_value_t *uv = malloc(sizeof *uv);
+  if (uv == NULL) {
+    if (free_fn != NULL) free_fn(data, hint);
+    return NULL;
+  }
+  atomic_init(&uv->v.refs, 1);
+  uv->v.kind = LT_VALUE_USER;
+  uv->v.len = len;
+  uv->v.data = data != NULL ? data : empty;
+  uv->data = data;
+  uv->free_fn = free_fn;
+  uv->hint = hint;
+  return &uv->v;
+}
 
 lt_value_t *lt__value_wrap(void *data, size_t len) {
   lt_value_t *v = malloc(sizeof *v);
@@ -76,11 +102,21 @@ void lt__value_unref(lt_value_t *v) {
   /* Release on every drop and acquire on the last one, so the freeing thread sees every
    * other holder's accesses as done (the usual shared_ptr protocol). */
   if (atomic_fetch_sub_explicit(&v->refs, 1, memory_order_acq_rel) != 1) return;
-  if (v->kind == LT_VALUE_MSG) {
+  switch (v->kind) {
+  case LT_VALUE_MSG: {
     msg_value_t *mv = (msg_value_t *)v;
     zmq_msg_close(&mv->msg);
     free(mv);
     return;
+  }
+  case LT_VALUE_USER: {
+    user_value_t *uv = (user_value_t *)v;
+    if (uv->free_fn != NULL) uv->free_fn(uv->data, uv->hint);
+    free(uv);
+    return;
+  }
+  case LT_VALUE_HEAP:
+    break;
   }
   free(v->data);
   free(v);

@@ -1,8 +1,9 @@
 /* value.h: an immutable, reference-counted byte buffer: the payload of a future once set.
  * Shared without copying between the store (loop thread), workers running kernels that read
  * it, and ZeroMQ sending it (zmq_msg_init_data with lt__value_unref as the free function).
- * Its bytes live in a malloc'd buffer or, for a large value received from the network, in
- * the received ZeroMQ message itself (no copy). Reference counting is atomic: any thread. */
+ * Its bytes live in a malloc'd buffer, in a received ZeroMQ message itself (a large value
+ * from the network: no copy), or in a buffer of the user's with its free callback
+ * (lt_eval_submit_owned: no copy). Reference counting is atomic: any thread. */
 #ifndef LT_VALUE_H
 #define LT_VALUE_H
 
@@ -13,8 +14,13 @@
 /* Where a value's bytes live, and so how the last unref frees them. */
 typedef enum lt_value_kind {
   LT_VALUE_HEAP, /* a malloc'd buffer: free() */
-  LT_VALUE_MSG   /* the data of a ZeroMQ message the value holds: zmq_msg_close() */
+  LT_VALUE_MSG,  /* the data of a ZeroMQ message the value holds: zmq_msg_close() */
+  LT_VALUE_USER  /* a buffer of the user's: its free callback, if any */
 } lt_value_kind_t;
+
+/* The free callback of a user's buffer (zmq_free_fn's signature): called once with the
+ * buffer and the hint it was given with. */
+typedef void lt_value_free_fn(void *data, void *hint);
 
 /* A received message at least this large becomes a value without a copy; a smaller one is
  * copied, as it may share a receive buffer of ZeroMQ's that it would keep alive. */
@@ -37,6 +43,13 @@ lt_value_t *lt__value_copy(const void *data, size_t len);
 /* lt__value_wrap takes ownership of malloc'd `data` (also on failure) and returns a value
  * with one reference; NULL on out of memory. */
 lt_value_t *lt__value_wrap(void *data, size_t len);
+
+/* lt__value_user makes a value of the user's buffer data[0..len) without copying it (kind
+ * LT_VALUE_USER): free_fn(data, hint) is called exactly once, by whichever thread drops the
+ * last reference, or before this returns NULL on out of memory (ownership is taken also on
+ * failure). A NULL free_fn leaves the buffer the caller's. `data` may be NULL only when len
+ * is 0 (the value's data is then a static empty buffer). One reference. Any thread. */
+lt_value_t *lt__value_user(void *data, size_t len, lt_value_free_fn *free_fn, void *hint);
 
 /* lt__value_from_msg makes a value of the bytes of the received message `msg`, taking its
  * contents also on failure: *msg is left an empty message that its owner closes as before.

@@ -4,9 +4,9 @@
  * servers (lt_eval_add_host, lt_eval_spawn_local), start it, submit input tasks and read
  * results. Every call returns LT_OK (0) or a negative lt_err code (lithium/error.h).
  *
- * Threads: lt_eval_submit, lt_eval_close, lt_eval_next, lt_future_* and lt_eval_stats_json
- * may be called from any thread, also concurrently; the other lt_eval_* calls belong to the
- * thread that owns the evaluator. */
+ * Threads: lt_eval_submit, lt_eval_submit_owned, lt_eval_close, lt_eval_next, lt_future_*
+ * and lt_eval_stats_json may be called from any thread, also concurrently; the other
+ * lt_eval_* calls belong to the thread that owns the evaluator. */
 #ifndef LITHIUM_H
 #define LITHIUM_H
 
@@ -71,6 +71,21 @@ LT_API int lt_eval_run_local(lt_eval_t *ev);
  * tasks are unfinished (LT_EAGAIN instead when option `nonblocking` is on). With `out` not
  * NULL the result goes to *out only, and lt_eval_next skips it; the caller owns *out. */
 LT_API int lt_eval_submit(lt_eval_t *ev, const void *data, size_t len, lt_future_t **out);
+
+/* lt_eval_submit_owned adds an input task without copying its bytes: the evaluator takes
+ * ownership of data[0..len), also on failure, and calls free_fn(data, hint) exactly once,
+ * when nothing needs the bytes any more: after the last send that uses them, and once
+ * lineage no longer needs the task's input (README.md, "Large values without copies":
+ * under lazy binding, the default, when the task is done; with lazy=off once its first
+ * instruction has completed; with lt_eval_run_local once that instruction ran), before this
+ * returns when the submit fails, and at the latest in lt_eval_free. Until then the bytes must
+ * stay valid and unchanged. free_fn runs on any thread, one of ZeroMQ's among them: it must
+ * be quick and must not call this library. A NULL free_fn leaves the buffer the caller's,
+ * valid and unchanged until lt_eval_free returns. `data` may be NULL only when `len` is 0.
+ * Otherwise as lt_eval_submit. */
+LT_API int lt_eval_submit_owned(lt_eval_t *ev, void *data, size_t len,
+                                void (*free_fn)(void *data, void *hint), void *hint,
+                                lt_future_t **out);
 
 /* lt_eval_close marks the end of the input stream. */
 LT_API int lt_eval_close(lt_eval_t *ev);

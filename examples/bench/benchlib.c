@@ -95,22 +95,40 @@ typedef struct feeder {
   size_t size;
   bench_make_fn make;
   void *arg;
+  int owned;       /* each task in a buffer of its own, handed over (lt_eval_submit_owned) */
   atomic_int stop; /* set by the reader when it gives up */
   int rc;          /* first error of lt_eval_submit / lt_eval_close */
 } feeder_t;
+
+static void free_task(void *data, void *hint) {
+  (void)hint;
+  free(data);
+}
+
+/* submit_next makes task i and submits it: copied from the feeder's one buffer `buf`, or in a
+ * buffer of its own that the evaluator takes. */
+static int submit_next(feeder_t *f, long i, unsigned char *buf) {
+  if (!f->owned) {
+    f->make(i, buf, f->arg);
+    return lt_eval_submit(f->ev, buf, f->size, NULL);
+  }
+  unsigned char *own = malloc(f->size > 0 ? f->size : 1);
+  if (own == NULL) return LT_ENOMEM;
+  f->make(i, own, f->arg);
+  return lt_eval_submit_owned(f->ev, own, f->size, free_task, NULL, NULL);
+}
 
 /* feed runs on its own thread: lt_eval_submit blocks while `max_pending` tasks are
  * unfinished, so the caller must be reading results meanwhile. */
 static void *feed(void *p) {
   feeder_t *f = p;
-  unsigned char *buf = malloc(f->size > 0 ? f->size : 1);
-  if (buf == NULL) {
+  unsigned char *buf = f->owned ? NULL : malloc(f->size > 0 ? f->size : 1);
+  if (!f->owned && buf == NULL) {
     f->rc = LT_ENOMEM;
     fprintf(stderr, "%s: out of memory\n", f->prog);
   }
-  for (long i = 0; buf != NULL && i < f->tasks && !atomic_load(&f->stop); i++) {
-    f->make(i, buf, f->arg);
-    int rc = lt_eval_submit(f->ev, buf, f->size, NULL);
+  for (long i = 0; f->rc == LT_OK && i < f->tasks && !atomic_load(&f->stop); i++) {
+    int rc = submit_next(f, i, buf);
     if (rc != LT_OK) {
       f->rc = rc;
       fprintf(stderr, "%s: lt_eval_submit(task %ld): %s\n", f->prog, i, lt_strerror(rc));
@@ -126,9 +144,16 @@ static void *feed(void *p) {
   return NULL;
 }
 
-int bench_eval_stream(const char *prog, lt_eval_t *ev, long tasks, size_t size, bench_make_fn make,
-                      bench_check_fn check, void *arg, double *seconds) {
-  feeder_t f = {.prog = prog, .ev = ev, .tasks = tasks, .size = size, .make = make, .arg = arg};
+/* stream is bench_eval_stream, the tasks handed over without a copy when `owned`. */
+static int stream(const char *prog, lt_eval_t *ev, long tasks, size_t size, bench_make_fn make,
+                  bench_check_fn check, void *arg, int owned, double *seconds) {
+  feeder_t f = {.prog = prog,
+                .ev = ev,
+                .tasks = tasks,
+                .size = size,
+                .make = make,
+                .arg = arg,
+                .owned = owned};
   atomic_init(&f.stop, 0);
   pthread_t th;
   double t0 = ex_now();
@@ -164,6 +189,16 @@ int bench_eval_stream(const char *prog, lt_eval_t *ev, long tasks, size_t size, 
     return -1;
   }
   return 0;
+}
+
+int bench_eval_stream(const char *prog, lt_eval_t *ev, long tasks, size_t size, bench_make_fn make,
+                      bench_check_fn check, void *arg, double *seconds) {
+  return stream(prog, ev, tasks, size, make, check, arg, 0, seconds);
+}
+
+int bench_eval_stream_owned(const char *prog, lt_eval_t *ev, long tasks, size_t size,
+                            bench_make_fn make, bench_check_fn check, void *arg, double *seconds) {
+  return stream(prog, ev, tasks, size, make, check, arg, 1, seconds);
 }
 
 /* The echo server: a ROUTER that sends every message back to its sender until it receives an

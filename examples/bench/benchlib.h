@@ -52,6 +52,11 @@ int bench_index_check(long i, const unsigned char *data, size_t len, void *arg);
 int bench_eval_stream(const char *prog, lt_eval_t *ev, long tasks, size_t size, bench_make_fn make,
                       bench_check_fn check, void *arg, double *seconds);
 
+/* bench_eval_stream_owned is bench_eval_stream with each task made in a buffer of its own
+ * that the evaluator takes without a copy (lt_eval_submit_owned). */
+int bench_eval_stream_owned(const char *prog, lt_eval_t *ev, long tasks, size_t size,
+                            bench_make_fn make, bench_check_fn check, void *arg, double *seconds);
+
 /* bench_echo_run is the raw baseline: a ROUTER thread on a free loopback TCP port echoes
  * every message, and a DEALER sends `count` messages of `size` bytes keeping `window` of them
  * in flight. *seconds is the time from the first send to the last reply; when `rtt_us` is not

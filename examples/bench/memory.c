@@ -13,11 +13,20 @@
  *    default heartbeat_ms holds: the receiver keeps the value in the message it received,
  *    where a copy doubled its memory and held up its loop thread (and so its heartbeats)
  *    for seconds.
+ *  - large values on the client: farm(seq(bench:touch)) on one server, every task submitted
+ *    before the first result is read and each result freed once checked: 2 tasks of
+ *    200 MB, then 8 tasks of 100 MB, handed over without a copy (lt_eval_submit_owned). The
+ *    client's peak RSS above its RSS before the case (VmHWM, reset through
+ *    /proc/self/clear_refs) against the most bytes it held: each task's, from its submit
+ *    until its result is freed (its input, then its result).
  * The benchmark starts its servers itself (benchproc.h) to read their /proc/PID/status.
  *
  *   build/examples/bench/bench_memory [--tasks 1000000]
  *   BENCH_PEER_BYTES changes the value of the peer fetch (default 1000000000; 0 skips it).
+ *   BENCH_LARGE=0 skips the large values; BENCH_LARGE_COPY=1 submits them with lt_eval_submit
+ *   (copied).
  */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,12 +174,138 @@ static int fetch(unsigned long long bytes) {
   return 0;
 }
 
+/* The bytes the client holds for the program, counted by the program: each task's bytes from
+ * its submit until the program frees its result. All that time the client has the task's
+ * input (until the task is done: lineage) or its result (bench:touch answers a value of the
+ * input's size; a result is on the client once its task is done), and for a moment, while
+ * the result arrives, both. `freed` counts the inputs whose free callback ran. Any thread. */
+typedef struct held {
+  atomic_llong now, peak;
+  atomic_long freed;
+} held_t;
+
+static void held_add(held_t *h, long long n) {
+  long long v = atomic_fetch_add(&h->now, n) + n, p = atomic_load(&h->peak);
+  while (v > p && !atomic_compare_exchange_weak(&h->peak, &p, v)) {
+  }
+}
+
+/* reset_peak makes VmHWM start again from the present RSS; 0, or -1 when the kernel cannot. */
+static int reset_peak(void) {
+  FILE *f = fopen("/proc/self/clear_refs", "w");
+  if (f == NULL) return -1;
+  int rc = fputs("5", f) >= 0 ? 0 : -1;
+  return fclose(f) == 0 ? rc : -1;
+}
+
+/* An input handed over without a copy, and the count of its free callback. */
+typedef struct large_in {
+  held_t *held;
+  long long len;
+} large_in_t;
+
+static void large_free(void *data, void *hint) {
+  large_in_t *in = hint;
+  atomic_fetch_add(&in->held->freed, 1);
+  free(data);
+}
+
+/* submit_large hands the input `buf` of `len` bytes to the evaluator: without a copy
+ * (lt_eval_submit_owned; `in` is its record), or, with `copy`, as lt_eval_submit copies it,
+ * freeing `buf` at once. */
+static int submit_large(lt_eval_t *ev, unsigned char *buf, large_in_t *in, int copy) {
+  if (!copy) return lt_eval_submit_owned(ev, buf, (size_t)in->len, large_free, in, NULL);
+  int rc = lt_eval_submit(ev, buf, (size_t)in->len, NULL);
+  free(buf);
+  return rc;
+}
+
+/* large_check tells whether `b` is bench:touch's answer to the input of task i. */
+static int large_check(const lt_buf_t *b, long i, size_t len) {
+  const unsigned char *d = lt_buf_data(b);
+  return lt_buf_error(b) == LT_OK && lt_buf_len(b) == len && d[0] == (unsigned char)(i + 1) &&
+         d[1] == 0x5a && d[len - 1] == 0x5a;
+}
+
+/* large runs `tasks` tasks of `len` bytes through farm(seq(bench:touch)) on one server, all
+ * submitted before the first result is read, and prints the client's peak RSS above its RSS
+ * before the run against the peak of the bytes it held. The inputs are handed over without a
+ * copy, or copied with `copy`. */
+static int large(const char *metric, long tasks, size_t len, int copy) {
+  bench_server_t srv;
+  const char *const flags[] = {"--max-session-bytes", "8g", NULL};
+  if (bench_server_start(PROG, &srv, flags) != 0) return -1;
+  const char *const kv[] = {"mode", "optimized", NULL};
+  lt_eval_t *ev = open_on(lt_farm(lt_seq("bench:touch")), srv.endpoint, kv);
+  held_t h;
+  atomic_init(&h.now, 0);
+  atomic_init(&h.peak, 0);
+  atomic_init(&h.freed, 0);
+  large_in_t *ins = calloc((size_t)tasks, sizeof *ins);
+  int rc = ev != NULL && ins != NULL && reset_peak() == 0 ? LT_OK : LT_EINVAL;
+  long base = bench_proc_kib(0, "VmRSS");
+  double t0 = ex_now();
+  for (long i = 0; rc == LT_OK && i < tasks; i++) {
+    unsigned char *buf = malloc(len);
+    if (buf == NULL) {
+      rc = LT_ENOMEM;
+      break;
+    }
+    memset(buf, 0x5a, len);
+    buf[0] = (unsigned char)i;
+    ins[i] = (large_in_t){&h, (long long)len};
+    held_add(&h, (long long)len);
+    rc = submit_large(ev, buf, &ins[i], copy);
+  }
+  if (rc == LT_OK) rc = lt_eval_close(ev);
+  lt_buf_t *b = NULL;
+  for (long i = 0; rc == LT_OK && i < tasks; i++) {
+    if ((rc = lt_eval_next(ev, &b)) != LT_OK) break;
+    if (!large_check(b, i, len)) {
+      fprintf(stderr, "%s: large values: task %ld: %s\n", PROG, i,
+              lt_buf_error(b) ? lt_buf_errmsg(b) : "wrong result");
+      rc = LT_EINVAL;
+    }
+    lt_buf_free(b);
+    held_add(&h, -(long long)len);
+  }
+  double secs = ex_now() - t0;
+  long peak = bench_proc_kib(0, "VmHWM");
+  lt_eval_free(ev); /* the last free callbacks run by its end */
+  free(ins);
+  bench_server_stop(&srv);
+  if (rc == LT_OK && !copy && atomic_load(&h.freed) != tasks) {
+    fprintf(stderr, "%s: large values: %ld free callbacks for %ld inputs\n", PROG,
+            atomic_load(&h.freed), tasks);
+    rc = LT_EINVAL;
+  }
+  if (rc != LT_OK || base < 0 || peak < 0) {
+    fprintf(stderr, "%s: large values (%s): %s\n", PROG, metric, lt_strerror(rc));
+    return -1;
+  }
+  double grew = (double)(peak - base) * 1024.0;
+  fprintf(stderr,
+          "%s: %ld tasks of %zu B%s in %.2f s: client peak RSS %.0f MiB above %.0f MiB, "
+          "held at most %.0f MiB\n",
+          PROG, tasks, len, copy ? " (copied)" : "", secs, grew / 1048576.0, mib(base),
+          (double)atomic_load(&h.peak) / 1048576.0);
+  bench_json("memory", metric, grew, (double)atomic_load(&h.peak), "B");
+  return 0;
+}
+
 int main(int argc, char **argv) {
   long tasks = 1000000;
   int rc = bench_parse_args(argc, argv, usage, NULL, &tasks);
   if (rc != 0) return rc > 0 ? 0 : 2;
   const char *b = getenv("BENCH_PEER_BYTES");
   unsigned long long bytes = b != NULL && *b != '\0' ? strtoull(b, NULL, 10) : 1000000000ULL;
+  const char *l = getenv("BENCH_LARGE");
+  int big = l == NULL || strcmp(l, "0") != 0;
   if (stream(tasks) != 0) return 1;
+  const char *c = getenv("BENCH_LARGE_COPY");
+  int copy = c != NULL && strcmp(c, "0") != 0 && *c != '\0';
+  if (big && (large("client_rss_2x200MB", 2, 200000000, copy) != 0 ||
+              large("client_rss_8x100MB", 8, 100000000, copy) != 0))
+    return 1;
   return bytes == 0 || fetch(bytes) == 0 ? 0 : 1;
 }

@@ -1,8 +1,11 @@
 /* test_conn.c: a server connection's socket and its monitor (client/conn.c). Closing many
  * connections that are retrying a refused connect must leave the ZeroMQ context working:
  * libzmq sends monitor events from its I/O thread with blocking sends, so a monitor whose
- * reader was closed first would hang that thread and every other connection with it. */
+ * reader was closed first would hang that thread and every other connection with it. A value
+ * sent as a frame goes without a copy, and its reference goes exactly once, when ZeroMQ is
+ * done with the frame (here: when the socket holding it unsent closes). */
 #include <criterion/criterion.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <unistd.h>
 #include <zmq.h>
@@ -61,4 +64,39 @@ Test(conn, shutting_retrying_connections_keeps_the_context_alive, .timeout = 60)
   zmq_close(dealer);
   zmq_close(router);
   zmq_ctx_term(ctx);
+}
+
+static atomic_int freed;
+
+static void count_free(void *data, void *hint) {
+  (void)data;
+  (void)hint;
+  atomic_fetch_add(&freed, 1);
+}
+
+Test(conn, a_sent_value_is_released_once_zeromq_is_done_with_it, .timeout = 60) {
+  void *ctx = zmq_ctx_new();
+  /* A port that was just free: the message waits in the socket, unsent. */
+  void *gone = zmq_socket(ctx, ZMQ_ROUTER);
+  char dead[256];
+  bound_endpoint(gone, dead, sizeof dead);
+  zmq_close(gone);
+  lt_conn_t c;
+  lt_conn_auth_t auth = {.pub = "", .sec = "", .server = ""};
+  lt_conn_program_t prog = {0};
+  cr_assert_eq(lt__conn_open(&c, ctx, dead, 1, 0, &prog, &auth, 0), LT_OK);
+  static char bytes[1 << 16];
+  lt_value_t *v = lt__value_user(bytes, sizeof bytes, count_free, NULL);
+  cr_assert_not_null(v);
+  lt_msg_t m = {.type = LT_MSG_VALUE};
+  m.u.value.frame = 0;
+  lt_bytes_t frame = {v->data, v->len};
+  m.nframes = 1;
+  m.frames = &frame;
+  cr_assert_eq(lt__conn_send(&c, &m, &v, 0), LT_OK);
+  lt__value_unref(v);
+  cr_assert_eq(atomic_load(&freed), 0, "released while ZeroMQ holds the frame");
+  lt__conn_close(&c);
+  cr_assert_eq(zmq_ctx_term(ctx), 0);
+  cr_assert_eq(atomic_load(&freed), 1);
 }

@@ -1,7 +1,9 @@
 /* harness.c: helpers shared by the end-to-end tests (see harness.h). */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -72,6 +74,19 @@ lt_buf_t *one_result(lt_eval_t *ev, int64_t v, int ms) {
   int rc = lt_eval_next_timeout(ev, ms, &b);
   cr_assert_eq(rc, LT_OK, "next: %s", lt_strerror(rc));
   return b;
+}
+
+void wait_inflight(lt_eval_t *ev, int server, int nservers) {
+  for (;;) {
+    char *st = NULL;
+    cr_assert_eq(lt_eval_stats_json(ev, &st), LT_OK);
+    uint64_t out[16] = {0};
+    cr_assert_leq(nservers, 16);
+    cr_assert_eq(stats_each(st, "inflight", out, nservers), nservers, "%s", st);
+    free(st);
+    if (out[server] > 0) return;
+    usleep(1000);
+  }
 }
 
 int64_t next_i64(lt_eval_t *ev) {

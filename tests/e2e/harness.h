@@ -53,6 +53,10 @@ uint64_t distinct_instructions(const char *json);
 /* submit_i64s submits the int64 tasks 0..n-1 to the stream; the test fails on an error. */
 void submit_i64s(lt_eval_t *ev, int n);
 
+/* wait_inflight waits until server `server` (of the `nservers` in the stats) has work out,
+ * e.g. before killing it so that values it holds are still needed. */
+void wait_inflight(lt_eval_t *ev, int server, int nservers);
+
 /* next_i64 reads the next result, expects it to be a successful int64 and returns it. */
 int64_t next_i64(lt_eval_t *ev);
 

@@ -255,15 +255,7 @@ Test(lazy, a_lost_server_s_values_are_recomputed, .timeout = 120) {
   lt_eval_close(ev);
   /* Killed while it has work out (so that values it holds are still needed), whatever the
    * pace: the stats say when. */
-  for (;;) {
-    char *st = NULL;
-    cr_assert_eq(lt_eval_stats_json(ev, &st), LT_OK);
-    uint64_t out[3] = {0};
-    cr_assert_eq(stats_each(st, "inflight", out, 3), 3, "%s", st);
-    free(st);
-    if (out[1] > 0) break;
-    usleep(1000);
-  }
+  wait_inflight(ev, 1, 3);
   kill(hosts[1].pid, SIGKILL);
   for (int t = 0; t < 60; t++) {
     lt_buf_t *b = NULL;

@@ -1,6 +1,7 @@
 /* test_value.c: reference-counted values, also shared across threads; values kept in a
- * received ZeroMQ message (LT_VALUE_MSG) free the message exactly once, at the last unref,
- * whichever thread or path drops it. */
+ * received ZeroMQ message (LT_VALUE_MSG) free the message, and values in a user's buffer
+ * (LT_VALUE_USER) call its free callback, exactly once, at the last unref, whichever thread
+ * or path drops it. */
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -219,12 +220,9 @@ Test(value_msg, sent_on_then_dropped_in_either_order) {
   }
 }
 
-Test(value_msg, last_unref_on_other_thread) {
-  atomic_store(&freed, 0);
-  zmq_msg_t m;
-  big_msg(&m, BIG);
-  lt_value_t *v = lt__value_from_msg(&m);
-  zmq_msg_close(&m);
+/* drop_across_threads hands v (its one reference) to threads that take and drop references
+ * at once, and to one more that drops the last, and waits for them all. */
+static void drop_across_threads(lt_value_t *v) {
   pthread_t t[NTHREADS];
   for (int i = 0; i < NTHREADS; i++) {
     lt__value_ref(v);
@@ -235,5 +233,103 @@ Test(value_msg, last_unref_on_other_thread) {
   for (int i = 0; i < NTHREADS; i++)
     pthread_join(t[i], NULL);
   pthread_join(last, NULL);
+}
+
+Test(value_msg, last_unref_on_other_thread) {
+  atomic_store(&freed, 0);
+  zmq_msg_t m;
+  big_msg(&m, BIG);
+  lt_value_t *v = lt__value_from_msg(&m);
+  zmq_msg_close(&m);
+  drop_across_threads(v);
   cr_assert_eq(atomic_load(&freed), 1);
+}
+
+/* ---- values in a user's buffer (lt_eval_submit_owned) ------------------------------- */
+
+/* The hint a user buffer is given with: its free callback records what it was called with. */
+typedef struct user_hint {
+  atomic_int calls;
+  void *data; /* what the last call freed */
+} user_hint_t;
+
+static void user_free(void *data, void *hint) {
+  user_hint_t *h = hint;
+  h->data = data;
+  atomic_fetch_add(&h->calls, 1);
+  free(data);
+}
+
+Test(value_user, kept_without_a_copy_and_freed_once_at_the_last_unref) {
+  user_hint_t h = {0};
+  char *buf = strdup("user bytes");
+  lt_value_t *v = lt__value_user(buf, 10, user_free, &h);
+  cr_assert_not_null(v);
+  cr_assert_eq(v->kind, LT_VALUE_USER);
+  cr_assert_eq(v->data, buf, "the value must be the user's bytes, not a copy");
+  cr_assert_eq(v->len, 10);
+  lt__value_ref(v);
+  lt__value_unref(v);
+  cr_assert_eq(atomic_load(&h.calls), 0, "freed while a reference is held");
+  lt__value_unref(v);
+  cr_assert_eq(atomic_load(&h.calls), 1);
+  cr_assert_eq(h.data, buf, "the callback gets the user's pointer");
+}
+
+Test(value_user, no_free_callback_leaves_the_buffer_to_its_owner) {
+  char buf[4] = "abc";
+  lt_value_t *v = lt__value_user(buf, 3, NULL, NULL);
+  cr_assert_not_null(v);
+  cr_assert_eq(v->data, buf);
+  lt__value_unref(v);
+  cr_assert_str_eq(buf, "abc");
+}
+
+Test(value_user, empty_buffer_has_data_and_is_given_back_as_given) {
+  user_hint_t h = {0};
+  h.data = &h;
+  lt_value_t *v = lt__value_user(NULL, 0, user_free, &h);
+  cr_assert_not_null(v);
+  cr_assert_eq(v->len, 0);
+  cr_assert_not_null(v->data, "a value always has a data pointer");
+  lt__value_unref(v);
+  cr_assert_eq(atomic_load(&h.calls), 1);
+  cr_assert_null(h.data, "the callback gets NULL back, as it was given");
+}
+
+/* Sent as a frame of its own (zmq_msg_init_data with lt__value_zmq_free, as conn.c sends an
+ * input) and dropped by its owner first, a user's buffer is freed once the receiver closes
+ * the message (inproc passes the buffer itself). */
+Test(value_user, freed_once_the_sent_message_is_done) {
+  user_hint_t h = {0};
+  void *ctx = zmq_ctx_new();
+  void *a = zmq_socket(ctx, ZMQ_PAIR), *b = zmq_socket(ctx, ZMQ_PAIR);
+  cr_assert_eq(zmq_bind(a, "inproc://user"), 0);
+  cr_assert_eq(zmq_connect(b, "inproc://user"), 0);
+  unsigned char *buf = malloc(BIG);
+  cr_assert_not_null(buf);
+  memset(buf, 0x33, BIG);
+  lt_value_t *v = lt__value_user(buf, BIG, user_free, &h);
+  zmq_msg_t out, in;
+  cr_assert_eq(zmq_msg_init_data(&out, v->data, v->len, lt__value_zmq_free, lt__value_ref(v)), 0);
+  cr_assert_eq(zmq_msg_send(&out, a, 0), (int)BIG);
+  lt__value_unref(v);
+  cr_assert_eq(atomic_load(&h.calls), 0, "freed while the message is in flight");
+  zmq_msg_init(&in);
+  cr_assert_eq(zmq_msg_recv(&in, b, 0), (int)BIG);
+  cr_assert_eq(zmq_msg_data(&in), (void *)buf, "inproc passes the buffer itself");
+  zmq_msg_close(&in);
+  cr_assert_eq(atomic_load(&h.calls), 1);
+  zmq_close(a);
+  zmq_close(b);
+  cr_assert_eq(zmq_ctx_term(ctx), 0);
+  cr_assert_eq(atomic_load(&h.calls), 1);
+}
+
+Test(value_user, last_unref_on_other_thread) {
+  user_hint_t h = {0};
+  lt_value_t *v = lt__value_user(malloc(64), 64, user_free, &h);
+  cr_assert_not_null(v);
+  drop_across_threads(v);
+  cr_assert_eq(atomic_load(&h.calls), 1);
 }
