@@ -118,8 +118,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("workload", choices=sorted(DEFAULTS))
     p.add_argument("--tasks", type=int, help="tasks (default 20000, 200, 30 images)")
-    p.add_argument("--threads", type=int, default=1,
-                   help="threads per worker process (default 1)")
+    p.add_argument("--threads", type=int, default=3 * (os.cpu_count() or 1),
+                   help="threads per worker process (default 3 x cores, as lithium-server)")
     p.add_argument("--images", metavar="DIR", help="images: where bench_peers --save wrote "
                    "inputs.bin and outputs.bin")
     p.add_argument("--lib", help="images: the path of liblt_filters_plain.so")
