@@ -1,6 +1,7 @@
 /* benchlib.c: the shared plumbing of the benchmark programs (benchlib.h): clock, medians,
- * JSON lines, evaluator set-up, the streaming run and the raw ZeroMQ echo baseline. Nothing
- * here knows what a benchmark measures. Evaluator helpers belong to the evaluator's thread;
+ * JSON lines, evaluator set-up, the streaming run, the raw ZeroMQ echo baseline and the task
+ * streams several programs feed (index, empty and touch-chain tasks). Nothing here knows what
+ * a benchmark measures. Evaluator helpers belong to the evaluator's thread;
  * the echo runs its server on a thread of its own. */
 #include <errno.h>
 #include <pthread.h>
@@ -312,4 +313,38 @@ int bench_index_check(long i, const unsigned char *data, size_t len, void *arg) 
   unsigned char want[BENCH_INDEX_SIZE];
   bench_index_make(i, want, arg);
   return len == BENCH_INDEX_SIZE && memcmp(data, want, BENCH_INDEX_SIZE) == 0 ? 0 : -1;
+}
+
+void bench_noop_make(long i, unsigned char *buf, void *arg) {
+  (void)arg;
+  memset(buf, 0xa5, BENCH_NOOP_SIZE);
+  memcpy(buf, &i, sizeof i);
+}
+
+int bench_noop_check(long i, const unsigned char *data, size_t len, void *arg) {
+  unsigned char want[BENCH_NOOP_SIZE];
+  bench_noop_make(i, want, arg);
+  return len == BENCH_NOOP_SIZE && memcmp(data, want, BENCH_NOOP_SIZE) == 0 ? 0 : -1;
+}
+
+lt_skel_t *bench_chain_program(void) {
+  _Static_assert(BENCH_CHAIN_STAGES == 4, "the pipeline below has 4 stages");
+  return lt_pipeline(lt_seq("bench:touch"), lt_seq("bench:touch"), lt_seq("bench:touch"),
+                     lt_seq("bench:touch"), NULL);
+}
+
+void bench_chain_make(long i, unsigned char *buf, void *arg) {
+  (void)arg;
+  for (size_t k = 0; k < BENCH_CHAIN_SIZE; k += 4096)
+    memset(buf + k, (int)((i * 7 + (long)(k / 4096)) & 0xff), 4096);
+}
+
+/* After the touch stages the first byte is BENCH_CHAIN_STAGES more than the task's, the rest
+ * is unchanged. */
+int bench_chain_check(long i, const unsigned char *data, size_t len, void *arg) {
+  unsigned char *want = arg;
+  if (len != BENCH_CHAIN_SIZE) return -1;
+  bench_chain_make(i, want, NULL);
+  want[0] = (unsigned char)(want[0] + BENCH_CHAIN_STAGES);
+  return memcmp(data, want, BENCH_CHAIN_SIZE) == 0 ? 0 : -1;
 }

@@ -45,6 +45,22 @@ typedef int (*bench_check_fn)(long i, const unsigned char *data, size_t len, voi
 void bench_index_make(long i, unsigned char *buf, void *arg);
 int bench_index_check(long i, const unsigned char *data, size_t len, void *arg);
 
+/* Empty tasks: 16 bytes, i in the first 8 and 0xa5 in the rest, answered unchanged by
+ * bench:noop "echo". */
+#define BENCH_NOOP_SIZE 16
+void bench_noop_make(long i, unsigned char *buf, void *arg);
+int bench_noop_check(long i, const unsigned char *data, size_t len, void *arg);
+
+/* The touch chain: bench_chain_program() is a pipeline of BENCH_CHAIN_STAGES seq(bench:touch)
+ * (NULL when out of memory), fed 1 MiB tasks of a pattern that depends on i; each stage makes
+ * a new value with the first byte one more. bench_chain_check wants a scratch buffer of
+ * BENCH_CHAIN_SIZE bytes as `arg` (bench_chain_make ignores its `arg`). */
+#define BENCH_CHAIN_SIZE   (1024 * 1024)
+#define BENCH_CHAIN_STAGES 4
+lt_skel_t *bench_chain_program(void);
+void bench_chain_make(long i, unsigned char *buf, void *arg);
+int bench_chain_check(long i, const unsigned char *data, size_t len, void *arg);
+
 /* bench_eval_stream submits `tasks` tasks of `size` bytes from a feeder thread while this
  * thread reads the results in order and checks each one, then closes the input. The
  * evaluator must have `ordered` on. *seconds is the time from the first submit to the last

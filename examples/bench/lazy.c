@@ -15,9 +15,6 @@
 
 #include "benchlib.h"
 
-#define TOKEN_SIZE (1024 * 1024)
-#define STAGES     4
-
 static const char usage[] =
     "usage: bench_lazy [--runs N] [--tasks N]\n"
     "  --runs N   runs of each setting, the median is reported (default 1)\n"
@@ -29,43 +26,21 @@ typedef struct result {
   double peer_bytes;   /* bytes_peer_in over all servers */
 } result_t;
 
-/* Task i is 1 MiB of a pattern that depends on i. */
-static void make_task(long i, unsigned char *buf, void *arg) {
-  (void)arg;
-  for (size_t k = 0; k < TOKEN_SIZE; k += 4096)
-    memset(buf + k, (int)((i * 7 + (long)(k / 4096)) & 0xff), 4096);
-}
-
-/* After 4 touch stages the first byte is 4 more than the task's, the rest is unchanged. `arg`
- * is a scratch buffer of TOKEN_SIZE bytes (make_task ignores it: it runs on the feeder). */
-static int check_result(long i, const unsigned char *data, size_t len, void *arg) {
-  unsigned char *want = arg;
-  if (len != TOKEN_SIZE) return -1;
-  make_task(i, want, NULL);
-  want[0] = (unsigned char)(want[0] + STAGES);
-  return memcmp(data, want, TOKEN_SIZE) == 0 ? 0 : -1;
-}
-
-static lt_skel_t *program(void) {
-  return lt_pipeline(lt_seq("bench:touch"), lt_seq("bench:touch"), lt_seq("bench:touch"),
-                     lt_seq("bench:touch"), NULL);
-}
-
 /* one_run streams the tasks with lazy binding `lazy` ("on"/"off"), lookahead on. */
 static int one_run(const char *lazy, long tasks, result_t *res) {
   const char *const kv[] = {"mode", "optimized", "lazy", lazy, "normal_form", "off", NULL};
-  unsigned char *want = malloc(TOKEN_SIZE);
+  unsigned char *want = malloc(BENCH_CHAIN_SIZE);
   if (want == NULL) {
     fprintf(stderr, "bench_lazy: out of memory\n");
     return -1;
   }
-  lt_eval_t *ev = bench_eval_open("bench_lazy", program(), kv, 2);
+  lt_eval_t *ev = bench_eval_open("bench_lazy", bench_chain_program(), kv, 2);
   if (ev == NULL) {
     free(want);
     return -1;
   }
-  int rc = bench_eval_stream("bench_lazy", ev, tasks, TOKEN_SIZE, make_task, check_result, want,
-                             &res->seconds);
+  int rc = bench_eval_stream("bench_lazy", ev, tasks, BENCH_CHAIN_SIZE, bench_chain_make,
+                             bench_chain_check, want, &res->seconds);
   free(want);
   char *json = NULL;
   if (rc == 0 && (rc = lt_eval_stats_json(ev, &json)) != LT_OK)

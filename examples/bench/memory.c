@@ -35,7 +35,6 @@
 #include "benchproc.h"
 
 #define PROG      "bench_memory"
-#define TASK_SIZE 16
 #define BOUND_MIB 64.0
 
 static const char usage[] = "usage: bench_memory [--tasks N]\n"
@@ -48,21 +47,13 @@ typedef struct sample {
   long client_kib, server_kib;
 } sample_t;
 
-static void make_task(long i, unsigned char *buf, void *arg) {
-  (void)arg;
-  memset(buf, 0xa5, TASK_SIZE);
-  memcpy(buf, &i, sizeof i);
-}
-
 static int check_result(long i, const unsigned char *data, size_t len, void *arg) {
   sample_t *s = arg;
   if (i == s->half) {
     s->client_kib = bench_proc_kib(0, "VmRSS");
     s->server_kib = bench_proc_kib(s->server, "VmRSS");
   }
-  unsigned char want[TASK_SIZE];
-  make_task(i, want, NULL);
-  return len == TASK_SIZE && memcmp(data, want, TASK_SIZE) == 0 ? 0 : -1;
+  return bench_noop_check(i, data, len, NULL);
 }
 
 /* open_on makes a started evaluator for `program` on the servers `hosts` (comma-separated). */
@@ -85,9 +76,9 @@ static int stream(long tasks) {
   lt_eval_t *ev = open_on(lt_farm(lt_seq_with("bench:noop", "echo", 4)), srv.endpoint, kv);
   sample_t s = {.half = tasks / 2, .server = srv.pid, .client_kib = -1, .server_kib = -1};
   double secs = 0;
-  int rc = ev != NULL
-               ? bench_eval_stream(PROG, ev, tasks, TASK_SIZE, make_task, check_result, &s, &secs)
-               : -1;
+  int rc = ev != NULL ? bench_eval_stream(PROG, ev, tasks, BENCH_NOOP_SIZE, bench_noop_make,
+                                          check_result, &s, &secs)
+                      : -1;
   long client_end = bench_proc_kib(0, "VmRSS"), server_end = bench_proc_kib(srv.pid, "VmRSS");
   long client_peak = bench_proc_kib(0, "VmHWM"), server_peak = bench_proc_kib(srv.pid, "VmHWM");
   lt_eval_free(ev);

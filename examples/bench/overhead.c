@@ -20,27 +20,12 @@
 
 #include "benchlib.h"
 
-#define TASK_SIZE   16
 #define MAX_THREADS 6                 /* the runtime's default */
 #define WINDOW      (2 * MAX_THREADS) /* the runtime's window before it has paced itself */
 
 static const char usage[] = "usage: bench_overhead [--runs N] [--tasks N]\n"
                             "  --runs N   runs of each side, the median is reported (default 3)\n"
                             "  --tasks N  tasks (and raw messages) per run (default 200000)\n";
-
-/* Task i carries i in its first 8 bytes and a fixed pattern in the rest; bench:noop "echo"
- * answers with the same 16 bytes. */
-static void make_task(long i, unsigned char *buf, void *arg) {
-  (void)arg;
-  memset(buf, 0xa5, TASK_SIZE);
-  memcpy(buf, &i, sizeof i);
-}
-
-static int check_result(long i, const unsigned char *data, size_t len, void *arg) {
-  unsigned char want[TASK_SIZE];
-  make_task(i, want, arg);
-  return len == TASK_SIZE && memcmp(data, want, TASK_SIZE) == 0 ? 0 : -1;
-}
 
 /* runtime_run streams the tasks through a fresh evaluator and one fresh server; the server's
  * start-up is not timed. *window gets the server's window at the end (the instructions the
@@ -53,8 +38,8 @@ static int runtime_run(long tasks, const char *throttle, const char *grain, doub
       bench_eval_open("bench_overhead", lt_farm(lt_seq_with("bench:noop", "echo", 4)), kv, 1);
   if (ev == NULL) return -1;
   double secs = 0;
-  int rc = bench_eval_stream("bench_overhead", ev, tasks, TASK_SIZE, make_task, check_result, NULL,
-                             &secs);
+  int rc = bench_eval_stream("bench_overhead", ev, tasks, BENCH_NOOP_SIZE, bench_noop_make,
+                             bench_noop_check, NULL, &secs);
   char *json = NULL;
   if (rc == 0 && lt_eval_stats_json(ev, &json) == LT_OK) {
     const char *w = strstr(json, "\"admit\":");
@@ -100,7 +85,7 @@ int main(int argc, char **argv) {
     /* The raw echo keeps as many messages in flight as the runtime did. */
     double secs = 0;
     if (window < 1) window = WINDOW;
-    if (bench_echo_run(tasks, window, TASK_SIZE, &secs, NULL) != 0) {
+    if (bench_echo_run(tasks, window, BENCH_NOOP_SIZE, &secs, NULL) != 0) {
       status = 1;
       break;
     }
