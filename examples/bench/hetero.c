@@ -11,6 +11,7 @@
  *   bench_hetero --hosts EP,EP,... --speeds 0.8,0.4,0.2,0.2 [--tasks 800] [--task-ms 20]
  *                [--step-at 0.5 --step-cmd CMD --step-speeds 0.2,0.4,0.2,0.2]
  *                [--reset-cmd CMD] [--cpu-cmd CMD] [--throttle] [--bench NAME]
+ *                [--trace PREFIX]
  */
 #include <errno.h>
 #include <math.h>
@@ -49,7 +50,8 @@ static const char usage[] =
     "  --throttle            add a run with throttle=on; print the fastest server's windows\n"
     "  --backup              runs with backup=off and backup=on instead (copies of\n"
     "                        stragglers); prints their makespans and the ratio\n"
-    "  --bench NAME          name in the JSON lines (default hetero, hetero-step with a step)\n";
+    "  --bench NAME          name in the JSON lines (default hetero, hetero-step with a step)\n"
+    "  --trace PREFIX        write each run's trace to PREFIX<run>.json (option trace)\n";
 
 typedef struct config {
   const char *hosts[MAX_HOSTS];
@@ -61,6 +63,7 @@ typedef struct config {
   double task_ms, step_at, step_time;
   double step_delay; /* --step-time in seconds: step_time x the ideal makespan */
   const char *step_cmd, *reset_cmd, *cpu_cmd, *bench;
+  const char *trace; /* --trace: the runs' trace files are named from it */
   int throttle;
   int backup; /* --backup: compare backup=off and backup=on instead */
 } config_t;
@@ -159,6 +162,8 @@ static int parse_args(int argc, char **argv, config_t *c) {
       c->cpu_cmd = v;
     } else if (strcmp(a, "--bench") == 0) {
       c->bench = v;
+    } else if (strcmp(a, "--trace") == 0) {
+      c->trace = v;
     } else {
       bad = 1;
     }
@@ -375,6 +380,11 @@ static int one_run(const config_t *c, const char *name, const char *const *kv,
       lt_eval_free(ev);
       return 1;
     }
+  }
+  if (rc == LT_OK && c->trace != NULL) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s%s.json", c->trace, name);
+    rc = lt_eval_set(ev, "trace", path);
   }
   for (int i = 0; rc == LT_OK && i < c->nhosts; i++)
     rc = lt_eval_add_host(ev, c->hosts[i]);
