@@ -6,6 +6,7 @@
  * dispatch.c, jobs.c, migrate.c, backup.c and watchdog.c do. Dispatcher thread only. */
 #include <assert.h>
 #include <stdlib.h>
+#include <utlist.h>
 
 #include "log.h"
 #include "queue.h"
@@ -69,6 +70,9 @@ void lt__sched_put_on(lt_sched_t *s, lt_instr_rec_t *r, int idx) {
   r->conn = idx;
   lt__rec_to(r, LT_IR_OUT);
   HASH_ADD(hh, s->inflight, seq, sizeof r->seq, r);
+  r->run_ms = -1;
+  DL_APPEND2(s->slots[idx].out, r, out_prev, out_next);
+  lt__sched_mark_running(s, (size_t)idx, r->sent_ms); /* it runs on arrival when in line */
   s->conns[idx].inflight++;
   s->admitted[idx]++;
   lt__pace_admit(&s->pace[idx], r->stages);
@@ -77,7 +81,21 @@ void lt__sched_put_on(lt_sched_t *s, lt_instr_rec_t *r, int idx) {
 void lt__sched_take_off(lt_sched_t *s, lt_instr_rec_t *r) {
   size_t idx = (size_t)r->conn;
   HASH_DEL(s->inflight, r);
+  DL_DELETE2(s->slots[idx].out, r, out_prev, out_next);
+  r->out_prev = r->out_next = NULL;
   s->conns[idx].inflight--;
   s->admitted[idx]--;
   lt__pace_unadmit(&s->pace[idx], r->stages);
+  int64_t now = lt__clock_ms();
+  lt__sched_mark_running(s, idx, now);
+  if (s->admitted[idx] == 0) {
+    s->slots[idx].idle_ms = now;
+    s->went_idle = 1;
+  }
+}
+
+void lt__sched_mark_running(lt_sched_t *s, size_t idx, int64_t now_ms) {
+  uint32_t n = (uint32_t)lt__pace_parallel(&s->pace[idx]);
+  for (lt_instr_rec_t *r = s->slots[idx].out; r != NULL && n > 0; r = r->out_next, n--)
+    if (r->run_ms < 0) r->run_ms = now_ms;
 }
