@@ -460,9 +460,9 @@ static int one_run(const config_t *c, const char *name, const char *const *kv,
     }
     printf("]}\n");
     printf("{\"bench\": \"%s\", \"detail\": \"copies\", \"run\": \"%s\", \"backups\": %lld, "
-           "\"backups_won\": %lld, \"migrated\": %lld}\n",
+           "\"backups_won\": %lld, \"migrations\": %lld, \"migrated\": %lld}\n",
            c->bench, name, ex_stat_u64(json, "backups"), ex_stat_u64(json, "backups_won"),
-           ex_stat_u64(json, "migrated"));
+           ex_stat_u64(json, "migrations"), ex_stat_u64(json, "migrated"));
     if (windows)
       print_window_history(c, json, c->hosts[fastest],
                            r.t_step > 0 ? (r.t_step - t_start) * 1e3 : -1);
