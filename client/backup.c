@@ -21,11 +21,13 @@
 
 #define BACKUP_MIN_MS 20 /* nothing is a straggler before this */
 
-/* eligible tells whether r may get a copy: out, alone, its inputs held by the client, and
- * its output not named to successors on its server. */
+/* eligible tells whether r may get a copy: out (a migration's cancel may be on its way:
+ * it may have begun before the cancel arrives, and then runs where it is), alone, its inputs
+ * held by the client, and its output not named to successors on its server. */
 static int eligible(const lt_instr_rec_t *r) {
-  if (r->state != LT_IR_OUT || r->twin != NULL || lt__sched_stale(r) ||
-      lt__op(r->op)->outputs != LT_OP_OUT_ONE || (r->moved && !r->final) || r->chained)
+  if ((r->state != LT_IR_OUT && r->state != LT_IR_MIGRATING) || r->twin != NULL ||
+      lt__sched_stale(r) || lt__op(r->op)->outputs != LT_OP_OUT_ONE || (r->moved && !r->final) ||
+      r->chained)
     return 0;
   for (uint32_t i = 0; i < r->nins; i++)
     if (r->ins[i].value == NULL) return 0;
@@ -128,8 +130,9 @@ void lt__sched_backup(lt_sched_t *s, int64_t now_ms) {
             (unsigned long long)r->seq, (long long)(now_ms - r->sent_ms),
             s->conns[r->conn].endpoint, s->conns[to].endpoint);
     lt__log(LT_LOG_DEBUG,
-            "instruction %llu: ran %lld ms against %.0f ms expected; %s had been idle %lld ms",
+            "instruction %llu: ran %lld ms against %.0f ms expected%s; %s had been idle %lld ms",
             (unsigned long long)r->seq, (long long)(now_ms - r->run_ms), due_us(s, r) / 1000.0,
+            r->state == LT_IR_MIGRATING ? " (a migration's cancel on its way)" : "",
             s->conns[to].endpoint, (long long)idle_ms);
   }
 }
@@ -140,10 +143,23 @@ int lt__sched_twin_settle(lt_sched_t *s, lt_instr_rec_t *r, int ok) {
   if (t == NULL) return 0;
   r->twin = NULL;
   t->twin = NULL;
-  if (!ok) return 1; /* lost or failed here: the twin carries on */
-  /* The twin is out: copies go out at once, and a twin lost or failed is freed. */
+  if (!ok) {
+    /* Lost or never run here: the twin carries on. A copy left alone is the instruction
+     * from now on (placed again like any other if it is lost in turn), and its result is
+     * the one used. */
+    if (t->backup) {
+      t->backup = 0;
+      s->backups_won++;
+    }
+    return 1;
+  }
+  /* The twin is out: copies go out at once, and a twin lost or failed is freed. One whose
+   * migration's cancel is on its way is cancelled already; the answer only frees it. */
+  if (t->state == LT_IR_MIGRATING)
+    s->cancels_out--;
+  else
+    lt__sched_cancel(s, (size_t)t->conn, &t->seq, 1);
   lt__rec_to(t, LT_IR_DROPPED);
-  lt__sched_cancel(s, (size_t)t->conn, &t->seq, 1);
   if (r->backup) s->backups_won++;
   return 0;
 }

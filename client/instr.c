@@ -14,12 +14,13 @@
 
 /* The states each state may go to, as bit masks. A queued record may be put back at the
  * front of the queue; one that is out comes back to the queue when it is lost or its
- * migration is confirmed; a dropped twin is only ever freed. */
+ * migration is confirmed; one whose twin won is dropped, also while a migration's cancel is
+ * on its way; a dropped twin is only ever freed. */
 #define BIT(st) (1u << (st))
 static const unsigned legal_next[] = {
     [LT_IR_QUEUED] = BIT(LT_IR_QUEUED) | BIT(LT_IR_OUT),
     [LT_IR_OUT] = BIT(LT_IR_QUEUED) | BIT(LT_IR_MIGRATING) | BIT(LT_IR_DROPPED),
-    [LT_IR_MIGRATING] = BIT(LT_IR_QUEUED) | BIT(LT_IR_OUT),
+    [LT_IR_MIGRATING] = BIT(LT_IR_QUEUED) | BIT(LT_IR_OUT) | BIT(LT_IR_DROPPED),
     [LT_IR_DROPPED] = 0,
 };
 

@@ -107,8 +107,11 @@ void lt__sched_migrate(lt_sched_t *s) {
 int lt__sched_cancel_answered(lt_sched_t *s, lt_instr_rec_t *r, int status) {
   if (r->state != LT_IR_MIGRATING) return 0;
   s->cancels_out--;
-  if (status != LT_ECANCELED) {
-    lt__rec_to(r, LT_IR_OUT); /* it had started: its result stands */
+  /* It had started: its result stands. Or it got a copy while the cancel was on its way:
+   * back out, so that settling the twins (backup.c) leaves the copy alone, as for any of
+   * them that never ran. */
+  if (status != LT_ECANCELED || r->twin != NULL) {
+    lt__rec_to(r, LT_IR_OUT);
     return 0;
   }
   s->migrated++;

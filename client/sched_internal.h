@@ -45,7 +45,8 @@ typedef enum lt_ir_state {
   LT_IR_QUEUED = 0, /* in the fireable queue (or just taken from it); conn is -1 */
   LT_IR_OUT,        /* sent to server conn */
   LT_IR_MIGRATING,  /* out, and a cancel is on its way to move it to a faster server */
-  LT_IR_DROPPED     /* out, but its twin won: its completion only releases what it left */
+  LT_IR_DROPPED     /* out, but its twin won: its completion only releases what it left
+                       (and answers a migration's cancel, if one was on its way) */
 } lt_ir_state_t;
 
 /* One instruction: what a frame needs run, queued or out on `conn`. Besides its state, a
@@ -380,7 +381,8 @@ int lt__sched_dispatch_to(lt_sched_t *s, lt_instr_rec_t *r, int idx);
 /* lt__sched_migrate moves queued work from a slow server to idle ones at end of stream. */
 void lt__sched_migrate(lt_sched_t *s);
 /* lt__sched_cancel_answered settles a migration of r (taken off its server already) by its
- * completion status: 1 when r was canceled there and is queued for placement again. */
+ * completion status: 1 when r was canceled there and is queued for placement again; 0 when
+ * it had started, or when it got a copy meanwhile (backup.c), which then carries on alone. */
 int lt__sched_cancel_answered(lt_sched_t *s, lt_instr_rec_t *r, int status);
 
 /* crash.c */

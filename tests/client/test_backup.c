@@ -2,7 +2,9 @@
  * straggler for a copy (client/instr.c, client/backup.c), on a hand-built dispatcher state:
  * three ready servers taking two instructions at once, no sockets. An instruction runs since
  * the client saw it come into its server's threads, and a later completion of another one
- * there does not move that start. */
+ * there does not move that start. One whose migration's cancel is on its way may have begun
+ * before the cancel arrives, and gets a copy too: if the copy wins the original is dropped,
+ * and if the cancel is confirmed the copy carries on alone (client/migrate.c). */
 #include <criterion/criterion.h>
 
 #include "exec.h"
@@ -116,5 +118,53 @@ Test(backup, a_straggler_is_judged_by_how_long_it_has_run) {
   cr_assert_eq(lt__sched_backup_target(&f.w.s, d, t), 2);
   send(&f.w, &f.q, 4, 2, t); /* server 2 gets work: no server is idle */
   cr_assert_eq(lt__sched_backup_target(&f.w.s, f.b, t), -1);
+  teardown(&f.w);
+}
+
+/* migrating_with_copy puts f's c (waiting on server 0) under a migration's cancel and
+ * makes it run, as when the server took it before the cancel came, and gives it a copy on
+ * server 1, idle. */
+static lt_instr_rec_t *migrating_with_copy(fixture_t *f) {
+  lt__rec_to(f->c, LT_IR_MIGRATING);
+  f->w.s.cancels_out = 1;
+  lt__sched_take_off(&f->w.s, f->a); /* c takes a's thread */
+  int64_t t = f->c->run_ms + 250;
+  cr_assert_eq(lt__sched_backup_target(&f->w.s, f->c, t), 1, "a migrating straggler gets a copy");
+  lt_instr_rec_t *copy = &f->q.r[3];
+  copy->backup = 1;
+  copy->twin = f->c;
+  f->c->twin = copy;
+  send(&f->w, &f->q, 3, 1, t);
+  return copy;
+}
+
+Test(backup, a_copy_that_wins_drops_its_migrating_twin) {
+  fixture_t f;
+  start(&f, 1000);
+  lt_instr_rec_t *copy = migrating_with_copy(&f);
+  lt__sched_take_off(&f.w.s, copy);
+  cr_assert_eq(lt__sched_twin_settle(&f.w.s, copy, 1), 0, "the copy's result is applied");
+  cr_assert_eq(f.c->state, LT_IR_DROPPED);
+  cr_assert_eq(f.w.s.cancels_out, 0, "the cancel's answer only frees the dropped twin");
+  cr_assert_eq(f.w.s.backups_won, 1);
+  lt__sched_take_off(&f.w.s, f.c); /* its answer comes */
+  cr_assert_eq(lt__sched_cancel_answered(&f.w.s, f.c, LT_ECANCELED), 0);
+  cr_assert_eq(lt__sched_twin_settle(&f.w.s, f.c, 0), 1, "dropped: no effect");
+  teardown(&f.w);
+}
+
+Test(backup, a_migration_confirmed_leaves_the_copy_alone) {
+  fixture_t f;
+  start(&f, 1000);
+  lt_instr_rec_t *copy = migrating_with_copy(&f);
+  lt__sched_take_off(&f.w.s, f.c); /* the server confirms: c never ran there */
+  cr_assert_eq(lt__sched_cancel_answered(&f.w.s, f.c, LT_ECANCELED), 0,
+               "not placed again: its copy runs");
+  cr_assert_eq(f.w.s.cancels_out, 0);
+  cr_assert_eq(f.w.s.migrated, 0);
+  cr_assert_eq(lt__sched_twin_settle(&f.w.s, f.c, 0), 1, "c goes without effect");
+  cr_assert_null(copy->twin);
+  cr_assert_eq(copy->backup, 0, "the copy is the instruction now, placed again if lost");
+  cr_assert_eq(f.w.s.backups_won, 1);
   teardown(&f.w);
 }
