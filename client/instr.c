@@ -95,8 +95,17 @@ void lt__sched_take_off(lt_sched_t *s, lt_instr_rec_t *r) {
   }
 }
 
+/* running_slots returns how many of our instructions server idx runs at once: as many as
+ * it has worker threads, fewer under throttle, when it is told the window and keeps to it
+ * (without throttle a window below its threads is only what the client admits). */
+static uint32_t running_slots(const lt_sched_t *s, size_t idx) {
+  const lt_pace_t *p = &s->pace[idx];
+  if (!s->opts->throttle && p->workers > 0) return p->workers;
+  return (uint32_t)lt__pace_parallel(p);
+}
+
 void lt__sched_mark_running(lt_sched_t *s, size_t idx, int64_t now_ms) {
-  uint32_t n = (uint32_t)lt__pace_parallel(&s->pace[idx]);
+  uint32_t n = running_slots(s, idx);
   for (lt_instr_rec_t *r = s->slots[idx].out; r != NULL && n > 0; r = r->out_next, n--)
     if (r->run_ms < 0) r->run_ms = now_ms;
 }

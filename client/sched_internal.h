@@ -306,10 +306,10 @@ void lt__sched_put_on(lt_sched_t *s, lt_instr_rec_t *r, int idx);
  * line is seen to run from now on (lt__sched_mark_running). */
 void lt__sched_take_off(lt_sched_t *s, lt_instr_rec_t *r);
 /* lt__sched_mark_running notes, on server idx, that the instructions it now runs run since
- * now_ms at the latest. A server runs a session's instructions in the order they arrived, so
- * the first `parallel` (lt__pace_parallel) of its out list run; one that was waiting began
- * when a completion or a larger window freed a thread for it, no later than when the client
- * saw that. */
+ * now_ms at the latest. A server runs a session's instructions in the order they arrived, as
+ * many at once as it has worker threads (under throttle, as its window allows), so the first
+ * that many of its out list run; one that was waiting began when a completion or a larger
+ * window freed a thread for it, no later than when the client saw that. */
 void lt__sched_mark_running(lt_sched_t *s, size_t idx, int64_t now_ms);
 
 /* jobs.c */

@@ -96,12 +96,26 @@ Test(backup, instructions_run_in_the_order_sent_up_to_the_threads) {
   teardown(&f.w);
 }
 
-Test(backup, a_wider_window_lets_the_next_in_line_run) {
+Test(backup, more_threads_let_the_next_in_line_run) {
   fixture_t f;
   start(&f, 1000);
-  f.w.pace[0].window = f.w.pace[0].workers = THREADS + 1;
+  f.w.pace[0].workers = THREADS + 1;
   lt__sched_mark_running(&f.w.s, 0, 1500);
   cr_assert_eq(f.c->run_ms, 1500);
+  teardown(&f.w);
+}
+
+Test(backup, a_window_runs_below_the_threads_only_under_throttle) {
+  fixture_t f;
+  start(&f, 1000);
+  f.w.pace[0].window = THREADS;
+  f.w.pace[0].workers = THREADS + 1;
+  f.w.opts.throttle = 1; /* the server keeps to the window */
+  lt__sched_mark_running(&f.w.s, 0, 1500);
+  cr_assert_eq(f.c->run_ms, -1);
+  f.w.opts.throttle = 0; /* the window only bounds what the client admits: all three run */
+  lt__sched_mark_running(&f.w.s, 0, 1600);
+  cr_assert_eq(f.c->run_ms, 1600);
   teardown(&f.w);
 }
 
