@@ -58,6 +58,7 @@ typedef struct lt_conn {
   int64_t last_send_ms;
   uint32_t inflight;  /* instructions dispatched, not completed */
   uint64_t completed; /* completions received */
+  double cpu_s;       /* the CPU seconds they used, as the server measured each */
   uint64_t bytes_out; /* every byte sent on this link */
   uint64_t bytes_in;  /* every byte received on this link */
 } lt_conn_t;

@@ -371,6 +371,7 @@ void lt__sched_on_completion(lt_sched_t *s, size_t idx, const lt_completion_t *c
     return;
   }
   c->completed++;
+  c->cpu_s += (double)cp->cpu_us / 1e6;
   s->slots[idx].suspect = 0;
   if (cp->status == LT_OK)
     lt__pace_service(&s->pace[idx], r->stages, (double)cp->service_us, (double)cp->cpu_us);

@@ -188,6 +188,7 @@ typedef struct lt_stats_server {
   uint64_t incarnation;
   uint64_t max_frame;
   uint64_t completed;
+  double cpu_s;
   uint32_t inflight;
   uint32_t threads;
   lt_load_t load;
