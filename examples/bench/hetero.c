@@ -5,16 +5,16 @@
  * the task's CPU time t1, measured in this process on an unrestricted core) over the summed
  * speeds. With --step-at the harness's command changes the speeds when that fraction of the
  * tasks is done (--step-time: of the ideal makespan has passed; --step-work: of the farm's
- * CPU work is done, read from the servers' processes), and the ideal is computed piecewise;
- * --reference-run measures the run's length and a task's CPU on the servers first, with
- * --step-busiest the step hits the server with the most work left then, whose index the
- * command reads in $BENCH_STEP_HOST (the backup benchmark). --throttle adds a run with
+ * CPU work is done, from the servers' processes and the CPU their completed instructions
+ * took), and the ideal is computed piecewise; with --step-busiest the step hits the server
+ * with the most work left then, whose index the command reads in $BENCH_STEP_HOST (the
+ * backup benchmark). --throttle adds a run with
  * throttle=on and prints the fastest server's window history. Single-threaded apart from
  * benchlib's feeder thread and the thread that runs a timed step.
  *
  *   bench_hetero --hosts EP,EP,... --speeds 0.8,0.4,0.2,0.2 [--tasks 800] [--task-ms 20]
  *                [--step-at 0.5 --step-cmd CMD --step-speeds 0.2,0.4,0.2,0.2] [--step-busiest]
- *                [--pids PID,...] [--step-work F] [--reference-run]
+ *                [--pids PID,...] [--step-work F]
  *                [--reset-cmd CMD] [--cpu-cmd CMD] [--throttle] [--bench NAME]
  *                [--trace PREFIX]
  */
@@ -50,14 +50,11 @@ static const char usage[] =
     "  --task-ms M           CPU milliseconds per task on an unrestricted core (default 20)\n"
     "  --step-at F           when this fraction of the tasks is done (0 < F < 1), or\n"
     "  --step-time F         when this fraction of the ideal makespan has passed, or\n"
-    "  --step-work F         when the servers have done this fraction of the farm's work (their\n"
-    "                        CPU time, read from --pids, against tasks x the CPU a task\n"
-    "                        takes: t1, or as measured by --reference-run) ...\n"
+    "  --step-work F         when the servers have done this fraction of the farm's work (the\n"
+    "                        CPU time of --pids against tasks x the mean CPU time of the\n"
+    "                        instructions completed so far, as the servers measured it) ...\n"
     "  --step-cmd CMD        ... run this shell command (it changes the speeds) ...\n"
     "  --step-speeds S,...   ... to these speeds\n"
-    "  --reference-run       first run the farm once without the step: --step-time is then a\n"
-    "                        fraction of its makespan, and --step-work of the CPU its servers\n"
-    "                        used (with --pids)\n"
     "  --pids PID,...        the servers' process ids, in --hosts order: their CPU time\n"
     "  --step-busiest        the step hits the server with the most work left then (with\n"
     "                        --pids; without, the most instructions out):\n"
@@ -81,16 +78,14 @@ typedef struct config {
   int nspeeds, nafter;
   long tasks;
   double task_ms, step_at, step_time, step_work;
-  double task_cpu; /* CPU seconds a task takes on the servers: t1, or measured */
   int pids[MAX_HOSTS];
   int npids;
   double step_delay; /* --step-time in seconds: step_time x the ideal makespan */
   const char *step_cmd, *reset_cmd, *cpu_cmd, *bench;
   const char *trace; /* --trace: the runs' trace files are named from it */
   int throttle;
-  int backup;    /* --backup: compare backup=off and backup=on instead */
-  int busiest;   /* --step-busiest: the step hits the server with the most work left */
-  int reference; /* --reference-run: the run's length and task_cpu are measured first */
+  int backup;  /* --backup: compare backup=off and backup=on instead */
+  int busiest; /* --step-busiest: the step hits the server with the most work left */
 } config_t;
 
 /* The state of one run, seen by the result check on the reading thread. */
@@ -168,9 +163,6 @@ static int parse_args(int argc, char **argv, config_t *c) {
     } else if (strcmp(a, "--step-busiest") == 0) {
       c->busiest = 1;
       continue;
-    } else if (strcmp(a, "--reference-run") == 0) {
-      c->reference = 1;
-      continue;
     } else if (v == NULL) {
       bad = 1;
     } else if (strcmp(a, "--hosts") == 0) {
@@ -233,8 +225,6 @@ static int parse_args(int argc, char **argv, config_t *c) {
     why = "--step-work needs --pids";
   else if (c->busiest && c->step_cmd == NULL)
     why = "--step-busiest needs a step";
-  else if (c->reference && c->step_time == 0 && c->step_work == 0)
-    why = "--reference-run needs --step-time or --step-work";
   if (why != NULL) {
     fprintf(stderr, "bench_hetero: %s\n%s", why, usage);
     return -1;
@@ -257,6 +247,14 @@ static const char *stats_server(const char *json, const char *ep) {
   return strstr(json, pat);
 }
 
+/* stat_double returns the first number `key` in the stats JSON from `json` on; -1 if absent. */
+static double stat_double(const char *json, const char *key) {
+  char pat[64];
+  snprintf(pat, sizeof pat, "\"%s\":", key);
+  const char *p = strstr(json, pat);
+  return p != NULL ? strtod(p + strlen(pat), NULL) : -1;
+}
+
 /* pid_cpu returns the CPU seconds (user + system, all threads) process pid has used, or -1. */
 static double pid_cpu(int pid) {
   char path[64], buf[1024];
@@ -274,15 +272,38 @@ static double pid_cpu(int pid) {
   return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
-/* work_done returns the CPU seconds the servers have used since the run's start (--pids). */
-static double work_done(const run_t *r, double *each) {
-  double sum = 0;
-  for (int i = 0; i < r->c->npids; i++) {
-    double used = pid_cpu(r->c->pids[i]) - r->pid_cpu0[i];
-    if (each != NULL) each[i] = used;
-    sum += used;
+/* A look at the servers' progress (--pids): per server, the CPU its process has used since
+ * the run began and, from the stats, the instructions it completed and has out and the CPU
+ * time the completed ones took. */
+typedef struct progress {
+  double used[MAX_HOSTS], done_cpu[MAX_HOSTS], completed[MAX_HOSTS], out[MAX_HOSTS];
+} progress_t;
+
+/* look fills *p; -1 when the stats cannot be read. */
+static int look(const run_t *r, progress_t *p) {
+  char *json = NULL;
+  if (lt_eval_stats_json(r->ev, &json) != LT_OK) return -1;
+  for (int i = 0; i < r->c->nhosts; i++) {
+    const char *sv = stats_server(json, r->c->hosts[i]);
+    p->used[i] = i < r->c->npids ? pid_cpu(r->c->pids[i]) - r->pid_cpu0[i] : 0;
+    p->done_cpu[i] = sv != NULL ? stat_double(sv, "cpu_s") : 0;
+    p->completed[i] = sv != NULL ? (double)ex_stat_u64(sv, "completed") : 0;
+    p->out[i] = sv != NULL ? (double)ex_stat_u64(sv, "inflight") : 0;
   }
-  return sum;
+  free(json);
+  return 0;
+}
+
+/* task_cpu returns the mean CPU seconds of server i's completed instructions (of them all
+ * for i < 0), 0 before any. */
+static double task_cpu(const run_t *r, const progress_t *p, int i) {
+  double cpu = 0, n = 0;
+  for (int k = 0; k < r->c->nhosts; k++) {
+    if (i >= 0 && k != i) continue;
+    cpu += p->done_cpu[k];
+    n += p->completed[k];
+  }
+  return n > 0 ? cpu / n : 0;
 }
 
 /* wait_idle waits (at most QUIET_MAX_S) until the servers of --pids use no CPU for a while:
@@ -302,27 +323,33 @@ static void wait_idle(const config_t *c) {
 }
 
 /* busiest returns the index of the server with the most work left now (the first of
- * equals): with --pids, the CPU its completed and outstanding instructions take less what it
- * has used; without, its instructions out. 0 when the stats cannot be read. */
+ * equals): with --pids, what its completed and outstanding instructions take (at its mean
+ * so far) less the CPU it has used; without, its instructions out. */
 static int busiest(const run_t *r) {
-  char *json = NULL;
+  progress_t p;
   int best = 0;
-  double most = -1e300, used[MAX_HOSTS];
-  if (lt_eval_stats_json(r->ev, &json) != LT_OK) return 0;
-  if (r->c->npids > 0) work_done(r, used);
+  double most = -1e300;
+  if (look(r, &p) != 0) return 0;
   for (int i = 0; i < r->c->nhosts; i++) {
-    const char *sv = stats_server(json, r->c->hosts[i]);
-    double out = sv != NULL ? (double)ex_stat_u64(sv, "inflight") : -1;
-    double left = out;
-    if (r->c->npids > 0 && sv != NULL)
-      left = ((double)ex_stat_u64(sv, "completed") + out) * r->c->task_cpu - used[i];
+    double left = p.out[i];
+    if (r->c->npids > 0) left = (p.completed[i] + p.out[i]) * task_cpu(r, &p, i) - p.used[i];
     if (left > most) {
       most = left;
       best = i;
     }
   }
-  free(json);
   return best;
+}
+
+/* work_due tells whether the servers have done step_work of the farm's work: the CPU their
+ * processes used against tasks x the mean CPU of the instructions completed so far. */
+static int work_due(const run_t *r) {
+  progress_t p;
+  if (look(r, &p) != 0) return 0;
+  double used = 0, w = task_cpu(r, &p, -1);
+  for (int i = 0; i < r->c->nhosts; i++)
+    used += p.used[i];
+  return w > 0 && used >= r->c->step_work * (double)r->c->tasks * w;
 }
 
 /* run_step runs the step command, once, and notes when and after how many results; with
@@ -346,12 +373,11 @@ static void run_step(run_t *r) {
 }
 
 /* step_timer is the --step-time and --step-work thread: it runs the step command step_delay
- * seconds after it starts, or once the servers have used step_work x tasks x task_cpu CPU
- * seconds (looked at every STEP_POLL_MS), unless the run is over first. */
+ * seconds after it starts, or once the servers have done step_work of the farm's work
+ * (looked at every STEP_POLL_MS), unless the run is over first. */
 static void *step_timer(void *arg) {
   run_t *r = arg;
   const config_t *c = r->c;
-  double work = c->step_work * (double)c->tasks * c->task_cpu;
   struct timespec until;
   clock_gettime(CLOCK_REALTIME, &until);
   double t0 = (double)until.tv_sec + (double)until.tv_nsec / 1e9, t = t0 + r->step_delay;
@@ -362,7 +388,7 @@ static void *step_timer(void *arg) {
     until.tv_sec = (time_t)t;
     until.tv_nsec = (long)((t - (double)until.tv_sec) * 1e9);
     rc = pthread_cond_timedwait(&r->cv, &r->mu, &until);
-    if (rc == ETIMEDOUT) due = c->step_work > 0 ? work_done(r, NULL) >= work : 1;
+    if (rc == ETIMEDOUT) due = c->step_work > 0 ? work_due(r) : 1;
   }
   int run = !r->over;
   pthread_mutex_unlock(&r->mu);
@@ -463,14 +489,6 @@ static int read_cpu(const config_t *c, double *cpu) {
     return -1;
   }
   return 0;
-}
-
-/* stat_double returns the first number `key` in the stats JSON from `json` on; -1 if absent. */
-static double stat_double(const char *json, const char *key) {
-  char pat[64];
-  snprintf(pat, sizeof pat, "\"%s\":", key);
-  const char *p = strstr(json, pat);
-  return p != NULL ? strtod(p + strlen(pat), NULL) : -1;
 }
 
 /* print_window_history prints server `ep`'s window history from the stats as a JSON line. */
@@ -599,11 +617,13 @@ static int one_run(const config_t *c, const char *name, const char *const *kv,
       /* The server's calibrated speed and measured service time show what placement saw. */
       *cpu_used += cpu1[i] - cpu0[i];
       printf("%s{\"endpoint\": \"%s\", \"cores\": %g, \"completed\": %lld, \"ideal\": %.1f, "
-             "\"speed\": %.3g, \"service_us\": %.0f, \"cpu_s\": %.2f}",
+             "\"speed\": %.3g, \"service_us\": %.0f, \"cpu_s\": %.2f, \"instructions_cpu_s\": "
+             "%.2f}",
              i > 0 ? ", " : "", c->hosts[i], c->speeds[i],
              s != NULL ? ex_stat_u64(s, "completed") : -1, ideal,
              s != NULL ? stat_double(s, "speed") : -1,
-             s != NULL ? stat_double(s, "service_us") : -1, cpu1[i] - cpu0[i]);
+             s != NULL ? stat_double(s, "service_us") : -1, cpu1[i] - cpu0[i],
+             s != NULL ? stat_double(s, "cpu_s") : -1);
     }
     printf("]}\n");
     printf("{\"bench\": \"%s\", \"detail\": \"copies\", \"run\": \"%s\", \"backups\": %lld, "
@@ -642,7 +662,6 @@ int main(int argc, char **argv) {
     sum_after += c.nafter > 0 ? c.after[i] : 0;
   }
   c.step_delay = c.step_time * (double)c.tasks * t1 / sum;
-  c.task_cpu = t1;
   fprintf(stderr,
           "bench_hetero: %ld tasks of %llu iterations, t1 = %.2f ms on this core, "
           "%d servers with %g cores in all\n",
@@ -669,35 +688,6 @@ int main(int argc, char **argv) {
     runs[1].kv = bon;
   }
   int nruns = c.throttle && !c.backup ? 3 : 2, status = 0;
-  if (c.reference) {
-    /* The run measured: its length, and the CPU a task takes on the servers (with what they
-     * spend around it), from a run without the step and without copies (whose CPU would be
-     * counted as the tasks'), the default options otherwise. */
-    config_t ref = c;
-    ref.step_cmd = NULL;
-    ref.step_time = ref.step_delay = ref.step_work = 0;
-    ref.nafter = 0;
-    double secs = 0, cpu = 0, capacity = 0, cpu0 = 0, cpu1 = 0;
-    long at = c.tasks;
-    for (int i = 0; i < c.npids; i++)
-      cpu0 += pid_cpu(c.pids[i]);
-    const char *const nocopies[] = {"ordered", "off", "backup", "off", NULL};
-    status = one_run(&ref, "reference", nocopies, iters, sums, 0, &secs, &at, &cpu, &capacity) != 0;
-    for (int i = 0; i < c.npids; i++)
-      cpu1 += pid_cpu(c.pids[i]);
-    if (status == 0) {
-      bench_json(c.bench, "makespan_reference", secs, (double)c.tasks * t1 / sum, "s");
-      c.step_delay = c.step_time * secs;
-      if (c.npids > 0) c.task_cpu = (cpu1 - cpu0) / (double)c.tasks;
-      if (c.step_time > 0)
-        fprintf(stderr, "bench_hetero: the step comes %.2f s into each run\n", c.step_delay);
-      else
-        fprintf(stderr,
-                "bench_hetero: a task takes %.2f ms of CPU on the servers: the step comes "
-                "after %.2f CPU seconds\n",
-                c.task_cpu * 1e3, c.step_work * (double)c.tasks * c.task_cpu);
-    }
-  }
   for (int k = 0; k < nruns && status == 0; k++) {
     long at = c.tasks;
     runs[k].rc = one_run(&c, runs[k].name, runs[k].kv, iters, sums, runs[k].windows, &runs[k].secs,
