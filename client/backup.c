@@ -1,16 +1,16 @@
 /* backup.c: copies of stragglers (option backup, on in `optimized`). Once the input is
  * closed, an instruction that has run for more than backup_factor times its expected cost
- * on its server (running: fewer than the server's threads of ours sent before it are
- * still out; since: at most its server's last completion), and that an idle server
- * (nothing of ours there: a thread free on a server whose CPU is capped is no spare CPU)
- * would finish in less time than it has already run, gets a copy there. The two
- * are twins: the first to complete wins and is applied as usual; the other is cancelled on
- * its server and, when it still completes, only releases what it left. Nothing is
- * delivered twice; a failure of the kernel itself settles both as a result does. Only
- * instructions whose inputs the client holds, whose output nobody references yet (a farm's
- * tasks, a last stage), and whose chain has completed somewhere (so that there is an
- * expected time) get copies. Kernels are pure functions of
- * their inputs, which is what makes this safe. Dispatcher thread only. */
+ * on its server (run: since the client saw it come into the server's threads, instr.c),
+ * and that an idle server (nothing of ours there: a thread free on a server whose CPU is
+ * capped is no spare CPU) would finish in less time than it has already run, gets a copy
+ * there. Stragglers are looked for on every tick and as soon as a server comes to run
+ * nothing of ours. The two are twins: the first to complete wins and is applied as usual;
+ * the other is cancelled on its server and, when it still completes, only releases what it
+ * left. Nothing is delivered twice; a failure of the kernel itself settles both as a result
+ * does. Only instructions whose inputs the client holds, whose output nobody references yet
+ * (a farm's tasks, a last stage), and whose chain has completed somewhere (so that there is
+ * an expected time) get copies. Kernels are pure functions of their inputs, which is what
+ * makes this safe. Dispatcher thread only. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,11 +21,13 @@
 
 #define BACKUP_MIN_MS 20 /* nothing is a straggler before this */
 
-/* eligible tells whether r may get a copy: out, alone, its inputs held by the client, and
- * its output not named to successors on its server. */
+/* eligible tells whether r may get a copy: out (a migration's cancel may be on its way:
+ * it may have begun before the cancel arrives, and then runs where it is), alone, its inputs
+ * held by the client, and its output not named to successors on its server. */
 static int eligible(const lt_instr_rec_t *r) {
-  if (r->state != LT_IR_OUT || r->twin != NULL || lt__sched_stale(r) ||
-      lt__op(r->op)->outputs != LT_OP_OUT_ONE || (r->moved && !r->final) || r->chained)
+  if ((r->state != LT_IR_OUT && r->state != LT_IR_MIGRATING) || r->twin != NULL ||
+      lt__sched_stale(r) || lt__op(r->op)->outputs != LT_OP_OUT_ONE || (r->moved && !r->final) ||
+      r->chained)
     return 0;
   for (uint32_t i = 0; i < r->nins; i++)
     if (r->ins[i].value == NULL) return 0;
@@ -51,22 +53,6 @@ static int idle_server(lt_sched_t *s, const lt_instr_rec_t *r, double ran_us) {
     }
   }
   return best;
-}
-
-/* running_since returns the latest time r can have started running, or -1 when it is still
- * queued. A server runs a session's instructions in the order they arrived: with fewer than
- * its parallel threads' worth sent before r still out, r runs; it began when it arrived or
- * when a completion freed a thread, so no later than the server's last completion. */
-static int64_t running_since(lt_sched_t *s, const lt_instr_rec_t *r) {
-  const lt_conn_t *c = &s->conns[r->conn];
-  uint32_t ahead = 0, parallel = (uint32_t)lt__pace_parallel(&s->pace[r->conn]);
-  const lt_instr_rec_t *o, *tmp;
-  HASH_ITER(hh, s->inflight, o, tmp) {
-    if (o->conn == r->conn && o != r &&
-        (o->sent_ms < r->sent_ms || (o->sent_ms == r->sent_ms && o->seq < r->seq)))
-      if (++ahead >= parallel) return -1;
-  }
-  return c->last_done_ms > r->sent_ms ? c->last_done_ms : r->sent_ms;
 }
 
 /* due_us is what r should take on its server: its cost there as expected when it was sent,
@@ -109,27 +95,31 @@ static lt_instr_rec_t *copy_of(lt_sched_t *s, lt_instr_rec_t *r) {
   return c;
 }
 
+int lt__sched_backup_target(lt_sched_t *s, const lt_instr_rec_t *r, int64_t now_ms) {
+  if (!eligible(r) || r->run_ms < 0 || lt__pace_known_us(s, r->stages) <= 0) return -1;
+  double ran_us = (double)(now_ms - r->run_ms) * 1000.0;
+  if (ran_us < BACKUP_MIN_MS * 1000.0 || ran_us < s->opts->backup_factor * due_us(s, r)) return -1;
+  return idle_server(s, r, ran_us);
+}
+
 void lt__sched_backup(lt_sched_t *s, int64_t now_ms) {
   const lt_options_t *o = s->opts;
+  s->went_idle = 0;
   if (!o->backup || !o->lookahead || s->fire_head != NULL || s->inflight == NULL ||
       !lt__eval_input_closed(s->ev) || !any_idle(s))
     return;
+  /* A window that grew since the last completion lets more run. */
+  for (size_t i = 0; i < s->nconns; i++)
+    lt__sched_mark_running(s, i, now_ms);
   lt_instr_rec_t *r, *tmp;
   HASH_ITER(hh, s->inflight, r, tmp) {
-    if (!eligible(r) || lt__pace_known_us(s, r->stages) <= 0) continue; /* nothing to judge by */
-    int64_t taken_ms = now_ms - r->sent_ms;
-    /* The cheap bound first: it cannot have run longer than it has been out. */
-    double due = due_us(s, r);
-    if (taken_ms < BACKUP_MIN_MS || (double)taken_ms * 1000.0 < o->backup_factor * due) continue;
-    int64_t since = running_since(s, r);
-    double ran_us = since < 0 ? 0 : (double)(now_ms - since) * 1000.0;
-    if (ran_us < BACKUP_MIN_MS * 1000.0 || ran_us < o->backup_factor * due) continue;
-    int to = idle_server(s, r, ran_us);
+    int to = lt__sched_backup_target(s, r, now_ms);
     if (to < 0) continue;
     lt_instr_rec_t *c = copy_of(s, r);
     if (c == NULL) return;
     c->twin = r;
     r->twin = c;
+    int64_t idle_ms = now_ms - s->slots[to].idle_ms;
     if (lt__sched_dispatch_to(s, c, to) != LT_OK) {
       r->twin = NULL;
       lt__sched_rec_done(s, c);
@@ -137,8 +127,13 @@ void lt__sched_backup(lt_sched_t *s, int64_t now_ms) {
     }
     s->backups++;
     lt__log(LT_LOG_INFO, "instruction %llu: out %lld ms on %s, a copy goes to %s",
-            (unsigned long long)r->seq, (long long)taken_ms, s->conns[r->conn].endpoint,
-            s->conns[to].endpoint);
+            (unsigned long long)r->seq, (long long)(now_ms - r->sent_ms),
+            s->conns[r->conn].endpoint, s->conns[to].endpoint);
+    lt__log(LT_LOG_DEBUG,
+            "instruction %llu: ran %lld ms against %.0f ms expected%s; %s had been idle %lld ms",
+            (unsigned long long)r->seq, (long long)(now_ms - r->run_ms), due_us(s, r) / 1000.0,
+            r->state == LT_IR_MIGRATING ? " (a migration's cancel on its way)" : "",
+            s->conns[to].endpoint, (long long)idle_ms);
   }
 }
 
@@ -148,10 +143,23 @@ int lt__sched_twin_settle(lt_sched_t *s, lt_instr_rec_t *r, int ok) {
   if (t == NULL) return 0;
   r->twin = NULL;
   t->twin = NULL;
-  if (!ok) return 1; /* lost or failed here: the twin carries on */
-  /* The twin is out: copies go out at once, and a twin lost or failed is freed. */
+  if (!ok) {
+    /* Lost or never run here: the twin carries on. A copy left alone is the instruction
+     * from now on (placed again like any other if it is lost in turn), and its result is
+     * the one used. */
+    if (t->backup) {
+      t->backup = 0;
+      s->backups_won++;
+    }
+    return 1;
+  }
+  /* The twin is out: copies go out at once, and a twin lost or failed is freed. One whose
+   * migration's cancel is on its way is cancelled already; the answer only frees it. */
+  if (t->state == LT_IR_MIGRATING)
+    s->cancels_out--;
+  else
+    lt__sched_cancel(s, (size_t)t->conn, &t->seq, 1);
   lt__rec_to(t, LT_IR_DROPPED);
-  lt__sched_cancel(s, (size_t)t->conn, &t->seq, 1);
   if (r->backup) s->backups_won++;
   return 0;
 }

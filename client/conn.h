@@ -56,11 +56,11 @@ typedef struct lt_conn {
   int64_t opened_ms;
   int64_t last_recv_ms;
   int64_t last_send_ms;
-  uint32_t inflight;    /* instructions dispatched, not completed */
-  uint64_t completed;   /* completions received */
-  int64_t last_done_ms; /* when the latest one arrived (a thread there came free) */
-  uint64_t bytes_out;   /* every byte sent on this link */
-  uint64_t bytes_in;    /* every byte received on this link */
+  uint32_t inflight;  /* instructions dispatched, not completed */
+  uint64_t completed; /* completions received */
+  double cpu_s;       /* the CPU seconds they used, as the server measured each */
+  uint64_t bytes_out; /* every byte sent on this link */
+  uint64_t bytes_in;  /* every byte received on this link */
 } lt_conn_t;
 
 /* A received message: its frames stay alive until lt__rx_clear, msg borrows from them. */

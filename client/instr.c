@@ -6,6 +6,7 @@
  * dispatch.c, jobs.c, migrate.c, backup.c and watchdog.c do. Dispatcher thread only. */
 #include <assert.h>
 #include <stdlib.h>
+#include <utlist.h>
 
 #include "log.h"
 #include "queue.h"
@@ -13,12 +14,13 @@
 
 /* The states each state may go to, as bit masks. A queued record may be put back at the
  * front of the queue; one that is out comes back to the queue when it is lost or its
- * migration is confirmed; a dropped twin is only ever freed. */
+ * migration is confirmed; one whose twin won is dropped, also while a migration's cancel is
+ * on its way; a dropped twin is only ever freed. */
 #define BIT(st) (1u << (st))
 static const unsigned legal_next[] = {
     [LT_IR_QUEUED] = BIT(LT_IR_QUEUED) | BIT(LT_IR_OUT),
     [LT_IR_OUT] = BIT(LT_IR_QUEUED) | BIT(LT_IR_MIGRATING) | BIT(LT_IR_DROPPED),
-    [LT_IR_MIGRATING] = BIT(LT_IR_QUEUED) | BIT(LT_IR_OUT),
+    [LT_IR_MIGRATING] = BIT(LT_IR_QUEUED) | BIT(LT_IR_OUT) | BIT(LT_IR_DROPPED),
     [LT_IR_DROPPED] = 0,
 };
 
@@ -69,6 +71,9 @@ void lt__sched_put_on(lt_sched_t *s, lt_instr_rec_t *r, int idx) {
   r->conn = idx;
   lt__rec_to(r, LT_IR_OUT);
   HASH_ADD(hh, s->inflight, seq, sizeof r->seq, r);
+  r->run_ms = -1;
+  DL_APPEND2(s->slots[idx].out, r, out_prev, out_next);
+  lt__sched_mark_running(s, (size_t)idx, r->sent_ms); /* it runs on arrival when in line */
   s->conns[idx].inflight++;
   s->admitted[idx]++;
   lt__pace_admit(&s->pace[idx], r->stages);
@@ -77,7 +82,30 @@ void lt__sched_put_on(lt_sched_t *s, lt_instr_rec_t *r, int idx) {
 void lt__sched_take_off(lt_sched_t *s, lt_instr_rec_t *r) {
   size_t idx = (size_t)r->conn;
   HASH_DEL(s->inflight, r);
+  DL_DELETE2(s->slots[idx].out, r, out_prev, out_next);
+  r->out_prev = r->out_next = NULL;
   s->conns[idx].inflight--;
   s->admitted[idx]--;
   lt__pace_unadmit(&s->pace[idx], r->stages);
+  int64_t now = lt__clock_ms();
+  lt__sched_mark_running(s, idx, now);
+  if (s->admitted[idx] == 0) {
+    s->slots[idx].idle_ms = now;
+    s->went_idle = 1;
+  }
+}
+
+/* running_slots returns how many of our instructions server idx runs at once: as many as
+ * it has worker threads, fewer under throttle, when it is told the window and keeps to it
+ * (without throttle a window below its threads is only what the client admits). */
+static uint32_t running_slots(const lt_sched_t *s, size_t idx) {
+  const lt_pace_t *p = &s->pace[idx];
+  if (!s->opts->throttle && p->workers > 0) return p->workers;
+  return (uint32_t)lt__pace_parallel(p);
+}
+
+void lt__sched_mark_running(lt_sched_t *s, size_t idx, int64_t now_ms) {
+  uint32_t n = running_slots(s, idx);
+  for (lt_instr_rec_t *r = s->slots[idx].out; r != NULL && n > 0; r = r->out_next, n--)
+    if (r->run_ms < 0) r->run_ms = now_ms;
 }

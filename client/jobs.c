@@ -378,7 +378,6 @@ void lt__sched_on_completion(lt_sched_t *s, size_t idx, const lt_completion_t *c
   }
   lt__sched_take_off(s, r);
   lt__trace_completion(s->trace, s, idx, r, cp);
-  c->last_done_ms = lt__clock_ms();
   if (lt__sched_cancel_answered(s, r, cp->status)) return; /* it moves to a faster server */
   /* A result, or a failure of the kernel itself, settles its copies; a copy that was lost
    * or never ran leaves the other to carry on. */
@@ -390,6 +389,7 @@ void lt__sched_on_completion(lt_sched_t *s, size_t idx, const lt_completion_t *c
     return;
   }
   c->completed++;
+  c->cpu_s += (double)cp->cpu_us / 1e6;
   s->slots[idx].suspect = 0;
   if (cp->status == LT_OK)
     lt__pace_service(&s->pace[idx], r->stages, (double)cp->service_us, (double)cp->cpu_us);
@@ -424,7 +424,7 @@ void lt__sched_fail_all(lt_sched_t *s, int err, const char *msg) {
     lt__sched_rec_done(s, r);
   }
   HASH_ITER(hh, s->inflight, r, tmp) {
-    HASH_DEL(s->inflight, r);
+    lt__sched_take_off(s, r);
     lt__sched_job_fail(s, r->job, err, msg);
     lt__sched_rec_done(s, r);
   }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include <lithium/error.h>
+#include "log.h"
 #include "sched_internal.h"
 
 #define MIGRATE_GAIN 1.5 /* move only when the queue to drain is this much longer than a task */
@@ -98,6 +99,8 @@ void lt__sched_migrate(lt_sched_t *s) {
     } else {
       s->cancels_out += n;
       s->migrations += n;
+      lt__log(LT_LOG_DEBUG, "cancelling %u queued instruction%s on %s (from %llu) to move them", n,
+              n == 1 ? "" : "s", s->conns[from].endpoint, (unsigned long long)seqs[0]);
     }
   }
   free(pick);
@@ -107,8 +110,14 @@ void lt__sched_migrate(lt_sched_t *s) {
 int lt__sched_cancel_answered(lt_sched_t *s, lt_instr_rec_t *r, int status) {
   if (r->state != LT_IR_MIGRATING) return 0;
   s->cancels_out--;
-  if (status != LT_ECANCELED) {
-    lt__rec_to(r, LT_IR_OUT); /* it had started: its result stands */
+  lt__log(LT_LOG_DEBUG, "instruction %llu: its migration's cancel settled: %s",
+          (unsigned long long)r->seq,
+          status == LT_ECANCELED ? "it never ran there" : lt_strerror(status));
+  /* It had started: its result stands. Or it got a copy while the cancel was on its way:
+   * back out, so that settling the twins (backup.c) leaves the copy alone, as for any of
+   * them that never ran. */
+  if (status != LT_ECANCELED || r->twin != NULL) {
+    lt__rec_to(r, LT_IR_OUT);
     return 0;
   }
   s->migrated++;

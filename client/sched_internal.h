@@ -46,7 +46,8 @@ typedef enum lt_ir_state {
   LT_IR_QUEUED = 0, /* in the fireable queue (or just taken from it); conn is -1 */
   LT_IR_OUT,        /* sent to server conn */
   LT_IR_MIGRATING,  /* out, and a cancel is on its way to move it to a faster server */
-  LT_IR_DROPPED     /* out, but its twin won: its completion only releases what it left */
+  LT_IR_DROPPED     /* out, but its twin won: its completion only releases what it left
+                       (and answers a migration's cancel, if one was on its way) */
 } lt_ir_state_t;
 
 /* One instruction: what a frame needs run, queued or out on `conn`. Besides its state, a
@@ -70,12 +71,16 @@ typedef struct lt_instr_rec {
   const lt_tstage_t *stages; /* borrowed from the template, for a re-dispatch */
   uint32_t nstages;
   int64_t sent_ms;           /* when it was last dispatched */
+  int64_t run_ms;            /* out: when the client saw it come into its server's threads
+                                (sent to a free one, or one came free), or -1 while a full
+                                window of ours is ahead of it there (instr.c) */
   double cost_us;            /* its cost there, as expected then */
   int cost_known;            /* its chain had run somewhere then: cost and backlog were measured */
   struct lt_instr_rec *twin; /* the other copy while both are out (backup.c) */
   int backup;                /* this record is the copy */
   struct lt_instr_rec *next;
-  UT_hash_handle hh; /* s->inflight, by seq */
+  struct lt_instr_rec *out_prev, *out_next; /* out: its server's list, in the order sent */
+  UT_hash_handle hh;                        /* s->inflight, by seq */
 } lt_instr_rec_t;
 
 /* Pacing of one server (pace.c): the cost of each instruction chain there, the backlog it
@@ -156,6 +161,8 @@ typedef struct lt_slot {
                           finishes one (watchdog.c) */
   long predecessor;    /* the slot whose session with this server ended before, or -1 */
   int draining;        /* lt_eval_remove_host: 1 asked, 2 its queued work was cancelled */
+  lt_instr_rec_t *out; /* our instructions out there, oldest first (instr.c) */
+  int64_t idle_ms;     /* when it last came to run nothing of ours (for the log) */
   lt_lost_rec_t *lost; /* what that session was running when it ended (crash.c) */
   uint32_t nlost;
   size_t caplost;
@@ -182,6 +189,7 @@ typedef struct lt_stats_server {
   uint64_t incarnation;
   uint64_t max_frame;
   uint64_t completed;
+  double cpu_s;
   uint32_t inflight;
   uint32_t threads;
   lt_load_t load;
@@ -253,6 +261,7 @@ struct lt_sched {
   uint32_t cancels_out; /* cancels not yet answered */
   uint64_t stray;       /* completions for instructions a server was not running for us */
   uint64_t overdue;     /* instructions taken back from a server that held them far too long */
+  int went_idle;        /* a server came to run nothing of ours: look for copies now */
   uint64_t backups;     /* copies of stragglers sent to idle servers (backup.c) */
   uint64_t backups_won; /* of those, the ones that finished first */
   uint64_t groups;      /* groups of instructions sent as one hand-off (grain, dispatch.c) */
@@ -297,8 +306,15 @@ lt_instr_rec_t *lt__sched_pop_fireable(lt_sched_t *s);
  * in its in-flight count, window and backlog. */
 void lt__sched_put_on(lt_sched_t *s, lt_instr_rec_t *r, int idx);
 /* lt__sched_take_off takes r, out, off its server: the reverse of lt__sched_put_on. r keeps
- * its state and conn until it is queued again or freed. */
+ * its state and conn until it is queued again or freed. The server's next instruction in
+ * line is seen to run from now on (lt__sched_mark_running). */
 void lt__sched_take_off(lt_sched_t *s, lt_instr_rec_t *r);
+/* lt__sched_mark_running notes, on server idx, that the instructions it now runs run since
+ * now_ms at the latest. A server runs a session's instructions in the order they arrived, as
+ * many at once as it has worker threads (under throttle, as its window allows), so the first
+ * that many of its out list run; one that was waiting began when a completion or a larger
+ * window freed a thread for it, no later than when the client saw that. */
+void lt__sched_mark_running(lt_sched_t *s, size_t idx, int64_t now_ms);
 
 /* jobs.c */
 /* lt__sched_on_fire queues a fired instruction at the back; lt__sched_on_fire_chained, for
@@ -369,7 +385,8 @@ int lt__sched_dispatch_to(lt_sched_t *s, lt_instr_rec_t *r, int idx);
 /* lt__sched_migrate moves queued work from a slow server to idle ones at end of stream. */
 void lt__sched_migrate(lt_sched_t *s);
 /* lt__sched_cancel_answered settles a migration of r (taken off its server already) by its
- * completion status: 1 when r was canceled there and is queued for placement again. */
+ * completion status: 1 when r was canceled there and is queued for placement again; 0 when
+ * it had started, or when it got a copy meanwhile (backup.c), which then carries on alone. */
 int lt__sched_cancel_answered(lt_sched_t *s, lt_instr_rec_t *r, int status);
 
 /* crash.c */
@@ -385,6 +402,9 @@ void lt__sched_forget_lost(lt_sched_t *s, size_t idx);
 /* backup.c */
 /* lt__sched_backup sends copies of stragglers to idle servers once the input is closed. */
 void lt__sched_backup(lt_sched_t *s, int64_t now_ms);
+/* lt__sched_backup_target returns the idle server that should run a copy of r at now_ms, or
+ * -1 when r is no straggler (or may not be copied, or no idle server would finish sooner). */
+int lt__sched_backup_target(lt_sched_t *s, const lt_instr_rec_t *r, int64_t now_ms);
 /* lt__sched_twin_settle settles r's copies as r completes (ok: with a result) or is lost:
  * 1 when r is to be dropped without effect (its twin won, or carries on), else 0. */
 int lt__sched_twin_settle(lt_sched_t *s, lt_instr_rec_t *r, int ok);

@@ -48,6 +48,7 @@ static void snap_server(const lt_sched_t *s, size_t i, lt_stats_server_t *out) {
   out->incarnation = c->incarnation;
   out->max_frame = c->max_frame;
   out->completed = c->completed;
+  out->cpu_s = c->cpu_s;
   out->inflight = c->inflight;
   out->threads = c->threads;
   out->load = c->load;
@@ -122,6 +123,7 @@ static void server_json(const lt_stats_server_t *sv, lt_json_t *j) {
   lt__json_str(j, "incarnation", inc);
   lt__json_u64(j, "max_frame", sv->max_frame);
   lt__json_u64(j, "completed", sv->completed);
+  lt__json_double(j, "cpu_s", sv->cpu_s);          /* of those, as the server measured them */
   lt__json_u64(j, "executed", sv->load.completed); /* by the server, for every client */
   lt__json_u64(j, "inflight", sv->inflight);
   lt__json_u64(j, "active_threads", sv->load.active);

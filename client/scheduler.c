@@ -153,6 +153,7 @@ static void greet(lt_sched_t *s, size_t idx) {
   const char *ep = s->eps[sl->host];
   lt__pace_init(&s->pace[idx], s->first_cap, o, lt__clock_ms());
   s->admitted[idx] = 0;
+  sl->idle_ms = lt__clock_ms();
   s->relq[idx].n = 0;
   const char *key = sl->host < s->npeers ? s->keys[sl->host] : "";
   lt_conn_auth_t auth = {.secret = s->secret,
@@ -691,6 +692,7 @@ static void *sched_main(void *arg) {
     }
     lt__sched_dispatch(s);
     lt__sched_migrate(s);
+    if (s->went_idle) lt__sched_backup(s, now); /* a server ran out of work: copies now */
     fail_unplaceable(s);
     lt__sched_flush_releases(s);
     /* Published before the results go: a reader that saw a result sees its counts. */

@@ -4,13 +4,19 @@
  * `placement=rr`; efficiency = ideal makespan / actual, where the ideal is the work (tasks x
  * the task's CPU time t1, measured in this process on an unrestricted core) over the summed
  * speeds. With --step-at the harness's command changes the speeds when that fraction of the
- * tasks is done, and the ideal is computed piecewise; --throttle adds a run with throttle=on
- * and prints the fastest server's window history. Single-threaded apart from benchlib's
- * feeder thread.
+ * tasks is done (--step-time: of the ideal makespan has passed; --step-work: of the farm's
+ * CPU work is done, from the servers' processes and the CPU their completed instructions
+ * took), and the ideal is computed piecewise; with --step-busiest the step hits the server
+ * with the most work left then, whose index the command reads in $BENCH_STEP_HOST (the
+ * backup benchmark). --throttle adds a run with
+ * throttle=on and prints the fastest server's window history. Single-threaded apart from
+ * benchlib's feeder thread and the thread that runs a timed step.
  *
  *   bench_hetero --hosts EP,EP,... --speeds 0.8,0.4,0.2,0.2 [--tasks 800] [--task-ms 20]
- *                [--step-at 0.5 --step-cmd CMD --step-speeds 0.2,0.4,0.2,0.2]
+ *                [--step-at 0.5 --step-cmd CMD --step-speeds 0.2,0.4,0.2,0.2] [--step-busiest]
+ *                [--pids PID,...] [--step-work F]
  *                [--reset-cmd CMD] [--cpu-cmd CMD] [--throttle] [--bench NAME]
+ *                [--trace PREFIX]
  */
 #include <errno.h>
 #include <math.h>
@@ -20,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "benchlib.h"
 
@@ -27,11 +34,13 @@
 #define LT_EXAMPLE_MODULES "."
 #endif
 
-#define MAX_HOSTS   64
-#define SEED_SIZE   8
-#define NSEEDS      5 /* tasks cycle through this many seeds, whose sums t1's runs give */
-#define PROBE_ITERS 2000000ULL
-#define ITERS_TEXT  32
+#define MAX_HOSTS    64
+#define SEED_SIZE    8
+#define NSEEDS       5 /* tasks cycle through this many seeds, whose sums t1's runs give */
+#define PROBE_ITERS  2000000ULL
+#define ITERS_TEXT   32
+#define STEP_POLL_MS 10 /* --step-work looks at the servers' CPU this often */
+#define QUIET_MAX_S  20 /* the longest wait for the servers to finish what a run left */
 
 static const char usage[] =
     "usage: bench_hetero --hosts EP,... --speeds S,... [options]\n"
@@ -40,16 +49,26 @@ static const char usage[] =
     "  --tasks N             tasks per run (default 800)\n"
     "  --task-ms M           CPU milliseconds per task on an unrestricted core (default 20)\n"
     "  --step-at F           when this fraction of the tasks is done (0 < F < 1), or\n"
-    "  --step-time F         when this fraction of the ideal makespan has passed ...\n"
+    "  --step-time F         when this fraction of the ideal makespan has passed, or\n"
+    "  --step-work F         when the servers have done this fraction of the farm's work (the\n"
+    "                        CPU time of --pids against tasks x the mean CPU time of the\n"
+    "                        instructions completed so far, as the servers measured it) ...\n"
     "  --step-cmd CMD        ... run this shell command (it changes the speeds) ...\n"
     "  --step-speeds S,...   ... to these speeds\n"
+    "  --pids PID,...        the servers' process ids, in --hosts order: their CPU time\n"
+    "  --step-busiest        the step hits the server with the most work left then (with\n"
+    "                        --pids; without, the most instructions out):\n"
+    "                        the command reads its --hosts index (from 0) in\n"
+    "                        $BENCH_STEP_HOST, and the first --step-speeds value is the speed\n"
+    "                        it gets (the others' stay theirs; give them equal)\n"
     "  --reset-cmd CMD       shell command run before each run (restores the speeds)\n"
     "  --cpu-cmd CMD         shell command printing each server's CPU seconds so far, in\n"
     "                        --hosts order: shows what the servers were really given\n"
     "  --throttle            add a run with throttle=on; print the fastest server's windows\n"
     "  --backup              runs with backup=off and backup=on instead (copies of\n"
     "                        stragglers); prints their makespans and the ratio\n"
-    "  --bench NAME          name in the JSON lines (default hetero, hetero-step with a step)\n";
+    "  --bench NAME          name in the JSON lines (default hetero, hetero-step with a step)\n"
+    "  --trace PREFIX        write each run's trace to PREFIX<run>.json (option trace)\n";
 
 typedef struct config {
   const char *hosts[MAX_HOSTS];
@@ -58,11 +77,15 @@ typedef struct config {
   double speeds[MAX_HOSTS], after[MAX_HOSTS];
   int nspeeds, nafter;
   long tasks;
-  double task_ms, step_at, step_time;
+  double task_ms, step_at, step_time, step_work;
+  int pids[MAX_HOSTS];
+  int npids;
   double step_delay; /* --step-time in seconds: step_time x the ideal makespan */
   const char *step_cmd, *reset_cmd, *cpu_cmd, *bench;
+  const char *trace; /* --trace: the runs' trace files are named from it */
   int throttle;
-  int backup; /* --backup: compare backup=off and backup=on instead */
+  int backup;  /* --backup: compare backup=off and backup=on instead */
+  int busiest; /* --step-busiest: the step hits the server with the most work left */
 } config_t;
 
 /* The state of one run, seen by the result check on the reading thread. */
@@ -71,7 +94,11 @@ typedef struct run {
   _Atomic long done;     /* results read */
   long step_n;           /* the count at which the step command runs (or ran, --step-time) */
   const char *step_cmd;
-  double t_step; /* ex_now() when the step command ran, 0 before */
+  const config_t *c;
+  lt_eval_t *ev;
+  int step_host;              /* --step-busiest: the server the step hit; else 0 */
+  double pid_cpu0[MAX_HOSTS]; /* --pids: each server's CPU seconds at the start */
+  double t_step;              /* ex_now() when the step command ran, 0 before */
   int step_failed;
   /* --step-time: the thread that runs the step command at a time, and its end. */
   double step_delay; /* seconds after the start */
@@ -133,6 +160,9 @@ static int parse_args(int argc, char **argv, config_t *c) {
     } else if (strcmp(a, "--backup") == 0) {
       c->backup = 1;
       continue;
+    } else if (strcmp(a, "--step-busiest") == 0) {
+      c->busiest = 1;
+      continue;
     } else if (v == NULL) {
       bad = 1;
     } else if (strcmp(a, "--hosts") == 0) {
@@ -149,6 +179,13 @@ static int parse_args(int argc, char **argv, config_t *c) {
       bad = parse_number(v, 60000, &c->task_ms) != 0;
     } else if (strcmp(a, "--step-at") == 0) {
       bad = parse_number(v, 1, &c->step_at) != 0 || c->step_at >= 1;
+    } else if (strcmp(a, "--step-work") == 0) {
+      bad = parse_number(v, 1, &c->step_work) != 0 || c->step_work >= 1;
+    } else if (strcmp(a, "--pids") == 0) {
+      double p[MAX_HOSTS];
+      bad = (c->npids = parse_list(v, p, MAX_HOSTS)) < 0;
+      for (int k = 0; !bad && k < c->npids; k++)
+        c->pids[k] = (int)p[k];
     } else if (strcmp(a, "--step-time") == 0) {
       bad = parse_number(v, 1, &c->step_time) != 0 || c->step_time >= 1;
     } else if (strcmp(a, "--step-cmd") == 0) {
@@ -159,6 +196,8 @@ static int parse_args(int argc, char **argv, config_t *c) {
       c->cpu_cmd = v;
     } else if (strcmp(a, "--bench") == 0) {
       c->bench = v;
+    } else if (strcmp(a, "--trace") == 0) {
+      c->trace = v;
     } else {
       bad = 1;
     }
@@ -172,17 +211,26 @@ static int parse_args(int argc, char **argv, config_t *c) {
   const char *why = NULL;
   if (c->nhosts == 0 || c->nspeeds != c->nhosts)
     why = "--hosts and --speeds are needed, one speed per host";
-  else if (c->step_at > 0 && c->step_time > 0)
-    why = "--step-at and --step-time exclude each other";
-  else if ((c->step_at > 0 || c->step_time > 0) && (c->step_cmd == NULL || c->nafter != c->nhosts))
-    why = "--step-at and --step-time need --step-cmd and one --step-speeds value per host";
-  else if (c->step_at == 0 && c->step_time == 0 && (c->step_cmd != NULL || c->nafter > 0))
-    why = "--step-cmd and --step-speeds need --step-at or --step-time";
+  else if ((c->step_at > 0) + (c->step_time > 0) + (c->step_work > 0) > 1)
+    why = "--step-at, --step-time and --step-work exclude each other";
+  else if ((c->step_at > 0 || c->step_time > 0 || c->step_work > 0) &&
+           (c->step_cmd == NULL || c->nafter != c->nhosts))
+    why = "a step needs --step-cmd and one --step-speeds value per host";
+  else if (c->step_at == 0 && c->step_time == 0 && c->step_work == 0 &&
+           (c->step_cmd != NULL || c->nafter > 0))
+    why = "--step-cmd and --step-speeds need --step-at, --step-time or --step-work";
+  else if (c->npids > 0 && c->npids != c->nhosts)
+    why = "--pids needs one process id per host";
+  else if (c->step_work > 0 && c->npids == 0)
+    why = "--step-work needs --pids";
+  else if (c->busiest && c->step_cmd == NULL)
+    why = "--step-busiest needs a step";
   if (why != NULL) {
     fprintf(stderr, "bench_hetero: %s\n%s", why, usage);
     return -1;
   }
-  if (c->bench == NULL) c->bench = c->step_at > 0 || c->step_time > 0 ? "hetero-step" : "hetero";
+  if (c->bench == NULL)
+    c->bench = c->step_at > 0 || c->step_time > 0 || c->step_work > 0 ? "hetero-step" : "hetero";
   return 0;
 }
 
@@ -192,30 +240,156 @@ static void make_task(long i, unsigned char *buf, void *arg) {
   memcpy(buf, &seed, SEED_SIZE);
 }
 
-/* run_step runs the step command, once, and notes when and after how many results. */
+/* stats_server returns the start of server `ep`'s object in the stats JSON, or NULL. */
+static const char *stats_server(const char *json, const char *ep) {
+  char pat[300];
+  snprintf(pat, sizeof pat, "\"endpoint\":\"%s\"", ep);
+  return strstr(json, pat);
+}
+
+/* stat_double returns the first number `key` in the stats JSON from `json` on; -1 if absent. */
+static double stat_double(const char *json, const char *key) {
+  char pat[64];
+  snprintf(pat, sizeof pat, "\"%s\":", key);
+  const char *p = strstr(json, pat);
+  return p != NULL ? strtod(p + strlen(pat), NULL) : -1;
+}
+
+/* pid_cpu returns the CPU seconds (user + system, all threads) process pid has used, or -1. */
+static double pid_cpu(int pid) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  FILE *f = fopen(path, "r");
+  size_t n = f != NULL ? fread(buf, 1, sizeof buf - 1, f) : 0;
+  if (f != NULL) fclose(f);
+  buf[n] = '\0';
+  /* The fields after the command name, which ends at the last ')': utime is the 14th. */
+  const char *p = strrchr(buf, ')');
+  unsigned long long ut = 0, st = 0;
+  if (p == NULL ||
+      sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+    return -1;
+  return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* A look at the servers' progress (--pids): per server, the CPU its process has used since
+ * the run began and, from the stats, the instructions it completed and has out and the CPU
+ * time the completed ones took. */
+typedef struct progress {
+  double used[MAX_HOSTS], done_cpu[MAX_HOSTS], completed[MAX_HOSTS], out[MAX_HOSTS];
+} progress_t;
+
+/* look fills *p; -1 when the stats cannot be read. */
+static int look(const run_t *r, progress_t *p) {
+  char *json = NULL;
+  if (lt_eval_stats_json(r->ev, &json) != LT_OK) return -1;
+  for (int i = 0; i < r->c->nhosts; i++) {
+    const char *sv = stats_server(json, r->c->hosts[i]);
+    p->used[i] = i < r->c->npids ? pid_cpu(r->c->pids[i]) - r->pid_cpu0[i] : 0;
+    p->done_cpu[i] = sv != NULL ? stat_double(sv, "cpu_s") : 0;
+    p->completed[i] = sv != NULL ? (double)ex_stat_u64(sv, "completed") : 0;
+    p->out[i] = sv != NULL ? (double)ex_stat_u64(sv, "inflight") : 0;
+  }
+  free(json);
+  return 0;
+}
+
+/* task_cpu returns the mean CPU seconds of server i's completed instructions (of them all
+ * for i < 0), 0 before any. */
+static double task_cpu(const run_t *r, const progress_t *p, int i) {
+  double cpu = 0, n = 0;
+  for (int k = 0; k < r->c->nhosts; k++) {
+    if (i >= 0 && k != i) continue;
+    cpu += p->done_cpu[k];
+    n += p->completed[k];
+  }
+  return n > 0 ? cpu / n : 0;
+}
+
+/* wait_idle waits (at most QUIET_MAX_S) until the servers of --pids use no CPU for a while:
+ * instructions a run left behind (copies that lost, originals whose copy won) finish before
+ * the next run counts their servers' CPU. */
+static void wait_idle(const config_t *c) {
+  double last = -1;
+  for (int k = 0; c->npids > 0 && k < QUIET_MAX_S * 10; k++) {
+    double now = 0;
+    for (int i = 0; i < c->npids; i++)
+      now += pid_cpu(c->pids[i]);
+    if (last >= 0 && now - last < 0.01) return;
+    last = now;
+    struct timespec ts = {0, 100 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+}
+
+/* busiest returns the index of the server with the most work left now (the first of
+ * equals): with --pids, what its completed and outstanding instructions take (at its mean
+ * so far) less the CPU it has used; without, its instructions out. */
+static int busiest(const run_t *r) {
+  progress_t p;
+  int best = 0;
+  double most = -1e300;
+  if (look(r, &p) != 0) return 0;
+  for (int i = 0; i < r->c->nhosts; i++) {
+    double left = p.out[i];
+    if (r->c->npids > 0) left = (p.completed[i] + p.out[i]) * task_cpu(r, &p, i) - p.used[i];
+    if (left > most) {
+      most = left;
+      best = i;
+    }
+  }
+  return best;
+}
+
+/* work_due tells whether the servers have done step_work of the farm's work: the CPU their
+ * processes used against tasks x the mean CPU of the instructions completed so far. */
+static int work_due(const run_t *r) {
+  progress_t p;
+  if (look(r, &p) != 0) return 0;
+  double used = 0, w = task_cpu(r, &p, -1);
+  for (int i = 0; i < r->c->nhosts; i++)
+    used += p.used[i];
+  return w > 0 && used >= r->c->step_work * (double)r->c->tasks * w;
+}
+
+/* run_step runs the step command, once, and notes when and after how many results; with
+ * --step-busiest it first picks the server and hands its index to the command. */
 static void run_step(run_t *r) {
   r->t_step = ex_now();
   r->step_n = r->done;
-  int rc = system(r->step_cmd);
+  char cmd[8192];
+  if (r->c->busiest) {
+    r->step_host = busiest(r);
+    snprintf(cmd, sizeof cmd, "BENCH_STEP_HOST=%d; export BENCH_STEP_HOST; %s", r->step_host,
+             r->step_cmd);
+  } else {
+    snprintf(cmd, sizeof cmd, "%s", r->step_cmd);
+  }
+  int rc = system(cmd);
   if (rc != 0) {
-    fprintf(stderr, "bench_hetero: step command failed (status %d): %s\n", rc, r->step_cmd);
+    fprintf(stderr, "bench_hetero: step command failed (status %d): %s\n", rc, cmd);
     r->step_failed = 1;
   }
 }
 
-/* step_timer is the --step-time thread: it runs the step command step_delay seconds after
- * it starts, unless the run is over first. */
+/* step_timer is the --step-time and --step-work thread: it runs the step command step_delay
+ * seconds after it starts, or once the servers have done step_work of the farm's work
+ * (looked at every STEP_POLL_MS), unless the run is over first. */
 static void *step_timer(void *arg) {
   run_t *r = arg;
+  const config_t *c = r->c;
   struct timespec until;
   clock_gettime(CLOCK_REALTIME, &until);
-  double t = (double)until.tv_sec + (double)until.tv_nsec / 1e9 + r->step_delay;
-  until.tv_sec = (time_t)t;
-  until.tv_nsec = (long)((t - (double)until.tv_sec) * 1e9);
+  double t0 = (double)until.tv_sec + (double)until.tv_nsec / 1e9, t = t0 + r->step_delay;
   pthread_mutex_lock(&r->mu);
-  int rc = 0;
-  while (!r->over && rc != ETIMEDOUT)
+  int rc = 0, due = 0;
+  while (!r->over && !due) {
+    if (c->step_work > 0) t += STEP_POLL_MS / 1e3;
+    until.tv_sec = (time_t)t;
+    until.tv_nsec = (long)((t - (double)until.tv_sec) * 1e9);
     rc = pthread_cond_timedwait(&r->cv, &r->mu, &until);
+    if (rc == ETIMEDOUT) due = c->step_work > 0 ? work_due(r) : 1;
+  }
   int run = !r->over;
   pthread_mutex_unlock(&r->mu);
   if (run) run_step(r);
@@ -233,7 +407,7 @@ static int check_result(long i, const unsigned char *data, size_t len, void *arg
   memcpy(&seed, data, SEED_SIZE);
   memcpy(&sum, data + SEED_SIZE, SEED_SIZE);
   if (seed >= NSEEDS || sum != r->sums[seed]) return -1;
-  if (++r->done == r->step_n && r->step_cmd != NULL && r->step_delay == 0) run_step(r);
+  if (++r->done == r->step_n && r->step_cmd != NULL && r->c->step_at > 0) run_step(r);
   return 0;
 }
 
@@ -317,21 +491,6 @@ static int read_cpu(const config_t *c, double *cpu) {
   return 0;
 }
 
-/* stats_server returns the start of server `ep`'s object in the stats JSON, or NULL. */
-static const char *stats_server(const char *json, const char *ep) {
-  char pat[300];
-  snprintf(pat, sizeof pat, "\"endpoint\":\"%s\"", ep);
-  return strstr(json, pat);
-}
-
-/* stat_double returns the first number `key` in the stats JSON from `json` on; -1 if absent. */
-static double stat_double(const char *json, const char *key) {
-  char pat[64];
-  snprintf(pat, sizeof pat, "\"%s\":", key);
-  const char *p = strstr(json, pat);
-  return p != NULL ? strtod(p + strlen(pat), NULL) : -1;
-}
-
 /* print_window_history prints server `ep`'s window history from the stats as a JSON line. */
 static void print_window_history(const config_t *c, const char *json, const char *ep,
                                  double step_ms) {
@@ -366,6 +525,7 @@ static int one_run(const config_t *c, const char *name, const char *const *kv,
     fprintf(stderr, "bench_hetero: reset command failed: %s\n", c->reset_cmd);
     return -1;
   }
+  wait_idle(c);
   lt_eval_t *ev = NULL;
   int rc = lt_eval_new(&ev, spin_program(iters));
   for (size_t i = 0; rc == LT_OK && kv[i] != NULL; i += 2) {
@@ -375,6 +535,11 @@ static int one_run(const config_t *c, const char *name, const char *const *kv,
       lt_eval_free(ev);
       return 1;
     }
+  }
+  if (rc == LT_OK && c->trace != NULL) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s%s.json", c->trace, name);
+    rc = lt_eval_set(ev, "trace", path);
   }
   for (int i = 0; rc == LT_OK && i < c->nhosts; i++)
     rc = lt_eval_add_host(ev, c->hosts[i]);
@@ -386,12 +551,16 @@ static int one_run(const config_t *c, const char *name, const char *const *kv,
     lt_eval_free(ev);
     return -1;
   }
-  run_t r = {.step_cmd = c->step_cmd, .step_n = c->tasks, .step_delay = c->step_delay};
+  run_t r = {
+      .step_cmd = c->step_cmd, .c = c, .ev = ev, .step_n = c->tasks, .step_delay = c->step_delay};
   if (c->step_at > 0) r.step_n = (long)ceil(c->step_at * (double)c->tasks);
+  for (int i = 0; i < c->npids; i++)
+    r.pid_cpu0[i] = pid_cpu(c->pids[i]);
   pthread_mutex_init(&r.mu, NULL);
   pthread_cond_init(&r.cv, NULL);
   pthread_t timer;
-  int timed = r.step_delay > 0 && pthread_create(&timer, NULL, step_timer, &r) == 0;
+  int timed = c->step_cmd != NULL && (r.step_delay > 0 || c->step_work > 0) &&
+              pthread_create(&timer, NULL, step_timer, &r) == 0;
   memcpy(r.sums, sums, sizeof r.sums);
   double cpu0[MAX_HOSTS], cpu1[MAX_HOSTS];
   if (read_cpu(c, cpu0) != 0) {
@@ -421,7 +590,11 @@ static int one_run(const config_t *c, const char *name, const char *const *kv,
     *done_at_step = r.step_n;
     fprintf(stderr, "bench_hetero: run %s: %ld tasks in %.2f s%s", name, c->tasks, *secs,
             r.t_step > 0 ? "" : "\n");
-    if (r.t_step > 0) fprintf(stderr, ", step after %.2f s\n", r.t_step - t0);
+    if (r.t_step > 0 && c->busiest)
+      fprintf(stderr, ", step after %.2f s on server %d (%s)\n", r.t_step - t0, r.step_host,
+              c->hosts[r.step_host]);
+    else if (r.t_step > 0)
+      fprintf(stderr, ", step after %.2f s\n", r.t_step - t0);
     double sum = 0, sum_after = 0;
     int fastest = 0;
     for (int i = 0; i < c->nhosts; i++) {
@@ -438,21 +611,27 @@ static int one_run(const config_t *c, const char *name, const char *const *kv,
     for (int i = 0; i < c->nhosts; i++) {
       const char *s = stats_server(json, c->hosts[i]);
       double ideal = (double)r.step_n * c->speeds[i] / sum;
-      if (c->nafter > 0) ideal += (double)(c->tasks - r.step_n) * c->after[i] / sum_after;
+      /* --step-busiest: the server hit takes the first speed after the step, server 0 its. */
+      int k = i == r.step_host ? 0 : i == 0 ? r.step_host : i;
+      if (c->nafter > 0) ideal += (double)(c->tasks - r.step_n) * c->after[k] / sum_after;
       /* The server's calibrated speed and measured service time show what placement saw. */
       *cpu_used += cpu1[i] - cpu0[i];
       printf("%s{\"endpoint\": \"%s\", \"cores\": %g, \"completed\": %lld, \"ideal\": %.1f, "
-             "\"speed\": %.3g, \"service_us\": %.0f, \"cpu_s\": %.2f}",
+             "\"speed\": %.3g, \"service_us\": %.0f, \"cpu_s\": %.2f, \"instructions_cpu_s\": "
+             "%.2f}",
              i > 0 ? ", " : "", c->hosts[i], c->speeds[i],
              s != NULL ? ex_stat_u64(s, "completed") : -1, ideal,
              s != NULL ? stat_double(s, "speed") : -1,
-             s != NULL ? stat_double(s, "service_us") : -1, cpu1[i] - cpu0[i]);
+             s != NULL ? stat_double(s, "service_us") : -1, cpu1[i] - cpu0[i],
+             s != NULL ? stat_double(s, "cpu_s") : -1);
     }
     printf("]}\n");
     printf("{\"bench\": \"%s\", \"detail\": \"copies\", \"run\": \"%s\", \"backups\": %lld, "
-           "\"backups_won\": %lld, \"migrated\": %lld}\n",
+           "\"backups_won\": %lld, \"migrations\": %lld, \"migrated\": %lld, \"step_host\": "
+           "%d}\n",
            c->bench, name, ex_stat_u64(json, "backups"), ex_stat_u64(json, "backups_won"),
-           ex_stat_u64(json, "migrated"));
+           ex_stat_u64(json, "migrations"), ex_stat_u64(json, "migrated"),
+           r.t_step > 0 ? r.step_host : -1);
     if (windows)
       print_window_history(c, json, c->hosts[fastest],
                            r.t_step > 0 ? (r.t_step - t_start) * 1e3 : -1);

@@ -3,43 +3,21 @@
  * work where it would finish first and keeps a successor with its input unless another
  * server would finish it clearly sooner. */
 #include <criterion/criterion.h>
-#include <string.h>
 
-#include "sched_internal.h"
+#include "world.h"
 
-#define SERVERS 3
+#define SERVERS WORLD_SERVERS
 
-/* A dispatcher state with SERVERS ready servers, each taking 4 instructions at once. */
-typedef struct world {
-  lt_options_t opts;
-  lt_sched_t s;
-  lt_conn_t conns[SERVERS];
-  lt_slot_t slots[SERVERS];
-  uint32_t admitted[SERVERS];
-  lt_pace_t pace[SERVERS];
-} world_t;
-
-static void world_init(world_t *w, int placement, int lookahead) {
-  memset(w, 0, sizeof *w);
-  lt__options_init(&w->opts);
+/* A dispatcher state whose servers each take 4 instructions at once. */
+static void world_with(world_t *w, int placement, int lookahead) {
+  world_init(w);
   w->opts.placement = placement;
   w->opts.lookahead = lookahead;
-  w->s.opts = &w->opts;
-  w->s.conns = w->conns;
-  w->s.slots = w->slots;
-  w->s.admitted = w->admitted;
-  w->s.pace = w->pace;
-  w->s.nconns = SERVERS;
   w->s.placement = lt__placement_of(&w->opts);
   for (size_t i = 0; i < SERVERS; i++) {
-    w->conns[i].state = LT_CONN_READY;
     w->pace[i].cap = 4;
     w->pace[i].per_us = 100;
   }
-}
-
-static void world_fini(world_t *w) {
-  lt__options_clear(&w->opts);
 }
 
 static int place(world_t *w, const lt_fire_t *fi, int chained) {
@@ -66,7 +44,7 @@ Test(placement, chosen_from_the_option) {
 
 Test(placement, rr_cycles_over_servers_with_room) {
   world_t w;
-  world_init(&w, LT_PLACE_RR, 1);
+  world_with(&w, LT_PLACE_RR, 1);
   assert_cycles(&w);
   lt_fire_t fi = {0};
   w.admitted[1] = w.pace[1].cap; /* full: skipped */
@@ -80,7 +58,7 @@ Test(placement, rr_cycles_over_servers_with_room) {
 
 Test(placement, eft_picks_the_earliest_finish) {
   world_t w;
-  world_init(&w, LT_PLACE_EFT, 1);
+  world_with(&w, LT_PLACE_EFT, 1);
   lt_fire_t fi = {0};
   w.pace[1].per_us = 10;
   w.pace[2].per_us = 50;
@@ -92,14 +70,14 @@ Test(placement, eft_picks_the_earliest_finish) {
 
 Test(placement, eft_is_round_robin_in_plain_mode) {
   world_t w;
-  world_init(&w, LT_PLACE_EFT, 0);
+  world_with(&w, LT_PLACE_EFT, 0);
   assert_cycles(&w);
   world_fini(&w);
 }
 
 Test(placement, a_successor_follows_its_input_unless_much_faster_elsewhere) {
   world_t w;
-  world_init(&w, LT_PLACE_EFT, 1);
+  world_with(&w, LT_PLACE_EFT, 1);
   lt_token_t in = {.holder = 0, .size = 1000};
   lt_fire_t fi = {.inputs = &in, .ninputs = 1};
   w.admitted[0] = w.pace[0].cap; /* full: a successor goes there all the same */
@@ -109,7 +87,7 @@ Test(placement, a_successor_follows_its_input_unless_much_faster_elsewhere) {
   w.pace[1].per_us = 10; /* 10 µs + 10 µs to fetch, against 100 µs */
   cr_assert_eq(place(&w, &fi, 1), 1);
   world_fini(&w);
-  world_init(&w, LT_PLACE_RR, 1);
+  world_with(&w, LT_PLACE_RR, 1);
   w.pace[1].per_us = 10;
   cr_assert_eq(place(&w, &fi, 1), 0);
   world_fini(&w);

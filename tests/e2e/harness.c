@@ -132,6 +132,15 @@ uint64_t stats_sum(const char *json, const char *key) {
   return sum;
 }
 
+double stats_dsum(const char *json, const char *key) {
+  char pat[64];
+  snprintf(pat, sizeof pat, "\"%s\":", key);
+  double sum = 0;
+  for (const char *p = json; (p = strstr(p, pat)) != NULL; p += strlen(pat))
+    sum += strtod(p + strlen(pat), NULL);
+  return sum;
+}
+
 void submit_i64s(lt_eval_t *ev, int n) {
   for (int i = 0; i < n; i++) {
     unsigned char tok[8];

@@ -32,6 +32,8 @@ void start_server_with(lt_proc_t *p, const char *name, uint32_t threads, const c
 uint64_t stats_u64(const char *json, const char *key);
 int stats_each(const char *json, const char *key, uint64_t *v, int n);
 uint64_t stats_sum(const char *json, const char *key);
+/* stats_dsum adds up number `key` (not only integers) over the servers. */
+double stats_dsum(const char *json, const char *key);
 
 /* eval_on_procs creates an evaluator for `program` with options `opts` (key, value pairs,
  * NULL-terminated; NULL: none) on the `n` servers in `procs` and starts it. */

@@ -121,6 +121,8 @@ Test(throttle, queued_work_moves_off_a_slow_server_at_the_end, .timeout = 180) {
   /* Every task ran exactly once, counted by the servers themselves. */
   cr_assert_eq(stats_sum(json, "executed"), (uint64_t)n, "%s", json);
   cr_assert_eq(stats_sum(json, "completed"), (uint64_t)n, "%s", json);
+  /* The servers measured the CPU time of what they ran for us, and said so. */
+  cr_assert_gt(stats_dsum(json, "cpu_s"), 0.0, "%s", json);
   free(json);
   for (int i = 0; i < 3; i++)
     lt__proc_stop(&hosts[i], 5000);

@@ -1,0 +1,184 @@
+/* test_backup.c: when an instruction counts as running, and for how long, and when it is a
+ * straggler for a copy (client/instr.c, client/backup.c), on a hand-built dispatcher state:
+ * three ready servers taking two instructions at once, no sockets. An instruction runs since
+ * the client saw it come into its server's threads, and a later completion of another one
+ * there does not move that start. One whose migration's cancel is on its way may have begun
+ * before the cancel arrives, and gets a copy too: if the copy wins the original is dropped,
+ * and if the cancel is confirmed the copy carries on alone (client/migrate.c). */
+#include <criterion/criterion.h>
+
+#include "exec.h"
+#include "world.h"
+
+#define THREADS 2
+#define COST_US 100000.0 /* 100 ms an instruction on every server */
+#define RECS    5
+
+/* Instruction records of one task, out of a farm's one-stage chain. */
+typedef struct recs {
+  lt_job_rec_t job;
+  lt_tstage_t stage; /* the chain's key */
+  lt_instr_rec_t r[RECS];
+} recs_t;
+
+/* setup makes a world whose servers run THREADS instructions at once and have run the chain
+ * (100 ms of service two at a time, 50 ms of CPU), and RECS queued records. */
+static void setup(world_t *w, recs_t *q) {
+  world_init(w);
+  memset(q, 0, sizeof *q);
+  for (size_t i = 0; i < WORLD_SERVERS; i++) {
+    lt__pace_init(&w->pace[i], 4, &w->opts, 0);
+    w->pace[i].window = THREADS;
+    w->pace[i].workers = THREADS;
+    w->pace[i].cores = 1;
+    lt__pace_service(&w->pace[i], &q->stage, 2 * COST_US, COST_US / 2);
+  }
+  for (size_t k = 0; k < RECS; k++) {
+    lt_instr_rec_t *r = &q->r[k];
+    r->seq = (k + 1) * (LT_MAX_PARTS + 1);
+    r->job = &q->job;
+    r->op = LT_OP_SEQ;
+    r->final = 1;
+    r->stages = &q->stage;
+    r->nstages = 1;
+    r->state = LT_IR_QUEUED;
+    r->conn = -1;
+  }
+}
+
+/* teardown takes every record off its server and frees the world. */
+static void teardown(world_t *w) {
+  for (size_t i = 0; i < WORLD_SERVERS; i++)
+    while (w->slots[i].out != NULL)
+      lt__sched_take_off(&w->s, w->slots[i].out);
+  world_fini(w);
+}
+
+/* send puts record k on server idx at t_ms, with the cost expected there. */
+static lt_instr_rec_t *send(world_t *w, recs_t *q, size_t k, int idx, int64_t t_ms) {
+  lt_instr_rec_t *r = &q->r[k];
+  r->sent_ms = t_ms;
+  r->cost_us = lt__pace_cost_us(&w->s, (size_t)idx, r->stages);
+  r->cost_known = 1;
+  lt__sched_put_on(&w->s, r, idx);
+  return r;
+}
+
+/* A world whose server 0 was sent a, b and c at t0 (records 0, 1 and 2): a and b run, c waits. */
+typedef struct fixture {
+  world_t w;
+  recs_t q;
+  lt_instr_rec_t *a, *b, *c;
+} fixture_t;
+
+static void start(fixture_t *f, int64_t t0) {
+  setup(&f->w, &f->q);
+  f->a = send(&f->w, &f->q, 0, 0, t0);
+  f->b = send(&f->w, &f->q, 1, 0, t0);
+  f->c = send(&f->w, &f->q, 2, 0, t0);
+}
+
+Test(backup, instructions_run_in_the_order_sent_up_to_the_threads) {
+  fixture_t f;
+  int64_t t0 = lt__clock_ms() - 100;
+  start(&f, t0);
+  cr_assert_eq(f.a->run_ms, t0);
+  cr_assert_eq(f.b->run_ms, t0);
+  cr_assert_eq(f.c->run_ms, -1, "a third waits behind two threads' worth");
+  lt__sched_take_off(&f.w.s, f.a); /* a completes: c takes its thread */
+  cr_assert_geq(f.c->run_ms, t0 + 100);
+  cr_assert_eq(f.b->run_ms, t0, "a completion there does not restart what was already running");
+  cr_assert_eq(f.w.s.went_idle, 0);
+  lt__sched_take_off(&f.w.s, f.b);
+  lt__sched_take_off(&f.w.s, f.c);
+  cr_assert_eq(f.w.s.went_idle, 1, "server 0 runs nothing of ours: copies are looked for now");
+  cr_assert_geq(f.w.slots[0].idle_ms, f.c->run_ms);
+  teardown(&f.w);
+}
+
+Test(backup, more_threads_let_the_next_in_line_run) {
+  fixture_t f;
+  start(&f, 1000);
+  f.w.pace[0].workers = THREADS + 1;
+  lt__sched_mark_running(&f.w.s, 0, 1500);
+  cr_assert_eq(f.c->run_ms, 1500);
+  teardown(&f.w);
+}
+
+Test(backup, a_window_runs_below_the_threads_only_under_throttle) {
+  fixture_t f;
+  start(&f, 1000);
+  f.w.pace[0].window = THREADS;
+  f.w.pace[0].workers = THREADS + 1;
+  f.w.opts.throttle = 1; /* the server keeps to the window */
+  lt__sched_mark_running(&f.w.s, 0, 1500);
+  cr_assert_eq(f.c->run_ms, -1);
+  f.w.opts.throttle = 0; /* the window only bounds what the client admits: all three run */
+  lt__sched_mark_running(&f.w.s, 0, 1600);
+  cr_assert_eq(f.c->run_ms, 1600);
+  teardown(&f.w);
+}
+
+Test(backup, a_straggler_is_judged_by_how_long_it_has_run) {
+  /* Server 0 runs a and b since t0 and c waits; server 1 runs d; server 2 has nothing. */
+  fixture_t f;
+  start(&f, lt__clock_ms() - 100);
+  lt_instr_rec_t *d = send(&f.w, &f.q, 3, 1, f.a->sent_ms);
+  cr_assert_float_eq(f.b->cost_us, COST_US, 1e-6); /* backup_factor 2: a straggler after 200 ms */
+  lt__sched_take_off(&f.w.s, f.a); /* a completes at least 100 ms after t0: c runs */
+  int64_t t = f.c->run_ms + 120;   /* b has run 220 ms or more, c 120 ms */
+  cr_assert_eq(lt__sched_backup_target(&f.w.s, f.b, t), 2, "b straggles and server 2 is idle");
+  cr_assert_eq(lt__sched_backup_target(&f.w.s, f.c, t), -1, "c has run less than twice its cost");
+  cr_assert_eq(lt__sched_backup_target(&f.w.s, d, t), 2);
+  send(&f.w, &f.q, 4, 2, t); /* server 2 gets work: no server is idle */
+  cr_assert_eq(lt__sched_backup_target(&f.w.s, f.b, t), -1);
+  teardown(&f.w);
+}
+
+/* migrating_with_copy puts f's c (waiting on server 0) under a migration's cancel and
+ * makes it run, as when the server took it before the cancel came, and gives it a copy on
+ * server 1, idle. */
+static lt_instr_rec_t *migrating_with_copy(fixture_t *f) {
+  lt__rec_to(f->c, LT_IR_MIGRATING);
+  f->w.s.cancels_out = 1;
+  lt__sched_take_off(&f->w.s, f->a); /* c takes a's thread */
+  int64_t t = f->c->run_ms + 250;
+  cr_assert_eq(lt__sched_backup_target(&f->w.s, f->c, t), 1, "a migrating straggler gets a copy");
+  lt_instr_rec_t *copy = &f->q.r[3];
+  copy->backup = 1;
+  copy->twin = f->c;
+  f->c->twin = copy;
+  send(&f->w, &f->q, 3, 1, t);
+  return copy;
+}
+
+Test(backup, a_copy_that_wins_drops_its_migrating_twin) {
+  fixture_t f;
+  start(&f, 1000);
+  lt_instr_rec_t *copy = migrating_with_copy(&f);
+  lt__sched_take_off(&f.w.s, copy);
+  cr_assert_eq(lt__sched_twin_settle(&f.w.s, copy, 1), 0, "the copy's result is applied");
+  cr_assert_eq(f.c->state, LT_IR_DROPPED);
+  cr_assert_eq(f.w.s.cancels_out, 0, "the cancel's answer only frees the dropped twin");
+  cr_assert_eq(f.w.s.backups_won, 1);
+  lt__sched_take_off(&f.w.s, f.c); /* its answer comes */
+  cr_assert_eq(lt__sched_cancel_answered(&f.w.s, f.c, LT_ECANCELED), 0);
+  cr_assert_eq(lt__sched_twin_settle(&f.w.s, f.c, 0), 1, "dropped: no effect");
+  teardown(&f.w);
+}
+
+Test(backup, a_migration_confirmed_leaves_the_copy_alone) {
+  fixture_t f;
+  start(&f, 1000);
+  lt_instr_rec_t *copy = migrating_with_copy(&f);
+  lt__sched_take_off(&f.w.s, f.c); /* the server confirms: c never ran there */
+  cr_assert_eq(lt__sched_cancel_answered(&f.w.s, f.c, LT_ECANCELED), 0,
+               "not placed again: its copy runs");
+  cr_assert_eq(f.w.s.cancels_out, 0);
+  cr_assert_eq(f.w.s.migrated, 0);
+  cr_assert_eq(lt__sched_twin_settle(&f.w.s, f.c, 0), 1, "c goes without effect");
+  cr_assert_null(copy->twin);
+  cr_assert_eq(copy->backup, 0, "the copy is the instruction now, placed again if lost");
+  cr_assert_eq(f.w.s.backups_won, 1);
+  teardown(&f.w);
+}

@@ -1,0 +1,41 @@
+/* world.h: a hand-built dispatcher state for the tests of the client's scheduling policies
+ * (test_placement.c, test_backup.c): WORLD_SERVERS ready servers, no sockets, the default
+ * options. Header-only; one test's thread. */
+#ifndef LT_TEST_WORLD_H
+#define LT_TEST_WORLD_H
+
+#include <string.h>
+
+#include "sched_internal.h"
+
+#define WORLD_SERVERS 3
+
+typedef struct world {
+  lt_options_t opts;
+  lt_sched_t s;
+  lt_conn_t conns[WORLD_SERVERS];
+  lt_slot_t slots[WORLD_SERVERS];
+  uint32_t admitted[WORLD_SERVERS];
+  lt_pace_t pace[WORLD_SERVERS];
+} world_t;
+
+/* world_init makes w a dispatcher state over WORLD_SERVERS ready servers with the default
+ * options; world_fini frees what it holds. */
+static inline void world_init(world_t *w) {
+  memset(w, 0, sizeof *w);
+  lt__options_init(&w->opts);
+  w->s.opts = &w->opts;
+  w->s.conns = w->conns;
+  w->s.slots = w->slots;
+  w->s.admitted = w->admitted;
+  w->s.pace = w->pace;
+  w->s.nconns = WORLD_SERVERS;
+  for (size_t i = 0; i < WORLD_SERVERS; i++)
+    w->conns[i].state = LT_CONN_READY;
+}
+
+static inline void world_fini(world_t *w) {
+  lt__options_clear(&w->opts);
+}
+
+#endif
