@@ -50,8 +50,11 @@ Test(throttle, a_slow_server_gets_less_work, .timeout = 180) {
   char *json = run_spins(hosts, 3, 600, opts);
   uint64_t done[3];
   cr_assert_eq(stats_each(json, "completed", done, 3), 3, "%s", json);
-  cr_assert_lt(2 * done[2], done[0], "%s", json);
-  cr_assert_lt(2 * done[2], done[1], "%s", json);
+  /* At 4:4:1 the slow server's share is a quarter of a fast one's; under other tests' load
+   * on the same two cores all three slow down unevenly, and it has been seen at 0.52 of one
+   * (1 run in about 15 on the old bound of 0.5): 0.6 still tells a server 4 x slower apart. */
+  cr_assert_lt(5 * done[2], 3 * done[0], "%s", json);
+  cr_assert_lt(5 * done[2], 3 * done[1], "%s", json);
   free(json);
   for (int i = 0; i < 3; i++)
     lt__proc_stop(&hosts[i], 5000);
