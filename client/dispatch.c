@@ -247,18 +247,22 @@ static void move_on(lt_sched_t *s, lt_instr_rec_t *r, int idx) {
     r->final = 1;
 }
 
+/* fire_info describes r's instruction: from its frame, or, for a re-dispatch after its frame
+ * went on, from the record, which has all it needs. */
+static void fire_info(const lt_instr_rec_t *r, lt_fire_t *fi) {
+  if (r->moved)
+    *fi = (lt_fire_t){r->op, r->stages, r->nstages, r->ins, r->nins};
+  else
+    lt__frame_fire_info(r->frame, fi);
+}
+
 /* send_one places and encodes r (on server `force` when it is not -1); LT_EAGAIN when no
  * server has room. *to gets the server r went to, or -1 when it did not go (r may then be
  * freed). */
 static int send_one(lt_sched_t *s, batch_t *batches, lt_instr_rec_t *r, int force, int *to) {
   *to = -1;
   lt_fire_t fi;
-  if (r->moved) {
-    /* A re-dispatch after its frame went on: the record has all it needs. */
-    fi = (lt_fire_t){r->op, r->stages, r->nstages, r->ins, r->nins};
-  } else {
-    lt__frame_fire_info(r->frame, &fi);
-  }
+  fire_info(r, &fi);
   if (inputs_lost(s, &fi)) {
     if (r->backup) return LT_ESTATE; /* a copy never decides its task's fate */
     lt_job_rec_t *j = r->job;
@@ -297,6 +301,12 @@ static int send_one(lt_sched_t *s, batch_t *batches, lt_instr_rec_t *r, int forc
   return LT_OK;
 }
 
+/* fail_dispatch fails r's task when r could not be sent (out of memory) and frees r. */
+static void fail_dispatch(lt_sched_t *s, lt_instr_rec_t *r, int rc) {
+  lt__sched_job_fail(s, r->job, rc, "out of memory dispatching");
+  lt__sched_rec_done(s, r);
+}
+
 /* grain_for returns how many instructions of `chain` may go to server idx as one group. */
 static uint32_t grain_for(const lt_sched_t *s, const lt_tstage_t *chain, size_t idx) {
   if (s->opts->grain != 0) return s->opts->grain;
@@ -316,10 +326,7 @@ static uint32_t grain_for(const lt_sched_t *s, const lt_tstage_t *chain, size_t 
 static int joins(const lt_sched_t *s, lt_instr_rec_t *m, const lt_tstage_t *chain, int idx) {
   if (m->backup || lt__sched_stale(m)) return 0;
   lt_fire_t fi;
-  if (m->moved)
-    fi = (lt_fire_t){m->op, m->stages, m->nstages, m->ins, m->nins};
-  else
-    lt__frame_fire_info(m->frame, &fi);
+  fire_info(m, &fi);
   if (fi.stages != chain) return 0;
   for (uint32_t i = 0; i < fi.ninputs; i++)
     if (fi.inputs[i].value == NULL && fi.inputs[i].holder != idx) return 0;
@@ -343,8 +350,7 @@ static void gather(lt_sched_t *s, batch_t *batches, lt_instr_rec_t *leader, int 
       break;
     }
     if (rc != LT_OK) {
-      lt__sched_job_fail(s, m->job, rc, "out of memory dispatching");
-      lt__sched_rec_done(s, m);
+      fail_dispatch(s, m, rc);
       break;
     }
     if (to != idx) break;
@@ -395,10 +401,7 @@ void lt__sched_dispatch(lt_sched_t *s) {
       note_full(s);
       break;
     }
-    if (rc != LT_OK) {
-      lt__sched_job_fail(s, r->job, rc, "out of memory dispatching");
-      lt__sched_rec_done(s, r);
-    }
+    if (rc != LT_OK) fail_dispatch(s, r, rc);
   }
   for (size_t i = 0; i < s->nconns; i++) {
     if (batches[i].n > 0) batch_send(s, i, &batches[i]);

@@ -379,7 +379,7 @@ static void ungang(lt_job_t *job) {
 
 /* promote puts the first member of queued leader `job`'s gang in its place in the FIFO;
  * `job` is left alone, out of the queue. Under qlock. */
-static void promote(lt_executor_t *ex, lt_job_t *job) {
+static void promote(lt_job_t *job) {
   lt_job_t *heir = job->gang;
   lt_exgroup_t *g = job->qgroup;
   heir->leader = NULL;
@@ -399,7 +399,6 @@ static void promote(lt_executor_t *ex, lt_job_t *job) {
   job->next = job->prev = NULL;
   job->qgroup = NULL;
   job->gang = NULL;
-  (void)ex;
 }
 
 bool lt__executor_cancel(lt_executor_t *ex, lt_job_t *job) {
@@ -409,7 +408,7 @@ bool lt__executor_cancel(lt_executor_t *ex, lt_job_t *job) {
     if (job->leader != NULL)
       ungang(job);
     else if (job->gang != NULL)
-      promote(ex, job);
+      promote(job);
     else
       unlink_job(ex, job);
     job->state = JOB_IDLE;
