@@ -39,10 +39,10 @@ static int eligible(const lt_instr_rec_t *r) {
 static int idle_server(lt_sched_t *s, const lt_instr_rec_t *r, double ran_us) {
   int best = -1;
   double best_us = ran_us;
-  for (size_t i = 0; i < s->nconns; i++) {
-    if ((int)i == r->conn || !lt__sched_takes(s, i) || s->slots[i].suspect) continue;
-    if (s->admitted[i] > 0 || s->conns[i].inflight > 0) continue;
-    uint64_t lim = s->conns[i].max_frame;
+  for (size_t i = 0; i < s->nsrv; i++) {
+    if ((int)i == r->conn || !lt__sched_takes(s, i) || s->srv[i].slot.suspect) continue;
+    if (s->srv[i].admitted > 0 || s->srv[i].conn.inflight > 0) continue;
+    uint64_t lim = s->srv[i].conn.max_frame;
     int fits = 1;
     for (uint32_t k = 0; k < r->nins && lim > 0; k++)
       if (r->ins[k].value->len > lim) fits = 0;
@@ -63,9 +63,9 @@ static double due_us(lt_sched_t *s, const lt_instr_rec_t *r) {
 
 /* any_idle tells whether some server that takes work runs nothing of ours. */
 static int any_idle(lt_sched_t *s) {
-  for (size_t i = 0; i < s->nconns; i++)
-    if (lt__sched_takes(s, i) && !s->slots[i].suspect && s->admitted[i] == 0 &&
-        s->conns[i].inflight == 0)
+  for (size_t i = 0; i < s->nsrv; i++)
+    if (lt__sched_takes(s, i) && !s->srv[i].slot.suspect && s->srv[i].admitted == 0 &&
+        s->srv[i].conn.inflight == 0)
       return 1;
   return 0;
 }
@@ -109,7 +109,7 @@ void lt__sched_backup(lt_sched_t *s, int64_t now_ms) {
       !lt__eval_input_closed(s->ev) || !any_idle(s))
     return;
   /* A window that grew since the last completion lets more run. */
-  for (size_t i = 0; i < s->nconns; i++)
+  for (size_t i = 0; i < s->nsrv; i++)
     lt__sched_mark_running(s, i, now_ms);
   lt_instr_rec_t *r, *tmp;
   HASH_ITER(hh, s->inflight, r, tmp) {
@@ -119,7 +119,7 @@ void lt__sched_backup(lt_sched_t *s, int64_t now_ms) {
     if (c == NULL) return;
     c->twin = r;
     r->twin = c;
-    int64_t idle_ms = now_ms - s->slots[to].idle_ms;
+    int64_t idle_ms = now_ms - s->srv[to].slot.idle_ms;
     if (lt__sched_dispatch_to(s, c, to) != LT_OK) {
       r->twin = NULL;
       lt__sched_rec_done(s, c);
@@ -128,12 +128,12 @@ void lt__sched_backup(lt_sched_t *s, int64_t now_ms) {
     s->backups++;
     lt__log(LT_LOG_INFO, "instruction %llu: out %lld ms on %s, a copy goes to %s",
             (unsigned long long)r->seq, (long long)(now_ms - r->sent_ms),
-            s->conns[r->conn].endpoint, s->conns[to].endpoint);
+            s->srv[r->conn].conn.endpoint, s->srv[to].conn.endpoint);
     lt__log(LT_LOG_DEBUG,
             "instruction %llu: ran %lld ms against %.0f ms expected%s; %s had been idle %lld ms",
             (unsigned long long)r->seq, (long long)(now_ms - r->run_ms), due_us(s, r) / 1000.0,
             r->state == LT_IR_MIGRATING ? " (a migration's cancel on its way)" : "",
-            s->conns[to].endpoint, (long long)idle_ms);
+            s->srv[to].conn.endpoint, (long long)idle_ms);
   }
 }
 

@@ -19,7 +19,7 @@
 #define POISON_CRASHES 2
 
 void lt__sched_note_lost(lt_sched_t *s, size_t idx, const lt_instr_rec_t *r) {
-  lt_slot_t *sl = &s->slots[idx];
+  lt_slot_t *sl = &s->srv[idx].slot;
   if (lt__sched_stale(r) || r->stages == NULL) return;
   lt_lost_rec_t *n = LT_VEC_PUSH(sl->lost, sl->nlost, sl->caplost);
   if (n == NULL) return; /* the loss stays charged: nothing worse */
@@ -27,7 +27,7 @@ void lt__sched_note_lost(lt_sched_t *s, size_t idx, const lt_instr_rec_t *r) {
 }
 
 void lt__sched_forget_lost(lt_sched_t *s, size_t idx) {
-  lt_slot_t *sl = &s->slots[idx];
+  lt_slot_t *sl = &s->srv[idx].slot;
   LT_VEC_FREE(sl->lost, sl->nlost, sl->caplost);
 }
 
@@ -89,9 +89,9 @@ static int listed(const lt_msg_t *w, uint64_t seq) {
 }
 
 void lt__sched_crash_report(lt_sched_t *s, size_t idx, const lt_msg_t *w) {
-  long p = s->slots[idx].predecessor;
+  long p = s->srv[idx].slot.predecessor;
   if (p < 0) return;
-  const lt_conn_t *old = &s->conns[p];
+  const lt_conn_t *old = &s->srv[p].conn;
   int crashed = w->u.welcome.crash_signal > 0 && old->incarnation != 0 &&
                 w->u.welcome.crashed_incarnation == old->incarnation;
   if (crashed) {
@@ -99,7 +99,7 @@ void lt__sched_crash_report(lt_sched_t *s, size_t idx, const lt_msg_t *w) {
     signal_name(w->u.welcome.crash_signal, sname, sizeof sname);
     lt__log(LT_LOG_WARN, "server %s crashed with %s while running %u of our instructions",
             old->endpoint, sname, w->u.welcome.ncrashed);
-    lt_slot_t *ps = &s->slots[p];
+    lt_slot_t *ps = &s->srv[p].slot;
     for (uint32_t i = 0; i < ps->nlost; i++) {
       refund(s, ps->lost[i].seq);
       if (listed(w, ps->lost[i].seq)) charge(s, &ps->lost[i], w->u.welcome.crash_signal);

@@ -121,7 +121,7 @@ static int batch_add(lt_sched_t *s, batch_t *b, int idx, lt_instr_rec_t *r, cons
       inp->kind = LT_INPUT_REF;
       inp->id = t->id;
       inp->size = t->size;
-      if (t->holder != idx) inp->holder = s->conns[t->holder].endpoint;
+      if (t->holder != idx) inp->holder = s->srv[t->holder].conn.endpoint;
     }
   }
   b->outputs[b->n] = (lt_oid_t){s->client_id, r->seq};
@@ -139,13 +139,13 @@ static void batch_send(lt_sched_t *s, size_t idx, batch_t *b) {
     ins->outputs = &b->outputs[i];
   }
   lt_msg_t m = {.type = LT_MSG_EXECUTE};
-  m.u.execute.max_active = s->opts->throttle ? s->pace[idx].window : 0;
+  m.u.execute.max_active = s->opts->throttle ? s->srv[idx].pace.window : 0;
   m.u.execute.timeout_ms = s->opts->task_timeout_ms;
   m.u.execute.ninstrs = b->n;
   m.u.execute.instrs = b->instrs;
   m.nframes = b->nframes;
   m.frames = b->frames;
-  int rc = lt__conn_send(&s->conns[idx], &m, b->values, lt__clock_ms());
+  int rc = lt__conn_send(&s->srv[idx].conn, &m, b->values, lt__clock_ms());
   if (rc != LT_OK) lt__sched_conn_dead(s, idx, lt_strerror(rc));
 }
 
@@ -168,7 +168,8 @@ static void batch_free(batch_t *b) {
 static int inputs_lost(const lt_sched_t *s, const lt_fire_t *fi) {
   for (uint32_t i = 0; i < fi->ninputs; i++) {
     const lt_token_t *t = &fi->inputs[i];
-    if (t->value == NULL && (t->holder < 0 || s->conns[t->holder].state == LT_CONN_DEAD)) return 1;
+    if (t->value == NULL && (t->holder < 0 || s->srv[t->holder].conn.state == LT_CONN_DEAD))
+      return 1;
   }
   return 0;
 }
@@ -181,14 +182,14 @@ static uint64_t instr_bytes(const lt_sched_t *s, const lt_instr_rec_t *r, const 
   for (uint32_t k = 0; k < r->nins; k++) {
     n += INPUT_BYTES;
     if (r->ins[k].value == NULL && r->ins[k].holder >= 0)
-      n += strlen(s->conns[r->ins[k].holder].endpoint);
+      n += strlen(s->srv[r->ins[k].holder].conn.endpoint);
   }
   return n;
 }
 
 /* header_cap returns the most header bytes an execute to server idx may carry. */
 static uint64_t header_cap(const lt_sched_t *s, size_t idx) {
-  uint64_t lim = s->conns[idx].max_frame;
+  uint64_t lim = s->srv[idx].conn.max_frame;
   return lim == 0 || lim > HEADER_MAX ? HEADER_MAX : lim;
 }
 
@@ -199,13 +200,13 @@ static int too_big(lt_sched_t *s, lt_instr_rec_t *r, const lt_fire_t *fi) {
   uint64_t most = 0, hdr = instr_bytes(s, r, fi);
   size_t best = 0;
   int live = 0;
-  for (size_t i = 0; i < s->nconns; i++) {
-    if (s->conns[i].state == LT_CONN_HELLO) return 0; /* it may take it: wait for its welcome */
+  for (size_t i = 0; i < s->nsrv; i++) {
+    if (s->srv[i].conn.state == LT_CONN_HELLO) return 0; /* it may take it: wait for its welcome */
     if (!lt__sched_takes(s, i)) continue;
-    if (s->conns[i].max_frame == 0 || (lt__placement_fits(s, i, fi) && hdr <= header_cap(s, i)))
+    if (s->srv[i].conn.max_frame == 0 || (lt__placement_fits(s, i, fi) && hdr <= header_cap(s, i)))
       return 0;
-    if (!live || s->conns[i].max_frame > most) {
-      most = s->conns[i].max_frame;
+    if (!live || s->srv[i].conn.max_frame > most) {
+      most = s->srv[i].conn.max_frame;
       best = i;
     }
     live = 1;
@@ -217,12 +218,12 @@ static int too_big(lt_sched_t *s, lt_instr_rec_t *r, const lt_fire_t *fi) {
     snprintf(msg, sizeof msg,
              "an input of %llu bytes is over the frame limit of %llu bytes of server %s "
              "(the largest of the live servers)",
-             (unsigned long long)need, (unsigned long long)most, s->conns[best].endpoint);
+             (unsigned long long)need, (unsigned long long)most, s->srv[best].conn.endpoint);
   else
     snprintf(msg, sizeof msg,
              "the instruction takes about %llu bytes, over what the frame limit of %llu bytes "
              "of server %s lets an execute carry",
-             (unsigned long long)hdr, (unsigned long long)most, s->conns[best].endpoint);
+             (unsigned long long)hdr, (unsigned long long)most, s->srv[best].conn.endpoint);
   lt__sched_job_fail(s, r->job, LT_ETOOBIG, msg);
   lt__sched_rec_done(s, r);
   return 1;
@@ -231,8 +232,8 @@ static int too_big(lt_sched_t *s, lt_instr_rec_t *r, const lt_fire_t *fi) {
 /* fits_on tells whether server `idx` takes r's instruction and its inputs within its frame
  * limit. */
 static int fits_on(lt_sched_t *s, const lt_instr_rec_t *r, const lt_fire_t *fi, int idx) {
-  return s->conns[idx].max_frame == 0 || (lt__placement_fits(s, (size_t)idx, fi) &&
-                                          instr_bytes(s, r, fi) <= header_cap(s, (size_t)idx));
+  return s->srv[idx].conn.max_frame == 0 || (lt__placement_fits(s, (size_t)idx, fi) &&
+                                             instr_bytes(s, r, fi) <= header_cap(s, (size_t)idx));
 }
 
 /* move_on passes r's output on by name now that its server `idx` is known (lazy binding):
@@ -314,7 +315,7 @@ static uint32_t grain_for(const lt_sched_t *s, const lt_tstage_t *chain, size_t 
   if (svc <= 0) return 1; /* never ran: its cost is unknown */
   double want = ceil(LT_GRAIN_COST_X * LT_INSTR_COST_US / svc);
   double hold = floor(LT_GRAIN_HOLD_US / svc);
-  const lt_pace_t *p = &s->pace[idx];
+  const lt_pace_t *p = &s->srv[idx].pace;
   double starve = floor((double)p->cap / (2.0 * lt__pace_parallel(p)));
   if (want > hold) want = hold;
   if (want > starve) want = starve;
@@ -330,7 +331,7 @@ static int joins(const lt_sched_t *s, lt_instr_rec_t *m, const lt_tstage_t *chai
   if (fi.stages != chain) return 0;
   for (uint32_t i = 0; i < fi.ninputs; i++)
     if (fi.inputs[i].value == NULL && fi.inputs[i].holder != idx) return 0;
-  return s->conns[idx].max_frame == 0 || lt__placement_fits(s, (size_t)idx, &fi);
+  return s->srv[idx].conn.max_frame == 0 || lt__placement_fits(s, (size_t)idx, &fi);
 }
 
 /* gather sends the queued records of leader's chain that follow it in the fireable queue
@@ -367,16 +368,16 @@ static void gather(lt_sched_t *s, batch_t *batches, lt_instr_rec_t *leader, int 
 
 /* note_full tells the throttle of every server without room that work waited for it. */
 static void note_full(lt_sched_t *s) {
-  for (size_t i = 0; i < s->nconns; i++)
-    if (s->conns[i].state == LT_CONN_READY && !lt__placement_has_room(s, i))
-      lt__pace_full(&s->pace[i]);
+  for (size_t i = 0; i < s->nsrv; i++)
+    if (s->srv[i].conn.state == LT_CONN_READY && !lt__placement_has_room(s, i))
+      lt__pace_full(&s->srv[i].pace);
 }
 
 int lt__sched_dispatch_to(lt_sched_t *s, lt_instr_rec_t *r, int idx) {
-  batch_t *batches = calloc(s->nconns, sizeof *batches);
+  batch_t *batches = calloc(s->nsrv, sizeof *batches);
   if (batches == NULL) return LT_ENOMEM;
   int to, rc = send_one(s, batches, r, idx, &to);
-  for (size_t i = 0; i < s->nconns; i++) {
+  for (size_t i = 0; i < s->nsrv; i++) {
     if (batches[i].n > 0) batch_send(s, i, &batches[i]);
     batch_free(&batches[i]);
   }
@@ -385,8 +386,8 @@ int lt__sched_dispatch_to(lt_sched_t *s, lt_instr_rec_t *r, int idx) {
 }
 
 void lt__sched_dispatch(lt_sched_t *s) {
-  if (s->fire_head == NULL || s->nconns == 0) return;
-  batch_t *batches = calloc(s->nconns, sizeof *batches);
+  if (s->fire_head == NULL || s->nsrv == 0) return;
+  batch_t *batches = calloc(s->nsrv, sizeof *batches);
   if (batches == NULL) return;
   lt_instr_rec_t *r;
   while ((r = lt__sched_pop_fireable(s)) != NULL) {
@@ -403,7 +404,7 @@ void lt__sched_dispatch(lt_sched_t *s) {
     }
     if (rc != LT_OK) fail_dispatch(s, r, rc);
   }
-  for (size_t i = 0; i < s->nconns; i++) {
+  for (size_t i = 0; i < s->nsrv; i++) {
     if (batches[i].n > 0) batch_send(s, i, &batches[i]);
     batch_free(&batches[i]);
   }

@@ -25,7 +25,7 @@ struct lt_fetch {
 int lt__sched_fetch_result(lt_sched_t *s, lt_job_rec_t *j) {
   const lt_token_t *t = &j->inst->result;
   int idx = t->holder;
-  if (idx < 0 || (size_t)idx >= s->nconns || !lt__sched_alive(s, (size_t)idx)) {
+  if (idx < 0 || (size_t)idx >= s->nsrv || !lt__sched_alive(s, (size_t)idx)) {
     lt__sched_restart(s, j, "its result was on a server that is gone");
     return LT_OK;
   }
@@ -38,7 +38,7 @@ int lt__sched_fetch_result(lt_sched_t *s, lt_job_rec_t *j) {
   lt_msg_t m = {.type = LT_MSG_FETCH};
   m.u.fetch.id = t->id;
   m.u.fetch.release = true;
-  int rc = lt__conn_send(&s->conns[idx], &m, NULL, lt__clock_ms());
+  int rc = lt__conn_send(&s->srv[idx].conn, &m, NULL, lt__clock_ms());
   if (rc != LT_OK) {
     free(f);
     lt__sched_restart(s, j, "its result could not be fetched");
@@ -62,7 +62,7 @@ void lt__sched_on_value(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
   if (m->u.value.id.client != s->client_id) return;
   HASH_FIND(hh, s->fetches, &seq, sizeof seq, f);
   if (f == NULL || f->conn != (int)idx) {
-    lt__log(LT_LOG_WARN, "server %s: a value nobody asked for (id %llu)", s->conns[idx].endpoint,
+    lt__log(LT_LOG_WARN, "server %s: a value nobody asked for (id %llu)", s->srv[idx].conn.endpoint,
             (unsigned long long)seq);
     return;
   }

@@ -72,25 +72,25 @@ void lt__sched_put_on(lt_sched_t *s, lt_instr_rec_t *r, int idx) {
   lt__rec_to(r, LT_IR_OUT);
   HASH_ADD(hh, s->inflight, seq, sizeof r->seq, r);
   r->run_ms = -1;
-  DL_APPEND2(s->slots[idx].out, r, out_prev, out_next);
+  DL_APPEND2(s->srv[idx].slot.out, r, out_prev, out_next);
   lt__sched_mark_running(s, (size_t)idx, r->sent_ms); /* it runs on arrival when in line */
-  s->conns[idx].inflight++;
-  s->admitted[idx]++;
-  lt__pace_admit(&s->pace[idx], r->stages);
+  s->srv[idx].conn.inflight++;
+  s->srv[idx].admitted++;
+  lt__pace_admit(&s->srv[idx].pace, r->stages);
 }
 
 void lt__sched_take_off(lt_sched_t *s, lt_instr_rec_t *r) {
   size_t idx = (size_t)r->conn;
   HASH_DEL(s->inflight, r);
-  DL_DELETE2(s->slots[idx].out, r, out_prev, out_next);
+  DL_DELETE2(s->srv[idx].slot.out, r, out_prev, out_next);
   r->out_prev = r->out_next = NULL;
-  s->conns[idx].inflight--;
-  s->admitted[idx]--;
-  lt__pace_unadmit(&s->pace[idx], r->stages);
+  s->srv[idx].conn.inflight--;
+  s->srv[idx].admitted--;
+  lt__pace_unadmit(&s->srv[idx].pace, r->stages);
   int64_t now = lt__clock_ms();
   lt__sched_mark_running(s, idx, now);
-  if (s->admitted[idx] == 0) {
-    s->slots[idx].idle_ms = now;
+  if (s->srv[idx].admitted == 0) {
+    s->srv[idx].slot.idle_ms = now;
     s->went_idle = 1;
   }
 }
@@ -99,13 +99,13 @@ void lt__sched_take_off(lt_sched_t *s, lt_instr_rec_t *r) {
  * it has worker threads, fewer under throttle, when it is told the window and keeps to it
  * (without throttle a window below its threads is only what the client admits). */
 static uint32_t running_slots(const lt_sched_t *s, size_t idx) {
-  const lt_pace_t *p = &s->pace[idx];
+  const lt_pace_t *p = &s->srv[idx].pace;
   if (!s->opts->throttle && p->workers > 0) return p->workers;
   return (uint32_t)lt__pace_parallel(p);
 }
 
 void lt__sched_mark_running(lt_sched_t *s, size_t idx, int64_t now_ms) {
   uint32_t n = running_slots(s, idx);
-  for (lt_instr_rec_t *r = s->slots[idx].out; r != NULL && n > 0; r = r->out_next, n--)
+  for (lt_instr_rec_t *r = s->srv[idx].slot.out; r != NULL && n > 0; r = r->out_next, n--)
     if (r->run_ms < 0) r->run_ms = now_ms;
 }

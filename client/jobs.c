@@ -160,22 +160,22 @@ void lt__sched_take_intake(lt_sched_t *s) {
 /* ---- releases --------------------------------------------------------------------------- */
 
 void lt__sched_release(lt_sched_t *s, int conn, lt_oid_t id) {
-  if (conn < 0 || (size_t)conn >= s->nconns || s->conns[conn].state == LT_CONN_DEAD) return;
-  lt_relq_t *q = &s->relq[conn];
+  if (conn < 0 || (size_t)conn >= s->nsrv || s->srv[conn].conn.state == LT_CONN_DEAD) return;
+  lt_relq_t *q = &s->srv[conn].relq;
   if (LT_VEC_RESERVE(q->ids, q->cap, (size_t)q->n + 1) != LT_OK)
     return; /* the session's end releases it */
   q->ids[q->n++] = id;
 }
 
 void lt__sched_flush_releases(lt_sched_t *s) {
-  for (size_t i = 0; i < s->nconns; i++) {
-    lt_relq_t *q = &s->relq[i];
+  for (size_t i = 0; i < s->nsrv; i++) {
+    lt_relq_t *q = &s->srv[i].relq;
     if (q->n == 0) continue;
-    if (s->conns[i].state != LT_CONN_DEAD) {
+    if (s->srv[i].conn.state != LT_CONN_DEAD) {
       lt_msg_t m = {.type = LT_MSG_RELEASE};
       m.u.release.ids = q->ids;
       m.u.release.nids = q->n;
-      lt__conn_send(&s->conns[i], &m, NULL, lt__clock_ms());
+      lt__conn_send(&s->srv[i].conn, &m, NULL, lt__clock_ms());
     }
     q->n = 0;
   }
@@ -246,7 +246,7 @@ void lt__sched_lost(lt_sched_t *s, lt_instr_rec_t *r, const char *endpoint, cons
   int movable = !r->moved || r->final;
   for (uint32_t i = 0; i < r->nins; i++) {
     const lt_token_t *t = &r->ins[i];
-    if (t->value == NULL && (t->holder < 0 || s->conns[t->holder].state == LT_CONN_DEAD ||
+    if (t->value == NULL && (t->holder < 0 || s->srv[t->holder].conn.state == LT_CONN_DEAD ||
                              !lt__op(r->op)->keeps_inputs || (size_t)t->holder == (size_t)r->conn))
       movable = 0;
   }
@@ -332,14 +332,14 @@ static void check_moves(lt_sched_t *s, const lt_instr_rec_t *r, int holder,
   uint64_t most = 0, least = UINT64_MAX;
   for (uint32_t i = 0; i < cp->noutputs; i++)
     if (cp->outputs[i].size > most) most = cp->outputs[i].size;
-  for (size_t i = 0; i < s->nconns; i++)
-    if (lt__sched_takes(s, i) && s->conns[i].max_frame > 0 && s->conns[i].max_frame < least)
-      least = s->conns[i].max_frame;
+  for (size_t i = 0; i < s->nsrv; i++)
+    if (lt__sched_takes(s, i) && s->srv[i].conn.max_frame > 0 && s->srv[i].conn.max_frame < least)
+      least = s->srv[i].conn.max_frame;
   if (most <= least) return;
   lt_instr_rec_t *q, *tmp;
   HASH_ITER(hh, s->inflight, q, tmp) {
     if (q->conn == holder || lt__sched_stale(q)) continue;
-    uint64_t lim = s->conns[q->conn].max_frame;
+    uint64_t lim = s->srv[q->conn].conn.max_frame;
     for (uint32_t k = 0; k < q->nins; k++) {
       const lt_token_t *t = &q->ins[k];
       if (t->value != NULL || t->holder != holder || t->id.client != s->client_id ||
@@ -351,7 +351,7 @@ static void check_moves(lt_sched_t *s, const lt_instr_rec_t *r, int holder,
       snprintf(msg, sizeof msg,
                "a value of %llu bytes cannot move to server %s: over its frame limit of %llu "
                "bytes",
-               (unsigned long long)size, s->conns[q->conn].endpoint, (unsigned long long)lim);
+               (unsigned long long)size, s->srv[q->conn].conn.endpoint, (unsigned long long)lim);
       lt__sched_job_fail(s, q->job, LT_ETOOBIG, msg);
       break;
     }
@@ -360,7 +360,7 @@ static void check_moves(lt_sched_t *s, const lt_instr_rec_t *r, int holder,
 
 void lt__sched_on_completion(lt_sched_t *s, size_t idx, const lt_completion_t *cp,
                              const lt_msg_t *m) {
-  lt_conn_t *c = &s->conns[idx];
+  lt_conn_t *c = &s->srv[idx].conn;
   lt_instr_rec_t *r;
   HASH_FIND(hh, s->inflight, &cp->seq, sizeof cp->seq, r);
   if (r == NULL || r->conn != (int)idx || cp->noutputs > LT_MAX_PARTS) {
@@ -390,9 +390,9 @@ void lt__sched_on_completion(lt_sched_t *s, size_t idx, const lt_completion_t *c
   }
   c->completed++;
   c->cpu_s += (double)cp->cpu_us / 1e6;
-  s->slots[idx].suspect = 0;
+  s->srv[idx].slot.suspect = 0;
   if (cp->status == LT_OK)
-    lt__pace_service(&s->pace[idx], r->stages, (double)cp->service_us, (double)cp->cpu_us);
+    lt__pace_service(&s->srv[idx].pace, r->stages, (double)cp->service_us, (double)cp->cpu_us);
   lt_job_rec_t *j = r->job;
   if (cp->status == LT_ESHUTDOWN || cp->status == LT_ECANCELED) {
     /* It never ran: a server stopping gracefully, or a cancel. Not the task's fault. */

@@ -15,9 +15,9 @@
 
 /* idle_threads returns the threads of the window of server i that have no instruction. */
 static uint32_t idle_threads(const lt_sched_t *s, size_t i) {
-  if (s->conns[i].state != LT_CONN_READY) return 0;
-  uint32_t t = (uint32_t)lt__pace_parallel(&s->pace[i]);
-  return s->admitted[i] < t ? t - s->admitted[i] : 0;
+  if (s->srv[i].conn.state != LT_CONN_READY) return 0;
+  uint32_t t = (uint32_t)lt__pace_parallel(&s->srv[i].pace);
+  return s->srv[i].admitted < t ? t - s->srv[i].admitted : 0;
 }
 
 /* movable tells whether r may run elsewhere after a confirmed cancel: every input is held
@@ -35,9 +35,10 @@ static int movable(const lt_instr_rec_t *r) {
  * longest to drain, or -1 when none has any. */
 static int slowest(const lt_sched_t *s, double *drain_us) {
   int worst = -1;
-  for (size_t i = 0; i < s->nconns; i++) {
-    const lt_pace_t *p = &s->pace[i];
-    if (s->conns[i].state != LT_CONN_READY || s->admitted[i] <= lt__pace_parallel(p)) continue;
+  for (size_t i = 0; i < s->nsrv; i++) {
+    const lt_pace_t *p = &s->srv[i].pace;
+    if (s->srv[i].conn.state != LT_CONN_READY || s->srv[i].admitted <= lt__pace_parallel(p))
+      continue;
     double d = lt__pace_backlog_us(s, i);
     if (worst < 0 || d > *drain_us) {
       worst = (int)i;
@@ -73,17 +74,17 @@ void lt__sched_migrate(lt_sched_t *s) {
     return;
   uint32_t idle = 0;
   double fast_us = -1; /* the cheapest estimate among the idle servers */
-  for (size_t i = 0; i < s->nconns; i++) {
+  for (size_t i = 0; i < s->nsrv; i++) {
     uint32_t t = idle_threads(s, i);
     if (t == 0) continue;
     idle += t;
-    double c = s->pace[i].svc_us > 0 ? s->pace[i].svc_us : 1;
+    double c = s->srv[i].pace.svc_us > 0 ? s->srv[i].pace.svc_us : 1;
     if (fast_us < 0 || c < fast_us) fast_us = c;
   }
   double drain_us = 0;
   int from = idle > 0 ? slowest(s, &drain_us) : -1;
   if (from < 0 || drain_us < MIGRATE_GAIN * fast_us || !lt__eval_input_closed(s->ev)) return;
-  uint32_t queued = s->admitted[from] - (uint32_t)lt__pace_parallel(&s->pace[from]);
+  uint32_t queued = s->srv[from].admitted - (uint32_t)lt__pace_parallel(&s->srv[from].pace);
   uint32_t want = idle < queued ? idle : queued;
   lt_instr_rec_t **pick = calloc(want, sizeof *pick);
   uint64_t *seqs = calloc(want, sizeof *seqs);
@@ -100,7 +101,7 @@ void lt__sched_migrate(lt_sched_t *s) {
       s->cancels_out += n;
       s->migrations += n;
       lt__log(LT_LOG_DEBUG, "cancelling %u queued instruction%s on %s (from %llu) to move them", n,
-              n == 1 ? "" : "s", s->conns[from].endpoint, (unsigned long long)seqs[0]);
+              n == 1 ? "" : "s", s->srv[from].conn.endpoint, (unsigned long long)seqs[0]);
     }
   }
   free(pick);

@@ -131,12 +131,12 @@ void lt__pace_service(lt_pace_t *p, const void *key, double svc_us, double cpu_u
 }
 
 double lt__pace_cost_us(const lt_sched_t *s, size_t i, const void *key) {
-  const lt_pace_t *p = &s->pace[i];
+  const lt_pace_t *p = &s->srv[i].pace;
   const lt_cost_t *c = find_cost(p, key);
   if (c != NULL && c->raw > 0) return per_of(p, c->cpu, c->raw);
   /* Never run here: another server's CPU and wall time, on this server's cores. */
-  for (size_t k = 0; k < s->nconns; k++) {
-    const lt_cost_t *o = k != i ? find_cost(&s->pace[k], key) : NULL;
+  for (size_t k = 0; k < s->nsrv; k++) {
+    const lt_cost_t *o = k != i ? find_cost(&s->srv[k].pace, key) : NULL;
     if (o != NULL && o->raw > 0) return per_of(p, o->cpu, o->raw);
   }
   /* Nothing known: the server's mean, or a tick, so that it gets work and a sample. */
@@ -144,7 +144,7 @@ double lt__pace_cost_us(const lt_sched_t *s, size_t i, const void *key) {
 }
 
 double lt__pace_backlog_us(const lt_sched_t *s, size_t i) {
-  const lt_pace_t *p = &s->pace[i];
+  const lt_pace_t *p = &s->srv[i].pace;
   double us = p->others * (p->per_us > 0 ? p->per_us : 1);
   for (uint32_t k = 0; k < p->ncosts; k++)
     if (p->costs[k].admitted > 0)
@@ -240,8 +240,8 @@ double lt__pace_parallel(const lt_pace_t *p) {
 
 double lt__pace_known_us(const lt_sched_t *s, const void *key) {
   double best = 0;
-  for (size_t k = 0; k < s->nconns; k++) {
-    const lt_cost_t *c = find_cost(&s->pace[k], key);
+  for (size_t k = 0; k < s->nsrv; k++) {
+    const lt_cost_t *c = find_cost(&s->srv[k].pace, key);
     if (c != NULL && c->raw > 0 && (best == 0 || c->raw < best)) best = c->raw;
   }
   return best;

@@ -29,14 +29,14 @@ uint64_t lt__placement_frame_need(const lt_fire_t *fi, int i) {
 }
 
 int lt__placement_fits(const lt_sched_t *s, size_t i, const lt_fire_t *fi) {
-  uint64_t lim = s->conns[i].max_frame;
+  uint64_t lim = s->srv[i].conn.max_frame;
   return lim == 0 || lt__placement_frame_need(fi, (int)i) <= lim;
 }
 
 /* Its admitted cap, or one at a time while it is suspect (it held work far too long,
  * watchdog.c). */
 int lt__placement_has_room(const lt_sched_t *s, size_t i) {
-  return s->admitted[i] < (s->slots[i].suspect ? 1 : s->pace[i].cap);
+  return s->srv[i].admitted < (s->srv[i].slot.suspect ? 1 : s->srv[i].pace.cap);
 }
 
 /* holder_bytes sums the bytes of the inputs held by each server into bytes[] (of nconns
@@ -44,7 +44,7 @@ int lt__placement_has_room(const lt_sched_t *s, size_t i) {
  * since a merge may have tens of thousands of inputs. Ties go to the first input's holder. */
 static int holder_bytes(const lt_sched_t *s, const lt_fire_t *fi, uint64_t *bytes,
                         uint64_t *total) {
-  memset(bytes, 0, s->nconns * sizeof *bytes);
+  memset(bytes, 0, s->nsrv * sizeof *bytes);
   *total = 0;
   for (uint32_t i = 0; i < fi->ninputs; i++) {
     const lt_token_t *t = &fi->inputs[i];
@@ -56,7 +56,8 @@ static int holder_bytes(const lt_sched_t *s, const lt_fire_t *fi, uint64_t *byte
   int best = -1;
   for (uint32_t i = 0; i < fi->ninputs; i++) {
     const lt_token_t *t = &fi->inputs[i];
-    if (t->value != NULL || t->holder < 0 || s->conns[t->holder].state != LT_CONN_READY) continue;
+    if (t->value != NULL || t->holder < 0 || s->srv[t->holder].conn.state != LT_CONN_READY)
+      continue;
     if (best < 0 || bytes[t->holder] > bytes[best]) best = t->holder;
   }
   return best;
@@ -64,8 +65,8 @@ static int holder_bytes(const lt_sched_t *s, const lt_fire_t *fi, uint64_t *byte
 
 /* round_robin returns the next live server with room after the last one chosen, or -1. */
 static int round_robin(lt_sched_t *s, const lt_fire_t *fi) {
-  for (size_t k = 0; k < s->nconns; k++) {
-    size_t i = (s->rr + k) % s->nconns;
+  for (size_t k = 0; k < s->nsrv; k++) {
+    size_t i = (s->rr + k) % s->nsrv;
     if (lt__sched_takes(s, i) && lt__placement_has_room(s, i) && lt__placement_fits(s, i, fi))
       return (int)i;
   }
@@ -79,8 +80,8 @@ static int round_robin(lt_sched_t *s, const lt_fire_t *fi) {
 static int earliest(lt_sched_t *s, const lt_fire_t *fi, const uint64_t *bytes, uint64_t total) {
   int best = -1;
   double best_us = 0, floor_us = -1;
-  for (size_t k = 0; k < s->nconns; k++) {
-    size_t i = (s->rr + k) % s->nconns;
+  for (size_t k = 0; k < s->nsrv; k++) {
+    size_t i = (s->rr + k) % s->nsrv;
     if (!lt__sched_takes(s, i) || !lt__placement_fits(s, i, fi)) continue;
     double c = lt__pace_cost_us(s, i, fi->stages);
     double us = lt__pace_backlog_us(s, i) + c + (double)(total - bytes[i]) / LT_LINK_BPUS;
@@ -95,7 +96,7 @@ static int earliest(lt_sched_t *s, const lt_fire_t *fi, const uint64_t *bytes, u
    * later than one that is full now: otherwise the instruction waits for that one. An idle
    * server always gets work, so an estimate spoilt by one slow sample is corrected by the
    * next (no server starves). */
-  if (best >= 0 && s->admitted[best] > 0 && best_us > floor_us * 1.05 + 1) best = -1;
+  if (best >= 0 && s->srv[best].admitted > 0 && best_us > floor_us * 1.05 + 1) best = -1;
   return best;
 }
 
@@ -111,7 +112,7 @@ static int follow_or_move(lt_sched_t *s, const lt_fire_t *fi, const uint64_t *by
   double stay = ready + lt__pace_cost_us(s, (size_t)h, fi->stages);
   int best = h;
   double best_us = stay;
-  for (size_t j = 0; j < s->nconns; j++) {
+  for (size_t j = 0; j < s->nsrv; j++) {
     if ((int)j == h || !lt__sched_takes(s, j) || !lt__placement_fits(s, j, fi)) continue;
     double backlog = lt__pace_backlog_us(s, j);
     double us = (backlog > ready ? backlog : ready) + lt__pace_cost_us(s, j, fi->stages) +
@@ -154,7 +155,7 @@ static int rr_pick(lt_sched_t *s, const lt_fire_t *fi, const uint64_t *bytes, ui
 static int place_with(lt_sched_t *s, const lt_fire_t *fi, int chained, pick_fn pick) {
   uint64_t stack[64], total;
   uint64_t *bytes = stack;
-  if (s->nconns > 64 && (bytes = calloc(s->nconns, sizeof *bytes)) == NULL) return -1;
+  if (s->nsrv > 64 && (bytes = calloc(s->nsrv, sizeof *bytes)) == NULL) return -1;
   int holder = holder_bytes(s, fi, bytes, &total);
   if (holder >= 0 && !lt__placement_fits(s, (size_t)holder, fi)) holder = -1;
   int best = pick(s, fi, bytes, total, holder, chained);

@@ -176,6 +176,17 @@ typedef struct lt_relq {
   size_t cap;
 } lt_relq_t;
 
+/* One entry of the server table: everything the dispatcher keeps of one session with one
+ * server, grown and moved as one (an entry's address changes when the table grows: hold
+ * indexes, never pointers, across a call that may add a slot). */
+typedef struct lt_server {
+  lt_conn_t conn;
+  lt_slot_t slot;
+  lt_relq_t relq;    /* ids to release there this turn */
+  uint32_t admitted; /* instructions counted in its window */
+  lt_pace_t pace;
+} lt_server_t;
+
 /* What lt_eval_stats_json reports of one server, as last published (sched_stats.c). */
 typedef struct lt_stats_server {
   size_t slot; /* the connection slot it was copied from */
@@ -220,12 +231,8 @@ struct lt_sched {
   uint64_t secret;
   int wake_fd;
   void *zctx;
-  lt_conn_t *conns;
-  lt_slot_t *slots;   /* per connection */
-  lt_relq_t *relq;    /* per connection */
-  uint32_t *admitted; /* per connection: instructions counted in the window */
-  lt_pace_t *pace;    /* per connection */
-  size_t nconns, capconns;
+  lt_server_t *srv; /* the server table: one entry per connection slot (servers.h) */
+  size_t nsrv, capsrv;
   size_t initial;    /* hosts known at start: they answer lt_eval_start */
   size_t hosts_seen; /* the evaluator's hosts opened so far */
   /* The session's servers as every server is told (PROGRAM.peers): "ENDPOINT [KEY]" per

@@ -35,9 +35,9 @@ static void set_str(char **dst, const char *src) {
 
 /* snap_server copies what the stats say of server i into `out`. */
 static void snap_server(const lt_sched_t *s, size_t i, lt_stats_server_t *out) {
-  const lt_conn_t *c = &s->conns[i];
-  const lt_slot_t *sl = &s->slots[i];
-  const lt_pace_t *pc = &s->pace[i];
+  const lt_conn_t *c = &s->srv[i].conn;
+  const lt_slot_t *sl = &s->srv[i].slot;
+  const lt_pace_t *pc = &s->srv[i].pace;
   set_str(&out->endpoint, c->endpoint != NULL ? c->endpoint : s->eps[sl->host]);
   set_str(&out->server_id, c->server_id != NULL ? c->server_id : "");
   out->state = c->state;
@@ -84,12 +84,12 @@ void lt__stats_publish(lt_sched_t *s) {
   st->grouped = s->grouped;
   st->bytes_to = st->bytes_from = 0;
   size_t n = 0;
-  int room = LT_VEC_RESERVE(st->servers, st->cap, s->nconns) == LT_OK;
-  for (size_t i = 0; i < s->nconns; i++) {
-    st->bytes_to += s->conns[i].bytes_out;
-    st->bytes_from += s->conns[i].bytes_in;
+  int room = LT_VEC_RESERVE(st->servers, st->cap, s->nsrv) == LT_OK;
+  for (size_t i = 0; i < s->nsrv; i++) {
+    st->bytes_to += s->srv[i].conn.bytes_out;
+    st->bytes_from += s->srv[i].conn.bytes_in;
     /* A later session with the same server stands for it. */
-    if (room && s->slots[i].successor < 0) snap_server(s, i, &st->servers[n++]);
+    if (room && s->srv[i].slot.successor < 0) snap_server(s, i, &st->servers[n++]);
   }
   if (room) st->nservers = n;
   pthread_mutex_unlock(&st->mu);

@@ -76,13 +76,9 @@ static void sched_free(void *self) {
   lt__ship_free(s->ship);
   if (s->zctx != NULL) zmq_ctx_term(s->zctx);
   lt__stats_free(&s->stats);
-  for (size_t i = 0; i < s->capconns && s->relq != NULL; i++)
-    free(s->relq[i].ids);
-  free(s->relq);
-  free(s->slots);
-  free(s->admitted);
-  free(s->pace);
-  free(s->conns);
+  for (size_t i = 0; i < s->capsrv && s->srv != NULL; i++)
+    free(s->srv[i].relq.ids);
+  free(s->srv);
   free_peers(s);
   free(s);
 }
@@ -93,11 +89,11 @@ static void sched_free(void *self) {
 #define RETRY_MAX_MS   2000 /* the longest */
 
 int lt__sched_takes(const lt_sched_t *s, size_t idx) {
-  return s->conns[idx].state == LT_CONN_READY;
+  return s->srv[idx].conn.state == LT_CONN_READY;
 }
 
 int lt__sched_alive(const lt_sched_t *s, size_t idx) {
-  return s->conns[idx].state == LT_CONN_READY || s->conns[idx].state == LT_CONN_STOPPING;
+  return s->srv[idx].conn.state == LT_CONN_READY || s->srv[idx].conn.state == LT_CONN_STOPPING;
 }
 
 int lt__sched_cancel(lt_sched_t *s, size_t idx, uint64_t *seqs, uint32_t n) {
@@ -105,24 +101,21 @@ int lt__sched_cancel(lt_sched_t *s, size_t idx, uint64_t *seqs, uint32_t n) {
   lt_msg_t m = {.type = LT_MSG_CANCEL};
   m.u.cancel.seqs = seqs;
   m.u.cancel.nseqs = n;
-  return lt__conn_send(&s->conns[idx], &m, NULL, lt__clock_ms());
+  return lt__conn_send(&s->srv[idx].conn, &m, NULL, lt__clock_ms());
 }
 
 /* grow_slots makes room for one more connection in every per-connection array. */
 static int grow_slots(lt_sched_t *s) {
-  if (s->nconns < s->capconns) return LT_OK;
-  size_t old = s->capconns, cap = old ? old * 2 : 8;
-  if (LT_VEC_RESIZE(s->conns, old, cap) != LT_OK || LT_VEC_RESIZE(s->relq, old, cap) != LT_OK ||
-      LT_VEC_RESIZE(s->admitted, old, cap) != LT_OK || LT_VEC_RESIZE(s->pace, old, cap) != LT_OK ||
-      LT_VEC_RESIZE(s->slots, old, cap) != LT_OK)
-    return LT_ENOMEM;
-  s->capconns = cap;
+  if (s->nsrv < s->capsrv) return LT_OK;
+  size_t old = s->capsrv, cap = old ? old * 2 : 8;
+  if (LT_VEC_RESIZE(s->srv, old, cap) != LT_OK) return LT_ENOMEM;
+  s->capsrv = cap;
   return LT_OK;
 }
 
 /* start_answered counts an initial host out of lt_eval_start's wait, once. */
 static void start_answered(lt_sched_t *s, size_t idx, int ready) {
-  lt_slot_t *sl = &s->slots[idx];
+  lt_slot_t *sl = &s->srv[idx].slot;
   if (sl->answered) return;
   sl->answered = 1;
   lt__stats_publish(s); /* lt_eval_start may return now: its stats show this answer */
@@ -132,29 +125,29 @@ static void start_answered(lt_sched_t *s, size_t idx, int ready) {
 /* count_auth counts an initial host that failed authentication, so that lt_eval_start
  * says LT_EAUTH rather than LT_ENOSERVER when no server is left. */
 static void count_auth(lt_sched_t *s, size_t idx) {
-  if (s->slots[idx].answered) return;
+  if (s->srv[idx].slot.answered) return;
   lt__eval_host_auth_failed(s->ev);
 }
 
 /* auth_failed ends slot idx's connection for a failed security handshake or a refused
  * hello: not retried (a key does not get better by waiting), named in the stats. */
 static void auth_failed(lt_sched_t *s, size_t idx, const char *detail) {
-  lt__log(LT_LOG_ERROR, "server %s: authentication failed: %s", s->conns[idx].endpoint, detail);
+  lt__log(LT_LOG_ERROR, "server %s: authentication failed: %s", s->srv[idx].conn.endpoint, detail);
   count_auth(s, idx);
   lt__sched_conn_dead(s, idx, "auth refused");
-  s->slots[idx].retry_at_ms = 0;
+  s->srv[idx].slot.retry_at_ms = 0;
 }
 
 /* greet opens slot idx's connection to its server and says hello. */
 static void greet(lt_sched_t *s, size_t idx) {
   const lt_options_t *o = s->opts;
-  lt_conn_t *c = &s->conns[idx];
-  lt_slot_t *sl = &s->slots[idx];
+  lt_conn_t *c = &s->srv[idx].conn;
+  lt_slot_t *sl = &s->srv[idx].slot;
   const char *ep = s->eps[sl->host];
-  lt__pace_init(&s->pace[idx], s->first_cap, o, lt__clock_ms());
-  s->admitted[idx] = 0;
+  lt__pace_init(&s->srv[idx].pace, s->first_cap, o, lt__clock_ms());
+  s->srv[idx].admitted = 0;
   sl->idle_ms = lt__clock_ms();
-  s->relq[idx].n = 0;
+  s->srv[idx].relq.n = 0;
   const char *key = sl->host < s->npeers ? s->keys[sl->host] : "";
   lt_conn_auth_t auth = {.secret = s->secret,
                          .peers = (const char *const *)s->peers,
@@ -183,13 +176,13 @@ static void greet(lt_sched_t *s, size_t idx) {
 /* add_slot adds a connection to host `host` and greets the server; -1 without memory. */
 static long add_slot(lt_sched_t *s, size_t host, int watch_fd) {
   if (grow_slots(s) != LT_OK) return -1;
-  size_t idx = s->nconns;
-  memset(&s->conns[idx], 0, sizeof s->conns[idx]);
-  s->conns[idx].state = LT_CONN_DEAD;
-  s->slots[idx] = (lt_slot_t){
+  size_t idx = s->nsrv;
+  memset(&s->srv[idx].conn, 0, sizeof s->srv[idx].conn);
+  s->srv[idx].conn.state = LT_CONN_DEAD;
+  s->srv[idx].slot = (lt_slot_t){
       .host = host, .watch_fd = watch_fd, .successor = -1, .predecessor = -1, .sessions = 1};
-  s->slots[idx].answered = host >= s->initial; /* only initial hosts hold up the start */
-  s->nconns++;
+  s->srv[idx].slot.answered = host >= s->initial; /* only initial hosts hold up the start */
+  s->nsrv++;
   greet(s, idx);
   return (long)idx;
 }
@@ -236,22 +229,22 @@ static void open_new_hosts(lt_sched_t *s) {
   lt_host_t *hosts = NULL;
   long n = lt__eval_hosts(s->ev, &hosts);
   if (n < 0) return;
-  for (size_t i = 0; i < s->nconns; i++)
-    if (hosts[s->slots[i].host].gone && !s->slots[i].draining) s->slots[i].draining = 1;
+  for (size_t i = 0; i < s->nsrv; i++)
+    if (hosts[s->srv[i].slot.host].gone && !s->srv[i].slot.draining) s->srv[i].slot.draining = 1;
   if (update_peers(s, hosts, (size_t)n) != LT_OK) {
     lt__eval_hosts_free(hosts, (size_t)n);
     return;
   }
   /* A greeting that fails at once reports to lt_eval_start, which takes the evaluator's
    * lock: lt__eval_hosts has let go of it. */
-  size_t old = s->nconns;
+  size_t old = s->nsrv;
   while (s->hosts_seen < (size_t)n) {
     if (add_slot(s, s->hosts_seen, hosts[s->hosts_seen].fd) < 0) break;
     s->hosts_seen++;
   }
   lt__eval_hosts_free(hosts, (size_t)n);
   for (size_t i = 0; i < old; i++) {
-    lt_conn_t *c = &s->conns[i];
+    lt_conn_t *c = &s->srv[i].conn;
     if (c->state == LT_CONN_DEAD) continue;
     lt__conn_program(c, s->tmpl->kernels, s->tmpl->nkernels, (const char *const *)s->peers,
                      (uint32_t)s->npeers, lt__clock_ms());
@@ -262,8 +255,8 @@ static void open_new_hosts(lt_sched_t *s) {
  * cancelled (they come back ECANCELED and are placed elsewhere; running ones finish), and
  * once nothing is out there its session ends for good (bye). */
 static void drain(lt_sched_t *s, size_t idx, int64_t now) {
-  lt_conn_t *c = &s->conns[idx];
-  lt_slot_t *sl = &s->slots[idx];
+  lt_conn_t *c = &s->srv[idx].conn;
+  lt_slot_t *sl = &s->srv[idx].slot;
   if (c->state == LT_CONN_DEAD || c->state == LT_CONN_HELLO) {
     if (c->state == LT_CONN_HELLO) lt__conn_shut(c);
     c->state = LT_CONN_DEAD;
@@ -293,19 +286,19 @@ static void drain(lt_sched_t *s, size_t idx, int64_t now) {
   lt_msg_t bye = {.type = LT_MSG_BYE};
   lt__conn_send(c, &bye, NULL, now);
   lt__sched_conn_dead(s, idx, "removed");
-  s->slots[idx].retry_at_ms = 0;
+  s->srv[idx].slot.retry_at_ms = 0;
 }
 
 /* tell_lost tells every other live server that `endpoint` is gone: their instructions
  * waiting for its values fail at once and are recomputed, instead of waiting for a fetch
  * timeout. */
 static void tell_lost(lt_sched_t *s, size_t idx) {
-  const char *holders[1] = {s->conns[idx].endpoint};
+  const char *holders[1] = {s->srv[idx].conn.endpoint};
   lt_msg_t m = {.type = LT_MSG_LOST};
   m.u.lost.nholders = 1;
   m.u.lost.holders = holders;
-  for (size_t i = 0; i < s->nconns; i++) {
-    lt_conn_t *c = &s->conns[i];
+  for (size_t i = 0; i < s->nsrv; i++) {
+    lt_conn_t *c = &s->srv[i].conn;
     if (i != idx && lt__sched_alive(s, i)) lt__conn_send(c, &m, NULL, lt__clock_ms());
   }
 }
@@ -322,8 +315,8 @@ static const char *why_unanswered(const lt_conn_t *c) {
  * re-queues them elsewhere or fails their tasks. The server is greeted again later: a
  * restarted one is used again, as a new session. */
 void lt__sched_conn_dead(lt_sched_t *s, size_t idx, const char *why) {
-  lt_conn_t *c = &s->conns[idx];
-  lt_slot_t *sl = &s->slots[idx];
+  lt_conn_t *c = &s->srv[idx].conn;
+  lt_slot_t *sl = &s->srv[idx].slot;
   if (c->state == LT_CONN_DEAD) return;
   int was_hello = c->state == LT_CONN_HELLO;
   snprintf(sl->why, sizeof sl->why, "%s", why);
@@ -343,7 +336,7 @@ void lt__sched_conn_dead(lt_sched_t *s, size_t idx, const char *why) {
   c->state = LT_CONN_DEAD;
   /* A dead link is closed at once: nothing more is read from it or sent to it. */
   lt__conn_shut(c);
-  s->relq[idx].n = 0;
+  s->srv[idx].relq.n = 0;
   if (was_hello) {
     start_answered(s, idx, 0);
     return;
@@ -374,43 +367,43 @@ void lt__sched_conn_dead(lt_sched_t *s, size_t idx, const char *why) {
 /* greet_again greets a dead server again once its wait is over: in place when it never
  * welcomed this slot, else in a new slot (values of the old session are lost for good). */
 static void greet_again(lt_sched_t *s, size_t idx, int64_t now) {
-  lt_slot_t *sl = &s->slots[idx];
-  if (s->conns[idx].state != LT_CONN_DEAD || sl->retry_at_ms == 0 || now < sl->retry_at_ms ||
+  lt_slot_t *sl = &s->srv[idx].slot;
+  if (s->srv[idx].conn.state != LT_CONN_DEAD || sl->retry_at_ms == 0 || now < sl->retry_at_ms ||
       sl->draining)
     return;
   sl->retry_at_ms = 0;
   if (!sl->was_ready) {
     uint32_t backoff = sl->backoff_ms, sessions = sl->sessions;
-    lt__conn_close(&s->conns[idx]);
+    lt__conn_close(&s->srv[idx].conn);
     greet(s, idx);
     sl->backoff_ms = backoff;
     sl->sessions = sessions;
     return;
   }
   long next = add_slot(s, sl->host, sl->watch_fd);
-  sl = &s->slots[idx]; /* add_slot may move the array */
+  sl = &s->srv[idx].slot; /* add_slot may move the array */
   if (next < 0) {
     sl->retry_at_ms = now + RETRY_MAX_MS;
     return;
   }
   sl->successor = next;
   sl->watch_fd = -1;
-  s->slots[next].predecessor = (long)idx;
-  memcpy(s->slots[next].why, sl->why, sizeof sl->why);
-  s->slots[next].sessions = sl->sessions + 1;
-  s->slots[next].answered = 1;
+  s->srv[next].slot.predecessor = (long)idx;
+  memcpy(s->srv[next].slot.why, sl->why, sizeof sl->why);
+  s->srv[next].slot.sessions = sl->sessions + 1;
+  s->srv[next].slot.answered = 1;
 }
 
 static int live_servers(const lt_sched_t *s) {
   int n = 0;
-  for (size_t i = 0; i < s->nconns; i++)
+  for (size_t i = 0; i < s->nsrv; i++)
     n += lt__sched_takes(s, i);
   return n;
 }
 
 static void on_welcome(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
-  lt_conn_t *c = &s->conns[idx];
-  lt_slot_t *sl = &s->slots[idx];
+  lt_conn_t *c = &s->srv[idx].conn;
+  lt_slot_t *sl = &s->srv[idx].slot;
   if (m->u.welcome.version != LT_PROTO_VERSION) {
     lt__sched_conn_dead(s, idx, "protocol version mismatch");
     sl->retry_at_ms = 0;
@@ -422,8 +415,8 @@ static void on_welcome(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
   c->speed = m->u.welcome.speed;
   c->incarnation = m->u.welcome.incarnation;
   c->max_frame = m->u.welcome.max_frame;
-  s->pace[idx].workers = c->threads;
-  if (m->u.welcome.cores > 0) s->pace[idx].cores = m->u.welcome.cores;
+  s->srv[idx].pace.workers = c->threads;
+  if (m->u.welcome.cores > 0) s->srv[idx].pace.cores = m->u.welcome.cores;
   /* Modules go before any instruction: the session takes work from now on. */
   lt__ship_welcome(s->ship, c, m, lt__clock_ms());
   c->state = LT_CONN_READY;
@@ -437,7 +430,7 @@ static void on_welcome(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
 }
 
 static void on_error(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
-  lt_conn_t *c = &s->conns[idx];
+  lt_conn_t *c = &s->srv[idx].conn;
   lt__log(LT_LOG_WARN, "server %s refused a message: %s (%s)", c->endpoint, m->u.error.message,
           lt_strerror(m->u.error.code));
   char why[160];
@@ -447,7 +440,7 @@ static void on_error(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
   }
   if (c->state == LT_CONN_HELLO) {
     lt__sched_conn_dead(s, idx, m->u.error.message);
-    if (m->u.error.code == LT_EVERSION) s->slots[idx].retry_at_ms = 0;
+    if (m->u.error.code == LT_EVERSION) s->srv[idx].slot.retry_at_ms = 0;
     return;
   }
   /* In a session, a refusal means the server has lost our session (it restarted, or dropped
@@ -460,7 +453,7 @@ static void on_error(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
 }
 
 static void on_message(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
-  lt_conn_t *c = &s->conns[idx];
+  lt_conn_t *c = &s->srv[idx].conn;
   lt__trace_message(s->trace, s, idx, m);
   if (m->has_load) {
     if (c->incarnation != 0 && m->load.incarnation != 0 && m->load.incarnation != c->incarnation) {
@@ -469,8 +462,8 @@ static void on_message(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
       return;
     }
     c->load = m->load;
-    lt__pace_load(&s->pace[idx], &m->load);
-    if (m->load.stopping && c->state == LT_CONN_READY && !s->slots[idx].draining) {
+    lt__pace_load(&s->srv[idx].pace, &m->load);
+    if (m->load.stopping && c->state == LT_CONN_READY && !s->srv[idx].slot.draining) {
       lt__log(LT_LOG_INFO, "server %s is stopping: no new work goes there", c->endpoint);
       c->state = LT_CONN_STOPPING;
     }
@@ -492,7 +485,7 @@ static void on_message(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
   case LT_MSG_HEARTBEAT:
     if (m->u.heartbeat.seq != 0 && s->opts->lookahead) {
       int64_t rtt = lt__clock_us() - (int64_t)m->u.heartbeat.seq;
-      if (rtt > 0 && rtt < 10 * 1000000) lt__pace_rtt(&s->pace[idx], (double)rtt);
+      if (rtt > 0 && rtt < 10 * 1000000) lt__pace_rtt(&s->srv[idx].pace, (double)rtt);
     }
     break;
   default:
@@ -506,7 +499,7 @@ static void on_message(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
 #define DRAIN_BUDGET 256
 static void drain_conn(lt_sched_t *s, size_t idx) {
   for (int budget = DRAIN_BUDGET; budget > 0; budget--) {
-    lt_conn_t *c = &s->conns[idx];
+    lt_conn_t *c = &s->srv[idx].conn;
     if (c->sock == NULL) return;
     int rc = lt__conn_recv(c, &s->rx, &s->limits, lt__clock_ms());
     if (rc == LT_EAGAIN) return;
@@ -525,7 +518,7 @@ static void drain_conn(lt_sched_t *s, size_t idx) {
  * the session now, not after missed heartbeats. */
 static void watch_conn(lt_sched_t *s, size_t idx) {
   lt_conn_event_t ev;
-  while ((ev = lt__conn_monitor(&s->conns[idx])) != LT_CONN_EV_NONE) {
+  while ((ev = lt__conn_monitor(&s->srv[idx].conn)) != LT_CONN_EV_NONE) {
     if (ev == LT_CONN_EV_DISCONNECTED) {
       lt__sched_conn_dead(s, idx, "connection lost");
       return;
@@ -541,13 +534,13 @@ static void watch_conn(lt_sched_t *s, size_t idx) {
 
 /* watch_child notices that a spawned server exited (its stdout reached end of file). */
 static void watch_child(lt_sched_t *s, size_t idx) {
-  lt_slot_t *sl = &s->slots[idx];
+  lt_slot_t *sl = &s->srv[idx].slot;
   char buf[256];
   ssize_t n = read(sl->watch_fd, buf, sizeof buf);
   if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR))) return;
   sl->watch_fd = -1;
   lt__sched_conn_dead(s, idx, "the server process exited");
-  s->slots[idx].retry_at_ms = 0; /* nobody restarts a spawned server */
+  s->srv[idx].slot.retry_at_ms = 0; /* nobody restarts a spawned server */
 }
 
 /* fail_unplaceable fails queued instructions when no server has been able to take work
@@ -572,24 +565,24 @@ static void fail_unplaceable(lt_sched_t *s) {
 /* send_window tells server i its window at once, in an EXECUTE with no instruction. */
 static int send_window(lt_sched_t *s, size_t i, int64_t now) {
   lt_msg_t w = {.type = LT_MSG_EXECUTE};
-  w.u.execute.max_active = s->pace[i].window;
+  w.u.execute.max_active = s->srv[i].pace.window;
   w.u.execute.timeout_ms = s->opts->task_timeout_ms;
-  return lt__conn_send(&s->conns[i], &w, NULL, now);
+  return lt__conn_send(&s->srv[i].conn, &w, NULL, now);
 }
 
 static void tick(lt_sched_t *s, int64_t now) {
   const lt_options_t *o = s->opts;
-  for (size_t i = 0; i < s->nconns; i++) {
-    if (s->slots[i].draining) {
-      if (s->conns[i].state != LT_CONN_DEAD || s->slots[i].retry_at_ms != 0) drain(s, i, now);
-      if (s->conns[i].state == LT_CONN_DEAD) continue;
+  for (size_t i = 0; i < s->nsrv; i++) {
+    if (s->srv[i].slot.draining) {
+      if (s->srv[i].conn.state != LT_CONN_DEAD || s->srv[i].slot.retry_at_ms != 0) drain(s, i, now);
+      if (s->srv[i].conn.state == LT_CONN_DEAD) continue;
     }
     greet_again(s, i, now); /* may add a slot: conns may move */
-    lt_conn_t *c = &s->conns[i];
+    lt_conn_t *c = &s->srv[i].conn;
     if (c->state == LT_CONN_HELLO && now - c->opened_ms > (int64_t)o->connect_timeout_ms) {
       lt__sched_conn_dead(s, i, why_unanswered(c));
     } else if (lt__sched_alive(s, i)) {
-      if (lt__pace_control(&s->pace[i], o, now, s->t0_ms) && o->throttle) {
+      if (lt__pace_control(&s->srv[i].pace, o, now, s->t0_ms) && o->throttle) {
         int rc = send_window(s, i, now);
         if (rc != LT_OK) {
           lt__sched_conn_dead(s, i, lt_strerror(rc));
@@ -605,11 +598,11 @@ static void tick(lt_sched_t *s, int64_t now) {
         lt__sched_conn_dead(s, i, "missed 3 heartbeats");
       } else if (now - c->last_send_ms >= (int64_t)o->heartbeat_ms ||
                  now - c->last_recv_ms >= (int64_t)o->heartbeat_ms ||
-                 (o->lookahead && now - s->pace[i].last_ping_ms >= LT_PING_MS)) {
+                 (o->lookahead && now - s->srv[i].pace.last_ping_ms >= LT_PING_MS)) {
         /* The ping carries its send time: the answer measures the round trip. */
         lt_msg_t hb = {.type = LT_MSG_HEARTBEAT};
         hb.u.heartbeat.seq = (uint64_t)lt__clock_us();
-        s->pace[i].last_ping_ms = now;
+        s->srv[i].pace.last_ping_ms = now;
         lt__conn_send(c, &hb, NULL, now);
       }
     }
@@ -623,11 +616,11 @@ static void tick(lt_sched_t *s, int64_t now) {
 static void shutdown_all(lt_sched_t *s) {
   lt__sched_fail_all(s, LT_ECANCELED, "evaluator freed");
   lt__sched_deliver(s);
-  for (size_t i = 0; i < s->nconns; i++) {
-    lt__conn_close(&s->conns[i]);
+  for (size_t i = 0; i < s->nsrv; i++) {
+    lt__conn_close(&s->srv[i].conn);
     lt__sched_forget_lost(s, i);
   }
-  s->nconns = 0;
+  s->nsrv = 0;
   lt__stats_publish(s);
   lt__rx_free(&s->rx);
 }
@@ -636,15 +629,15 @@ static void shutdown_all(lt_sched_t *s) {
  * spawned process's stdout) and returns how many there are. */
 static size_t poll_items(lt_sched_t *s, zmq_pollitem_t *items) {
   items[0] = (zmq_pollitem_t){.fd = s->wake_fd, .events = ZMQ_POLLIN};
-  size_t n = s->nconns;
+  size_t n = s->nsrv;
   for (size_t i = 0; i < n; i++) {
-    lt_conn_t *c = &s->conns[i];
+    lt_conn_t *c = &s->srv[i].conn;
     zmq_pollitem_t none = {.fd = -1};
     items[1 + i] =
         c->sock != NULL ? (zmq_pollitem_t){.socket = c->sock, .events = ZMQ_POLLIN} : none;
     items[1 + n + i] =
         c->mon != NULL ? (zmq_pollitem_t){.socket = c->mon, .events = ZMQ_POLLIN} : none;
-    int fd = s->slots[i].watch_fd;
+    int fd = s->srv[i].slot.watch_fd;
     items[1 + 2 * n + i] = fd >= 0 ? (zmq_pollitem_t){.fd = fd, .events = ZMQ_POLLIN} : none;
   }
   return 1 + 3 * n;
@@ -662,8 +655,8 @@ static void *sched_main(void *arg) {
   zmq_pollitem_t *items = NULL;
   size_t capitems = 0;
   for (;;) {
-    if (LT_VEC_RESERVE(items, capitems, 3 * s->nconns + 1) != LT_OK) break;
-    size_t npolled = s->nconns;
+    if (LT_VEC_RESERVE(items, capitems, 3 * s->nsrv + 1) != LT_OK) break;
+    size_t npolled = s->nsrv;
     size_t nitems = poll_items(s, items);
     long timeout = (long)(s->next_tick - lt__clock_ms());
     if (timeout < 0) timeout = 0;

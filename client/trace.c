@@ -201,8 +201,8 @@ static void clock_sample(trace_server_t *ts, int64_t sent_us, int64_t recv_us, u
 
 void lt__trace_message_at(lt_trace_t *t, lt_sched_t *s, size_t idx, const lt_msg_t *m) {
   trace_server_t *ts;
-  if (t->failed || idx >= s->nconns || (ts = server(t, idx)) == NULL) return;
-  const lt_conn_t *c = &s->conns[idx];
+  if (t->failed || idx >= s->nsrv || (ts = server(t, idx)) == NULL) return;
+  const lt_conn_t *c = &s->srv[idx].conn;
   t->recv_us = lt__clock_us();
   if (m->type == LT_MSG_WELCOME && ts->named < 2) {
     name_server(t, ts, idx, c->endpoint, m->u.welcome.server_id);
@@ -307,10 +307,10 @@ void lt__trace_completion_at(lt_trace_t *t, lt_sched_t *s, size_t idx, const lt_
 void lt__trace_turn_at(lt_trace_t *t, lt_sched_t *s) {
   if (t->failed) return;
   int64_t now = lt__clock_us();
-  for (size_t i = 0; i < s->nconns; i++) {
+  for (size_t i = 0; i < s->nsrv; i++) {
     trace_server_t *ts;
-    if (s->conns[i].state == LT_CONN_DEAD || (ts = server(t, i)) == NULL) continue;
-    const lt_pace_t *p = &s->pace[i];
+    if (s->srv[i].conn.state == LT_CONN_DEAD || (ts = server(t, i)) == NULL) continue;
+    const lt_pace_t *p = &s->srv[i].pace;
     if (ts->has_window && p->window == ts->window && p->cap == ts->cap) continue;
     ts->has_window = 1;
     ts->window = p->window;
@@ -346,9 +346,9 @@ static void instant_end(lt_trace_t *t) {
 }
 
 void lt__trace_server_lost_at(lt_trace_t *t, lt_sched_t *s, size_t idx, const char *why) {
-  if (t->failed || idx >= s->nconns) return;
+  if (t->failed || idx >= s->nsrv) return;
   instant_begin(t, "server lost");
-  lt__json_str(&t->j, "server", s->conns[idx].endpoint);
+  lt__json_str(&t->j, "server", s->srv[idx].conn.endpoint);
   lt__json_str(&t->j, "why", why != NULL ? why : "");
   instant_end(t);
 }

@@ -23,9 +23,9 @@ static int64_t limit_ms(const lt_sched_t *s, const lt_instr_rec_t *r) {
   double known = lt__pace_known_us(s, r->stages);
   if (known <= 0) return -1;
   size_t i = (size_t)r->conn;
-  double parallel = lt__pace_parallel(&s->pace[i]);
+  double parallel = lt__pace_parallel(&s->srv[i].pace);
   if (parallel < 1) parallel = 1;
-  double drain_us = known * (1.0 + (double)s->conns[i].inflight / parallel);
+  double drain_us = known * (1.0 + (double)s->srv[i].conn.inflight / parallel);
   int64_t ms = (int64_t)(LT_OVERDUE_FACTOR * drain_us / 1000.0);
   int64_t floor_ms = (int64_t)LT_OVERDUE_MIN_BEATS * s->opts->heartbeat_ms;
   return ms > floor_ms ? ms : floor_ms;
@@ -34,13 +34,13 @@ static int64_t limit_ms(const lt_sched_t *s, const lt_instr_rec_t *r) {
 /* take_back cancels r on its server and puts it back for placement. */
 static void take_back(lt_sched_t *s, lt_instr_rec_t *r, int64_t held_ms) {
   size_t idx = (size_t)r->conn;
-  lt_conn_t *c = &s->conns[idx];
+  lt_conn_t *c = &s->srv[idx].conn;
   lt__log(LT_LOG_WARN, "server %s held instruction %llu for %lld ms: running it elsewhere",
           c->endpoint, (unsigned long long)r->seq, (long long)held_ms);
   lt__sched_cancel(s, idx, &r->seq, 1);
   lt__sched_take_off(s, r);
   lt__sched_cancel_answered(s, r, LT_ELOST); /* a migration's cancel will not be answered */
-  s->slots[idx].suspect = 1;
+  s->srv[idx].slot.suspect = 1;
   s->overdue++;
   char why[96];
   snprintf(why, sizeof why, "held for %lld ms", (long long)held_ms);

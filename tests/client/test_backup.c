@@ -27,11 +27,11 @@ static void setup(world_t *w, recs_t *q) {
   world_init(w);
   memset(q, 0, sizeof *q);
   for (size_t i = 0; i < WORLD_SERVERS; i++) {
-    lt__pace_init(&w->pace[i], 4, &w->opts, 0);
-    w->pace[i].window = THREADS;
-    w->pace[i].workers = THREADS;
-    w->pace[i].cores = 1;
-    lt__pace_service(&w->pace[i], &q->stage, 2 * COST_US, COST_US / 2);
+    lt__pace_init(&w->srv[i].pace, 4, &w->opts, 0);
+    w->srv[i].pace.window = THREADS;
+    w->srv[i].pace.workers = THREADS;
+    w->srv[i].pace.cores = 1;
+    lt__pace_service(&w->srv[i].pace, &q->stage, 2 * COST_US, COST_US / 2);
   }
   for (size_t k = 0; k < RECS; k++) {
     lt_instr_rec_t *r = &q->r[k];
@@ -49,8 +49,8 @@ static void setup(world_t *w, recs_t *q) {
 /* teardown takes every record off its server and frees the world. */
 static void teardown(world_t *w) {
   for (size_t i = 0; i < WORLD_SERVERS; i++)
-    while (w->slots[i].out != NULL)
-      lt__sched_take_off(&w->s, w->slots[i].out);
+    while (w->srv[i].slot.out != NULL)
+      lt__sched_take_off(&w->s, w->srv[i].slot.out);
   world_fini(w);
 }
 
@@ -92,14 +92,14 @@ Test(backup, instructions_run_in_the_order_sent_up_to_the_threads) {
   lt__sched_take_off(&f.w.s, f.b);
   lt__sched_take_off(&f.w.s, f.c);
   cr_assert_eq(f.w.s.went_idle, 1, "server 0 runs nothing of ours: copies are looked for now");
-  cr_assert_geq(f.w.slots[0].idle_ms, f.c->run_ms);
+  cr_assert_geq(f.w.srv[0].slot.idle_ms, f.c->run_ms);
   teardown(&f.w);
 }
 
 Test(backup, more_threads_let_the_next_in_line_run) {
   fixture_t f;
   start(&f, 1000);
-  f.w.pace[0].workers = THREADS + 1;
+  f.w.srv[0].pace.workers = THREADS + 1;
   lt__sched_mark_running(&f.w.s, 0, 1500);
   cr_assert_eq(f.c->run_ms, 1500);
   teardown(&f.w);
@@ -108,8 +108,8 @@ Test(backup, more_threads_let_the_next_in_line_run) {
 Test(backup, a_window_runs_below_the_threads_only_under_throttle) {
   fixture_t f;
   start(&f, 1000);
-  f.w.pace[0].window = THREADS;
-  f.w.pace[0].workers = THREADS + 1;
+  f.w.srv[0].pace.window = THREADS;
+  f.w.srv[0].pace.workers = THREADS + 1;
   f.w.opts.throttle = 1; /* the server keeps to the window */
   lt__sched_mark_running(&f.w.s, 0, 1500);
   cr_assert_eq(f.c->run_ms, -1);

@@ -15,8 +15,8 @@ static void world_with(world_t *w, int placement, int lookahead) {
   w->opts.lookahead = lookahead;
   w->s.placement = lt__placement_of(&w->opts);
   for (size_t i = 0; i < SERVERS; i++) {
-    w->pace[i].cap = 4;
-    w->pace[i].per_us = 100;
+    w->srv[i].pace.cap = 4;
+    w->srv[i].pace.per_us = 100;
   }
 }
 
@@ -27,7 +27,7 @@ static int place(world_t *w, const lt_fire_t *fi, int chained) {
 /* assert_cycles checks that new work goes round the servers, the fastest included. */
 static void assert_cycles(world_t *w) {
   lt_fire_t fi = {0};
-  w->pace[2].per_us = 1;
+  w->srv[2].pace.per_us = 1;
   for (int k = 0; k < 2 * SERVERS; k++)
     cr_assert_eq(place(w, &fi, 0), k % SERVERS);
 }
@@ -47,11 +47,11 @@ Test(placement, rr_cycles_over_servers_with_room) {
   world_with(&w, LT_PLACE_RR, 1);
   assert_cycles(&w);
   lt_fire_t fi = {0};
-  w.admitted[1] = w.pace[1].cap; /* full: skipped */
+  w.srv[1].admitted = w.srv[1].pace.cap; /* full: skipped */
   cr_assert_eq(place(&w, &fi, 0), 0);
   cr_assert_eq(place(&w, &fi, 0), 2);
-  w.conns[0].state = LT_CONN_DEAD;
-  w.admitted[2] = w.pace[2].cap;
+  w.srv[0].conn.state = LT_CONN_DEAD;
+  w.srv[2].admitted = w.srv[2].pace.cap;
   cr_assert_eq(place(&w, &fi, 0), -1);
   world_fini(&w);
 }
@@ -60,10 +60,10 @@ Test(placement, eft_picks_the_earliest_finish) {
   world_t w;
   world_with(&w, LT_PLACE_EFT, 1);
   lt_fire_t fi = {0};
-  w.pace[1].per_us = 10;
-  w.pace[2].per_us = 50;
+  w.srv[1].pace.per_us = 10;
+  w.srv[2].pace.per_us = 50;
   cr_assert_eq(place(&w, &fi, 0), 1);
-  w.pace[1].others = 20; /* 200 µs queued there: server 2 finishes first */
+  w.srv[1].pace.others = 20; /* 200 µs queued there: server 2 finishes first */
   cr_assert_eq(place(&w, &fi, 0), 2);
   world_fini(&w);
 }
@@ -80,15 +80,15 @@ Test(placement, a_successor_follows_its_input_unless_much_faster_elsewhere) {
   world_with(&w, LT_PLACE_EFT, 1);
   lt_token_t in = {.holder = 0, .size = 1000};
   lt_fire_t fi = {.inputs = &in, .ninputs = 1};
-  w.admitted[0] = w.pace[0].cap; /* full: a successor goes there all the same */
-  w.pace[1].per_us = 90;
-  w.pace[2].per_us = 90;
+  w.srv[0].admitted = w.srv[0].pace.cap; /* full: a successor goes there all the same */
+  w.srv[1].pace.per_us = 90;
+  w.srv[2].pace.per_us = 90;
   cr_assert_eq(place(&w, &fi, 1), 0);
-  w.pace[1].per_us = 10; /* 10 µs + 10 µs to fetch, against 100 µs */
+  w.srv[1].pace.per_us = 10; /* 10 µs + 10 µs to fetch, against 100 µs */
   cr_assert_eq(place(&w, &fi, 1), 1);
   world_fini(&w);
   world_with(&w, LT_PLACE_RR, 1);
-  w.pace[1].per_us = 10;
+  w.srv[1].pace.per_us = 10;
   cr_assert_eq(place(&w, &fi, 1), 0);
   world_fini(&w);
 }

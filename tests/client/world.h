@@ -13,10 +13,7 @@
 typedef struct world {
   lt_options_t opts;
   lt_sched_t s;
-  lt_conn_t conns[WORLD_SERVERS];
-  lt_slot_t slots[WORLD_SERVERS];
-  uint32_t admitted[WORLD_SERVERS];
-  lt_pace_t pace[WORLD_SERVERS];
+  lt_server_t srv[WORLD_SERVERS];
 } world_t;
 
 /* world_init makes w a dispatcher state over WORLD_SERVERS ready servers with the default
@@ -25,13 +22,10 @@ static inline void world_init(world_t *w) {
   memset(w, 0, sizeof *w);
   lt__options_init(&w->opts);
   w->s.opts = &w->opts;
-  w->s.conns = w->conns;
-  w->s.slots = w->slots;
-  w->s.admitted = w->admitted;
-  w->s.pace = w->pace;
-  w->s.nconns = WORLD_SERVERS;
+  w->s.srv = w->srv;
+  w->s.nsrv = WORLD_SERVERS;
   for (size_t i = 0; i < WORLD_SERVERS; i++)
-    w->conns[i].state = LT_CONN_READY;
+    w->srv[i].conn.state = LT_CONN_READY;
 }
 
 static inline void world_fini(world_t *w) {
