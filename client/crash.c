@@ -1,11 +1,14 @@
-/* crash.c: crashes charged to the instructions that caused them. A supervised server whose
- * worker process dies of a signal comes back as a new incarnation and, in its welcome to
- * each client that greets it again, lists that client's instructions that were running at
- * the crash. The client kept what the ended session was running (lt_lost_rec_t, by slot); at
- * the welcome each listed instruction's chain is charged to its task: a chain present at two
+/* crash.c: the crash-charging policy: crashes charged to the instructions that caused them.
+ * A supervised server whose worker process dies of a signal comes back as a new incarnation
+ * and, in its welcome to each client that greets it again, lists that client's
+ * instructions that were running at the crash. This policy keeps, per server entry, what
+ * the ended session was running (its records that ended LT_END_LOST); at the successor's
+ * welcome each listed instruction's chain is charged to its task: a chain present at two
  * crashes is poison, and its task fails with LT_ECRASH naming the kernel and the signal
- * instead of crashing more servers. Losses to a crash, of the poison and of the instructions
- * that happened to run beside it, are not charged to max_retries. Dispatcher thread only. */
+ * instead of crashing more servers. Losses to a crash, of the poison and of the
+ * instructions that happened to run beside it, are refunded: not charged to max_retries.
+ * State: the lost records per server, and the crashes counted per task. Dispatcher thread
+ * only. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,34 +21,43 @@
 
 #define POISON_CRASHES 2
 
-void lt__sched_note_lost(lt_sched_t *s, size_t idx, const lt_instr_rec_t *r) {
-  lt_slot_t *sl = &s->srv[idx].slot;
-  if (lt__sched_stale(r) || r->stages == NULL) return;
-  lt_lost_rec_t *n = LT_VEC_PUSH(sl->lost, sl->nlost, sl->caplost);
+/* An instruction lost with a session, kept until the server's next welcome says whether
+ * the session ended in a crash. */
+typedef struct lost_rec {
+  uint64_t seq;  /* the instruction */
+  uint64_t task; /* its task (job) number */
+  const void *key;
+} lost_rec_t;
+
+typedef struct crash_srv {
+  lost_rec_t *lost;
+  uint32_t nlost;
+  size_t cap;
+} crash_srv_t;
+
+/* Crashes charged to one task: its chain that crashed, how often, and on which host last;
+ * `hosts` counts the different hosts in a row it crashed. */
+typedef struct charge {
+  uint64_t task;
+  const void *key;
+  uint32_t crashes;
+  size_t host;
+  uint32_t hosts;
+  UT_hash_handle hh;
+} charge_t;
+
+typedef struct crash_state {
+  charge_t *charges; /* by task number */
+} crash_state_t;
+
+static void on_end(lt_policy_t *p, const lt_instr_rec_t *r, size_t idx, lt_end_t why,
+                   const lt_completion_t *cp) {
+  (void)cp;
+  if (why != LT_END_LOST || lt__sched_stale(r) || r->stages == NULL) return;
+  crash_srv_t *c = lt__policy_server(p, idx);
+  lost_rec_t *n = LT_VEC_PUSH(c->lost, c->nlost, c->cap);
   if (n == NULL) return; /* the loss stays charged: nothing worse */
-  *n = (lt_lost_rec_t){r->seq, r->job->num, r->stages};
-}
-
-void lt__sched_forget_lost(lt_sched_t *s, size_t idx) {
-  lt_slot_t *sl = &s->srv[idx].slot;
-  LT_VEC_FREE(sl->lost, sl->nlost, sl->caplost);
-}
-
-/* find_rec returns the record of instruction `seq` still out or queued, or NULL. */
-static lt_instr_rec_t *find_rec(lt_sched_t *s, uint64_t seq) {
-  lt_instr_rec_t *r;
-  HASH_FIND(hh, s->inflight, &seq, sizeof seq, r);
-  for (lt_instr_rec_t *q = s->fire_head; r == NULL && q != NULL; q = q->next)
-    if (q->seq == seq) r = q;
-  return r;
-}
-
-/* refund takes back the retry charged when `seq` was lost with a crashed session. */
-static void refund(lt_sched_t *s, uint64_t seq) {
-  lt_instr_rec_t *r = find_rec(s, seq);
-  if (r == NULL || r->tries == 0) return;
-  r->tries--;
-  if (s->retries > 0) s->retries--;
+  *n = (lost_rec_t){r->seq, r->job->num, r->stages};
 }
 
 static const char *kernel_of(const lt_sched_t *s, const void *key) {
@@ -61,25 +73,64 @@ static void signal_name(int sig, char *buf, size_t len) {
     snprintf(buf, len, "signal %d", sig);
 }
 
-/* charge counts a crash against the chain `key` of task `task`; at the second, the task
- * fails with LT_ECRASH and a copy still out is cancelled. */
-static void charge(lt_sched_t *s, const lt_lost_rec_t *l, int sig) {
+/* takers counts the hosts with a session that takes work. */
+static uint32_t takers(const lt_sched_t *s) {
+  uint32_t n = 0;
+  for (size_t i = 0; i < s->nsrv; i++)
+    n += lt__server_takes(s, i) || s->srv[i].conn.state == LT_CONN_HELLO;
+  return n;
+}
+
+/* charge counts a crash on `host` against the chain of l's task. The chain is poison, and
+ * the task fails with LT_ECRASH (its record, if still out, cancelled), at its second crash
+ * on a different host; a crash on the host it crashed on before counts only while no other
+ * host is there to tell a poison input from a flaky host (quarantine.c). */
+static void charge(lt_policy_t *p, const lost_rec_t *l, int sig, size_t host) {
+  crash_state_t *st = p->state;
+  const lt_sched_t *s = p->s;
   lt_job_rec_t *j;
   HASH_FIND(hh, s->jobs, &l->task, sizeof l->task, j);
   if (j == NULL || j->finished) return;
-  if (j->crash_key != l->key) {
-    j->crash_key = l->key;
-    j->crashes = 0;
+  charge_t *c;
+  HASH_FIND(hh, st->charges, &l->task, sizeof l->task, c);
+  if (c == NULL) {
+    if ((c = calloc(1, sizeof *c)) == NULL) return;
+    c->task = l->task;
+    HASH_ADD(hh, st->charges, task, sizeof c->task, c);
   }
-  if (++j->crashes < POISON_CRASHES) return;
-  char sname[32], msg[256];
+  if (c->key != l->key) {
+    c->key = l->key;
+    c->crashes = c->hosts = 0;
+  }
+  if (c->crashes > 0 && c->host == host && takers(s) > 1) return;
+  c->hosts += c->crashes == 0 || c->host != host;
+  c->host = host;
+  if (++c->crashes < POISON_CRASHES) return;
+  char sname[32];
   signal_name(sig, sname, sizeof sname);
-  snprintf(msg, sizeof msg, "%s: server crashed with %s (%s; not retried)", kernel_of(s, l->key),
-           sname, j->crashes == 2 ? "twice" : "again");
-  lt__log(LT_LOG_WARN, "task %llu: %s", (unsigned long long)l->task, msg);
-  lt_instr_rec_t *r = find_rec(s, l->seq);
-  if (r != NULL && r->state != LT_IR_QUEUED) lt__sched_cancel(s, (size_t)r->conn, &r->seq, 1);
-  lt__sched_job_fail(s, j, LT_ECRASH, msg);
+  lt_req_t q = {.kind = LT_REQ_FAIL, .task = l->task, .seq = l->seq, .err = LT_ECRASH};
+  snprintf(q.msg, sizeof q.msg, "%s: server crashed with %s (%s; not retried)",
+           kernel_of(s, l->key), sname, c->crashes == 2 ? "twice" : "again");
+  lt__policy_ask(p, &q);
+}
+
+/* prune forgets the charges of tasks that are over. */
+static void prune(lt_policy_t *p) {
+  crash_state_t *st = p->state;
+  charge_t *c, *tmp;
+  HASH_ITER(hh, st->charges, c, tmp) {
+    lt_job_rec_t *j;
+    HASH_FIND(hh, p->s->jobs, &c->task, sizeof c->task, j);
+    if (j == NULL || j->finished) {
+      HASH_DEL(st->charges, c);
+      free(c);
+    }
+  }
+}
+
+uint64_t lt__crash_culprit(const lt_msg_t *w) {
+  (void)w;
+  return 0;
 }
 
 static int listed(const lt_msg_t *w, uint64_t seq) {
@@ -88,10 +139,16 @@ static int listed(const lt_msg_t *w, uint64_t seq) {
   return 0;
 }
 
-void lt__sched_crash_report(lt_sched_t *s, size_t idx, const lt_msg_t *w) {
-  long p = s->srv[idx].slot.predecessor;
-  if (p < 0) return;
-  const lt_conn_t *old = &s->srv[p].conn;
+static void forget(lt_policy_t *p, size_t idx) {
+  crash_srv_t *c = lt__policy_server(p, idx);
+  if (c != NULL) LT_VEC_FREE(c->lost, c->nlost, c->cap);
+}
+
+static void on_server_ready(lt_policy_t *p, size_t idx, const lt_msg_t *w) {
+  const lt_sched_t *s = p->s;
+  long prev = s->srv[idx].slot.predecessor;
+  if (prev < 0) return;
+  const lt_conn_t *old = &s->srv[prev].conn;
   int crashed = w->u.welcome.crash_signal > 0 && old->incarnation != 0 &&
                 w->u.welcome.crashed_incarnation == old->incarnation;
   if (crashed) {
@@ -99,11 +156,38 @@ void lt__sched_crash_report(lt_sched_t *s, size_t idx, const lt_msg_t *w) {
     signal_name(w->u.welcome.crash_signal, sname, sizeof sname);
     lt__log(LT_LOG_WARN, "server %s crashed with %s while running %u of our instructions",
             old->endpoint, sname, w->u.welcome.ncrashed);
-    lt_slot_t *ps = &s->srv[p].slot;
-    for (uint32_t i = 0; i < ps->nlost; i++) {
-      refund(s, ps->lost[i].seq);
-      if (listed(w, ps->lost[i].seq)) charge(s, &ps->lost[i], w->u.welcome.crash_signal);
+    prune(p);
+    crash_srv_t *c = lt__policy_server(p, (size_t)prev);
+    uint64_t culprit = lt__crash_culprit(w);
+    for (uint32_t i = 0; i < c->nlost; i++) {
+      lt__policy_ask(
+          p, &(lt_req_t){
+                 .kind = LT_REQ_REFUND, .seq = c->lost[i].seq, .task = c->lost[i].task, .n = 1});
+      /* The culprit alone, when the server knows it; else every one running then. */
+      uint64_t seq = c->lost[i].seq;
+      if (culprit != 0 ? seq == culprit : listed(w, seq))
+        charge(p, &c->lost[i], w->u.welcome.crash_signal, s->srv[idx].slot.host);
     }
   }
-  lt__sched_forget_lost(s, (size_t)p);
+  forget(p, (size_t)prev);
 }
+
+static void fini(lt_policy_t *p) {
+  crash_state_t *st = p->state;
+  charge_t *c, *tmp;
+  HASH_ITER(hh, st->charges, c, tmp) {
+    HASH_DEL(st->charges, c);
+    free(c);
+  }
+  for (size_t i = 0; i < p->s->capsrv; i++) /* entries past nsrv have no blob */
+    forget(p, i);
+}
+
+const lt_policy_ops_t lt__policy_crash = {
+    .name = "crash",
+    .state_size = sizeof(crash_state_t),
+    .server_size = sizeof(crash_srv_t),
+    .on_server_ready = on_server_ready,
+    .on_end = on_end,
+    .fini = fini,
+};

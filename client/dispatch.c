@@ -111,7 +111,7 @@ static int batch_add(lt_sched_t *s, batch_t *b, int idx, lt_instr_rec_t *r, cons
     if (t->value != NULL) {
       /* The client has the value: it travels inline, and the server copy of a small
        * output that came back is no longer needed. */
-      if (t->holder >= 0) lt__sched_release(s, t->holder, t->id);
+      if (t->holder >= 0) lt__server_release(s, t->holder, t->id);
       inp->kind = LT_INPUT_INLINE;
       inp->frame = b->nframes;
       b->frames[b->nframes].data = t->value->data;
@@ -145,8 +145,11 @@ static void batch_send(lt_sched_t *s, size_t idx, batch_t *b) {
   m.u.execute.instrs = b->instrs;
   m.nframes = b->nframes;
   m.frames = b->frames;
+  /* A server found dead while sending is only marked: the loop's reap phase takes its
+   * records back, these included (they are out on it already). */
+  if (lt__server_gone(s, idx)) return;
   int rc = lt__conn_send(&s->srv[idx].conn, &m, b->values, lt__clock_ms());
-  if (rc != LT_OK) lt__sched_conn_dead(s, idx, lt_strerror(rc));
+  if (rc != LT_OK) lt__server_mark_dead(s, idx, lt_strerror(rc), 0);
 }
 
 /* batch_reset empties a sent batch, keeping its arrays. */
@@ -168,8 +171,7 @@ static void batch_free(batch_t *b) {
 static int inputs_lost(const lt_sched_t *s, const lt_fire_t *fi) {
   for (uint32_t i = 0; i < fi->ninputs; i++) {
     const lt_token_t *t = &fi->inputs[i];
-    if (t->value == NULL && (t->holder < 0 || s->srv[t->holder].conn.state == LT_CONN_DEAD))
-      return 1;
+    if (t->value == NULL && (t->holder < 0 || lt__server_gone(s, (size_t)t->holder))) return 1;
   }
   return 0;
 }
@@ -202,8 +204,8 @@ static int too_big(lt_sched_t *s, lt_instr_rec_t *r, const lt_fire_t *fi) {
   int live = 0;
   for (size_t i = 0; i < s->nsrv; i++) {
     if (s->srv[i].conn.state == LT_CONN_HELLO) return 0; /* it may take it: wait for its welcome */
-    if (!lt__sched_takes(s, i)) continue;
-    if (s->srv[i].conn.max_frame == 0 || (lt__placement_fits(s, i, fi) && hdr <= header_cap(s, i)))
+    if (!lt__server_takes(s, i)) continue;
+    if (s->srv[i].conn.max_frame == 0 || (lt__server_fits(s, i, fi) && hdr <= header_cap(s, i)))
       return 0;
     if (!live || s->srv[i].conn.max_frame > most) {
       most = s->srv[i].conn.max_frame;
@@ -224,15 +226,14 @@ static int too_big(lt_sched_t *s, lt_instr_rec_t *r, const lt_fire_t *fi) {
              "the instruction takes about %llu bytes, over what the frame limit of %llu bytes "
              "of server %s lets an execute carry",
              (unsigned long long)hdr, (unsigned long long)most, s->srv[best].conn.endpoint);
-  lt__sched_job_fail(s, r->job, LT_ETOOBIG, msg);
-  lt__sched_rec_done(s, r);
+  lt__sched_end(s, r, LT_END_ABORTED, NULL, NULL, LT_ETOOBIG, msg);
   return 1;
 }
 
 /* fits_on tells whether server `idx` takes r's instruction and its inputs within its frame
  * limit. */
 static int fits_on(lt_sched_t *s, const lt_instr_rec_t *r, const lt_fire_t *fi, int idx) {
-  return s->srv[idx].conn.max_frame == 0 || (lt__placement_fits(s, (size_t)idx, fi) &&
+  return s->srv[idx].conn.max_frame == 0 || (lt__server_fits(s, (size_t)idx, fi) &&
                                              instr_bytes(s, r, fi) <= header_cap(s, (size_t)idx));
 }
 
@@ -266,9 +267,9 @@ static int send_one(lt_sched_t *s, batch_t *batches, lt_instr_rec_t *r, int forc
   fire_info(r, &fi);
   if (inputs_lost(s, &fi)) {
     if (r->backup) return LT_ESTATE; /* a copy never decides its task's fate */
-    lt_job_rec_t *j = r->job;
-    lt__sched_rec_done(s, r); /* before the restart: the old frame goes with the instance */
-    lt__sched_restart(s, j, "a value the task needed was on a server that died");
+    /* Its task is recomputed (the record goes before: its frame goes with the instance). */
+    lt__sched_end(s, r, LT_END_LOST, NULL, NULL, LT_ELOST,
+                  "a value the task needed was on a server that died");
     return LT_OK;
   }
   if (r->ins == NULL && keep_inputs(r, &fi) != LT_OK) return LT_ENOMEM;
@@ -285,7 +286,7 @@ static int send_one(lt_sched_t *s, batch_t *batches, lt_instr_rec_t *r, int forc
   if (batches[idx].n > 0 && batches[idx].header + bytes > header_cap(s, (size_t)idx) / 2) {
     batch_send(s, (size_t)idx, &batches[idx]);
     batch_reset(&batches[idx]);
-    if (!lt__sched_takes(s, (size_t)idx)) return LT_EAGAIN;
+    if (!lt__server_takes(s, (size_t)idx)) return LT_EAGAIN;
   }
   batches[idx].header += bytes;
   if (lt__binding(s, r).moves_on) move_on(s, r, idx);
@@ -304,8 +305,7 @@ static int send_one(lt_sched_t *s, batch_t *batches, lt_instr_rec_t *r, int forc
 
 /* fail_dispatch fails r's task when r could not be sent (out of memory) and frees r. */
 static void fail_dispatch(lt_sched_t *s, lt_instr_rec_t *r, int rc) {
-  lt__sched_job_fail(s, r->job, rc, "out of memory dispatching");
-  lt__sched_rec_done(s, r);
+  lt__sched_end(s, r, LT_END_ABORTED, NULL, NULL, rc, "out of memory dispatching");
 }
 
 /* grain_for returns how many instructions of `chain` may go to server idx as one group. */
@@ -331,7 +331,7 @@ static int joins(const lt_sched_t *s, lt_instr_rec_t *m, const lt_tstage_t *chai
   if (fi.stages != chain) return 0;
   for (uint32_t i = 0; i < fi.ninputs; i++)
     if (fi.inputs[i].value == NULL && fi.inputs[i].holder != idx) return 0;
-  return s->srv[idx].conn.max_frame == 0 || lt__placement_fits(s, (size_t)idx, &fi);
+  return lt__server_fits(s, (size_t)idx, &fi);
 }
 
 /* gather sends the queued records of leader's chain that follow it in the fireable queue
@@ -341,7 +341,7 @@ static void gather(lt_sched_t *s, batch_t *batches, lt_instr_rec_t *leader, int 
   batch_t *b = &batches[idx];
   const lt_tstage_t *chain = leader->stages;
   uint32_t g = grain_for(s, chain, (size_t)idx), lead = b->n - 1, n = 1;
-  for (uint32_t total = 1; total < g && lt__placement_has_room(s, (size_t)idx); total++) {
+  for (uint32_t total = 1; total < g && lt__server_has_room(s, (size_t)idx); total++) {
     lt_instr_rec_t *m = s->fire_head;
     if (m == NULL || !joins(s, m, chain, idx)) break;
     lt__sched_pop_fireable(s);
@@ -369,8 +369,7 @@ static void gather(lt_sched_t *s, batch_t *batches, lt_instr_rec_t *leader, int 
 /* note_full tells the throttle of every server without room that work waited for it. */
 static void note_full(lt_sched_t *s) {
   for (size_t i = 0; i < s->nsrv; i++)
-    if (s->srv[i].conn.state == LT_CONN_READY && !lt__placement_has_room(s, i))
-      lt__pace_full(&s->srv[i].pace);
+    if (lt__server_takes(s, i) && !lt__server_has_room(s, i)) lt__pace_full(&s->srv[i].pace);
 }
 
 int lt__sched_dispatch_to(lt_sched_t *s, lt_instr_rec_t *r, int idx) {
@@ -391,8 +390,8 @@ void lt__sched_dispatch(lt_sched_t *s) {
   if (batches == NULL) return;
   lt_instr_rec_t *r;
   while ((r = lt__sched_pop_fireable(s)) != NULL) {
-    if (lt__sched_stale(r)) {
-      lt__sched_rec_done(s, r);
+    if (lt__sched_stale(r)) { /* its task was recomputed or ended: it never runs */
+      lt__sched_end(s, r, LT_END_NOT_RUN, NULL, NULL, LT_ECANCELED, NULL);
       continue;
     }
     int to, rc = send_one(s, batches, r, -1, &to);

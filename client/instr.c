@@ -1,14 +1,19 @@
-/* instr.c: instruction records and their states. A record is queued for placement, out on
- * one server, out while a cancel moves it, or out after its twin won (lt_ir_state_t); the
- * legal moves between these states are written here once (lt__rec_to), as is what going
- * out on a server and coming back off it counts (the server's in-flight count, window and
- * backlog). It decides nothing about where a record goes or what its completion means:
- * dispatch.c, jobs.c, migrate.c, backup.c and watchdog.c do. Dispatcher thread only. */
+/* instr.c: instruction records and their state machine (DESIGN.md 7a, "records"). A record
+ * is queued for placement, out on one server, out while a cancel moves it, or out after its
+ * twin won (lt_ir_state_t); the legal moves between these states are written here once
+ * (lt__rec_to), as is what going out on a server and coming back off it counts (the
+ * server's in-flight count, window and backlog: nothing else touches them), and how a
+ * record's time on a server ends (lt__rec_settle: taken off, its policies told, its
+ * migration and its copy settled). It decides nothing about where a record goes or what its
+ * outcome means for its task: dispatch.c and jobs.c do. May call: the server table, pacing,
+ * the policies' hooks. Dispatcher thread only. */
 #include <assert.h>
 #include <stdlib.h>
 #include <utlist.h>
 
+#include <lithium/error.h>
 #include "log.h"
+#include "policy.h"
 #include "queue.h"
 #include "sched_internal.h"
 
@@ -77,6 +82,7 @@ void lt__sched_put_on(lt_sched_t *s, lt_instr_rec_t *r, int idx) {
   s->srv[idx].conn.inflight++;
   s->srv[idx].admitted++;
   lt__pace_admit(&s->srv[idx].pace, r->stages);
+  lt__policies_dispatch(s, r, (size_t)idx);
 }
 
 void lt__sched_take_off(lt_sched_t *s, lt_instr_rec_t *r) {
@@ -89,6 +95,7 @@ void lt__sched_take_off(lt_sched_t *s, lt_instr_rec_t *r) {
   lt__pace_unadmit(&s->srv[idx].pace, r->stages);
   int64_t now = lt__clock_ms();
   lt__sched_mark_running(s, idx, now);
+  s->freed = 1;
   if (s->srv[idx].admitted == 0) {
     s->srv[idx].slot.idle_ms = now;
     s->went_idle = 1;
@@ -108,4 +115,100 @@ void lt__sched_mark_running(lt_sched_t *s, size_t idx, int64_t now_ms) {
   uint32_t n = running_slots(s, idx);
   for (lt_instr_rec_t *r = s->srv[idx].slot.out; r != NULL && n > 0; r = r->out_next, n--)
     if (r->run_ms < 0) r->run_ms = now_ms;
+}
+
+/* migration_settled settles a migration of r (taken off its server already) by how its time
+ * there ended: 1 when the server confirmed that r never ran (ECANCELED) and r is queued for
+ * placement again; 0 when it had started, or when it got a copy meanwhile, which then
+ * carries on alone (twin_settled). */
+static int migration_settled(lt_sched_t *s, lt_instr_rec_t *r, int status) {
+  if (r->state != LT_IR_MIGRATING) return 0;
+  s->cancels_out--;
+  lt__log(LT_LOG_DEBUG, "instruction %llu: its migration's cancel settled: %s",
+          (unsigned long long)r->seq,
+          status == LT_ECANCELED ? "it never ran there" : lt_strerror(status));
+  /* It had started: its result stands. Or it got a copy while the cancel was on its way:
+   * back out, so that settling the twins leaves the copy alone, as for any of them that
+   * never ran. */
+  if (status != LT_ECANCELED || r->twin != NULL) {
+    lt__rec_to(r, LT_IR_OUT);
+    return 0;
+  }
+  s->migrated++;
+  lt__sched_push_fireable(s, r, 1);
+  return 1;
+}
+
+/* twin_settled settles r's copies as r's time on its server ends: `ok` (a result, or a
+ * failure of the kernel itself) settles both; otherwise (lost, never run) the twin carries
+ * on. 1 when r is to be dropped without effect (its twin won, or carries on), else 0. */
+static int twin_settled(lt_sched_t *s, lt_instr_rec_t *r, int ok) {
+  if (r->state == LT_IR_DROPPED) return 1;
+  lt_instr_rec_t *t = r->twin;
+  if (t == NULL) return 0;
+  r->twin = NULL;
+  t->twin = NULL;
+  if (!ok) {
+    /* A copy left alone is the instruction from now on (placed again like any other if it
+     * is lost in turn), and its result is the one used. */
+    if (t->backup) {
+      t->backup = 0;
+      s->backups_won++;
+    }
+    return 1;
+  }
+  /* The twin is out: copies go out at once. One whose migration's cancel is on its way is
+   * cancelled already; the answer only frees it. */
+  if (t->state == LT_IR_MIGRATING)
+    s->cancels_out--;
+  else
+    lt__server_cancel(s, (size_t)t->conn, &t->seq, 1);
+  lt__rec_to(t, LT_IR_DROPPED);
+  if (r->backup) s->backups_won++;
+  return 0;
+}
+
+lt_settle_t lt__rec_settle(lt_sched_t *s, lt_instr_rec_t *r, lt_end_t why,
+                           const lt_completion_t *cp) {
+  int out = r->state != LT_IR_QUEUED;
+  size_t idx = out ? (size_t)r->conn : SIZE_MAX;
+  if (out) lt__sched_take_off(s, r);
+  if (out && r->state != LT_IR_DROPPED) lt__policies_end(s, r, idx, why, cp);
+  if (!out) return LT_SETTLE_APPLY;
+  /* What its migration's cancel means: ECANCELED only when the server says so. */
+  int status = cp != NULL ? cp->status : why == LT_END_NOT_RUN ? LT_ECANCELED : LT_ELOST;
+  if (migration_settled(s, r, status)) return LT_SETTLE_REQUEUED;
+  int ok = why == LT_END_DONE || why == LT_END_FAILED;
+  return twin_settled(s, r, ok) ? LT_SETTLE_DROP : LT_SETTLE_APPLY;
+}
+
+int lt__rec_portable(const lt_instr_rec_t *r) {
+  if (r->chained || (r->moved && !r->final) || r->twin != NULL || lt__sched_stale(r)) return 0;
+  for (uint32_t i = 0; i < r->nins; i++)
+    if (r->ins[i].value == NULL) return 0;
+  return 1;
+}
+
+lt_instr_rec_t *lt__rec_copy(lt_sched_t *s, const lt_instr_rec_t *r) {
+  lt_token_t *ins = calloc(r->nins ? r->nins : 1, sizeof *ins);
+  lt_instr_rec_t *c = ins != NULL ? lt__rec_new(s, r->job) : NULL;
+  if (c == NULL) {
+    free(ins);
+    return NULL;
+  }
+  for (uint32_t i = 0; i < r->nins; i++) {
+    ins[i] = r->ins[i];
+    lt__value_ref(ins[i].value);
+  }
+  c->gen = r->gen;
+  c->frame = r->frame;
+  c->op = r->op;
+  c->ins = ins;
+  c->nins = r->nins;
+  c->stages = r->stages;
+  c->nstages = r->nstages;
+  c->moved = r->moved;
+  c->final = r->final;
+  c->backup = 1;
+  return c;
 }

@@ -63,7 +63,7 @@ void lt__sched_deliver(lt_sched_t *s) {
 }
 
 static void release_token(void *ud, const lt_token_t *t) {
-  if (t->holder >= 0) lt__sched_release(ud, t->holder, t->id);
+  if (t->holder >= 0) lt__server_release(ud, t->holder, t->id);
 }
 
 void lt__sched_job_result(lt_sched_t *s, lt_job_rec_t *j, lt_value_t *v) {
@@ -157,29 +157,7 @@ void lt__sched_take_intake(lt_sched_t *s) {
   }
 }
 
-/* ---- releases --------------------------------------------------------------------------- */
-
-void lt__sched_release(lt_sched_t *s, int conn, lt_oid_t id) {
-  if (conn < 0 || (size_t)conn >= s->nsrv || s->srv[conn].conn.state == LT_CONN_DEAD) return;
-  lt_relq_t *q = &s->srv[conn].relq;
-  if (LT_VEC_RESERVE(q->ids, q->cap, (size_t)q->n + 1) != LT_OK)
-    return; /* the session's end releases it */
-  q->ids[q->n++] = id;
-}
-
-void lt__sched_flush_releases(lt_sched_t *s) {
-  for (size_t i = 0; i < s->nsrv; i++) {
-    lt_relq_t *q = &s->srv[i].relq;
-    if (q->n == 0) continue;
-    if (s->srv[i].conn.state != LT_CONN_DEAD) {
-      lt_msg_t m = {.type = LT_MSG_RELEASE};
-      m.u.release.ids = q->ids;
-      m.u.release.nids = q->n;
-      lt__conn_send(&s->srv[i].conn, &m, NULL, lt__clock_ms());
-    }
-    q->n = 0;
-  }
-}
+/* ---- completions ------------------------------------------------------------------------ */
 
 /* release_left releases what r's completion `cp` left on server `conn` (its outputs, at
  * least one), when outputs stay on servers. */
@@ -188,7 +166,7 @@ static void release_left(lt_sched_t *s, const lt_instr_rec_t *r, size_t conn,
   if (!lt__binding(s, NULL).outputs_stay) return;
   uint32_t n = cp->noutputs > 0 ? cp->noutputs : 1;
   for (uint32_t i = 0; i < n; i++)
-    lt__sched_release(s, (int)conn, (lt_oid_t){s->client_id, r->seq + i});
+    lt__server_release(s, (int)conn, (lt_oid_t){s->client_id, r->seq + i});
 }
 
 /* ---- completions ------------------------------------------------------------------------ */
@@ -231,11 +209,20 @@ void lt__sched_restart(lt_sched_t *s, lt_job_rec_t *j, const char *why) {
   j->live--;
 }
 
-void lt__sched_lost(lt_sched_t *s, lt_instr_rec_t *r, const char *endpoint, const char *why,
-                    int charge) {
+void lt__sched_refund_restart(lt_sched_t *s, lt_job_rec_t *j, uint32_t n) {
+  uint32_t k = n < j->restarts ? n : j->restarts;
+  j->restarts -= k;
+  s->retries -= k < s->retries ? k : s->retries;
+}
+
+/* lost puts back r, lost on `endpoint`, for placement elsewhere, or recomputes or fails its
+ * task; `charge` counts the loss toward max_retries (a server that stops gracefully is not
+ * charged). */
+static void lost(lt_sched_t *s, lt_instr_rec_t *r, const char *endpoint, const char *why,
+                 int charge) {
   lt__trace_instr_lost(s->trace, r, endpoint, why);
   lt_job_rec_t *j = r->job;
-  if (lt__sched_stale(r) || lt__sched_twin_settle(s, r, 0)) {
+  if (lt__sched_stale(r)) {
     lt__sched_rec_done(s, r);
     return;
   }
@@ -246,7 +233,7 @@ void lt__sched_lost(lt_sched_t *s, lt_instr_rec_t *r, const char *endpoint, cons
   int movable = !r->moved || r->final;
   for (uint32_t i = 0; i < r->nins; i++) {
     const lt_token_t *t = &r->ins[i];
-    if (t->value == NULL && (t->holder < 0 || s->srv[t->holder].conn.state == LT_CONN_DEAD ||
+    if (t->value == NULL && (t->holder < 0 || lt__server_gone(s, (size_t)t->holder) ||
                              !lt__op(r->op)->keeps_inputs || (size_t)t->holder == (size_t)r->conn))
       movable = 0;
   }
@@ -329,13 +316,10 @@ static void apply(lt_sched_t *s, lt_instr_rec_t *r, int conn, const lt_completio
  * scan of what is out, done only when some live server's limit is below an output. */
 static void check_moves(lt_sched_t *s, const lt_instr_rec_t *r, int holder,
                         const lt_completion_t *cp) {
-  uint64_t most = 0, least = UINT64_MAX;
+  uint64_t most = 0;
   for (uint32_t i = 0; i < cp->noutputs; i++)
     if (cp->outputs[i].size > most) most = cp->outputs[i].size;
-  for (size_t i = 0; i < s->nsrv; i++)
-    if (lt__sched_takes(s, i) && s->srv[i].conn.max_frame > 0 && s->srv[i].conn.max_frame < least)
-      least = s->srv[i].conn.max_frame;
-  if (most <= least) return;
+  if (most <= lt__server_least_frame(s)) return;
   lt_instr_rec_t *q, *tmp;
   HASH_ITER(hh, s->inflight, q, tmp) {
     if (q->conn == holder || lt__sched_stale(q)) continue;
@@ -358,47 +342,24 @@ static void check_moves(lt_sched_t *s, const lt_instr_rec_t *r, int holder,
   }
 }
 
-void lt__sched_on_completion(lt_sched_t *s, size_t idx, const lt_completion_t *cp,
-                             const lt_msg_t *m) {
-  lt_conn_t *c = &s->srv[idx].conn;
-  lt_instr_rec_t *r;
-  HASH_FIND(hh, s->inflight, &cp->seq, sizeof cp->seq, r);
-  if (r == NULL || r->conn != (int)idx || cp->noutputs > LT_MAX_PARTS) {
-    /* Not running there for us: taken back as overdue, or a server that is wrong. Values it
-     * says it kept are released (ids of our own space only). */
-    s->stray++;
-    lt__log(s->stray == 1 ? LT_LOG_WARN : LT_LOG_DEBUG,
-            "server %s: completion of instruction %llu, which it was not running for us "
-            "(%llu so far)",
-            c->endpoint, (unsigned long long)cp->seq, (unsigned long long)s->stray);
-    if (cp->status == LT_OK && lt__binding(s, NULL).outputs_stay && cp->noutputs <= LT_MAX_PARTS)
-      for (uint32_t i = 0; i < cp->noutputs; i++)
-        lt__sched_release(s, (int)idx, (lt_oid_t){s->client_id, cp->seq + i});
-    return;
+/* end_of tells why a completion ended its record, from its status. */
+static lt_end_t end_of(int status) {
+  switch (status) {
+  case LT_OK:
+    return LT_END_DONE;
+  case LT_ESHUTDOWN: /* a server stopping gracefully, or a cancel: it never ran */
+  case LT_ECANCELED:
+    return LT_END_NOT_RUN;
+  default:
+    return LT_END_FAILED;
   }
-  lt__sched_take_off(s, r);
-  lt__trace_completion(s->trace, s, idx, r, cp);
-  if (lt__sched_cancel_answered(s, r, cp->status)) return; /* it moves to a faster server */
-  /* A result, or a failure of the kernel itself, settles its copies; a copy that was lost
-   * or never ran leaves the other to carry on. */
-  int settled = cp->status != LT_ESHUTDOWN && cp->status != LT_ECANCELED && cp->status != LT_ELOST;
-  if (lt__sched_twin_settle(s, r, settled)) {
-    /* Its copy won, or carries on: this one only releases what it left. */
-    if (cp->status == LT_OK) release_left(s, r, idx, cp);
-    lt__sched_rec_done(s, r);
-    return;
-  }
-  c->completed++;
-  c->cpu_s += (double)cp->cpu_us / 1e6;
-  s->srv[idx].slot.suspect = 0;
-  if (cp->status == LT_OK)
-    lt__pace_service(&s->srv[idx].pace, r->stages, (double)cp->service_us, (double)cp->cpu_us);
+}
+
+/* completed applies r's completion cp (in m) from server idx: its outputs to the instance,
+ * its result to the task, or its kernel's failure. */
+static void completed(lt_sched_t *s, lt_instr_rec_t *r, size_t idx, const lt_completion_t *cp,
+                      const lt_msg_t *m) {
   lt_job_rec_t *j = r->job;
-  if (cp->status == LT_ESHUTDOWN || cp->status == LT_ECANCELED) {
-    /* It never ran: a server stopping gracefully, or a cancel. Not the task's fault. */
-    lt__sched_lost(s, r, c->endpoint, lt_strerror(cp->status), 0);
-    return;
-  }
   /* Outputs left on the server that nobody will read: the job is over, or was recomputed,
    * or failed here. A value lost with a peer server makes the task recompute. */
   if (lt__sched_stale(r) || cp->status != LT_OK) {
@@ -417,16 +378,74 @@ void lt__sched_on_completion(lt_sched_t *s, size_t idx, const lt_completion_t *c
   lt__sched_rec_done(s, r);
 }
 
+void lt__sched_end(lt_sched_t *s, lt_instr_rec_t *r, lt_end_t why, const lt_completion_t *cp,
+                   const lt_msg_t *m, int err, const char *msg) {
+  /* A queued record ends from the head of the fireable queue, or after it was taken. */
+  if (r->state == LT_IR_QUEUED && r == s->fire_head) lt__sched_pop_fireable(s);
+  size_t idx = r->conn >= 0 ? (size_t)r->conn : SIZE_MAX;
+  const char *ep = idx != SIZE_MAX ? s->srv[idx].conn.endpoint : "";
+  lt_settle_t st = lt__rec_settle(s, r, why, cp);
+  if (st == LT_SETTLE_REQUEUED) return; /* it moves to a faster server */
+  if (st == LT_SETTLE_DROP) {
+    /* Its copy won, or carries on: this one only releases what it left. */
+    if (cp != NULL && cp->status == LT_OK) release_left(s, r, idx, cp);
+    lt__sched_rec_done(s, r);
+    return;
+  }
+  if (cp != NULL) {
+    lt_conn_t *c = &s->srv[idx].conn;
+    c->completed++;
+    c->cpu_s += (double)cp->cpu_us / 1e6;
+    if (cp->status == LT_OK)
+      lt__pace_service(&s->srv[idx].pace, r->stages, (double)cp->service_us, (double)cp->cpu_us);
+  }
+  switch (why) {
+  case LT_END_DONE:
+  case LT_END_FAILED:
+    completed(s, r, idx, cp, m);
+    break;
+  case LT_END_NOT_RUN: /* not the task's fault */
+    lost(s, r, ep, lt_strerror(cp != NULL ? cp->status : LT_ECANCELED), 0);
+    break;
+  case LT_END_LOST:
+  case LT_END_TAKEN_BACK:
+    lost(s, r, ep, msg, 1);
+    break;
+  case LT_END_ABORTED:
+    lt__sched_job_fail(s, r->job, err, msg);
+    lt__sched_rec_done(s, r);
+    break;
+  }
+}
+
+void lt__sched_on_completion(lt_sched_t *s, size_t idx, const lt_completion_t *cp,
+                             const lt_msg_t *m) {
+  lt_conn_t *c = &s->srv[idx].conn;
+  lt_instr_rec_t *r;
+  HASH_FIND(hh, s->inflight, &cp->seq, sizeof cp->seq, r);
+  if (r == NULL || r->conn != (int)idx || cp->noutputs > LT_MAX_PARTS) {
+    /* Not running there for us: taken back as overdue, or a server that is wrong. Values it
+     * says it kept are released (ids of our own space only). */
+    s->stray++;
+    lt__log(s->stray == 1 ? LT_LOG_WARN : LT_LOG_DEBUG,
+            "server %s: completion of instruction %llu, which it was not running for us "
+            "(%llu so far)",
+            c->endpoint, (unsigned long long)cp->seq, (unsigned long long)s->stray);
+    if (cp->status == LT_OK && lt__binding(s, NULL).outputs_stay && cp->noutputs <= LT_MAX_PARTS)
+      for (uint32_t i = 0; i < cp->noutputs; i++)
+        lt__server_release(s, (int)idx, (lt_oid_t){s->client_id, cp->seq + i});
+    return;
+  }
+  lt__trace_completion(s->trace, s, idx, r, cp);
+  lt__sched_end(s, r, end_of(cp->status), cp, m, cp->status, cp->errmsg);
+}
+
 void lt__sched_fail_all(lt_sched_t *s, int err, const char *msg) {
   lt_instr_rec_t *r, *tmp;
-  while ((r = lt__sched_pop_fireable(s)) != NULL) {
-    lt__sched_job_fail(s, r->job, err, msg);
-    lt__sched_rec_done(s, r);
-  }
+  while ((r = s->fire_head) != NULL)
+    lt__sched_end(s, r, LT_END_ABORTED, NULL, NULL, err, msg);
   HASH_ITER(hh, s->inflight, r, tmp) {
-    lt__sched_take_off(s, r);
-    lt__sched_job_fail(s, r->job, err, msg);
-    lt__sched_rec_done(s, r);
+    lt__sched_end(s, r, LT_END_ABORTED, NULL, NULL, err, msg);
   }
   /* Jobs with no instruction left: waiting for their result's fetch. */
   lt_job_rec_t *j, *jtmp;

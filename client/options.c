@@ -158,14 +158,14 @@ static int parse_enum(const char *v, const char *arg, int *out) {
 
 /* apply_mode sets every optimisation switch at once: "plain" is the original Lithium (one
  * instruction in flight per server, values through the client), "optimized" turns task
- * lookahead, lazy binding and backups on. Single switches set later override it. */
+ * lookahead, lazy binding, backups and quarantine on. Single switches set later override it. */
 static void apply_mode(lt_options_t *o) {
   if (o->mode == 1) {
-    o->lookahead = o->lazy = o->throttle = o->backup = 0;
+    o->lookahead = o->lazy = o->throttle = o->backup = o->quarantine = 0;
     o->grain = 1;
   } else {
     /* Throttling stays a separate switch until it is validated on loaded grids. */
-    o->lookahead = o->lazy = o->backup = 1;
+    o->lookahead = o->lazy = o->backup = o->quarantine = 1;
     o->grain = 0;
   }
 }

@@ -34,7 +34,7 @@ typedef enum lt_opt_type {
  * and the tool's --help list the same keys (tests/client/test_options.c checks both). */
 #define LT_OPTIONS(X)                                                                              \
   X(mode, LT_OPT_ENUM, mode, "optimized", 0, 0, "optimized|plain",                                 \
-    "optimized: lookahead, lazy and backup on; plain: all off (the original Lithium)")             \
+    "optimized: lookahead, lazy, backup, quarantine on; plain: all off (the original Lithium)")    \
   X(lookahead, LT_OPT_BOOL, lookahead, "on", 0, 0, "on|off",                                       \
     "many instructions in flight per server")                                                      \
   X(lazy, LT_OPT_BOOL, lazy, "on", 0, 0, "on|off",                                                 \
@@ -51,6 +51,10 @@ typedef enum lt_opt_type {
     "end of stream: copies of stragglers on idle servers")                                         \
   X(backup_factor, LT_OPT_DOUBLE, backup_factor, "2", 1, 1000, "X",                                \
     "a straggler has run this many times its expected time")                                       \
+  X(quarantine, LT_OPT_BOOL, quarantine, "on", 0, 0, "on|off",                                     \
+    "a server whose worker crashed for several tasks gets no work for a cool-down")                \
+  X(quarantine_crashes, LT_OPT_UINT, quarantine_crashes, "3", 1, 1000, "N",                        \
+    "crashes of different tasks within a minute that quarantine a server")                         \
   X(min_threads, LT_OPT_UINT, min_threads, "2", 1, 4096, "N",                                      \
     "the smallest thread window under throttle (at most max_threads)")                             \
   X(inline_max, LT_OPT_UINT, inline_max, "65536", 0, 1u << 30, "BYTES",                            \
@@ -109,6 +113,8 @@ typedef struct lt_options {
   int migrate;                 /* end of stream: move queued work from slow to idle servers */
   int backup;                  /* end of stream: copies of stragglers on idle servers */
   double backup_factor;        /* a straggler has run this many times its expected time */
+  int quarantine;              /* servers that crash for several tasks get a cool-down */
+  uint32_t quarantine_crashes; /* crashes of distinct tasks within a minute that do it */
   uint32_t inline_max;         /* lazy: intermediate values up to this size also come back */
   uint32_t grain;              /* instructions of one chain sent as one group (run back to back
                                   on one worker); 0: auto, from the chain's service time */

@@ -28,17 +28,6 @@ uint64_t lt__placement_frame_need(const lt_fire_t *fi, int i) {
   return need;
 }
 
-int lt__placement_fits(const lt_sched_t *s, size_t i, const lt_fire_t *fi) {
-  uint64_t lim = s->srv[i].conn.max_frame;
-  return lim == 0 || lt__placement_frame_need(fi, (int)i) <= lim;
-}
-
-/* Its admitted cap, or one at a time while it is suspect (it held work far too long,
- * watchdog.c). */
-int lt__placement_has_room(const lt_sched_t *s, size_t i) {
-  return s->srv[i].admitted < (s->srv[i].slot.suspect ? 1 : s->srv[i].pace.cap);
-}
-
 /* holder_bytes sums the bytes of the inputs held by each server into bytes[] (of nconns
  * entries) and returns the live server holding most of them, or -1: O(inputs + servers),
  * since a merge may have tens of thousands of inputs. Ties go to the first input's holder. */
@@ -56,8 +45,7 @@ static int holder_bytes(const lt_sched_t *s, const lt_fire_t *fi, uint64_t *byte
   int best = -1;
   for (uint32_t i = 0; i < fi->ninputs; i++) {
     const lt_token_t *t = &fi->inputs[i];
-    if (t->value != NULL || t->holder < 0 || s->srv[t->holder].conn.state != LT_CONN_READY)
-      continue;
+    if (t->value != NULL || t->holder < 0 || !lt__server_takes(s, (size_t)t->holder)) continue;
     if (best < 0 || bytes[t->holder] > bytes[best]) best = t->holder;
   }
   return best;
@@ -67,7 +55,7 @@ static int holder_bytes(const lt_sched_t *s, const lt_fire_t *fi, uint64_t *byte
 static int round_robin(lt_sched_t *s, const lt_fire_t *fi) {
   for (size_t k = 0; k < s->nsrv; k++) {
     size_t i = (s->rr + k) % s->nsrv;
-    if (lt__sched_takes(s, i) && lt__placement_has_room(s, i) && lt__placement_fits(s, i, fi))
+    if (lt__server_takes(s, i) && lt__server_has_room(s, i) && lt__server_fits(s, i, fi))
       return (int)i;
   }
   return -1;
@@ -82,11 +70,11 @@ static int earliest(lt_sched_t *s, const lt_fire_t *fi, const uint64_t *bytes, u
   double best_us = 0, floor_us = -1;
   for (size_t k = 0; k < s->nsrv; k++) {
     size_t i = (s->rr + k) % s->nsrv;
-    if (!lt__sched_takes(s, i) || !lt__placement_fits(s, i, fi)) continue;
+    if (!lt__server_takes(s, i) || !lt__server_fits(s, i, fi)) continue;
     double c = lt__pace_cost_us(s, i, fi->stages);
     double us = lt__pace_backlog_us(s, i) + c + (double)(total - bytes[i]) / LT_LINK_BPUS;
     if (floor_us < 0 || us < floor_us) floor_us = us;
-    if (!lt__placement_has_room(s, i)) continue;
+    if (!lt__server_has_room(s, i)) continue;
     if (best < 0 || us < best_us) {
       best = (int)i;
       best_us = us;
@@ -113,7 +101,7 @@ static int follow_or_move(lt_sched_t *s, const lt_fire_t *fi, const uint64_t *by
   int best = h;
   double best_us = stay;
   for (size_t j = 0; j < s->nsrv; j++) {
-    if ((int)j == h || !lt__sched_takes(s, j) || !lt__placement_fits(s, j, fi)) continue;
+    if ((int)j == h || !lt__server_takes(s, j) || !lt__server_fits(s, j, fi)) continue;
     double backlog = lt__pace_backlog_us(s, j);
     double us = (backlog > ready ? backlog : ready) + lt__pace_cost_us(s, j, fi->stages) +
                 (double)(total - bytes[j]) / LT_LINK_BPUS;
@@ -157,7 +145,7 @@ static int place_with(lt_sched_t *s, const lt_fire_t *fi, int chained, pick_fn p
   uint64_t *bytes = stack;
   if (s->nsrv > 64 && (bytes = calloc(s->nsrv, sizeof *bytes)) == NULL) return -1;
   int holder = holder_bytes(s, fi, bytes, &total);
-  if (holder >= 0 && !lt__placement_fits(s, (size_t)holder, fi)) holder = -1;
+  if (holder >= 0 && !lt__server_fits(s, (size_t)holder, fi)) holder = -1;
   int best = pick(s, fi, bytes, total, holder, chained);
   if (bytes != stack) free(bytes);
   return best;

@@ -28,12 +28,8 @@ extern const lt_placement_ops_t lt__placement_rr;
 /* lt__placement_of returns the policy the options name (borrowed, static). */
 const lt_placement_ops_t *lt__placement_of(const lt_options_t *o);
 
-/* lt__placement_has_room tells whether server i may be given one more instruction. */
-int lt__placement_has_room(const lt_sched_t *s, size_t i);
 /* lt__placement_frame_need returns the largest frame server i (-1: any) would receive for
  * these inputs: values the client sends, and values held elsewhere that it would fetch. */
 uint64_t lt__placement_frame_need(const lt_fire_t *fi, int i);
-/* lt__placement_fits tells whether server i takes frames as large as these inputs need. */
-int lt__placement_fits(const lt_sched_t *s, size_t i, const lt_fire_t *fi);
 
 #endif

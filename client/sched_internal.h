@@ -15,6 +15,7 @@
 #include "backend.h"
 #include "instance.h"
 #include "placement.h"
+#include "policy.h"
 #include "scheduler.h"
 #include "ship.h"
 #include "trace.h"
@@ -136,14 +137,6 @@ typedef struct lt_pace {
   uint32_t hist_w[LT_HISTORY];
 } lt_pace_t;
 
-/* An instruction lost with a session, kept until the server's next welcome says whether
- * the session ended in a crash (crash.c). */
-typedef struct lt_lost_rec {
-  uint64_t seq;  /* the instruction */
-  uint64_t task; /* its task (job) number */
-  const void *key;
-} lt_lost_rec_t;
-
 /* The life of one connection slot (scheduler.c). A slot is one session with one server: a
  * slot whose session was ready and then died stays dead for good (references to values it
  * held keep naming it, so they are known lost), and the server is greeted again in a new
@@ -157,16 +150,11 @@ typedef struct lt_slot {
   uint32_t backoff_ms; /* the wait before the next greeting */
   long successor;      /* the slot that took over this server, or -1 */
   uint32_t sessions;   /* sessions with this server so far, this one included */
-  int suspect;         /* it held work far too long: one instruction at a time until it
-                          finishes one (watchdog.c) */
   long predecessor;    /* the slot whose session with this server ended before, or -1 */
-  int draining;        /* lt_eval_remove_host: 1 asked, 2 its queued work was cancelled */
+  int removed;         /* lt_eval_remove_host: its work moves off (the drain policy) */
   lt_instr_rec_t *out; /* our instructions out there, oldest first (instr.c) */
   int64_t idle_ms;     /* when it last came to run nothing of ours (for the log) */
-  lt_lost_rec_t *lost; /* what that session was running when it ended (crash.c) */
-  uint32_t nlost;
-  size_t caplost;
-  char why[96]; /* why it is not alive: "refused", "unresolvable", "no answer", ... */
+  char why[96];        /* why it is not alive: "refused", "unresolvable", "no answer", ... */
 } lt_slot_t;
 
 /* Ids to release on one server, sent as one `release` per loop turn. */
@@ -185,6 +173,12 @@ typedef struct lt_server {
   lt_relq_t relq;    /* ids to release there this turn */
   uint32_t admitted; /* instructions counted in its window */
   lt_pace_t pace;
+  /* Marked dead (servers.c): the loop's reap phase ends the session once per turn. */
+  int gone;
+  int final;                     /* and it is not to be greeted again */
+  char why[96];                  /* why it was marked */
+  uint32_t limit[LT_POLICY_MAX]; /* each policy's limit on what it admits (LT_NO_LIMIT) */
+  void *blob[LT_POLICY_MAX];     /* each policy's state for this server (policy.c) */
 } lt_server_t;
 
 /* What lt_eval_stats_json reports of one server, as last published (sched_stats.c). */
@@ -210,6 +204,8 @@ typedef struct lt_stats_server {
   int64_t hist_ms[LT_HISTORY];
   uint32_t hist_w[LT_HISTORY];
   double rtt_us, service_us, cores;
+  lt_stat_t pstats[LT_POLICY_MAX * LT_POLICY_STATS]; /* the policies' own of this server */
+  size_t npstats;
 } lt_stats_server_t;
 
 /* The dispatcher's counters and servers as last published: `mu` guards them and is held
@@ -218,6 +214,8 @@ typedef struct lt_stats_snap {
   pthread_mutex_t mu;
   uint64_t instructions, bytes_to, bytes_from, retries, migrations, migrated, stray, overdue;
   uint64_t backups, backups_won, groups, grouped;
+  lt_stat_t pstats[LT_POLICY_MAX * LT_POLICY_STATS]; /* the policies' own (policy.h) */
+  size_t npstats;
   lt_stats_server_t *servers; /* the slots no later session stands for, in slot order; cap of
                               them allocated, zeroed until used */
   size_t nservers, cap;
@@ -265,14 +263,18 @@ struct lt_sched {
   uint64_t retries;
   uint64_t migrations;  /* cancels sent to move queued instructions (migrate.c) */
   uint64_t migrated;    /* of those, confirmed and placed again */
-  uint32_t cancels_out; /* cancels not yet answered */
+  uint32_t cancels_out; /* migrations' cancels not yet answered (records in LT_IR_MIGRATING) */
   uint64_t stray;       /* completions for instructions a server was not running for us */
   uint64_t overdue;     /* instructions taken back from a server that held them far too long */
-  int went_idle;        /* a server came to run nothing of ours: look for copies now */
+  int went_idle;        /* a server came to run nothing of ours this turn */
+  int freed;            /* a server's admitted count fell this turn: the on_idle hooks run */
   uint64_t backups;     /* copies of stragglers sent to idle servers (backup.c) */
   uint64_t backups_won; /* of those, the ones that finished first */
   uint64_t groups;      /* groups of instructions sent as one hand-off (grain, dispatch.c) */
   uint64_t grouped;     /* instructions in those groups */
+  lt_policy_t policies[LT_POLICY_MAX]; /* the enabled policies, in registry order */
+  size_t npolicies;
+  lt_req_queue_t requests; /* what they asked, for the loop's apply phase (requests.c) */
 };
 
 /* pace.c */
@@ -306,6 +308,14 @@ void lt__rec_to(lt_instr_rec_t *r, lt_ir_state_t to);
 /* lt__rec_new makes a queued record of job j under a fresh instruction id, counted live in
  * j; NULL without memory. Caller owns the record (lt__sched_rec_done frees it). */
 lt_instr_rec_t *lt__rec_new(lt_sched_t *s, lt_job_rec_t *j);
+/* lt__rec_portable tells whether r may run on another server than the one it was sent to,
+ * there and then: alone (no twin), its task's current generation, every input held by the
+ * client, and its output not named to successors on its server (a farm's task, a last
+ * stage). Migration and copies of stragglers ask this. */
+int lt__rec_portable(const lt_instr_rec_t *r);
+/* lt__rec_copy makes a queued copy of r (the same work under an instruction id of its own,
+ * marked `backup`); NULL without memory. */
+lt_instr_rec_t *lt__rec_copy(lt_sched_t *s, const lt_instr_rec_t *r);
 /* lt__sched_push_fireable queues r for placement, at the front or the back. */
 void lt__sched_push_fireable(lt_sched_t *s, lt_instr_rec_t *r, int front);
 lt_instr_rec_t *lt__sched_pop_fireable(lt_sched_t *s);
@@ -333,13 +343,11 @@ void lt__sched_rec_done(lt_sched_t *s, lt_instr_rec_t *r);
 void lt__sched_job_fail(lt_sched_t *s, lt_job_rec_t *j, int err, const char *msg);
 void lt__sched_on_completion(lt_sched_t *s, size_t idx, const lt_completion_t *cp,
                              const lt_msg_t *m);
-/* lt__sched_lost puts back r, lost on `endpoint`, for placement elsewhere, or recomputes or
- * fails its task; `charge` counts the loss toward max_retries (a server that stops
- * gracefully is not charged). */
-void lt__sched_lost(lt_sched_t *s, lt_instr_rec_t *r, const char *endpoint, const char *why,
-                    int charge);
 int lt__sched_stale(const lt_instr_rec_t *r);
 void lt__sched_restart(lt_sched_t *s, lt_job_rec_t *j, const char *why);
+/* lt__sched_refund_restart takes back n of j's recomputations: they were no fault of its
+ * own (a crash of another task's kernel took its values). */
+void lt__sched_refund_restart(lt_sched_t *s, lt_job_rec_t *j, uint32_t n);
 
 /* lt__sched_job_result finishes job `j` with value `v` (a reference is taken; NULL: out of
  * memory). */
@@ -359,8 +367,6 @@ int lt__sched_fetch_result(lt_sched_t *s, lt_job_rec_t *j);
 void lt__sched_on_value(lt_sched_t *s, size_t idx, const lt_msg_t *m);
 void lt__sched_fetches_lost(lt_sched_t *s, size_t idx);
 void lt__sched_fetches_free(lt_sched_t *s);
-void lt__sched_release(lt_sched_t *s, int conn, lt_oid_t id);
-void lt__sched_flush_releases(lt_sched_t *s);
 void lt__sched_fail_all(lt_sched_t *s, int err, const char *msg);
 void lt__sched_deliver(lt_sched_t *s);
 
@@ -388,38 +394,10 @@ void lt__sched_dispatch(lt_sched_t *s);
  * of idx): the record is then still the caller's, and its task untouched. */
 int lt__sched_dispatch_to(lt_sched_t *s, lt_instr_rec_t *r, int idx);
 
-/* migrate.c */
-/* lt__sched_migrate moves queued work from a slow server to idle ones at end of stream. */
-void lt__sched_migrate(lt_sched_t *s);
-/* lt__sched_cancel_answered settles a migration of r (taken off its server already) by its
- * completion status: 1 when r was canceled there and is queued for placement again; 0 when
- * it had started, or when it got a copy meanwhile (backup.c), which then carries on alone. */
-int lt__sched_cancel_answered(lt_sched_t *s, lt_instr_rec_t *r, int status);
-
-/* crash.c */
-/* lt__sched_note_lost remembers that r was lost with the session of slot idx. */
-void lt__sched_note_lost(lt_sched_t *s, size_t idx, const lt_instr_rec_t *r);
-/* lt__sched_crash_report applies the crash report of a welcome on slot idx to what the
- * session before it was running: a chain present at two crashes fails its task with
- * LT_ECRASH; losses to a crash are not charged to max_retries. */
-void lt__sched_crash_report(lt_sched_t *s, size_t idx, const lt_msg_t *welcome);
-/* lt__sched_forget_lost frees slot idx's record of lost instructions. */
-void lt__sched_forget_lost(lt_sched_t *s, size_t idx);
-
-/* backup.c */
-/* lt__sched_backup sends copies of stragglers to idle servers once the input is closed. */
-void lt__sched_backup(lt_sched_t *s, int64_t now_ms);
+/* backup.c (policy), for its unit test */
 /* lt__sched_backup_target returns the idle server that should run a copy of r at now_ms, or
  * -1 when r is no straggler (or may not be copied, or no idle server would finish sooner). */
-int lt__sched_backup_target(lt_sched_t *s, const lt_instr_rec_t *r, int64_t now_ms);
-/* lt__sched_twin_settle settles r's copies as r completes (ok: with a result) or is lost:
- * 1 when r is to be dropped without effect (its twin won, or carries on), else 0. */
-int lt__sched_twin_settle(lt_sched_t *s, lt_instr_rec_t *r, int ok);
-
-/* watchdog.c */
-/* lt__sched_overdue takes back instructions a live server has held far longer than their
- * chain takes anywhere, and sends them elsewhere (the first result wins). */
-void lt__sched_overdue(lt_sched_t *s, int64_t now_ms);
+int lt__sched_backup_target(const lt_sched_t *s, const lt_instr_rec_t *r, int64_t now_ms);
 
 /* sched_stats.c */
 void lt__stats_init(lt_stats_snap_t *st);
@@ -430,14 +408,108 @@ void lt__stats_publish(lt_sched_t *s);
  * stats_json). Any thread. */
 void lt__sched_stats_json(void *self, lt_json_t *j);
 
-/* scheduler.c */
-void lt__sched_conn_dead(lt_sched_t *s, size_t idx, const char *why);
-/* lt__sched_takes tells whether server idx may be given new work. */
-int lt__sched_takes(const lt_sched_t *s, size_t idx);
-/* lt__sched_alive tells whether server idx has a session that answers (ready or stopping). */
-int lt__sched_alive(const lt_sched_t *s, size_t idx);
-/* lt__sched_cancel asks server idx to drop the `n` instructions `seqs` (those that started
- * complete as usual); nothing when its session is over. The send's result. */
-int lt__sched_cancel(lt_sched_t *s, size_t idx, uint64_t *seqs, uint32_t n);
+/* servers.c: the server table's answers, asked nowhere else. */
+/* lt__server_alive: its session answers (ready or stopping) and it is not marked dead. */
+int lt__server_alive(const lt_sched_t *s, size_t i);
+/* lt__server_takes: it may be given new work (ready, not marked, no policy limit of 0). */
+int lt__server_takes(const lt_sched_t *s, size_t i);
+/* lt__server_cap: the instructions it may have admitted at once: its pacing's cap, lowered
+ * by the policies' limits. lt__server_limited: some policy limits it. */
+uint32_t lt__server_cap(const lt_sched_t *s, size_t i);
+int lt__server_limited(const lt_sched_t *s, size_t i);
+/* lt__server_has_room: it may be given one more instruction now. */
+int lt__server_has_room(const lt_sched_t *s, size_t i);
+/* lt__server_idle: it takes work, no policy limits it, and nothing of ours is there. */
+int lt__server_idle(const lt_sched_t *s, size_t i);
+/* lt__server_fits: it takes frames as large as these inputs need. */
+int lt__server_fits(const lt_sched_t *s, size_t i, const lt_fire_t *fi);
+/* lt__server_least_frame: the smallest frame limit among the servers that take work
+ * (UINT64_MAX: none has one). */
+uint64_t lt__server_least_frame(const lt_sched_t *s);
+/* lt__server_mark_dead marks server i dead for `why` (the first reason stays), and, when
+ * `final`, not to be greeted again: the loop's reap phase ends its session. lt__server_gone
+ * tells whether it is dead or marked. */
+void lt__server_mark_dead(lt_sched_t *s, size_t i, const char *why, int final);
+int lt__server_gone(const lt_sched_t *s, size_t i);
+/* lt__server_limit sets policy `policy`'s limit on server i (LT_NO_LIMIT lifts it). */
+void lt__server_limit(lt_sched_t *s, size_t i, size_t policy, uint32_t n);
+/* lt__server_cancel asks server i to drop the `n` instructions `seqs` (those that started
+ * complete as usual); nothing when its session is over; a send that fails marks it dead. */
+void lt__server_cancel(lt_sched_t *s, size_t i, uint64_t *seqs, uint32_t n);
+/* lt__server_release queues `id` for release on server i (sent once a turn by
+ * lt__servers_flush_releases); an id of another session is refused and logged as a bug. */
+void lt__server_release(lt_sched_t *s, int i, lt_oid_t id);
+void lt__servers_flush_releases(lt_sched_t *s);
+
+/* instr.c: how a record's time on a server ends. */
+typedef enum lt_settle {
+  LT_SETTLE_APPLY = 0, /* the caller applies the outcome for the reason given */
+  LT_SETTLE_REQUEUED,  /* its migration was confirmed: it is queued for placement again */
+  LT_SETTLE_DROP       /* its twin won or carries on: it ends without effect */
+} lt_settle_t;
+/* lt__rec_settle ends r's time on its server (if it is out) for `why` (cp: its completion,
+ * or NULL): takes it off, tells the policies, settles its migration and its copy. Called
+ * only by lt__sched_end (jobs.c), the one place every end goes through. */
+lt_settle_t lt__rec_settle(lt_sched_t *s, lt_instr_rec_t *r, lt_end_t why,
+                           const lt_completion_t *cp);
+
+/* jobs.c: the one settle function. */
+/* lt__sched_end ends record r for `why` and applies the outcome to its task: a result or a
+ * failure (cp and m: the completion and its message), placed again or its task recomputed
+ * (lost, not run, taken back; `endpoint` names the server), or its task failed with `err`
+ * and `msg` (cancelled). r is freed or queued again: the caller must not use it after. */
+void lt__sched_end(lt_sched_t *s, lt_instr_rec_t *r, lt_end_t why, const lt_completion_t *cp,
+                   const lt_msg_t *m, int err, const char *msg);
+
+/* crash.c: the instruction a crash report names as the one that crashed, or 0. */
+uint64_t lt__crash_culprit(const lt_msg_t *welcome);
+
+/* policy.c: the core's side of the policies' hook table. */
+int lt__policies_init(lt_sched_t *s);
+void lt__policies_free(lt_sched_t *s);
+/* lt__policies_server_new resets entry idx's limits and makes each policy's blob for it;
+ * lt__policies_server_free frees them. */
+int lt__policies_server_new(lt_sched_t *s, size_t idx);
+void lt__policies_server_free(lt_sched_t *s, size_t idx);
+void lt__policies_server_ready(lt_sched_t *s, size_t idx, const lt_msg_t *welcome);
+void lt__policies_server_lost(lt_sched_t *s, size_t idx);
+void lt__policies_dispatch(lt_sched_t *s, const lt_instr_rec_t *r, size_t idx);
+void lt__policies_end(lt_sched_t *s, const lt_instr_rec_t *r, size_t idx, lt_end_t why,
+                      const lt_completion_t *cp);
+void lt__policies_idle(lt_sched_t *s, int64_t now_ms);
+void lt__policies_tick(lt_sched_t *s, int64_t now_ms);
+/* lt__policies_stats fills out[] (max entries) with the policies' stats of server idx, or
+ * in all (SIZE_MAX); returns how many. */
+size_t lt__policies_stats(const lt_sched_t *s, size_t idx, lt_stat_t *out, size_t max);
+
+/* requests.c: the loop's phase that applies what the policies asked. */
+void lt__sched_apply_requests(lt_sched_t *s);
+
+/* links.c: the sessions with the servers. */
+/* lt__links_open_new greets the hosts added since the last call. */
+void lt__links_open_new(lt_sched_t *s);
+/* lt__link_on_message handles a session message of server idx (welcome, error, heartbeat,
+ * the load report): 0 when the loop should go on with it (done, value), 1 when handled. */
+int lt__link_on_message(lt_sched_t *s, size_t idx, const lt_msg_t *m);
+/* lt__link_watch reads server idx's connection monitor; lt__link_watch_child notices that a
+ * spawned server exited. Both only mark a server dead. */
+void lt__link_watch(lt_sched_t *s, size_t idx);
+void lt__link_watch_child(lt_sched_t *s, size_t idx);
+/* lt__link_close ends server idx's session after it was marked dead (the reap phase):
+ * closes it, tells the others, schedules the next greeting. 1 when the session had been
+ * welcomed (its records and values are lost), 0 when it never was. */
+int lt__link_close(lt_sched_t *s, size_t idx);
+/* lt__links_tick greets dead servers again, pings, sends windows, finds missed heartbeats. */
+void lt__links_tick(lt_sched_t *s, int64_t now_ms);
+/* lt__link_drain stops giving server idx work and cancels what waits there; lt__link_retire
+ * ends its session for good (bye). */
+void lt__link_drain(lt_sched_t *s, size_t idx);
+void lt__link_retire(lt_sched_t *s, size_t idx);
+/* lt__links_takers counts the servers that take work. */
+int lt__links_takers(const lt_sched_t *s);
+/* lt__links_close_all closes every session (the evaluator is freed). */
+void lt__links_close_all(lt_sched_t *s);
+/* lt__links_free frees the list of servers announced to each server. */
+void lt__links_free(lt_sched_t *s);
 
 #endif

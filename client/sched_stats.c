@@ -41,10 +41,10 @@ static void snap_server(const lt_sched_t *s, size_t i, lt_stats_server_t *out) {
   set_str(&out->endpoint, c->endpoint != NULL ? c->endpoint : s->eps[sl->host]);
   set_str(&out->server_id, c->server_id != NULL ? c->server_id : "");
   out->state = c->state;
-  out->alive = lt__sched_alive(s, i);
+  out->alive = lt__server_alive(s, i);
   memcpy(out->reason, sl->why, sizeof out->reason);
   out->sessions = sl->sessions;
-  out->removed = sl->draining != 0;
+  out->removed = sl->removed;
   out->incarnation = c->incarnation;
   out->max_frame = c->max_frame;
   out->completed = c->completed;
@@ -60,6 +60,8 @@ static void snap_server(const lt_sched_t *s, size_t i, lt_stats_server_t *out) {
   out->rtt_us = pc->rtt_us;
   out->service_us = pc->svc_us;
   out->cores = pc->cores;
+  size_t max = sizeof out->pstats / sizeof out->pstats[0];
+  out->npstats = lt__policies_stats(s, i, out->pstats, max);
   /* A server's history only grows with its count of changes. */
   if (out->slot != i || out->changes != pc->changes) {
     out->slot = i;
@@ -82,6 +84,8 @@ void lt__stats_publish(lt_sched_t *s) {
   st->backups_won = s->backups_won;
   st->groups = s->groups;
   st->grouped = s->grouped;
+  st->npstats =
+      lt__policies_stats(s, SIZE_MAX, st->pstats, sizeof st->pstats / sizeof st->pstats[0]);
   st->bytes_to = st->bytes_from = 0;
   size_t n = 0;
   int room = LT_VEC_RESERVE(st->servers, st->cap, s->nsrv) == LT_OK;
@@ -105,6 +109,16 @@ static const char *conn_state_name(lt_conn_state_t st) {
     return "stopping";
   default:
     return "dead";
+  }
+}
+
+/* stats_json appends the policies' own numbers. */
+static void stats_json(const lt_stat_t *st, size_t n, lt_json_t *j) {
+  for (size_t k = 0; k < n; k++) {
+    if (st[k].is_bool)
+      lt__json_bool(j, st[k].key, st[k].v != 0);
+    else
+      lt__json_u64(j, st[k].key, st[k].v);
   }
 }
 
@@ -149,6 +163,7 @@ static void server_json(const lt_stats_server_t *sv, lt_json_t *j) {
   lt__json_u64(j, "bytes_peer_in", sv->load.peer_in);
   lt__json_u64(j, "bytes_peer_out", sv->load.peer_out);
   lt__json_u64(j, "values_held", sv->load.values_held);
+  stats_json(sv->pstats, sv->npstats, j);
   lt__json_object_close(j);
 }
 
@@ -169,6 +184,7 @@ void lt__sched_stats_json(void *self, lt_json_t *j) {
   lt__json_u64(j, "backups_won", st->backups_won);
   lt__json_u64(j, "groups", st->groups);
   lt__json_u64(j, "grouped", st->grouped);
+  stats_json(st->pstats, st->npstats, j);
   lt__json_str(j, "mode",
                o->lookahead && o->lazy     ? "optimized"
                : !o->lookahead && !o->lazy ? "plain"

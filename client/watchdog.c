@@ -1,21 +1,24 @@
-/* watchdog.c: instructions that a live server holds far beyond what they take. A server
- * that answers heartbeats but never finishes its work (hostile, buggy, or wedged) would
- * hold its instructions, and the client's stream, for ever: an instruction out for more
- * than LT_OVERDUE_FACTOR times what the server's whole backlog should take at the best
- * speed its chain has shown anywhere, and at least LT_OVERDUE_MIN_BEATS heartbeats, is
- * cancelled there and placed again (or its task recomputed when its output was already
- * named to successors on that server), and the server is suspect: it gets one instruction
- * at a time until it finishes one. A late completion of it is then a stray: dropped,
- * its outputs released. Chains that never completed anywhere have no expected time and are
- * left alone. Dispatcher thread only. */
+/* watchdog.c: the watchdog policy: instructions that a live server holds far beyond what
+ * they take. A server that answers heartbeats but never finishes its work (hostile, buggy,
+ * or wedged) would hold its instructions, and the client's stream, for ever: an instruction
+ * out for more than LT_OVERDUE_FACTOR times what the server's whole backlog should take at
+ * the best speed its chain has shown anywhere, and at least LT_OVERDUE_MIN_BEATS heartbeats,
+ * is taken back (cancelled there and placed again, or its task recomputed when its output
+ * was already named to successors on that server), and the server is suspect: it is
+ * limited to one instruction at a time until it finishes one. A late completion of it is
+ * then a stray: dropped, its outputs released. Chains that never completed anywhere have no
+ * expected time and are left alone. State: whether each server is suspect. Dispatcher
+ * thread only. */
 #include <stdio.h>
 
-#include <lithium/error.h>
-#include "log.h"
 #include "sched_internal.h"
 
 #define LT_OVERDUE_FACTOR    50.0
 #define LT_OVERDUE_MIN_BEATS 5
+
+typedef struct watch_srv {
+  int suspect;
+} watch_srv_t;
 
 /* limit_ms returns how long r may stay out on its server before it is overdue, or -1 when
  * nothing is known to judge by. */
@@ -31,27 +34,45 @@ static int64_t limit_ms(const lt_sched_t *s, const lt_instr_rec_t *r) {
   return ms > floor_ms ? ms : floor_ms;
 }
 
-/* take_back cancels r on its server and puts it back for placement. */
-static void take_back(lt_sched_t *s, lt_instr_rec_t *r, int64_t held_ms) {
-  size_t idx = (size_t)r->conn;
-  lt_conn_t *c = &s->srv[idx].conn;
-  lt__log(LT_LOG_WARN, "server %s held instruction %llu for %lld ms: running it elsewhere",
-          c->endpoint, (unsigned long long)r->seq, (long long)held_ms);
-  lt__sched_cancel(s, idx, &r->seq, 1);
-  lt__sched_take_off(s, r);
-  lt__sched_cancel_answered(s, r, LT_ELOST); /* a migration's cancel will not be answered */
-  s->srv[idx].slot.suspect = 1;
-  s->overdue++;
-  char why[96];
-  snprintf(why, sizeof why, "held for %lld ms", (long long)held_ms);
-  lt__sched_lost(s, r, c->endpoint, why, 1);
+static void suspect(lt_policy_t *p, size_t idx, int on) {
+  watch_srv_t *w = lt__policy_server(p, idx);
+  if (w->suspect == on) return;
+  w->suspect = on;
+  lt__policy_ask(p, &(lt_req_t){.kind = LT_REQ_LIMIT, .server = idx, .n = on ? 1 : LT_NO_LIMIT});
 }
 
-void lt__sched_overdue(lt_sched_t *s, int64_t now_ms) {
+static void on_tick(lt_policy_t *p, int64_t now_ms) {
+  const lt_sched_t *s = p->s;
   lt_instr_rec_t *r, *tmp;
   HASH_ITER(hh, s->inflight, r, tmp) {
-    if (!lt__sched_alive(s, (size_t)r->conn)) continue;
+    if (r->state == LT_IR_DROPPED || !lt__server_alive(s, (size_t)r->conn)) continue;
     int64_t lim = limit_ms(s, r);
-    if (lim >= 0 && now_ms - r->sent_ms > lim) take_back(s, r, now_ms - r->sent_ms);
+    if (lim < 0 || now_ms - r->sent_ms <= lim) continue;
+    lt_req_t q = {.kind = LT_REQ_TAKE_BACK, .seq = r->seq};
+    snprintf(q.msg, sizeof q.msg, "held instruction %llu for %lld ms", (unsigned long long)r->seq,
+             (long long)(now_ms - r->sent_ms));
+    lt__policy_ask(p, &q);
+    suspect(p, (size_t)r->conn, 1);
   }
 }
+
+/* A completion from a suspect server lifts its limit. */
+static void on_end(lt_policy_t *p, const lt_instr_rec_t *r, size_t idx, lt_end_t why,
+                   const lt_completion_t *cp) {
+  (void)r;
+  (void)why;
+  if (cp != NULL) suspect(p, idx, 0);
+}
+
+static void on_server_ready(lt_policy_t *p, size_t idx, const lt_msg_t *welcome) {
+  (void)welcome;
+  ((watch_srv_t *)lt__policy_server(p, idx))->suspect = 0;
+}
+
+const lt_policy_ops_t lt__policy_watchdog = {
+    .name = "watchdog",
+    .server_size = sizeof(watch_srv_t),
+    .on_server_ready = on_server_ready,
+    .on_end = on_end,
+    .on_tick = on_tick,
+};

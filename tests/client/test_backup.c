@@ -4,7 +4,7 @@
  * the client saw it come into its server's threads, and a later completion of another one
  * there does not move that start. One whose migration's cancel is on its way may have begun
  * before the cancel arrives, and gets a copy too: if the copy wins the original is dropped,
- * and if the cancel is confirmed the copy carries on alone (client/migrate.c). */
+ * and if the cancel is confirmed the copy carries on alone (client/instr.c, lt__rec_settle). */
 #include <criterion/criterion.h>
 
 #include "exec.h"
@@ -156,14 +156,15 @@ Test(backup, a_copy_that_wins_drops_its_migrating_twin) {
   fixture_t f;
   start(&f, 1000);
   lt_instr_rec_t *copy = migrating_with_copy(&f);
-  lt__sched_take_off(&f.w.s, copy);
-  cr_assert_eq(lt__sched_twin_settle(&f.w.s, copy, 1), 0, "the copy's result is applied");
+  lt_completion_t ok = {.seq = copy->seq, .status = LT_OK};
+  cr_assert_eq(lt__rec_settle(&f.w.s, copy, LT_END_DONE, &ok), LT_SETTLE_APPLY,
+               "the copy's result is applied");
   cr_assert_eq(f.c->state, LT_IR_DROPPED);
   cr_assert_eq(f.w.s.cancels_out, 0, "the cancel's answer only frees the dropped twin");
   cr_assert_eq(f.w.s.backups_won, 1);
-  lt__sched_take_off(&f.w.s, f.c); /* its answer comes */
-  cr_assert_eq(lt__sched_cancel_answered(&f.w.s, f.c, LT_ECANCELED), 0);
-  cr_assert_eq(lt__sched_twin_settle(&f.w.s, f.c, 0), 1, "dropped: no effect");
+  lt_completion_t cancelled = {.seq = f.c->seq, .status = LT_ECANCELED}; /* its answer comes */
+  cr_assert_eq(lt__rec_settle(&f.w.s, f.c, LT_END_NOT_RUN, &cancelled), LT_SETTLE_DROP,
+               "dropped: no effect");
   teardown(&f.w);
 }
 
@@ -171,12 +172,11 @@ Test(backup, a_migration_confirmed_leaves_the_copy_alone) {
   fixture_t f;
   start(&f, 1000);
   lt_instr_rec_t *copy = migrating_with_copy(&f);
-  lt__sched_take_off(&f.w.s, f.c); /* the server confirms: c never ran there */
-  cr_assert_eq(lt__sched_cancel_answered(&f.w.s, f.c, LT_ECANCELED), 0,
-               "not placed again: its copy runs");
+  lt_completion_t cancelled = {.seq = f.c->seq, .status = LT_ECANCELED}; /* c never ran */
+  cr_assert_eq(lt__rec_settle(&f.w.s, f.c, LT_END_NOT_RUN, &cancelled), LT_SETTLE_DROP,
+               "not placed again, and without effect: its copy runs");
   cr_assert_eq(f.w.s.cancels_out, 0);
   cr_assert_eq(f.w.s.migrated, 0);
-  cr_assert_eq(lt__sched_twin_settle(&f.w.s, f.c, 0), 1, "c goes without effect");
   cr_assert_null(copy->twin);
   cr_assert_eq(copy->backup, 0, "the copy is the instruction now, placed again if lost");
   cr_assert_eq(f.w.s.backups_won, 1);

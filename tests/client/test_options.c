@@ -41,6 +41,7 @@ Test(options, defaults_are_the_old_ones) {
   lt_options_t want, o;
   memset(&want, 0, sizeof want);
   want.ordered = want.lookahead = want.lazy = want.migrate = want.backup = 1;
+  want.quarantine = 1, want.quarantine_crashes = 3;
   want.max_threads = 6, want.min_threads = 2, want.backup_factor = 2.0;
   want.inline_max = 64 * 1024, want.max_pending = 1024, want.max_retries = 3;
   want.heartbeat_ms = 1000, want.connect_timeout_ms = 5000;

@@ -24,8 +24,11 @@ static inline void world_init(world_t *w) {
   w->s.opts = &w->opts;
   w->s.srv = w->srv;
   w->s.nsrv = WORLD_SERVERS;
-  for (size_t i = 0; i < WORLD_SERVERS; i++)
+  for (size_t i = 0; i < WORLD_SERVERS; i++) {
     w->srv[i].conn.state = LT_CONN_READY;
+    for (size_t k = 0; k < LT_POLICY_MAX; k++)
+      w->srv[i].limit[k] = LT_NO_LIMIT;
+  }
 }
 
 static inline void world_fini(world_t *w) {

@@ -1,0 +1,479 @@
+/* links.c: the dispatcher's sessions with its servers (DESIGN.md 7a, "links"): greeting
+ * (hello, and again after a session ended: in place when it never welcomed, else in a new
+ * entry of the server table, its successor), welcomes, refusals, heartbeats and round-trip
+ * pings, the throttle's window, the connection monitor and a spawned server's exit, draining
+ * and retiring a removed server. A server found dead here is only marked
+ * (lt__server_mark_dead); the loop's reap phase calls lt__link_close once. It never touches
+ * records or jobs. May call: the server table, pacing, the policies' hooks, the connection,
+ * module shipping, the trace. Dispatcher thread only. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <lithium/error.h>
+#include "log.h"
+#include "sched_internal.h"
+#include "vec.h"
+
+#define RETRY_FIRST_MS 100  /* the first wait before greeting a server again */
+#define RETRY_MAX_MS   2000 /* the longest */
+
+void lt__links_free(lt_sched_t *s) {
+  for (size_t i = 0; i < s->npeers; i++) {
+    free(s->peers[i]);
+    free(s->eps[i]);
+  }
+  free(s->peers);
+  free(s->eps);
+  free(s->keys);
+  s->peers = s->eps = NULL;
+  s->keys = NULL;
+  s->npeers = 0;
+}
+
+/* grow_table makes room for one more entry in the server table. */
+static int grow_table(lt_sched_t *s) {
+  if (s->nsrv < s->capsrv) return LT_OK;
+  size_t old = s->capsrv, cap = old ? old * 2 : 8;
+  if (LT_VEC_RESIZE(s->srv, old, cap) != LT_OK) return LT_ENOMEM;
+  s->capsrv = cap;
+  return LT_OK;
+}
+
+/* start_answered counts an initial host out of lt_eval_start's wait, once. */
+static void start_answered(lt_sched_t *s, size_t idx, int ready) {
+  lt_slot_t *sl = &s->srv[idx].slot;
+  if (sl->answered) return;
+  sl->answered = 1;
+  lt__stats_publish(s); /* lt_eval_start may return now: its stats show this answer */
+  lt__eval_host_answered(s->ev, ready);
+}
+
+/* count_auth counts an initial host that failed authentication, so that lt_eval_start
+ * says LT_EAUTH rather than LT_ENOSERVER when no server is left. */
+static void count_auth(lt_sched_t *s, size_t idx) {
+  if (s->srv[idx].slot.answered) return;
+  lt__eval_host_auth_failed(s->ev);
+}
+
+/* auth_failed ends server idx's session for a failed security handshake or a refused
+ * hello: not retried (a key does not get better by waiting), named in the stats. */
+static void auth_failed(lt_sched_t *s, size_t idx, const char *detail) {
+  lt__log(LT_LOG_ERROR, "server %s: authentication failed: %s", s->srv[idx].conn.endpoint, detail);
+  count_auth(s, idx);
+  lt__server_mark_dead(s, idx, "auth refused", 1);
+}
+
+/* greet opens server idx's connection and says hello. */
+static void greet(lt_sched_t *s, size_t idx) {
+  const lt_options_t *o = s->opts;
+  lt_server_t *v = &s->srv[idx];
+  lt_conn_t *c = &v->conn;
+  lt_slot_t *sl = &v->slot;
+  const char *ep = s->eps[sl->host];
+  lt__pace_init(&v->pace, s->first_cap, o, lt__clock_ms());
+  v->admitted = 0;
+  v->gone = v->final = 0;
+  sl->idle_ms = lt__clock_ms();
+  v->relq.n = 0;
+  const char *key = sl->host < s->npeers ? s->keys[sl->host] : "";
+  lt_conn_auth_t auth = {.secret = s->secret,
+                         .peers = (const char *const *)s->peers,
+                         .npeers = (uint32_t)s->npeers,
+                         .pub = o->curve_pub,
+                         .sec = o->curve_sec,
+                         .server = key};
+  lt_conn_program_t prog = {.kernels = s->tmpl->kernels, .nkernels = s->tmpl->nkernels};
+  lt__ship_modules(s->ship, &prog.modules, &prog.nmodules);
+  int rc = lt__conn_open(c, s->zctx, ep, s->client_id, lt__binding(s, NULL).inline_max, &prog,
+                         &auth, lt__clock_ms());
+  if (rc != LT_OK) {
+    if (rc == LT_EAUTH) count_auth(s, idx);
+    lt__log(LT_LOG_WARN, "server %s: cannot open (%s)", ep, lt_strerror(rc));
+    lt__conn_shut(c);
+    c->state = LT_CONN_DEAD;
+    if (c->endpoint == NULL) c->endpoint = strdup(ep);
+    snprintf(sl->why, sizeof sl->why, "%s", rc == LT_EAUTH ? "auth refused" : "cannot connect: ");
+    if (rc != LT_EAUTH)
+      snprintf(sl->why + strlen(sl->why), sizeof sl->why - strlen(sl->why), "%s", lt_strerror(rc));
+    sl->retry_at_ms = 0; /* a bad endpoint does not get better */
+    start_answered(s, idx, 0);
+  }
+}
+
+/* add_entry adds a server table entry for host `host` and greets the server; -1 without
+ * memory. */
+static long add_entry(lt_sched_t *s, size_t host, int watch_fd) {
+  if (grow_table(s) != LT_OK) return -1;
+  size_t idx = s->nsrv;
+  memset(&s->srv[idx], 0, sizeof s->srv[idx]);
+  if (lt__policies_server_new(s, idx) != LT_OK) {
+    lt__policies_server_free(s, idx);
+    return -1;
+  }
+  s->srv[idx].conn.state = LT_CONN_DEAD;
+  s->srv[idx].slot = (lt_slot_t){
+      .host = host, .watch_fd = watch_fd, .successor = -1, .predecessor = -1, .sessions = 1};
+  s->srv[idx].slot.answered = host >= s->initial; /* only initial hosts hold up the start */
+  s->nsrv++;
+  greet(s, idx);
+  return (long)idx;
+}
+
+/* update_peers rebuilds the list of the session's servers from `hosts` (n of them):
+ * "ENDPOINT KEY" or "ENDPOINT" for each, and each one's key. LT_ENOMEM keeps the old one. */
+static int update_peers(lt_sched_t *s, const lt_host_t *hosts, size_t n) {
+  char **peers = calloc(n ? n : 1, sizeof *peers);
+  char **eps = calloc(n ? n : 1, sizeof *eps);
+  char(*keys)[41] = calloc(n ? n : 1, sizeof *keys);
+  int rc = peers != NULL && keys != NULL && eps != NULL ? LT_OK : LT_ENOMEM;
+  for (size_t i = 0; rc == LT_OK && i < n; i++) {
+    const char *k = hosts[i].key[0] != '\0' ? hosts[i].key : s->opts->curve_server;
+    snprintf(keys[i], sizeof keys[i], "%s", k);
+    size_t len = strlen(hosts[i].endpoint) + strlen(k) + 2;
+    if ((peers[i] = malloc(len)) == NULL || (eps[i] = strdup(hosts[i].endpoint)) == NULL) {
+      rc = LT_ENOMEM;
+      break;
+    }
+    snprintf(peers[i], len, "%s%s%s", hosts[i].endpoint, k[0] ? " " : "", k);
+  }
+  if (rc != LT_OK) {
+    for (size_t i = 0; peers != NULL && eps != NULL && i < n; i++) {
+      free(peers[i]);
+      free(eps[i]);
+    }
+    free(peers);
+    free(eps);
+    free(keys);
+    return rc;
+  }
+  lt__links_free(s);
+  s->peers = peers;
+  s->eps = eps;
+  s->keys = keys;
+  s->npeers = n;
+  return LT_OK;
+}
+
+void lt__links_open_new(lt_sched_t *s) {
+  lt_host_t *hosts = NULL;
+  long n = lt__eval_hosts(s->ev, &hosts);
+  if (n < 0) return;
+  for (size_t i = 0; i < s->nsrv; i++)
+    if (hosts[s->srv[i].slot.host].gone) s->srv[i].slot.removed = 1;
+  if (update_peers(s, hosts, (size_t)n) != LT_OK) {
+    lt__eval_hosts_free(hosts, (size_t)n);
+    return;
+  }
+  /* Every server is told the session's servers first (the holders its instructions may
+   * name): the new ones in their greeting, the others in a PROGRAM sent before any
+   * instruction that names a new one. A greeting that fails at once reports to
+   * lt_eval_start, which takes the evaluator's lock: lt__eval_hosts has let go of it. */
+  size_t old = s->nsrv;
+  while (s->hosts_seen < (size_t)n) {
+    if (add_entry(s, s->hosts_seen, hosts[s->hosts_seen].fd) < 0) break;
+    s->hosts_seen++;
+  }
+  lt__eval_hosts_free(hosts, (size_t)n);
+  for (size_t i = 0; i < old; i++) {
+    lt_conn_t *c = &s->srv[i].conn;
+    if (lt__server_gone(s, i)) continue;
+    int rc = lt__conn_program(c, s->tmpl->kernels, s->tmpl->nkernels, (const char *const *)s->peers,
+                              (uint32_t)s->npeers, lt__clock_ms());
+    if (rc != LT_OK) lt__server_mark_dead(s, i, lt_strerror(rc), 0);
+  }
+}
+
+void lt__link_drain(lt_sched_t *s, size_t idx) {
+  lt_conn_t *c = &s->srv[idx].conn;
+  lt_slot_t *sl = &s->srv[idx].slot;
+  if (c->state == LT_CONN_DEAD) { /* nothing there: it is only not greeted again */
+    snprintf(sl->why, sizeof sl->why, "removed");
+    sl->retry_at_ms = 0;
+    start_answered(s, idx, 0);
+    return;
+  }
+  if (c->state == LT_CONN_HELLO) {
+    lt__server_mark_dead(s, idx, "removed", 1);
+    return;
+  }
+  lt__log(LT_LOG_INFO, "server %s: draining (%u instructions out)", c->endpoint, c->inflight);
+  c->state = LT_CONN_STOPPING;
+  uint64_t *seqs = calloc(c->inflight ? c->inflight : 1, sizeof *seqs);
+  uint32_t n = 0;
+  for (lt_instr_rec_t *r = s->srv[idx].slot.out; r != NULL && seqs != NULL; r = r->out_next)
+    seqs[n++] = r->seq;
+  lt__server_cancel(s, idx, seqs, n);
+  free(seqs);
+  /* The server shows it in `lithium status` while the running instructions finish. */
+  lt_msg_t hb = {.type = LT_MSG_HEARTBEAT};
+  hb.u.heartbeat.draining = true;
+  lt__conn_send(c, &hb, NULL, lt__clock_ms());
+}
+
+void lt__link_retire(lt_sched_t *s, size_t idx) {
+  lt_conn_t *c = &s->srv[idx].conn;
+  if (c->state != LT_CONN_DEAD && c->state != LT_CONN_HELLO) {
+    lt_msg_t bye = {.type = LT_MSG_BYE};
+    lt__conn_send(c, &bye, NULL, lt__clock_ms());
+  }
+  lt__server_mark_dead(s, idx, "removed", 1);
+}
+
+/* tell_lost tells every other live server that `endpoint` is gone: their instructions
+ * waiting for its values fail at once and are recomputed, instead of waiting for a fetch
+ * timeout. */
+static void tell_lost(lt_sched_t *s, size_t idx) {
+  const char *holders[1] = {s->srv[idx].conn.endpoint};
+  lt_msg_t m = {.type = LT_MSG_LOST};
+  m.u.lost.nholders = 1;
+  m.u.lost.holders = holders;
+  for (size_t i = 0; i < s->nsrv; i++)
+    if (i != idx && lt__server_alive(s, i))
+      lt__conn_send(&s->srv[i].conn, &m, NULL, lt__clock_ms());
+}
+
+/* why_unanswered says why a server never welcomed us, from what its connection showed. */
+static const char *why_unanswered(const lt_conn_t *c) {
+  if (c->connected) return "no welcome";
+  if (c->refused) return "refused";
+  if (c->unresolvable) return "unresolvable";
+  return "no answer";
+}
+
+int lt__link_close(lt_sched_t *s, size_t idx) {
+  lt_server_t *v = &s->srv[idx];
+  lt_conn_t *c = &v->conn;
+  lt_slot_t *sl = &v->slot;
+  if (c->state == LT_CONN_DEAD) return 0;
+  const char *why = v->why;
+  int was_hello = c->state == LT_CONN_HELLO;
+  snprintf(sl->why, sizeof sl->why, "%s", why);
+  sl->backoff_ms = sl->backoff_ms ? sl->backoff_ms * 2 : RETRY_FIRST_MS;
+  if (sl->backoff_ms > RETRY_MAX_MS) sl->backoff_ms = RETRY_MAX_MS;
+  sl->retry_at_ms = v->final ? 0 : lt__clock_ms() + (was_hello ? sl->backoff_ms : 0);
+  if (was_hello && sl->sessions > 1) {
+    /* A greeting again that found nobody yet: quiet, it goes on. */
+    lt__log(LT_LOG_DEBUG, "server %s: %s", c->endpoint, why);
+  } else if (sl->removed) {
+    lt__log(LT_LOG_INFO, "server %s: drained, its session ended", c->endpoint);
+  } else {
+    lt__log(LT_LOG_WARN, "server %s is %s: %s", c->endpoint, was_hello ? "unreachable" : "dead",
+            why);
+  }
+  lt__trace_server_lost(s->trace, s, idx, why);
+  c->state = LT_CONN_DEAD;
+  v->gone = 0;
+  /* A dead link is closed at once: nothing more is read from it or sent to it. */
+  lt__conn_shut(c);
+  v->relq.n = 0;
+  if (was_hello) {
+    start_answered(s, idx, 0);
+    return 0;
+  }
+  tell_lost(s, idx);
+  return 1;
+}
+
+/* greet_again greets a dead server again once its wait is over: in place when it never
+ * welcomed this entry, else in a new entry (values of the old session are lost for good). */
+static void greet_again(lt_sched_t *s, size_t idx, int64_t now) {
+  lt_slot_t *sl = &s->srv[idx].slot;
+  if (s->srv[idx].conn.state != LT_CONN_DEAD || sl->retry_at_ms == 0 || now < sl->retry_at_ms ||
+      sl->removed)
+    return;
+  sl->retry_at_ms = 0;
+  if (!sl->was_ready) {
+    uint32_t backoff = sl->backoff_ms, sessions = sl->sessions;
+    lt__conn_close(&s->srv[idx].conn);
+    greet(s, idx);
+    sl->backoff_ms = backoff;
+    sl->sessions = sessions;
+    return;
+  }
+  long next = add_entry(s, sl->host, sl->watch_fd);
+  sl = &s->srv[idx].slot; /* add_entry may move the table */
+  if (next < 0) {
+    sl->retry_at_ms = now + RETRY_MAX_MS;
+    return;
+  }
+  sl->successor = next;
+  sl->watch_fd = -1;
+  s->srv[next].slot.predecessor = (long)idx;
+  memcpy(s->srv[next].slot.why, sl->why, sizeof sl->why);
+  s->srv[next].slot.sessions = sl->sessions + 1;
+  s->srv[next].slot.answered = 1;
+}
+
+int lt__links_takers(const lt_sched_t *s) {
+  int n = 0;
+  for (size_t i = 0; i < s->nsrv; i++)
+    n += lt__server_takes(s, i);
+  return n;
+}
+
+static void on_welcome(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
+  lt_conn_t *c = &s->srv[idx].conn;
+  lt_slot_t *sl = &s->srv[idx].slot;
+  if (m->u.welcome.version != LT_PROTO_VERSION) {
+    lt__server_mark_dead(s, idx, "protocol version mismatch", 1);
+    return;
+  }
+  free(c->server_id);
+  c->server_id = strdup(m->u.welcome.server_id);
+  c->threads = m->u.welcome.threads;
+  c->speed = m->u.welcome.speed;
+  c->incarnation = m->u.welcome.incarnation;
+  c->max_frame = m->u.welcome.max_frame;
+  s->srv[idx].pace.workers = c->threads;
+  if (m->u.welcome.cores > 0) s->srv[idx].pace.cores = m->u.welcome.cores;
+  /* Modules go before any instruction: the session takes work from now on. */
+  lt__ship_welcome(s->ship, c, m, lt__clock_ms());
+  c->state = LT_CONN_READY;
+  sl->was_ready = 1;
+  sl->backoff_ms = 0;
+  sl->why[0] = '\0';
+  lt__log(sl->sessions > 1 ? LT_LOG_WARN : LT_LOG_INFO, "server %s (%s) ready%s, %u threads",
+          c->endpoint, m->u.welcome.server_id, sl->sessions > 1 ? " again" : "", c->threads);
+  start_answered(s, idx, 1);
+  lt__policies_server_ready(s, idx, m);
+}
+
+static void on_error(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
+  lt_conn_t *c = &s->srv[idx].conn;
+  lt__log(LT_LOG_WARN, "server %s refused a message: %s (%s)", c->endpoint, m->u.error.message,
+          lt_strerror(m->u.error.code));
+  if (c->state == LT_CONN_HELLO && m->u.error.code == LT_EAUTH) {
+    auth_failed(s, idx, m->u.error.message);
+    return;
+  }
+  if (c->state == LT_CONN_HELLO) {
+    lt__server_mark_dead(s, idx, m->u.error.message, m->u.error.code == LT_EVERSION);
+    return;
+  }
+  /* In a session, a refusal means the server has lost our session (it restarted, or dropped
+   * us while we were paused) or refused an execute: the instructions we think it holds may
+   * be gone. The session ends now; its work goes elsewhere and the server is greeted again. */
+  char why[160];
+  snprintf(why, sizeof why, "%s: %s",
+           m->u.error.code == LT_ESTATE ? "it lost our session" : "it refused a message",
+           m->u.error.message);
+  lt__server_mark_dead(s, idx, why, 0);
+}
+
+int lt__link_on_message(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
+  lt_conn_t *c = &s->srv[idx].conn;
+  if (m->has_load) {
+    if (c->incarnation != 0 && m->load.incarnation != 0 && m->load.incarnation != c->incarnation) {
+      /* Another process answers on this endpoint: our session died with the old one. */
+      lt__server_mark_dead(s, idx, "the server restarted (new incarnation)", 0);
+      return 1;
+    }
+    c->load = m->load;
+    lt__pace_load(&s->srv[idx].pace, &m->load);
+    if (m->load.stopping && c->state == LT_CONN_READY && !s->srv[idx].slot.removed) {
+      lt__log(LT_LOG_INFO, "server %s is stopping: no new work goes there", c->endpoint);
+      c->state = LT_CONN_STOPPING;
+    }
+  }
+  switch (m->type) {
+  case LT_MSG_WELCOME:
+    if (c->state == LT_CONN_HELLO) on_welcome(s, idx, m);
+    return 1;
+  case LT_MSG_ERROR:
+    on_error(s, idx, m);
+    return 1;
+  case LT_MSG_HEARTBEAT:
+    if (m->u.heartbeat.seq != 0 && s->opts->lookahead) {
+      int64_t rtt = lt__clock_us() - (int64_t)m->u.heartbeat.seq;
+      if (rtt > 0 && rtt < 10 * 1000000) lt__pace_rtt(&s->srv[idx].pace, (double)rtt);
+    }
+    return 1;
+  case LT_MSG_DONE:
+  case LT_MSG_VALUE:
+    return 0;
+  default:
+    lt__log(LT_LOG_DEBUG, "server %s: unexpected %s", c->endpoint, lt__msg_type_name(m->type));
+    return 1;
+  }
+}
+
+void lt__link_watch(lt_sched_t *s, size_t idx) {
+  lt_conn_event_t ev;
+  while (!lt__server_gone(s, idx) &&
+         (ev = lt__conn_monitor(&s->srv[idx].conn)) != LT_CONN_EV_NONE) {
+    if (ev == LT_CONN_EV_DISCONNECTED) lt__server_mark_dead(s, idx, "connection lost", 0);
+    if (ev == LT_CONN_EV_AUTH_FAILED)
+      auth_failed(s, idx,
+                  "the CURVE handshake failed (a key the server does not allow, a wrong "
+                  "server key, or CURVE on one side only)");
+  }
+}
+
+void lt__link_watch_child(lt_sched_t *s, size_t idx) {
+  lt_slot_t *sl = &s->srv[idx].slot;
+  char buf[256];
+  ssize_t n = read(sl->watch_fd, buf, sizeof buf);
+  if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR))) return;
+  sl->watch_fd = -1;
+  /* Nobody restarts a spawned server. */
+  lt__server_mark_dead(s, idx, "the server process exited", 1);
+}
+
+/* send_window tells server i its window at once, in an EXECUTE with no instruction. */
+static int send_window(lt_sched_t *s, size_t i, int64_t now) {
+  lt_msg_t w = {.type = LT_MSG_EXECUTE};
+  w.u.execute.max_active = s->srv[i].pace.window;
+  w.u.execute.timeout_ms = s->opts->task_timeout_ms;
+  return lt__conn_send(&s->srv[i].conn, &w, NULL, now);
+}
+
+/* beat keeps server i's session: the throttle's window, missed heartbeats, pings. */
+static void beat(lt_sched_t *s, size_t i, int64_t now) {
+  const lt_options_t *o = s->opts;
+  lt_server_t *v = &s->srv[i];
+  lt_conn_t *c = &v->conn;
+  if (lt__pace_control(&v->pace, o, now, s->t0_ms) && o->throttle) {
+    int rc = send_window(s, i, now);
+    if (rc != LT_OK) {
+      lt__server_mark_dead(s, i, lt_strerror(rc), 0);
+      return;
+    }
+  }
+  /* Messages waiting unread mean the server is alive and this loop was late. */
+  int events = 0;
+  size_t len = sizeof events;
+  if (zmq_getsockopt(c->sock, ZMQ_EVENTS, &events, &len) == 0 && (events & ZMQ_POLLIN))
+    c->last_recv_ms = now;
+  if (now - c->last_recv_ms > 3 * (int64_t)o->heartbeat_ms) {
+    lt__server_mark_dead(s, i, "missed 3 heartbeats", 0);
+  } else if (now - c->last_send_ms >= (int64_t)o->heartbeat_ms ||
+             now - c->last_recv_ms >= (int64_t)o->heartbeat_ms ||
+             (o->lookahead && now - v->pace.last_ping_ms >= LT_PING_MS)) {
+    /* The ping carries its send time: the answer measures the round trip. */
+    lt_msg_t hb = {.type = LT_MSG_HEARTBEAT};
+    hb.u.heartbeat.seq = (uint64_t)lt__clock_us();
+    v->pace.last_ping_ms = now;
+    lt__conn_send(c, &hb, NULL, now);
+  }
+}
+
+void lt__links_tick(lt_sched_t *s, int64_t now) {
+  const lt_options_t *o = s->opts;
+  for (size_t i = 0; i < s->nsrv; i++) {
+    greet_again(s, i, now); /* may add an entry: the table may move */
+    lt_conn_t *c = &s->srv[i].conn;
+    if (lt__server_gone(s, i)) continue;
+    if (c->state == LT_CONN_HELLO && now - c->opened_ms > (int64_t)o->connect_timeout_ms)
+      lt__server_mark_dead(s, i, why_unanswered(c), 0);
+    else if (lt__server_alive(s, i))
+      beat(s, i, now);
+  }
+}
+
+void lt__links_close_all(lt_sched_t *s) {
+  for (size_t i = 0; i < s->nsrv; i++)
+    lt__conn_close(&s->srv[i].conn);
+}

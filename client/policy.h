@@ -1,0 +1,131 @@
+/* policy.h: the dispatcher's policies behind one hook table (DESIGN.md 7a, "policies").
+ * A policy reads the dispatcher's state (records, the server table, pacing) and never
+ * writes it: it keeps its own state — once, and per server in a blob whose size it declares
+ * and the core allocates with each server entry (nng's pipe_size) — and asks for what it
+ * wants done with lt__policy_ask. The loop applies the asks between its phases (Go's
+ * sysmon decides; the scheduler acts), after checking that they still make sense: a record
+ * asked about may have completed in between. A new policy is one file and one line in the
+ * registry (policy.c). Dispatcher thread only, except `stats`, which the dispatcher calls
+ * while it publishes. */
+#ifndef LT_POLICY_H
+#define LT_POLICY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "codec.h"
+#include "options.h"
+
+typedef struct lt_sched lt_sched_t;
+typedef struct lt_instr_rec lt_instr_rec_t;
+
+#define LT_POLICY_MAX   8          /* policies in the registry, at most */
+#define LT_POLICY_STATS 4          /* stats one policy may publish, per server and in all */
+#define LT_NO_LIMIT     UINT32_MAX /* a server limit that limits nothing */
+
+/* Why an instruction record's time on a server ended (every end goes through one settle
+ * function with one of these, jobs.c lt__sched_end). */
+typedef enum lt_end {
+  LT_END_DONE = 0,   /* it completed with a result */
+  LT_END_FAILED,     /* its kernel failed (or a value it needed was lost elsewhere) */
+  LT_END_NOT_RUN,    /* the server says it never ran: stopping, or cancelled */
+  LT_END_LOST,       /* its server's session ended with it out there */
+  LT_END_TAKEN_BACK, /* a policy took it back from a server that held it far too long */
+  LT_END_ABORTED,    /* the client gives it up: its task fails (the evaluator is freed, no
+                        server can take it, it is too big, out of memory) */
+} lt_end_t;
+
+/* What a policy asks the core to do (lt__policy_ask). Records are named by their instruction
+ * id (`seq`), tasks by number, servers by index into the table. */
+typedef enum lt_req_kind {
+  LT_REQ_COPY = 0,  /* run a copy of record `seq` on server `server`: the first result wins */
+  LT_REQ_RECALL,    /* cancel record `seq` on its server; once the server confirms it never
+                       ran, place it again (a migration) */
+  LT_REQ_TAKE_BACK, /* cancel record `seq` on its server and place it again now (charged as a
+                       loss) */
+  LT_REQ_LIMIT,     /* admit at most `n` instructions on `server` (LT_NO_LIMIT: no limit), for
+                       this policy; the smallest limit of all policies holds */
+  LT_REQ_FAIL,      /* fail task `task` with `err` and `msg`, and cancel its record `seq` if it
+                       is out */
+  LT_REQ_REFUND,    /* take back the loss charged to record `seq` (or, when it is gone, to
+                       task `task`'s recomputations): it was no fault of theirs */
+  LT_REQ_DRAIN,     /* give `server` no new work and cancel what waits there */
+  LT_REQ_RETIRE,    /* end `server`'s session for good (bye) */
+} lt_req_kind_t;
+
+typedef struct lt_req {
+  lt_req_kind_t kind;
+  size_t policy; /* filled in by lt__policy_ask */
+  size_t server;
+  uint64_t seq;
+  uint64_t task;
+  uint32_t n;
+  int err;
+  char msg[256];
+} lt_req_t;
+
+/* One number a policy publishes in the stats (`key` is a static string). */
+typedef struct lt_stat {
+  const char *key;
+  int is_bool;
+  uint64_t v;
+} lt_stat_t;
+
+typedef struct lt_policy lt_policy_t;
+
+/* A policy's hooks; any may be NULL. `idx` names a server entry. */
+typedef struct lt_policy_ops {
+  const char *name;
+  size_t state_size;  /* its own state, allocated zeroed by the core */
+  size_t server_size; /* its state per server, allocated zeroed with each entry */
+  /* enabled tells whether the options turn the policy on (NULL: always). */
+  int (*enabled)(const lt_options_t *o);
+  /* on_server_ready: server idx welcomed a new session (`welcome`, the message). */
+  void (*on_server_ready)(lt_policy_t *p, size_t idx, const lt_msg_t *welcome);
+  /* on_server_lost: server idx's session ended (its records are settled next, LT_END_LOST). */
+  void (*on_server_lost)(lt_policy_t *p, size_t idx);
+  /* on_dispatch: record r went out to server idx. */
+  void (*on_dispatch)(lt_policy_t *p, const lt_instr_rec_t *r, size_t idx);
+  /* on_end: record r's time on server idx ended for `why` (cp: its completion, or NULL). */
+  void (*on_end)(lt_policy_t *p, const lt_instr_rec_t *r, size_t idx, lt_end_t why,
+                 const lt_completion_t *cp);
+  /* on_idle: a server came to have room this turn (after completions). */
+  void (*on_idle)(lt_policy_t *p, int64_t now_ms);
+  /* on_tick: the periodic tick (heartbeats, at most LT_PING_MS apart). */
+  void (*on_tick)(lt_policy_t *p, int64_t now_ms);
+  /* stats fills up to LT_POLICY_STATS numbers of server idx, or of the policy in all when
+   * idx is SIZE_MAX; returns how many. */
+  size_t (*stats)(const lt_policy_t *p, size_t idx, lt_stat_t *out);
+  /* fini frees what the state and the server blobs hold (not the blobs themselves). */
+  void (*fini)(lt_policy_t *p);
+} lt_policy_ops_t;
+
+struct lt_policy {
+  const lt_policy_ops_t *ops;
+  const lt_sched_t *s; /* read only */
+  void *state;
+  size_t id; /* its index in the registry: its limit's and its blob's slot */
+  struct lt_req_queue *q;
+};
+
+/* The request queue the loop applies (policy.c). */
+typedef struct lt_req_queue {
+  lt_req_t *reqs;
+  size_t n, cap;
+} lt_req_queue_t;
+
+/* lt__policy_ask queues a request of p for the loop's next apply phase; dropped (logged)
+ * without memory. */
+void lt__policy_ask(lt_policy_t *p, const lt_req_t *req);
+/* lt__policy_server returns p's blob for server idx (borrowed). */
+void *lt__policy_server(const lt_policy_t *p, size_t idx);
+
+/* The registry: every policy the dispatcher knows, in the order their hooks run. */
+extern const lt_policy_ops_t lt__policy_watchdog;
+extern const lt_policy_ops_t lt__policy_crash;
+extern const lt_policy_ops_t lt__policy_quarantine;
+extern const lt_policy_ops_t lt__policy_backup;
+extern const lt_policy_ops_t lt__policy_migrate;
+extern const lt_policy_ops_t lt__policy_drain;
+
+#endif

@@ -1,0 +1,181 @@
+/* quarantine.c: the quarantine policy (option quarantine, on in `optimized`; its stats are
+ * there, false and 0, when it is off): flaky hosts
+ * get a cool-down. When the worker of a supervised server crashes, its next welcome says
+ * which of our instructions were running (and which one the crash came from, when it
+ * knows); a host on which instructions of `quarantine_crashes` different tasks crashed the
+ * worker within a minute gets no new work (a limit of 0 on its entry) for a cool-down that
+ * starts at 10 s and doubles at each quarantine of that host. Work already there finishes;
+ * the others take the rest. Stats: each server's `quarantined`, and `quarantines` in all.
+ * State: the instructions each session was running when it ended, and per host its recent
+ * crashes and its cool-down. Dispatcher thread only. */
+#include <stdlib.h>
+
+#include "log.h"
+#include "sched_internal.h"
+#include "vec.h"
+
+#define WINDOW_MS     60000 /* crashes count for a minute */
+#define COOL_FIRST_MS 10000 /* the first cool-down */
+#define COOL_MAX_MS   600000
+#define CRASHES_KEPT  16
+
+typedef struct lost {
+  uint64_t seq, task;
+} lost_t;
+
+/* Per server entry: what its session was running when it ended. */
+typedef struct q_srv {
+  lost_t *lost;
+  uint32_t nlost;
+  size_t cap;
+} q_srv_t;
+
+/* Per host: its recent crashes (time and task), and its cool-down. */
+typedef struct q_host {
+  int64_t at_ms[CRASHES_KEPT];
+  uint64_t task[CRASHES_KEPT];
+  uint32_t n;       /* crashes recorded, the latest at (n - 1) % CRASHES_KEPT */
+  int64_t until_ms; /* quarantined until then; 0: not */
+  uint32_t cool_ms; /* the next cool-down */
+  size_t entry;     /* its current server entry */
+} q_host_t;
+
+typedef struct q_state {
+  q_host_t *hosts;
+  size_t cap;
+  uint64_t quarantines;
+} q_state_t;
+
+static q_host_t *host_of(lt_policy_t *p, size_t idx) {
+  q_state_t *st = p->state;
+  size_t h = p->s->srv[idx].slot.host;
+  if (LT_VEC_RESERVE(st->hosts, st->cap, h + 1) != LT_OK) return NULL;
+  return &st->hosts[h];
+}
+
+static void on_end(lt_policy_t *p, const lt_instr_rec_t *r, size_t idx, lt_end_t why,
+                   const lt_completion_t *cp) {
+  (void)cp;
+  if (why != LT_END_LOST) return;
+  q_srv_t *q = lt__policy_server(p, idx);
+  lost_t *l = LT_VEC_PUSH(q->lost, q->nlost, q->cap);
+  if (l != NULL) *l = (lost_t){r->seq, r->job->num};
+}
+
+/* task_of returns the task of instruction `seq` lost with entry idx, or 0 when unknown. */
+static uint64_t task_of(const q_srv_t *q, uint64_t seq) {
+  for (uint32_t i = 0; i < q->nlost; i++)
+    if (q->lost[i].seq == seq) return q->lost[i].task;
+  return 0;
+}
+
+/* distinct_recent counts the different tasks among h's crashes since `since`. */
+static uint32_t distinct_recent(const q_host_t *h, int64_t since) {
+  uint32_t kept = h->n < CRASHES_KEPT ? h->n : CRASHES_KEPT, d = 0;
+  for (uint32_t a = 0; a < kept; a++) {
+    uint32_t i = (h->n - 1 - a) % CRASHES_KEPT;
+    if (h->at_ms[i] < since) continue;
+    int seen = 0;
+    for (uint32_t b = 0; b < a && !seen; b++) {
+      uint32_t k = (h->n - 1 - b) % CRASHES_KEPT;
+      seen = h->at_ms[k] >= since && h->task[k] == h->task[i];
+    }
+    d += !seen;
+  }
+  return d;
+}
+
+static void record(q_host_t *h, uint64_t task, int64_t now) {
+  uint32_t i = h->n++ % CRASHES_KEPT;
+  h->at_ms[i] = now;
+  h->task[i] = task;
+}
+
+static void limit(lt_policy_t *p, size_t idx, uint32_t n) {
+  lt__policy_ask(p, &(lt_req_t){.kind = LT_REQ_LIMIT, .server = idx, .n = n});
+}
+
+/* crashed records the crash that ended entry prev's session, as told in `w`. */
+static void crashed(lt_policy_t *p, size_t prev, q_host_t *h, const lt_msg_t *w, int64_t now) {
+  q_srv_t *q = lt__policy_server(p, prev);
+  uint64_t culprit = lt__crash_culprit(w);
+  if (culprit != 0) {
+    record(h, task_of(q, culprit), now);
+    return;
+  }
+  for (uint32_t i = 0; i < w->u.welcome.ncrashed; i++)
+    record(h, task_of(q, w->u.welcome.crashed[i]), now);
+}
+
+static void on_server_ready(lt_policy_t *p, size_t idx, const lt_msg_t *w) {
+  const lt_sched_t *s = p->s;
+  q_host_t *h = s->opts->quarantine ? host_of(p, idx) : NULL;
+  if (h == NULL) return;
+  h->entry = idx;
+  int64_t now = lt__clock_ms();
+  long prev = s->srv[idx].slot.predecessor;
+  if (prev >= 0) {
+    const lt_conn_t *old = &s->srv[prev].conn;
+    if (w->u.welcome.crash_signal > 0 && old->incarnation != 0 &&
+        w->u.welcome.crashed_incarnation == old->incarnation)
+      crashed(p, (size_t)prev, h, w, now);
+    q_srv_t *q = lt__policy_server(p, (size_t)prev);
+    LT_VEC_FREE(q->lost, q->nlost, q->cap);
+  }
+  q_state_t *st = p->state;
+  if (h->until_ms == 0 && distinct_recent(h, now - WINDOW_MS) >= s->opts->quarantine_crashes) {
+    h->cool_ms = h->cool_ms ? h->cool_ms * 2 : COOL_FIRST_MS;
+    if (h->cool_ms > COOL_MAX_MS) h->cool_ms = COOL_MAX_MS;
+    h->until_ms = now + h->cool_ms;
+    h->n = 0; /* the crashes that led here are paid for */
+    st->quarantines++;
+    lt__log(LT_LOG_WARN,
+            "server %s: its worker crashed for %u different tasks within a minute: "
+            "no new work for %u s",
+            s->srv[idx].conn.endpoint, s->opts->quarantine_crashes, h->cool_ms / 1000);
+  }
+  if (h->until_ms != 0) limit(p, idx, 0);
+}
+
+static void on_tick(lt_policy_t *p, int64_t now_ms) {
+  q_state_t *st = p->state;
+  for (size_t k = 0; k < st->cap; k++) {
+    q_host_t *h = &st->hosts[k];
+    if (h->until_ms == 0 || now_ms < h->until_ms) continue;
+    h->until_ms = 0;
+    if (h->entry < p->s->nsrv) {
+      lt__log(LT_LOG_INFO, "server %s: its cool-down is over", p->s->srv[h->entry].conn.endpoint);
+      limit(p, h->entry, LT_NO_LIMIT);
+    }
+  }
+}
+
+static size_t stats(const lt_policy_t *p, size_t idx, lt_stat_t *out) {
+  const q_state_t *st = p->state;
+  if (idx == SIZE_MAX) {
+    out[0] = (lt_stat_t){"quarantines", 0, st->quarantines};
+    return 1;
+  }
+  out[0] = (lt_stat_t){"quarantined", 1, p->s->srv[idx].limit[p->id] == 0};
+  return 1;
+}
+
+static void fini(lt_policy_t *p) {
+  q_state_t *st = p->state;
+  free(st->hosts);
+  for (size_t i = 0; i < p->s->capsrv; i++) {
+    q_srv_t *q = lt__policy_server(p, i);
+    if (q != NULL) LT_VEC_FREE(q->lost, q->nlost, q->cap);
+  }
+}
+
+const lt_policy_ops_t lt__policy_quarantine = {
+    .name = "quarantine",
+    .state_size = sizeof(q_state_t),
+    .server_size = sizeof(q_srv_t),
+    .on_server_ready = on_server_ready,
+    .on_end = on_end,
+    .on_tick = on_tick,
+    .stats = stats,
+    .fini = fini,
+};

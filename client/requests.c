@@ -1,0 +1,164 @@
+/* requests.c: the loop's phase that applies what the policies asked (policy.h): copies of
+ * stragglers, recalls of queued work (migration), taking back what a server held too long,
+ * limits on a server, failing a task, refunding a loss that was no fault of its own,
+ * draining and retiring a server. Each request is checked against the state now — the
+ * record may have completed, the server died — and dropped when it no longer applies. The
+ * policies decide; this file acts. Dispatcher thread only. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <lithium/error.h>
+#include "log.h"
+#include "sched_internal.h"
+
+/* find_out returns the record `seq` while it is out, or NULL. */
+static lt_instr_rec_t *find_out(lt_sched_t *s, uint64_t seq) {
+  lt_instr_rec_t *r;
+  HASH_FIND(hh, s->inflight, &seq, sizeof seq, r);
+  return r;
+}
+
+static lt_job_rec_t *find_job(lt_sched_t *s, uint64_t task) {
+  lt_job_rec_t *j;
+  HASH_FIND(hh, s->jobs, &task, sizeof task, j);
+  return j;
+}
+
+/* copy runs a copy of r on server `to`: the two are twins, the first result wins. */
+static void copy(lt_sched_t *s, const lt_req_t *q) {
+  lt_instr_rec_t *r = find_out(s, q->seq);
+  if (r == NULL || r->twin != NULL || r->state == LT_IR_DROPPED || lt__sched_stale(r) ||
+      q->server >= s->nsrv || !lt__server_idle(s, q->server))
+    return;
+  lt_instr_rec_t *c = lt__rec_copy(s, r);
+  if (c == NULL) return;
+  c->twin = r;
+  r->twin = c;
+  int64_t now = lt__clock_ms();
+  int64_t idle_ms = now - s->srv[q->server].slot.idle_ms;
+  if (lt__sched_dispatch_to(s, c, (int)q->server) != LT_OK) {
+    r->twin = NULL;
+    lt__sched_rec_done(s, c);
+    return;
+  }
+  s->backups++;
+  lt__log(LT_LOG_INFO, "instruction %llu: out %lld ms on %s, a copy goes to %s",
+          (unsigned long long)r->seq, (long long)(now - r->sent_ms), s->srv[r->conn].conn.endpoint,
+          s->srv[q->server].conn.endpoint);
+  lt__log(LT_LOG_DEBUG, "instruction %llu: ran %lld ms%s; %s had been idle %lld ms",
+          (unsigned long long)r->seq, (long long)(now - r->run_ms),
+          r->state == LT_IR_MIGRATING ? " (a migration's cancel on its way)" : "",
+          s->srv[q->server].conn.endpoint, (long long)idle_ms);
+}
+
+/* recall cancels the queued records asked, one cancel per server, and marks them migrating:
+ * only the server's ECANCELED puts one back for placement (instr.c). */
+static void recall(lt_sched_t *s, const lt_req_t *reqs, size_t n) {
+  for (size_t i = 0; i < s->nsrv; i++) {
+    uint64_t seqs[64];
+    uint32_t k = 0;
+    for (size_t q = 0; q < n; q++) {
+      if (reqs[q].kind != LT_REQ_RECALL) continue;
+      lt_instr_rec_t *r = find_out(s, reqs[q].seq);
+      if (r == NULL || r->conn != (int)i || r->state != LT_IR_OUT || r->twin != NULL ||
+          lt__sched_stale(r) || !lt__server_alive(s, i))
+        continue;
+      lt__rec_to(r, LT_IR_MIGRATING);
+      s->cancels_out++;
+      s->migrations++;
+      seqs[k++] = r->seq;
+      if (k == sizeof seqs / sizeof seqs[0]) {
+        lt__server_cancel(s, i, seqs, k);
+        k = 0;
+      }
+    }
+    if (k > 0) {
+      lt__server_cancel(s, i, seqs, k);
+      lt__log(LT_LOG_DEBUG, "cancelling %u queued instruction%s on %s to move them", k,
+              k == 1 ? "" : "s", s->srv[i].conn.endpoint);
+    }
+  }
+}
+
+/* take_back cancels r on its server and places it again now, charged as a loss. */
+static void take_back(lt_sched_t *s, const lt_req_t *q) {
+  lt_instr_rec_t *r = find_out(s, q->seq);
+  if (r == NULL || r->state == LT_IR_DROPPED || !lt__server_alive(s, (size_t)r->conn)) return;
+  size_t idx = (size_t)r->conn;
+  lt__log(LT_LOG_WARN, "server %s: %s: running it elsewhere", s->srv[idx].conn.endpoint, q->msg);
+  lt__server_cancel(s, idx, &r->seq, 1);
+  s->overdue++;
+  lt__sched_end(s, r, LT_END_TAKEN_BACK, NULL, NULL, LT_ELOST, q->msg);
+}
+
+/* fail fails a task for a policy (and cancels its record asked about, if out). */
+static void fail(lt_sched_t *s, const lt_req_t *q) {
+  lt_job_rec_t *j = find_job(s, q->task);
+  if (j == NULL || j->finished) return;
+  lt_instr_rec_t *r = find_out(s, q->seq);
+  if (r != NULL && r->job == j && lt__server_alive(s, (size_t)r->conn))
+    lt__server_cancel(s, (size_t)r->conn, &r->seq, 1);
+  lt__log(LT_LOG_WARN, "task %llu: %s", (unsigned long long)q->task, q->msg);
+  lt__sched_job_fail(s, j, q->err, q->msg);
+}
+
+/* refund takes back a loss charged to record `seq`, or, when it is gone (its task was
+ * recomputed), one recomputation of task `task`. */
+static void refund(lt_sched_t *s, const lt_req_t *q) {
+  lt_instr_rec_t *r = find_out(s, q->seq);
+  for (lt_instr_rec_t *f = s->fire_head; r == NULL && f != NULL; f = f->next)
+    if (f->seq == q->seq) r = f;
+  if (r != NULL && r->tries > 0) {
+    r->tries--;
+    if (s->retries > 0) s->retries--;
+    return;
+  }
+  lt_job_rec_t *j = find_job(s, q->task);
+  if (r == NULL && j != NULL && !j->finished) lt__sched_refund_restart(s, j, q->n);
+}
+
+void lt__sched_apply_requests(lt_sched_t *s) {
+  lt_req_queue_t *rq = &s->requests;
+  /* Requests made while these are applied (by hooks they trigger) wait for the next turn. */
+  lt_req_t *reqs = rq->reqs;
+  size_t n = rq->n, cap = rq->cap;
+  rq->reqs = NULL;
+  rq->n = rq->cap = 0;
+  int recalls = 0;
+  for (size_t k = 0; k < n; k++) {
+    const lt_req_t *q = &reqs[k];
+    switch (q->kind) {
+    case LT_REQ_COPY:
+      copy(s, q);
+      break;
+    case LT_REQ_RECALL:
+      recalls = 1;
+      break;
+    case LT_REQ_TAKE_BACK:
+      take_back(s, q);
+      break;
+    case LT_REQ_LIMIT:
+      if (q->server < s->nsrv) lt__server_limit(s, q->server, q->policy, q->n);
+      break;
+    case LT_REQ_FAIL:
+      fail(s, q);
+      break;
+    case LT_REQ_REFUND:
+      refund(s, q);
+      break;
+    case LT_REQ_DRAIN:
+      if (q->server < s->nsrv) lt__link_drain(s, q->server);
+      break;
+    case LT_REQ_RETIRE:
+      if (q->server < s->nsrv) lt__link_retire(s, q->server);
+      break;
+    }
+  }
+  if (recalls) recall(s, reqs, n);
+  if (rq->reqs == NULL) { /* keep the array for the next turn */
+    rq->reqs = reqs;
+    rq->cap = cap;
+  } else {
+    free(reqs);
+  }
+}

@@ -1,0 +1,114 @@
+/* servers.c: the server table's answers (DESIGN.md 7a, "servers"). Whether a server is
+ * alive, takes work, has room, is idle, or takes an instruction's frames is asked here and
+ * only here; a server found dead in the middle of something (a send that failed, a message
+ * that ends its session) is only marked, and the loop's reap phase ends its session once
+ * per turn (lt__servers_reap), never re-entrantly. It owns the entries' `gone`, `final`,
+ * `why` and `limit` fields; it never touches records, jobs or policies' state. Dispatcher
+ * thread only. */
+#include <stdio.h>
+
+#include <lithium/error.h>
+#include "log.h"
+#include "placement.h"
+#include "sched_internal.h"
+#include "vec.h"
+
+int lt__server_alive(const lt_sched_t *s, size_t i) {
+  const lt_server_t *v = &s->srv[i];
+  return !v->gone && (v->conn.state == LT_CONN_READY || v->conn.state == LT_CONN_STOPPING);
+}
+
+int lt__server_takes(const lt_sched_t *s, size_t i) {
+  const lt_server_t *v = &s->srv[i];
+  return !v->gone && v->conn.state == LT_CONN_READY && lt__server_cap(s, i) > 0;
+}
+
+uint32_t lt__server_cap(const lt_sched_t *s, size_t i) {
+  const lt_server_t *v = &s->srv[i];
+  uint32_t cap = v->pace.cap;
+  for (size_t k = 0; k < LT_POLICY_MAX; k++)
+    if (v->limit[k] < cap) cap = v->limit[k];
+  return cap;
+}
+
+int lt__server_limited(const lt_sched_t *s, size_t i) {
+  for (size_t k = 0; k < LT_POLICY_MAX; k++)
+    if (s->srv[i].limit[k] != LT_NO_LIMIT) return 1;
+  return 0;
+}
+
+int lt__server_has_room(const lt_sched_t *s, size_t i) {
+  return s->srv[i].admitted < lt__server_cap(s, i);
+}
+
+int lt__server_idle(const lt_sched_t *s, size_t i) {
+  return lt__server_takes(s, i) && !lt__server_limited(s, i) && s->srv[i].admitted == 0 &&
+         s->srv[i].conn.inflight == 0;
+}
+
+int lt__server_fits(const lt_sched_t *s, size_t i, const lt_fire_t *fi) {
+  uint64_t lim = s->srv[i].conn.max_frame;
+  return lim == 0 || lt__placement_frame_need(fi, (int)i) <= lim;
+}
+
+uint64_t lt__server_least_frame(const lt_sched_t *s) {
+  uint64_t least = UINT64_MAX;
+  for (size_t i = 0; i < s->nsrv; i++)
+    if (lt__server_takes(s, i) && s->srv[i].conn.max_frame > 0 && s->srv[i].conn.max_frame < least)
+      least = s->srv[i].conn.max_frame;
+  return least;
+}
+
+void lt__server_mark_dead(lt_sched_t *s, size_t i, const char *why, int final) {
+  lt_server_t *v = &s->srv[i];
+  if (v->conn.state == LT_CONN_DEAD) return;
+  if (!v->gone) snprintf(v->why, sizeof v->why, "%s", why);
+  v->gone = 1;
+  v->final |= final;
+}
+
+int lt__server_gone(const lt_sched_t *s, size_t i) {
+  return s->srv[i].gone || s->srv[i].conn.state == LT_CONN_DEAD;
+}
+
+void lt__server_limit(lt_sched_t *s, size_t i, size_t policy, uint32_t n) {
+  s->srv[i].limit[policy] = n;
+}
+
+void lt__server_cancel(lt_sched_t *s, size_t i, uint64_t *seqs, uint32_t n) {
+  if (n == 0 || !lt__server_alive(s, i)) return;
+  lt_msg_t m = {.type = LT_MSG_CANCEL};
+  m.u.cancel.seqs = seqs;
+  m.u.cancel.nseqs = n;
+  int rc = lt__conn_send(&s->srv[i].conn, &m, NULL, lt__clock_ms());
+  if (rc != LT_OK) lt__server_mark_dead(s, i, lt_strerror(rc), 0);
+}
+
+void lt__server_release(lt_sched_t *s, int i, lt_oid_t id) {
+  if (i < 0 || (size_t)i >= s->nsrv || lt__server_gone(s, (size_t)i)) return;
+  if (id.client != s->client_id) {
+    /* Values of another session are never ours to release: a bug of the caller. */
+    lt__log(LT_LOG_ERROR, "bug: release of id %016llx:%llu of another session refused",
+            (unsigned long long)id.client, (unsigned long long)id.seq);
+    return;
+  }
+  lt_relq_t *q = &s->srv[i].relq;
+  if (LT_VEC_RESERVE(q->ids, q->cap, (size_t)q->n + 1) != LT_OK)
+    return; /* the session's end releases it */
+  q->ids[q->n++] = id;
+}
+
+void lt__servers_flush_releases(lt_sched_t *s) {
+  for (size_t i = 0; i < s->nsrv; i++) {
+    lt_relq_t *q = &s->srv[i].relq;
+    if (q->n == 0) continue;
+    if (!lt__server_gone(s, i)) {
+      lt_msg_t m = {.type = LT_MSG_RELEASE};
+      m.u.release.ids = q->ids;
+      m.u.release.nids = q->n;
+      int rc = lt__conn_send(&s->srv[i].conn, &m, NULL, lt__clock_ms());
+      if (rc != LT_OK) lt__server_mark_dead(s, i, lt_strerror(rc), 0);
+    }
+    q->n = 0;
+  }
+}
