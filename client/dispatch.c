@@ -111,7 +111,7 @@ static int batch_add(lt_sched_t *s, batch_t *b, int idx, lt_instr_rec_t *r, cons
     if (t->value != NULL) {
       /* The client has the value: it travels inline, and the server copy of a small
        * output that came back is no longer needed. */
-      if (t->holder >= 0) lt__server_release(s, t->holder, t->id);
+      if (lt__token_holder(t) >= 0) lt__server_release(s, lt__token_holder(t), t->id);
       inp->kind = LT_INPUT_INLINE;
       inp->frame = b->nframes;
       b->frames[b->nframes].data = t->value->data;
@@ -121,7 +121,7 @@ static int batch_add(lt_sched_t *s, batch_t *b, int idx, lt_instr_rec_t *r, cons
       inp->kind = LT_INPUT_REF;
       inp->id = t->id;
       inp->size = t->size;
-      if (t->holder != idx) inp->holder = s->srv[t->holder].conn.endpoint;
+      if (lt__token_holder(t) != idx) inp->holder = s->srv[lt__token_holder(t)].conn.endpoint;
     }
   }
   b->outputs[b->n] = (lt_oid_t){s->client_id, r->seq};
@@ -171,7 +171,9 @@ static void batch_free(batch_t *b) {
 static int inputs_lost(const lt_sched_t *s, const lt_fire_t *fi) {
   for (uint32_t i = 0; i < fi->ninputs; i++) {
     const lt_token_t *t = &fi->inputs[i];
-    if (t->value == NULL && (t->holder < 0 || lt__server_gone(s, (size_t)t->holder))) return 1;
+    if (t->value == NULL &&
+        (lt__token_holder(t) < 0 || lt__server_gone(s, (size_t)lt__token_holder(t))))
+      return 1;
   }
   return 0;
 }
@@ -183,8 +185,8 @@ static uint64_t instr_bytes(const lt_sched_t *s, const lt_instr_rec_t *r, const 
     n += STAGE_BYTES + fi->stages[k].param_len;
   for (uint32_t k = 0; k < r->nins; k++) {
     n += INPUT_BYTES;
-    if (r->ins[k].value == NULL && r->ins[k].holder >= 0)
-      n += strlen(s->srv[r->ins[k].holder].conn.endpoint);
+    if (r->ins[k].value == NULL && lt__token_holder(&r->ins[k]) >= 0)
+      n += strlen(s->srv[lt__token_holder(&r->ins[k])].conn.endpoint);
   }
   return n;
 }
@@ -241,7 +243,7 @@ static int fits_on(lt_sched_t *s, const lt_instr_rec_t *r, const lt_fire_t *fi, 
  * the frame goes on, and successors it fires are queued to go out in this turn. */
 static void move_on(lt_sched_t *s, lt_instr_rec_t *r, int idx) {
   lt_job_rec_t *j = r->job;
-  lt_token_t out = {.id = {s->client_id, r->seq}, .holder = idx};
+  lt_token_t out = {.id = {s->client_id, r->seq}, .at = (uint32_t)idx + 1};
   lt__instance_dispatched(j->inst, r->frame, &out, lt__sched_on_fire_chained, s);
   r->moved = 1;
   r->frame = NULL; /* it may have finished and been freed */
@@ -330,7 +332,7 @@ static int joins(const lt_sched_t *s, lt_instr_rec_t *m, const lt_tstage_t *chai
   fire_info(m, &fi);
   if (fi.stages != chain) return 0;
   for (uint32_t i = 0; i < fi.ninputs; i++)
-    if (fi.inputs[i].value == NULL && fi.inputs[i].holder != idx) return 0;
+    if (fi.inputs[i].value == NULL && lt__token_holder(&fi.inputs[i]) != idx) return 0;
   return lt__server_fits(s, (size_t)idx, &fi);
 }
 

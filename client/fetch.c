@@ -24,7 +24,7 @@ struct lt_fetch {
 
 int lt__sched_fetch_result(lt_sched_t *s, lt_job_rec_t *j) {
   const lt_token_t *t = &j->inst->result;
-  int idx = t->holder;
+  int idx = lt__token_holder(t);
   if (idx < 0 || (size_t)idx >= s->nsrv || !lt__server_alive(s, (size_t)idx)) {
     lt__sched_restart(s, j, "its result was on a server that is gone");
     return LT_OK;

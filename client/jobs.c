@@ -63,7 +63,7 @@ void lt__sched_deliver(lt_sched_t *s) {
 }
 
 static void release_token(void *ud, const lt_token_t *t) {
-  if (t->holder >= 0) lt__server_release(ud, t->holder, t->id);
+  if (lt__token_holder(t) >= 0) lt__server_release(ud, lt__token_holder(t), t->id);
 }
 
 void lt__sched_job_result(lt_sched_t *s, lt_job_rec_t *j, lt_value_t *v) {
@@ -233,8 +233,9 @@ static void lost(lt_sched_t *s, lt_instr_rec_t *r, const char *endpoint, const c
   int movable = !r->moved || r->final;
   for (uint32_t i = 0; i < r->nins; i++) {
     const lt_token_t *t = &r->ins[i];
-    if (t->value == NULL && (t->holder < 0 || lt__server_gone(s, (size_t)t->holder) ||
-                             !lt__op(r->op)->keeps_inputs || (size_t)t->holder == (size_t)r->conn))
+    if (t->value == NULL &&
+        (lt__token_holder(t) < 0 || lt__server_gone(s, (size_t)lt__token_holder(t)) ||
+         !lt__op(r->op)->keeps_inputs || (size_t)lt__token_holder(t) == (size_t)r->conn))
       movable = 0;
   }
   if (charge) {
@@ -266,10 +267,10 @@ static int output_tokens(lt_sched_t *s, const lt_instr_rec_t *r, int conn,
     memset(t, 0, sizeof *t);
     t->id = (lt_oid_t){s->client_id, r->seq + i};
     t->size = cp->outputs[i].size;
-    t->holder = conn;
+    lt__token_hold(t, conn);
     if (cp->outputs[i].frame >= 0) {
       const lt_bytes_t *f = &m->frames[cp->outputs[i].frame];
-      if (!lt__binding(s, NULL).outputs_stay) t->holder = -1;
+      if (!lt__binding(s, NULL).outputs_stay) t->at = 0; /* no holder */
       if ((t->value = lt__rx_value(&s->rx, f)) == NULL) return LT_ENOMEM;
     }
   }
@@ -326,7 +327,7 @@ static void check_moves(lt_sched_t *s, const lt_instr_rec_t *r, int holder,
     uint64_t lim = s->srv[q->conn].conn.max_frame;
     for (uint32_t k = 0; k < q->nins; k++) {
       const lt_token_t *t = &q->ins[k];
-      if (t->value != NULL || t->holder != holder || t->id.client != s->client_id ||
+      if (t->value != NULL || lt__token_holder(t) != holder || t->id.client != s->client_id ||
           t->id.seq < r->seq || t->id.seq >= r->seq + cp->noutputs)
         continue;
       uint64_t size = cp->outputs[t->id.seq - r->seq].size;

@@ -123,7 +123,7 @@ static int run_frame(lt_local_t *l, lt_instance_t *inst, lt_frame_t *f, char *er
   lt_token_t *toks = calloc(r.nout ? r.nout : 1, sizeof *toks);
   int rc = toks != NULL ? LT_OK : LT_ENOMEM;
   for (uint32_t i = 0; rc == LT_OK && i < r.nout; i++) {
-    toks[i].holder = -1;
+    toks[i].at = 0;
     toks[i].size = r.outlen[i];
     toks[i].value = lt__value_wrap(r.out[i], r.outlen[i]);
     r.out[i] = NULL;

@@ -22,7 +22,7 @@ uint64_t lt__placement_frame_need(const lt_fire_t *fi, int i) {
   uint64_t need = 0;
   for (uint32_t k = 0; k < fi->ninputs; k++) {
     const lt_token_t *t = &fi->inputs[k];
-    uint64_t n = t->value != NULL ? t->value->len : t->holder != i ? t->size : 0;
+    uint64_t n = t->value != NULL ? t->value->len : lt__token_holder(t) != i ? t->size : 0;
     if (n > need) need = n;
   }
   return need;
@@ -37,16 +37,18 @@ static int holder_bytes(const lt_sched_t *s, const lt_fire_t *fi, uint64_t *byte
   *total = 0;
   for (uint32_t i = 0; i < fi->ninputs; i++) {
     const lt_token_t *t = &fi->inputs[i];
-    if (t->value == NULL && t->holder >= 0) {
-      bytes[t->holder] += t->size + 1; /* +1: unknown sizes still count */
+    if (t->value == NULL && lt__token_holder(t) >= 0) {
+      bytes[lt__token_holder(t)] += t->size + 1; /* +1: unknown sizes still count */
       *total += t->size + 1;
     }
   }
   int best = -1;
   for (uint32_t i = 0; i < fi->ninputs; i++) {
     const lt_token_t *t = &fi->inputs[i];
-    if (t->value != NULL || t->holder < 0 || !lt__server_takes(s, (size_t)t->holder)) continue;
-    if (best < 0 || bytes[t->holder] > bytes[best]) best = t->holder;
+    if (t->value != NULL || lt__token_holder(t) < 0 ||
+        !lt__server_takes(s, (size_t)lt__token_holder(t)))
+      continue;
+    if (best < 0 || bytes[lt__token_holder(t)] > bytes[best]) best = lt__token_holder(t);
   }
   return best;
 }

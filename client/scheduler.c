@@ -125,7 +125,7 @@ static void reap_one(lt_sched_t *s, size_t idx) {
   HASH_ITER(hh, s->inflight, r, tmp) {
     if (lt__sched_stale(r)) continue;
     for (uint32_t i = 0; i < r->nins; i++) {
-      if (r->ins[i].value == NULL && r->ins[i].holder == (int32_t)idx) {
+      if (r->ins[i].value == NULL && lt__token_holder(&r->ins[i]) == (int32_t)idx) {
         lt__sched_restart(s, r->job, "a value it needed was on a server that died");
         break;
       }

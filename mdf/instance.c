@@ -57,7 +57,7 @@ static void token_set(lt_token_t *t, const lt_token_t *src) {
 static void token_clear(lt_token_t *t) {
   lt__value_unref(t->value);
   memset(t, 0, sizeof *t);
-  t->holder = -1;
+  t->at = 0;
 }
 
 static void parts_drop(lt_frame_t *f) {
@@ -98,7 +98,7 @@ static lt_frame_t *frame_init(lt_frame_t *f, lt_instance_t *inst, lt_frame_t *pa
   f->node = node;
   f->single = single;
   f->phase = PH_RUN;
-  f->token.holder = -1;
+  f->token.at = 0;
   if (tok != NULL) token_set(&f->token, tok);
   f->next = inst->live;
   if (inst->live != NULL) inst->live->prev = f;
@@ -124,7 +124,7 @@ int lt__instance_new(lt_instance_t **out, const lt_template_t *t, uint64_t task)
 
 int lt__instance_feed(lt_instance_t *inst, lt_value_t *v, lt_fire_fn fire, void *ud) {
   if (inst->live != NULL || inst->done) return LT_ESTATE;
-  lt_token_t tok = {.value = v, .holder = -1, .size = v->len};
+  lt_token_t tok = {.value = v, .size = v->len};
   lt_frame_t *f = frame_new(inst, NULL, 0, (int32_t)inst->tmpl->blocks[0], 0, &tok);
   if (f == NULL) return LT_ENOMEM;
   fire(ud, inst, f);
@@ -139,7 +139,7 @@ int lt__instance_feed_pair(lt_instance_t *inst, lt_value_t *a, lt_value_t *b, lt
   if (f == NULL || (f->parts = calloc(2, sizeof *f->parts)) == NULL) return LT_ENOMEM;
   lt_value_t *v[2] = {a, b};
   for (int i = 0; i < 2; i++) {
-    lt_token_t tok = {.value = v[i], .holder = -1, .size = v[i]->len};
+    lt_token_t tok = {.value = v[i], .size = v[i]->len};
     token_set(&f->parts[i], &tok);
   }
   f->nparts = 2;
@@ -188,7 +188,7 @@ void lt__frame_fire_info(const lt_frame_t *f, lt_fire_t *out) {
 static void token_move(lt_token_t *dst, lt_token_t *src) {
   *dst = *src;
   memset(src, 0, sizeof *src);
-  src->holder = -1;
+  src->at = 0;
 }
 
 /* pair starts the combine of the neighbouring ready segments `a` and `b` of p's reduce on a
@@ -221,8 +221,10 @@ static int reduce_arrive(lt_frame_t *p, int32_t i, lt_fire_fn fire, void *ud) {
   int32_t l = sg[i].prev, r = sg[i].next;
   int left = l >= 0 && sg[l].state == SEG_READY;
   int right = r >= 0 && sg[r].state == SEG_READY;
-  int32_t here = p->parts[i].holder;
-  if (left && right && p->parts[l].holder != here && p->parts[r].holder == here) left = 0;
+  int32_t here = lt__token_holder(&p->parts[i]);
+  if (left && right && lt__token_holder(&p->parts[l]) != here &&
+      lt__token_holder(&p->parts[r]) == here)
+    left = 0;
   if (left || right) {
     pair(p, left ? l : i, left ? i : r, fire, ud);
     return 0;
@@ -311,7 +313,7 @@ static int gather(lt_frame_t *f, phase_t phase, int32_t child_node, int single,
   /* A part not yet computed has no holder: lt__instance_tokens may visit it (a task that
    * fails or is recomputed releases what its instance holds). */
   for (uint32_t i = 0; i < n; i++)
-    f->parts[i].holder = -1;
+    f->parts[i].at = 0;
   f->nparts = f->missing = n;
   if (phase == PH_REDUCE && reduce_prepare(f, n) != LT_OK) return LT_ENOMEM;
   /* Create every child before firing any, so a synchronous caller that completes a child

@@ -78,7 +78,7 @@ Test(placement, eft_is_round_robin_in_plain_mode) {
 Test(placement, a_successor_follows_its_input_unless_much_faster_elsewhere) {
   world_t w;
   world_with(&w, LT_PLACE_EFT, 1);
-  lt_token_t in = {.holder = 0, .size = 1000};
+  lt_token_t in = {.at = 1, .size = 1000}; /* held by server 0 */
   lt_fire_t fi = {.inputs = &in, .ninputs = 1};
   w.srv[0].admitted = w.srv[0].pace.cap; /* full: a successor goes there all the same */
   w.srv[1].pace.per_us = 90;
