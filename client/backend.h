@@ -8,7 +8,8 @@
  *
  *   eval.c -> backend: create, run (the thread body), stats_json, destroy (lt_backend_ops_t)
  *   backend -> eval.c: take tasks, deliver results, wait for or consume a wake, whether to
- *                      stop, whether the input is over, the hosts, host answers */
+ *                      stop, whether the input is over, the hosts, host answers, through
+ *                      the table of calls the environment carries (lt_eval_door_t) */
 #ifndef LT_BACKEND_H
 #define LT_BACKEND_H
 
@@ -20,15 +21,18 @@
 #include "options.h"
 #include "template.h"
 
+typedef struct lt_eval_door lt_eval_door_t;
+
 /* What a backend is given at creation; everything is borrowed and outlives the backend. */
 typedef struct lt_backend_env {
-  lt_eval_t *ev;             /* the evaluator, for the calls below only */
-  const lt_options_t *opts;  /* fixed from start on */
-  const lt_template_t *tmpl; /* the compiled program */
-  uint64_t client_id;        /* names the objects of this evaluation */
-  uint64_t secret;           /* told only to our servers (hello) */
-  int wake_fd;               /* readable when the evaluator woke the backend */
-  size_t initial_hosts;      /* hosts known at start: each answers lt_eval_start once */
+  lt_eval_t *ev;              /* the evaluator, for the door's calls only */
+  const lt_eval_door_t *door; /* the evaluator's calls (below) */
+  const lt_options_t *opts;   /* fixed from start on */
+  const lt_template_t *tmpl;  /* the compiled program */
+  uint64_t client_id;         /* names the objects of this evaluation */
+  uint64_t secret;            /* told only to our servers (hello) */
+  int wake_fd;                /* readable when the evaluator woke the backend */
+  size_t initial_hosts;       /* hosts known at start: each answers lt_eval_start once */
 } lt_backend_env_t;
 
 /* The operations a backend implements. */
@@ -36,7 +40,7 @@ typedef struct lt_backend_ops {
   /* create makes the backend's state in *out. Evaluator thread. */
   int (*create)(void **out, const lt_backend_env_t *env);
   /* run is the backend thread's body (a pthread start routine, arg: the state); it returns
-   * once lt__eval_stopping says so. */
+   * once the door's `stopping` says so. */
   void *(*run)(void *self);
   /* stats_json appends the backend's counters to the open JSON object. Any thread. */
   void (*stats_json)(void *self, lt_json_t *j);
@@ -47,31 +51,11 @@ typedef struct lt_backend_ops {
 extern const lt_backend_ops_t lt__sched_backend; /* scheduler.c */
 extern const lt_backend_ops_t lt__local_backend; /* local.c */
 
-/* ---- what eval.c offers a backend; backend thread unless said ---------------------------- */
+/* ---- what eval.c offers a backend (lt_eval_door_t); backend thread unless said ---------- */
 
-/* lt__eval_take takes up to `max` submitted tasks, oldest first, as a list linked by
- * `next`, or NULL when none waits. The caller owns them until it delivers them. */
-lt_task_t *lt__eval_take(lt_eval_t *ev, size_t max);
-
-/* lt__eval_deliver hands back finished tasks (a list linked by `next`, each with its
- * `result` set; all taken) to their futures or the stream, under one lock, after dropping
- * the inputs they still hold (outside the lock). The journal is
- * made durable after them when `sync` is LT_EVAL_SYNC_NOW, or, with LT_EVAL_SYNC_IDLE,
- * only when no submitted task is waiting (a batch is over). */
 enum { LT_EVAL_SYNC_NOW, LT_EVAL_SYNC_IDLE };
-void lt__eval_deliver(lt_eval_t *ev, lt_task_t *done, int sync);
 
-/* lt__eval_woken consumes the pending wake; a backend calls it before it looks at the
- * intake, so that anything submitted after that look wakes it again. */
-void lt__eval_woken(lt_eval_t *ev);
-
-/* lt__eval_stopping tells whether lt_eval_free asked the backend to end. */
-int lt__eval_stopping(lt_eval_t *ev);
-
-/* lt__eval_input_closed tells whether no task can arrive any more: closed, intake empty. */
-int lt__eval_input_closed(lt_eval_t *ev);
-
-/* One host of the evaluation, as lt__eval_hosts copies it. */
+/* One host of the evaluation, as `hosts` copies it. */
 typedef struct lt_host {
   char *endpoint;
   char key[41]; /* the server public key its host string carried, or "" */
@@ -79,19 +63,38 @@ typedef struct lt_host {
   int gone;     /* lt_eval_remove_host was called for it */
 } lt_host_t;
 
-/* lt__eval_hosts copies every host added so far, once each, in the order added, into
- * *out (the caller frees it with lt__eval_hosts_free) and returns how many; LT_ENOMEM. */
-long lt__eval_hosts(lt_eval_t *ev, lt_host_t **out);
-void lt__eval_hosts_free(lt_host_t *hosts, size_t n);
-
-/* lt__eval_poll_hosts adds the servers that announced in the `hosts` directory since the
- * last look (at most every LT_HOSTS_WATCH_MS); 1 when it read any. Not under ev's lock. */
-int lt__eval_poll_hosts(lt_eval_t *ev, int64_t now_ms);
-
-/* lt__eval_host_answered counts an initial host out of lt_eval_start's wait: `ready` when
- * it welcomed us. lt__eval_host_auth_failed notes, first, that it failed authentication,
- * so that a start with no server left says LT_EAUTH. */
-void lt__eval_host_answered(lt_eval_t *ev, int ready);
-void lt__eval_host_auth_failed(lt_eval_t *ev);
+/* The door: the evaluator's calls a backend may make, each given the opaque `ev` of its
+ * environment. A table rather than functions, so that the backends do not depend on eval.c
+ * (no circle: eval.c -> backend ops, backend -> this table). */
+struct lt_eval_door {
+  /* take takes up to `max` submitted tasks, oldest first, as a list linked by `next`, or
+   * NULL when none waits. The caller owns them until it delivers them. */
+  lt_task_t *(*take)(lt_eval_t *ev, size_t max);
+  /* deliver hands back finished tasks (a list linked by `next`, each with its `result` set;
+   * all taken) to their futures or the stream, under one lock, after dropping the inputs
+   * they still hold (outside the lock). The journal is made durable after them when `sync`
+   * is LT_EVAL_SYNC_NOW, or, with LT_EVAL_SYNC_IDLE, only when no submitted task is waiting
+   * (a batch is over). */
+  void (*deliver)(lt_eval_t *ev, lt_task_t *done, int sync);
+  /* woken consumes the pending wake; a backend calls it before it looks at the intake, so
+   * that anything submitted after that look wakes it again. */
+  void (*woken)(lt_eval_t *ev);
+  /* stopping tells whether lt_eval_free asked the backend to end. */
+  int (*stopping)(lt_eval_t *ev);
+  /* input_closed tells whether no task can arrive any more: closed, intake empty. */
+  int (*input_closed)(lt_eval_t *ev);
+  /* hosts copies every host added so far, once each, in the order added, into *out (the
+   * caller frees it with hosts_free) and returns how many; LT_ENOMEM. */
+  long (*hosts)(lt_eval_t *ev, lt_host_t **out);
+  void (*hosts_free)(lt_host_t *hosts, size_t n);
+  /* poll_hosts adds the servers that announced in the `hosts` directory since the last look
+   * (at most every LT_HOSTS_WATCH_MS); 1 when it read any. Not under ev's lock. */
+  int (*poll_hosts)(lt_eval_t *ev, int64_t now_ms);
+  /* host_answered counts an initial host out of lt_eval_start's wait: `ready` when it
+   * welcomed us. host_auth_failed notes, first, that it failed authentication, so that a
+   * start with no server left says LT_EAUTH. */
+  void (*host_answered)(lt_eval_t *ev, int ready);
+  void (*host_auth_failed)(lt_eval_t *ev);
+};
 
 #endif

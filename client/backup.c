@@ -81,7 +81,7 @@ static void look(lt_policy_t *p, int64_t now_ms) {
   const lt_sched_t *s = p->s;
   backup_state_t *st = p->state;
   st->looked_ms = now_ms;
-  if (!lt__eval_input_closed(s->ev)) return;
+  if (!s->door->input_closed(s->ev)) return;
   unsigned char *taken = calloc(s->nsrv ? s->nsrv : 1, 1);
   if (taken == NULL) return;
   lt_instr_rec_t *r, *tmp;

@@ -53,7 +53,7 @@ typedef struct crash_state {
 static void on_end(lt_policy_t *p, const lt_instr_rec_t *r, size_t idx, lt_end_t why,
                    const lt_completion_t *cp) {
   (void)cp;
-  if (why != LT_END_LOST || lt__sched_stale(r) || r->stages == NULL) return;
+  if (why != LT_END_LOST || lt__rec_stale(r) || r->stages == NULL) return;
   crash_srv_t *c = lt__policy_server(p, idx);
   lost_rec_t *n = LT_VEC_PUSH(c->lost, c->nlost, c->cap);
   if (n == NULL) return; /* the loss stays charged: nothing worse */

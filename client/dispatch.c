@@ -216,7 +216,7 @@ static int too_big(lt_sched_t *s, lt_instr_rec_t *r, const lt_fire_t *fi) {
     live = 1;
   }
   if (!live) return 0; /* it waits for a server */
-  uint64_t need = lt__placement_frame_need(fi, -1);
+  uint64_t need = lt__server_frame_need(fi, -1);
   char msg[256];
   if (need > most)
     snprintf(msg, sizeof msg,
@@ -300,6 +300,7 @@ static int send_one(lt_sched_t *s, batch_t *batches, lt_instr_rec_t *r, int forc
   r->cost_us = lt__pace_cost_us(s, (size_t)idx, r->stages);
   r->cost_known = lt__pace_known_us(s, r->stages) > 0;
   lt__sched_put_on(s, r, idx);
+  lt__policies_dispatch(s, r, (size_t)idx);
   s->instructions++;
   *to = idx;
   return LT_OK;
@@ -327,7 +328,7 @@ static uint32_t grain_for(const lt_sched_t *s, const lt_tstage_t *chain, size_t 
 /* joins tells whether queued record m may ride with a group of `chain` to server idx: the
  * same chain, not a copy, and inputs the client holds or idx holds, within its limits. */
 static int joins(const lt_sched_t *s, lt_instr_rec_t *m, const lt_tstage_t *chain, int idx) {
-  if (m->backup || lt__sched_stale(m)) return 0;
+  if (m->backup || lt__rec_stale(m)) return 0;
   lt_fire_t fi;
   fire_info(m, &fi);
   if (fi.stages != chain) return 0;
@@ -392,7 +393,7 @@ void lt__sched_dispatch(lt_sched_t *s) {
   if (batches == NULL) return;
   lt_instr_rec_t *r;
   while ((r = lt__sched_pop_fireable(s)) != NULL) {
-    if (lt__sched_stale(r)) { /* its task was recomputed or ended: it never runs */
+    if (lt__rec_stale(r)) { /* its task was recomputed or ended: it never runs */
       lt__sched_end(s, r, LT_END_NOT_RUN, NULL, NULL, LT_ECANCELED, NULL);
       continue;
     }

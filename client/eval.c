@@ -31,6 +31,8 @@
 #include "sreduce.h"
 #include "vec.h"
 
+static int add_host(void *ud, const char *host);
+
 /* The task numbers of the stream reduce's combines, apart from the submission indices. */
 #define LT_COMBINE_SEQ (UINT64_C(1) << 63)
 
@@ -109,7 +111,7 @@ static void wake(lt_eval_t *ev) {
   (void)n; /* an eventfd only fails when its counter would overflow: it is awake then */
 }
 
-void lt__eval_woken(lt_eval_t *ev) {
+static void door_woken(lt_eval_t *ev) {
   uint64_t junk;
   ssize_t n = read(ev->wake_fd, &junk, sizeof junk);
   (void)n; /* non-blocking: nothing to read is fine */
@@ -235,7 +237,7 @@ uint64_t lt__eval_client_id(const lt_eval_t *ev) {
 
 /* ---- the backend's door (backend.h) ---------------------------------------------------- */
 
-lt_task_t *lt__eval_take(lt_eval_t *ev, size_t max) {
+static lt_task_t *door_take(lt_eval_t *ev, size_t max) {
   lt_task_t *head = NULL, *tail = NULL, *t;
   pthread_mutex_lock(&ev->mu);
   for (size_t n = 0; n < max && ev->intake_head != NULL; n++) {
@@ -246,7 +248,7 @@ lt_task_t *lt__eval_take(lt_eval_t *ev, size_t max) {
   return head;
 }
 
-void lt__eval_deliver(lt_eval_t *ev, lt_task_t *done, int sync) {
+static void door_deliver(lt_eval_t *ev, lt_task_t *done, int sync) {
   /* A finished task's inputs are not needed any more. They go before the lock is taken: the
    * free callback of an input given with lt_eval_submit_owned is the user's code. */
   for (lt_task_t *t = done; t != NULL; t = t->next) {
@@ -266,27 +268,27 @@ void lt__eval_deliver(lt_eval_t *ev, lt_task_t *done, int sync) {
   pthread_mutex_unlock(&ev->mu);
 }
 
-int lt__eval_stopping(lt_eval_t *ev) {
+static int door_stopping(lt_eval_t *ev) {
   pthread_mutex_lock(&ev->mu);
   int stop = ev->stop;
   pthread_mutex_unlock(&ev->mu);
   return stop;
 }
 
-int lt__eval_input_closed(lt_eval_t *ev) {
+static int door_input_closed(lt_eval_t *ev) {
   pthread_mutex_lock(&ev->mu);
   int closed = ev->closed && ev->intake_head == NULL;
   pthread_mutex_unlock(&ev->mu);
   return closed;
 }
 
-void lt__eval_hosts_free(lt_host_t *hosts, size_t n) {
+static void door_hosts_free(lt_host_t *hosts, size_t n) {
   for (size_t i = 0; hosts != NULL && i < n; i++)
     free(hosts[i].endpoint);
   free(hosts);
 }
 
-long lt__eval_hosts(lt_eval_t *ev, lt_host_t **out) {
+static long door_hosts(lt_eval_t *ev, lt_host_t **out) {
   pthread_mutex_lock(&ev->mu);
   size_t n = ev->nhosts;
   lt_host_t *h = calloc(n ? n : 1, sizeof *h);
@@ -295,7 +297,7 @@ long lt__eval_hosts(lt_eval_t *ev, lt_host_t **out) {
     h[i].gone = ev->host_gone[i];
     memcpy(h[i].key, ev->host_keys[i], sizeof h[i].key);
     if ((h[i].endpoint = strdup(ev->hosts[i])) == NULL) {
-      lt__eval_hosts_free(h, i);
+      door_hosts_free(h, i);
       h = NULL;
     }
   }
@@ -304,11 +306,11 @@ long lt__eval_hosts(lt_eval_t *ev, lt_host_t **out) {
   return h != NULL ? (long)n : LT_ENOMEM;
 }
 
-int lt__eval_poll_hosts(lt_eval_t *ev, int64_t now_ms) {
-  return ev->hosts_watch != NULL && lt__hosts_watch_poll(ev->hosts_watch, ev, now_ms) > 0;
+static int door_poll_hosts(lt_eval_t *ev, int64_t now_ms) {
+  return ev->hosts_watch != NULL && lt__hosts_watch_poll(ev->hosts_watch, add_host, ev, now_ms) > 0;
 }
 
-void lt__eval_host_answered(lt_eval_t *ev, int ready) {
+static void door_host_answered(lt_eval_t *ev, int ready) {
   pthread_mutex_lock(&ev->mu);
   ev->start_waiting--;
   ev->start_ready += ready;
@@ -316,11 +318,25 @@ void lt__eval_host_answered(lt_eval_t *ev, int ready) {
   pthread_mutex_unlock(&ev->mu);
 }
 
-void lt__eval_host_auth_failed(lt_eval_t *ev) {
+static void door_host_auth_failed(lt_eval_t *ev) {
   pthread_mutex_lock(&ev->mu);
   ev->start_auth++;
   pthread_mutex_unlock(&ev->mu);
 }
+
+/* The door a backend reaches the evaluator through (backend.h). */
+static const lt_eval_door_t door = {
+    .take = door_take,
+    .deliver = door_deliver,
+    .woken = door_woken,
+    .stopping = door_stopping,
+    .input_closed = door_input_closed,
+    .hosts = door_hosts,
+    .hosts_free = door_hosts_free,
+    .poll_hosts = door_poll_hosts,
+    .host_answered = door_host_answered,
+    .host_auth_failed = door_host_auth_failed,
+};
 
 /* ---- the public API ---------------------------------------------------------------------- */
 
@@ -428,6 +444,11 @@ int lt__eval_add_host(lt_eval_t *ev, const char *host, int fd) {
   return LT_OK;
 }
 
+/* add_host adds a server read from a hosts file or an announce directory (lt_host_add_fn). */
+static int add_host(void *ud, const char *host) {
+  return lt__eval_add_host(ud, host, -1);
+}
+
 LT_API int lt_eval_add_host(lt_eval_t *ev, const char *endpoint) {
   return lt__eval_add_host(ev, endpoint, -1);
 }
@@ -530,7 +551,7 @@ static int use_hosts_option(lt_eval_t *ev) {
   const char *path = ev->opts.hosts;
   char err[512] = "";
   int dir = lt__hosts_is_dir(path);
-  int n = lt__hosts_load(ev, path, err, sizeof err);
+  int n = lt__hosts_load(add_host, ev, path, err, sizeof err);
   if (n >= 0 && dir) {
     int64_t t0 = lt__clock_ms();
     for (;;) {
@@ -541,7 +562,7 @@ static int use_hosts_option(lt_eval_t *ev) {
       if (have > 0 || ms >= (int64_t)ev->opts.connect_timeout_ms || n < 0) break;
       struct timespec pause = {0, 100 * 1000000L};
       nanosleep(&pause, NULL);
-      n = lt__hosts_load(ev, path, err, sizeof err);
+      n = lt__hosts_load(add_host, ev, path, err, sizeof err);
     }
     if (n >= 0 && ev->hosts_watch == NULL) n = lt__hosts_watch_new(&ev->hosts_watch, path);
   }
@@ -560,6 +581,7 @@ static int start_backend(lt_eval_t *ev, const lt_backend_ops_t *ops) {
   ev->start_ready = 0;
   ev->start_auth = 0;
   lt_backend_env_t env = {.ev = ev,
+                          .door = &door,
                           .opts = &ev->opts,
                           .tmpl = ev->tmpl,
                           .client_id = ev->client_id,

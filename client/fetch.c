@@ -12,6 +12,7 @@
 #include "clock.h"
 #include "log.h"
 #include "sched_internal.h"
+#include "vec.h"
 
 /* A FETCH on its way: the value's sequence number is the key. */
 struct lt_fetch {
@@ -22,7 +23,9 @@ struct lt_fetch {
   UT_hash_handle hh;
 };
 
-int lt__sched_fetch_result(lt_sched_t *s, lt_job_rec_t *j) {
+/* fetch_result asks the holder of j's result for it (a failure to ask recomputes or fails
+ * the task). */
+static int fetch_result(lt_sched_t *s, lt_job_rec_t *j) {
   const lt_token_t *t = &j->inst->result;
   int idx = lt__token_holder(t);
   if (idx < 0 || (size_t)idx >= s->nsrv || !lt__server_alive(s, (size_t)idx)) {
@@ -96,7 +99,19 @@ void lt__sched_fetches_lost(lt_sched_t *s, size_t idx) {
   }
 }
 
+void lt__sched_fetch_results(lt_sched_t *s) {
+  for (size_t k = 0; k < s->ndue; k++) {
+    lt_job_rec_t *j;
+    HASH_FIND(hh, s->jobs, &s->due[k].job, sizeof s->due[k].job, j);
+    if (j == NULL || j->finished || j->gen != s->due[k].gen) continue;
+    fetch_result(s, j);
+    lt__sched_job_settle(s, j);
+  }
+  s->ndue = 0;
+}
+
 void lt__sched_fetches_free(lt_sched_t *s) {
+  LT_VEC_FREE(s->due, s->ndue, s->capdue);
   lt_fetch_t *f, *tmp;
   HASH_ITER(hh, s->fetches, f, tmp) {
     HASH_DEL(s->fetches, f);

@@ -1,7 +1,7 @@
 /* hosts.c: hosts files and announce directories (hosts.h). The parser turns text into
  * (endpoint, key) entries and nothing else; the loaders read files and hand entries to the
- * evaluator through lt__eval_add_host, which keeps each endpoint once, so reading a file
- * again adds only what is new. Touches no sockets. */
+ * caller's adder (the evaluator's keeps each endpoint once, so reading a file again adds
+ * only what is new). Touches no sockets and knows nothing of the evaluator. */
 #include "hosts.h"
 
 #include <dirent.h>
@@ -147,7 +147,8 @@ static int read_file(const char *path, char **out, size_t *len) {
 }
 
 typedef struct adder {
-  lt_eval_t *ev;
+  lt_host_add_fn add;
+  void *ud;
   int entries;
 } adder_t;
 
@@ -159,7 +160,7 @@ static int add_entry(void *ud, const char *endpoint, const char *key) {
   if ((size_t)snprintf(host, sizeof host, "%s%s%s", endpoint, key != NULL ? " " : "",
                        key != NULL ? key : "") >= sizeof host)
     return LT_EINVAL;
-  int rc = lt__eval_add_host(a->ev, host, -1);
+  int rc = a->add(a->ud, host);
   if (rc == LT_OK) a->entries++;
   return rc;
 }
@@ -272,16 +273,16 @@ int lt__hosts_read(const char *path, lt_hosts_fn fn, void *ud, char *err, size_t
   return rc;
 }
 
-int lt__hosts_load(lt_eval_t *ev, const char *path, char *err, size_t errlen) {
-  adder_t a = {ev, 0};
+int lt__hosts_load(lt_host_add_fn add, void *ud, const char *path, char *err, size_t errlen) {
+  adder_t a = {add, ud, 0};
   int rc = lt__hosts_read(path, add_entry, &a, err, errlen);
   return rc != LT_OK ? rc : a.entries;
 }
 
-int lt__hosts_watch_poll(lt_hosts_watch_t *w, lt_eval_t *ev, int64_t now_ms) {
+int lt__hosts_watch_poll(lt_hosts_watch_t *w, lt_host_add_fn add, void *ud, int64_t now_ms) {
   if (w->last_ms != 0 && now_ms - w->last_ms < LT_HOSTS_WATCH_MS) return 0;
   w->last_ms = now_ms;
-  adder_t a = {ev, 0};
+  adder_t a = {add, ud, 0};
   int rc = scan_dir(w, w->dir, add_entry, &a);
   return rc != LT_OK ? 0 : a.entries;
 }

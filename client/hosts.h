@@ -31,12 +31,16 @@ int lt__hosts_parse(const char *text, size_t len, lt_hosts_fn fn, void *ud, char
  * thread. */
 int lt__hosts_read(const char *path, lt_hosts_fn fn, void *ud, char *err, size_t errlen);
 
-/* lt__hosts_load adds the servers of `path` to `ev`: every entry of a hosts file, or of each
+/* How the servers read are added: `add` is called with each host string ("ENDPOINT" or
+ * "ENDPOINT KEY") and its `ud`; it returns LT_OK or an error code. */
+typedef int (*lt_host_add_fn)(void *ud, const char *host);
+
+/* lt__hosts_load adds the servers of `path` with `add`: every entry of a hosts file, or of each
  * `*.endpoint` file of a directory (a malformed one is skipped with a warning, a half-written
  * one cannot be seen: servers rename it into place). Returns the number of entries read
  * (>= 0), or LT_ENOENT (no such file), LT_EINVAL (a malformed hosts file, with its name and
  * line in `err`), LT_EIO. Any thread. */
-int lt__hosts_load(lt_eval_t *ev, const char *path, char *err, size_t errlen);
+int lt__hosts_load(lt_host_add_fn add, void *ud, const char *path, char *err, size_t errlen);
 
 /* lt__hosts_is_dir tells whether `path` is a directory (an announce directory). */
 int lt__hosts_is_dir(const char *path);
@@ -51,9 +55,8 @@ int lt__hosts_watch_new(lt_hosts_watch_t **out, const char *dir);
 
 /* lt__hosts_watch_poll reads the files that are new or changed since the last read when
  * LT_HOSTS_WATCH_MS have passed since then (`now_ms`: CLOCK_MONOTONIC), adds their servers
- * to `ev` and returns how many entries it read. Must not be called with ev->mu held (it
- * takes it); the dispatcher calls it from its loop. */
-int lt__hosts_watch_poll(lt_hosts_watch_t *w, lt_eval_t *ev, int64_t now_ms);
+ * with `add` and returns how many entries it read. */
+int lt__hosts_watch_poll(lt_hosts_watch_t *w, lt_host_add_fn add, void *ud, int64_t now_ms);
 
 /* lt__hosts_watch_free frees the watch; accepts NULL. */
 void lt__hosts_watch_free(lt_hosts_watch_t *w);

@@ -3,17 +3,16 @@
  * twin won (lt_ir_state_t); the legal moves between these states are written here once
  * (lt__rec_to), as is what going out on a server and coming back off it counts (the
  * server's in-flight count, window and backlog: nothing else touches them), and how a
- * record's time on a server ends (lt__rec_settle: taken off, its policies told, its
- * migration and its copy settled). It decides nothing about where a record goes or what its
- * outcome means for its task: dispatch.c and jobs.c do. May call: the server table, pacing,
- * the policies' hooks. Dispatcher thread only. */
+ * record's time on a server ends (lt__rec_settle: taken off, its migration and its copy
+ * settled). It decides nothing about where a record goes or what its outcome means for its
+ * task: dispatch.c and jobs.c do. May call: the server table, pacing. Dispatcher thread
+ * only. */
 #include <assert.h>
 #include <stdlib.h>
 #include <utlist.h>
 
 #include <lithium/error.h>
 #include "log.h"
-#include "policy.h"
 #include "queue.h"
 #include "sched_internal.h"
 
@@ -82,7 +81,6 @@ void lt__sched_put_on(lt_sched_t *s, lt_instr_rec_t *r, int idx) {
   s->srv[idx].conn.inflight++;
   s->srv[idx].admitted++;
   lt__pace_admit(&s->srv[idx].pace, r->stages);
-  lt__policies_dispatch(s, r, (size_t)idx);
 }
 
 void lt__sched_take_off(lt_sched_t *s, lt_instr_rec_t *r) {
@@ -170,20 +168,23 @@ static int twin_settled(lt_sched_t *s, lt_instr_rec_t *r, int ok) {
 
 lt_settle_t lt__rec_settle(lt_sched_t *s, lt_instr_rec_t *r, lt_end_t why,
                            const lt_completion_t *cp) {
-  int out = r->state != LT_IR_QUEUED;
-  size_t idx = out ? (size_t)r->conn : SIZE_MAX;
-  if (out) lt__sched_take_off(s, r);
-  if (out && r->state != LT_IR_DROPPED) lt__policies_end(s, r, idx, why, cp);
-  if (!out) return LT_SETTLE_APPLY;
+  if (r->state == LT_IR_QUEUED) return LT_SETTLE_APPLY;
+  lt__sched_take_off(s, r);
   /* What its migration's cancel means: ECANCELED only when the server says so. */
   int status = cp != NULL ? cp->status : why == LT_END_NOT_RUN ? LT_ECANCELED : LT_ELOST;
   if (migration_settled(s, r, status)) return LT_SETTLE_REQUEUED;
-  int ok = why == LT_END_DONE || why == LT_END_FAILED;
+  /* A result, or a failure of the kernel itself, settles its copies; a copy that was lost,
+   * never ran, or missed a value lost elsewhere leaves the other to carry on. */
+  int ok = why == LT_END_DONE || (why == LT_END_FAILED && status != LT_ELOST);
   return twin_settled(s, r, ok) ? LT_SETTLE_DROP : LT_SETTLE_APPLY;
 }
 
+int lt__rec_stale(const lt_instr_rec_t *r) {
+  return r->gen != r->job->gen || r->job->finished;
+}
+
 int lt__rec_portable(const lt_instr_rec_t *r) {
-  if (r->chained || (r->moved && !r->final) || r->twin != NULL || lt__sched_stale(r)) return 0;
+  if (r->chained || (r->moved && !r->final) || r->twin != NULL || lt__rec_stale(r)) return 0;
   for (uint32_t i = 0; i < r->nins; i++)
     if (r->ins[i].value == NULL) return 0;
   return 1;

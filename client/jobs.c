@@ -27,10 +27,6 @@ static void job_release(lt_sched_t *s, lt_job_rec_t *j) {
   free(j);
 }
 
-int lt__sched_stale(const lt_instr_rec_t *r) {
-  return r->gen != r->job->gen || r->job->finished;
-}
-
 /* drop_input lets go of the task's input, which lineage no longer needs (the instruction
  * records that still send it hold their own references). */
 static void drop_input(lt_job_rec_t *j) {
@@ -58,7 +54,7 @@ static void job_finish(lt_sched_t *s, lt_job_rec_t *j, lt_buf_t *b) {
 
 void lt__sched_deliver(lt_sched_t *s) {
   if (s->done_head == NULL) return;
-  lt__eval_deliver(s->ev, s->done_head, LT_EVAL_SYNC_NOW);
+  s->door->deliver(s->ev, s->done_head, LT_EVAL_SYNC_NOW);
   s->done_head = s->done_tail = NULL;
 }
 
@@ -126,7 +122,7 @@ static void feed(lt_sched_t *s, lt_job_rec_t *j) {
 }
 
 void lt__sched_take_intake(lt_sched_t *s) {
-  lt_task_t *t = lt__eval_take(s->ev, SIZE_MAX);
+  lt_task_t *t = s->door->take(s->ev, SIZE_MAX);
   while (t != NULL) {
     lt_task_t *next = t->next;
     t->next = NULL;
@@ -134,7 +130,7 @@ void lt__sched_take_intake(lt_sched_t *s) {
     int rc = j != NULL ? lt__instance_new(&j->inst, s->tmpl, t->seq) : LT_ENOMEM;
     if (rc != LT_OK) {
       t->result = lt__buf_fail(rc, "cannot instantiate the program");
-      lt__eval_deliver(s->ev, t, LT_EVAL_SYNC_NOW);
+      s->door->deliver(s->ev, t, LT_EVAL_SYNC_NOW);
       if (j != NULL) lt__instance_free(j->inst);
       free(j);
     } else {
@@ -155,6 +151,15 @@ void lt__sched_take_intake(lt_sched_t *s) {
     }
     t = next;
   }
+}
+
+void lt__sched_fetch_due(lt_sched_t *s, lt_job_rec_t *j) {
+  lt_due_t *d = LT_VEC_PUSH(s->due, s->ndue, s->capdue);
+  if (d == NULL) {
+    lt__sched_job_fail(s, j, LT_ENOMEM, "out of memory fetching the result");
+    return;
+  }
+  *d = (lt_due_t){j->num, j->gen};
 }
 
 /* ---- completions ------------------------------------------------------------------------ */
@@ -222,7 +227,7 @@ static void lost(lt_sched_t *s, lt_instr_rec_t *r, const char *endpoint, const c
                  int charge) {
   lt__trace_instr_lost(s->trace, r, endpoint, why);
   lt_job_rec_t *j = r->job;
-  if (lt__sched_stale(r)) {
+  if (lt__rec_stale(r)) {
     lt__sched_rec_done(s, r);
     return;
   }
@@ -308,8 +313,8 @@ static void apply(lt_sched_t *s, lt_instr_rec_t *r, int conn, const lt_completio
     lt__sched_job_fail(s, j, rc, err[0] ? err : "server returned an unusable completion");
   else if (j->inst->done && j->inst->result.value != NULL)
     job_finish(s, j, lt__buf_ok(j->inst->result.value));
-  else if (j->inst->done)
-    lt__sched_fetch_result(s, j); /* it ended on a value made before, still on its server */
+  else if (j->inst->done) /* it ended on a value made before, still on its server */
+    lt__sched_fetch_due(s, j);
 }
 
 /* check_moves fails the tasks of readers that were sent, before r's outputs had a size, to
@@ -323,7 +328,7 @@ static void check_moves(lt_sched_t *s, const lt_instr_rec_t *r, int holder,
   if (most <= lt__server_least_frame(s)) return;
   lt_instr_rec_t *q, *tmp;
   HASH_ITER(hh, s->inflight, q, tmp) {
-    if (q->conn == holder || lt__sched_stale(q)) continue;
+    if (q->conn == holder || lt__rec_stale(q)) continue;
     uint64_t lim = s->srv[q->conn].conn.max_frame;
     for (uint32_t k = 0; k < q->nins; k++) {
       const lt_token_t *t = &q->ins[k];
@@ -363,11 +368,11 @@ static void completed(lt_sched_t *s, lt_instr_rec_t *r, size_t idx, const lt_com
   lt_job_rec_t *j = r->job;
   /* Outputs left on the server that nobody will read: the job is over, or was recomputed,
    * or failed here. A value lost with a peer server makes the task recompute. */
-  if (lt__sched_stale(r) || cp->status != LT_OK) {
+  if (lt__rec_stale(r) || cp->status != LT_OK) {
     release_left(s, r, idx, cp);
-    if (!lt__sched_stale(r) && cp->status == LT_ELOST)
+    if (!lt__rec_stale(r) && cp->status == LT_ELOST)
       lt__sched_restart(s, j, cp->errmsg);
-    else if (!lt__sched_stale(r))
+    else if (!lt__rec_stale(r))
       lt__sched_job_fail(s, j, cp->status, cp->errmsg);
   } else if (r->final) {
     deliver_final(s, j, cp, m);
@@ -385,6 +390,8 @@ void lt__sched_end(lt_sched_t *s, lt_instr_rec_t *r, lt_end_t why, const lt_comp
   if (r->state == LT_IR_QUEUED && r == s->fire_head) lt__sched_pop_fireable(s);
   size_t idx = r->conn >= 0 ? (size_t)r->conn : SIZE_MAX;
   const char *ep = idx != SIZE_MAX ? s->srv[idx].conn.endpoint : "";
+  /* The policies hear of every end of a record out on a server (a dropped twin is none). */
+  if (r->state != LT_IR_QUEUED && r->state != LT_IR_DROPPED) lt__policies_end(s, r, idx, why, cp);
   lt_settle_t st = lt__rec_settle(s, r, why, cp);
   if (st == LT_SETTLE_REQUEUED) return; /* it moves to a faster server */
   if (st == LT_SETTLE_DROP) {

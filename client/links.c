@@ -48,14 +48,14 @@ static void start_answered(lt_sched_t *s, size_t idx, int ready) {
   if (sl->answered) return;
   sl->answered = 1;
   lt__stats_publish(s); /* lt_eval_start may return now: its stats show this answer */
-  lt__eval_host_answered(s->ev, ready);
+  s->door->host_answered(s->ev, ready);
 }
 
 /* count_auth counts an initial host that failed authentication, so that lt_eval_start
  * says LT_EAUTH rather than LT_ENOSERVER when no server is left. */
 static void count_auth(lt_sched_t *s, size_t idx) {
   if (s->srv[idx].slot.answered) return;
-  lt__eval_host_auth_failed(s->ev);
+  s->door->host_auth_failed(s->ev);
 }
 
 /* auth_failed ends server idx's session for a failed security handshake or a refused
@@ -159,12 +159,12 @@ static int update_peers(lt_sched_t *s, const lt_host_t *hosts, size_t n) {
 
 void lt__links_open_new(lt_sched_t *s) {
   lt_host_t *hosts = NULL;
-  long n = lt__eval_hosts(s->ev, &hosts);
+  long n = s->door->hosts(s->ev, &hosts);
   if (n < 0) return;
   for (size_t i = 0; i < s->nsrv; i++)
     if (hosts[s->srv[i].slot.host].gone) s->srv[i].slot.removed = 1;
   if (update_peers(s, hosts, (size_t)n) != LT_OK) {
-    lt__eval_hosts_free(hosts, (size_t)n);
+    s->door->hosts_free(hosts, (size_t)n);
     return;
   }
   /* Every server is told the session's servers first (the holders its instructions may
@@ -176,7 +176,7 @@ void lt__links_open_new(lt_sched_t *s) {
     if (add_entry(s, s->hosts_seen, hosts[s->hosts_seen].fd) < 0) break;
     s->hosts_seen++;
   }
-  lt__eval_hosts_free(hosts, (size_t)n);
+  s->door->hosts_free(hosts, (size_t)n);
   for (size_t i = 0; i < old; i++) {
     lt_conn_t *c = &s->srv[i].conn;
     if (lt__server_gone(s, i)) continue;

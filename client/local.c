@@ -19,7 +19,8 @@
 #include "vec.h"
 
 struct lt_local {
-  lt_eval_t *ev; /* opaque: backend.h's calls only */
+  lt_eval_t *ev;              /* opaque: the door's calls only */
+  const lt_eval_door_t *door; /* the evaluator's calls (backend.h) */
   const lt_template_t *tmpl;
   int wake_fd;
   lt_modules_t *mods;
@@ -65,6 +66,7 @@ static int local_new(void **out, const lt_backend_env_t *env) {
   lt_local_t *l = calloc(1, sizeof *l);
   if (l == NULL) return LT_ENOMEM;
   l->ev = env->ev;
+  l->door = env->door;
   l->tmpl = env->tmpl;
   l->wake_fd = env->wake_fd;
   uint32_t n = l->tmpl->nkernels;
@@ -173,16 +175,16 @@ static lt_buf_t *run_task(lt_local_t *l, lt_task_t *task) {
  * evaluator stops it (tasks still queued then are cancelled by lt_eval_free). */
 static void *local_main(void *arg) {
   lt_local_t *l = arg;
-  while (!lt__eval_stopping(l->ev)) {
-    lt_task_t *t = lt__eval_take(l->ev, 1);
+  while (!l->door->stopping(l->ev)) {
+    lt_task_t *t = l->door->take(l->ev, 1);
     if (t == NULL) {
       struct pollfd pfd = {.fd = l->wake_fd, .events = POLLIN};
-      if (poll(&pfd, 1, -1) > 0) lt__eval_woken(l->ev);
+      if (poll(&pfd, 1, -1) > 0) l->door->woken(l->ev);
       continue;
     }
     t->result = run_task(l, t);
     /* The journal syncs when nothing waits: a batch, what was waiting, is done. */
-    lt__eval_deliver(l->ev, t, LT_EVAL_SYNC_IDLE);
+    l->door->deliver(l->ev, t, LT_EVAL_SYNC_IDLE);
   }
   return NULL;
 }

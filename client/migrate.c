@@ -74,7 +74,7 @@ static void look(lt_policy_t *p) {
   }
   double drain_us = 0;
   int from = idle > 0 ? slowest(s, &drain_us) : -1;
-  if (from < 0 || drain_us < MIGRATE_GAIN * fast_us || !lt__eval_input_closed(s->ev)) return;
+  if (from < 0 || drain_us < MIGRATE_GAIN * fast_us || !s->door->input_closed(s->ev)) return;
   uint32_t queued = s->srv[from].admitted - (uint32_t)lt__pace_parallel(&s->srv[from].pace);
   uint32_t want = idle < queued ? idle : queued;
   const lt_instr_rec_t **pick = calloc(want ? want : 1, sizeof *pick);

@@ -18,16 +18,6 @@
 typedef int (*pick_fn)(lt_sched_t *s, const lt_fire_t *fi, const uint64_t *bytes, uint64_t total,
                        int holder, int chained);
 
-uint64_t lt__placement_frame_need(const lt_fire_t *fi, int i) {
-  uint64_t need = 0;
-  for (uint32_t k = 0; k < fi->ninputs; k++) {
-    const lt_token_t *t = &fi->inputs[k];
-    uint64_t n = t->value != NULL ? t->value->len : lt__token_holder(t) != i ? t->size : 0;
-    if (n > need) need = n;
-  }
-  return need;
-}
-
 /* holder_bytes sums the bytes of the inputs held by each server into bytes[] (of nconns
  * entries) and returns the live server holding most of them, or -1: O(inputs + servers),
  * since a merge may have tens of thousands of inputs. Ties go to the first input's holder. */

@@ -28,8 +28,4 @@ extern const lt_placement_ops_t lt__placement_rr;
 /* lt__placement_of returns the policy the options name (borrowed, static). */
 const lt_placement_ops_t *lt__placement_of(const lt_options_t *o);
 
-/* lt__placement_frame_need returns the largest frame server i (-1: any) would receive for
- * these inputs: values the client sends, and values held elsewhere that it would fetch. */
-uint64_t lt__placement_frame_need(const lt_fire_t *fi, int i);
-
 #endif

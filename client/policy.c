@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
 #include "policy.h"
 #include "sched_internal.h"
 #include "vec.h"
@@ -62,21 +61,6 @@ void lt__policies_server_free(lt_sched_t *s, size_t idx) {
     free(s->srv[idx].blob[k]);
     s->srv[idx].blob[k] = NULL;
   }
-}
-
-void *lt__policy_server(const lt_policy_t *p, size_t idx) {
-  return p->s->srv[idx].blob[p->id];
-}
-
-void lt__policy_ask(lt_policy_t *p, const lt_req_t *req) {
-  lt_req_queue_t *q = p->q;
-  lt_req_t *r = LT_VEC_PUSH(q->reqs, q->n, q->cap);
-  if (r == NULL) {
-    lt__log(LT_LOG_WARN, "policy %s: a request dropped (out of memory)", p->ops->name);
-    return;
-  }
-  *r = *req;
-  r->policy = p->id;
 }
 
 /* Each hook, called on every policy that has it, in registry order. */

@@ -114,11 +114,9 @@ typedef struct lt_req_queue {
   size_t n, cap;
 } lt_req_queue_t;
 
-/* lt__policy_ask queues a request of p for the loop's next apply phase; dropped (logged)
- * without memory. */
-void lt__policy_ask(lt_policy_t *p, const lt_req_t *req);
-/* lt__policy_server returns p's blob for server idx (borrowed). */
-void *lt__policy_server(const lt_policy_t *p, size_t idx);
+/* lt__policy_ask (queue a request of p for the loop's next apply phase; dropped, logged,
+ * without memory) and lt__policy_server (p's blob for server idx, borrowed) are inline in
+ * sched_internal.h, after the dispatcher's struct: a policy calls nothing of the core. */
 
 /* The registry: every policy the dispatcher knows, in the order their hooks run. */
 extern const lt_policy_ops_t lt__policy_watchdog;

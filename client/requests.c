@@ -27,7 +27,7 @@ static lt_job_rec_t *find_job(lt_sched_t *s, uint64_t task) {
 /* copy runs a copy of r on server `to`: the two are twins, the first result wins. */
 static void copy(lt_sched_t *s, const lt_req_t *q) {
   lt_instr_rec_t *r = find_out(s, q->seq);
-  if (r == NULL || r->twin != NULL || r->state == LT_IR_DROPPED || lt__sched_stale(r) ||
+  if (r == NULL || r->twin != NULL || r->state == LT_IR_DROPPED || lt__rec_stale(r) ||
       q->server >= s->nsrv || !lt__server_idle(s, q->server))
     return;
   lt_instr_rec_t *c = lt__rec_copy(s, r);
@@ -61,7 +61,7 @@ static void recall(lt_sched_t *s, const lt_req_t *reqs, size_t n) {
       if (reqs[q].kind != LT_REQ_RECALL) continue;
       lt_instr_rec_t *r = find_out(s, reqs[q].seq);
       if (r == NULL || r->conn != (int)i || r->state != LT_IR_OUT || r->twin != NULL ||
-          lt__sched_stale(r) || !lt__server_alive(s, i))
+          lt__rec_stale(r) || !lt__server_alive(s, i))
         continue;
       lt__rec_to(r, LT_IR_MIGRATING);
       s->cancels_out++;

@@ -11,6 +11,8 @@
 #include <uthash.h>
 
 #include "clock.h"
+#include "log.h"
+#include "vec.h"
 #include "conn.h"
 #include "backend.h"
 #include "instance.h"
@@ -19,6 +21,12 @@
 #include "scheduler.h"
 #include "ship.h"
 #include "trace.h"
+
+/* A job whose result is to be fetched from its holder: its number and generation then. */
+typedef struct lt_due {
+  uint64_t job;
+  uint32_t gen;
+} lt_due_t;
 
 /* A submitted task while it runs: its instance and the instructions still out. */
 typedef struct lt_fetch lt_fetch_t;
@@ -142,7 +150,7 @@ typedef struct lt_pace {
  * held keep naming it, so they are known lost), and the server is greeted again in a new
  * slot, its successor. A slot that never got a welcome is greeted again in place. */
 typedef struct lt_slot {
-  size_t host;         /* index in the evaluator's hosts (lt__eval_hosts) */
+  size_t host;         /* index in the evaluator's hosts (the door's hosts) */
   int watch_fd;        /* read end of a spawned server's stdout (EOF: it exited), or -1 */
   int answered;        /* counted out of lt_eval_start's wait */
   int was_ready;       /* its session was welcomed */
@@ -222,7 +230,8 @@ typedef struct lt_stats_snap {
 } lt_stats_snap_t;
 
 struct lt_sched {
-  lt_eval_t *ev; /* opaque: only for the calls of backend.h */
+  lt_eval_t *ev;              /* opaque: only for the door's calls */
+  const lt_eval_door_t *door; /* the evaluator's calls (backend.h) */
   const lt_options_t *opts;
   const lt_template_t *tmpl;
   uint64_t client_id;
@@ -244,6 +253,8 @@ struct lt_sched {
   lt_instr_rec_t *inflight;
   lt_job_rec_t *jobs;  /* every job, by task number */
   lt_fetch_t *fetches; /* results being fetched (fetch.c), by value sequence */
+  lt_due_t *due;       /* jobs whose result is to be fetched (lt__sched_fetch_due) */
+  size_t ndue, capdue;
   uint64_t next_seq;
   uint32_t first_cap; /* instructions admitted per server before pacing has samples */
   lt_codec_limits_t limits;
@@ -308,6 +319,9 @@ void lt__rec_to(lt_instr_rec_t *r, lt_ir_state_t to);
 /* lt__rec_new makes a queued record of job j under a fresh instruction id, counted live in
  * j; NULL without memory. Caller owns the record (lt__sched_rec_done frees it). */
 lt_instr_rec_t *lt__rec_new(lt_sched_t *s, lt_job_rec_t *j);
+/* lt__rec_stale tells whether r belongs to an older generation of its task's instance (it
+ * was recomputed) or its task is over: such a record touches no frame. */
+int lt__rec_stale(const lt_instr_rec_t *r);
 /* lt__rec_portable tells whether r may run on another server than the one it was sent to,
  * there and then: alone (no twin), its task's current generation, every input held by the
  * client, and its output not named to successors on its server (a farm's task, a last
@@ -343,7 +357,7 @@ void lt__sched_rec_done(lt_sched_t *s, lt_instr_rec_t *r);
 void lt__sched_job_fail(lt_sched_t *s, lt_job_rec_t *j, int err, const char *msg);
 void lt__sched_on_completion(lt_sched_t *s, size_t idx, const lt_completion_t *cp,
                              const lt_msg_t *m);
-int lt__sched_stale(const lt_instr_rec_t *r);
+
 void lt__sched_restart(lt_sched_t *s, lt_job_rec_t *j, const char *why);
 /* lt__sched_refund_restart takes back n of j's recomputations: they were no fault of its
  * own (a crash of another task's kernel took its values). */
@@ -358,12 +372,16 @@ void lt__sched_job_result(lt_sched_t *s, lt_job_rec_t *j, lt_value_t *v);
  * not be used after. */
 void lt__sched_job_settle(lt_sched_t *s, lt_job_rec_t *j);
 
+/* lt__sched_fetch_due notes that job j ended on a value on a server: its result is fetched
+ * in the loop's next fetch phase (jobs.c). */
+void lt__sched_fetch_due(lt_sched_t *s, lt_job_rec_t *j);
+
 /* Fetching a result that a task ended on while it sat on a server (fetch.c).
- * lt__sched_fetch_result asks the holder of j's result for it (a failure to ask recomputes
- * or fails the task); lt__sched_on_value applies a VALUE from server `idx`;
+ * lt__sched_fetch_results asks the holders of the results due for them (a failure to ask
+ * recomputes or fails the task); lt__sched_on_value applies a VALUE from server `idx`;
  * lt__sched_fetches_lost recomputes the tasks whose result was on dead server `idx`;
  * lt__sched_fetches_free drops what is still asked at the end. */
-int lt__sched_fetch_result(lt_sched_t *s, lt_job_rec_t *j);
+void lt__sched_fetch_results(lt_sched_t *s);
 void lt__sched_on_value(lt_sched_t *s, size_t idx, const lt_msg_t *m);
 void lt__sched_fetches_lost(lt_sched_t *s, size_t idx);
 void lt__sched_fetches_free(lt_sched_t *s);
@@ -421,6 +439,9 @@ int lt__server_limited(const lt_sched_t *s, size_t i);
 int lt__server_has_room(const lt_sched_t *s, size_t i);
 /* lt__server_idle: it takes work, no policy limits it, and nothing of ours is there. */
 int lt__server_idle(const lt_sched_t *s, size_t i);
+/* lt__server_frame_need returns the largest frame server i (-1: any) would receive for
+ * these inputs: values the client sends, and values held elsewhere that it would fetch. */
+uint64_t lt__server_frame_need(const lt_fire_t *fi, int i);
 /* lt__server_fits: it takes frames as large as these inputs need. */
 int lt__server_fits(const lt_sched_t *s, size_t i, const lt_fire_t *fi);
 /* lt__server_least_frame: the smallest frame limit among the servers that take work
@@ -511,5 +532,22 @@ int lt__links_takers(const lt_sched_t *s);
 void lt__links_close_all(lt_sched_t *s);
 /* lt__links_free frees the list of servers announced to each server. */
 void lt__links_free(lt_sched_t *s);
+
+/* ---- a policy's two calls (policy.h) ------------------------------------------------------ */
+
+static inline void lt__policy_ask(lt_policy_t *p, const lt_req_t *req) {
+  lt_req_queue_t *q = p->q;
+  lt_req_t *r = LT_VEC_PUSH(q->reqs, q->n, q->cap);
+  if (r == NULL) {
+    lt__log(LT_LOG_WARN, "policy %s: a request dropped (out of memory)", p->ops->name);
+    return;
+  }
+  *r = *req;
+  r->policy = p->id;
+}
+
+static inline void *lt__policy_server(const lt_policy_t *p, size_t idx) {
+  return p->s->srv[idx].blob[p->id];
+}
 
 #endif

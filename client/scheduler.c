@@ -26,6 +26,7 @@ static int sched_new(void **out, const lt_backend_env_t *env) {
   if (s == NULL) return LT_ENOMEM;
   const lt_options_t *o = env->opts;
   s->ev = env->ev;
+  s->door = env->door;
   s->opts = o;
   s->tmpl = env->tmpl;
   s->client_id = env->client_id;
@@ -123,7 +124,7 @@ static void reap_one(lt_sched_t *s, size_t idx) {
     lt__sched_end(s, r, LT_END_LOST, NULL, NULL, LT_ELOST, why[0] ? why : ep);
   lt_instr_rec_t *tmp;
   HASH_ITER(hh, s->inflight, r, tmp) {
-    if (lt__sched_stale(r)) continue;
+    if (lt__rec_stale(r)) continue;
     for (uint32_t i = 0; i < r->nins; i++) {
       if (r->ins[i].value == NULL && lt__token_holder(&r->ins[i]) == (int32_t)idx) {
         lt__sched_restart(s, r->job, "a value it needed was on a server that died");
@@ -221,7 +222,7 @@ static void *sched_main(void *arg) {
     }
     /* Intake: new tasks and hosts. */
     if (n > 0 && (items[0].revents & ZMQ_POLLIN)) {
-      lt__eval_woken(ev);
+      s->door->woken(ev);
       lt__links_open_new(s);
       lt__sched_take_intake(s);
     }
@@ -233,8 +234,9 @@ static void *sched_main(void *arg) {
         lt__link_watch_child(s, i);
     }
     int64_t now = lt__clock_ms();
+    lt__sched_fetch_results(s); /* tasks that ended on a value left on a server */
     /* hosts=DIR: servers that announced since the last look join now. */
-    if (lt__eval_poll_hosts(ev, now)) lt__links_open_new(s);
+    if (s->door->poll_hosts(ev, now)) lt__links_open_new(s);
     /* Reap what was found dead, then the tick: heartbeats and greetings. */
     reap(s);
     int ticked = now >= s->next_tick;
@@ -255,7 +257,7 @@ static void *sched_main(void *arg) {
     lt__stats_publish(s);
     lt__sched_deliver(s);
     lt__trace_turn(s->trace, s);
-    if (lt__eval_stopping(s->ev)) break;
+    if (s->door->stopping(s->ev)) break;
   }
   free(items);
   shutdown_all(s);

@@ -24,7 +24,7 @@ static int compile_seq(lt_template_t *t, const lt_skel_t *s, lt_tchain_t *c) {
  * (a farm only says that instances are independent; a pipe concatenates its stages). */
 static int compile_children(lt_template_t *t, const lt_skel_t *s, lt_tchain_t *c) {
   for (size_t i = 0; i < s->nchildren; i++) {
-    int rc = lt__template_flatten(t, s->children[i], c);
+    int rc = t->flatten(t, s->children[i], c);
     if (rc != LT_OK) return rc;
   }
   return LT_OK;
@@ -124,7 +124,7 @@ static int compile_blocks(lt_template_t *t, const lt_skel_t *s, uint32_t *blocks
     if (d->args[i].kind == LT_ARG_KERNEL && lt__skel_arg_instead(s, &d->args[i])) child++;
     if (d->args[i].kind != LT_ARG_SKEL) continue;
     if (*n == 2) return LT_EINVAL;
-    int rc = lt__template_block(t, s->children[child++], &blocks[(*n)++]);
+    int rc = t->block(t, s->children[child++], &blocks[(*n)++]);
     if (rc != LT_OK) return rc;
   }
   return LT_OK;

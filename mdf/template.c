@@ -1,12 +1,11 @@
-/* template.c: the compiler from skeleton trees to MDF templates (template.h): blocks,
- * chains, nodes, stages and the kernel list. What each skeleton kind becomes is its compile
- * function in kind.c, which builds with the steps here. Knows nothing of instances or
- * servers. */
+/* template.c: the MDF template (template.h) as a structure: blocks, chains, nodes, stages
+ * and the kernel list, and the steps it is built with. How a skeleton tree becomes one is
+ * compile.c's (and, per kind, kind.c's); this file knows nothing of skeleton kinds,
+ * instances or servers. */
 #include <stdlib.h>
 #include <string.h>
 
 #include <lithium/error.h>
-#include "kind.h"
 #include "template.h"
 #include "vec.h"
 
@@ -48,50 +47,6 @@ int lt__template_node_add(lt_template_t *t, lt_tnode_kind_t kind, lt_skel_kind_t
   if (c->last >= 0) t->nodes[c->last].next = (int32_t)*id;
   if (c->first < 0) c->first = (int32_t)*id;
   c->last = (int32_t)*id;
-  return LT_OK;
-}
-
-int lt__template_flatten(lt_template_t *t, const lt_skel_t *s, lt_tchain_t *c) {
-  const lt_skel_kind_desc_t *d = lt__skel_kind(s->kind);
-  return d != NULL ? d->compile(t, s, c) : LT_EINVAL;
-}
-
-int lt__template_block(lt_template_t *t, const lt_skel_t *s, uint32_t *block) {
-  if (LT_VEC_PUSH(t->blocks, t->nblocks, t->capblocks) == NULL) return LT_ENOMEM;
-  *block = t->nblocks - 1;
-  lt_tchain_t c = {-1, -1};
-  int rc = lt__template_flatten(t, s, &c);
-  if (rc != LT_OK) return rc;
-  t->blocks[*block] = (uint32_t)c.first;
-  return LT_OK;
-}
-
-/* compile_program compiles `s` as block 0; a program that reduces its stream gets its
- * stages before the reduce as block 0 and the reduce's combine as a block of its own. */
-static int compile_program(lt_template_t *t, const lt_skel_t *s) {
-  uint32_t root, combine;
-  if (!lt__skel_reduces(s)) return lt__template_block(t, s, &root);
-  lt_skel_t stages = *s; /* the same pipe without its last stage (borrowed children) */
-  stages.nchildren--;
-  int rc = lt__template_block(t, &stages, &root);
-  if (rc == LT_OK) rc = lt__template_block(t, s->children[s->nchildren - 1], &combine);
-  if (rc == LT_OK) t->combine_block = (int32_t)combine;
-  return rc;
-}
-
-int lt__template_compile(lt_template_t **out, const lt_skel_t *s, int normal_form) {
-  *out = NULL;
-  if (!lt__skel_valid(s)) return LT_EINVAL;
-  lt_template_t *t = calloc(1, sizeof *t);
-  if (t == NULL) return LT_ENOMEM;
-  t->normal_form = normal_form;
-  t->combine_block = -1;
-  int rc = compile_program(t, s);
-  if (rc != LT_OK) {
-    lt__template_free(t);
-    return rc;
-  }
-  *out = t;
   return LT_OK;
 }
 

@@ -52,6 +52,11 @@ typedef struct lt_tnode {
   int32_t next;     /* next node of the chain, -1 at the end of the block */
 } lt_tnode_t;
 
+/* A chain under construction: its first and last node, -1 while empty. */
+typedef struct lt_tchain {
+  int32_t first, last;
+} lt_tchain_t;
+
 typedef struct lt_template {
   char **kernels; /* distinct "module:function" names, in first-use order: the program */
   uint32_t nkernels;
@@ -65,25 +70,20 @@ typedef struct lt_template {
   int normal_form;       /* adjacent seq stages were fused */
   int32_t combine_block; /* a program that reduces its stream (pipe(..., reduce(m:c))): the
                             block of one seq node combining two results; -1 for others */
+  /* The compiler's hooks while it compiles (compile.c), for the kinds' compile functions. */
+  int (*flatten)(struct lt_template *t, const lt_skel_t *s, lt_tchain_t *c);
+  int (*block)(struct lt_template *t, const lt_skel_t *s, uint32_t *block);
 } lt_template_t;
-
-/* A chain under construction: its first and last node, -1 while empty. */
-typedef struct lt_tchain {
-  int32_t first, last;
-} lt_tchain_t;
 
 /* lt__template_compile compiles `s` (borrowed) into *out, fusing adjacent seq stages when
  * `normal_form` is set. LT_EINVAL for a malformed tree, LT_ENOMEM. Caller frees *out. */
 int lt__template_compile(lt_template_t **out, const lt_skel_t *s, int normal_form);
 
 /* The steps the compile functions of kind.c build a template with; each returns LT_OK or
- * LT_ENOMEM. lt__template_flatten appends the nodes of `s` to `c` (its kind's compile
- * function); lt__template_block compiles `s` as a new block, its index in *block;
- * lt__template_node_add appends an empty node to `c`, its index in *id;
+ * LT_ENOMEM. lt__template_node_add appends an empty node to `c`, its index in *id;
  * lt__template_stage_add appends a stage running `kernel` with a copy of `param` to node
- * `id`. */
-int lt__template_flatten(lt_template_t *t, const lt_skel_t *s, lt_tchain_t *c);
-int lt__template_block(lt_template_t *t, const lt_skel_t *s, uint32_t *block);
+ * `id`. A compile function compiles its children with the template's hooks, `flatten`
+ * (append the nodes of a child to a chain) and `block` (compile a child as a new block). */
 int lt__template_node_add(lt_template_t *t, lt_tnode_kind_t kind, lt_skel_kind_t skel,
                           lt_tchain_t *c, uint32_t *id);
 int lt__template_stage_add(lt_template_t *t, uint32_t id, const char *kernel, const void *param,

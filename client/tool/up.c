@@ -36,8 +36,13 @@ static const char up_script[] =
     "  set -- \"$@\" --insecure\n"
     "fi\n"
     "out=$dir/$name.sh$$.out; err=$dir/$name.sh$$.err\n"
-    "nohup \"$prog\" --name \"$name\" \"$@\" >\"$out\" 2>\"$err\" </dev/null &\n"
+    /* The files are opened here, before the server starts, so that the renames below can
+     * never come before the server's own redirections and leave it writing to the old
+     * names. */
+    "exec 3>\"$out\" 4>\"$err\"\n"
+    "nohup \"$prog\" --name \"$name\" \"$@\" >&3 2>&4 3>&- 4>&- </dev/null &\n"
     "pid=$!\n"
+    "exec 3>&- 4>&-\n"
     "mv \"$out\" \"$dir/$name.$pid.out\"; mv \"$err\" \"$dir/$name.$pid.err\"\n"
     "out=$dir/$name.$pid.out; err=$dir/$name.$pid.err\n"
     "echo \"$pid\" >\"$dir/$name.$pid.pid\"\n"
