@@ -24,6 +24,8 @@
  *              crashes the server (SIGSEGV by default, or abort()); else copies it.
  *   forever    any inputs; never returns (sleeps in a loop: holds its thread for good).
  *   hog_mem    any inputs; param: MiB as decimal text; one output of that many bytes.
+ *   abort_if   1 input, int64; param: the name of an environment variable: a server started
+ *              with it set aborts on every call (a flaky host); elsewhere input + 1.
  */
 #include <errno.h>
 #include <signal.h>
@@ -295,4 +297,17 @@ LT_KERNEL(hog_mem, call) {
   if (out == NULL) return lt_call_fail(call, "hog_mem: out of memory for %llu MiB", mib);
   memset(out, 0xa5, len);
   return 0;
+}
+
+LT_KERNEL(abort_if, call) {
+  size_t plen;
+  const char *p = lt_call_param(call, &plen);
+  char name[64];
+  if (plen == 0 || plen >= sizeof name) return lt_call_fail(call, "abort_if: bad parameter");
+  memcpy(name, p, plen);
+  name[plen] = '\0';
+  if (getenv(name) != NULL) abort();
+  int64_t v = 0;
+  if (int_input(call, "abort_if", &v) != 0) return 1;
+  return int_output(call, (int64_t)((uint64_t)v + 1));
 }
