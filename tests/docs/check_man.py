@@ -5,7 +5,8 @@ Parses the installed public headers for every function they export (LT_API decla
 the static inline accessors of lithium/kernel.h) and checks, against the page sources in
 docs/man/: every function is named by a man3 page whose SYNOPSIS has the header's declaration
 exactly (whitespace aside) and includes a header that declares it; every prototype of a
-SYNOPSIS is a function of the headers; every page formats without a groff warning; and every
+SYNOPSIS is a function of the headers; every function's doc comment in its header appears word
+for word in its page's DESCRIPTION (the header is the source of truth); every page formats without a groff warning; and every
 flag of `lithium-server --help` and `lithium --help` (and its commands' help) is in
 lithium-server(8) and lithium(1). With --installed MANDIR, checks instead that an installed
 tree holds a page for every function name (`man NAME` finds it). Python 3 standard library
@@ -46,6 +47,19 @@ def header_functions(path):
     for m in re.finditer(r'((?:__attribute__\s*\(\((?:[^()]|\([^()]*\))*\)\)\s*)?)static\s+inline\s+([^{;]*)\{', text):
         proto = norm(m.group(2) + ';')
         found[re.search(r'(\w+)\s*\(', proto).group(1)] = proto
+    return found
+
+
+def header_comments(path):
+    """{name: its doc comment, whitespace collapsed and backquotes dropped} of the functions of
+    `path` that have a comment of their own right before them."""
+    text = open(path, encoding='utf-8').read()
+    found = {}
+    for m in re.finditer(r'/\*((?:(?!\*/).)*)\*/\s*((?:__attribute__\s*\(\((?:[^()]|\([^()]*\))*\)\)\s*)?'
+                         r'(?:LT_API\b[^;]*;|static\s+inline\b[^{;]*\{))', text, re.S):
+        name = re.search(r'(\w+)\s*\(', re.sub(r'__attribute__\s*\(\((?:[^()]|\([^()]*\))*\)\)', '', m.group(2))).group(1)
+        comment = ' '.join(l.strip().lstrip('*') for l in m.group(1).split('\n'))
+        found[name] = ' '.join(comment.replace('`', '').split())
     return found
 
 
@@ -102,14 +116,21 @@ def page_synopsis(secs):
     return includes, protos
 
 
+def description(secs):
+    """The DESCRIPTION of a page as plain text, whitespace collapsed."""
+    lines = [unroff(l) for l in secs.get('DESCRIPTION', []) if not l.startswith('.')]
+    return ' '.join(' '.join(lines).split())
+
+
 def check_sources(args):
-    funcs, declared_in, includes_of = {}, {}, {}
+    funcs, declared_in, includes_of, comments = {}, {}, {}, {}
     for h in args.header:
         rel = os.path.relpath(h, args.include_root[args.header.index(h)]) if args.include_root else os.path.basename(h)
         includes_of[rel] = header_includes(h)
         for name, proto in header_functions(h).items():
             funcs[name] = proto
             declared_in[name] = rel
+        comments.update(header_comments(h))
     if len(funcs) < 10:
         fail('only %d functions found in the headers: the parser is broken' % len(funcs))
 
@@ -149,12 +170,18 @@ def check_sources(args):
                 fail('%s: NAME lists %s, which its SYNOPSIS does not declare' % (page, name))
             if name in protos:
                 documented.setdefault(name, page)
+                # The header comment is the source of truth: the page repeats it word for word.
+                if name in comments and comments[name] not in description(secs):
+                    fail('%s: the DESCRIPTION does not repeat the header comment of %s:\n    %s' %
+                         (page, name, comments[name]))
     for name in sorted(funcs):
         if name not in documented:
             fail('%s (%s) has no man page: no page of %s names it and declares it' %
                  (name, declared_in[name], man3))
-    print('check_man: %d functions of %d headers, %d documented' %
-          (len(funcs), len(args.header), len(documented)))
+    if len(comments) < len(funcs) // 2:
+        fail('only %d doc comments found in the headers: the parser is broken' % len(comments))
+    print('check_man: %d functions of %d headers, %d documented, %d header comments repeated' %
+          (len(funcs), len(args.header), len(documented), len(comments)))
 
     groff = shutil.which('groff')
     for sub in ('man1', 'man3', 'man8'):
