@@ -26,7 +26,9 @@
 #define OUT_MAX           4096
 
 /* The remote side of `up`: $1 state dir, $2 server program, $3 name, $4 1 to add --insecure
- * when the server knows it, then the server's flags. */
+ * when the server knows it, then the server's flags. The output files are opened by this
+ * shell before the server starts, so renaming them after its pid cannot race the server's
+ * own redirection (which would otherwise create the old name after the rename). */
 static const char up_script[] =
     "set -u\n"
     "dir=$1; prog=$2; name=$3; insecure=$4; shift 4\n"
@@ -36,8 +38,10 @@ static const char up_script[] =
     "  set -- \"$@\" --insecure\n"
     "fi\n"
     "out=$dir/$name.sh$$.out; err=$dir/$name.sh$$.err\n"
-    "nohup \"$prog\" --name \"$name\" \"$@\" >\"$out\" 2>\"$err\" </dev/null &\n"
+    "exec 3>\"$out\" 4>\"$err\"\n"
+    "nohup \"$prog\" --name \"$name\" \"$@\" >&3 2>&4 </dev/null &\n"
     "pid=$!\n"
+    "exec 3>&- 4>&-\n"
     "mv \"$out\" \"$dir/$name.$pid.out\"; mv \"$err\" \"$dir/$name.$pid.err\"\n"
     "out=$dir/$name.$pid.out; err=$dir/$name.$pid.err\n"
     "echo \"$pid\" >\"$dir/$name.$pid.pid\"\n"
