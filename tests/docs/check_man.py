@@ -183,6 +183,12 @@ def check_sources(args):
     print('check_man: %d functions of %d headers, %d documented, %d header comments repeated' %
           (len(funcs), len(args.header), len(documented), len(comments)))
 
+    for sub in ('man1', 'man3', 'man8'):
+        d = os.path.join(args.man, sub)
+        for page in sorted(os.listdir(d)):
+            for n, line in enumerate(open(os.path.join(d, page), encoding='utf-8'), 1):
+                if re.match(r'^\\&\.(PP|EX|EE|in|TP|SH|B|I|BR|nf|fi)\b', line):
+                    fail('%s/%s:%d: %s is printed, not obeyed (drop the \\&)' % (sub, page, n, line.strip()))
     groff = shutil.which('groff')
     for sub in ('man1', 'man3', 'man8'):
         d = os.path.join(args.man, sub)
