@@ -8,7 +8,7 @@ exactly (whitespace aside) and includes a header that declares it; every prototy
 SYNOPSIS is a function of the headers; every function's doc comment in its header appears word
 for word in its page's DESCRIPTION (the header is the source of truth); every page formats without a groff warning; and every
 flag of `lithium-server --help` and `lithium --help` (and its commands' help) is in
-lithium-server(8) and lithium(1). With --installed MANDIR, checks instead that an installed
+lithium-server(8) and lithium(1); every error code of LT_ERRNO_MAP is in lt_strerror(3). With --installed MANDIR, checks instead that an installed
 tree holds a page for every function name (`man NAME` finds it). Python 3 standard library
 only. Exit status 0 when all holds, 1 with every failure listed.
 """
@@ -178,6 +178,17 @@ def check_sources(args):
         if name not in documented:
             fail('%s (%s) has no man page: no page of %s names it and declares it' %
                  (name, declared_in[name], man3))
+    # The error codes: lt_strerror(3) lists each of LT_ERRNO_MAP with its value and message.
+    for h in args.header:
+        codes = re.findall(r'XX\((\w+), (-\d+), "([^"]*)"\)', open(h, encoding='utf-8').read())
+        if not codes:
+            continue
+        page = os.path.join(man3, 'lt_strerror.3')
+        text = ' '.join(unroff(open(page, encoding='utf-8').read()).replace('\t', ' ').split())
+        for name, value, msg in codes:
+            if 'LT_%s %s %s' % (name, value, msg) not in text:
+                fail('lt_strerror.3 does not list LT_%s (%s, "%s") as %s has it' %
+                     (name, value, msg, os.path.basename(h)))
     if len(comments) < len(funcs) // 2:
         fail('only %d doc comments found in the headers: the parser is broken' % len(comments))
     print('check_man: %d functions of %d headers, %d documented, %d header comments repeated' %
