@@ -8,7 +8,8 @@ exactly (whitespace aside) and includes a header that declares it; every prototy
 SYNOPSIS is a function of the headers; every function's doc comment in its header appears word
 for word in its page's DESCRIPTION (the header is the source of truth); every page formats without a groff warning; and every
 flag of `lithium-server --help` and `lithium --help` (and its commands' help) is in
-lithium-server(8) and lithium(1); every error code of LT_ERRNO_MAP is in lt_strerror(3). With --installed MANDIR, checks instead that an installed
+lithium-server(8) and lithium(1); every error code of LT_ERRNO_MAP is in lt_strerror(3); with --version, every page's
+.TH line names that version. With --installed MANDIR, checks instead that an installed
 tree holds a page for every function name (`man NAME` finds it). Python 3 standard library
 only. Exit status 0 when all holds, 1 with every failure listed.
 """
@@ -200,6 +201,14 @@ def check_sources(args):
             for n, line in enumerate(open(os.path.join(d, page), encoding='utf-8'), 1):
                 if re.match(r'^\\&\.(PP|EX|EE|in|TP|SH|B|I|BR|nf|fi)\b', line):
                     fail('%s/%s:%d: %s is printed, not obeyed (drop the \\&)' % (sub, page, n, line.strip()))
+    if args.version:
+        for sub in ('man1', 'man3', 'man8'):
+            d = os.path.join(args.man, sub)
+            for page in sorted(os.listdir(d)):
+                th = [l for l in open(os.path.join(d, page), encoding='utf-8') if l.startswith('.TH ')]
+                if not th or '"Lithium-C %s"' % args.version not in th[0]:
+                    fail('%s/%s: its .TH line does not say "Lithium-C %s" (the project\'s version)' %
+                         (sub, page, args.version))
     groff = shutil.which('groff')
     for sub in ('man1', 'man3', 'man8'):
         d = os.path.join(args.man, sub)
@@ -269,6 +278,7 @@ def main():
     ap.add_argument('--server', help='lithium-server, for its --help')
     ap.add_argument('--tool', help='lithium, for its --help')
     ap.add_argument('--installed', help='an installed man directory (PREFIX/share/man)')
+    ap.add_argument('--version', help='the project version every page\'s .TH line names')
     args = ap.parse_args()
     if args.installed:
         check_installed(args)
