@@ -30,7 +30,7 @@ typedef enum lt_opt_type {
  *   X(key, type, field, default, lo, hi, arg, help)
  * `field` names the member of lt_options_t; `default` is parsed like a value (NULL: none);
  * lo and hi bound numbers; `arg` is the value's shape in --help, for enums its values.
- * The environment variable is LITHIUM_ and the key in capitals. README.md's Options table
+ * The environment variable is LITHIUM_ and the key in capitals. docs/guide.md's Options table
  * and the tool's --help list the same keys (tests/client/test_options.c checks both). */
 #define LT_OPTIONS(X)                                                                              \
   X(mode, LT_OPT_ENUM, mode, "optimized", 0, 0, "optimized|plain",                                 \

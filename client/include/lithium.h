@@ -28,7 +28,7 @@ typedef struct lt_buf lt_buf_t;
  * failure. */
 LT_API int lt_eval_new(lt_eval_t **out, lt_skel_t *program);
 
-/* lt_eval_set sets option `key` to `value` (see README.md, "Options"); '-' and '_' are
+/* lt_eval_set sets option `key` to `value` (see docs/guide.md, "Options"); '-' and '_' are
  * alike in keys. Unknown keys, bad values and a value that contradicts another option set
  * before (min_threads above max_threads) give LT_EINVAL, and lt_eval_error says which;
  * options that shape the run give LT_ESTATE after start. */
@@ -75,7 +75,7 @@ LT_API int lt_eval_submit(lt_eval_t *ev, const void *data, size_t len, lt_future
 /* lt_eval_submit_owned adds an input task without copying its bytes: the evaluator takes
  * ownership of data[0..len), also on failure, and calls free_fn(data, hint) exactly once,
  * when nothing needs the bytes any more: after the last send that uses them, and once
- * lineage no longer needs the task's input (README.md, "Large values without copies":
+ * lineage no longer needs the task's input (docs/guide.md, "Large values without copies":
  * under lazy binding, the default, when the task is done; with lazy=off once its first
  * instruction has completed; with lt_eval_run_local once that instruction ran), before this
  * returns when the submit fails, and at the latest in lt_eval_free. Until then the bytes must
@@ -143,7 +143,7 @@ LT_API uint64_t lt_buf_task(const lt_buf_t *b);
  * line before it builds anything). Any thread; one thread per lt_options_t. */
 typedef struct lt_options lt_options_t;
 
-/* lt_option_count returns the number of options (the rows of README.md's Options table). */
+/* lt_option_count returns the number of options (the rows of docs/guide.md's Options table). */
 LT_API size_t lt_option_count(void);
 
 /* lt_option_info describes option `i` (0 <= i < lt_option_count(), in the order defaults are

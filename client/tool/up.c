@@ -26,7 +26,9 @@
 #define OUT_MAX           4096
 
 /* The remote side of `up`: $1 state dir, $2 server program, $3 name, $4 1 to add --insecure
- * when the server knows it, then the server's flags. */
+ * when the server knows it, then the server's flags. The output files are opened by this
+ * shell before the server starts, so renaming them after its pid cannot race the server's
+ * own redirection (which would otherwise create the old name after the rename). */
 static const char up_script[] =
     "set -u\n"
     "dir=$1; prog=$2; name=$3; insecure=$4; shift 4\n"
@@ -36,9 +38,6 @@ static const char up_script[] =
     "  set -- \"$@\" --insecure\n"
     "fi\n"
     "out=$dir/$name.sh$$.out; err=$dir/$name.sh$$.err\n"
-    /* The files are opened here, before the server starts, so that the renames below can
-     * never come before the server's own redirections and leave it writing to the old
-     * names. */
     "exec 3>\"$out\" 4>\"$err\"\n"
     "nohup \"$prog\" --name \"$name\" \"$@\" >&3 2>&4 3>&- 4>&- </dev/null &\n"
     "pid=$!\n"

@@ -1,7 +1,7 @@
 /* test_options.c: the option table (client/options.h): defaults, every key, '-' and '_'
  * alike, booleans in any case, the messages of bad keys and values, the check of
  * min_threads against max_threads, LITHIUM_* variables (applied, bad, unknown), the public
- * lt_eval_error; and that README.md's Options table and `lithium --help` list every option
+ * lt_eval_error; and that docs/guide.md's Options table and `lithium --help` list every option
  * of the table, so the three cannot drift apart. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
@@ -280,29 +280,29 @@ Test(options, public_api) {
   lt_eval_free(ev);
 }
 
-/* readme_options returns the Options section of README.md (malloc'd). */
-static char *readme_options(void) {
-  char *readme = slurp(LT_README);
-  cr_assert_not_null(readme, "cannot read %s", LT_README);
-  char *start = strstr(readme, "\n### Options\n");
-  cr_assert_not_null(start, "README.md has no Options section");
-  char *end = strstr(start + 1, "\n### ");
+/* guide_options returns the Options section of docs/guide.md (malloc'd). */
+static char *guide_options(void) {
+  char *guide = slurp(LT_GUIDE);
+  cr_assert_not_null(guide, "cannot read %s", LT_GUIDE);
+  char *start = strstr(guide, "\n## Options\n");
+  cr_assert_not_null(start, "docs/guide.md has no Options section");
+  char *end = strstr(start + 1, "\n## ");
   if (end != NULL) *end = '\0';
   char *section = strdup(start);
-  free(readme);
+  free(guide);
   return section;
 }
 
-/* README's table has exactly the table's keys, each with its default. */
-Test(options, readme_lists_every_option) {
-  char *section = readme_options();
+/* The guide's table has exactly the table's keys, each with its default. */
+Test(options, guide_lists_every_option) {
+  char *section = guide_options();
   size_t n;
   const lt_option_t *t = lt__options_table(&n);
   for (size_t i = 0; i < n; i++) {
     char row[96];
     snprintf(row, sizeof row, "\n| `%s` | ", t[i].key);
     char *at = strstr(section, row);
-    cr_expect_not_null(at, "README.md's Options table has no row for %s", t[i].key);
+    cr_expect_not_null(at, "docs/guide.md's Options table has no row for %s", t[i].key);
     if (at == NULL || t[i].def == NULL) continue;
     /* The default cell, backquotes dropped, starts with the table's default. */
     char cell[128];
@@ -312,16 +312,16 @@ Test(options, readme_lists_every_option) {
     cell[k] = '\0';
     cr_expect(strncmp(cell, t[i].def, strlen(t[i].def)) == 0 &&
                   (cell[strlen(t[i].def)] == ' ' || cell[strlen(t[i].def)] == '\0'),
-              "README.md gives %s the default '%s', the table '%s'", t[i].key, cell, t[i].def);
+              "docs/guide.md gives %s the default '%s', the table '%s'", t[i].key, cell, t[i].def);
   }
   size_t rows = 0;
   for (char *line = strstr(section, "\n| `"); line != NULL; line = strstr(line + 1, "\n| `")) {
     char key[64];
     cr_assert_eq(sscanf(line, "\n| `%63[^`]`", key), 1);
-    cr_expect_not_null(lt__option_find(key), "README.md lists %s, which is no option", key);
+    cr_expect_not_null(lt__option_find(key), "docs/guide.md lists %s, which is no option", key);
     rows++;
   }
-  cr_expect_eq(rows, n, "README.md's Options table has %zu rows, the table %zu", rows, n);
+  cr_expect_eq(rows, n, "docs/guide.md's Options table has %zu rows, the table %zu", rows, n);
   free(section);
 }
 

@@ -6,12 +6,15 @@
 # `dpkg-deb -x` into a scratch root and runs its server: --version, then a real start on a
 # free loopback port (READY), the unit's way of passing flags ($LITHIUM_SERVER_FLAGS from a
 # NAME.conf), a farm through the packaged `lithium` tool against it, and a graceful stop.
+# The package's man pages: one for every function of the packaged headers, and man(1) finds
+# lithium(1), lithium-server(8) and lt_eval_submit(3) in the extracted tree.
 # Skips (exit 0, "skipped: <why>") without cpack or dpkg-deb. The scratch directory is kept
 # on failure.
 set -euo pipefail
 
 : "${LT_CPACK:=cpack}" "${LT_CC:=cc}"
 : "${LT_BUILD_DIR:?set by ctest}" "${LT_SRC_DIR:?set by ctest}" "${LT_WORK_DIR:?set by ctest}"
+: "${LT_PYTHON3:=python3}" "${LT_DOCS_TESTS:?set by ctest}"
 
 for tool in "$LT_CPACK" dpkg-deb; do
   if ! command -v "$tool" >/dev/null 2>&1; then
@@ -73,6 +76,23 @@ grep -qx 'ExecStart=/usr/bin/lithium-server --name %i $LITHIUM_SERVER_FLAGS' "$u
 if grep -q 'rpath' "$root/usr/lib/pkgconfig/lithium.pc"; then
   die "lithium.pc for /usr carries an rpath"
 fi
+# The man pages, as `man` reads them once the package is installed.
+headers=()
+while IFS= read -r h; do headers+=(--header "$h"); done < <(find "$root/usr/include" -name '*.h' | sort)
+"$LT_PYTHON3" "$LT_DOCS_TESTS/check_man.py" "${headers[@]}" --installed "$root/usr/share/man" \
+  >"$work/man.log" 2>&1 || {
+  cat "$work/man.log" >&2
+  die "the package's man pages"
+}
+if command -v man >/dev/null 2>&1; then
+  for page in lithium lithium-server lt_eval_submit; do
+    MANPATH="$root/usr/share/man" man -w "$page" >/dev/null 2>&1 ||
+      die "man -w $page finds no page in the package"
+  done
+  man_text=$(MANPATH="$root/usr/share/man" MANWIDTH=100 man -P cat lithium-server 2>/dev/null)
+  grep -q -- '--accept-modules' <<<"$man_text" || die "man lithium-server: $man_text"
+fi
+log "man pages: $(tail -n1 "$work/man.log")"
 # systemd-analyze checks the unit's syntax; the program it names is not installed here.
 if command -v systemd-analyze >/dev/null 2>&1; then
   systemd-analyze verify "$unit" >"$work/verify.log" 2>&1 || true

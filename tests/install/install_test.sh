@@ -6,13 +6,18 @@
 # port and runs every client against it. Then, as a new user would: programs built with
 # nothing but `pkg-config --cflags --libs lithium` run in a clean environment (`env -i`, no
 # LD_LIBRARY_PATH), spawning the lithium-server of the prefix themselves, and so does the
-# installed `lithium` tool. The scratch directory is removed on success and kept (its path
-# printed) on failure; the server is stopped on every exit path.
+# installed `lithium` tool. The man pages are installed (a page for every function of the
+# installed headers, and `man` finds lithium(1), lithium-server(8) and lt_eval_submit(3)), and
+# the README's first program, built with the README's own commands, runs in the same clean
+# environment. The scratch directory is removed on success and kept (its path printed) on
+# failure; the server is stopped on every exit path.
 set -euo pipefail
 
 : "${LT_CMAKE:=cmake}" "${LT_CC:=cc}" "${LT_SAN_FLAGS:=}"
 : "${LT_LIBDIR:=lib}" "${LT_INCLUDEDIR:=include}" "${LT_BINDIR:=bin}"
 : "${LT_BUILD_DIR:?set by ctest}" "${LT_SRC_DIR:?set by ctest}" "${LT_WORK_DIR:?set by ctest}"
+: "${LT_PYTHON3:=python3}" "${LT_MANDIR:=share/man}" "${LT_DOCS_TESTS:?set by ctest}"
+: "${LT_TOP_SRC_DIR:?set by ctest}"
 
 mkdir -p "$LT_WORK_DIR"
 work=$(mktemp -d "$LT_WORK_DIR/install-test.XXXXXX")
@@ -73,6 +78,21 @@ extra=$(find "$prefix/$LT_INCLUDEDIR" -name '*.h' ! -name lithium.h \
   ! -path "*/lithium/kernel.h" ! -path "*/lithium/skel.h" ! -path "*/lithium/error.h" \
   ! -path "*/lithium/export.h")
 [[ -z "$extra" ]] || die "unexpected headers installed: $extra"
+
+# 1b. The man pages: one for every function the installed headers export, and man(1) finds
+# them in the prefix.
+headers=()
+while IFS= read -r h; do headers+=(--header "$h"); done < <(find "$prefix/$LT_INCLUDEDIR" -name '*.h' | sort)
+run man-installed "$LT_PYTHON3" "$LT_DOCS_TESTS/check_man.py" "${headers[@]}" \
+  --installed "$prefix/$LT_MANDIR"
+for page in lithium lithium-server lt_eval_submit lt_eval_new lt_call_input; do
+  MANPATH="$prefix/$LT_MANDIR" man -w "$page" >/dev/null 2>&1 ||
+    die "man -w $page finds no page in $prefix/$LT_MANDIR"
+done
+man_text=$(MANPATH="$prefix/$LT_MANDIR" MANWIDTH=100 man -P cat lt_eval_submit 2>/dev/null)
+grep -q 'int lt_eval_submit_owned(lt_eval_t \*ev' <<<"$man_text" ||
+  die "man lt_eval_submit does not show its synopsis: $man_text"
+log "man pages installed: $(tail -n1 "$work/man-installed.log")"
 
 # 2. pkg-config must point into this prefix (the .pc is relocatable), not elsewhere.
 export PKG_CONFIG_PATH="$prefix/$LT_LIBDIR/pkgconfig"
@@ -188,5 +208,27 @@ if ! timeout 60 "${clean_env[@]}" "$prefix/$LT_BINDIR/lithium" run 'farm(itest:r
 fi
 [[ "$(cat "$work/tool.out")" == "tupni-loot" ]] || die "lithium run gave '$(cat "$work/tool.out")'"
 log "installed lithium run on 2 spawned servers: ok [env -i]"
+
+# 8. The README's first program, as a newcomer builds it: its kernel module and program
+# taken from README.md, built with the README's commands (pkg-config only), run in the clean
+# environment; it spawns two servers of the prefix.
+first=$work/first
+mkdir -p "$first/modules"
+run first-extract-module "$LT_PYTHON3" "$LT_DOCS_TESTS/doc_examples.py" --src "$LT_TOP_SRC_DIR" \
+  --extract module:square
+cp "$work/first-extract-module.log" "$first/square.c"
+run first-extract-program "$LT_PYTHON3" "$LT_DOCS_TESTS/doc_examples.py" --src "$LT_TOP_SRC_DIR" \
+  --extract program:first
+cp "$work/first-extract-program.log" "$first/first.c"
+run first-module "$LT_CC" -shared -fPIC "${san[@]}" "${cflags[@]}" "$first/square.c" \
+  -o "$first/modules/libsquare.so"
+run first-program "$LT_CC" "${san[@]}" "${cflags[@]}" "$first/first.c" -o "$first/first" "${libs[@]}"
+if ! (cd "$first" && timeout 60 "${clean_env[@]}" ./first) >"$work/first.log" 2>&1; then
+  cat "$work/first.log" >&2
+  die "the README's first program failed in a clean environment"
+fi
+grep -qx 'sum of the squares of 1..10 = 385' "$work/first.log" ||
+  die "the README's first program printed: $(cat "$work/first.log")"
+log "the README's first program: $(cat "$work/first.log") [env -i]"
 log "all checks passed"
 ok=1

@@ -77,7 +77,7 @@ LT_API lt_skel_t *lt_if(const char *cond, lt_skel_t *then_branch, lt_skel_t *els
  * builders: lt_skel_param(lt_map("m:split", body, "m:merge"), "split", "8", 1). */
 LT_API lt_skel_t *lt_skel_param(lt_skel_t *s, const char *role, const void *param, size_t len);
 
-/* lt_skel_parse parses an expression (README.md, "Expressions") into *out (caller frees).
+/* lt_skel_parse parses an expression (docs/guide.md, "Expressions") into *out (caller frees).
  * On a syntax error returns LT_EINVAL and writes "offset N: expected X, found Y" into err
  * (when errlen > 0). */
 LT_API int lt_skel_parse(const char *expr, lt_skel_t **out, char *err, size_t errlen);
