@@ -266,8 +266,9 @@ static int send_one(lt_sched_t *s, batch_t *batches, lt_instr_rec_t *r, int forc
   if (inputs_lost(s, &fi)) {
     if (r->backup) return LT_ESTATE; /* a copy never decides its task's fate */
     lt_job_rec_t *j = r->job;
+    long lost = lt__sched_dead_holder(s, fi.inputs, fi.ninputs);
     lt__sched_rec_done(s, r); /* before the restart: the old frame goes with the instance */
-    lt__sched_restart(s, j, "a value the task needed was on a server that died");
+    lt__sched_restart_lost(s, j, lost, "a value the task needed was on a server that died");
     return LT_OK;
   }
   if (r->ins == NULL && keep_inputs(r, &fi) != LT_OK) return LT_ENOMEM;

@@ -193,11 +193,13 @@ static void release_left(lt_sched_t *s, const lt_instr_rec_t *r, size_t conn,
 
 /* ---- completions ------------------------------------------------------------------------ */
 
-/* lt__sched_restart recomputes a task whose values were lost with a server: the instance
- * starts again from the task's input (kernels are functions of their inputs), under a new
- * generation, so records of the old one are dropped as they come back; values the old one
- * left on live servers are released. After max_retries restarts the task fails. */
-void lt__sched_restart(lt_sched_t *s, lt_job_rec_t *j, const char *why) {
+/* restart recomputes a task whose values were lost with a server (the session of dead slot
+ * `lost`, -1 when not known): the instance starts again from the task's input (kernels are
+ * functions of their inputs), under a new generation, so records of the old one are dropped
+ * as they come back; values the old one left on live servers are released. After
+ * max_retries restarts the task fails; restarts owed to a session that may have crashed
+ * are held, not counted (crash.c). */
+static void restart(lt_sched_t *s, lt_job_rec_t *j, long lost, const char *why) {
   if (j->finished) return;
   if (j->input == NULL) { /* not kept, as lineage should never need it (drop_input) */
     char msg[256];
@@ -205,17 +207,16 @@ void lt__sched_restart(lt_sched_t *s, lt_job_rec_t *j, const char *why) {
     lt__sched_job_fail(s, j, LT_ELOST, msg);
     return;
   }
-  if (j->restarts >= s->opts->max_retries) {
+  uint32_t counted = j->restarts - j->restarts_held;
+  if (counted >= s->opts->max_retries) {
     char msg[256];
-    snprintf(msg, sizeof msg, "values the task needed were lost %u times (%s)", j->restarts + 1,
-             why);
+    snprintf(msg, sizeof msg, "values the task needed were lost %u times (%s)", counted + 1, why);
     lt__sched_job_fail(s, j, LT_ELOST, msg);
     return;
   }
   lt__log(LT_LOG_INFO, "task %llu: recomputing (%s)", (unsigned long long)j->inst->task, why);
   lt__trace_recompute(s->trace, j->inst->task, why);
-  j->restarts++;
-  s->retries++;
+  lt__sched_count_restart(s, j, lost);
   lt__instance_tokens(j->inst, release_token, s);
   lt_instance_t *inst = NULL;
   if (lt__instance_new(&inst, s->tmpl, j->inst->task) != LT_OK) {
@@ -229,6 +230,14 @@ void lt__sched_restart(lt_sched_t *s, lt_job_rec_t *j, const char *why) {
   j->live++;
   feed(s, j);
   j->live--;
+}
+
+void lt__sched_restart(lt_sched_t *s, lt_job_rec_t *j, const char *why) {
+  restart(s, j, -1, why);
+}
+
+void lt__sched_restart_lost(lt_sched_t *s, lt_job_rec_t *j, long lost, const char *why) {
+  restart(s, j, lost, why);
 }
 
 void lt__sched_lost(lt_sched_t *s, lt_instr_rec_t *r, const char *endpoint, const char *why,
@@ -254,7 +263,11 @@ void lt__sched_lost(lt_sched_t *s, lt_instr_rec_t *r, const char *endpoint, cons
     r->tries++;
     s->retries++;
   }
-  if (!movable || r->tries > s->opts->max_retries) {
+  /* Lost with its server's session: a restart it causes is owed to that session. */
+  long lost = r->conn >= 0 && (size_t)r->conn < s->nconns && s->conns[r->conn].state == LT_CONN_DEAD
+                  ? r->conn
+                  : -1;
+  if (!movable || r->tries - r->tries_held > s->opts->max_retries) {
     char msg[256];
     snprintf(msg, sizeof msg, "instruction lost on %s (%s)", endpoint, why);
     if (movable) {
@@ -263,7 +276,7 @@ void lt__sched_lost(lt_sched_t *s, lt_instr_rec_t *r, const char *endpoint, cons
       return;
     }
     lt__sched_rec_done(s, r);
-    lt__sched_restart(s, j, msg);
+    restart(s, j, lost, msg);
     return;
   }
   lt__sched_push_fireable(s, r, 1);
@@ -404,7 +417,7 @@ void lt__sched_on_completion(lt_sched_t *s, size_t idx, const lt_completion_t *c
   if (lt__sched_stale(r) || cp->status != LT_OK) {
     release_left(s, r, idx, cp);
     if (!lt__sched_stale(r) && cp->status == LT_ELOST)
-      lt__sched_restart(s, j, cp->errmsg);
+      restart(s, j, lt__sched_dead_holder(s, r->ins, r->nins), cp->errmsg);
     else if (!lt__sched_stale(r))
       lt__sched_job_fail(s, j, cp->status, cp->errmsg);
   } else if (r->final) {

@@ -32,6 +32,9 @@ typedef struct lt_job_rec {
   lt_value_t *input2; /* a combine of a stream reduce: its right input (sreduce.h) */
   uint32_t gen;       /* instance generation: records of an older one are stale */
   uint32_t restarts;
+  /* Of restarts, those owed to sessions whose end is not known yet: not counted toward
+   * max_retries, refunded if it was a crash (crash.c). */
+  uint32_t restarts_held;
   uint64_t num;          /* its task number (= its instance's), the key of s->jobs */
   const void *crash_key; /* the chain (template stages) of its instruction that crashed */
   uint32_t crashes;      /* crashes charged to that chain (crash.c) */
@@ -68,6 +71,8 @@ typedef struct lt_instr_rec {
   int final;       /* its output is the task's result: returned with done */
   lt_token_t *ins; /* its input tokens (copies holding value references) */
   uint32_t nins;
+  /* Of tries, those lost with sessions whose end is not known yet (crash.c). */
+  uint32_t tries_held;
   const lt_tstage_t *stages; /* borrowed from the template, for a re-dispatch */
   uint32_t nstages;
   int64_t sent_ms;           /* when it was last dispatched */
@@ -136,12 +141,14 @@ typedef struct lt_pace {
   uint32_t hist_w[LT_HISTORY];
 } lt_pace_t;
 
-/* An instruction lost with a session, kept until the server's next welcome says whether
- * the session ended in a crash (crash.c). */
+/* An instruction lost with a session, or a restart of a task that the session's loss
+ * caused, kept until the server's next welcome says whether the session ended in a crash
+ * (crash.c). */
 typedef struct lt_lost_rec {
-  uint64_t seq;  /* the instruction */
+  uint64_t seq;  /* the instruction (0 for a restart) */
   uint64_t task; /* its task (job) number */
   const void *key;
+  int restart; /* a restart of `task`, held (lt_job_rec_t.restarts_held) */
 } lt_lost_rec_t;
 
 /* The life of one connection slot (scheduler.c). A slot is one session with one server: a
@@ -163,9 +170,13 @@ typedef struct lt_slot {
   int draining;        /* lt_eval_remove_host: 1 asked, 2 its queued work was cancelled */
   lt_instr_rec_t *out; /* our instructions out there, oldest first (instr.c) */
   int64_t idle_ms;     /* when it last came to run nothing of ours (for the log) */
-  lt_lost_rec_t *lost; /* what that session was running when it ended (crash.c) */
+  lt_lost_rec_t *lost; /* what that session was running when it ended, and the restarts
+                          its loss caused (crash.c) */
   uint32_t nlost;
   size_t caplost;
+  /* How its session ended, from its successor's welcome: 1 a crash, -1 not, 0 not known
+   * yet (crash.c). */
+  int crashed;
   char why[96]; /* why it is not alive: "refused", "unresolvable", "no answer", ... */
 } lt_slot_t;
 
@@ -333,6 +344,10 @@ void lt__sched_lost(lt_sched_t *s, lt_instr_rec_t *r, const char *endpoint, cons
                     int charge);
 int lt__sched_stale(const lt_instr_rec_t *r);
 void lt__sched_restart(lt_sched_t *s, lt_job_rec_t *j, const char *why);
+/* lt__sched_restart_lost is lt__sched_restart for a value lost with the session of dead slot
+ * `lost` (-1: not known): the restart is held until that server's next welcome says whether
+ * the session ended in a crash, and refunded if it did. */
+void lt__sched_restart_lost(lt_sched_t *s, lt_job_rec_t *j, long lost, const char *why);
 
 /* lt__sched_job_result finishes job `j` with value `v` (a reference is taken; NULL: out of
  * memory). */
@@ -390,8 +405,15 @@ void lt__sched_migrate(lt_sched_t *s);
 int lt__sched_cancel_answered(lt_sched_t *s, lt_instr_rec_t *r, int status);
 
 /* crash.c */
-/* lt__sched_note_lost remembers that r was lost with the session of slot idx. */
-void lt__sched_note_lost(lt_sched_t *s, size_t idx, const lt_instr_rec_t *r);
+/* lt__sched_note_lost remembers that r was lost with the session of slot idx, and holds the
+ * try its loss is about to be charged (lt__sched_lost) until the crash report. */
+void lt__sched_note_lost(lt_sched_t *s, size_t idx, lt_instr_rec_t *r);
+/* lt__sched_count_restart counts a restart of j that a loss with the session of dead slot
+ * `lost` caused (-1: none known): not at all when that session is known to have crashed,
+ * held until it is known, charged otherwise. */
+void lt__sched_count_restart(lt_sched_t *s, lt_job_rec_t *j, long lost);
+/* lt__sched_dead_holder returns the dead slot that held one of the n tokens' values, or -1. */
+long lt__sched_dead_holder(const lt_sched_t *s, const lt_token_t *ins, uint32_t n);
 /* lt__sched_crash_report applies the crash report of a welcome on slot idx to what the
  * session before it was running: a chain present at two crashes fails its task with
  * LT_ECRASH; losses to a crash are not charged to max_retries. */

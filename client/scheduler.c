@@ -364,7 +364,7 @@ void lt__sched_conn_dead(lt_sched_t *s, size_t idx, const char *why) {
     if (lt__sched_stale(r)) continue;
     for (uint32_t i = 0; i < r->nins; i++) {
       if (r->ins[i].value == NULL && r->ins[i].holder == (int32_t)idx) {
-        lt__sched_restart(s, r->job, "a value it needed was on a server that died");
+        lt__sched_restart_lost(s, r->job, (long)idx, "a value it needed was on a server that died");
         break;
       }
     }
