@@ -258,12 +258,13 @@ static void die_of_segv(void) {
   _exit(139); /* not reached */
 }
 
-/* fault dereferences a null pointer the compiler cannot see through: a real SIGSEGV on this
- * thread, delivered to whatever handler the server installed. */
-static int *volatile nowhere;
+/* fault stores through a pointer into the unmapped first page that the compiler cannot see
+ * through (not null: UBSan would report that first): a real SIGSEGV on this thread,
+ * delivered to whatever handler the server installed. */
+static volatile uintptr_t nowhere = 64;
 
 static void fault(void) {
-  *nowhere = 1;
+  *(volatile int *)nowhere = 1;
   _exit(139); /* not reached */
 }
 

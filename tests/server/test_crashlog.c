@@ -32,7 +32,7 @@ static void *beside(void *arg) {
 /* overflow recurses until the stack runs out (the volatile array keeps each frame; the
  * volatile bound is never met). */
 static volatile int never = -1;
-static int *volatile nowhere;
+static volatile uintptr_t nowhere = 64; /* unmapped, and not null (UBSan) */
 
 static int overflow(int n) {
   if (n == never) return 0;
@@ -53,7 +53,7 @@ static void *culprit(void *arg) {
   lt__crashlog_leave(3);
   lt__crashlog_enter(3, CLIENT_A, 42);
   if (how == DIE_ABORT) abort();
-  if (how == DIE_SEGV) *nowhere = 1;
+  if (how == DIE_SEGV) *(volatile int *)nowhere = 1;
   overflow(0);
   lt__crashlog_thread_end(alt);
   return NULL;
