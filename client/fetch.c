@@ -29,7 +29,8 @@ static int fetch_result(lt_sched_t *s, lt_job_rec_t *j) {
   const lt_token_t *t = &j->inst->result;
   int idx = lt__token_holder(t);
   if (idx < 0 || (size_t)idx >= s->nsrv || !lt__server_alive(s, (size_t)idx)) {
-    lt__sched_restart(s, j, "its result was on a server that is gone");
+    lt__sched_restart_lost(s, j, lt__loss_dead_holder(s, t, 1),
+                           "its result was on a server that is gone");
     return LT_OK;
   }
   lt_fetch_t *f = calloc(1, sizeof *f);
@@ -94,7 +95,7 @@ void lt__sched_fetches_lost(lt_sched_t *s, size_t idx) {
     lt_job_rec_t *j = fetch_job(s, f);
     free(f);
     if (j == NULL) continue;
-    lt__sched_restart(s, j, "its result was on a server that died");
+    lt__sched_restart_lost(s, j, (long)idx, "its result was on a server that died");
     lt__sched_job_settle(s, j);
   }
 }

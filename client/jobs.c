@@ -176,11 +176,13 @@ static void release_left(lt_sched_t *s, const lt_instr_rec_t *r, size_t conn,
 
 /* ---- completions ------------------------------------------------------------------------ */
 
-/* lt__sched_restart recomputes a task whose values were lost with a server: the instance
- * starts again from the task's input (kernels are functions of their inputs), under a new
- * generation, so records of the old one are dropped as they come back; values the old one
- * left on live servers are released. After max_retries restarts the task fails. */
-void lt__sched_restart(lt_sched_t *s, lt_job_rec_t *j, const char *why) {
+/* lt__sched_restart_lost recomputes a task whose values were lost with a server (the
+ * session of dead entry `lost`, -1 when not known): the instance starts again from the
+ * task's input (kernels are functions of their inputs), under a new generation, so records
+ * of the old one are dropped as they come back; values the old one left on live servers are
+ * released. After max_retries restarts the task fails; restarts owed to a session that may
+ * have crashed are held, not counted (losses.c). */
+void lt__sched_restart_lost(lt_sched_t *s, lt_job_rec_t *j, long lost, const char *why) {
   if (j->finished) return;
   if (j->input == NULL) { /* not kept, as lineage should never need it (drop_input) */
     char msg[256];
@@ -188,17 +190,16 @@ void lt__sched_restart(lt_sched_t *s, lt_job_rec_t *j, const char *why) {
     lt__sched_job_fail(s, j, LT_ELOST, msg);
     return;
   }
-  if (j->restarts >= s->opts->max_retries) {
+  uint32_t counted = j->restarts - j->restarts_held;
+  if (counted >= s->opts->max_retries) {
     char msg[256];
-    snprintf(msg, sizeof msg, "values the task needed were lost %u times (%s)", j->restarts + 1,
-             why);
+    snprintf(msg, sizeof msg, "values the task needed were lost %u times (%s)", counted + 1, why);
     lt__sched_job_fail(s, j, LT_ELOST, msg);
     return;
   }
   lt__log(LT_LOG_INFO, "task %llu: recomputing (%s)", (unsigned long long)j->inst->task, why);
   lt__trace_recompute(s->trace, j->inst->task, why);
-  j->restarts++;
-  s->retries++;
+  lt__loss_count_restart(s, j, lost);
   lt__instance_tokens(j->inst, release_token, s);
   lt_instance_t *inst = NULL;
   if (lt__instance_new(&inst, s->tmpl, j->inst->task) != LT_OK) {
@@ -214,10 +215,8 @@ void lt__sched_restart(lt_sched_t *s, lt_job_rec_t *j, const char *why) {
   j->live--;
 }
 
-void lt__sched_refund_restart(lt_sched_t *s, lt_job_rec_t *j, uint32_t n) {
-  uint32_t k = n < j->restarts ? n : j->restarts;
-  j->restarts -= k;
-  s->retries -= k < s->retries ? k : s->retries;
+void lt__sched_restart(lt_sched_t *s, lt_job_rec_t *j, const char *why) {
+  lt__sched_restart_lost(s, j, -1, why);
 }
 
 /* lost puts back r, lost on `endpoint`, for placement elsewhere, or recomputes or fails its
@@ -247,7 +246,12 @@ static void lost(lt_sched_t *s, lt_instr_rec_t *r, const char *endpoint, const c
     r->tries++;
     s->retries++;
   }
-  if (!movable || r->tries > s->opts->max_retries) {
+  /* Lost with its server's session (or a value of a dead one): a restart it causes is owed
+   * to that session. */
+  long dead = r->conn >= 0 && lt__server_gone(s, (size_t)r->conn)
+                  ? r->conn
+                  : lt__loss_dead_holder(s, r->ins, r->nins);
+  if (!movable || r->tries - r->tries_held > s->opts->max_retries) {
     char msg[256];
     snprintf(msg, sizeof msg, "instruction lost on %s (%s)", endpoint, why);
     if (movable) {
@@ -256,7 +260,7 @@ static void lost(lt_sched_t *s, lt_instr_rec_t *r, const char *endpoint, const c
       return;
     }
     lt__sched_rec_done(s, r);
-    lt__sched_restart(s, j, msg);
+    lt__sched_restart_lost(s, j, dead, msg);
     return;
   }
   lt__sched_push_fireable(s, r, 1);
@@ -371,7 +375,7 @@ static void completed(lt_sched_t *s, lt_instr_rec_t *r, size_t idx, const lt_com
   if (lt__rec_stale(r) || cp->status != LT_OK) {
     release_left(s, r, idx, cp);
     if (!lt__rec_stale(r) && cp->status == LT_ELOST)
-      lt__sched_restart(s, j, cp->errmsg);
+      lt__sched_restart_lost(s, j, lt__loss_dead_holder(s, r->ins, r->nins), cp->errmsg);
     else if (!lt__rec_stale(r))
       lt__sched_job_fail(s, j, cp->status, cp->errmsg);
   } else if (r->final) {
@@ -390,6 +394,8 @@ void lt__sched_end(lt_sched_t *s, lt_instr_rec_t *r, lt_end_t why, const lt_comp
   if (r->state == LT_IR_QUEUED && r == s->fire_head) lt__sched_pop_fireable(s);
   size_t idx = r->conn >= 0 ? (size_t)r->conn : SIZE_MAX;
   const char *ep = idx != SIZE_MAX ? s->srv[idx].conn.endpoint : "";
+  /* A record lost with its server's session: what the loss costs is held (losses.c). */
+  if (why == LT_END_LOST && idx != SIZE_MAX) lt__loss_note(s, idx, r);
   /* The policies hear of every end of a record out on a server (a dropped twin is none). */
   if (r->state != LT_IR_QUEUED && r->state != LT_IR_DROPPED) lt__policies_end(s, r, idx, why, cp);
   lt_settle_t st = lt__rec_settle(s, r, why, cp);

@@ -47,8 +47,9 @@ typedef enum lt_req_kind {
                        this policy; the smallest limit of all policies holds */
   LT_REQ_FAIL,      /* fail task `task` with `err` and `msg`, and cancel its record `seq` if it
                        is out */
-  LT_REQ_REFUND,    /* take back the loss charged to record `seq` (or, when it is gone, to
-                       task `task`'s recomputations): it was no fault of theirs */
+  LT_REQ_REFUND,    /* settle what server entry `server`'s ended session cost the tasks
+                       (losses.c): refunded when `n` is 1 (it crashed: nobody's fault but the
+                       culprit's), counted for good when 0 */
   LT_REQ_DRAIN,     /* give `server` no new work and cancel what waits there */
   LT_REQ_RETIRE,    /* end `server`'s session for good (bye) */
 } lt_req_kind_t;

@@ -6,8 +6,8 @@
  * worker within a minute gets no new work (a limit of 0 on its entry) for a cool-down that
  * starts at 10 s and doubles at each quarantine of that host. Work already there finishes;
  * the others take the rest. Stats: each server's `quarantined`, and `quarantines` in all.
- * State: the instructions each session was running when it ended, and per host its recent
- * crashes and its cool-down. Dispatcher thread only. */
+ * It reads what each ended session was running from the entry's losses (losses.c). State:
+ * per host its recent crashes and its cool-down. Dispatcher thread only. */
 #include <stdlib.h>
 
 #include "log.h"
@@ -18,17 +18,6 @@
 #define COOL_FIRST_MS 10000 /* the first cool-down */
 #define COOL_MAX_MS   600000
 #define CRASHES_KEPT  16
-
-typedef struct lost {
-  uint64_t seq, task;
-} lost_t;
-
-/* Per server entry: what its session was running when it ended. */
-typedef struct q_srv {
-  lost_t *lost;
-  uint32_t nlost;
-  size_t cap;
-} q_srv_t;
 
 /* Per host: its recent crashes (time and task), and its cool-down. */
 typedef struct q_host {
@@ -53,19 +42,10 @@ static q_host_t *host_of(lt_policy_t *p, size_t idx) {
   return &st->hosts[h];
 }
 
-static void on_end(lt_policy_t *p, const lt_instr_rec_t *r, size_t idx, lt_end_t why,
-                   const lt_completion_t *cp) {
-  (void)cp;
-  if (why != LT_END_LOST) return;
-  q_srv_t *q = lt__policy_server(p, idx);
-  lost_t *l = LT_VEC_PUSH(q->lost, q->nlost, q->cap);
-  if (l != NULL) *l = (lost_t){r->seq, r->job->num};
-}
-
-/* task_of returns the task of instruction `seq` lost with entry idx, or 0 when unknown. */
-static uint64_t task_of(const q_srv_t *q, uint64_t seq) {
-  for (uint32_t i = 0; i < q->nlost; i++)
-    if (q->lost[i].seq == seq) return q->lost[i].task;
+/* task_of returns the task of instruction `seq` lost with the session `sl`, or 0. */
+static uint64_t task_of(const lt_slot_t *sl, uint64_t seq) {
+  for (uint32_t i = 0; i < sl->nlost; i++)
+    if (!sl->lost[i].restart && sl->lost[i].seq == seq) return sl->lost[i].task;
   return 0;
 }
 
@@ -97,14 +77,14 @@ static void limit(lt_policy_t *p, size_t idx, uint32_t n) {
 
 /* crashed records the crash that ended entry prev's session, as told in `w`. */
 static void crashed(lt_policy_t *p, size_t prev, q_host_t *h, const lt_msg_t *w, int64_t now) {
-  q_srv_t *q = lt__policy_server(p, prev);
-  uint64_t culprit = lt__crash_culprit(w);
+  const lt_slot_t *sl = &p->s->srv[prev].slot;
+  uint64_t culprit = w->u.welcome.crash_culprit;
   if (culprit != 0) {
-    record(h, task_of(q, culprit), now);
+    record(h, task_of(sl, culprit), now);
     return;
   }
   for (uint32_t i = 0; i < w->u.welcome.ncrashed; i++)
-    record(h, task_of(q, w->u.welcome.crashed[i]), now);
+    record(h, task_of(sl, w->u.welcome.crashed[i]), now);
 }
 
 static void on_server_ready(lt_policy_t *p, size_t idx, const lt_msg_t *w) {
@@ -119,8 +99,6 @@ static void on_server_ready(lt_policy_t *p, size_t idx, const lt_msg_t *w) {
     if (w->u.welcome.crash_signal > 0 && old->incarnation != 0 &&
         w->u.welcome.crashed_incarnation == old->incarnation)
       crashed(p, (size_t)prev, h, w, now);
-    q_srv_t *q = lt__policy_server(p, (size_t)prev);
-    LT_VEC_FREE(q->lost, q->nlost, q->cap);
   }
   q_state_t *st = p->state;
   if (h->until_ms == 0 && distinct_recent(h, now - WINDOW_MS) >= s->opts->quarantine_crashes) {
@@ -163,18 +141,12 @@ static size_t stats(const lt_policy_t *p, size_t idx, lt_stat_t *out) {
 static void fini(lt_policy_t *p) {
   q_state_t *st = p->state;
   free(st->hosts);
-  for (size_t i = 0; i < p->s->capsrv; i++) {
-    q_srv_t *q = lt__policy_server(p, i);
-    if (q != NULL) LT_VEC_FREE(q->lost, q->nlost, q->cap);
-  }
 }
 
 const lt_policy_ops_t lt__policy_quarantine = {
     .name = "quarantine",
     .state_size = sizeof(q_state_t),
-    .server_size = sizeof(q_srv_t),
     .on_server_ready = on_server_ready,
-    .on_end = on_end,
     .on_tick = on_tick,
     .stats = stats,
     .fini = fini,

@@ -102,21 +102,6 @@ static void fail(lt_sched_t *s, const lt_req_t *q) {
   lt__sched_job_fail(s, j, q->err, q->msg);
 }
 
-/* refund takes back a loss charged to record `seq`, or, when it is gone (its task was
- * recomputed), one recomputation of task `task`. */
-static void refund(lt_sched_t *s, const lt_req_t *q) {
-  lt_instr_rec_t *r = find_out(s, q->seq);
-  for (lt_instr_rec_t *f = s->fire_head; r == NULL && f != NULL; f = f->next)
-    if (f->seq == q->seq) r = f;
-  if (r != NULL && r->tries > 0) {
-    r->tries--;
-    if (s->retries > 0) s->retries--;
-    return;
-  }
-  lt_job_rec_t *j = find_job(s, q->task);
-  if (r == NULL && j != NULL && !j->finished) lt__sched_refund_restart(s, j, q->n);
-}
-
 void lt__sched_apply_requests(lt_sched_t *s) {
   lt_req_queue_t *rq = &s->requests;
   /* Requests made while these are applied (by hooks they trigger) wait for the next turn. */
@@ -144,7 +129,7 @@ void lt__sched_apply_requests(lt_sched_t *s) {
       fail(s, q);
       break;
     case LT_REQ_REFUND:
-      refund(s, q);
+      if (q->server < s->nsrv) lt__loss_settle(s, q->server, q->n != 0);
       break;
     case LT_REQ_DRAIN:
       if (q->server < s->nsrv) lt__link_drain(s, q->server);

@@ -41,6 +41,9 @@ typedef struct lt_job_rec {
   lt_value_t *input2; /* a combine of a stream reduce: its right input (sreduce.h) */
   uint32_t gen;       /* instance generation: records of an older one are stale */
   uint32_t restarts;
+  /* Of restarts, those owed to sessions whose end is not known yet: not counted toward
+   * max_retries, refunded if it was a crash (losses.c). */
+  uint32_t restarts_held;
   uint64_t num;          /* its task number (= its instance's), the key of s->jobs */
   const void *crash_key; /* the chain (template stages) of its instruction that crashed */
   uint32_t crashes;      /* crashes charged to that chain (crash.c) */
@@ -70,12 +73,13 @@ typedef struct lt_instr_rec {
   lt_frame_t *frame;
   uint32_t op;
   lt_ir_state_t state;
-  int conn;        /* the server it is out on, or was last; -1 while queued */
-  uint32_t tries;  /* dispatches lost to a failed server */
-  int chained;     /* fired by a predecessor's dispatch: placed as a successor (placement.c) */
-  int moved;       /* its frame went on at dispatch: the completion only reports status */
-  int final;       /* its output is the task's result: returned with done */
-  lt_token_t *ins; /* its input tokens (copies holding value references) */
+  int conn;            /* the server it is out on, or was last; -1 while queued */
+  uint32_t tries;      /* dispatches lost to a failed server */
+  uint32_t tries_held; /* of those, lost with sessions whose end is not known yet (losses.c) */
+  int chained;         /* fired by a predecessor's dispatch: placed as a successor (placement.c) */
+  int moved;           /* its frame went on at dispatch: the completion only reports status */
+  int final;           /* its output is the task's result: returned with done */
+  lt_token_t *ins;     /* its input tokens (copies holding value references) */
   uint32_t nins;
   const lt_tstage_t *stages; /* borrowed from the template, for a re-dispatch */
   uint32_t nstages;
@@ -145,6 +149,16 @@ typedef struct lt_pace {
   uint32_t hist_w[LT_HISTORY];
 } lt_pace_t;
 
+/* An instruction lost with a session, or a restart of a task that the session's loss
+ * caused, kept until the server's next welcome says whether the session ended in a crash
+ * (losses.c). */
+typedef struct lt_loss {
+  uint64_t seq;    /* the instruction (0 for a restart) */
+  uint64_t task;   /* its task (job) number */
+  const void *key; /* its chain (template stages), NULL for a restart */
+  int restart;     /* a restart of `task`, held (lt_job_rec_t.restarts_held) */
+} lt_loss_t;
+
 /* The life of one connection slot (scheduler.c). A slot is one session with one server: a
  * slot whose session was ready and then died stays dead for good (references to values it
  * held keep naming it, so they are known lost), and the server is greeted again in a new
@@ -162,7 +176,14 @@ typedef struct lt_slot {
   int removed;         /* lt_eval_remove_host: its work moves off (the drain policy) */
   lt_instr_rec_t *out; /* our instructions out there, oldest first (instr.c) */
   int64_t idle_ms;     /* when it last came to run nothing of ours (for the log) */
-  char why[96];        /* why it is not alive: "refused", "unresolvable", "no answer", ... */
+  lt_loss_t *lost;     /* what that session was running when it ended, and the restarts its
+                          loss caused (losses.c) */
+  uint32_t nlost;
+  size_t caplost;
+  /* How its session ended, from its successor's welcome: 1 a crash, -1 not, 0 not known
+   * yet (losses.c). */
+  int crashed;
+  char why[96]; /* why it is not alive: "refused", "unresolvable", "no answer", ... */
 } lt_slot_t;
 
 /* Ids to release on one server, sent as one `release` per loop turn. */
@@ -359,9 +380,10 @@ void lt__sched_on_completion(lt_sched_t *s, size_t idx, const lt_completion_t *c
                              const lt_msg_t *m);
 
 void lt__sched_restart(lt_sched_t *s, lt_job_rec_t *j, const char *why);
-/* lt__sched_refund_restart takes back n of j's recomputations: they were no fault of its
- * own (a crash of another task's kernel took its values). */
-void lt__sched_refund_restart(lt_sched_t *s, lt_job_rec_t *j, uint32_t n);
+/* lt__sched_restart_lost is lt__sched_restart for a value lost with the session of dead entry
+ * `lost` (-1: not known): the restart is held until that server's next welcome says whether
+ * the session ended in a crash, and refunded if it did (losses.c). */
+void lt__sched_restart_lost(lt_sched_t *s, lt_job_rec_t *j, long lost, const char *why);
 
 /* lt__sched_job_result finishes job `j` with value `v` (a reference is taken; NULL: out of
  * memory). */
@@ -482,8 +504,20 @@ lt_settle_t lt__rec_settle(lt_sched_t *s, lt_instr_rec_t *r, lt_end_t why,
 void lt__sched_end(lt_sched_t *s, lt_instr_rec_t *r, lt_end_t why, const lt_completion_t *cp,
                    const lt_msg_t *m, int err, const char *msg);
 
-/* crash.c: the instruction a crash report names as the one that crashed, or 0. */
-uint64_t lt__crash_culprit(const lt_msg_t *welcome);
+/* losses.c: what a session's loss costs, held until its server says how it ended. */
+/* lt__loss_note remembers that r was lost with the session of entry idx, and holds the try
+ * its loss is about to be charged. */
+void lt__loss_note(lt_sched_t *s, size_t idx, lt_instr_rec_t *r);
+/* lt__loss_count_restart counts a restart of j that a loss with the session of dead entry
+ * `lost` caused (-1: none known): not at all when that session is known to have crashed
+ * (returns 0), held until it is known, counted otherwise (1). */
+int lt__loss_count_restart(lt_sched_t *s, lt_job_rec_t *j, long lost);
+/* lt__loss_dead_holder returns the dead entry that held one of the n tokens' values, or -1. */
+long lt__loss_dead_holder(const lt_sched_t *s, const lt_token_t *ins, uint32_t n);
+/* lt__loss_settle settles what entry idx's session cost: refunded when it `crashed`, counted
+ * for good otherwise; lt__loss_forget drops the list. */
+void lt__loss_settle(lt_sched_t *s, size_t idx, int crashed);
+void lt__loss_forget(lt_sched_t *s, size_t idx);
 
 /* policy.c: the core's side of the policies' hook table. */
 int lt__policies_init(lt_sched_t *s);

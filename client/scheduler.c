@@ -68,8 +68,10 @@ static void sched_free(void *self) {
   if (s->zctx != NULL) zmq_ctx_term(s->zctx);
   lt__stats_free(&s->stats);
   lt__policies_free(s);
-  for (size_t i = 0; i < s->capsrv && s->srv != NULL; i++)
+  for (size_t i = 0; i < s->capsrv && s->srv != NULL; i++) {
     free(s->srv[i].relq.ids);
+    lt__loss_forget(s, i);
+  }
   free(s->srv);
   lt__links_free(s);
   free(s);
@@ -127,7 +129,7 @@ static void reap_one(lt_sched_t *s, size_t idx) {
     if (lt__rec_stale(r)) continue;
     for (uint32_t i = 0; i < r->nins; i++) {
       if (r->ins[i].value == NULL && lt__token_holder(&r->ins[i]) == (int32_t)idx) {
-        lt__sched_restart(s, r->job, "a value it needed was on a server that died");
+        lt__sched_restart_lost(s, r->job, (long)idx, "a value it needed was on a server that died");
         break;
       }
     }

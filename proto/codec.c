@@ -231,6 +231,7 @@ static int body_in(dec *d, const Lithium__Envelope *env, lt_msg_t *m) {
     m->u.welcome.crashed = env->welcome->n_crashed ? env->welcome->crashed : NULL;
     m->u.welcome.crash_signal = env->welcome->crash_signal;
     m->u.welcome.crashed_incarnation = env->welcome->crashed_incarnation;
+    m->u.welcome.crash_culprit = env->welcome->crash_culprit;
     m->u.welcome.accept_modules = env->welcome->accept_modules != 0;
     m->u.welcome.nmodules = (uint32_t)env->welcome->n_modules;
     if ((rc = modinfo_in(d, env->welcome->modules, env->welcome->n_modules,
@@ -656,6 +657,7 @@ static int body_out_fill(arena *a, const lt_msg_t *m, body_out *b, Lithium__Enve
     b->welcome.crashed = m->u.welcome.crashed;
     b->welcome.crash_signal = m->u.welcome.crash_signal;
     b->welcome.crashed_incarnation = m->u.welcome.crashed_incarnation;
+    b->welcome.crash_culprit = m->u.welcome.crash_culprit;
     b->welcome.accept_modules = m->u.welcome.accept_modules;
     if ((b->welcome.server_id = str_out(m->u.welcome.server_id)) == NULL) return LT_EINVAL;
     b->welcome.n_modules = m->u.welcome.nmodules;

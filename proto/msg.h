@@ -176,10 +176,11 @@ typedef struct lt_msg {
       uint64_t now_us;      /* the server's CLOCK_MONOTONIC us when it answered (trace clock) */
       uint64_t max_frame;   /* the largest frame the server accepts */
       uint64_t incarnation; /* as lt_load_t.incarnation */
-      uint32_t ncrashed;    /* the last crash: this client's instructions running then */
+      uint32_t ncrashed;    /* the last crash: this client's instructions it is charged to */
       uint64_t *crashed;    /* (instruction seqs), the signal and the incarnation that died */
       int32_t crash_signal;
       uint64_t crashed_incarnation;
+      uint64_t crash_culprit;    /* the one whose thread got the signal, when this client's; 0 */
       uint32_t nmodules;         /* one per hello module: the server's copy, sha256 "" when */
       lt_module_info_t *modules; /* it has none */
       bool accept_modules;       /* it takes shipped modules (--accept-modules) */

@@ -1,11 +1,14 @@
 /* crashlog.h: the block of shared memory between lithium-server's supervisor and its
  * worker process. The worker writes the id (client, seq) of the instruction each worker
- * thread runs into one slot per thread, its incarnation and its bound endpoint; after the
- * worker dies of a signal the supervisor copies the running slots into the "last crash"
- * area, which the next worker reads to tell each client that greets it which of its
- * instructions were running. Slots are written with plain atomic stores (no locks a crash
- * could leave held). Without a supervisor (--no-supervise) nothing is attached and every
- * worker-side call does nothing. Threads are stated per function. */
+ * thread runs into one slot per thread, its incarnation and its bound endpoint; a fatal
+ * signal (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT) received by a worker thread names that
+ * thread's slot as the culprit. After the worker dies of a signal the supervisor copies the
+ * running slots and the culprit into the "last crash" area, which the next worker reads to
+ * tell each client that greets it which of its instructions the crash is charged to: the
+ * culprit alone when it is known, else every one that was running. Slots are written with
+ * plain atomic stores (no locks a crash could leave held). Without a supervisor
+ * (--no-supervise) nothing is attached and every worker-side call does nothing. Threads are
+ * stated per function. */
 #ifndef LT_CRASHLOG_H
 #define LT_CRASHLOG_H
 
@@ -32,11 +35,28 @@ void lt__crashlog_free(lt_crashlog_t *cl);
  * below write to it. Before any worker thread starts. */
 void lt__crashlog_attach(lt_crashlog_t *cl);
 
+/* lt__crashlog_catch_fatal installs, in an attached worker, the handler of the fatal signals
+ * (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT): it records the slot of the worker thread that
+ * received one as the culprit (async-signal-safe: one atomic compare-and-swap), restores
+ * the default action and raises the signal again, so the worker dies of it as before (core
+ * dump included). It runs on the thread's alternate stack when it has one
+ * (lt__crashlog_thread_start), so a kernel's stack overflow is caught too. Worker's main
+ * thread, after lt__crashlog_attach and before any worker thread starts. */
+void lt__crashlog_catch_fatal(void);
+
+/* lt__crashlog_thread_start gives the calling worker thread an alternate signal stack for
+ * the fatal-signal handler, unless it has one already (a sanitizer's) or no supervisor
+ * watches the process; it returns what lt__crashlog_thread_end frees (NULL: nothing).
+ * Each worker thread, at its start and its end. */
+void *lt__crashlog_thread_start(void);
+void lt__crashlog_thread_end(void *altstack);
+
 /* lt__crashlog_attached tells whether a supervisor watches this process. Any thread. */
 bool lt__crashlog_attached(void);
 
-/* lt__crashlog_enter records that worker thread `slot` runs instruction {client, seq};
- * lt__crashlog_leave that it runs none. Worker threads (each its own slot). */
+/* lt__crashlog_enter records that worker thread `slot` runs instruction {client, seq} (and
+ * that the calling thread is slot's, for the fatal-signal handler); lt__crashlog_leave that
+ * it runs none. Worker threads (each its own slot). */
 void lt__crashlog_enter(uint32_t slot, uint64_t client, uint64_t seq);
 void lt__crashlog_leave(uint32_t slot);
 
@@ -46,16 +66,18 @@ void lt__crashlog_leave(uint32_t slot);
 bool lt__crashlog_started(uint64_t incarnation, const char *endpoint);
 
 /* lt__crashlog_take fills what the welcome to `client` says of the previous incarnation's
- * death: its signal (0 for none or a recycle), the incarnation that died, and the seqs of
- * `client`'s instructions that were running then (a malloc'ed array in *seqs, NULL when
- * none; the caller frees it). Each seq is told once: taken entries are cleared. Loop thread
- * of the worker. */
-void lt__crashlog_take(uint64_t client, int *sig, uint64_t *incarnation, uint64_t **seqs,
-                       uint32_t *n);
+ * death: its signal (0 for none or a recycle), the incarnation that died, the culprit when
+ * it is `client`'s instruction (else 0), and the seqs of `client`'s instructions the crash
+ * is charged to (a malloc'ed array in *seqs, NULL when none; the caller frees it): the
+ * culprit alone when one is known, none when it is another client's, else every one that
+ * was running. Each seq is told once: taken entries are cleared. Loop thread of the
+ * worker. */
+void lt__crashlog_take(uint64_t client, int *sig, uint64_t *incarnation, uint64_t *culprit,
+                       uint64_t **seqs, uint32_t *n);
 
 /* lt__crashlog_record, in the supervisor after the worker died: `sig` > 0 (a death by
- * that signal) copies the running slots into the last crash; 0 (a recycle) records the
- * death without instructions. Clears the running slots. */
+ * that signal) copies the running slots and the culprit into the last crash; 0 (a recycle)
+ * records the death without instructions. Clears the running slots and the culprit. */
 void lt__crashlog_record(lt_crashlog_t *cl, int sig);
 
 /* lt__crashlog_endpoint returns the endpoint the last worker bound ("" before one did), and

@@ -243,6 +243,7 @@ static void *worker_main(void *arg) {
   lt_executor_t *ex = arg;
   uint32_t self = atomic_fetch_add(&ex->next_worker, 1);
   cpu_share_t cpu = {.cpu0 = (uint64_t)lt__clock_thread_cpu_us(), .ratio = 1.0};
+  void *altstack = lt__crashlog_thread_start(); /* a kernel's stack overflow is named too */
   pthread_mutex_lock(&ex->qlock);
   for (;;) {
     lt_job_t *job;
@@ -256,6 +257,7 @@ static void *worker_main(void *arg) {
     run_unit(ex, job, self, &cpu);
   }
   pthread_mutex_unlock(&ex->qlock);
+  lt__crashlog_thread_end(altstack);
   return NULL;
 }
 

@@ -226,7 +226,7 @@ static void handle_hello(lt_server_t *srv, lt_session_t *s, const void *rid, siz
   w.u.welcome.max_frame = srv->max_frame;
   w.u.welcome.incarnation = srv->incarnation;
   lt__crashlog_take(s->client_id, &w.u.welcome.crash_signal, &w.u.welcome.crashed_incarnation,
-                    &w.u.welcome.crashed, &w.u.welcome.ncrashed);
+                    &w.u.welcome.crash_culprit, &w.u.welcome.crashed, &w.u.welcome.ncrashed);
   w.u.welcome.accept_modules = srv->shipstore != NULL;
   welcome_modules(srv, m, &w);
   lt__server_send(srv, rid, rid_len, &w, NULL, 0);

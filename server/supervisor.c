@@ -41,6 +41,7 @@ static pid_t start_worker(lt_crashlog_t *cl, const sigset_t *oldmask, int sfd, p
   close(sfd);
   sigprocmask(SIG_SETMASK, oldmask, NULL);
   lt__crashlog_attach(cl);
+  lt__crashlog_catch_fatal();
   return 0;
 }
 

@@ -1,9 +1,11 @@
 /* test_contain.c: one bad kernel never takes the servers down (issue "containment"), with
  * supervised lithium-server processes: a kernel that segfaults or aborts on one input of a
  * farm fails that task alone with LT_ECRASH naming the kernel and the signal, every other
- * result is right, and the same endpoints serve the next evaluation; a kernel that never
- * returns fails its task with LT_ETIMEDOUT under task_timeout_ms, and its server, recycled,
- * serves again. */
+ * result is right, and the same endpoints serve the next evaluation; so does one that
+ * aborts or faults as the second stage of a lazy pipeline, in a map body and in a dc leaf,
+ * where values of every task stay on the servers it takes down (crash charging across
+ * lineage, issue 21 item 4); a kernel that never returns fails its task with LT_ETIMEDOUT
+ * under task_timeout_ms, and its server, recycled, serves again. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,6 +73,91 @@ Test(poison, segfaulting_kernel_fails_its_task_alone, .timeout = 180) {
 
 Test(poison, aborting_kernel_fails_its_task_alone, .timeout = 180) {
   poison("abort", "SIGABRT");
+}
+
+/* A program whose task i reads K int64s from i * K and answers each one plus ADD, with
+ * testk:crash_on as one of its kernels, crashing on the value task VICTIM gives it. */
+enum { LIN_TASKS = 200, VICTIM = 37 };
+
+static void put_task(unsigned char *buf, int k, int i) {
+  for (int j = 0; j < k; j++)
+    put_i64(buf + 8 * j, (int64_t)i * k + j);
+}
+
+/* lineage runs LIN_TASKS tasks of `prog` on 3 supervised servers: task VICTIM fails with
+ * LT_ECRASH naming testk:crash_on and `signame`, every other one is right. */
+static void lineage(lt_skel_t *prog, int k, int add, const char *signame) {
+  lt_proc_t p[3];
+  for (int i = 0; i < 3; i++)
+    start_server(&p[i], "supervised", 2);
+  const char *opts[] = {"heartbeat_ms", "300", NULL};
+  lt_eval_t *ev = eval_on_procs(prog, p, 3, opts);
+  unsigned char in[64];
+  for (int i = 0; i < LIN_TASKS; i++) {
+    put_task(in, k, i);
+    cr_assert_eq(lt_eval_submit(ev, in, 8 * (size_t)k, NULL), LT_OK);
+  }
+  lt_eval_close(ev);
+  for (int i = 0; i < LIN_TASKS; i++) {
+    lt_buf_t *b = NULL;
+    cr_assert_eq(lt_eval_next_timeout(ev, READ_MS, &b), LT_OK, "result %d", i);
+    if (i == VICTIM) {
+      cr_assert_eq(lt_buf_error(b), LT_ECRASH, "task %d: %s %s", i, lt_strerror(lt_buf_error(b)),
+                   lt_buf_errmsg(b));
+      cr_assert_not_null(strstr(lt_buf_errmsg(b), "testk:crash_on"), "%s", lt_buf_errmsg(b));
+      cr_assert_not_null(strstr(lt_buf_errmsg(b), signame), "%s", lt_buf_errmsg(b));
+    } else {
+      cr_assert_eq(lt_buf_error(b), LT_OK, "task %d: %s %s", i, lt_strerror(lt_buf_error(b)),
+                   lt_buf_errmsg(b));
+      cr_assert_eq(lt_buf_len(b), 8 * (size_t)k, "task %d", i);
+      for (int j = 0; j < k; j++)
+        cr_assert_eq(get_i64((const unsigned char *)lt_buf_data(b) + 8 * j),
+                     (int64_t)i * k + j + add, "task %d, value %d", i, j);
+    }
+    lt_buf_free(b);
+  }
+  lt_eval_free(ev);
+  serves_again(p, 3);
+  for (int i = 0; i < 3; i++)
+    lt__proc_stop(&p[i], 5000);
+}
+
+/* crash_param is crash_on's parameter for the value `v` and the way `how`. */
+static const char *crash_param(char *buf, size_t len, int64_t v, const char *how) {
+  snprintf(buf, len, "%lld:%s", (long long)v, how);
+  return buf;
+}
+
+static void pipe_second_stage(const char *how, const char *signame) {
+  char param[32];
+  crash_param(param, sizeof param, VICTIM + 1, how);
+  lineage(lt_farm(lt_pipeline(lt_seq("testk:inc"),
+                              lt_seq_with("testk:crash_on", param, strlen(param)), NULL)),
+          1, 1, signame);
+}
+
+Test(lineage, abort_in_the_second_stage_of_a_lazy_pipeline_fails_its_task_alone, .timeout = 240) {
+  pipe_second_stage("abort", "SIGABRT");
+}
+
+Test(lineage, fault_in_the_second_stage_of_a_lazy_pipeline_fails_its_task_alone, .timeout = 240) {
+  pipe_second_stage("fault", "SIGSEGV");
+}
+
+Test(lineage, abort_in_a_map_body_fails_its_task_alone, .timeout = 240) {
+  char param[32];
+  crash_param(param, sizeof param, VICTIM * 4 + 2, "abort");
+  lt_skel_t *map =
+      lt_map("skelk:chunks", lt_seq_with("testk:crash_on", param, strlen(param)), "skelk:cat");
+  lineage(lt_skel_param(map, "split", "8", 1), 4, 0, "SIGABRT");
+}
+
+Test(lineage, abort_in_a_dc_leaf_fails_its_task_alone, .timeout = 240) {
+  char param[32];
+  crash_param(param, sizeof param, VICTIM * 4 + 2, "abort");
+  lt_skel_t *dc = lt_dc("skelk:small", "skelk:halves",
+                        lt_seq_with("testk:crash_on", param, strlen(param)), "skelk:cat");
+  lineage(lt_skel_param(dc, "cond", "8", 1), 4, 0, "SIGABRT");
 }
 
 Test(deadline, kernel_that_never_returns_times_out_and_its_server_comes_back, .timeout = 120) {

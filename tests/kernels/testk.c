@@ -20,8 +20,9 @@
  *   two        1 input; two outputs, each a copy of it (arity tests).
  *   none       any inputs (ignored); no output at all (arity tests).
  *   positive   condition kernel: 1 input, int64; answers input > 0, no output.
- *   crash_on   1 input, int64; param "V" or "V:abort" / "V:segv": an input equal to V
- *              crashes the server (SIGSEGV by default, or abort()); else copies it.
+ *   crash_on   1 input, int64; param "V" or "V:abort" / "V:segv" / "V:fault": an input equal
+ *              to V crashes the server (SIGSEGV by default, or abort(), or a real fault
+ *              through a null pointer that signal handlers see); else copies it.
  *   forever    any inputs; never returns (sleeps in a loop: holds its thread for good).
  *   hog_mem    any inputs; param: MiB as decimal text; one output of that many bytes.
  *   abort_if   1 input, int64; param: the name of an environment variable: a server started
@@ -259,6 +260,16 @@ static void die_of_segv(void) {
   _exit(139); /* not reached */
 }
 
+/* fault stores through a pointer into the unmapped first page that the compiler cannot see
+ * through (not null: UBSan would report that first): a real SIGSEGV on this thread,
+ * delivered to whatever handler the server installed. */
+static volatile uintptr_t nowhere = 64;
+
+static void fault(void) {
+  *(volatile int *)nowhere = 1;
+  _exit(139); /* not reached */
+}
+
 LT_KERNEL(crash_on, call) {
   size_t plen;
   const char *p = lt_call_param(call, &plen);
@@ -268,13 +279,14 @@ LT_KERNEL(crash_on, call) {
   buf[plen] = '\0';
   char *end;
   long long at = strtoll(buf, &end, 10);
-  int how_abort = strcmp(end, ":abort") == 0;
-  if (end == buf || (*end != '\0' && !how_abort && strcmp(end, ":segv") != 0))
-    return lt_call_fail(call, "crash_on: parameter '%s' is not V, V:abort or V:segv", buf);
+  int how_abort = strcmp(end, ":abort") == 0, how_fault = strcmp(end, ":fault") == 0;
+  if (end == buf || (*end != '\0' && !how_abort && !how_fault && strcmp(end, ":segv") != 0))
+    return lt_call_fail(call, "crash_on: parameter '%s' is not V, V:abort, V:segv or V:fault", buf);
   int64_t v = 0;
   if (int_input(call, "crash_on", &v) != 0) return 1;
   if (v == at) {
     if (how_abort) abort();
+    if (how_fault) fault();
     die_of_segv();
   }
   return int_output(call, v);

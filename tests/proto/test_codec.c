@@ -173,7 +173,8 @@ static bool msg_equal(const lt_msg_t *a, const lt_msg_t *b, const char **why) {
     for (uint32_t i = 0; i < a->u.welcome.ncrashed; i++)
       DIFF(a->u.welcome.crashed[i] != b->u.welcome.crashed[i], "welcome.crashed");
     DIFF(a->u.welcome.crash_signal != b->u.welcome.crash_signal ||
-             a->u.welcome.crashed_incarnation != b->u.welcome.crashed_incarnation,
+             a->u.welcome.crashed_incarnation != b->u.welcome.crashed_incarnation ||
+             a->u.welcome.crash_culprit != b->u.welcome.crash_culprit,
          "welcome.crash");
     DIFF(a->u.welcome.accept_modules != b->u.welcome.accept_modules, "welcome.accept_modules");
     DIFF(a->u.welcome.nmodules != b->u.welcome.nmodules, "welcome.nmodules");
@@ -414,6 +415,7 @@ static void sample(lt_msg_t *m, lt_msg_type_t t) {
     m->u.welcome.crashed = crashed_seqs;
     m->u.welcome.crash_signal = 6;
     m->u.welcome.crashed_incarnation = 0x0123456789abcdefull;
+    m->u.welcome.crash_culprit = 1ull << 40;
     m->u.welcome.nmodules = 2;
     m->u.welcome.modules = welcome_modules;
     m->u.welcome.accept_modules = true;
@@ -1573,6 +1575,37 @@ Test(codec, trace_fields_wire_format) {
   cr_assert_eq(decode_hdr(&out, env.b, env.n, NULL, 0, NULL), 0);
   cr_assert_eq(out.u.heartbeat.seq, 9);
   cr_assert_eq(out.u.heartbeat.now_us, 0);
+  lt__msg_clear(&out);
+}
+
+Test(codec, crash_culprit_wire_format) {
+  /* Welcome.crash_culprit is fixed64 field 14, omitted when zero: an old server's welcome
+   * decodes with no culprit (0: charge every listed instruction). */
+  lt_msg_t w = {.type = LT_MSG_WELCOME};
+  w.u.welcome.server_id = "";
+  w.u.welcome.crash_culprit = 0x8877665544332211ull;
+  roundtrip(&w, NULL);
+  void *hdr;
+  size_t len;
+  encode_ok(&w, &hdr, &len);
+  pb wb = {.n = 0}, env = {.n = 0};
+  pb_varint(&wb, (14u << 3) | 1u);
+  for (int i = 0; i < 8; i++)
+    wb.b[wb.n++] = (unsigned char)(0x11 * (i + 1));
+  pb_sub(&env, body_fno(LT_MSG_WELCOME), &wb);
+  cr_assert_eq(len, env.n);
+  cr_assert_eq(memcmp(hdr, env.b, len), 0);
+  free(hdr);
+  w.u.welcome.crash_culprit = UINT64_MAX;
+  roundtrip(&w, NULL);
+
+  lt_msg_t out;
+  wb.n = env.n = 0;
+  pb_uint(&wb, 10, 6);
+  pb_sub(&env, body_fno(LT_MSG_WELCOME), &wb);
+  cr_assert_eq(decode_hdr(&out, env.b, env.n, NULL, 0, NULL), 0);
+  cr_assert_eq(out.u.welcome.crash_signal, 6);
+  cr_assert_eq(out.u.welcome.crash_culprit, 0);
   lt__msg_clear(&out);
 }
 

@@ -1,11 +1,11 @@
 /* test_contain.c: containment of bad kernels and greedy clients, against real
  * lithium-server processes over raw DEALERs: a supervised worker killed by a kernel's
- * SIGSEGV or abort() comes back on the same endpoint as a new incarnation and tells each
- * client once which of its instructions were running; --no-supervise keeps one process
- * that dies; a kernel past execute.timeout_ms fails with LT_ETIMEDOUT and the worker is
- * recycled; quotas on bytes held, parked and queued instructions and sessions; 3000 idle
- * connections beside an honest client; and two clients of unequal task sizes served in
- * turn. */
+ * SIGSEGV or abort() comes back on the same endpoint as a new incarnation and tells the
+ * client of the instruction whose thread got the signal, once, that it is the culprit;
+ * --no-supervise keeps one process that dies; a kernel past execute.timeout_ms fails with
+ * LT_ETIMEDOUT and the worker is recycled; quotas on bytes held, parked and queued instructions and
+ * sessions; 3000 idle connections beside an honest client; and two clients of unequal task sizes
+ * served in turn. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -150,20 +150,27 @@ static void run_ref(peer_t *p, uint64_t seq, uint64_t refseq) {
   cr_assert_eq(th_send(&p->c, &m, NULL, 0), LT_OK);
 }
 
-/* crash_and_report: two instructions of client A run (a sleep and a crash), the worker dies
- * of `sig`; the same endpoint serves again with a new incarnation, and A's next welcome
- * lists both, once. */
-static void crash_and_report(const char *param, int sig) {
+/* crash_and_report: A's sleep and B's sleep run beside A's crash; the worker dies of `sig`
+ * and the same endpoint serves again with a new incarnation. When the worker's handler saw
+ * the signal (`named`) the crash is charged to the instruction whose thread got it: A's next
+ * welcome lists it alone and names it the culprit, B's lists nothing. When it did not (the
+ * kernel put back the default action first, as a SIGKILL would give no chance either), each
+ * client's welcome lists all its instructions that were running. Each is told once. */
+static void crash_and_report(const char *param, int sig, bool named) {
   th_server_t srv;
-  cr_assert_eq(th_server_start_default(&srv, NULL), 0);
+  const char *three[] = {"--threads", "3", NULL}; /* the two sleeps and the crash at once */
+  cr_assert_eq(th_server_start_default(&srv, three), 0);
   peer_t a, b;
   greet(&a, srv.endpoint, CLIENT_A, NULL, NULL);
+  greet(&b, srv.endpoint, CLIENT_B, NULL, NULL);
   uint64_t old = a.incarnation;
   run(&a, 1, K_SLEEP, "3000", 1, 0);
+  run(&b, 1, K_SLEEP, "3000", 1, 0);
   usleep(200 * 1000);
   run(&a, 2, K_CRASH, param, 7, 0);
   usleep(300 * 1000);
   bye(&a);
+  bye(&b);
   /* The supervisor lives on and a new worker answers on the same endpoint within 1 s. */
   cr_assert_eq(kill(srv.pid, 0), 0, "the supervisor died with its worker");
   lt_msg_t w;
@@ -174,14 +181,29 @@ static void crash_and_report(const char *param, int sig) {
   cr_assert_neq(w.u.welcome.incarnation, old, "a new incarnation");
   cr_assert_eq(w.u.welcome.crashed_incarnation, old);
   cr_assert_eq(w.u.welcome.crash_signal, sig);
-  cr_assert_eq(w.u.welcome.ncrashed, 2, "running at the crash: %u", w.u.welcome.ncrashed);
-  cr_assert((seqs[0] == 1 && seqs[1] == 2) || (seqs[0] == 2 && seqs[1] == 1));
-  /* Told once: a second greeting of A, and B's, list nothing. */
+  if (named) {
+    cr_assert_eq(w.u.welcome.ncrashed, 1, "charged: %u", w.u.welcome.ncrashed);
+    cr_assert_eq(seqs[0], 2);
+    cr_assert_eq(w.u.welcome.crash_culprit, 2);
+  } else {
+    cr_assert_eq(w.u.welcome.ncrashed, 2, "running at the crash: %u", w.u.welcome.ncrashed);
+    cr_assert((seqs[0] == 1 && seqs[1] == 2) || (seqs[0] == 2 && seqs[1] == 1));
+    cr_assert_eq(w.u.welcome.crash_culprit, 0);
+  }
+  greet(&b, srv.endpoint, CLIENT_B, &w, seqs);
+  cr_assert_eq(w.u.welcome.crash_signal, sig);
+  cr_assert_eq(w.u.welcome.crash_culprit, 0);
+  if (named) {
+    cr_assert_eq(w.u.welcome.ncrashed, 0, "B's sleep ran beside the culprit: not charged");
+  } else {
+    cr_assert_eq(w.u.welcome.ncrashed, 1);
+    cr_assert_eq(seqs[0], 1);
+  }
+  /* Told once: a second greeting of A lists nothing. */
   bye(&a);
   greet(&a, srv.endpoint, CLIENT_A, &w, seqs);
   cr_assert_eq(w.u.welcome.ncrashed, 0);
-  greet(&b, srv.endpoint, CLIENT_B, &w, seqs);
-  cr_assert_eq(w.u.welcome.ncrashed, 0);
+  cr_assert_eq(w.u.welcome.crash_culprit, 0);
   /* And it serves. */
   run(&b, 1, K_SLEEP, "1", 5, 0);
   WAIT_FOR(&b, b.got[1], 10000);
@@ -192,11 +214,15 @@ static void crash_and_report(const char *param, int sig) {
 }
 
 Test(contain, segv_restarts_worker_and_reports_running_seqs, .timeout = 60) {
-  crash_and_report("7:segv", SIGSEGV);
+  crash_and_report("7:segv", SIGSEGV, false);
 }
 
-Test(contain, abort_restarts_worker_and_reports_running_seqs, .timeout = 60) {
-  crash_and_report("7:abort", SIGABRT);
+Test(contain, abort_restarts_worker_and_names_the_culprit, .timeout = 60) {
+  crash_and_report("7:abort", SIGABRT, true);
+}
+
+Test(contain, fault_restarts_worker_and_names_the_culprit, .timeout = 60) {
+  crash_and_report("7:fault", SIGSEGV, true);
 }
 
 Test(contain, no_supervise_dies_with_the_kernel, .timeout = 60) {
