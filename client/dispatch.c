@@ -6,7 +6,9 @@
  * worker back to back: one hand-off for the group, while each keeps its own record, result
  * and error. Inputs travel inline when the client holds them and as references
  * otherwise; when the binding (binding.c) says so, an instruction's output is passed on as a
- * reference as soon as it is dispatched. Dispatcher thread only. */
+ * reference as soon as it is dispatched. It owns the batches; it may call the records, the
+ * server table, placement, pacing and the jobs' settle (lt__sched_end), never the links or
+ * a policy's state: a server that fails a send is only marked. Dispatcher thread only. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -4,7 +4,9 @@
  * whose condition fails: its result is the previous round's, already on its holder). The
  * holder is then asked with a FETCH that also releases the value, and its VALUE finishes
  * the task. A holder lost meanwhile, or a fetch that fails, recomputes the task; an answer
- * for a task that was recomputed or ended meanwhile is dropped. Dispatcher thread only. */
+ * for a task that was recomputed or ended meanwhile is dropped. The loop asks for the results
+ * due once a turn (jobs.c notes them). It owns the fetches; it may call the jobs and the
+ * server table. Dispatcher thread only. */
 #include <stdio.h>
 #include <stdlib.h>
 

@@ -2,7 +2,10 @@
  * frame that fires becomes an instruction record in the fireable queue; completions are
  * applied to the instance (or, for instructions whose frame already went on under lazy
  * binding, only checked); results and errors go back to the evaluator; server-side values
- * nobody will read are released. Dispatcher thread only. */
+ * nobody will read are released. Every end of a record goes through lt__sched_end, with a
+ * reason. It owns the jobs and the fireable queue's producers; it may call the records, the
+ * server table and losses.c, never the loop, the links or a policy's state (only their
+ * hooks). Dispatcher thread only. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

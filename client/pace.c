@@ -18,7 +18,7 @@
  *    Servers enforce the window (execute.max_active).
  *  - The lookahead depth on top: RTT / time per instruction more (Little's law), so a server
  *    never idles waiting for the client and tiny tasks are not held to window / RTT.
- * Pure arithmetic over the reports; dispatcher thread. */
+ * Pure arithmetic over the reports: it calls nothing of the dispatcher. Dispatcher thread. */
 #include "sched_internal.h"
 
 #define SMOOTH  0.2   /* weight of a new RTT or service-time sample */

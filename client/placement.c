@@ -4,7 +4,7 @@
  * work goes where it would finish first (eft: backlog, cost, and bytes to move) or to the
  * next server with room (rr, and eft in plain mode). It reads the servers' state and pacing
  * and moves only the round-robin cursor: no batch, record or connection is touched here.
- * Dispatcher thread only. */
+ * It may call the server table and pacing, read only. Dispatcher thread only. */
 #include <stdlib.h>
 #include <string.h>
 
