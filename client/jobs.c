@@ -393,8 +393,13 @@ static void completed(lt_sched_t *s, lt_instr_rec_t *r, size_t idx, const lt_com
 
 void lt__sched_end(lt_sched_t *s, lt_instr_rec_t *r, lt_end_t why, const lt_completion_t *cp,
                    const lt_msg_t *m, int err, const char *msg) {
-  /* A queued record ends from the head of the fireable queue, or after it was taken. */
+  /* A queued record ends from the head of the fireable queue, or after it was taken; one of
+   * an older generation of its task (recomputed, or over) just goes. */
   if (r->state == LT_IR_QUEUED && r == s->fire_head) lt__sched_pop_fireable(s);
+  if (r->state == LT_IR_QUEUED && lt__rec_stale(r)) {
+    lt__sched_rec_done(s, r);
+    return;
+  }
   size_t idx = r->conn >= 0 ? (size_t)r->conn : SIZE_MAX;
   const char *ep = idx != SIZE_MAX ? s->srv[idx].conn.endpoint : "";
   /* A record lost with its server's session: what the loss costs is held (losses.c). */

@@ -237,6 +237,9 @@ static void *sched_main(void *arg) {
     }
     int64_t now = lt__clock_ms();
     lt__sched_fetch_results(s); /* tasks that ended on a value left on a server */
+    /* What the policies asked while messages were read (a welcome's crash report, a
+     * quarantine's limit) holds before anything is dispatched. */
+    lt__sched_apply_requests(s);
     /* hosts=DIR: servers that announced since the last look join now. */
     if (s->door->poll_hosts(ev, now)) lt__links_open_new(s);
     /* Reap what was found dead, then the tick: heartbeats and greetings. */
