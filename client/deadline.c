@@ -1,19 +1,23 @@
-/* deadline.c: the deadline policy (option task_timeout_ms > 0): the client enforces the
- * task deadline too, instead of trusting each server to report it. A server fails an
- * instruction that runs longer than task_timeout_ms with LT_ETIMEDOUT itself; one that has
- * been running an instruction (since the client saw it come into the server's threads,
- * `run_ms`) for that long plus a grace that covers the server's report (GRACE_BEATS
- * heartbeats, at least GRACE_MIN_MS) without any completion is late: hostile, buggy or
- * wedged. The instruction is taken back (cancelled there and placed again, charged as a
- * loss), and so is what waits behind it on that server; once a task's instructions were
- * taken back for this max_retries times, or when one more loss would fail it anyway or no
- * other server takes work, the task fails with LT_ETIMEDOUT, naming the kernel. A late server gets
- * no new work for a cool-down (COOL_FIRST_MS, doubled at each miss, at most COOL_MAX_MS), then one
- * instruction at a time until it reports one. Under an explicit `grain` an instruction may
- * wait behind the rest of its group on one worker, so the allowance is grain times the
- * deadline. State: per task the misses so far (dropped once the task is over), per server
- * its cool-down. It only reads the dispatcher's state and asks (take back, fail, limit).
- * Dispatcher thread only. */
+/* deadline.c: the deadline policy (option task_timeout_ms > 0; its stats are there, 0 and
+ * false, without it): the client enforces the task deadline too, instead of trusting each
+ * server to report it. A server fails an instruction that runs longer than task_timeout_ms
+ * with LT_ETIMEDOUT itself; one that has been running an instruction (since the client saw
+ * it come into the server's threads, `run_ms`) for that long plus a grace that covers the
+ * server's report (GRACE_BEATS heartbeats, at least GRACE_MIN_MS) without any completion is
+ * late: hostile, buggy or wedged. The instruction is taken back (cancelled there and placed
+ * again, charged as a loss), and so is what waits behind it on that server; once a task's
+ * instructions were taken back for this max_retries times, or when one more loss would fail
+ * it anyway or no other server takes work, the task fails with LT_ETIMEDOUT, naming the
+ * kernel. A late server gets no new work for a cool-down (COOL_FIRST_MS, doubled each time
+ * it is found late again, at most COOL_MAX_MS), then one instruction at a time until it
+ * reports one. Under an explicit `grain` an instruction may wait behind the rest of its
+ * group on one worker, so the allowance is grain times the deadline; and while the server's
+ * latest load report shows work waiting for a thread or for its inputs (a server shared
+ * with other clients, a value on its way from a peer), the client cannot tell which of its
+ * instructions started, so the allowance is WAITING_X times as long. Stats: `deadline_misses`
+ * (times a server was found late) and each server's `late`. State: per task its misses
+ * (forgotten once the task is over), per server its cool-down. It only reads the
+ * dispatcher's state and asks (take back, fail, limit). Dispatcher thread only. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +30,7 @@
 #define GRACE_MIN_MS  1000
 #define COOL_FIRST_MS 10000
 #define COOL_MAX_MS   600000
+#define WAITING_X     4 /* the allowance while the server reports work waiting */
 
 typedef struct dl_srv {
   int64_t until_ms; /* no new work until then; 0: not cooling down */
@@ -51,10 +56,6 @@ static int64_t allowance_ms(const lt_options_t *o) {
   if (grace < GRACE_MIN_MS) grace = GRACE_MIN_MS;
   int64_t k = o->grain > 1 ? (int64_t)o->grain : 1;
   return k * (int64_t)o->task_timeout_ms + grace;
-}
-
-static int enabled(const lt_options_t *o) {
-  return o->task_timeout_ms > 0;
 }
 
 static void limit(lt_policy_t *p, size_t idx, uint32_t n) {
@@ -174,6 +175,7 @@ static void prune(lt_policy_t *p, int all) {
 
 static void on_tick(lt_policy_t *p, int64_t now_ms) {
   const lt_sched_t *s = p->s;
+  if (s->opts->task_timeout_ms == 0) return;
   for (size_t i = 0; i < s->nsrv; i++) {
     dl_srv_t *v = lt__policy_server(p, i);
     if (v->until_ms == 0 || now_ms < v->until_ms) continue;
@@ -186,6 +188,8 @@ static void on_tick(lt_policy_t *p, int64_t now_ms) {
   HASH_ITER(hh, s->inflight, r, tmp) {
     if (r->run_ms < 0 || now_ms - r->run_ms <= allow || !lt__server_alive(s, (size_t)r->conn))
       continue;
+    const lt_load_t *load = &s->srv[r->conn].conn.load;
+    if (load->queued + load->parked > 0 && now_ms - r->run_ms <= WAITING_X * allow) continue;
     /* A copy that lost to its twin elsewhere was cancelled there: still unreported, it only
      * shows the server late, and holds a thread there. */
     if (r->state == LT_IR_DROPPED)
@@ -226,7 +230,6 @@ const lt_policy_ops_t lt__policy_deadline = {
     .name = "deadline",
     .state_size = sizeof(dl_state_t),
     .server_size = sizeof(dl_srv_t),
-    .enabled = enabled,
     .on_end = on_end,
     .on_tick = on_tick,
     .stats = stats,
