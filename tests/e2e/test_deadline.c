@@ -152,9 +152,14 @@ Test(silent, a_mute_server_alone_fails_its_tasks_within_the_connect_timeout, .ti
 Test(silent, work_of_a_mute_server_runs_on_the_healthy_one, .timeout = 120) {
   const char *opts[] = {"heartbeat_ms", "500", "connect_timeout_ms", "2000", NULL};
   run_t r;
-  run_start(&r, LT_HOSTILE_MUTE, 1, lt_farm(lt_seq_with("testk:sleep", "50", 1)), opts);
+  /* The run outlasts the 3 heartbeats that find the stand-in silent. */
+  run_start(&r, LT_HOSTILE_MUTE, 1, lt_farm(lt_seq_with("testk:sleep", "200", 1)), opts);
   int64_t took = run_right(&r, N);
   cr_assert_lt(took, SILENT_BOUND_MS, "took %lld ms", (long long)took);
+  cr_assert_gt(eval_stat(r.ev, "retries"), 0, "the silent server got no work");
+  /* A greeting at once after its session ended would have been welcomed by now. */
+  struct timespec pause = {.tv_sec = 1};
+  nanosleep(&pause, NULL);
   cr_assert_eq(atomic_load(&r.h.welcomes), 1, "the silent server was greeted again");
   run_stop(&r);
 }
