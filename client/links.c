@@ -5,7 +5,20 @@
  * and retiring a removed server. A server found dead here is only marked
  * (lt__server_mark_dead); the loop's reap phase calls lt__link_close once. It never touches
  * records or jobs. May call: the server table, pacing, the policies' hooks, the connection,
- * module shipping, the trace. Dispatcher thread only. */
+ * module shipping, the trace. Dispatcher thread only.
+ *
+ * A server that welcomes and then never sends anything (hostile, or wedged right after its
+ * welcome) is found by the one failure detector there is, 3 missed heartbeats (a healthy
+ * server answers every ping at once, and is pinged at least once a heartbeat period). Such
+ * a session is mute: greeting its host again at once, as after any other session's end,
+ * would draw new work into another silent session, cycle after cycle, each one costing the
+ * tasks a try. So a mute session's host is greeted again only after MUTE_WAITS ×
+ * connect_timeout_ms, doubled at each mute session in a row (at most MUTE_MAX_MS), and the
+ * wait ends when a session of it speaks. Its work goes elsewhere at once, or, with no
+ * server to take it, fails LT_ENOSERVER after connect_timeout_ms as always: the wait is
+ * longer than that, so nothing waits for the mute host. This is the smallest change that
+ * bounds the case (no new timer, no new state in the records): the silent server is given
+ * up after 3 heartbeats, its tasks within connect_timeout_ms more. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,8 +30,10 @@
 #include "sched_internal.h"
 #include "vec.h"
 
-#define RETRY_FIRST_MS 100  /* the first wait before greeting a server again */
-#define RETRY_MAX_MS   2000 /* the longest */
+#define RETRY_FIRST_MS 100   /* the first wait before greeting a server again */
+#define RETRY_MAX_MS   2000  /* the longest */
+#define MUTE_WAITS     2     /* a mute session's host waits this many connect_timeout_ms */
+#define MUTE_MAX_MS    60000 /* at most this long (or MUTE_WAITS × connect_timeout_ms) */
 
 void lt__links_free(lt_sched_t *s) {
   for (size_t i = 0; i < s->npeers; i++) {
@@ -254,6 +269,14 @@ int lt__link_close(lt_sched_t *s, size_t idx) {
   sl->backoff_ms = sl->backoff_ms ? sl->backoff_ms * 2 : RETRY_FIRST_MS;
   if (sl->backoff_ms > RETRY_MAX_MS) sl->backoff_ms = RETRY_MAX_MS;
   sl->retry_at_ms = v->final ? 0 : lt__clock_ms() + (was_hello ? sl->backoff_ms : 0);
+  if (sl->mute && !v->final && !sl->removed) {
+    uint32_t first = MUTE_WAITS * s->opts->connect_timeout_ms;
+    uint32_t most = first > MUTE_MAX_MS ? first : MUTE_MAX_MS;
+    sl->mute_ms = sl->mute_ms == 0 ? first : sl->mute_ms > most / 2 ? most : sl->mute_ms * 2;
+    sl->retry_at_ms = lt__clock_ms() + sl->mute_ms;
+    lt__log(LT_LOG_WARN, "server %s sent nothing after its welcome: greeted again in %u ms",
+            c->endpoint, sl->mute_ms);
+  }
   if (was_hello && sl->sessions > 1) {
     /* A greeting again that found nobody yet: quiet, it goes on. */
     lt__log(LT_LOG_DEBUG, "server %s: %s", c->endpoint, why);
@@ -304,6 +327,7 @@ static void greet_again(lt_sched_t *s, size_t idx, int64_t now) {
   s->srv[next].slot.predecessor = (long)idx;
   memcpy(s->srv[next].slot.why, sl->why, sizeof sl->why);
   s->srv[next].slot.sessions = sl->sessions + 1;
+  s->srv[next].slot.mute_ms = sl->mute_ms;
   s->srv[next].slot.answered = 1;
 }
 
@@ -365,6 +389,11 @@ static void on_error(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
 
 int lt__link_on_message(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
   lt_conn_t *c = &s->srv[idx].conn;
+  lt_slot_t *sl = &s->srv[idx].slot;
+  if (c->state != LT_CONN_HELLO && !sl->spoke) { /* a session that speaks after its welcome */
+    sl->spoke = 1;
+    sl->mute_ms = 0;
+  }
   if (m->has_load) {
     if (c->incarnation != 0 && m->load.incarnation != 0 && m->load.incarnation != c->incarnation) {
       /* Another process answers on this endpoint: our session died with the old one. */
@@ -448,7 +477,9 @@ static void beat(lt_sched_t *s, size_t i, int64_t now) {
   if (zmq_getsockopt(c->sock, ZMQ_EVENTS, &events, &len) == 0 && (events & ZMQ_POLLIN))
     c->last_recv_ms = now;
   if (now - c->last_recv_ms > 3 * (int64_t)o->heartbeat_ms) {
-    lt__server_mark_dead(s, i, "missed 3 heartbeats", 0);
+    v->slot.mute = !v->slot.spoke;
+    lt__server_mark_dead(s, i, v->slot.mute ? "silent since its welcome" : "missed 3 heartbeats",
+                         0);
   } else if (now - c->last_send_ms >= (int64_t)o->heartbeat_ms ||
              now - c->last_recv_ms >= (int64_t)o->heartbeat_ms ||
              (o->lookahead && now - v->pace.last_ping_ms >= LT_PING_MS)) {

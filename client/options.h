@@ -84,7 +84,8 @@ typedef enum lt_opt_type {
   X(connect_timeout_ms, LT_OPT_UINT, connect_timeout_ms, "5000", 10, 600000, "MS",                 \
     "how long a server has to welcome the client")                                                 \
   X(task_timeout_ms, LT_OPT_UINT, task_timeout_ms, "0", 0, 86400000, "MS",                         \
-    "an instruction running longer fails with LT_ETIMEDOUT (0: none)")                             \
+    "an instruction running longer fails with LT_ETIMEDOUT, on the server or the client (0: "      \
+    "none)")                                                                                       \
   X(journal, LT_OPT_PATH, journal, NULL, 0, 0, "FILE",                                             \
     "the results journal: finished tasks are not computed again")                                  \
   X(trace, LT_OPT_PATH, trace, NULL, 0, 0, "FILE", "write a trace-event JSON of the run")          \

@@ -12,8 +12,8 @@
 
 /* The registry: a new policy is one line here and one file. Their hooks run in this order. */
 static const lt_policy_ops_t *const registry[] = {
-    &lt__policy_watchdog, &lt__policy_crash,   &lt__policy_quarantine,
-    &lt__policy_backup,   &lt__policy_migrate, &lt__policy_drain,
+    &lt__policy_deadline, &lt__policy_watchdog, &lt__policy_crash, &lt__policy_quarantine,
+    &lt__policy_backup,   &lt__policy_migrate,  &lt__policy_drain,
 };
 _Static_assert(sizeof registry / sizeof registry[0] <= LT_POLICY_MAX, "too many policies");
 

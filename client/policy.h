@@ -120,6 +120,7 @@ typedef struct lt_req_queue {
  * sched_internal.h, after the dispatcher's struct: a policy calls nothing of the core. */
 
 /* The registry: every policy the dispatcher knows, in the order their hooks run. */
+extern const lt_policy_ops_t lt__policy_deadline;
 extern const lt_policy_ops_t lt__policy_watchdog;
 extern const lt_policy_ops_t lt__policy_crash;
 extern const lt_policy_ops_t lt__policy_quarantine;

@@ -85,7 +85,9 @@ static void take_back(lt_sched_t *s, const lt_req_t *q) {
   lt_instr_rec_t *r = find_out(s, q->seq);
   if (r == NULL || r->state == LT_IR_DROPPED || !lt__server_alive(s, (size_t)r->conn)) return;
   size_t idx = (size_t)r->conn;
-  lt__log(LT_LOG_WARN, "server %s: %s: running it elsewhere", s->srv[idx].conn.endpoint, q->msg);
+  /* One of a task that is over only frees its place there. */
+  lt__log(lt__rec_stale(r) ? LT_LOG_DEBUG : LT_LOG_WARN, "server %s: %s: %s",
+          s->srv[idx].conn.endpoint, q->msg, lt__rec_stale(r) ? "dropped" : "running it elsewhere");
   lt__server_cancel(s, idx, &r->seq, 1);
   s->overdue++;
   lt__sched_end(s, r, LT_END_TAKEN_BACK, NULL, NULL, LT_ELOST, q->msg);

@@ -168,6 +168,10 @@ typedef struct lt_slot {
   int watch_fd;        /* read end of a spawned server's stdout (EOF: it exited), or -1 */
   int answered;        /* counted out of lt_eval_start's wait */
   int was_ready;       /* its session was welcomed */
+  int spoke;           /* and it sent something after its welcome (links.c) */
+  int mute;            /* its session ended for never speaking after its welcome */
+  uint32_t mute_ms;    /* the wait before greeting this host again after a session of it
+                          that never spoke after its welcome; 0 when the latest one spoke */
   int64_t retry_at_ms; /* dead: when to greet the server again; 0: never */
   uint32_t backoff_ms; /* the wait before the next greeting */
   long successor;      /* the slot that took over this server, or -1 */

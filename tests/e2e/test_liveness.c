@@ -6,8 +6,6 @@
  * deadline (lt_eval_next_timeout), so a regression fails instead of hanging. */
 #include <criterion/criterion.h>
 #include <errno.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,10 +13,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include <zmq.h>
 
-#include "codec.h"
 #include "harness.h"
+#include "hostile.h"
 
 #define READ_MS 30000 /* no result may take longer than this to arrive */
 
@@ -353,90 +350,9 @@ Test(hosts, start_does_not_wait_for_hosts_that_never_answer, .timeout = 60) {
 
 /* ---- 7. a hostile server ------------------------------------------------------------ */
 
-/* The hostile server: answers hello with a welcome and heartbeats with heartbeats, keeps
- * every instruction for ever, and reports completions of instructions it never had. */
-typedef struct hostile {
-  void *ctx;
-  char endpoint[64];
-  atomic_int stop;
-  pthread_t thread;
-  void *sock;
-} hostile_t;
-
-static void hostile_send(hostile_t *h, zmq_msg_t *rid, lt_msg_t *m) {
-  m->has_load = true;
-  m->load.threads = 2;
-  m->load.incarnation = 42;
-  void *hdr;
-  size_t len;
-  if (lt__msg_encode(m, &hdr, &len) != LT_OK) return;
-  zmq_msg_t id;
-  zmq_msg_init(&id);
-  zmq_msg_copy(&id, rid);
-  zmq_msg_send(&id, h->sock, ZMQ_SNDMORE);
-  zmq_send(h->sock, hdr, len, 0);
-  free(hdr);
-}
-
-static void *hostile_main(void *arg) {
-  hostile_t *h = arg;
-  uint64_t bogus = 1;
-  while (!atomic_load(&h->stop)) {
-    zmq_pollitem_t it = {.socket = h->sock, .events = ZMQ_POLLIN};
-    if (zmq_poll(&it, 1, 50) <= 0) continue;
-    zmq_msg_t parts[16];
-    int n = 0, more = 1;
-    while (more && n < 16) {
-      zmq_msg_init(&parts[n]);
-      if (zmq_msg_recv(&parts[n], h->sock, 0) < 0) break;
-      more = zmq_msg_more(&parts[n]);
-      n++;
-    }
-    lt_bytes_t fr[15];
-    for (int i = 1; i < n; i++)
-      fr[i - 1] = (lt_bytes_t){zmq_msg_data(&parts[i]), zmq_msg_size(&parts[i])};
-    lt_msg_t in;
-    if (n >= 2 && lt__msg_decode(&in, fr, (size_t)n - 1, NULL) == LT_OK) {
-      lt_msg_t out = {0};
-      if (in.type == LT_MSG_HELLO) {
-        out.type = LT_MSG_WELCOME;
-        out.u.welcome.version = LT_PROTO_VERSION;
-        out.u.welcome.server_id = "hostile";
-        out.u.welcome.cores = 1;
-        out.u.welcome.threads = 2;
-        out.u.welcome.speed = 100.0; /* it says it is fast, to draw work */
-        out.u.welcome.incarnation = 42;
-        hostile_send(h, &parts[0], &out);
-      } else if (in.type == LT_MSG_HEARTBEAT) {
-        out.type = LT_MSG_HEARTBEAT;
-        out.u.heartbeat.seq = in.u.heartbeat.seq;
-        hostile_send(h, &parts[0], &out);
-      } else if (in.type == LT_MSG_EXECUTE && in.u.execute.ninstrs > 0) {
-        /* Keeps the work; answers for an instruction nobody gave it. */
-        lt_completion_t c = {.seq = 7 + bogus++ * 1000003, .status = LT_OK, .errmsg = ""};
-        out.type = LT_MSG_DONE;
-        out.u.done.ncompl = 1;
-        out.u.done.compl = &c;
-        hostile_send(h, &parts[0], &out);
-      }
-      lt__msg_clear(&in);
-    }
-    for (int i = 0; i < n; i++)
-      zmq_msg_close(&parts[i]);
-  }
-  return NULL;
-}
-
 Test(hostile, server_that_never_finishes_cannot_hang_the_client, .timeout = 120) {
-  hostile_t h = {0};
-  h.ctx = zmq_ctx_new();
-  h.sock = zmq_socket(h.ctx, ZMQ_ROUTER);
-  int zero = 0;
-  zmq_setsockopt(h.sock, ZMQ_LINGER, &zero, sizeof zero);
-  cr_assert_eq(zmq_bind(h.sock, "tcp://127.0.0.1:*"), 0);
-  size_t len = sizeof h.endpoint;
-  zmq_getsockopt(h.sock, ZMQ_LAST_ENDPOINT, h.endpoint, &len);
-  pthread_create(&h.thread, NULL, hostile_main, &h);
+  lt_hostile_t h;
+  hostile_start(&h, LT_HOSTILE_KEEPS);
 
   lt_proc_t p;
   start_server(&p, "honest", 2);
@@ -457,10 +373,7 @@ Test(hostile, server_that_never_finishes_cannot_hang_the_client, .timeout = 120)
   free(json);
   lt_eval_free(ev);
   lt__proc_stop(&p, 5000);
-  atomic_store(&h.stop, 1);
-  pthread_join(h.thread, NULL);
-  zmq_close(h.sock);
-  zmq_ctx_term(h.ctx);
+  hostile_stop(&h);
 }
 
 /* ---- lt_eval_next_timeout ----------------------------------------------------------- */

@@ -1,0 +1,33 @@
+/* hostile.h: a hostile lithium-server stand-in for the end-to-end tests: a raw ZeroMQ ROUTER
+ * on tcp://127.0.0.1 (port 0) that speaks the protocol with the codec, in a thread of its
+ * own. It welcomes every hello, then either keeps every instruction for ever while it
+ * answers heartbeats and reports completions of instructions it was never given
+ * (LT_HOSTILE_KEEPS), or sends nothing at all (LT_HOSTILE_MUTE). Test process only: start
+ * and stop it from the test's own thread. */
+#ifndef LT_TEST_HOSTILE_H
+#define LT_TEST_HOSTILE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+typedef enum lt_hostile_mode {
+  LT_HOSTILE_KEEPS = 0, /* answers heartbeats, never completes, reports strays */
+  LT_HOSTILE_MUTE,      /* welcomes, then says nothing */
+} lt_hostile_mode_t;
+
+typedef struct lt_hostile {
+  lt_hostile_mode_t mode;
+  char endpoint[64]; /* where it listens, once started */
+  void *ctx, *sock;
+  atomic_int stop;
+  atomic_int welcomes; /* hellos it welcomed */
+  pthread_t thread;
+} lt_hostile_t;
+
+/* hostile_start binds h on a free port and starts its thread; the test fails on error. */
+void hostile_start(lt_hostile_t *h, lt_hostile_mode_t mode);
+
+/* hostile_stop stops its thread and closes its socket and context. */
+void hostile_stop(lt_hostile_t *h);
+
+#endif
