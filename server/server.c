@@ -30,6 +30,7 @@
 #include "task.h"
 
 #define SNDHWM          100000
+#define ROUTER_RID_LEN  5 /* the ROUTER's own routing ids: 0x00 and a 32-bit counter */
 #define CLOSE_LINGER_MS 1000
 
 /* ---------------------------------------------------------------------------------------
@@ -172,7 +173,7 @@ static void welcome_modules(lt_server_t *srv, const lt_msg_t *m, lt_msg_t *w) {
 }
 
 static void handle_hello(lt_server_t *srv, lt_session_t *s, const void *rid, size_t rid_len,
-                         const lt_msg_t *m, const char *key) {
+                         const lt_msg_t *m, uint64_t conn, const char *key) {
   if (m->u.hello.version != LT_PROTO_VERSION) {
     lt__server_send_error(srv, rid, rid_len, LT_EVERSION,
                           "protocol version %u not supported (this server speaks %d)",
@@ -206,6 +207,7 @@ static void handle_hello(lt_server_t *srv, lt_session_t *s, const void *rid, siz
   if (rc == LT_OK) {
     s->inline_max = m->u.hello.inline_max;
     s->secret = m->u.hello.secret;
+    s->conn = conn;
     snprintf(s->key, sizeof s->key, "%s", key);
   }
   if (rc != LT_OK) {
@@ -375,11 +377,21 @@ static void handle_module(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m) 
     lt__server_send_error(srv, s->rid, s->rid_len, rc, "module '%s': %s", name, lt_strerror(rc));
 }
 
+/* dispatch hands message `m` of connection `conn` (with CURVE, of key `key`) to its
+ * handler. A session is bound to the connection that said hello, and under CURVE to its
+ * key too: a routing id is never a credential. A session found by the routing id of
+ * another connection is one whose connection is gone (libzmq gives a routing id to a new
+ * connection only once the old one has left): it is dropped, and the message is a new
+ * connection's. */
 static void dispatch(lt_server_t *srv, const void *rid, size_t rid_len, const lt_msg_t *m,
-                     zmq_msg_t *payloads, const char *key) {
+                     zmq_msg_t *payloads, uint64_t conn, const char *key) {
   lt_session_t *s = lt__session_find(srv, rid, rid_len);
+  if (s != NULL && (s->conn != conn || strcmp(s->key, key) != 0)) {
+    lt__server_drop_session(srv, s, "its connection is gone (another one has its routing id)");
+    s = NULL;
+  }
   if (m->type == LT_MSG_HELLO) {
-    handle_hello(srv, s, rid, rid_len, m, key);
+    handle_hello(srv, s, rid, rid_len, m, conn, key);
     return;
   }
   if (m->type == LT_MSG_STATUS) {
@@ -460,11 +472,20 @@ static void on_message(lt_zuv_t *z, zmq_msg_t *parts, size_t n, bool truncated) 
   const void *rid = zmq_msg_data(&parts[0]);
   size_t rid_len = zmq_msg_size(&parts[0]);
   if (rid_len == 0 || rid_len > 255) return; /* not from a ROUTER peer: nobody to answer */
-  /* Routing ids the ROUTER makes start with a zero byte; one that does not was chosen by the
-   * peer (ZMQ_ROUTING_ID), and a chosen one could name a session whose connection has just
-   * gone. Sessions are bound to the ROUTER's own ids. */
-  if (((const unsigned char *)rid)[0] != 0) {
+  /* Routing ids the ROUTER makes are a zero byte and a 32-bit counter; one of another shape
+   * was chosen by the peer (ZMQ_ROUTING_ID) and is refused. One of that shape may be chosen
+   * too (libzmq's "Identity" property cannot tell: its value is a C string, empty for a
+   * zero first byte), but sessions are bound to their connections (zap.h), so a routing
+   * id is never a credential. A message without a connection number did not pass the ZAP
+   * handler: nothing vouches for it. */
+  uint64_t conn = n >= 2 ? lt__zap_conn(&parts[1]) : 0;
+  if (((const unsigned char *)rid)[0] != 0 || rid_len != ROUTER_RID_LEN) {
     lt__server_send_error(srv, rid, rid_len, LT_EAUTH, "connections may not choose a routing id");
+    lt__server_settle(srv);
+    return;
+  }
+  if (n >= 2 && conn == 0) {
+    lt__server_send_error(srv, rid, rid_len, LT_EAUTH, "connection not named by the ZAP handler");
     lt__server_settle(srv);
     return;
   }
@@ -487,7 +508,7 @@ static void on_message(lt_zuv_t *z, zmq_msg_t *parts, size_t n, bool truncated) 
       /* Under CURVE the ZAP handler made the client's public key the User-Id of every
        * message of the connection. */
       const char *key = srv->curve ? zmq_msg_gets(&parts[1], "User-Id") : NULL;
-      dispatch(srv, rid, rid_len, &m, parts + 2, key != NULL ? key : "");
+      dispatch(srv, rid, rid_len, &m, parts + 2, conn, key != NULL ? key : "");
       lt__msg_clear(&m);
     }
   }
@@ -589,9 +610,14 @@ static int bind_socket(lt_server_t *srv, const lt_srv_args_t *a, char *err, size
   int64_t maxmsg = (int64_t)a->max_frame;
   int hwm = SNDHWM, off = 0, on = 1;
   if (srv->curve && (zmq_setsockopt(srv->router, ZMQ_CURVE_SERVER, &on, sizeof on) != 0 ||
-                     zmq_setsockopt(srv->router, ZMQ_CURVE_SECRETKEY, srv->curve_sec, 40) != 0 ||
-                     zmq_setsockopt(srv->router, ZMQ_ZAP_DOMAIN, "lithium", 7) != 0)) {
+                     zmq_setsockopt(srv->router, ZMQ_CURVE_SECRETKEY, srv->curve_sec, 40) != 0)) {
     snprintf(err, errlen, "cannot set up CURVE: %s", zmq_strerror(zmq_errno()));
+    return LT_EIO;
+  }
+  /* A ZAP domain makes libzmq ask the ZAP handler about every connection, under the NULL
+   * mechanism too: that is how connections get their numbers (zap.h). */
+  if (zmq_setsockopt(srv->router, ZMQ_ZAP_DOMAIN, "lithium", 7) != 0) {
+    snprintf(err, errlen, "cannot set the ZAP domain: %s", zmq_strerror(zmq_errno()));
     return LT_EIO;
   }
   if (zmq_setsockopt(srv->router, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) != 0 ||
@@ -678,13 +704,16 @@ static int check_modules(const char *dir, char *err, size_t errlen) {
  * start, with the reason in err. */
 static int setup_curve(lt_server_t *srv, const lt_srv_args_t *a, char *err, size_t errlen) {
   if (a->curve_key == NULL) {
-    if (is_loopback(a->listen) || a->insecure) return LT_OK;
-    snprintf(err, errlen,
-             "refusing to listen on %s, which is not a loopback address, without "
-             "authentication: give --curve-key FILE (and --allow FILE; see lithium keygen), "
-             "or --insecure to run open to anyone who can reach it",
-             a->listen);
-    return LT_EAUTH;
+    if (!is_loopback(a->listen) && !a->insecure) {
+      snprintf(err, errlen,
+               "refusing to listen on %s, which is not a loopback address, without "
+               "authentication: give --curve-key FILE (and --allow FILE; see lithium keygen), "
+               "or --insecure to run open to anyone who can reach it",
+               a->listen);
+      return LT_EAUTH;
+    }
+    /* Without CURVE the ZAP handler still names every connection (zap.h). */
+    return lt__zap_start(&srv->zap, srv->zctx, NULL, NULL, err, errlen) == LT_OK ? LT_OK : LT_EIO;
   }
   if (!zmq_has("curve")) {
     snprintf(err, errlen, "--curve-key: this libzmq has no CURVE support");
@@ -718,7 +747,7 @@ static void on_sighup(uv_signal_t *h, int signum) {
   (void)signum;
   lt_server_t *srv = h->data;
   char err[512];
-  if (srv->zap == NULL) {
+  if (!srv->curve) {
     lt__log(LT_LOG_INFO, "SIGHUP: no --allow file to re-read");
   } else if (lt__zap_reload(srv->zap, err, sizeof err) != LT_OK) {
     lt__log(LT_LOG_WARN, "SIGHUP: %s; the previous list stays", err);

@@ -20,6 +20,7 @@
 #include "eval.h"
 #include "harness.h"
 #include "server/srv_helper.h"
+#include "server/zmtp_peer.h"
 
 #define VICTIM  UINT64_C(0x1111222233334444)
 #define HOSTILE UINT64_C(0x5555666677778888)
@@ -139,6 +140,127 @@ Test(security, hostile_client_refused) {
   th_client_close(&v2);
   th_client_close(&v);
   th_client_close(&h);
+  cr_assert_eq(th_server_stop(&s, SIGTERM, 5000), 0);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Sessions bound to their connections (raw ZMTP peers, which can announce a routing id
+ * that libzmq's "Identity" property does not show). */
+
+static void z_hello(th_zmtp_t *z, uint64_t id, uint64_t secret, lt_msg_type_t want, int code) {
+  lt_msg_t m = {.type = LT_MSG_HELLO};
+  m.u.hello.version = LT_PROTO_VERSION;
+  m.u.hello.client_id = id;
+  m.u.hello.secret = secret;
+  m.u.hello.name = "raw";
+  cr_assert_eq(th_zmtp_send(z, &m, NULL, 0), 0);
+  th_rx_t r;
+  cr_assert_eq(th_zmtp_recv(z, &r, 5000), 0);
+  cr_assert_eq(r.m.type, want, "got %s", lt__msg_type_name(r.m.type));
+  if (want == LT_MSG_ERROR) cr_assert_eq(r.m.u.error.code, code, "%s", r.m.u.error.message);
+  th_rx_clear(&r);
+}
+
+/* z_exec runs kernel 0 on inline `v` into `out` and returns the first answer: a DONE's
+ * status, or an ERROR's code. */
+static int z_exec(th_zmtp_t *z, uint64_t seq, int64_t v, lt_oid_t out) {
+  unsigned char buf[8];
+  th_put_i64(buf, v);
+  lt_bytes_t pay = {buf, 8};
+  lt_input_t inl = {.kind = LT_INPUT_INLINE, .frame = 0, .holder = ""};
+  lt_instr_t ins = {.seq = seq, .ninputs = 1, .inputs = &inl, .noutputs = 1, .outputs = &out};
+  lt_msg_t m = {.type = LT_MSG_EXECUTE};
+  m.u.execute.ninstrs = 1;
+  m.u.execute.instrs = &ins;
+  cr_assert_eq(th_zmtp_send(z, &m, &pay, 1), 0);
+  for (;;) {
+    th_rx_t r;
+    cr_assert_eq(th_zmtp_recv(z, &r, 5000), 0, "no answer to an execute");
+    int st = r.m.type == LT_MSG_DONE    ? r.m.u.done.compl [0].status
+             : r.m.type == LT_MSG_ERROR ? r.m.u.error.code
+                                        : 1;
+    th_rx_clear(&r);
+    if (st != 1) return st;
+  }
+}
+
+/* z_fetch fetches `id` and returns the VALUE's status, or an ERROR's code. */
+static int z_fetch(th_zmtp_t *z, lt_oid_t id) {
+  lt_msg_t m = {.type = LT_MSG_FETCH};
+  m.u.fetch.id = id;
+  cr_assert_eq(th_zmtp_send(z, &m, NULL, 0), 0);
+  th_rx_t r;
+  cr_assert_eq(th_zmtp_recv(z, &r, 5000), 0, "no answer to a fetch");
+  int st = r.m.type == LT_MSG_VALUE   ? r.m.u.value.status
+           : r.m.type == LT_MSG_ERROR ? r.m.u.error.code
+                                      : 1;
+  th_rx_clear(&r);
+  return st;
+}
+
+/* z_reconnect opens a raw peer announcing `rid` once the server has let go of the last
+ * connection that had it (until then libzmq ignores the new one's routing id): a STATUS is
+ * answered as such only on a connection that got it. */
+static void z_reconnect(th_zmtp_t *z, const char *ep, const void *rid, size_t len) {
+  int64_t until = th_now_ms() + 10000;
+  for (;;) {
+    cr_assert_lt(th_now_ms(), until, "the server never let go of the old connection");
+    cr_assert_eq(th_zmtp_open(z, ep, rid, len, 5000), 0);
+    lt_msg_t m = {.type = LT_MSG_STATUS};
+    cr_assert_eq(th_zmtp_send(z, &m, NULL, 0), 0);
+    th_rx_t r;
+    int rc = th_zmtp_recv(z, &r, 5000);
+    bool ok = rc == 0 && r.m.type == LT_MSG_STATUS_REPLY;
+    if (rc == 0) th_rx_clear(&r);
+    if (ok) return;
+    th_zmtp_close(z);
+  }
+}
+
+/* Issue 22, case 1: a connection that takes the routing id of a session whose connection
+ * dropped without bye gets no part of that session: it must say hello, and the values of
+ * the old session are gone with it, not handed over. A routing id chosen through libzmq
+ * (ZMQ_ROUTING_ID) that the server can tell from its own is refused outright. */
+Test(security, session_bound_to_its_connection) {
+  th_server_t s;
+  cr_assert_eq(th_server_start_default(&s, NULL), 0);
+  static const unsigned char rid[] = {0, 'h', 'i', 'j', 'k'};
+  th_zmtp_t a, b;
+  cr_assert_eq(th_zmtp_open(&a, s.endpoint, rid, sizeof rid, 5000), 0);
+  z_hello(&a, VICTIM, 0xabcdef, LT_MSG_WELCOME, 0);
+  lt_msg_t prog = {.type = LT_MSG_PROGRAM};
+  prog.u.program.nkernels = 1;
+  prog.u.program.kernels = kernels;
+  cr_assert_eq(th_zmtp_send(&a, &prog, NULL, 0), 0);
+  lt_oid_t x = {VICTIM, 10};
+  cr_assert_eq(z_exec(&a, 1, 41, x), LT_OK);
+  cr_assert_eq(z_fetch(&a, x), LT_OK);
+  th_zmtp_close(&a); /* no bye */
+
+  z_reconnect(&b, s.endpoint, rid, sizeof rid);
+  cr_assert_eq(z_fetch(&b, x), LT_ESTATE, "the old session's value was served");
+  cr_assert_eq(z_exec(&b, 2, 1, (lt_oid_t){VICTIM, 11}), LT_ESTATE);
+  /* Said hello with the old client id (the old session is gone, so the id is free): a new
+   * session, which finds none of the old one's values. */
+  z_hello(&b, VICTIM, 0x999, LT_MSG_WELCOME, 0);
+  cr_assert_eq(z_fetch(&b, x), LT_ENOENT);
+  th_zmtp_close(&b);
+
+  /* Chosen through libzmq, with a zero first byte like the ROUTER's own ids (but 6 bytes). */
+  th_client_t c = {.ctx = zmq_ctx_new()};
+  c.sock = zmq_socket(c.ctx, ZMQ_DEALER);
+  int zero = 0;
+  zmq_setsockopt(c.sock, ZMQ_LINGER, &zero, sizeof zero);
+  static const unsigned char chosen[] = {0, 'l', 'm', 'n', 'o', 'p'};
+  cr_assert_eq(zmq_setsockopt(c.sock, ZMQ_ROUTING_ID, chosen, sizeof chosen), 0);
+  cr_assert_eq(zmq_connect(c.sock, s.endpoint), 0);
+  cr_assert_eq(th_hello(&c, HOSTILE, LT_PROTO_VERSION), LT_OK);
+  th_rx_t r;
+  recv_type(&c, LT_MSG_ERROR, &r);
+  cr_assert_eq(r.m.u.error.code, LT_EAUTH);
+  cr_assert_not_null(strstr(r.m.u.error.message, "routing id"), "%s", r.m.u.error.message);
+  th_rx_clear(&r);
+  th_client_close(&c);
   cr_assert_eq(th_server_stop(&s, SIGTERM, 5000), 0);
 }
 
