@@ -143,7 +143,6 @@ static int claim(lt_server_t *srv, const lt_session_t *o, const lt_msg_t *m, con
   (void)srv;
   *replace = false;
   if (o->secret != m->u.hello.secret || strcmp(o->key, key) != 0) return LT_EAUTH;
-  if (lt__peer_session(o) != lt__peer_name(m->u.hello.name)) return LT_EAUTH;
   *replace = !lt__peer_session(o);
   return LT_OK;
 }
@@ -183,14 +182,18 @@ static void handle_hello(lt_server_t *srv, lt_session_t *s, const void *rid, siz
   if (s != NULL) lt__server_drop_session(srv, s, "a new hello on the same connection");
   char cid[12];
   lt_session_t *o, *tmp;
+  bool peer = lt__peer_name(m->u.hello.name);
   HASH_ITER(hh, srv->sessions, o, tmp) {
-    if (o->client_id != m->u.hello.client_id) continue;
+    /* Peer links and client sessions live apart: a peer link holds no values and reads
+     * only with a session's secret, so a "peer" hello with a client's id neither keeps that
+     * client out nor gets anything of its. */
+    if (o->client_id != m->u.hello.client_id || lt__peer_session(o) != peer) continue;
     bool replace;
     if (claim(srv, o, m, key, &replace) != LT_OK) {
-      lt__log(LT_LOG_WARN,
-              "refused a hello for client %s%s%s: the id is in use by another "
-              "connection that this one cannot prove to be",
-              lt__short_id(m->u.hello.client_id, cid), key[0] ? " from key " : "", key);
+      lt__log_limited(LT_LOG_WARN,
+                      "refused a hello for client %s%s%s: the id is in use by another "
+                      "connection that this one cannot prove to be",
+                      lt__short_id(m->u.hello.client_id, cid), key[0] ? " from key " : "", key);
       lt__server_send_error(srv, rid, rid_len, LT_EAUTH,
                             "client id in use by another connection (a new session needs the "
                             "secret and the key of the old one)");
@@ -265,8 +268,9 @@ static void handle_fetch(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m) {
   lt_oid_t id = m->u.fetch.id;
   if (!may_touch(srv, s, id, m->u.fetch.secret)) {
     char cid[12];
-    lt__log(LT_LOG_WARN, "session '%s': refused a fetch of a value of client %s (not its own)",
-            s->name, lt__short_id(id.client, cid));
+    lt__log_limited(LT_LOG_WARN,
+                    "session '%s': refused a fetch of a value of client %s (not its own)", s->name,
+                    lt__short_id(id.client, cid));
     lt_msg_t v;
     memset(&v, 0, sizeof v);
     v.type = LT_MSG_VALUE;
@@ -294,10 +298,10 @@ static void handle_release(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m)
   for (uint32_t i = 0; i < m->u.release.nids && other == 0; i++)
     if (!may_touch(srv, s, m->u.release.ids[i], m->u.release.secret))
       other = m->u.release.ids[i].client;
-  lt__log(LT_LOG_WARN,
-          "session '%s' (client %s): refused the release of %u values not its own "
-          "(client %s)",
-          s->name, lt__short_id(s->client_id, mine), refused, lt__short_id(other, theirs));
+  lt__log_limited(LT_LOG_WARN,
+                  "session '%s' (client %s): refused the release of %u values not its own "
+                  "(client %s)",
+                  s->name, lt__short_id(s->client_id, mine), refused, lt__short_id(other, theirs));
   /* A peer link takes an error for the end of the link: it gets none for a release. */
   if (!lt__peer_session(s))
     lt__server_send_error(srv, s->rid, s->rid_len, LT_EAUTH,
@@ -377,6 +381,23 @@ static void handle_module(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m) 
     lt__server_send_error(srv, s->rid, s->rid_len, rc, "module '%s': %s", name, lt_strerror(rc));
 }
 
+/* peer_may tells whether a peer link may send a message of `type`. A peer server only
+ * fetches values (and releases the copies it asked to be released): it never runs
+ * instructions, so it can never make a value (a "peer" that could would plant values in the
+ * id space of a client yet to come, owned by no session). */
+static bool peer_may(lt_msg_type_t type) {
+  return type == LT_MSG_FETCH || type == LT_MSG_RELEASE || type == LT_MSG_HEARTBEAT ||
+         type == LT_MSG_BYE;
+}
+
+static void refuse_peer(lt_server_t *srv, lt_session_t *s, lt_msg_type_t type) {
+  lt__log_limited(LT_LOG_WARN, "session '%s': refused %s from a peer link (peers only fetch)",
+                  s->name, lt__msg_type_name(type));
+  lt__server_send_error(srv, s->rid, s->rid_len, LT_EAUTH,
+                        "a peer link may only fetch and release values (got %s)",
+                        lt__msg_type_name(type));
+}
+
 /* dispatch hands message `m` of connection `conn` (with CURVE, of key `key`) to its
  * handler. A session is bound to the connection that said hello, and under CURVE to its
  * key too: a routing id is never a credential. A session found by the routing id of
@@ -414,6 +435,10 @@ static void dispatch(lt_server_t *srv, const void *rid, size_t rid_len, const lt
       return;
     }
     s->last_seen = uv_now(&srv->loop);
+    if (lt__peer_session(s) && !peer_may(m->type)) {
+      refuse_peer(srv, s, m->type);
+      return;
+    }
     break;
   default:
     lt__server_send_error(srv, rid, rid_len, LT_EPROTO, "unexpected %s message",

@@ -148,18 +148,18 @@ static void handle(lt_zap_t *z, zmq_msg_t *f, size_t n) {
       text = "OK";
     } else {
       text = "NULL mechanism expected (this server has no CURVE key)";
-      lt__log(LT_LOG_WARN, "refused a connection with a security mechanism from %s", addr);
+      lt__log_limited(LT_LOG_WARN, "refused a connection with a security mechanism from %s", addr);
     }
   } else if (!curve || zmq_msg_size(&f[6]) != 32) {
     text = "CURVE required";
-    lt__log(LT_LOG_WARN, "refused a connection without CURVE from %s", addr);
+    lt__log_limited(LT_LOG_WARN, "refused a connection without CURVE from %s", addr);
   } else {
     zmq_z85_encode(user, zmq_msg_data(&f[6]), 32);
     if (allowed(z, zmq_msg_data(&f[6]))) {
       status = "200";
       text = "OK";
     } else {
-      lt__log(LT_LOG_WARN, "refused CURVE key %s from %s (not in --allow)", user, addr);
+      lt__log_limited(LT_LOG_WARN, "refused CURVE key %s from %s (not in --allow)", user, addr);
       user[0] = '\0';
     }
   }
