@@ -30,9 +30,9 @@
 
 static const char *kernels[] = {"testk:inc"};
 
-static void open_session(th_client_t *c, const char *ep, uint64_t id, uint64_t secret,
-                         const char *name, const char *const *peers, uint32_t npeers) {
-  cr_assert_eq(th_client_open(c, ep), 0);
+/* hello_answer says hello as `name` and returns LT_OK for a welcome, else the error's code
+ * (LT_EPROTO for anything else). */
+static int hello_answer(th_client_t *c, uint64_t id, uint64_t secret, const char *name) {
   lt_msg_t m = {.type = LT_MSG_HELLO};
   m.u.hello.version = LT_PROTO_VERSION;
   m.u.hello.client_id = id;
@@ -41,8 +41,17 @@ static void open_session(th_client_t *c, const char *ep, uint64_t id, uint64_t s
   cr_assert_eq(th_send(c, &m, NULL, 0), 0);
   th_rx_t r;
   cr_assert_eq(th_recv(c, &r, 5000), 0);
-  cr_assert_eq(r.m.type, LT_MSG_WELCOME, "got %s", lt__msg_type_name(r.m.type));
+  int rc = r.m.type == LT_MSG_WELCOME ? LT_OK
+           : r.m.type == LT_MSG_ERROR ? r.m.u.error.code
+                                      : LT_EPROTO;
   th_rx_clear(&r);
+  return rc;
+}
+
+static void open_session(th_client_t *c, const char *ep, uint64_t id, uint64_t secret,
+                         const char *name, const char *const *peers, uint32_t npeers) {
+  cr_assert_eq(th_client_open(c, ep), 0);
+  cr_assert_eq(hello_answer(c, id, secret, name), LT_OK);
   cr_assert_eq(th_program_peers(c, kernels, 1, peers, npeers), 0);
 }
 
@@ -101,15 +110,7 @@ Test(security, hostile_client_refused) {
    * its own, apart from the victim's session: see peer_link_makes_no_values.) */
   th_client_t t;
   cr_assert_eq(th_client_open(&t, s.endpoint), 0);
-  lt_msg_t hm = {.type = LT_MSG_HELLO};
-  hm.u.hello.version = LT_PROTO_VERSION;
-  hm.u.hello.client_id = VICTIM;
-  hm.u.hello.secret = 0x999;
-  hm.u.hello.name = "thief";
-  cr_assert_eq(th_send(&t, &hm, NULL, 0), 0);
-  recv_type(&t, LT_MSG_ERROR, &r);
-  cr_assert_eq(r.m.u.error.code, LT_EAUTH);
-  th_rx_clear(&r);
+  cr_assert_eq(hello_answer(&t, VICTIM, 0x999, "thief"), LT_EAUTH);
   th_client_close(&t);
   /* Pose as a peer server fetching for the victim, without its secret. */
   th_client_t p;
@@ -285,15 +286,8 @@ Test(security, peer_link_makes_no_values) {
   cr_assert_eq(th_server_start_default(&s, NULL), 0);
   th_client_t p;
   cr_assert_eq(th_client_open(&p, s.endpoint), 0);
-  lt_msg_t m = {.type = LT_MSG_HELLO};
-  m.u.hello.version = LT_PROTO_VERSION;
-  m.u.hello.client_id = VICTIM;
-  m.u.hello.secret = 0x999;
-  m.u.hello.name = "peer tcp://127.0.0.1:2";
-  cr_assert_eq(th_send(&p, &m, NULL, 0), 0);
+  cr_assert_eq(hello_answer(&p, VICTIM, 0x999, "peer tcp://127.0.0.1:2"), LT_OK);
   th_rx_t r;
-  recv_type(&p, LT_MSG_WELCOME, &r);
-  th_rx_clear(&r);
   cr_assert_eq(th_program(&p, kernels, 1), LT_OK);
   recv_type(&p, LT_MSG_ERROR, &r);
   cr_assert_eq(r.m.u.error.code, LT_EAUTH);
