@@ -8,6 +8,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -25,6 +26,7 @@
 #include "oid.h"
 #include "peer.h"
 #include "quota.h"
+#include "safefile.h"
 #include "session.h"
 #include "shipped.h"
 #include "task.h"
@@ -681,43 +683,43 @@ static int bind_socket(lt_server_t *srv, const lt_srv_args_t *a, char *err, size
   return LT_OK;
 }
 
-/* unsafe_path tells why `path` may not hold modules: writable by another user than the
- * server's (or root): a group other than the server's own, or everyone. NULL when safe. */
-static const char *unsafe_path(const struct stat *sb) {
-  if (sb->st_uid != geteuid() && sb->st_uid != 0) return "owned by another user";
-  if (sb->st_mode & S_IWOTH) return "writable by everyone";
-  if ((sb->st_mode & S_IWGRP) && sb->st_gid != getegid()) return "writable by another group";
-  return NULL;
-}
-
-/* check_modules refuses a module directory, or a file in it, that others could write: a
- * library dropped there would run its constructor inside the server. */
+/* check_modules refuses a module directory (or one above it), or a file in it, that others
+ * could write, and a module that is a symbolic link: a library dropped there would run its
+ * constructor inside the server. Each load checks its file again (lt__modules_set_checked). */
 static int check_modules(const char *dir, char *err, size_t errlen) {
-  struct stat sb;
-  const char *why;
-  if (stat(dir, &sb) != 0) return LT_OK; /* lt__modules_add_dir says it */
-  if ((why = unsafe_path(&sb)) != NULL) {
+  char why[600];
+  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return LT_OK; /* lt__modules_add_dir says it */
+  if (lt__safe_dir(dfd, why, sizeof why) != LT_OK) {
     snprintf(err, errlen,
-             "--modules %s: the directory is %s (mode %03o): refused, since a library "
-             "dropped there would run inside the server (fix the permissions, or "
-             "--allow-unsafe-modules)",
-             dir, why, (unsigned)(sb.st_mode & 0777));
+             "--modules %s: %s: refused, since a library dropped there would run inside the "
+             "server (fix the permissions, or --allow-unsafe-modules)",
+             dir, why);
+    close(dfd);
     return LT_EAUTH;
   }
-  DIR *d = opendir(dir);
-  if (d == NULL) return LT_OK;
+  DIR *d = fdopendir(dfd);
+  if (d == NULL) {
+    close(dfd);
+    return LT_OK;
+  }
   struct dirent *e;
   int rc = LT_OK;
   while (rc == LT_OK && (e = readdir(d)) != NULL) {
     size_t n = strlen(e->d_name);
-    if (n < 3 || strcmp(e->d_name + n - 3, ".so") != 0) continue;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-    if (stat(path, &sb) != 0 || (why = unsafe_path(&sb)) == NULL) continue;
+    struct stat sb;
+    const char *bad;
+    if (n < 3 || strcmp(e->d_name + n - 3, ".so") != 0 ||
+        fstatat(dfd, e->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0)
+      continue;
+    if (S_ISLNK(sb.st_mode))
+      bad = "a symbolic link (modules are opened without following links)";
+    else if ((bad = lt__safe_stat_why(&sb, 0)) == NULL)
+      continue;
     snprintf(err, errlen,
-             "--modules %s: module %s is %s (mode %03o): refused (fix the permissions, or "
+             "--modules %s: module %s is %s (mode %03o): refused (fix it, or "
              "--allow-unsafe-modules)",
-             dir, e->d_name, why, (unsigned)(sb.st_mode & 0777));
+             dir, e->d_name, bad, (unsigned)(sb.st_mode & 0777));
     rc = LT_EAUTH;
   }
   closedir(d);
@@ -835,6 +837,7 @@ int lt__server_new(lt_server_t **out, const lt_srv_args_t *a, char *err, size_t 
     snprintf(err, errlen, "out of memory");
     goto fail;
   }
+  lt__modules_set_checked(srv->mods, !a->unsafe_modules);
   for (size_t i = 0; i < a->nmodules && !a->unsafe_modules; i++)
     if ((rc = check_modules(a->modules[i], err, errlen)) != LT_OK) goto fail;
   for (size_t i = 0; i < a->nmodules; i++) {

@@ -472,6 +472,73 @@ Test(security, unsafe_module_directories) {
   rmdir(dir);
 }
 
+/* copy_file copies `from` to `to` with mode `mode`. */
+static void copy_file(const char *from, const char *to, mode_t mode) {
+  FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+  cr_assert(in != NULL && out != NULL, "%s -> %s", from, to);
+  char buf[65536];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+    cr_assert_eq(fwrite(buf, 1, n, out), n);
+  fclose(in);
+  fclose(out);
+  cr_assert_eq(chmod(to, mode), 0);
+}
+
+/* run_kernel makes `kernel` the session's only kernel and runs it on 41: its status, and
+ * its message in msg. */
+static int run_kernel(th_client_t *c, uint64_t seq, const char *kernel, char *msg, size_t len) {
+  const char *names[] = {kernel};
+  cr_assert_eq(th_program(c, names, 1), LT_OK);
+  return th_exec1(c, seq, NULL, 41, (lt_oid_t){VICTIM, seq}, 0, NULL, msg, len);
+}
+
+/* Issue 22, case 8: modules that turn unsafe after the start are refused when they are
+ * loaded: a link into a directory anyone may write (the file behind it could be replaced
+ * before the first use), a file anyone may write; the module that stayed safe runs. At the
+ * start a link is refused like an unsafe file. */
+Test(security, module_files_checked_at_each_load) {
+  char dir[] = "/tmp/lt-sec-modfileXXXXXX", open_dir[] = "/tmp/lt-sec-wwXXXXXX";
+  cr_assert_not_null(mkdtemp(dir));
+  cr_assert_not_null(mkdtemp(open_dir));
+  cr_assert_eq(chmod(dir, 0755), 0);
+  cr_assert_eq(chmod(open_dir, 0777), 0);
+  char testk[300], good[300], target[300], evil[300], open_so[300], err[4096];
+  snprintf(testk, sizeof testk, "%s/libtestk.so", LT_TEST_MODULES);
+  snprintf(good, sizeof good, "%s/libgood.so", dir);
+  snprintf(target, sizeof target, "%s/libevil.so", open_dir);
+  snprintf(evil, sizeof evil, "%s/libevil.so", dir);
+  snprintf(open_so, sizeof open_so, "%s/libopen.so", dir);
+  copy_file(testk, good, 0644);
+  copy_file(testk, target, 0644);
+  th_server_t s;
+  const char *args[] = {"--listen", "tcp://127.0.0.1:0", "--modules", dir, NULL};
+  cr_assert_eq(th_server_start(&s, args, 10000), 0);
+  /* After the start: a link to a file in a world-writable directory, a world-writable
+   * file. */
+  cr_assert_eq(symlink(target, evil), 0);
+  copy_file(testk, open_so, 0666);
+  th_client_t c;
+  open_session(&c, s.endpoint, VICTIM, 1, "c", NULL, 0);
+  char msg[600];
+  cr_assert_eq(run_kernel(&c, 1, "evil:inc", msg, sizeof msg), LT_ENOMODULE, "%s", msg);
+  cr_assert_not_null(strstr(msg, "symbolic link"), "%s", msg);
+  cr_assert_eq(run_kernel(&c, 2, "open:inc", msg, sizeof msg), LT_ENOMODULE, "%s", msg);
+  cr_assert_not_null(strstr(msg, "writable by everyone"), "%s", msg);
+  cr_assert_eq(run_kernel(&c, 3, "good:inc", msg, sizeof msg), LT_OK, "%s", msg);
+  th_client_close(&c);
+  cr_assert_eq(th_server_stop(&s, SIGTERM, 5000), 0);
+  /* A link is refused at the start too. */
+  unlink(open_so);
+  cr_assert_eq(run_server(args, err, sizeof err), 2, "%s", err);
+  cr_assert_not_null(strstr(err, "symbolic link"), "%s", err);
+  unlink(evil);
+  unlink(good);
+  unlink(target);
+  rmdir(dir);
+  rmdir(open_dir);
+}
+
 /* ---------------------------------------------------------------------------------------
  * CURVE. */
 
