@@ -734,15 +734,31 @@ static void fake_value(fake_t *f, uint64_t seq, int status, const char *errmsg,
   fake_send(f, &m, pay, pay != NULL ? 1 : 0);
 }
 
+/* fake_start starts server B with --fetch-timeout `ms`, a fake holder its session knows and
+ * a connection to B; fake_stop undoes it. */
+static void fake_start(th_server_t *b, const char *ms, fake_t **f, conn_t **kb) {
+  const char *bextra[] = {"--fetch-timeout", ms, NULL};
+  cr_assert_eq(th_server_start_default(b, bextra), 0);
+  *f = malloc(sizeof **f);
+  fake_open(*f);
+  know((*f)->endpoint);
+  *kb = malloc(sizeof **kb);
+  connect_to(*kb, b);
+}
+
+static void fake_stop(th_server_t *b, fake_t *f, conn_t *kb) {
+  th_client_close(&kb->c);
+  free(kb);
+  stop(b);
+  fake_close(f);
+  free(f);
+}
+
 Test(peer, fake_holder_protocol) {
   th_server_t b;
-  const char *bextra[] = {"--fetch-timeout", "5000", NULL};
-  cr_assert_eq(th_server_start_default(&b, bextra), 0);
-  fake_t *f = malloc(sizeof *f);
-  fake_open(f);
-  know(f->endpoint);
-  conn_t *kb = malloc(sizeof *kb);
-  connect_to(kb, &b);
+  fake_t *f;
+  conn_t *kb;
+  fake_start(&b, "5000", &f, &kb);
   unsigned char v[8];
   th_put_i64(v, 99);
   lt_bytes_t pay = {v, 8};
@@ -848,11 +864,7 @@ Test(peer, fake_holder_protocol) {
   WAIT_FOR(kb, kb->done[8].got, 5000);
   cr_assert_eq(kb->done[8].v, 100);
 
-  th_client_close(&kb->c);
-  free(kb);
-  stop(&b);
-  fake_close(f);
-  free(f);
+  fake_stop(&b, f, kb);
 }
 
 /* Issue 22, case 7: a hostile holder answers every FETCH with "hello first" and every hello
@@ -863,13 +875,9 @@ Test(peer, fake_holder_protocol) {
  * after --fetch-timeout. */
 Test(peer, hostile_holder_backoff_and_timeout) {
   th_server_t b;
-  const char *bextra[] = {"--fetch-timeout", "1500", NULL};
-  cr_assert_eq(th_server_start_default(&b, bextra), 0);
-  fake_t *f = malloc(sizeof *f);
-  fake_open(f);
-  know(f->endpoint);
-  conn_t *kb = malloc(sizeof *kb);
-  connect_to(kb, &b);
+  fake_t *f;
+  conn_t *kb;
+  fake_start(&b, "1500", &f, &kb);
   unsigned char v[8] = {0};
   lt_bytes_t pay = {v, 8};
   int64_t t0 = th_now_ms();
@@ -906,9 +914,5 @@ Test(peer, hostile_holder_backoff_and_timeout) {
   cr_assert_eq(kb->done[1].status, LT_ELOST, "%s", kb->done[1].msg);
   cr_assert_lt(took, 6000, "failed after %lld ms", (long long)took);
   cr_assert_leq(hellos, 8, "%d hellos and %d fetches in %lld ms", hellos, fetches, (long long)took);
-  th_client_close(&kb->c);
-  free(kb);
-  stop(&b);
-  fake_close(f);
-  free(f);
+  fake_stop(&b, f, kb);
 }
