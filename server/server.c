@@ -31,8 +31,11 @@
 #include "shipped.h"
 #include "task.h"
 
-#define SNDHWM          100000
-#define ROUTER_RID_LEN  5 /* the ROUTER's own routing ids: 0x00 and a 32-bit counter */
+#define SNDHWM         100000
+#define ROUTER_RID_LEN 5 /* the ROUTER's own routing ids: 0x00 and a 32-bit counter */
+/* A connection that has not completed its ZMTP handshake (CURVE and ZAP included) this long
+ * is closed: a bare TCP connection holds a descriptor 5 s, not libzmq's default 30 s. */
+#define HANDSHAKE_MS    5000
 #define CLOSE_LINGER_MS 1000
 
 /* ---------------------------------------------------------------------------------------
@@ -635,7 +638,7 @@ static int bind_socket(lt_server_t *srv, const lt_srv_args_t *a, char *err, size
   /* --max-frame bounds every frame, the header too: ZeroMQ drops a peer that exceeds it
    * before anything is allocated for the frame. */
   int64_t maxmsg = (int64_t)a->max_frame;
-  int hwm = SNDHWM, off = 0, on = 1;
+  int hwm = SNDHWM, off = 0, on = 1, handshake = HANDSHAKE_MS;
   if (srv->curve && (zmq_setsockopt(srv->router, ZMQ_CURVE_SERVER, &on, sizeof on) != 0 ||
                      zmq_setsockopt(srv->router, ZMQ_CURVE_SECRETKEY, srv->curve_sec, 40) != 0)) {
     snprintf(err, errlen, "cannot set up CURVE: %s", zmq_strerror(zmq_errno()));
@@ -650,6 +653,7 @@ static int bind_socket(lt_server_t *srv, const lt_srv_args_t *a, char *err, size
   if (zmq_setsockopt(srv->router, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) != 0 ||
       zmq_setsockopt(srv->router, ZMQ_SNDHWM, &hwm, sizeof hwm) != 0 ||
       zmq_setsockopt(srv->router, ZMQ_ROUTER_MANDATORY, &off, sizeof off) != 0 ||
+      zmq_setsockopt(srv->router, ZMQ_HANDSHAKE_IVL, &handshake, sizeof handshake) != 0 ||
       (strchr(a->listen, '[') != NULL &&
        zmq_setsockopt(srv->router, ZMQ_IPV6, &on, sizeof on) != 0)) {
     snprintf(err, errlen, "cannot configure the socket: %s", zmq_strerror(zmq_errno()));
