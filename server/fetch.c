@@ -5,7 +5,8 @@
  * server does not know is answered LT_ENOENT at once for a client; for a peer server it may
  * just not be here yet (the client dispatched its producer here and the reader there in the
  * same turn, and the reader's fetch overtook the producer), so it waits up to a grace
- * period for the id to appear. Fetching from another holder is peer.c. Loop thread only. */
+ * period for the id to appear: indexed by id and woken by the store's on-new callback,
+ * never rescanned. Fetching from another holder is peer.c. Loop thread only. */
 #include "fetch.h"
 
 #include <stdio.h>
