@@ -40,8 +40,10 @@ struct entry {
 struct lt_store {
   entry_t *table;
   size_t bytes;
-  lt_store_account_cb account; /* told every change of a client's bytes held, or NULL */
+  lt_store_account_cb account; /* told every change of a client's bytes and ids, or NULL */
   void *account_data;
+  lt_store_new_cb on_new; /* told of every new id, or NULL */
+  void *on_new_data;
   bool closing; /* lt__store_free is running: refuse new entries */
 };
 
@@ -122,13 +124,22 @@ static entry_t *insert(lt_store_t *st, lt_oid_t id) {
     free(e);
     return NULL;
   }
+  if (st->account != NULL) st->account(id.client, 0, 1, st->account_data);
+  if (st->on_new != NULL) st->on_new(id, st->on_new_data);
   return e;
 }
 
 /* account adds `delta` bytes to the store's total and tells the accounting callback. */
 static void account(lt_store_t *st, uint64_t client, int64_t delta) {
   st->bytes += (size_t)delta;
-  if (st->account != NULL) st->account(client, delta, st->account_data);
+  if (st->account != NULL) st->account(client, delta, 0, st->account_data);
+}
+
+/* account_out tells the accounting callback that entry e left the table. */
+static void account_out(lt_store_t *st, const entry_t *e) {
+  int64_t bytes = e->state == READY ? -(int64_t)e->value->len : 0;
+  st->bytes += (size_t)bytes;
+  if (st->account != NULL) st->account(e->id.client, bytes, -1, st->account_data);
 }
 
 void lt__store_set_account(lt_store_t *st, lt_store_account_cb cb, void *data) {
@@ -136,10 +147,15 @@ void lt__store_set_account(lt_store_t *st, lt_store_account_cb cb, void *data) {
   st->account_data = data;
 }
 
+void lt__store_set_on_new(lt_store_t *st, lt_store_new_cb cb, void *data) {
+  st->on_new = cb;
+  st->on_new_data = data;
+}
+
 /* unlink_entry takes e out of the table and moves its waiters to `l`. */
 static void unlink_entry(lt_store_t *st, entry_t *e, lt_waiter_t *l) {
   HASH_DEL(st->table, e);
-  if (e->state == READY) account(st, e->id.client, -(int64_t)e->value->len);
+  account_out(st, e);
   list_move(&e->waiters, l);
 }
 
@@ -260,7 +276,7 @@ size_t lt__store_release_client(lt_store_t *st, uint64_t client) {
   HASH_ITER(hh, st->table, e, tmp) {
     if (e->id.client != client) continue;
     HASH_DEL(st->table, e);
-    if (e->state == READY) account(st, e->id.client, -(int64_t)e->value->len);
+    account_out(st, e);
     e->dead = dead;
     dead = e;
     n++;

@@ -29,9 +29,17 @@ struct lt_waiter {
   lt_waiter_t *prev; /* store-private */
 };
 
-/* Told every change of the bytes of ready values held under one client id: +len when a
- * value is set, -len when it leaves the store. */
-typedef void (*lt_store_account_cb)(uint64_t client, int64_t delta, void *data);
+/* Told every change of what is held under one client id: `bytes` of ready values (+len
+ * when a value is set, -len when it leaves the store) and `ids` (+1 when an id enters the
+ * store, pending, ready or failed; -1 when it leaves). */
+typedef void (*lt_store_account_cb)(uint64_t client, int64_t bytes, int64_t ids, void *data);
+
+/* Told that `id` entered the store (expected, set or failed while unknown). The store is
+ * in the middle of that operation: the callback may not call the store. */
+typedef void (*lt_store_new_cb)(lt_oid_t id, void *data);
+
+/* lt__store_set_on_new sets the callback told of every new id (NULL: none). */
+void lt__store_set_on_new(lt_store_t *st, lt_store_new_cb cb, void *data);
 
 /* lt__store_set_account sets the accounting callback (NULL: none). */
 void lt__store_set_account(lt_store_t *st, lt_store_account_cb cb, void *data);

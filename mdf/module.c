@@ -5,15 +5,18 @@
 #include <dlfcn.h>
 #include <dirent.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <lithium/error.h>
 
 #include "elfhdr.h"
 #include "module.h"
+#include "safefile.h"
 #include "sha256.h"
 #include "vec.h"
 
@@ -23,6 +26,8 @@ typedef struct module {
   char *name;
   void *handle;
   char sha256[LT_SHA256_HEX]; /* of the file loaded, hex; "" when it could not be read */
+  int fd; /* the checked file it was loaded from (kept open: its /proc/self/fd name stays
+             this module's), or -1 */
   struct module *next;
 } module_t;
 
@@ -31,6 +36,7 @@ struct lt_modules {
   char **dirs;
   size_t ndirs, capdirs;
   module_t *loaded;
+  bool checked; /* lt__modules_set_checked */
 };
 
 static int is_word_char(char ch) {
@@ -115,6 +121,12 @@ int lt__modules_new(lt_modules_t **out) {
   return LT_OK;
 }
 
+void lt__modules_set_checked(lt_modules_t *m, bool on) {
+  pthread_mutex_lock(&m->mu);
+  m->checked = on;
+  pthread_mutex_unlock(&m->mu);
+}
+
 int lt__modules_add_dir(lt_modules_t *m, const char *dir) {
   struct stat sb;
   if (dir == NULL || dir[0] == '\0' || stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
@@ -190,13 +202,33 @@ static int load(lt_modules_t *m, const char *name, void **handle, char *err, siz
     snprintf(err, errlen, "out of memory loading module '%s'", name);
     return LT_ENOMEM;
   }
-  int rc = lt__module_open(path, name, &mod->handle, err, errlen);
+  /* Checked: opened without following a link, checked on its descriptor and loaded from
+   * that descriptor, so the file checked is the file that runs (safefile.h). */
+  char fdpath[32];
+  const char *from = path;
+  mod->fd = -1;
+  if (m->checked) {
+    char *slash = strrchr(path, '/'), why[600];
+    *slash = '\0';
+    int rc = lt__safe_open(path, slash + 1, &mod->fd, why, sizeof why);
+    *slash = '/';
+    if (rc != LT_OK) {
+      snprintf(err, errlen, "cannot load module '%s': %s: %s", name, path, why);
+      free(mod->name);
+      free(mod);
+      return LT_ENOMODULE;
+    }
+    snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", mod->fd);
+    from = fdpath;
+  }
+  int rc = lt__module_open(from, name, &mod->handle, err, errlen);
   if (rc != LT_OK) {
+    if (mod->fd >= 0) close(mod->fd);
     free(mod->name);
     free(mod);
     return rc;
   }
-  lt__sha256_file(path, mod->sha256);
+  lt__sha256_file(from, mod->sha256);
   mod->next = m->loaded;
   m->loaded = mod;
   *handle = mod->handle;
@@ -260,6 +292,7 @@ void lt__modules_free(lt_modules_t *m) {
   while (mod != NULL) {
     module_t *next = mod->next;
     dlclose(mod->handle);
+    if (mod->fd >= 0) close(mod->fd);
     free(mod->name);
     free(mod);
     mod = next;

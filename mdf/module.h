@@ -5,6 +5,7 @@
 #ifndef LT_MODULE_H
 #define LT_MODULE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <lithium/kernel.h>
 #include "sha256.h"
@@ -17,6 +18,13 @@ typedef struct lt_modules lt_modules_t;
 
 /* lt__modules_new creates an empty registry. */
 int lt__modules_new(lt_modules_t **out);
+
+/* lt__modules_set_checked makes every later load of a module check its file first
+ * (safefile.h): opened without following a link, owned by root or this process's user and
+ * writable by no one else, in a directory chain likewise; loaded from the descriptor
+ * checked. A module that fails is not loaded (LT_ENOMODULE, naming the reason). Each load
+ * checks again; a loaded module stays loaded. */
+void lt__modules_set_checked(lt_modules_t *m, bool on);
 
 /* lt__modules_add_dir appends a directory to search (copied). LT_EINVAL when it is not a
  * readable directory. */

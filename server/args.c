@@ -37,6 +37,8 @@ enum {
   OPT_MAX_SESSION_BYTES,
   OPT_MAX_PARKED,
   OPT_MAX_QUEUED,
+  OPT_MAX_VALUES,
+  OPT_MAX_FETCHES,
   OPT_MAX_SESSIONS,
   OPT_CURVE_KEY,
   OPT_ALLOW,
@@ -63,6 +65,8 @@ static const struct option long_opts[] = {
     {"max-session-bytes", required_argument, NULL, OPT_MAX_SESSION_BYTES},
     {"max-parked", required_argument, NULL, OPT_MAX_PARKED},
     {"max-queued", required_argument, NULL, OPT_MAX_QUEUED},
+    {"max-session-values", required_argument, NULL, OPT_MAX_VALUES},
+    {"max-session-fetches", required_argument, NULL, OPT_MAX_FETCHES},
     {"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
     {"curve-key", required_argument, NULL, OPT_CURVE_KEY},
     {"allow", required_argument, NULL, OPT_ALLOW},
@@ -98,6 +102,10 @@ void lt__args_usage(FILE *f) {
           "      --max-session-bytes BYTES  values one session may hold, k/m/g (default 1g)\n"
           "      --max-parked N     instructions of one session waiting for inputs (default %d)\n"
           "      --max-queued N     instructions of one session queued or running (default %d)\n"
+          "      --max-session-values N  values (pending, ready or failed) one session may\n"
+          "                         hold (default %d)\n"
+          "      --max-session-fetches N  fetches of one session waiting for their values\n"
+          "                         (default %d)\n"
           "      --max-sessions N   sessions at once; more hellos are refused\n"
           "                         (default min(%d, open-file limit / 2))\n"
           "      --curve-key FILE   CURVE key pair (lithium keygen): clients must use CURVE\n"
@@ -123,7 +131,7 @@ void lt__args_usage(FILE *f) {
           "On start the server prints \"READY <endpoint>\" on stdout.\n",
           LT_SRV_MAX_THREADS, LT_SRV_DEFAULT_IDLE_MS, LT_SRV_DEFAULT_FETCH_MS, LT_SRV_MAX_PEERS,
           LT_SRV_DEFAULT_MAX_PEERS, LT_SRV_DEFAULT_MAX_PARKED, LT_SRV_DEFAULT_MAX_QUEUED,
-          LT_SRV_MAX_SESSIONS_CAP);
+          LT_SRV_DEFAULT_MAX_VALUES, LT_SRV_DEFAULT_MAX_FETCHES, LT_SRV_MAX_SESSIONS_CAP);
 }
 
 int lt__args_parse_size(const char *s, uint64_t *out) {
@@ -213,6 +221,8 @@ int lt__args_parse(lt_srv_args_t *a, int argc, char **argv, FILE *out, FILE *err
   a->max_session_bytes = LT_SRV_DEFAULT_SESSION_BYTES;
   a->max_parked = LT_SRV_DEFAULT_MAX_PARKED;
   a->max_queued = LT_SRV_DEFAULT_MAX_QUEUED;
+  a->max_values = LT_SRV_DEFAULT_MAX_VALUES;
+  a->max_fetches = LT_SRV_DEFAULT_MAX_FETCHES;
   if (replace_str(&a->listen, LT_SRV_DEFAULT_LISTEN) != LT_OK)
     return usage_error(err, "%s", "out of memory");
 
@@ -296,6 +306,8 @@ int lt__args_parse(lt_srv_args_t *a, int argc, char **argv, FILE *out, FILE *err
       break;
     case OPT_MAX_PARKED:
     case OPT_MAX_QUEUED:
+    case OPT_MAX_VALUES:
+    case OPT_MAX_FETCHES:
     case OPT_MAX_SESSIONS:
       if (parse_uint(optarg, 1, UINT32_MAX, &v) != LT_OK)
         return usage_error(err, "bad count '%s' (1..4294967295)", optarg);
@@ -303,6 +315,10 @@ int lt__args_parse(lt_srv_args_t *a, int argc, char **argv, FILE *out, FILE *err
         a->max_parked = (uint32_t)v;
       else if (c == OPT_MAX_QUEUED)
         a->max_queued = (uint32_t)v;
+      else if (c == OPT_MAX_VALUES)
+        a->max_values = (uint32_t)v;
+      else if (c == OPT_MAX_FETCHES)
+        a->max_fetches = (uint32_t)v;
       else
         a->max_sessions = (uint32_t)v;
       break;

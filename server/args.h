@@ -22,6 +22,8 @@
 #define LT_SRV_DEFAULT_SESSION_BYTES ((uint64_t)1 << 30)
 #define LT_SRV_DEFAULT_MAX_PARKED    100000
 #define LT_SRV_DEFAULT_MAX_QUEUED    100000
+#define LT_SRV_DEFAULT_MAX_VALUES    1000000
+#define LT_SRV_DEFAULT_MAX_FETCHES   100000
 #define LT_SRV_MAX_SESSIONS_CAP      1000
 
 /* What lt__args_parse tells main to do; the value is also the exit code. */
@@ -48,6 +50,8 @@ typedef struct lt_srv_args {
   uint64_t max_session_bytes; /* bytes of values one session may hold in the store */
   uint32_t max_parked;        /* instructions one session may have parked */
   uint32_t max_queued;        /* instructions one session may have queued or running */
+  uint32_t max_values;        /* ids (values pending, ready or failed) one session may hold */
+  uint32_t max_fetches;       /* fetches of one session waiting for their values */
   uint32_t max_sessions;      /* sessions at once; 0 = min(1000, RLIMIT_NOFILE / 2) */
   char *curve_key;            /* --curve-key: the server's key pair file, or NULL (owned) */
   char *allow;                /* --allow: allowed client public keys file, or NULL (owned) */

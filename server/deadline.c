@@ -17,6 +17,9 @@ static void leave(lt_server_t *srv, int code) {
     zmq_setsockopt(srv->router, ZMQ_LINGER, &linger, sizeof linger);
     zmq_close(srv->router);
     srv->router = NULL;
+    /* The ZAP thread's socket must close too, or the context's end waits for ever. */
+    lt__zap_stop(srv->zap);
+    srv->zap = NULL;
     zmq_ctx_term(srv->zctx);
   }
   fflush(NULL);

@@ -5,7 +5,8 @@
  * server does not know is answered LT_ENOENT at once for a client; for a peer server it may
  * just not be here yet (the client dispatched its producer here and the reader there in the
  * same turn, and the reader's fetch overtook the producer), so it waits up to a grace
- * period for the id to appear. Fetching from another holder is peer.c. Loop thread only. */
+ * period for the id to appear: indexed by id and woken by the store's on-new callback,
+ * never rescanned. Fetching from another holder is peer.c. Loop thread only. */
 #include "fetch.h"
 
 #include <stdio.h>
@@ -14,27 +15,41 @@
 #include <lithium/error.h>
 #include "oid.h"
 #include "peer.h"
+#include "quota.h"
 
 /* How long a peer's fetch of an unknown id waits for the id to appear (capped at the fetch
  * timeout). */
 #define GRACE_MS 2000
 #define TICK_MS  50
-/* Most such fetches waiting at once; beyond, an unknown id is answered at once. Each one is
- * looked at again after every loop callback, so the list stays short. */
+/* Most such fetches waiting at once; beyond, an unknown id is answered at once. They are
+ * indexed by id and looked at again only when their id enters the store (the store's
+ * on-new callback), and in order of their deadlines by a timer: nothing is rescanned. */
 #define UNKNOWN_MAX 4096
 
+/* The peers' fetches waiting for one unknown id. */
+typedef struct lt_waiting {
+  UT_hash_handle hh;
+  bool oom;
+  lt_oid_t id;              /* key */
+  lt_fetch_t *first;        /* by bnext */
+  bool woken;               /* the id entered the store: on srv->woken */
+  struct lt_waiting *wnext; /* in srv->woken */
+} waiting_t;
+
 /* A FETCH being answered later: parked in the store until the value is set, or (unknown)
- * on srv->unknown until its id appears or its grace period ends. */
+ * waiting until its id appears or its grace period ends. */
 struct lt_fetch {
   lt_waiter_t w; /* first: the waiter callback casts back */
   lt_server_t *srv;
   lt_session_t *sess;
   lt_oid_t id;
-  bool release;            /* drop the value once it is sent */
-  bool unknown;            /* on srv->unknown, not in the store */
-  uint64_t deadline;       /* unknown: uv_now after which it is answered LT_ENOENT */
-  lt_fetch_t *next, *prev; /* in sess->fetches */
-  lt_fetch_t *unext, *uprev;
+  bool release;              /* drop the value once it is sent */
+  bool unknown;              /* waiting for its id: in srv->unknown and in its bucket */
+  uint64_t deadline;         /* unknown: uv_now after which it is answered LT_ENOENT */
+  lt_fetch_t *next, *prev;   /* in sess->fetches */
+  lt_fetch_t *unext, *uprev; /* in srv->unknown, by deadline */
+  waiting_t *bucket;         /* unknown: the fetches of its id */
+  lt_fetch_t *bnext, *bprev; /* in bucket->first */
 };
 
 static void send_value(lt_server_t *srv, lt_session_t *s, lt_oid_t id, int status,
@@ -59,14 +74,32 @@ static void send_unknown(lt_server_t *srv, lt_session_t *s, lt_oid_t id) {
   send_value(srv, s, id, LT_ENOENT, text, NULL);
 }
 
+static void send_over_quota(lt_server_t *srv, lt_session_t *s, lt_oid_t id) {
+  char text[128];
+  snprintf(text, sizeof text,
+           "session over its quota of fetches waiting for their values "
+           "(--max-session-fetches %u)",
+           lt__quota_max_fetches(srv));
+  send_value(srv, s, id, LT_EQUOTA, text, NULL);
+}
+
 static void link_session(lt_session_t *s, lt_fetch_t *f) {
   f->prev = NULL;
   f->next = s->fetches;
   if (s->fetches) s->fetches->prev = f;
   s->fetches = f;
+  s->nfetches++;
 }
 
-/* fetch_unlink takes f off its session's list and, when unknown, off srv->unknown. */
+/* bucket_drop frees bucket b once no fetch is in it, unless the woken list still has it. */
+static void bucket_drop(lt_server_t *srv, waiting_t *b) {
+  if (b->first != NULL || b->woken) return;
+  HASH_DEL(srv->waiting, b);
+  free(b);
+}
+
+/* fetch_unlink takes f off its session's list and, when unknown, off srv->unknown and its
+ * bucket. */
 static void fetch_unlink(lt_session_t *s, lt_fetch_t *f) {
   if (f->prev)
     f->prev->next = f->next;
@@ -74,15 +107,75 @@ static void fetch_unlink(lt_session_t *s, lt_fetch_t *f) {
     s->fetches = f->next;
   if (f->next) f->next->prev = f->prev;
   f->next = f->prev = NULL;
+  s->nfetches--;
   if (!f->unknown) return;
+  lt_server_t *srv = f->srv;
   if (f->uprev)
     f->uprev->unext = f->unext;
   else
-    f->srv->unknown = f->unext;
-  if (f->unext) f->unext->uprev = f->uprev;
+    srv->unknown = f->unext;
+  if (f->unext)
+    f->unext->uprev = f->uprev;
+  else
+    srv->unknown_tail = f->uprev;
   f->unext = f->uprev = NULL;
+  if (f->bucket != NULL) {
+    if (f->bprev)
+      f->bprev->bnext = f->bnext;
+    else
+      f->bucket->first = f->bnext;
+    if (f->bnext) f->bnext->bprev = f->bprev;
+    bucket_drop(srv, f->bucket);
+  }
+  f->bucket = NULL;
+  f->bnext = f->bprev = NULL;
   f->unknown = false;
-  f->srv->nunknown--;
+  srv->nunknown--;
+}
+
+/* on_new_id is the store's on-new callback: the fetches waiting for `id` are looked at by
+ * the next lt__fetch_retry. The store is mid-operation: only lists change here. */
+static void on_new_id(lt_oid_t id, void *data) {
+  lt_server_t *srv = data;
+  waiting_t *b = NULL;
+  HASH_FIND(hh, srv->waiting, &id, sizeof id, b);
+  if (b == NULL || b->woken) return;
+  b->woken = true;
+  b->wnext = srv->woken;
+  srv->woken = b;
+}
+
+/* wait_unknown makes f (on no list) wait for its id, behind the others by deadline. False
+ * (f untouched) without memory for its bucket. */
+static bool wait_unknown(lt_server_t *srv, lt_fetch_t *f) {
+  waiting_t *b = NULL;
+  HASH_FIND(hh, srv->waiting, &f->id, sizeof f->id, b);
+  if (b == NULL) {
+    if ((b = calloc(1, sizeof *b)) == NULL) return false;
+    b->id = f->id;
+    HASH_ADD(hh, srv->waiting, id, sizeof b->id, b);
+    if (b->oom) {
+      free(b);
+      return false;
+    }
+  }
+  lt__store_set_on_new(srv->store, on_new_id, srv);
+  f->unknown = true;
+  f->bucket = b;
+  f->bprev = NULL;
+  f->bnext = b->first;
+  if (b->first) b->first->bprev = f;
+  b->first = f;
+  f->unext = NULL;
+  f->uprev = srv->unknown_tail;
+  if (srv->unknown_tail)
+    srv->unknown_tail->unext = f;
+  else
+    srv->unknown = f;
+  srv->unknown_tail = f;
+  srv->nunknown++;
+  link_session(f->sess, f);
+  return true;
 }
 
 static void on_fetch_ready(lt_waiter_t *w, lt_oid_t id, int status, lt_value_t *v,
@@ -109,8 +202,14 @@ static bool answer(lt_server_t *srv, lt_fetch_t *f) {
   const char *em = NULL;
   int rc = lt__store_get(srv->store, id, &v, srv->stopping ? NULL : &f->w, &em);
   if (rc == LT_ENOENT && em == NULL) return false;
-  if (rc == LT_EAGAIN && !srv->stopping) {
+  if (rc == LT_EAGAIN && !srv->stopping && s->nfetches < lt__quota_max_fetches(srv)) {
     link_session(s, f);
+    return true;
+  }
+  if (rc == LT_EAGAIN && !srv->stopping) {
+    lt__store_unpark(srv->store, &f->w);
+    free(f);
+    send_over_quota(srv, s, id);
     return true;
   }
   bool release = f->release;
@@ -138,6 +237,14 @@ void lt__fetch_init(lt_server_t *srv) {
 
 void lt__fetch_close(lt_server_t *srv) {
   uv_close((uv_handle_t *)&srv->fetch_timer, NULL);
+  /* Every session has gone, and its fetches with it: what is left are empty buckets whose
+   * ids entered the store since the last settle. */
+  waiting_t *b, *tmp;
+  srv->woken = NULL;
+  HASH_ITER(hh, srv->waiting, b, tmp) {
+    HASH_DEL(srv->waiting, b);
+    free(b);
+  }
 }
 
 void lt__fetch_handle(lt_server_t *srv, lt_session_t *s, lt_oid_t id, bool release) {
@@ -152,45 +259,60 @@ void lt__fetch_handle(lt_server_t *srv, lt_session_t *s, lt_oid_t id, bool relea
   f->id = id;
   f->release = release;
   if (answer(srv, f)) return;
-  if (!lt__peer_session(s) || srv->stopping || srv->nunknown >= UNKNOWN_MAX) {
+  uint64_t grace = srv->fetch_ms < GRACE_MS ? srv->fetch_ms : GRACE_MS;
+  f->deadline = uv_now(&srv->loop) + grace;
+  if (lt__peer_session(s) && s->nfetches >= lt__quota_max_fetches(srv)) {
+    free(f);
+    send_over_quota(srv, s, id);
+    return;
+  }
+  if (!lt__peer_session(s) || srv->stopping || srv->nunknown >= UNKNOWN_MAX ||
+      !wait_unknown(srv, f)) {
     free(f);
     send_unknown(srv, s, id);
     return;
   }
-  uint64_t grace = srv->fetch_ms < GRACE_MS ? srv->fetch_ms : GRACE_MS;
-  f->unknown = true;
-  srv->nunknown++;
-  f->deadline = uv_now(&srv->loop) + grace;
-  f->unext = srv->unknown;
-  if (srv->unknown) srv->unknown->uprev = f;
-  srv->unknown = f;
-  link_session(s, f);
   if (!uv_is_active((uv_handle_t *)&srv->fetch_timer))
     uv_timer_start(&srv->fetch_timer, on_tick, TICK_MS, TICK_MS);
 }
 
 void lt__fetch_retry(lt_server_t *srv) {
-  if (srv->unknown == NULL) return;
-  uint64_t now = uv_now(&srv->loop);
-  lt_fetch_t *f = srv->unknown, *next;
-  for (; f != NULL; f = next) {
-    next = f->unext;
-    lt_session_t *s = f->sess;
-    fetch_unlink(s, f);
-    if (answer(srv, f)) continue;
-    if (now >= f->deadline || srv->stopping) {
-      lt_oid_t id = f->id;
-      free(f);
-      send_unknown(srv, s, id);
-      continue;
+  waiting_t *b;
+  while ((b = srv->woken) != NULL) {
+    srv->woken = b->wnext;
+    b->woken = false;
+    /* Take its fetches off the bucket first: answering may free or remake buckets. */
+    lt_fetch_t *list = b->first, *next;
+    b->first = NULL;
+    for (lt_fetch_t *f = list; f != NULL; f = f->bnext)
+      f->bucket = NULL;
+    bucket_drop(srv, b);
+    for (lt_fetch_t *f = list; f != NULL; f = next) {
+      next = f->bnext;
+      lt_session_t *s = f->sess;
+      fetch_unlink(s, f);
+      if (answer(srv, f)) continue;
+      /* Gone again before this turn's end: it waits on, with its deadline. */
+      if (!wait_unknown(srv, f)) {
+        lt_oid_t id = f->id;
+        free(f);
+        send_unknown(srv, s, id);
+      }
     }
-    /* Still unknown: back on both lists (at the head of srv->unknown, behind `next`). */
-    f->unknown = true;
-    srv->nunknown++;
-    f->unext = srv->unknown;
-    if (srv->unknown) srv->unknown->uprev = f;
-    srv->unknown = f;
-    link_session(s, f);
+  }
+}
+
+/* expire answers LT_ENOENT to the fetches past their grace period (all of them while
+ * stopping): the head of srv->unknown, which is in order of deadlines. */
+static void expire(lt_server_t *srv) {
+  uint64_t now = uv_now(&srv->loop);
+  lt_fetch_t *f;
+  while ((f = srv->unknown) != NULL && (srv->stopping || now >= f->deadline)) {
+    lt_session_t *s = f->sess;
+    lt_oid_t id = f->id;
+    fetch_unlink(s, f);
+    free(f);
+    send_unknown(srv, s, id);
   }
   if (srv->unknown == NULL) uv_timer_stop(&srv->fetch_timer);
 }
@@ -198,14 +320,16 @@ void lt__fetch_retry(lt_server_t *srv) {
 static void on_tick(uv_timer_t *h) {
   lt_server_t *srv = h->data;
   lt__fetch_retry(srv);
+  expire(srv);
   lt__server_settle(srv);
 }
 
 void lt__fetch_drop_session(lt_server_t *srv, lt_session_t *s, int status) {
   lt_fetch_t *f;
   while ((f = s->fetches) != NULL) {
+    bool parked = !f->unknown;
     fetch_unlink(s, f);
-    lt__store_unpark(srv->store, &f->w);
+    if (parked) lt__store_unpark(srv->store, &f->w);
     if (status != LT_OK) send_value(srv, s, f->id, status, lt_strerror(status), NULL);
     free(f);
   }

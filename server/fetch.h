@@ -25,9 +25,11 @@ void lt__fetch_init(lt_server_t *srv);
 /* lt__fetch_close closes that timer. Part of closing the server. */
 void lt__fetch_close(lt_server_t *srv);
 
-/* lt__fetch_retry looks again at the peers' fetches of ids that were unknown: each one whose
- * id has appeared is answered or parked, each one past its grace period is answered
- * LT_ENOENT. Part of lt__server_settle (cheap when there are none). */
+/* lt__fetch_retry answers or parks the peers' fetches whose unknown id has entered the store
+ * since the last call (the store tells fetch.c of every new id); the others are not looked
+ * at, and those past their grace period are answered LT_ENOENT by a timer. Part of
+ * lt__server_settle: costs nothing when no waited-for id appeared. A session's fetches
+ * waiting at once are bounded by --max-session-fetches (LT_EQUOTA). */
 void lt__fetch_retry(lt_server_t *srv);
 
 /* lt__fetch_drop_session takes the session's parked fetches out of the store; unless

@@ -53,9 +53,13 @@ struct lt_peer {
   lt_zuv_t zuv;
   pfetch_t *fetches; /* uthash by id */
   uint32_t nfetches;
-  uint64_t heard; /* uv_now of its last message, or of the start of the current wait */
-  uint64_t sent;  /* uv_now of our last message to it */
-  uint64_t used;  /* uv_now when it last had a fetch added or answered (idle eviction) */
+  uint64_t heard;    /* uv_now of its last sign of life (an echo of one of our heartbeats, a
+                        value we asked for), or of the start of the current wait */
+  uint64_t hello_at; /* uv_now before which a new hello waits (backoff), or 0 */
+  uint64_t backoff;  /* ms between hellos now: doubles at each re-greeting, reset by a value */
+  bool hello_due;    /* a re-greeting waits for hello_at */
+  uint64_t sent;     /* uv_now of our last message to it */
+  uint64_t used;     /* uv_now when it last had a fetch added or answered (idle eviction) */
   uint64_t hb_seq;
 };
 
@@ -330,6 +334,9 @@ static void on_value(lt_peer_t *p, const lt_msg_t *m, zmq_msg_t *payloads) {
             lt__oid_format(id, ids, sizeof ids));
     return;
   }
+  /* An answer to what we asked: a sign of life, and of progress. */
+  p->heard = uv_now(&srv->loop);
+  p->backoff = 0;
   bool release = f->want_release;
   uint64_t secret = f->secret;
   fetch_del(p, f);
@@ -370,9 +377,26 @@ static void on_value(lt_peer_t *p, const lt_msg_t *m, zmq_msg_t *payloads) {
   if (release) send_release(p, id, secret);
 }
 
+/* Re-greetings of one link back off from BACKOFF_MIN_MS to BACKOFF_MAX_MS while no value
+ * comes: a holder that answers every fetch with "hello first" gets a few hellos a second at
+ * first, then one every BACKOFF_MAX_MS, not a loop as fast as the wire. */
+#define BACKOFF_MIN_MS 100
+#define BACKOFF_MAX_MS 5000
+
 /* rehello opens a new session on the peer (it dropped ours, e.g. for idleness) and asks
- * again for everything still pending. */
+ * again for everything still pending; within the backoff of the last one it is left to
+ * on_tick. */
 static void rehello(lt_peer_t *p) {
+  uint64_t now = uv_now(&p->srv->loop);
+  if (now < p->hello_at) {
+    p->hello_due = true;
+    return;
+  }
+  p->hello_due = false;
+  p->backoff = p->backoff == 0                    ? BACKOFF_MIN_MS
+               : p->backoff >= BACKOFF_MAX_MS / 2 ? BACKOFF_MAX_MS
+                                                  : 2 * p->backoff;
+  p->hello_at = now + p->backoff;
   lt__log(LT_LOG_INFO, "peer %s: session lost, saying hello again (%u fetches pending)", p->ep,
           p->nfetches);
   send_hello(p);
@@ -385,7 +409,6 @@ static void on_peer_message(lt_zuv_t *z, zmq_msg_t *parts, size_t n, bool trunca
   lt_peer_t *p = z->data;
   lt_server_t *srv = p->srv;
   if (srv->closing || n == 0) return;
-  p->heard = uv_now(&srv->loop);
   if (truncated) {
     lt__log(LT_LOG_DEBUG, "peer %s: dropped a message of more than %d parts", p->ep,
             PEER_MAX_PARTS);
@@ -413,6 +436,9 @@ static void on_peer_message(lt_zuv_t *z, zmq_msg_t *parts, size_t n, bool trunca
     }
     break;
   case LT_MSG_HEARTBEAT:
+    /* Only an echo of one of our heartbeats shows the holder alive: anything else (a stream
+     * of unrelated messages) could keep a dead fetch waiting past --fetch-timeout. */
+    if (m.u.heartbeat.seq != 0 && m.u.heartbeat.seq <= p->hb_seq) p->heard = uv_now(&srv->loop);
     break;
   case LT_MSG_ERROR:
     if (m.u.error.code == LT_ESTATE) {
@@ -466,6 +492,7 @@ static void on_tick(uv_timer_t *h) {
       }
       continue;
     }
+    if (p->hello_due && now >= p->hello_at) rehello(p);
     retry_unsent(p, now);
     if (p->nfetches == 0) continue;
     if (now - p->heard >= srv->fetch_ms) {

@@ -17,23 +17,29 @@ typedef struct held {
   bool oom;
   uint64_t client; /* key */
   uint64_t bytes;
+  uint64_t ids; /* pending, ready or failed */
 } held_t;
 
 struct lt_quota {
   uint64_t max_bytes;
-  uint32_t max_parked, max_queued, max_sessions;
+  uint32_t max_parked, max_queued, max_sessions, max_values, max_fetches;
   held_t *held;
   uint64_t freed; /* bytes that left the store since the last trim */
   uint64_t refused, last_log_ms;
 };
 
-static void on_account(uint64_t client, int64_t delta, void *data) {
+/* add adds `delta` to *n, stopping at 0. */
+static void add(uint64_t *n, int64_t delta) {
+  *n = delta < 0 && (uint64_t)-delta > *n ? 0 : *n + (uint64_t)delta;
+}
+
+static void on_account(uint64_t client, int64_t bytes, int64_t ids, void *data) {
   lt_quota_t *q = data;
   held_t *h = NULL;
   HASH_FIND(hh, q->held, &client, sizeof client, h);
-  if (delta < 0) q->freed += (uint64_t)-delta;
+  if (bytes < 0) q->freed += (uint64_t)-bytes;
   if (h == NULL) {
-    if (delta <= 0 || (h = calloc(1, sizeof *h)) == NULL) return;
+    if ((bytes <= 0 && ids <= 0) || (h = calloc(1, sizeof *h)) == NULL) return;
     h->client = client;
     HASH_ADD(hh, q->held, client, sizeof h->client, h);
     if (h->oom) {
@@ -41,8 +47,9 @@ static void on_account(uint64_t client, int64_t delta, void *data) {
       return;
     }
   }
-  h->bytes = delta < 0 && (uint64_t)-delta > h->bytes ? 0 : h->bytes + (uint64_t)delta;
-  if (h->bytes == 0) {
+  add(&h->bytes, bytes);
+  add(&h->ids, ids);
+  if (h->bytes == 0 && h->ids == 0) {
     HASH_DEL(q->held, h);
     free(h);
   }
@@ -69,6 +76,8 @@ int lt__quota_new(lt_server_t *srv, const lt_srv_args_t *a) {
   q->max_bytes = a->max_session_bytes;
   q->max_parked = a->max_parked;
   q->max_queued = a->max_queued;
+  q->max_values = a->max_values;
+  q->max_fetches = a->max_fetches;
   uint64_t nofile = raise_nofile();
   uint64_t room = nofile / 2; /* the rest: modules, peers, the loop, libzmq's own */
   if (room < 1) room = 1;
@@ -102,6 +111,21 @@ uint64_t lt__quota_held(const lt_server_t *srv, uint64_t client) {
   if (srv->quota == NULL) return 0;
   HASH_FIND(hh, srv->quota->held, &client, sizeof client, h);
   return h != NULL ? h->bytes : 0;
+}
+
+uint64_t lt__quota_ids(const lt_server_t *srv, uint64_t client) {
+  held_t *h = NULL;
+  if (srv->quota == NULL) return 0;
+  HASH_FIND(hh, srv->quota->held, &client, sizeof client, h);
+  return h != NULL ? h->ids : 0;
+}
+
+uint32_t lt__quota_max_values(const lt_server_t *srv) {
+  return srv->quota != NULL ? srv->quota->max_values : UINT32_MAX;
+}
+
+uint32_t lt__quota_max_fetches(const lt_server_t *srv) {
+  return srv->quota != NULL ? srv->quota->max_fetches : UINT32_MAX;
 }
 
 uint64_t lt__quota_max_bytes(const lt_server_t *srv) {

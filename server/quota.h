@@ -1,8 +1,9 @@
-/* quota.h: what one session may take of a server: bytes of values held in the store,
- * instructions parked and instructions queued (checked by task.c), and how many sessions
- * there may be at once (checked at hello). Also raises the open-file limit at start, so
- * that the session limit stays below it, and gives memory back to the system after large
- * releases. Loop thread only. */
+/* quota.h: what one session may take of a server: bytes of values held in the store and
+ * how many ids (values pending, ready or failed), instructions parked and instructions
+ * queued (checked by task.c), fetches waiting (fetch.c), and how many sessions there may
+ * be at once (checked at hello). A refusal is LT_EQUOTA with a message naming the flag. Also raises
+ * the open-file limit at start, so that the session limit stays below it, and gives memory back to
+ * the system after large releases. Loop thread only. */
 #ifndef LT_QUOTA_H
 #define LT_QUOTA_H
 
@@ -23,7 +24,13 @@ void lt__quota_free(lt_server_t *srv);
 /* lt__quota_held returns the bytes of values held under client id `client`. */
 uint64_t lt__quota_held(const lt_server_t *srv, uint64_t client);
 
-/* lt__quota_max_bytes, _max_parked, _max_queued, _max_sessions return the limits. */
+/* lt__quota_ids returns the ids (pending, ready or failed) held under client id `client`. */
+uint64_t lt__quota_ids(const lt_server_t *srv, uint64_t client);
+
+/* lt__quota_max_bytes, _max_values, _max_fetches, _max_parked, _max_queued, _max_sessions
+ * return the limits. */
+uint32_t lt__quota_max_values(const lt_server_t *srv);
+uint32_t lt__quota_max_fetches(const lt_server_t *srv);
 uint64_t lt__quota_max_bytes(const lt_server_t *srv);
 uint32_t lt__quota_max_parked(const lt_server_t *srv);
 uint32_t lt__quota_max_queued(const lt_server_t *srv);

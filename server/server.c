@@ -8,6 +8,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -25,11 +26,16 @@
 #include "oid.h"
 #include "peer.h"
 #include "quota.h"
+#include "safefile.h"
 #include "session.h"
 #include "shipped.h"
 #include "task.h"
 
-#define SNDHWM          100000
+#define SNDHWM         100000
+#define ROUTER_RID_LEN 5 /* the ROUTER's own routing ids: 0x00 and a 32-bit counter */
+/* A connection that has not completed its ZMTP handshake (CURVE and ZAP included) this long
+ * is closed: a bare TCP connection holds a descriptor 5 s, not libzmq's default 30 s. */
+#define HANDSHAKE_MS    5000
 #define CLOSE_LINGER_MS 1000
 
 /* ---------------------------------------------------------------------------------------
@@ -142,7 +148,6 @@ static int claim(lt_server_t *srv, const lt_session_t *o, const lt_msg_t *m, con
   (void)srv;
   *replace = false;
   if (o->secret != m->u.hello.secret || strcmp(o->key, key) != 0) return LT_EAUTH;
-  if (lt__peer_session(o) != lt__peer_name(m->u.hello.name)) return LT_EAUTH;
   *replace = !lt__peer_session(o);
   return LT_OK;
 }
@@ -172,7 +177,7 @@ static void welcome_modules(lt_server_t *srv, const lt_msg_t *m, lt_msg_t *w) {
 }
 
 static void handle_hello(lt_server_t *srv, lt_session_t *s, const void *rid, size_t rid_len,
-                         const lt_msg_t *m, const char *key) {
+                         const lt_msg_t *m, uint64_t conn, const char *key) {
   if (m->u.hello.version != LT_PROTO_VERSION) {
     lt__server_send_error(srv, rid, rid_len, LT_EVERSION,
                           "protocol version %u not supported (this server speaks %d)",
@@ -182,14 +187,18 @@ static void handle_hello(lt_server_t *srv, lt_session_t *s, const void *rid, siz
   if (s != NULL) lt__server_drop_session(srv, s, "a new hello on the same connection");
   char cid[12];
   lt_session_t *o, *tmp;
+  bool peer = lt__peer_name(m->u.hello.name);
   HASH_ITER(hh, srv->sessions, o, tmp) {
-    if (o->client_id != m->u.hello.client_id) continue;
+    /* Peer links and client sessions live apart: a peer link holds no values and reads
+     * only with a session's secret, so a "peer" hello with a client's id neither keeps that
+     * client out nor gets anything of its. */
+    if (o->client_id != m->u.hello.client_id || lt__peer_session(o) != peer) continue;
     bool replace;
     if (claim(srv, o, m, key, &replace) != LT_OK) {
-      lt__log(LT_LOG_WARN,
-              "refused a hello for client %s%s%s: the id is in use by another "
-              "connection that this one cannot prove to be",
-              lt__short_id(m->u.hello.client_id, cid), key[0] ? " from key " : "", key);
+      lt__log_limited(LT_LOG_WARN,
+                      "refused a hello for client %s%s%s: the id is in use by another "
+                      "connection that this one cannot prove to be",
+                      lt__short_id(m->u.hello.client_id, cid), key[0] ? " from key " : "", key);
       lt__server_send_error(srv, rid, rid_len, LT_EAUTH,
                             "client id in use by another connection (a new session needs the "
                             "secret and the key of the old one)");
@@ -206,6 +215,7 @@ static void handle_hello(lt_server_t *srv, lt_session_t *s, const void *rid, siz
   if (rc == LT_OK) {
     s->inline_max = m->u.hello.inline_max;
     s->secret = m->u.hello.secret;
+    s->conn = conn;
     snprintf(s->key, sizeof s->key, "%s", key);
   }
   if (rc != LT_OK) {
@@ -263,8 +273,9 @@ static void handle_fetch(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m) {
   lt_oid_t id = m->u.fetch.id;
   if (!may_touch(srv, s, id, m->u.fetch.secret)) {
     char cid[12];
-    lt__log(LT_LOG_WARN, "session '%s': refused a fetch of a value of client %s (not its own)",
-            s->name, lt__short_id(id.client, cid));
+    lt__log_limited(LT_LOG_WARN,
+                    "session '%s': refused a fetch of a value of client %s (not its own)", s->name,
+                    lt__short_id(id.client, cid));
     lt_msg_t v;
     memset(&v, 0, sizeof v);
     v.type = LT_MSG_VALUE;
@@ -292,10 +303,10 @@ static void handle_release(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m)
   for (uint32_t i = 0; i < m->u.release.nids && other == 0; i++)
     if (!may_touch(srv, s, m->u.release.ids[i], m->u.release.secret))
       other = m->u.release.ids[i].client;
-  lt__log(LT_LOG_WARN,
-          "session '%s' (client %s): refused the release of %u values not its own "
-          "(client %s)",
-          s->name, lt__short_id(s->client_id, mine), refused, lt__short_id(other, theirs));
+  lt__log_limited(LT_LOG_WARN,
+                  "session '%s' (client %s): refused the release of %u values not its own "
+                  "(client %s)",
+                  s->name, lt__short_id(s->client_id, mine), refused, lt__short_id(other, theirs));
   /* A peer link takes an error for the end of the link: it gets none for a release. */
   if (!lt__peer_session(s))
     lt__server_send_error(srv, s->rid, s->rid_len, LT_EAUTH,
@@ -375,11 +386,38 @@ static void handle_module(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m) 
     lt__server_send_error(srv, s->rid, s->rid_len, rc, "module '%s': %s", name, lt_strerror(rc));
 }
 
+/* peer_may tells whether a peer link may send a message of `type`. A peer server only
+ * fetches values (and releases the copies it asked to be released): it never runs
+ * instructions, so it can never make a value (a "peer" that could would plant values in the
+ * id space of a client yet to come, owned by no session). */
+static bool peer_may(lt_msg_type_t type) {
+  return type == LT_MSG_FETCH || type == LT_MSG_RELEASE || type == LT_MSG_HEARTBEAT ||
+         type == LT_MSG_BYE;
+}
+
+static void refuse_peer(lt_server_t *srv, lt_session_t *s, lt_msg_type_t type) {
+  lt__log_limited(LT_LOG_WARN, "session '%s': refused %s from a peer link (peers only fetch)",
+                  s->name, lt__msg_type_name(type));
+  lt__server_send_error(srv, s->rid, s->rid_len, LT_EAUTH,
+                        "a peer link may only fetch and release values (got %s)",
+                        lt__msg_type_name(type));
+}
+
+/* dispatch hands message `m` of connection `conn` (with CURVE, of key `key`) to its
+ * handler. A session is bound to the connection that said hello, and under CURVE to its
+ * key too: a routing id is never a credential. A session found by the routing id of
+ * another connection is one whose connection is gone (libzmq gives a routing id to a new
+ * connection only once the old one has left): it is dropped, and the message is a new
+ * connection's. */
 static void dispatch(lt_server_t *srv, const void *rid, size_t rid_len, const lt_msg_t *m,
-                     zmq_msg_t *payloads, const char *key) {
+                     zmq_msg_t *payloads, uint64_t conn, const char *key) {
   lt_session_t *s = lt__session_find(srv, rid, rid_len);
+  if (s != NULL && (s->conn != conn || strcmp(s->key, key) != 0)) {
+    lt__server_drop_session(srv, s, "its connection is gone (another one has its routing id)");
+    s = NULL;
+  }
   if (m->type == LT_MSG_HELLO) {
-    handle_hello(srv, s, rid, rid_len, m, key);
+    handle_hello(srv, s, rid, rid_len, m, conn, key);
     return;
   }
   if (m->type == LT_MSG_STATUS) {
@@ -402,6 +440,10 @@ static void dispatch(lt_server_t *srv, const void *rid, size_t rid_len, const lt
       return;
     }
     s->last_seen = uv_now(&srv->loop);
+    if (lt__peer_session(s) && !peer_may(m->type)) {
+      refuse_peer(srv, s, m->type);
+      return;
+    }
     break;
   default:
     lt__server_send_error(srv, rid, rid_len, LT_EPROTO, "unexpected %s message",
@@ -460,11 +502,20 @@ static void on_message(lt_zuv_t *z, zmq_msg_t *parts, size_t n, bool truncated) 
   const void *rid = zmq_msg_data(&parts[0]);
   size_t rid_len = zmq_msg_size(&parts[0]);
   if (rid_len == 0 || rid_len > 255) return; /* not from a ROUTER peer: nobody to answer */
-  /* Routing ids the ROUTER makes start with a zero byte; one that does not was chosen by the
-   * peer (ZMQ_ROUTING_ID), and a chosen one could name a session whose connection has just
-   * gone. Sessions are bound to the ROUTER's own ids. */
-  if (((const unsigned char *)rid)[0] != 0) {
+  /* Routing ids the ROUTER makes are a zero byte and a 32-bit counter; one of another shape
+   * was chosen by the peer (ZMQ_ROUTING_ID) and is refused. One of that shape may be chosen
+   * too (libzmq's "Identity" property cannot tell: its value is a C string, empty for a
+   * zero first byte), but sessions are bound to their connections (zap.h), so a routing
+   * id is never a credential. A message without a connection number did not pass the ZAP
+   * handler: nothing vouches for it. */
+  uint64_t conn = n >= 2 ? lt__zap_conn(&parts[1]) : 0;
+  if (((const unsigned char *)rid)[0] != 0 || rid_len != ROUTER_RID_LEN) {
     lt__server_send_error(srv, rid, rid_len, LT_EAUTH, "connections may not choose a routing id");
+    lt__server_settle(srv);
+    return;
+  }
+  if (n >= 2 && conn == 0) {
+    lt__server_send_error(srv, rid, rid_len, LT_EAUTH, "connection not named by the ZAP handler");
     lt__server_settle(srv);
     return;
   }
@@ -487,7 +538,7 @@ static void on_message(lt_zuv_t *z, zmq_msg_t *parts, size_t n, bool truncated) 
       /* Under CURVE the ZAP handler made the client's public key the User-Id of every
        * message of the connection. */
       const char *key = srv->curve ? zmq_msg_gets(&parts[1], "User-Id") : NULL;
-      dispatch(srv, rid, rid_len, &m, parts + 2, key != NULL ? key : "");
+      dispatch(srv, rid, rid_len, &m, parts + 2, conn, key != NULL ? key : "");
       lt__msg_clear(&m);
     }
   }
@@ -587,16 +638,22 @@ static int bind_socket(lt_server_t *srv, const lt_srv_args_t *a, char *err, size
   /* --max-frame bounds every frame, the header too: ZeroMQ drops a peer that exceeds it
    * before anything is allocated for the frame. */
   int64_t maxmsg = (int64_t)a->max_frame;
-  int hwm = SNDHWM, off = 0, on = 1;
+  int hwm = SNDHWM, off = 0, on = 1, handshake = HANDSHAKE_MS;
   if (srv->curve && (zmq_setsockopt(srv->router, ZMQ_CURVE_SERVER, &on, sizeof on) != 0 ||
-                     zmq_setsockopt(srv->router, ZMQ_CURVE_SECRETKEY, srv->curve_sec, 40) != 0 ||
-                     zmq_setsockopt(srv->router, ZMQ_ZAP_DOMAIN, "lithium", 7) != 0)) {
+                     zmq_setsockopt(srv->router, ZMQ_CURVE_SECRETKEY, srv->curve_sec, 40) != 0)) {
     snprintf(err, errlen, "cannot set up CURVE: %s", zmq_strerror(zmq_errno()));
+    return LT_EIO;
+  }
+  /* A ZAP domain makes libzmq ask the ZAP handler about every connection, under the NULL
+   * mechanism too: that is how connections get their numbers (zap.h). */
+  if (zmq_setsockopt(srv->router, ZMQ_ZAP_DOMAIN, "lithium", 7) != 0) {
+    snprintf(err, errlen, "cannot set the ZAP domain: %s", zmq_strerror(zmq_errno()));
     return LT_EIO;
   }
   if (zmq_setsockopt(srv->router, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) != 0 ||
       zmq_setsockopt(srv->router, ZMQ_SNDHWM, &hwm, sizeof hwm) != 0 ||
       zmq_setsockopt(srv->router, ZMQ_ROUTER_MANDATORY, &off, sizeof off) != 0 ||
+      zmq_setsockopt(srv->router, ZMQ_HANDSHAKE_IVL, &handshake, sizeof handshake) != 0 ||
       (strchr(a->listen, '[') != NULL &&
        zmq_setsockopt(srv->router, ZMQ_IPV6, &on, sizeof on) != 0)) {
     snprintf(err, errlen, "cannot configure the socket: %s", zmq_strerror(zmq_errno()));
@@ -630,43 +687,43 @@ static int bind_socket(lt_server_t *srv, const lt_srv_args_t *a, char *err, size
   return LT_OK;
 }
 
-/* unsafe_path tells why `path` may not hold modules: writable by another user than the
- * server's (or root): a group other than the server's own, or everyone. NULL when safe. */
-static const char *unsafe_path(const struct stat *sb) {
-  if (sb->st_uid != geteuid() && sb->st_uid != 0) return "owned by another user";
-  if (sb->st_mode & S_IWOTH) return "writable by everyone";
-  if ((sb->st_mode & S_IWGRP) && sb->st_gid != getegid()) return "writable by another group";
-  return NULL;
-}
-
-/* check_modules refuses a module directory, or a file in it, that others could write: a
- * library dropped there would run its constructor inside the server. */
+/* check_modules refuses a module directory (or one above it), or a file in it, that others
+ * could write, and a module that is a symbolic link: a library dropped there would run its
+ * constructor inside the server. Each load checks its file again (lt__modules_set_checked). */
 static int check_modules(const char *dir, char *err, size_t errlen) {
-  struct stat sb;
-  const char *why;
-  if (stat(dir, &sb) != 0) return LT_OK; /* lt__modules_add_dir says it */
-  if ((why = unsafe_path(&sb)) != NULL) {
+  char why[600];
+  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return LT_OK; /* lt__modules_add_dir says it */
+  if (lt__safe_dir(dfd, why, sizeof why) != LT_OK) {
     snprintf(err, errlen,
-             "--modules %s: the directory is %s (mode %03o): refused, since a library "
-             "dropped there would run inside the server (fix the permissions, or "
-             "--allow-unsafe-modules)",
-             dir, why, (unsigned)(sb.st_mode & 0777));
+             "--modules %s: %s: refused, since a library dropped there would run inside the "
+             "server (fix the permissions, or --allow-unsafe-modules)",
+             dir, why);
+    close(dfd);
     return LT_EAUTH;
   }
-  DIR *d = opendir(dir);
-  if (d == NULL) return LT_OK;
+  DIR *d = fdopendir(dfd);
+  if (d == NULL) {
+    close(dfd);
+    return LT_OK;
+  }
   struct dirent *e;
   int rc = LT_OK;
   while (rc == LT_OK && (e = readdir(d)) != NULL) {
     size_t n = strlen(e->d_name);
-    if (n < 3 || strcmp(e->d_name + n - 3, ".so") != 0) continue;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-    if (stat(path, &sb) != 0 || (why = unsafe_path(&sb)) == NULL) continue;
+    struct stat sb;
+    const char *bad;
+    if (n < 3 || strcmp(e->d_name + n - 3, ".so") != 0 ||
+        fstatat(dfd, e->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0)
+      continue;
+    if (S_ISLNK(sb.st_mode))
+      bad = "a symbolic link (modules are opened without following links)";
+    else if ((bad = lt__safe_stat_why(&sb, 0)) == NULL)
+      continue;
     snprintf(err, errlen,
-             "--modules %s: module %s is %s (mode %03o): refused (fix the permissions, or "
+             "--modules %s: module %s is %s (mode %03o): refused (fix it, or "
              "--allow-unsafe-modules)",
-             dir, e->d_name, why, (unsigned)(sb.st_mode & 0777));
+             dir, e->d_name, bad, (unsigned)(sb.st_mode & 0777));
     rc = LT_EAUTH;
   }
   closedir(d);
@@ -678,13 +735,16 @@ static int check_modules(const char *dir, char *err, size_t errlen) {
  * start, with the reason in err. */
 static int setup_curve(lt_server_t *srv, const lt_srv_args_t *a, char *err, size_t errlen) {
   if (a->curve_key == NULL) {
-    if (is_loopback(a->listen) || a->insecure) return LT_OK;
-    snprintf(err, errlen,
-             "refusing to listen on %s, which is not a loopback address, without "
-             "authentication: give --curve-key FILE (and --allow FILE; see lithium keygen), "
-             "or --insecure to run open to anyone who can reach it",
-             a->listen);
-    return LT_EAUTH;
+    if (!is_loopback(a->listen) && !a->insecure) {
+      snprintf(err, errlen,
+               "refusing to listen on %s, which is not a loopback address, without "
+               "authentication: give --curve-key FILE (and --allow FILE; see lithium keygen), "
+               "or --insecure to run open to anyone who can reach it",
+               a->listen);
+      return LT_EAUTH;
+    }
+    /* Without CURVE the ZAP handler still names every connection (zap.h). */
+    return lt__zap_start(&srv->zap, srv->zctx, NULL, NULL, err, errlen) == LT_OK ? LT_OK : LT_EIO;
   }
   if (!zmq_has("curve")) {
     snprintf(err, errlen, "--curve-key: this libzmq has no CURVE support");
@@ -718,7 +778,7 @@ static void on_sighup(uv_signal_t *h, int signum) {
   (void)signum;
   lt_server_t *srv = h->data;
   char err[512];
-  if (srv->zap == NULL) {
+  if (!srv->curve) {
     lt__log(LT_LOG_INFO, "SIGHUP: no --allow file to re-read");
   } else if (lt__zap_reload(srv->zap, err, sizeof err) != LT_OK) {
     lt__log(LT_LOG_WARN, "SIGHUP: %s; the previous list stays", err);
@@ -781,6 +841,7 @@ int lt__server_new(lt_server_t **out, const lt_srv_args_t *a, char *err, size_t 
     snprintf(err, errlen, "out of memory");
     goto fail;
   }
+  lt__modules_set_checked(srv->mods, !a->unsafe_modules);
   for (size_t i = 0; i < a->nmodules && !a->unsafe_modules; i++)
     if ((rc = check_modules(a->modules[i], err, errlen)) != LT_OK) goto fail;
   for (size_t i = 0; i < a->nmodules; i++) {

@@ -74,8 +74,11 @@ typedef struct lt_server {
   uint64_t fetch_ms;    /* a peer silent this long while we fetch from it is unreachable */
   uv_timer_t peer_timer;
   struct lt_copy *copies;   /* fetched copies in the store, by id, with their readers */
-  struct lt_fetch *unknown; /* peers' fetches of ids not here yet (fetch.c) */
+  struct lt_fetch *unknown; /* peers' fetches of ids not here yet, by deadline (fetch.c) */
+  struct lt_fetch *unknown_tail;
   uint32_t nunknown;
+  struct lt_waiting *waiting; /* those fetches by id (fetch.c) */
+  struct lt_waiting *woken;   /* ids of theirs that entered the store since the last settle */
   uv_timer_t fetch_timer;
 
   /* What an EXECUTE fires goes to the executor at its end, in one lock (task.c): the units

@@ -1,9 +1,8 @@
-/* session.h: one client session of lithium-server, keyed by the ZeroMQ routing id of its
- * DEALER: the client id, the resolved kernel table (PROGRAM, shared with the instructions
- * made under it), the live instructions by
- * sequence with the FIFO of those waiting for a slot of its thread window, the parked
- * fetches, and the completions waiting to go out in one `done`.
- * Loop thread only. */
+/* session.h: one client session of lithium-server, found by the ZeroMQ routing id of its
+ * DEALER and bound to that DEALER's connection (and key): the client id, the resolved kernel table
+ * (PROGRAM, shared with the instructions made under it), the live instructions by sequence with the
+ * FIFO of those waiting for a slot of its thread window, the parked fetches, and the completions
+ * waiting to go out in one `done`. Loop thread only. */
 #ifndef LT_SESSION_H
 #define LT_SESSION_H
 
@@ -74,6 +73,7 @@ struct lt_session {
   uint64_t client_id;
   uint64_t secret;  /* from hello; proves a later hello of the same client, never logged */
   char key[41];     /* the Z85 CURVE public key of the connection ("User-Id"); "" without */
+  uint64_t conn;    /* the connection that said hello (zap.h): its messages only are its */
   char **peers;     /* endpoints of the session's servers (PROGRAM.peers), owned */
   char **peer_keys; /* their Z85 public keys, "" when announced without one, owned */
   uint32_t npeers;
@@ -92,7 +92,8 @@ struct lt_session {
   /* Thread window (task.c): the executor runs at most execute.max_active (0: no limit)
    * of its tasks at once; queued ones beyond it hold no thread and start in order. */
   lt_exgroup_t group;
-  lt_fetch_t *fetches; /* parked fetches */
+  lt_fetch_t *fetches; /* parked fetches, and a peer link's fetches of unknown ids */
+  uint32_t nfetches;   /* of them, against --max-session-fetches */
 
   /* Quotas (quota.h) and the deadline per instruction (execute.timeout_ms, 0: none). */
   uint32_t nparked; /* its instructions waiting for inputs */

@@ -285,7 +285,16 @@ static int store_outputs(lt_server_t *srv, lt_task_t *t, uint32_t n, lt_value_t 
              "session over its quota of values held (--max-session-bytes %llu): holds %llu "
              "bytes, the outputs add %llu",
              (unsigned long long)max, (unsigned long long)held, (unsigned long long)more);
-    return LT_ENOMEM;
+    return LT_EQUOTA;
+  }
+  /* Outputs beyond the first (parts of a split) are new ids: the first was expected. */
+  uint64_t nids = lt__quota_ids(srv, t->out.client), maxids = lt__quota_max_values(srv);
+  if (n > 1 && nids + n - 1 > maxids) {
+    snprintf(err, errlen,
+             "session over its quota of values (--max-session-values %llu): holds %llu, the "
+             "outputs add %u",
+             (unsigned long long)maxids, (unsigned long long)nids, n - 1);
+    return LT_EQUOTA;
   }
   for (uint32_t i = 0; i < n; i++) {
     lt_oid_t id = part_id(t, i);
@@ -402,7 +411,12 @@ static int check(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m, const lt_
     snprintf(err, errlen,
              "session over its quota of instructions queued or running (--max-queued %u)",
              lt__quota_max_queued(srv));
-    return LT_ENOMEM;
+    return LT_EQUOTA;
+  }
+  if (lt__quota_ids(srv, s->client_id) >= lt__quota_max_values(srv)) {
+    snprintf(err, errlen, "session over its quota of values (--max-session-values %u)",
+             lt__quota_max_values(srv));
+    return LT_EQUOTA;
   }
   /* Sessions are isolated: an instruction names outputs in its own session's id space
    * only and reads only its own session's values. (An id that exists is never overwritten
@@ -593,7 +607,7 @@ static void resolve_inputs(lt_server_t *srv, lt_task_t *t, zmq_msg_t *payloads,
              lt__quota_max_parked(srv));
     unpark_all(srv, t);
     t->nwait = 0;
-    fail_later(srv, t, LT_ENOMEM, msg);
+    fail_later(srv, t, LT_EQUOTA, msg);
     return;
   }
   if (t->nwait > 0) {

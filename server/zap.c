@@ -2,8 +2,9 @@
  * socket; the key list is swapped under a mutex by lt__zap_reload. A request is six or more
  * frames: version "1.0", request id, domain, address, routing id, mechanism, credentials
  * (for CURVE one frame, the client's 32-byte public key); the reply is version, request id,
- * status code ("200" or "400"), status text, user id (the Z85 key) and empty metadata. Only
- * CURVE is accepted: a server with a key pair takes no NULL or PLAIN peer. */
+ * status code ("200" or "400"), status text, user id (the Z85 key, "" without CURVE) and
+ * metadata naming the connection (LT_ZAP_CONN). A server with a key pair takes CURVE only,
+ * one without takes NULL only; PLAIN never. */
 #include "zap.h"
 
 #include <pthread.h>
@@ -34,7 +35,9 @@ struct lt_zap {
   pthread_mutex_t mu;
   keylist_t list; /* under mu */
   uint8_t own[32];
-  char *path; /* the --allow file, or NULL */
+  char *path;     /* the --allow file, or NULL */
+  bool curve;     /* a key pair: CURVE only; else NULL only */
+  uint64_t conns; /* connections named so far (the zap thread's) */
 };
 
 /* read_list parses an allow file: one Z85 key a line, optionally a name after it; blank
@@ -103,6 +106,29 @@ static void send_str(void *sock, const char *s, size_t len, bool more) {
   zmq_send(sock, s, len, more ? ZMQ_SNDMORE : 0);
 }
 
+/* conn_metadata writes the ZAP metadata naming connection `conn` (ZMTP property format:
+ * name length, name, 4-byte big-endian value length, value) into buf; returns its size. */
+static size_t conn_metadata(uint64_t conn, unsigned char *buf, size_t len) {
+  char v[24];
+  int vn = snprintf(v, sizeof v, "%llu", (unsigned long long)conn);
+  size_t nn = strlen(LT_ZAP_CONN);
+  if (1 + nn + 4 + (size_t)vn > len) return 0;
+  size_t k = 0;
+  buf[k++] = (unsigned char)nn;
+  memcpy(buf + k, LT_ZAP_CONN, nn);
+  k += nn;
+  buf[k++] = 0;
+  buf[k++] = 0;
+  buf[k++] = 0;
+  buf[k++] = (unsigned char)vn;
+  memcpy(buf + k, v, (size_t)vn);
+  return k + (size_t)vn;
+}
+
+static bool mechanism_is(zmq_msg_t *f, const char *name) {
+  return zmq_msg_size(f) == strlen(name) && memcmp(zmq_msg_data(f), name, strlen(name)) == 0;
+}
+
 /* handle answers one request of `n` frames. */
 static void handle(lt_zap_t *z, zmq_msg_t *f, size_t n) {
   const char *status = "400", *text = "refused";
@@ -113,22 +139,32 @@ static void handle(lt_zap_t *z, zmq_msg_t *f, size_t n) {
     memcpy(addr, zmq_msg_data(&f[3]), al);
     addr[al] = '\0';
   }
-  bool curve = n >= 7 && zmq_msg_size(&f[5]) == 5 && memcmp(zmq_msg_data(&f[5]), "CURVE", 5) == 0;
+  bool curve = n >= 7 && mechanism_is(&f[5], "CURVE");
   if (n < 6 || zmq_msg_size(&f[0]) != 3 || memcmp(zmq_msg_data(&f[0]), "1.0", 3) != 0) {
     text = "malformed request";
+  } else if (!z->curve) {
+    if (mechanism_is(&f[5], "NULL")) {
+      status = "200";
+      text = "OK";
+    } else {
+      text = "NULL mechanism expected (this server has no CURVE key)";
+      lt__log_limited(LT_LOG_WARN, "refused a connection with a security mechanism from %s", addr);
+    }
   } else if (!curve || zmq_msg_size(&f[6]) != 32) {
     text = "CURVE required";
-    lt__log(LT_LOG_WARN, "refused a connection without CURVE from %s", addr);
+    lt__log_limited(LT_LOG_WARN, "refused a connection without CURVE from %s", addr);
   } else {
     zmq_z85_encode(user, zmq_msg_data(&f[6]), 32);
     if (allowed(z, zmq_msg_data(&f[6]))) {
       status = "200";
       text = "OK";
     } else {
-      lt__log(LT_LOG_WARN, "refused CURVE key %s from %s (not in --allow)", user, addr);
+      lt__log_limited(LT_LOG_WARN, "refused CURVE key %s from %s (not in --allow)", user, addr);
       user[0] = '\0';
     }
   }
+  unsigned char meta[64];
+  size_t metalen = status[0] == '2' ? conn_metadata(++z->conns, meta, sizeof meta) : 0;
   send_str(z->sock, "1.0", 3, true);
   if (n >= 2)
     zmq_send(z->sock, zmq_msg_data(&f[1]), zmq_msg_size(&f[1]), ZMQ_SNDMORE);
@@ -137,7 +173,16 @@ static void handle(lt_zap_t *z, zmq_msg_t *f, size_t n) {
   send_str(z->sock, status, 3, true);
   send_str(z->sock, text, strlen(text), true);
   send_str(z->sock, user, strlen(user), true);
-  send_str(z->sock, "", 0, false);
+  zmq_send(z->sock, meta, metalen, 0);
+}
+
+uint64_t lt__zap_conn(zmq_msg_t *msg) {
+  const char *v = zmq_msg_gets(msg, LT_ZAP_CONN);
+  if (v == NULL) return 0;
+  uint64_t c = 0;
+  for (; *v >= '0' && *v <= '9'; v++)
+    c = c * 10 + (uint64_t)(*v - '0');
+  return c;
 }
 
 static void *zap_main(void *arg) {
@@ -176,9 +221,10 @@ int lt__zap_start(lt_zap_t **out, void *zctx, const char *own_pub, const char *a
   lt_zap_t *z = calloc(1, sizeof *z);
   if (z == NULL) return LT_ENOMEM;
   pthread_mutex_init(&z->mu, NULL);
-  zmq_z85_decode(z->own, own_pub);
+  z->curve = own_pub != NULL;
+  if (z->curve) zmq_z85_decode(z->own, own_pub);
   int rc;
-  if (allow_path != NULL) {
+  if (z->curve && allow_path != NULL) {
     if ((z->path = strdup(allow_path)) == NULL) {
       rc = LT_ENOMEM;
       goto fail;
@@ -201,7 +247,7 @@ int lt__zap_start(lt_zap_t **out, void *zctx, const char *own_pub, const char *a
     rc = LT_EIO;
     goto fail;
   }
-  lt__log(LT_LOG_INFO, "CURVE on: own key and %zu allowed client keys", z->list.n);
+  if (z->curve) lt__log(LT_LOG_INFO, "CURVE on: own key and %zu allowed client keys", z->list.n);
   *out = z;
   return LT_OK;
 fail:

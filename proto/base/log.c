@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,8 +67,50 @@ void lt__log_set_name(const char *name) {
   pthread_mutex_unlock(&name_lock);
 }
 
+static void vlog(int level, const char *fmt, va_list ap);
+
 void lt__log(int level, const char *fmt, ...) {
   if (!lt__log_enabled(level)) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vlog(level, fmt, ap);
+  va_end(ap);
+}
+
+static pthread_mutex_t limit_lock = PTHREAD_MUTEX_INITIALIZER;
+static int64_t limit_second;  /* the second (lt__clock_ms / 1000) being counted */
+static uint32_t limit_lines;  /* lines written in it */
+static uint64_t limit_missed; /* lines left out since the last one written */
+
+void lt__log_limited(int level, const char *fmt, ...) {
+  if (!lt__log_enabled(level)) return;
+  int64_t now = lt__clock_ms() / 1000;
+  pthread_mutex_lock(&limit_lock);
+  if (now != limit_second) {
+    limit_second = now;
+    limit_lines = 0;
+  }
+  bool write = limit_lines < LT_LOG_LIMIT_PER_S;
+  uint64_t missed = 0;
+  if (write) {
+    limit_lines++;
+    missed = limit_missed;
+    limit_missed = 0;
+  } else {
+    limit_missed++;
+  }
+  pthread_mutex_unlock(&limit_lock);
+  if (!write) return;
+  if (missed > 0)
+    lt__log(level, "%llu similar lines left out (at most %d a second)", (unsigned long long)missed,
+            LT_LOG_LIMIT_PER_S);
+  va_list ap;
+  va_start(ap, fmt);
+  vlog(level, fmt, ap);
+  va_end(ap);
+}
+
+static void vlog(int level, const char *fmt, va_list ap) {
   int saved_errno = errno;
   char line[LOG_LINE_MAX];
   struct timespec ts = lt__clock_wall();
@@ -79,10 +122,7 @@ void lt__log(int level, const char *fmt, ...) {
                    level_names[level], log_name, log_name[0] ? ": " : "");
   pthread_mutex_unlock(&name_lock);
   if (k > 0) n += (size_t)k < sizeof line - n ? (size_t)k : sizeof line - n - 1;
-  va_list ap;
-  va_start(ap, fmt);
   k = vsnprintf(line + n, sizeof line - n, fmt, ap);
-  va_end(ap);
   if (k > 0) n += (size_t)k < sizeof line - n ? (size_t)k : sizeof line - n - 1;
   /* Room for the newline: overwrite the last byte of a cut line. */
   if (n >= sizeof line - 1) n = sizeof line - 2;

@@ -20,6 +20,14 @@ typedef enum lt_log_level {
  * about 2 KiB. */
 __attribute__((format(printf, 2, 3))) void lt__log(int level, const char *fmt, ...);
 
+/* Lines written through lt__log_limited, all callers together, per second. */
+#define LT_LOG_LIMIT_PER_S 20
+
+/* lt__log_limited is lt__log for lines a peer on the network can cause at will (refused
+ * requests and connections): at most LT_LOG_LIMIT_PER_S of them a second; the rest are
+ * counted, and the next one written says how many were left out. */
+__attribute__((format(printf, 2, 3))) void lt__log_limited(int level, const char *fmt, ...);
+
 /* lt__log_enabled tells whether `level` would be written; cheap (one atomic load), for
  * guarding expensive formatting. */
 bool lt__log_enabled(int level);

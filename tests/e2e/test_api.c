@@ -182,7 +182,7 @@ Test(wait_any, futures_of_two_evaluators_each_once, .timeout = 120) {
     int which = M;
     lt_buf_t *b = NULL;
     cr_assert_eq(lt_future_wait_any(fs, M, 30000, &which, &b), LT_OK);
-    cr_assert_lt(which, (size_t)M);
+    cr_assert_lt(which, M);
     cr_assert_eq(seen[which], 0, "future %d twice", which);
     seen[which] = 1;
     cr_assert_eq(lt_buf_error(b), LT_OK, "%s", lt_buf_errmsg(b));
@@ -223,7 +223,7 @@ Test(wait_any, times_out_then_wakes_on_the_result, .timeout = 60) {
   cr_assert_eq(get_i64(lt_buf_data(b)), which == 0 ? 7 : 8);
   cr_assert_eq(lt_buf_task(b), (uint64_t)which);
   lt_buf_free(b);
-  size_t first = which;
+  int first = which;
   cr_assert_eq(lt_future_wait_any(fs, 2, 30000, &which, &b), LT_OK);
   cr_assert_eq(which, 1 - first);
   lt_buf_free(b);

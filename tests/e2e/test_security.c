@@ -20,6 +20,7 @@
 #include "eval.h"
 #include "harness.h"
 #include "server/srv_helper.h"
+#include "server/zmtp_peer.h"
 
 #define VICTIM  UINT64_C(0x1111222233334444)
 #define HOSTILE UINT64_C(0x5555666677778888)
@@ -29,9 +30,9 @@
 
 static const char *kernels[] = {"testk:inc"};
 
-static void open_session(th_client_t *c, const char *ep, uint64_t id, uint64_t secret,
-                         const char *name, const char *const *peers, uint32_t npeers) {
-  cr_assert_eq(th_client_open(c, ep), 0);
+/* hello_answer says hello as `name` and returns LT_OK for a welcome, else the error's code
+ * (LT_EPROTO for anything else). */
+static int hello_answer(th_client_t *c, uint64_t id, uint64_t secret, const char *name) {
   lt_msg_t m = {.type = LT_MSG_HELLO};
   m.u.hello.version = LT_PROTO_VERSION;
   m.u.hello.client_id = id;
@@ -40,8 +41,17 @@ static void open_session(th_client_t *c, const char *ep, uint64_t id, uint64_t s
   cr_assert_eq(th_send(c, &m, NULL, 0), 0);
   th_rx_t r;
   cr_assert_eq(th_recv(c, &r, 5000), 0);
-  cr_assert_eq(r.m.type, LT_MSG_WELCOME, "got %s", lt__msg_type_name(r.m.type));
+  int rc = r.m.type == LT_MSG_WELCOME ? LT_OK
+           : r.m.type == LT_MSG_ERROR ? r.m.u.error.code
+                                      : LT_EPROTO;
   th_rx_clear(&r);
+  return rc;
+}
+
+static void open_session(th_client_t *c, const char *ep, uint64_t id, uint64_t secret,
+                         const char *name, const char *const *peers, uint32_t npeers) {
+  cr_assert_eq(th_client_open(c, ep), 0);
+  cr_assert_eq(hello_answer(c, id, secret, name), LT_OK);
   cr_assert_eq(th_program_peers(c, kernels, 1, peers, npeers), 0);
 }
 
@@ -96,21 +106,11 @@ Test(security, hostile_client_refused) {
   lt_oid_t y = {VICTIM, 11};
   cr_assert_eq(th_exec1(&h, 3, NULL, 1000, y, 0, NULL, msg, sizeof msg), LT_EAUTH, "%s", msg);
   cr_assert_not_null(strstr(msg, "id space"), "%s", msg);
-  /* Take the session over: a hello with the victim's id, as a client or as a peer. */
+  /* Take the session over: a hello with the victim's id. (As a peer it is a peer link of
+   * its own, apart from the victim's session: see peer_link_makes_no_values.) */
   th_client_t t;
   cr_assert_eq(th_client_open(&t, s.endpoint), 0);
-  const char *names[] = {"thief", "peer tcp://127.0.0.1:1"};
-  for (int i = 0; i < 2; i++) {
-    lt_msg_t m = {.type = LT_MSG_HELLO};
-    m.u.hello.version = LT_PROTO_VERSION;
-    m.u.hello.client_id = VICTIM;
-    m.u.hello.secret = 0x999;
-    m.u.hello.name = names[i];
-    cr_assert_eq(th_send(&t, &m, NULL, 0), 0);
-    recv_type(&t, LT_MSG_ERROR, &r);
-    cr_assert_eq(r.m.u.error.code, LT_EAUTH, "%s", names[i]);
-    th_rx_clear(&r);
-  }
+  cr_assert_eq(hello_answer(&t, VICTIM, 0x999, "thief"), LT_EAUTH);
   th_client_close(&t);
   /* Pose as a peer server fetching for the victim, without its secret. */
   th_client_t p;
@@ -139,6 +139,201 @@ Test(security, hostile_client_refused) {
   th_client_close(&v2);
   th_client_close(&v);
   th_client_close(&h);
+  cr_assert_eq(th_server_stop(&s, SIGTERM, 5000), 0);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Sessions bound to their connections (raw ZMTP peers, which can announce a routing id
+ * that libzmq's "Identity" property does not show). */
+
+static void z_hello(th_zmtp_t *z, uint64_t id, uint64_t secret, lt_msg_type_t want, int code) {
+  lt_msg_t m = {.type = LT_MSG_HELLO};
+  m.u.hello.version = LT_PROTO_VERSION;
+  m.u.hello.client_id = id;
+  m.u.hello.secret = secret;
+  m.u.hello.name = "raw";
+  cr_assert_eq(th_zmtp_send(z, &m, NULL, 0), 0);
+  th_rx_t r;
+  cr_assert_eq(th_zmtp_recv(z, &r, 5000), 0);
+  cr_assert_eq(r.m.type, want, "got %s", lt__msg_type_name(r.m.type));
+  if (want == LT_MSG_ERROR) cr_assert_eq(r.m.u.error.code, code, "%s", r.m.u.error.message);
+  th_rx_clear(&r);
+}
+
+/* z_exec runs kernel 0 on inline `v` into `out` and returns the first answer: a DONE's
+ * status, or an ERROR's code. */
+static int z_exec(th_zmtp_t *z, uint64_t seq, int64_t v, lt_oid_t out) {
+  unsigned char buf[8];
+  th_put_i64(buf, v);
+  lt_bytes_t pay = {buf, 8};
+  lt_input_t inl = {.kind = LT_INPUT_INLINE, .frame = 0, .holder = ""};
+  lt_instr_t ins = {.seq = seq, .ninputs = 1, .inputs = &inl, .noutputs = 1, .outputs = &out};
+  lt_msg_t m = {.type = LT_MSG_EXECUTE};
+  m.u.execute.ninstrs = 1;
+  m.u.execute.instrs = &ins;
+  cr_assert_eq(th_zmtp_send(z, &m, &pay, 1), 0);
+  for (;;) {
+    th_rx_t r;
+    cr_assert_eq(th_zmtp_recv(z, &r, 5000), 0, "no answer to an execute");
+    int st = r.m.type == LT_MSG_DONE    ? r.m.u.done.compl [0].status
+             : r.m.type == LT_MSG_ERROR ? r.m.u.error.code
+                                        : 1;
+    th_rx_clear(&r);
+    if (st != 1) return st;
+  }
+}
+
+/* z_fetch fetches `id` and returns the VALUE's status, or an ERROR's code. */
+static int z_fetch(th_zmtp_t *z, lt_oid_t id) {
+  lt_msg_t m = {.type = LT_MSG_FETCH};
+  m.u.fetch.id = id;
+  cr_assert_eq(th_zmtp_send(z, &m, NULL, 0), 0);
+  th_rx_t r;
+  cr_assert_eq(th_zmtp_recv(z, &r, 5000), 0, "no answer to a fetch");
+  int st = r.m.type == LT_MSG_VALUE   ? r.m.u.value.status
+           : r.m.type == LT_MSG_ERROR ? r.m.u.error.code
+                                      : 1;
+  th_rx_clear(&r);
+  return st;
+}
+
+/* z_reconnect opens a raw peer announcing `rid` once the server has let go of the last
+ * connection that had it (until then libzmq ignores the new one's routing id): a STATUS is
+ * answered as such only on a connection that got it. */
+static void z_reconnect(th_zmtp_t *z, const char *ep, const void *rid, size_t len) {
+  int64_t until = th_now_ms() + 10000;
+  for (;;) {
+    cr_assert_lt(th_now_ms(), until, "the server never let go of the old connection");
+    cr_assert_eq(th_zmtp_open(z, ep, rid, len, 5000), 0);
+    lt_msg_t m = {.type = LT_MSG_STATUS};
+    cr_assert_eq(th_zmtp_send(z, &m, NULL, 0), 0);
+    th_rx_t r;
+    int rc = th_zmtp_recv(z, &r, 5000);
+    bool ok = rc == 0 && r.m.type == LT_MSG_STATUS_REPLY;
+    if (rc == 0) th_rx_clear(&r);
+    if (ok) return;
+    th_zmtp_close(z);
+  }
+}
+
+/* Issue 22, case 1: a connection that takes the routing id of a session whose connection
+ * dropped without bye gets no part of that session: it must say hello, and the values of
+ * the old session are gone with it, not handed over. A routing id chosen through libzmq
+ * (ZMQ_ROUTING_ID) that the server can tell from its own is refused outright. */
+Test(security, session_bound_to_its_connection) {
+  th_server_t s;
+  cr_assert_eq(th_server_start_default(&s, NULL), 0);
+  static const unsigned char rid[] = {0, 'h', 'i', 'j', 'k'};
+  th_zmtp_t a, b;
+  cr_assert_eq(th_zmtp_open(&a, s.endpoint, rid, sizeof rid, 5000), 0);
+  z_hello(&a, VICTIM, 0xabcdef, LT_MSG_WELCOME, 0);
+  lt_msg_t prog = {.type = LT_MSG_PROGRAM};
+  prog.u.program.nkernels = 1;
+  prog.u.program.kernels = kernels;
+  cr_assert_eq(th_zmtp_send(&a, &prog, NULL, 0), 0);
+  lt_oid_t x = {VICTIM, 10};
+  cr_assert_eq(z_exec(&a, 1, 41, x), LT_OK);
+  cr_assert_eq(z_fetch(&a, x), LT_OK);
+  th_zmtp_close(&a); /* no bye */
+
+  z_reconnect(&b, s.endpoint, rid, sizeof rid);
+  cr_assert_eq(z_fetch(&b, x), LT_ESTATE, "the old session's value was served");
+  cr_assert_eq(z_exec(&b, 2, 1, (lt_oid_t){VICTIM, 11}), LT_ESTATE);
+  /* Said hello with the old client id (the old session is gone, so the id is free): a new
+   * session, which finds none of the old one's values. */
+  z_hello(&b, VICTIM, 0x999, LT_MSG_WELCOME, 0);
+  cr_assert_eq(z_fetch(&b, x), LT_ENOENT);
+  th_zmtp_close(&b);
+
+  /* Chosen through libzmq, with a zero first byte like the ROUTER's own ids (but 6 bytes). */
+  th_client_t c = {.ctx = zmq_ctx_new()};
+  c.sock = zmq_socket(c.ctx, ZMQ_DEALER);
+  int zero = 0;
+  zmq_setsockopt(c.sock, ZMQ_LINGER, &zero, sizeof zero);
+  static const unsigned char chosen[] = {0, 'l', 'm', 'n', 'o', 'p'};
+  cr_assert_eq(zmq_setsockopt(c.sock, ZMQ_ROUTING_ID, chosen, sizeof chosen), 0);
+  cr_assert_eq(zmq_connect(c.sock, s.endpoint), 0);
+  cr_assert_eq(th_hello(&c, HOSTILE, LT_PROTO_VERSION), LT_OK);
+  th_rx_t r;
+  recv_type(&c, LT_MSG_ERROR, &r);
+  cr_assert_eq(r.m.u.error.code, LT_EAUTH);
+  cr_assert_not_null(strstr(r.m.u.error.message, "routing id"), "%s", r.m.u.error.message);
+  th_rx_clear(&r);
+  th_client_close(&c);
+  cr_assert_eq(th_server_stop(&s, SIGTERM, 5000), 0);
+}
+
+/* status_values asks for the server's STATUS: its sessions and the bytes of its values. */
+static void status_values(const char *ep, uint32_t *sessions, uint64_t *bytes) {
+  th_client_t c;
+  cr_assert_eq(th_client_open(&c, ep), 0);
+  lt_msg_t m = {.type = LT_MSG_STATUS};
+  cr_assert_eq(th_send(&c, &m, NULL, 0), 0);
+  th_rx_t r;
+  recv_type(&c, LT_MSG_STATUS_REPLY, &r);
+  *sessions = r.m.u.status_reply.sessions;
+  *bytes = r.m.u.status_reply.value_bytes;
+  th_rx_clear(&r);
+  th_client_close(&c);
+}
+
+/* Issue 22, cases 2 and 3: a "peer" link with the id of a client yet to come can make no
+ * value in that client's space (PROGRAM and EXECUTE are refused), nor keep the client out;
+ * the client then writes and reads its own values, and once every session has ended the
+ * server holds no value at all. */
+Test(security, peer_link_makes_no_values) {
+  th_server_t s;
+  cr_assert_eq(th_server_start_default(&s, NULL), 0);
+  th_client_t p;
+  cr_assert_eq(th_client_open(&p, s.endpoint), 0);
+  cr_assert_eq(hello_answer(&p, VICTIM, 0x999, "peer tcp://127.0.0.1:2"), LT_OK);
+  th_rx_t r;
+  cr_assert_eq(th_program(&p, kernels, 1), LT_OK);
+  recv_type(&p, LT_MSG_ERROR, &r);
+  cr_assert_eq(r.m.u.error.code, LT_EAUTH);
+  cr_assert_not_null(strstr(r.m.u.error.message, "peer link"), "%s", r.m.u.error.message);
+  th_rx_clear(&r);
+  lt_oid_t x = {VICTIM, 10};
+  unsigned char buf[8];
+  th_put_i64(buf, 1000);
+  lt_bytes_t pay = {buf, 8};
+  lt_input_t inl = {.kind = LT_INPUT_INLINE, .frame = 0, .holder = ""};
+  lt_instr_t ins = {.seq = 1, .ninputs = 1, .inputs = &inl, .noutputs = 1, .outputs = &x};
+  lt_msg_t ex = {.type = LT_MSG_EXECUTE};
+  ex.u.execute.ninstrs = 1;
+  ex.u.execute.instrs = &ins;
+  cr_assert_eq(th_send(&p, &ex, &pay, 1), 0);
+  recv_type(&p, LT_MSG_ERROR, &r);
+  cr_assert_eq(r.m.u.error.code, LT_EAUTH);
+  th_rx_clear(&r);
+  uint32_t sessions;
+  uint64_t bytes;
+  status_values(s.endpoint, &sessions, &bytes);
+  cr_assert_eq(bytes, 0, "a peer link made a value");
+  lt_msg_t bye = {.type = LT_MSG_BYE};
+  cr_assert_eq(th_send(&p, &bye, NULL, 0), 0);
+
+  /* The client comes (the peer link may still be there: they live apart). */
+  th_client_t v;
+  open_session(&v, s.endpoint, VICTIM, 0xabcdef, "victim", NULL, 0);
+  int64_t got = 0;
+  cr_assert_eq(th_exec1(&v, 1, NULL, 41, x, 0, NULL, NULL, 0), LT_OK);
+  cr_assert_eq(fetch1(&v, x, 0, &got), LT_OK);
+  cr_assert_eq(got, 42);
+  status_values(s.endpoint, &sessions, &bytes);
+  cr_assert_gt(bytes, 0);
+  cr_assert_eq(th_send(&v, &bye, NULL, 0), 0);
+  /* Every session gone: no value left (the bye is handled before the STATUS of a later
+   * connection only eventually, so ask until it is). */
+  int64_t until = th_now_ms() + 10000;
+  do {
+    cr_assert_lt(th_now_ms(), until, "%u sessions, %llu bytes held", sessions,
+                 (unsigned long long)bytes);
+    status_values(s.endpoint, &sessions, &bytes);
+  } while (sessions > 0);
+  cr_assert_eq(bytes, 0, "values held with no session");
+  th_client_close(&v);
+  th_client_close(&p);
   cr_assert_eq(th_server_stop(&s, SIGTERM, 5000), 0);
 }
 
@@ -275,6 +470,73 @@ Test(security, unsafe_module_directories) {
   cr_assert_eq(th_server_stop(&s, SIGTERM, 5000), 0);
   unlink(so);
   rmdir(dir);
+}
+
+/* copy_file copies `from` to `to` with mode `mode`. */
+static void copy_file(const char *from, const char *to, mode_t mode) {
+  FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+  cr_assert(in != NULL && out != NULL, "%s -> %s", from, to);
+  char buf[65536];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+    cr_assert_eq(fwrite(buf, 1, n, out), n);
+  fclose(in);
+  fclose(out);
+  cr_assert_eq(chmod(to, mode), 0);
+}
+
+/* run_kernel makes `kernel` the session's only kernel and runs it on 41: its status, and
+ * its message in msg. */
+static int run_kernel(th_client_t *c, uint64_t seq, const char *kernel, char *msg, size_t len) {
+  const char *names[] = {kernel};
+  cr_assert_eq(th_program(c, names, 1), LT_OK);
+  return th_exec1(c, seq, NULL, 41, (lt_oid_t){VICTIM, seq}, 0, NULL, msg, len);
+}
+
+/* Issue 22, case 8: modules that turn unsafe after the start are refused when they are
+ * loaded: a link into a directory anyone may write (the file behind it could be replaced
+ * before the first use), a file anyone may write; the module that stayed safe runs. At the
+ * start a link is refused like an unsafe file. */
+Test(security, module_files_checked_at_each_load) {
+  char dir[] = "/tmp/lt-sec-modfileXXXXXX", open_dir[] = "/tmp/lt-sec-wwXXXXXX";
+  cr_assert_not_null(mkdtemp(dir));
+  cr_assert_not_null(mkdtemp(open_dir));
+  cr_assert_eq(chmod(dir, 0755), 0);
+  cr_assert_eq(chmod(open_dir, 0777), 0);
+  char testk[300], good[300], target[300], evil[300], open_so[300], err[4096];
+  snprintf(testk, sizeof testk, "%s/libtestk.so", LT_TEST_MODULES);
+  snprintf(good, sizeof good, "%s/libgood.so", dir);
+  snprintf(target, sizeof target, "%s/libevil.so", open_dir);
+  snprintf(evil, sizeof evil, "%s/libevil.so", dir);
+  snprintf(open_so, sizeof open_so, "%s/libopen.so", dir);
+  copy_file(testk, good, 0644);
+  copy_file(testk, target, 0644);
+  th_server_t s;
+  const char *args[] = {"--listen", "tcp://127.0.0.1:0", "--modules", dir, NULL};
+  cr_assert_eq(th_server_start(&s, args, 10000), 0);
+  /* After the start: a link to a file in a world-writable directory, a world-writable
+   * file. */
+  cr_assert_eq(symlink(target, evil), 0);
+  copy_file(testk, open_so, 0666);
+  th_client_t c;
+  open_session(&c, s.endpoint, VICTIM, 1, "c", NULL, 0);
+  char msg[600];
+  cr_assert_eq(run_kernel(&c, 1, "evil:inc", msg, sizeof msg), LT_ENOMODULE, "%s", msg);
+  cr_assert_not_null(strstr(msg, "symbolic link"), "%s", msg);
+  cr_assert_eq(run_kernel(&c, 2, "open:inc", msg, sizeof msg), LT_ENOMODULE, "%s", msg);
+  cr_assert_not_null(strstr(msg, "writable by everyone"), "%s", msg);
+  cr_assert_eq(run_kernel(&c, 3, "good:inc", msg, sizeof msg), LT_OK, "%s", msg);
+  th_client_close(&c);
+  cr_assert_eq(th_server_stop(&s, SIGTERM, 5000), 0);
+  /* A link is refused at the start too. */
+  unlink(open_so);
+  cr_assert_eq(run_server(args, err, sizeof err), 2, "%s", err);
+  cr_assert_not_null(strstr(err, "symbolic link"), "%s", err);
+  unlink(evil);
+  unlink(good);
+  unlink(target);
+  rmdir(dir);
+  rmdir(open_dir);
 }
 
 /* ---------------------------------------------------------------------------------------

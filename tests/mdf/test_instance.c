@@ -93,7 +93,7 @@ static void run_map(uint32_t parts) {
   cr_assert_eq(fi.op, LT_OP_SPLIT);
   lt_value_t *outs[8];
   for (uint32_t i = 0; i < parts; i++) {
-    char b[8];
+    char b[16]; /* "p" and any uint32_t: no truncation at any optimisation level */
     snprintf(b, sizeof b, "p%u", i);
     outs[i] = str(b);
   }

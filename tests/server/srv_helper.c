@@ -266,6 +266,10 @@ int th_recv(th_client_t *c, th_rx_t *r, int timeout_ms) {
     r->nparts++;
     if (!zmq_msg_more(p)) break;
   }
+  return th_rx_decode(r);
+}
+
+int th_rx_decode(th_rx_t *r) {
   r->frames = calloc(r->nparts, sizeof *r->frames);
   for (size_t i = 0; i < r->nparts; i++)
     r->frames[i] = (lt_bytes_t){zmq_msg_data(&r->parts[i]), zmq_msg_size(&r->parts[i])};

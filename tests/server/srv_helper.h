@@ -73,6 +73,10 @@ int th_send_raw(th_client_t *c, const lt_bytes_t *frames, size_t n);
  * th_rx_clear). 0, LT_ETIMEDOUT, or the decoder's error. */
 int th_recv(th_client_t *c, th_rx_t *r, int timeout_ms);
 
+/* th_rx_decode decodes the r->nparts parts received into r (header first). 0 or the
+ * decoder's error. */
+int th_rx_decode(th_rx_t *r);
+
 /* th_rx_clear frees a received message; accepts a zeroed one. */
 void th_rx_clear(th_rx_t *r);
 

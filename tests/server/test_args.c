@@ -290,6 +290,8 @@ Test(args, containment_flags) {
   cr_assert_eq(a.max_session_bytes, (uint64_t)1 << 30);
   cr_assert_eq(a.max_parked, 100000);
   cr_assert_eq(a.max_queued, 100000);
+  cr_assert_eq(a.max_values, 1000000);
+  cr_assert_eq(a.max_fetches, 100000);
   cr_assert_eq(a.max_sessions, 0, "0: derived from the open-file limit at start");
   lt__args_free(&a);
   streams_free(&s);
@@ -303,6 +305,10 @@ Test(args, containment_flags) {
                         "20",
                         "--max-sessions",
                         "30",
+                        "--max-session-values",
+                        "40",
+                        "--max-session-fetches",
+                        "50",
                         NULL};
   cr_assert_eq(parse(&a, &s, argv), LT_ARGS_RUN);
   cr_assert(a.no_supervise);
@@ -310,6 +316,8 @@ Test(args, containment_flags) {
   cr_assert_eq(a.max_parked, 10);
   cr_assert_eq(a.max_queued, 20);
   cr_assert_eq(a.max_sessions, 30);
+  cr_assert_eq(a.max_values, 40);
+  cr_assert_eq(a.max_fetches, 50);
   lt__args_free(&a);
   streams_free(&s);
   const char *bad[] = {"lithium-server", "--max-parked", "0", NULL};

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <lithium/error.h>
+#include "clock.h"
 #include "log.h"
 
 static int saved_fd = -1;
@@ -131,5 +132,27 @@ Test(log, threads_never_interleave) {
     cr_assert_not_null(strstr(line, " warn  thread "), "%s", line);
     cr_assert_eq(strcmp(line + strlen(line) - 5, " tail"), 0, "%s", line);
   }
+  free(out);
+}
+
+/* Lines a network peer can cause at will (issue 22, case 7: 131 000 refused requests in
+ * 10 s) are limited: 1000 in a row write at most LT_LOG_LIMIT_PER_S a second, and the next
+ * second's first line says how many were left out. */
+Test(log, limited_lines) {
+  lt__log_set_level(LT_LOG_WARN);
+  capture_start();
+  int64_t t0 = lt__clock_ms();
+  for (int i = 0; i < 1000; i++)
+    lt__log_limited(LT_LOG_WARN, "refused %d", i);
+  int64_t t1 = lt__clock_ms();
+  /* The next second (wait for it: the limit is per calendar second of the clock). */
+  while (lt__clock_ms() / 1000 == t1 / 1000)
+    usleep(10 * 1000);
+  lt__log_limited(LT_LOG_WARN, "refused again");
+  char *out = capture_end();
+  int seconds = (int)(t1 / 1000 - t0 / 1000) + 1;
+  cr_assert_leq(count_lines(out), LT_LOG_LIMIT_PER_S * (seconds + 1) + 2, "%s", out);
+  cr_assert_not_null(strstr(out, "similar lines left out"), "%s", out);
+  cr_assert_not_null(strstr(out, "refused again"));
   free(out);
 }

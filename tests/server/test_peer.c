@@ -5,7 +5,8 @@
  * holder (unknown id, failed producer) and a dead holder (LT_ELOST after --fetch-timeout)
  * reach the consumer's completion; a holder that dropped the peer session is greeted again;
  * bad holder endpoints are refused; and a fake holder checks what a peer sends and that
- * unasked or malformed answers are dropped or refused. */
+ * unasked or malformed answers are dropped or refused, and that a hostile one is greeted
+ * with a backoff and cannot keep a fetch waiting past --fetch-timeout. */
 #include <criterion/criterion.h>
 #include <signal.h>
 #include <stdio.h>
@@ -733,15 +734,31 @@ static void fake_value(fake_t *f, uint64_t seq, int status, const char *errmsg,
   fake_send(f, &m, pay, pay != NULL ? 1 : 0);
 }
 
+/* fake_start starts server B with --fetch-timeout `ms`, a fake holder its session knows and
+ * a connection to B; fake_stop undoes it. */
+static void fake_start(th_server_t *b, const char *ms, fake_t **f, conn_t **kb) {
+  const char *bextra[] = {"--fetch-timeout", ms, NULL};
+  cr_assert_eq(th_server_start_default(b, bextra), 0);
+  *f = malloc(sizeof **f);
+  fake_open(*f);
+  know((*f)->endpoint);
+  *kb = malloc(sizeof **kb);
+  connect_to(*kb, b);
+}
+
+static void fake_stop(th_server_t *b, fake_t *f, conn_t *kb) {
+  th_client_close(&kb->c);
+  free(kb);
+  stop(b);
+  fake_close(f);
+  free(f);
+}
+
 Test(peer, fake_holder_protocol) {
   th_server_t b;
-  const char *bextra[] = {"--fetch-timeout", "5000", NULL};
-  cr_assert_eq(th_server_start_default(&b, bextra), 0);
-  fake_t *f = malloc(sizeof *f);
-  fake_open(f);
-  know(f->endpoint);
-  conn_t *kb = malloc(sizeof *kb);
-  connect_to(kb, &b);
+  fake_t *f;
+  conn_t *kb;
+  fake_start(&b, "5000", &f, &kb);
   unsigned char v[8];
   th_put_i64(v, 99);
   lt_bytes_t pay = {v, 8};
@@ -847,9 +864,55 @@ Test(peer, fake_holder_protocol) {
   WAIT_FOR(kb, kb->done[8].got, 5000);
   cr_assert_eq(kb->done[8].v, 100);
 
-  th_client_close(&kb->c);
-  free(kb);
-  stop(&b);
-  fake_close(f);
-  free(f);
+  fake_stop(&b, f, kb);
+}
+
+/* Issue 22, case 7: a hostile holder answers every FETCH with "hello first" and every hello
+ * with a welcome, and streams values of ids nobody asked for. B greets it again with a
+ * backoff (100 ms, doubling, at most 5 s), not in a loop as fast as the wire (1.1 million
+ * hellos in 40 s before), and only a sign of life for what B asked (an echo of its
+ * heartbeat, a value it asked for) keeps the fetch waiting: the reader fails with LT_ELOST
+ * after --fetch-timeout. */
+Test(peer, hostile_holder_backoff_and_timeout) {
+  th_server_t b;
+  fake_t *f;
+  conn_t *kb;
+  fake_start(&b, "1500", &f, &kb);
+  unsigned char v[8] = {0};
+  lt_bytes_t pay = {v, 8};
+  int64_t t0 = th_now_ms();
+  exec(kb, 1, K_INC, NULL, ref_at(1, f->endpoint), 2, LT_INSTR_RETURN, NULL);
+  int hellos = 0, fetches = 0;
+  while (!kb->done[1].got) {
+    cr_assert_lt(th_now_ms() - t0, 10000, "the reader still waits (%d hellos)", hellos);
+    zmq_pollitem_t it = {.socket = f->sock, .events = ZMQ_POLLIN};
+    if (zmq_poll(&it, 1, 10) == 1) {
+      zmq_msg_t hdr;
+      lt_msg_t m;
+      fake_recv(f, &m, &hdr);
+      lt_msg_type_t type = m.type;
+      lt__msg_clear(&m);
+      zmq_msg_close(&hdr);
+      if (type == LT_MSG_HELLO) {
+        hellos++;
+        lt_msg_t w = {.type = LT_MSG_WELCOME};
+        w.u.welcome.version = LT_PROTO_VERSION;
+        w.u.welcome.server_id = "hostile";
+        fake_send(f, &w, NULL, 0);
+      } else if (type == LT_MSG_FETCH) {
+        fetches++;
+        lt_msg_t e = {.type = LT_MSG_ERROR};
+        e.u.error.code = LT_ESTATE;
+        e.u.error.message = "send hello first";
+        fake_send(f, &e, NULL, 0);
+      }
+    }
+    if (hellos > 0) fake_value(f, 77, LT_OK, "", &pay); /* unrelated: no sign of life */
+    pump(kb, 0);
+  }
+  int64_t took = th_now_ms() - t0;
+  cr_assert_eq(kb->done[1].status, LT_ELOST, "%s", kb->done[1].msg);
+  cr_assert_lt(took, 6000, "failed after %lld ms", (long long)took);
+  cr_assert_leq(hellos, 8, "%d hellos and %d fetches in %lld ms", hellos, fetches, (long long)took);
+  fake_stop(&b, f, kb);
 }

@@ -33,7 +33,8 @@ extern "C" {
   XX(ECANCELED, -19, "canceled")                                                                   \
   XX(EEXIST, -20, "already exists")                                                                \
   XX(EAUTH, -21, "authentication failed")                                                          \
-  XX(ECRASH, -22, "a kernel crashed its server")
+  XX(ECRASH, -22, "a kernel crashed its server")                                                   \
+  XX(EQUOTA, -23, "over a quota of the server")
 
 typedef enum lt_err {
   LT_OK = 0,
