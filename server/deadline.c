@@ -44,7 +44,7 @@ static void on_tick(uv_timer_t *h) {
   bool recycle = false;
   for (uint32_t i = 0; i < n; i++)
     if (lt__task_deadline(srv, jobs[i], now, LT_DEADLINE_RECYCLE_MS)) recycle = true;
-  lt__server_settle(srv);
+  srv->settle(srv);
   if (recycle) {
     lt__log(LT_LOG_WARN,
             "a kernel overran its deadline by more than %d ms: recycling the "

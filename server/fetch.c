@@ -64,7 +64,7 @@ static void send_value(lt_server_t *srv, lt_session_t *s, lt_oid_t id, int statu
   m.u.value.status = status;
   m.u.value.errmsg = text;
   m.u.value.frame = v != NULL ? 0 : -1;
-  int rc = lt__server_send(srv, s->rid, s->rid_len, &m, v != NULL ? &v : NULL, v != NULL ? 1 : 0);
+  int rc = srv->send(srv, s->rid, s->rid_len, &m, v != NULL ? &v : NULL, v != NULL ? 1 : 0);
   if (rc == LT_OK && v != NULL && lt__peer_session(s)) srv->peer_out += v->len;
 }
 
@@ -321,7 +321,7 @@ static void on_tick(uv_timer_t *h) {
   lt_server_t *srv = h->data;
   lt__fetch_retry(srv);
   expire(srv);
-  lt__server_settle(srv);
+  srv->settle(srv);
 }
 
 void lt__fetch_drop_session(lt_server_t *srv, lt_session_t *s, int status) {

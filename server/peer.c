@@ -454,7 +454,7 @@ static void on_peer_message(lt_zuv_t *z, zmq_msg_t *parts, size_t n, bool trunca
     break;
   }
   lt__msg_clear(&m);
-  lt__server_settle(srv);
+  srv->settle(srv);
 }
 
 /* retry_unsent sends again the fetches of p that did not go out; one still unsent after
@@ -505,7 +505,7 @@ static void on_tick(uv_timer_t *h) {
     }
   }
   if (srv->npeers == 0) uv_timer_stop(h);
-  lt__server_settle(srv);
+  srv->settle(srv);
 }
 
 /* ---------------------------------------------------------------------------------------

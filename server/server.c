@@ -2,8 +2,9 @@
  * socket, store, modules and workers; decodes every message (replying LT_MSG_ERROR to what
  * cannot be decoded or is not allowed), handles the session-level messages itself and hands
  * EXECUTE and CANCEL to task.c, FETCH to fetch.c (links to peer servers are peer.c); drops
- * idle sessions; and shuts down on SIGINT/SIGTERM once running kernels are done. Loop
- * thread only. */
+ * idle sessions; and shuts down on SIGINT/SIGTERM once running kernels are done. The
+ * handlers send and settle through the hooks it installs in lt_server_t (send, settle):
+ * none of them calls up into this file. Loop thread only. */
 #include "server.h"
 
 #include <dirent.h>
@@ -40,11 +41,6 @@
 
 /* ---------------------------------------------------------------------------------------
  * Strings and sending. */
-
-const char *lt__short_id(uint64_t client_id, char *buf) {
-  snprintf(buf, 12, "%04x...", (unsigned)(client_id >> 48));
-  return buf;
-}
 
 static void free_hdr(void *data, void *hint) {
   (void)hint;
@@ -789,6 +785,10 @@ int lt__server_new(lt_server_t **out, const lt_srv_args_t *a, char *err, size_t 
   *out = NULL;
   err[0] = '\0';
   lt_server_t *srv = calloc(1, sizeof *srv);
+  if (srv != NULL) {
+    srv->send = lt__server_send;
+    srv->settle = lt__server_settle;
+  }
   if (srv == NULL) return LT_ENOMEM;
   int rc = uv_loop_init(&srv->loop);
   if (rc != 0) {

@@ -30,6 +30,12 @@ typedef struct lt_task lt_task_t;
 typedef struct lt_peer lt_peer_t;
 
 typedef struct lt_server {
+  /* Hooks server.c installs when it makes the server (lt__server_send, lt__server_settle),
+   * through which the handlers (session, task, fetch, peer, status, deadline) send and
+   * settle without calling up into server.c. */
+  int (*send)(struct lt_server *srv, const void *rid, size_t rid_len, lt_msg_t *msg,
+              lt_value_t *const *vals, uint32_t nvals);
+  void (*settle)(struct lt_server *srv);
   uv_loop_t loop;
   void *zctx;
   void *router;
@@ -159,9 +165,5 @@ void lt__load_start(lt_server_t *srv);
 
 /* lt__load_fill fills the load report. */
 void lt__load_fill(lt_server_t *srv, lt_load_t *load);
-
-/* lt__short_id writes the first 4 hex digits of a client id followed by "..." into buf
- * (at least 12 bytes): ids are not logged in full. Returns buf. */
-const char *lt__short_id(uint64_t client_id, char *buf);
 
 #endif

@@ -365,7 +365,7 @@ void lt__session_flush(lt_server_t *srv, lt_session_t *s) {
   m.type = LT_MSG_DONE;
   m.u.done.ncompl = s->ndone;
   m.u.done.compl = c;
-  if (lt__server_send(srv, s->rid, s->rid_len, &m, s->vals, s->nvals) != LT_OK)
+  if (srv->send(srv, s->rid, s->rid_len, &m, s->vals, s->nvals) != LT_OK)
     lt__log(LT_LOG_WARN, "session %s: a done with %u completions was not sent", s->name, s->ndone);
   free(c);
   done_reset(s);
@@ -385,4 +385,9 @@ void lt__session_free(lt_server_t *srv, lt_session_t *s) {
   free(s->vals);
   free(s->name);
   free(s);
+}
+
+const char *lt__short_id(uint64_t client_id, char *buf) {
+  snprintf(buf, 12, "%04x...", (unsigned)(client_id >> 48));
+  return buf;
 }

@@ -169,4 +169,8 @@ void lt__session_flush(lt_server_t *srv, lt_session_t *s);
  * detached its instructions and fetches first. */
 void lt__session_free(lt_server_t *srv, lt_session_t *s);
 
+/* lt__short_id writes the first 4 hex digits of a client id followed by "..." into buf
+ * (at least 12 bytes): ids are not logged in full. Returns buf. Any thread. */
+const char *lt__short_id(uint64_t client_id, char *buf);
+
 #endif

@@ -59,7 +59,7 @@ void lt__status_reply(lt_server_t *srv, const void *rid, size_t rid_len) {
     m.u.status_reply.nmodules = mods->n;
     m.u.status_reply.modules = mods->v;
   }
-  lt__server_send(srv, rid, rid_len, &m, NULL, 0);
+  srv->send(srv, rid, rid_len, &m, NULL, 0);
   for (uint32_t i = 0; mods != NULL && i < mods->n; i++) {
     free((char *)mods->v[i].name);
     free((char *)mods->v[i].sha256);

@@ -725,7 +725,7 @@ void lt__task_on_done(lt_executor_t *ex, lt_job_t *done, void *data) {
     t->ran = true;
     finish(srv, t, j->result.status, j->result.status == LT_OK ? "" : j->result.errmsg);
   }
-  lt__server_settle(srv);
+  srv->settle(srv);
 }
 
 void lt__task_run_failq(lt_server_t *srv) {
