@@ -282,6 +282,15 @@ int bench_echo_run(long count, int window, size_t size, double *seconds, double 
   if (srv.router == NULL || dealer == NULL) goto out;
   zmq_setsockopt(srv.router, ZMQ_LINGER, &linger, sizeof linger);
   zmq_setsockopt(dealer, ZMQ_LINGER, &linger, sizeof linger);
+  /* The window may be larger than ZeroMQ's default high-water marks (1000 a pipe), past
+   * which a ROUTER drops what it sends: no limit here (the window bounds what is in flight),
+   * and a reply that still never comes ends the run after 30 s instead of hanging it. */
+  int unlimited = 0, wait_ms = 30000;
+  zmq_setsockopt(srv.router, ZMQ_SNDHWM, &unlimited, sizeof unlimited);
+  zmq_setsockopt(srv.router, ZMQ_RCVHWM, &unlimited, sizeof unlimited);
+  zmq_setsockopt(dealer, ZMQ_SNDHWM, &unlimited, sizeof unlimited);
+  zmq_setsockopt(dealer, ZMQ_RCVHWM, &unlimited, sizeof unlimited);
+  zmq_setsockopt(dealer, ZMQ_RCVTIMEO, &wait_ms, sizeof wait_ms);
   char ep[ENDPOINT_MAX];
   size_t eplen = sizeof ep;
   if (zmq_bind(srv.router, "tcp://127.0.0.1:*") != 0 ||
