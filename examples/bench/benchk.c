@@ -3,7 +3,8 @@
  * (waits the milliseconds given as its text parameter, then copies its input) and `touch`
  * (a new value of the size of its input: the input with its first byte changed), `spin` (a
  * CPU-bound busy loop of a given number of iterations, for the heterogeneity benchmarks),
- * and `fill`, `sum` and `add` (large values made from nothing, each read down to 8 bytes,
+ * `busy` (a spin of a given number of microseconds of the thread's CPU time, for METG), and
+ * `fill`, `sum` and `add` (large values made from nothing, each read down to 8 bytes,
  * and the counts added: the memory benchmark's peer fetch).
  * Kernels run on a server worker thread (or the client's, in local mode) and touch nothing
  * but their own call. */
@@ -15,11 +16,14 @@
 
 #include <lithium/kernel.h>
 
+#include "busy.h"
+
 #define NOOP_SIZE    16
 #define PARAM_MAX    32
 #define SLEEP_MAX_MS 3600000L
 #define SPIN_SEED    8
 #define SPIN_MAX     1000000000000ULL
+#define BUSY_MAX_US  60000000ULL
 #define FILL_MAX     (16ULL << 30)
 #define FILL_PARTS   64
 
@@ -66,7 +70,7 @@ LT_KERNEL(noop, call) {
 }
 
 /* parse_count reads a kernel's decimal parameter (not NUL-terminated) from 0 to max into
- * *out: the milliseconds of sleep, the iterations of spin. */
+ * *out: the milliseconds of sleep, the iterations of spin, the microseconds of busy. */
 static int parse_count(const char *param, size_t plen, unsigned long long max,
                        unsigned long long *out) {
   char text[PARAM_MAX];
@@ -79,6 +83,27 @@ static int parse_count(const char *param, size_t plen, unsigned long long max,
   if (end == text || *end != '\0' || errno != 0 || v > max) return -1;
   *out = v;
   return 0;
+}
+
+/* seeded reads the count of kernel `name` (`what`, from 0 to max) from its text parameter into
+ * *count and returns its single 8-byte input, the seed of bench:spin and bench:busy, or NULL
+ * after failing the call (*rc holds the value to return). */
+static const unsigned char *seeded(lt_call_t *call, const char *name, const char *what,
+                                   unsigned long long max, unsigned long long *count, int *rc) {
+  size_t plen = 0;
+  const char *param = lt_call_param(call, &plen);
+  if (parse_count(param, plen, max, count) != 0) {
+    *rc = lt_call_fail(call, "bench:%s: the parameter must be %s from 0 to %llu", name, what, max);
+    return NULL;
+  }
+  size_t len = 0;
+  const unsigned char *in = one_input(call, name, &len, rc);
+  if (in == NULL && *rc != 0) return NULL;
+  if (len != SPIN_SEED) {
+    *rc = lt_call_fail(call, "bench:%s: input must be %d bytes, got %zu", name, SPIN_SEED, len);
+    return NULL;
+  }
+  return in;
 }
 
 /* bench:sleep waits the number of milliseconds in its text parameter ("2"), as a task that
@@ -122,18 +147,10 @@ LT_KERNEL(touch, call) {
  * followed by the 8-byte sum of the generated numbers. The sum depends on every step, so the
  * loop cannot be optimised away, and equal inputs give equal outputs on every host. */
 LT_KERNEL(spin, call) {
-  size_t plen = 0;
-  const char *param = lt_call_param(call, &plen);
   unsigned long long n = 0;
-  if (parse_count(param, plen, SPIN_MAX, &n) != 0)
-    return lt_call_fail(call, "bench:spin: the parameter must be iterations from 0 to %llu",
-                        SPIN_MAX);
-  size_t len = 0;
   int rc = 0;
-  const unsigned char *in = one_input(call, "spin", &len, &rc);
-  if (rc != 0) return rc;
-  if (len != SPIN_SEED)
-    return lt_call_fail(call, "bench:spin: input must be %d bytes, got %zu", SPIN_SEED, len);
+  const unsigned char *in = seeded(call, "spin", "iterations", SPIN_MAX, &n, &rc);
+  if (in == NULL) return rc;
   uint64_t x, sum = 0;
   memcpy(&x, in, sizeof x);
   x ^= 0x9e3779b97f4a7c15u; /* xorshift must not start at 0 */
@@ -148,6 +165,22 @@ LT_KERNEL(spin, call) {
   if (out == NULL) return lt_call_fail(call, "bench:spin: out of memory");
   memcpy(out, in, SPIN_SEED);
   memcpy(out + SPIN_SEED, &sum, sizeof sum);
+  return 0;
+}
+
+/* bench:busy uses the microseconds of CPU time in its text parameter ("100") on its thread
+ * (busy.h: measured by CLOCK_THREAD_CPUTIME_ID, not a calibrated loop count), seeded by its
+ * 8-byte input, and answers with that input unchanged: the task of Task Bench's METG. */
+LT_KERNEL(busy, call) {
+  unsigned long long us = 0;
+  int rc = 0;
+  const unsigned char *in = seeded(call, "busy", "microseconds", BUSY_MAX_US, &us, &rc);
+  if (in == NULL) return rc;
+  uint64_t seed;
+  memcpy(&seed, in, sizeof seed);
+  volatile uint64_t sum = bench_busy_spin((double)us, seed);
+  (void)sum;
+  if (copy_out(call, in, SPIN_SEED) == NULL) return lt_call_fail(call, "bench:busy: out of memory");
   return 0;
 }
 
