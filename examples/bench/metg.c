@@ -12,7 +12,7 @@
  * times, and a note on how METG was found. It reads the calling thread's options only.
  *
  *   LT_BENCH_METG_SIZES=10000,3000,1000,300,100,30,10,3 (µs)  LT_BENCH_METG_SECONDS=1.5
- *   LT_BENCH_METG_MAX_TASKS=20000  build/examples/bench/bench_metg
+ *   LT_BENCH_METG_MAX_TASKS=100000  build/examples/bench/bench_metg
  */
 #include <math.h>
 #include <pthread.h>
@@ -31,14 +31,14 @@
 #define MAX_POOL      256
 #define DEFAULT_SIZES "10000,3000,1000,300,100,30,10,3"
 #define DEFAULT_SECS  1.5
-#define DEFAULT_MAX   20000L
+#define DEFAULT_MAX   100000L
 #define HALF          0.5
 
 static const char usage[] =
     "usage: bench_metg\n"
     "  Environment: LT_BENCH_METG_SIZES (task sizes in µs, comma-separated, default\n"
     "  " DEFAULT_SIZES "), LT_BENCH_METG_SECONDS (CPU seconds of work per size and run,\n"
-    "  default 1.5), LT_BENCH_METG_MAX_TASKS (at most this many tasks per run, default 20000).\n";
+    "  default 1.5), LT_BENCH_METG_MAX_TASKS (at most this many tasks per run, default 100000).\n";
 
 /* The pool: `threads` plain threads take spin indices from `next` until `spins` are done. */
 typedef struct pool {
