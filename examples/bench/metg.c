@@ -9,7 +9,8 @@
  * the farm. METG(50 %) is the smallest T whose efficiency is at least 0.5, interpolated
  * (metg_of). It prints one JSON line per efficiency and per METG (unit "us", or "us (at
  * most)" / "us (above)" when no size lies on the other side of 0.5), detail lines with the
- * times, and a note on how METG was found. It reads the calling thread's options only.
+ * times, and a note on how METG was found. The main thread runs the evaluators; the pool and
+ * the feeder (benchlib.c) are the only other threads.
  *
  *   LT_BENCH_METG_SIZES=10000,3000,1000,300,100,30,10,3 (µs)  LT_BENCH_METG_SECONDS=1.5
  *   LT_BENCH_METG_MAX_TASKS=100000  build/examples/bench/bench_metg
