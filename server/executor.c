@@ -45,8 +45,9 @@ struct lt_executor {
   pthread_mutex_t dlock;
   lt_job_t *dhead, *dtail;
 
-  atomic_uint active;
-  atomic_uint queued;
+  /* The jobs running (high 32 bits) and queued (low 32 bits), one word so that a reader of
+   * the load report sees a job move from queued to running in one step, never in neither. */
+  _Atomic uint64_t counts;
   atomic_uint next_worker; /* each worker takes its index from it as it starts */
   int nthreads;
   pthread_t *threads;
@@ -194,7 +195,8 @@ static void take(lt_executor_t *ex, lt_job_t *job) {
     if (m->group == NULL) m->group = g; /* counted in nogroup until it is back */
     n++;
   }
-  atomic_fetch_sub(&ex->queued, n);
+  /* Queued to running in one step: run_unit runs it next, under the same qlock. */
+  atomic_fetch_add(&ex->counts, ((uint64_t)n << 32) - n);
 }
 
 /* hand_back appends the finished jobs first..last (linked by `next`) to the done list and
@@ -206,7 +208,7 @@ static void hand_back(lt_executor_t *ex, lt_job_t *first, lt_job_t *last, uint32
   else
     ex->dhead = first;
   ex->dtail = last;
-  atomic_fetch_sub(&ex->active, n);
+  atomic_fetch_sub(&ex->counts, (uint64_t)n << 32);
   pthread_mutex_unlock(&ex->dlock);
   uv_async_send(&ex->async);
 }
@@ -217,8 +219,7 @@ static void run_unit(lt_executor_t *ex, lt_job_t *unit, uint32_t self, cpu_share
   lt_job_t *first = unit, *last = NULL;
   uint32_t n = 0;
   for (lt_job_t *m = unit; m != NULL; m = m->gang)
-    n++;
-  atomic_fetch_add(&ex->active, n);
+    n++; /* counted running since take() */
   start_job(ex, unit, self);
   pthread_mutex_unlock(&ex->qlock);
   for (lt_job_t *job = unit; job != NULL;) {
@@ -315,8 +316,7 @@ int lt__executor_new(lt_executor_t **out, uv_loop_t *loop, int nthreads, double 
   pthread_mutex_init(&ex->qlock, NULL);
   pthread_cond_init(&ex->qcond, NULL);
   pthread_mutex_init(&ex->dlock, NULL);
-  atomic_init(&ex->active, 0);
-  atomic_init(&ex->queued, 0);
+  atomic_init(&ex->counts, 0);
   atomic_init(&ex->next_worker, 0);
   int rc = uv_async_init(loop, &ex->async, on_async);
   if (rc != 0) {
@@ -349,7 +349,7 @@ static void queue_unit(lt_executor_t *ex, lt_job_t *job) {
     n++;
   }
   enqueue(ex, job);
-  atomic_fetch_add(&ex->queued, n);
+  atomic_fetch_add(&ex->counts, n);
 }
 
 void lt__executor_submit(lt_executor_t *ex, lt_job_t *job) {
@@ -414,7 +414,7 @@ bool lt__executor_cancel(lt_executor_t *ex, lt_job_t *job) {
     else
       unlink_job(ex, job);
     job->state = JOB_IDLE;
-    atomic_fetch_sub(&ex->queued, 1);
+    atomic_fetch_sub(&ex->counts, 1);
     removed = true;
   }
   pthread_mutex_unlock(&ex->qlock);
@@ -448,12 +448,18 @@ uint32_t lt__executor_running(lt_executor_t *ex, lt_job_t **jobs, uint32_t cap) 
   return n;
 }
 
+void lt__executor_counts(lt_executor_t *ex, uint32_t *active, uint32_t *queued) {
+  uint64_t c = atomic_load(&ex->counts);
+  *active = (uint32_t)(c >> 32);
+  *queued = (uint32_t)c;
+}
+
 uint32_t lt__executor_active(lt_executor_t *ex) {
-  return atomic_load(&ex->active);
+  return (uint32_t)(atomic_load(&ex->counts) >> 32);
 }
 
 uint32_t lt__executor_queued(lt_executor_t *ex) {
-  return atomic_load(&ex->queued);
+  return (uint32_t)atomic_load(&ex->counts);
 }
 
 int lt__executor_threads(const lt_executor_t *ex) {

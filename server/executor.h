@@ -3,7 +3,8 @@
  * (jobs one worker runs back to back: the grain of short kernels); worker threads run them
  * with lt__exec_run and hand them back through a locked completion list plus uv_async_send,
  * so the loop thread gets every finished job of a turn in one callback. The executor never
- * owns a job's memory. Loop thread only, except lt__executor_active/queued (any thread). */
+ * owns a job's memory. Loop thread only, except lt__executor_counts/active/queued (any
+ * thread). */
 #ifndef LT_EXECUTOR_H
 #define LT_EXECUTOR_H
 
@@ -101,6 +102,10 @@ bool lt__executor_cancel(lt_executor_t *ex, lt_job_t *job);
  * until the done callback delivers it, so the pointers are valid until the loop thread
  * returns to the loop. */
 uint32_t lt__executor_running(lt_executor_t *ex, lt_job_t **jobs, uint32_t cap);
+
+/* lt__executor_counts reads both at once: a job moving from queued to running is seen in one
+ * or the other, never in neither (the load report's active + queued). Any thread. */
+void lt__executor_counts(lt_executor_t *ex, uint32_t *active, uint32_t *queued);
 
 /* lt__executor_active returns the number of workers running a kernel now. Any thread. */
 uint32_t lt__executor_active(lt_executor_t *ex);

@@ -35,8 +35,8 @@ void lt__load_start(lt_server_t *srv) {
 }
 
 void lt__load_fill(lt_server_t *srv, lt_load_t *load) {
-  load->active = srv->ex != NULL ? lt__executor_active(srv->ex) : 0;
-  load->queued = srv->ex != NULL ? lt__executor_queued(srv->ex) : 0;
+  load->active = load->queued = 0;
+  if (srv->ex != NULL) lt__executor_counts(srv->ex, &load->active, &load->queued);
   load->parked = srv->parked;
   load->completed = srv->completed;
   load->cpu = srv->cpu;
