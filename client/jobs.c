@@ -156,15 +156,6 @@ void lt__sched_take_intake(lt_sched_t *s) {
   }
 }
 
-void lt__sched_fetch_due(lt_sched_t *s, lt_job_rec_t *j) {
-  lt_due_t *d = LT_VEC_PUSH(s->due, s->ndue, s->capdue);
-  if (d == NULL) {
-    lt__sched_job_fail(s, j, LT_ENOMEM, "out of memory fetching the result");
-    return;
-  }
-  *d = (lt_due_t){j->num, j->gen};
-}
-
 /* ---- completions ------------------------------------------------------------------------ */
 
 /* release_left releases what r's completion `cp` left on server `conn` (its outputs, at
@@ -300,6 +291,17 @@ static void deliver_final(lt_sched_t *s, lt_job_rec_t *j, const lt_completion_t 
   lt__sched_job_result(s, j, lt__rx_value(&s->rx, f));
 }
 
+/* fetch_due notes that job j ended on a value on a server: its result is fetched in the
+ * loop's next fetch phase (fetch.c). */
+static void fetch_due(lt_sched_t *s, lt_job_rec_t *j) {
+  lt_due_t *d = LT_VEC_PUSH(s->due, s->ndue, s->capdue);
+  if (d == NULL) {
+    lt__sched_job_fail(s, j, LT_ENOMEM, "out of memory fetching the result");
+    return;
+  }
+  *d = (lt_due_t){j->num, j->gen};
+}
+
 /* apply gives a completed instruction's outputs to the instance. */
 static void apply(lt_sched_t *s, lt_instr_rec_t *r, int conn, const lt_completion_t *cp,
                   const lt_msg_t *m) {
@@ -321,7 +323,7 @@ static void apply(lt_sched_t *s, lt_instr_rec_t *r, int conn, const lt_completio
   else if (j->inst->done && j->inst->result.value != NULL)
     job_finish(s, j, lt__buf_ok(j->inst->result.value));
   else if (j->inst->done) /* it ended on a value made before, still on its server */
-    lt__sched_fetch_due(s, j);
+    fetch_due(s, j);
 }
 
 /* check_moves fails the tasks of readers that were sent, before r's outputs had a size, to

@@ -22,18 +22,17 @@ void lt__loss_note(lt_sched_t *s, size_t idx, lt_instr_rec_t *r) {
   r->tries_held++;
 }
 
-int lt__loss_count_restart(lt_sched_t *s, lt_job_rec_t *j, long lost) {
+void lt__loss_count_restart(lt_sched_t *s, lt_job_rec_t *j, long lost) {
   int known = lost >= 0 && (size_t)lost < s->nsrv ? s->srv[lost].slot.crashed : -1;
-  if (known > 0) return 0; /* a crash's loss: nobody's retry */
+  if (known > 0) return; /* a crash's loss: nobody's retry */
   j->restarts++;
   s->retries++;
-  if (known < 0) return 1;
+  if (known < 0) return;
   lt_slot_t *sl = &s->srv[lost].slot;
   lt_loss_t *n = LT_VEC_PUSH(sl->lost, sl->nlost, sl->caplost);
-  if (n == NULL) return 1; /* counted: nothing worse than before */
+  if (n == NULL) return; /* counted: nothing worse than before */
   *n = (lt_loss_t){0, j->num, NULL, 1};
   j->restarts_held++;
-  return 1;
 }
 
 long lt__loss_dead_holder(const lt_sched_t *s, const lt_token_t *ins, uint32_t n) {

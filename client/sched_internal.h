@@ -398,10 +398,6 @@ void lt__sched_job_result(lt_sched_t *s, lt_job_rec_t *j, lt_value_t *v);
  * not be used after. */
 void lt__sched_job_settle(lt_sched_t *s, lt_job_rec_t *j);
 
-/* lt__sched_fetch_due notes that job j ended on a value on a server: its result is fetched
- * in the loop's next fetch phase (jobs.c). */
-void lt__sched_fetch_due(lt_sched_t *s, lt_job_rec_t *j);
-
 /* Fetching a result that a task ended on while it sat on a server (fetch.c).
  * lt__sched_fetch_results asks the holders of the results due for them (a failure to ask
  * recomputes or fails the task); lt__sched_on_value applies a VALUE from server `idx`;
@@ -458,9 +454,8 @@ int lt__server_alive(const lt_sched_t *s, size_t i);
 /* lt__server_takes: it may be given new work (ready, not marked, no policy limit of 0). */
 int lt__server_takes(const lt_sched_t *s, size_t i);
 /* lt__server_cap: the instructions it may have admitted at once: its pacing's cap, lowered
- * by the policies' limits. lt__server_limited: some policy limits it. */
+ * by the policies' limits. */
 uint32_t lt__server_cap(const lt_sched_t *s, size_t i);
-int lt__server_limited(const lt_sched_t *s, size_t i);
 /* lt__server_has_room: it may be given one more instruction now. */
 int lt__server_has_room(const lt_sched_t *s, size_t i);
 /* lt__server_idle: it takes work, no policy limits it, and nothing of ours is there. */
@@ -513,9 +508,9 @@ void lt__sched_end(lt_sched_t *s, lt_instr_rec_t *r, lt_end_t why, const lt_comp
  * its loss is about to be charged. */
 void lt__loss_note(lt_sched_t *s, size_t idx, lt_instr_rec_t *r);
 /* lt__loss_count_restart counts a restart of j that a loss with the session of dead entry
- * `lost` caused (-1: none known): not at all when that session is known to have crashed
- * (returns 0), held until it is known, counted otherwise (1). */
-int lt__loss_count_restart(lt_sched_t *s, lt_job_rec_t *j, long lost);
+ * `lost` caused (-1: none known): not at all when that session is known to have crashed,
+ * held until it is known, counted otherwise. */
+void lt__loss_count_restart(lt_sched_t *s, lt_job_rec_t *j, long lost);
 /* lt__loss_dead_holder returns the dead entry that held one of the n tokens' values, or -1. */
 long lt__loss_dead_holder(const lt_sched_t *s, const lt_token_t *ins, uint32_t n);
 /* lt__loss_settle settles what entry idx's session cost: refunded when it `crashed`, counted

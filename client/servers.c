@@ -31,7 +31,8 @@ uint32_t lt__server_cap(const lt_sched_t *s, size_t i) {
   return cap;
 }
 
-int lt__server_limited(const lt_sched_t *s, size_t i) {
+/* limited tells whether some policy limits server i. */
+static int limited(const lt_sched_t *s, size_t i) {
   for (size_t k = 0; k < LT_POLICY_MAX; k++)
     if (s->srv[i].limit[k] != LT_NO_LIMIT) return 1;
   return 0;
@@ -42,7 +43,7 @@ int lt__server_has_room(const lt_sched_t *s, size_t i) {
 }
 
 int lt__server_idle(const lt_sched_t *s, size_t i) {
-  return lt__server_takes(s, i) && !lt__server_limited(s, i) && s->srv[i].admitted == 0 &&
+  return lt__server_takes(s, i) && !limited(s, i) && s->srv[i].admitted == 0 &&
          s->srv[i].conn.inflight == 0;
 }
 

@@ -28,7 +28,7 @@ void lt__fetch_close(lt_server_t *srv);
 /* lt__fetch_retry answers or parks the peers' fetches whose unknown id has entered the store
  * since the last call (the store tells fetch.c of every new id); the others are not looked
  * at, and those past their grace period are answered LT_ENOENT by a timer. Part of
- * lt__server_settle: costs nothing when no waited-for id appeared. A session's fetches
+ * the server's settle: costs nothing when no waited-for id appeared. A session's fetches
  * waiting at once are bounded by --max-session-fetches (LT_EQUOTA). */
 void lt__fetch_retry(lt_server_t *srv);
 

@@ -32,6 +32,8 @@
 #include "shipped.h"
 #include "task.h"
 
+static void server_settle(lt_server_t *srv);
+
 #define SNDHWM         100000
 #define ROUTER_RID_LEN 5 /* the ROUTER's own routing ids: 0x00 and a 32-bit counter */
 /* A connection that has not completed its ZMTP handshake (CURVE and ZAP included) this long
@@ -47,8 +49,8 @@ static void free_hdr(void *data, void *hint) {
   free(data);
 }
 
-int lt__server_send(lt_server_t *srv, const void *rid, size_t rid_len, lt_msg_t *msg,
-                    lt_value_t *const *vals, uint32_t nvals) {
+static int server_send(lt_server_t *srv, const void *rid, size_t rid_len, lt_msg_t *msg,
+                       lt_value_t *const *vals, uint32_t nvals) {
   lt_bytes_t fstack[8];
   zmq_msg_t pstack[10];
   lt_bytes_t *f = nvals <= 8 ? fstack : malloc(nvals * sizeof *f);
@@ -110,7 +112,7 @@ void lt__server_send_error(lt_server_t *srv, const void *rid, size_t rid_len, in
   m.type = LT_MSG_ERROR;
   m.u.error.code = code;
   m.u.error.message = text;
-  lt__server_send(srv, rid, rid_len, &m, NULL, 0);
+  server_send(srv, rid, rid_len, &m, NULL, 0);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -235,7 +237,7 @@ static void handle_hello(lt_server_t *srv, lt_session_t *s, const void *rid, siz
                     &w.u.welcome.crash_culprit, &w.u.welcome.crashed, &w.u.welcome.ncrashed);
   w.u.welcome.accept_modules = srv->shipstore != NULL;
   welcome_modules(srv, m, &w);
-  lt__server_send(srv, rid, rid_len, &w, NULL, 0);
+  server_send(srv, rid, rid_len, &w, NULL, 0);
   free(w.u.welcome.crashed);
   free(w.u.welcome.modules);
 }
@@ -279,7 +281,7 @@ static void handle_fetch(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m) {
     v.u.value.status = LT_EAUTH;
     v.u.value.errmsg = "not a value of this session";
     v.u.value.frame = -1;
-    lt__server_send(srv, s->rid, s->rid_len, &v, NULL, 0);
+    server_send(srv, s->rid, s->rid_len, &v, NULL, 0);
     return;
   }
   lt__fetch_handle(srv, s, id, m->u.fetch.release);
@@ -474,7 +476,7 @@ static void dispatch(lt_server_t *srv, const void *rid, size_t rid_len, const lt
     h.type = LT_MSG_HEARTBEAT;
     h.u.heartbeat.seq = m->u.heartbeat.seq;
     h.u.heartbeat.now_us = lt__executor_now_us();
-    lt__server_send(srv, rid, rid_len, &h, NULL, 0);
+    server_send(srv, rid, rid_len, &h, NULL, 0);
     break;
   }
   case LT_MSG_BYE:
@@ -507,12 +509,12 @@ static void on_message(lt_zuv_t *z, zmq_msg_t *parts, size_t n, bool truncated) 
   uint64_t conn = n >= 2 ? lt__zap_conn(&parts[1]) : 0;
   if (((const unsigned char *)rid)[0] != 0 || rid_len != ROUTER_RID_LEN) {
     lt__server_send_error(srv, rid, rid_len, LT_EAUTH, "connections may not choose a routing id");
-    lt__server_settle(srv);
+    server_settle(srv);
     return;
   }
   if (n >= 2 && conn == 0) {
     lt__server_send_error(srv, rid, rid_len, LT_EAUTH, "connection not named by the ZAP handler");
-    lt__server_settle(srv);
+    server_settle(srv);
     return;
   }
   if (truncated) {
@@ -538,7 +540,7 @@ static void on_message(lt_zuv_t *z, zmq_msg_t *parts, size_t n, bool truncated) 
       lt__msg_clear(&m);
     }
   }
-  lt__server_settle(srv);
+  server_settle(srv);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -564,7 +566,7 @@ static void close_handles(lt_server_t *srv) {
   srv->ex = NULL;
 }
 
-void lt__server_settle(lt_server_t *srv) {
+static void server_settle(lt_server_t *srv) {
   lt__fetch_retry(srv);
   lt__task_run_failq(srv);
   while (srv->dirty != NULL)
@@ -586,7 +588,7 @@ static void on_idle_check(uv_timer_t *h) {
       lt__server_drop_session(srv, s, why);
     }
   }
-  lt__server_settle(srv);
+  server_settle(srv);
 }
 
 static void on_signal(uv_signal_t *h, int signum) {
@@ -612,11 +614,11 @@ static void on_signal(uv_signal_t *h, int signum) {
     memset(&hb, 0, sizeof hb);
     hb.type = LT_MSG_HEARTBEAT;
     hb.u.heartbeat.now_us = lt__executor_now_us();
-    lt__server_send(srv, s->rid, s->rid_len, &hb, NULL, 0);
+    server_send(srv, s->rid, s->rid_len, &hb, NULL, 0);
   }
   lt__task_shutdown(srv);
   HASH_ITER(hh, srv->sessions, s, tmp) lt__fetch_drop_session(srv, s, LT_ESHUTDOWN);
-  lt__server_settle(srv);
+  server_settle(srv);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -786,8 +788,8 @@ int lt__server_new(lt_server_t **out, const lt_srv_args_t *a, char *err, size_t 
   err[0] = '\0';
   lt_server_t *srv = calloc(1, sizeof *srv);
   if (srv != NULL) {
-    srv->send = lt__server_send;
-    srv->settle = lt__server_settle;
+    srv->send = server_send;
+    srv->settle = server_settle;
   }
   if (srv == NULL) return LT_ENOMEM;
   int rc = uv_loop_init(&srv->loop);

@@ -1,7 +1,7 @@
 /* server.h: lithium-server's state and the functions its files share. One libuv loop
  * thread owns everything here: the ROUTER socket, the value store, the sessions and their
  * instructions; worker threads only see executor jobs. Every top-level loop callback ends
- * with lt__server_settle, which finishes failed instructions, sends the batched `done`
+ * with the server's settle hook, which finishes failed instructions, sends the batched `done`
  * messages and advances a shutdown. Loop thread only, except where noted. */
 #ifndef LT_SERVER_H
 #define LT_SERVER_H
@@ -30,9 +30,15 @@ typedef struct lt_task lt_task_t;
 typedef struct lt_peer lt_peer_t;
 
 typedef struct lt_server {
-  /* Hooks server.c installs when it makes the server (lt__server_send, lt__server_settle),
-   * through which the handlers (session, task, fetch, peer, status, deadline) send and
-   * settle without calling up into server.c. */
+  /* Hooks server.c installs when it makes the server, through which the handlers (session,
+   * task, fetch, peer, status, deadline) send and settle without calling up into it.
+   * send sends `msg` with the load report to routing id `rid`, with the `nvals` values as
+   * its payload frames, zero copy (the values get their own references; the caller keeps
+   * its). Sets msg->has_load, load, nframes and frames. Errors are logged: LT_EINVAL (the
+   * codec refused the message), LT_ENOMEM, LT_EAGAIN/LT_EIO (dropped).
+   * settle retries peers' fetches of ids that were unknown, finishes queued failures, flushes
+   * every dirty session's completions and closes the server once a shutdown has nothing left
+   * running. Ends every loop callback. */
   int (*send)(struct lt_server *srv, const void *rid, size_t rid_len, lt_msg_t *msg,
               lt_value_t *const *vals, uint32_t nvals);
   void (*settle)(struct lt_server *srv);
@@ -135,22 +141,10 @@ int lt__server_run(lt_server_t *srv);
  * accepts NULL. */
 void lt__server_free(lt_server_t *srv);
 
-/* lt__server_send sends `msg` with the load report to routing id `rid`, with the `nvals`
- * values as its payload frames, zero copy (the values get their own references; the caller
- * keeps its). Sets msg->has_load, load, nframes and frames. Errors are logged: LT_EINVAL
- * (the codec refused the message), LT_ENOMEM, LT_EAGAIN/LT_EIO (dropped). */
-int lt__server_send(lt_server_t *srv, const void *rid, size_t rid_len, lt_msg_t *msg,
-                    lt_value_t *const *vals, uint32_t nvals);
-
 /* lt__server_send_error answers with LT_MSG_ERROR {code, message}. */
 __attribute__((format(printf, 5, 6))) void lt__server_send_error(lt_server_t *srv, const void *rid,
                                                                  size_t rid_len, int code,
                                                                  const char *fmt, ...);
-
-/* lt__server_settle retries peers' fetches of ids that were unknown, finishes queued
- * failures, flushes every dirty session's completions and closes the server once a
- * shutdown has nothing left running. Ends every loop callback. */
-void lt__server_settle(lt_server_t *srv);
 
 /* lt__server_drop_session ends session `s`: its queued and parked instructions are dropped,
  * running ones are orphaned (their results are discarded), its parked fetches are dropped,

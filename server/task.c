@@ -2,7 +2,7 @@
  * EXECUTE arrives, then moves PARKED (waiting in the store for REF inputs) -> EXEC (queued
  * or running on the executor, which runs at most the session's thread window of them at
  * once) -> finished, or to FAILING (queued on srv->failq, finished by
- * lt__server_settle) when an input fails, it is canceled or the server stops. Failures go
+ * the server's settle) when an input fails, it is canceled or the server stops. Failures go
  * through the queue so that a chain of parked dependants fails iteratively, not by
  * recursion. Every instruction has one output id: a SEQ's single output, or the first part
  * of a SPLIT/DCSTEP, whose part i is {client, seq + i}. Loop thread only. */

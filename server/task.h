@@ -29,7 +29,7 @@ bool lt__task_deadline(lt_server_t *srv, lt_job_t *job, uint64_t now_us, uint64_
 /* lt__task_on_done is the executor's done callback (data = the server). */
 void lt__task_on_done(lt_executor_t *ex, lt_job_t *done, void *data);
 
-/* lt__task_run_failq finishes every task queued for failure. Part of lt__server_settle. */
+/* lt__task_run_failq finishes every task queued for failure. Part of the server's settle. */
 void lt__task_run_failq(lt_server_t *srv);
 
 /* lt__task_drop_session detaches every task of `s`: parked, waiting and queued ones are

@@ -76,17 +76,24 @@ lt_buf_t *one_result(lt_eval_t *ev, int64_t v, int ms) {
   return b;
 }
 
+char *stats_of(lt_eval_t *ev) {
+  char *json = NULL;
+  cr_assert_eq(lt_eval_stats_json(ev, &json), LT_OK);
+  return json;
+}
+
+uint64_t inflight_of(lt_eval_t *ev, int server) {
+  char *st = stats_of(ev);
+  uint64_t out[16] = {0};
+  int n = stats_each(st, "inflight", out, 16);
+  free(st);
+  return server >= 0 && server < n ? out[server] : 0;
+}
+
 void wait_inflight(lt_eval_t *ev, int server, int nservers) {
-  for (;;) {
-    char *st = NULL;
-    cr_assert_eq(lt_eval_stats_json(ev, &st), LT_OK);
-    uint64_t out[16] = {0};
-    cr_assert_leq(nservers, 16);
-    cr_assert_eq(stats_each(st, "inflight", out, nservers), nservers, "%s", st);
-    free(st);
-    if (out[server] > 0) return;
+  cr_assert(server >= 0 && server < nservers && nservers <= 16);
+  while (inflight_of(ev, server) == 0)
     usleep(1000);
-  }
 }
 
 int64_t next_i64(lt_eval_t *ev) {

@@ -55,6 +55,14 @@ uint64_t distinct_instructions(const char *json);
 /* submit_i64s submits the int64 tasks 0..n-1 to the stream; the test fails on an error. */
 void submit_i64s(lt_eval_t *ev, int n);
 
+/* stats_of returns the evaluator's stats (lt_eval_stats_json; the caller frees them); the
+ * test fails on an error. */
+char *stats_of(lt_eval_t *ev);
+
+/* inflight_of returns how many instructions of ours server `server` has out, as last
+ * published (0 when the stats list fewer servers). */
+uint64_t inflight_of(lt_eval_t *ev, int server);
+
 /* wait_inflight waits until server `server` (of the `nservers` in the stats) has work out,
  * e.g. before killing it so that values it holds are still needed. */
 void wait_inflight(lt_eval_t *ev, int server, int nservers);

@@ -231,16 +231,6 @@ Test(lazy, parts_spread_over_servers_are_fetched_peer_to_peer, .timeout = 120) {
     lt__proc_stop(&hosts[i], 5000);
 }
 
-/* inflight_of returns how many instructions of ours server i (of n) has out, as published. */
-static uint64_t inflight_of(lt_eval_t *ev, int i, int n) {
-  char *st = NULL;
-  cr_assert_eq(lt_eval_stats_json(ev, &st), LT_OK);
-  uint64_t out[16] = {0};
-  cr_assert_eq(stats_each(st, "inflight", out, n), n, "%s", st);
-  free(st);
-  return out[i];
-}
-
 /* kill_holding_work kills server i (of n; unsupervised: its pid runs the kernels) while
  * instructions of ours are stuck on it, so that what it held is surely lost: it is stopped,
  * and once the completions it sent before the stop have come (50 ms on loopback, far below
@@ -251,7 +241,7 @@ static void kill_holding_work(lt_eval_t *ev, lt_proc_t *p, int i, int n) {
     wait_inflight(ev, i, n);
     kill(p->pid, SIGSTOP);
     usleep(50 * 1000);
-    if (inflight_of(ev, i, n) > 0) {
+    if (inflight_of(ev, i) > 0) {
       kill(p->pid, SIGKILL);
       return;
     }

@@ -40,12 +40,6 @@ static const char *server_stats(const char *json, const char *endpoint) {
   return p;
 }
 
-static char *stats(lt_eval_t *ev) {
-  char *json = NULL;
-  cr_assert_eq(lt_eval_stats_json(ev, &json), LT_OK);
-  return json;
-}
-
 /* ---- 1. a server restarted on its old endpoint ------------------------------------- */
 
 Test(restart, server_killed_and_restarted_on_its_port_is_used_again, .timeout = 120) {
@@ -73,7 +67,7 @@ Test(restart, server_killed_and_restarted_on_its_port_is_used_again, .timeout = 
   }
   lt_buf_t *b = NULL;
   cr_assert_eq(lt_eval_next_timeout(ev, READ_MS, &b), LT_ECLOSED);
-  char *json = stats(ev);
+  char *json = stats_of(ev);
   const char *v = server_stats(json, victim);
   cr_assert_geq(stats_u64(v, "sessions"), 2, "%s", json);
   cr_assert_eq(strncmp(strstr(v, "\"alive\":"), "\"alive\":true", 12), 0, "%s", json);
@@ -151,7 +145,7 @@ Test(pause, server_stopped_then_continued_comes_back, .timeout = 120) {
     if (i == 150) kill(p[0].pid, SIGCONT);
     cr_assert_eq(next_i64_within(ev, READ_MS), i);
   }
-  char *json = stats(ev);
+  char *json = stats_of(ev);
   const char *v = server_stats(json, p[0].endpoint);
   cr_assert_geq(stats_u64(v, "sessions"), 2, "never declared dead: %s", json);
   free(json);
@@ -175,7 +169,7 @@ static void graceful_stop(int sig) {
     if (i == 60) kill(p[0].pid, sig);
     cr_assert_eq(next_i64_within(ev, READ_MS), i); /* zero task errors */
   }
-  char *json = stats(ev);
+  char *json = stats_of(ev);
   cr_assert_eq(stats_u64(json, "retries"), 0, "a graceful stop was charged: %s", json);
   free(json);
   lt_eval_free(ev);
@@ -336,7 +330,7 @@ Test(hosts, start_does_not_wait_for_hosts_that_never_answer, .timeout = 60) {
     cr_assert_eq(next_i64_within(ev, READ_MS), i + 1);
   /* Past the connect timeout every host has a verdict. */
   sleep_ms(3500);
-  char *json = stats(ev);
+  char *json = stats_of(ev);
   cr_assert_not_null(strstr(json, "\"reason\":\"refused\""), "%s", json);
   cr_assert_not_null(strstr(json, "\"reason\":\"unresolvable\""), "%s", json);
   int n = 0;
@@ -367,7 +361,7 @@ Test(hostile, server_that_never_finishes_cannot_hang_the_client, .timeout = 120)
   lt_eval_close(ev);
   for (int i = 0; i < N; i++)
     cr_assert_eq(next_i64_within(ev, READ_MS), i);
-  char *json = stats(ev);
+  char *json = stats_of(ev);
   cr_assert_gt(stats_u64(json, "stray_completions"), 0, "%s", json);
   cr_assert_gt(stats_u64(json, "overdue"), 0, "%s", json);
   free(json);

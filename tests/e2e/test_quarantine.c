@@ -39,13 +39,6 @@ static void run_all(lt_eval_t *ev, int n) {
     check_next(ev, i);
 }
 
-/* stats_of returns the evaluator's stats (the caller frees them). */
-static char *stats_of(lt_eval_t *ev) {
-  char *json = NULL;
-  cr_assert_eq(lt_eval_stats_json(ev, &json), LT_OK);
-  return json;
-}
-
 Test(quarantine, a_host_whose_every_call_aborts_fails_no_task, .timeout = 240) {
   lt_proc_t p[3];
   start_server(&p[0], "good1", 2);

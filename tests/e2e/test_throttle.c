@@ -86,16 +86,6 @@ Test(throttle, the_window_stays_within_its_bounds, .timeout = 180) {
     lt__proc_stop(&hosts[i], 5000);
 }
 
-/* inflight_of returns the instructions in flight on server `i` per the stats. */
-static uint64_t inflight_of(lt_eval_t *ev, int i) {
-  char *json = NULL;
-  cr_assert_eq(lt_eval_stats_json(ev, &json), LT_OK);
-  uint64_t v[4] = {0};
-  int n = stats_each(json, "inflight", v, 4);
-  free(json);
-  return i < n ? v[i] : 0;
-}
-
 /* End of stream: work queued on a slow server moves to idle fast ones, confirmed by the
  * slow server's cancel, and nothing runs twice. The slow server is alone at first, so it is
  * given a queue; the fast ones join once it has one. */

@@ -87,15 +87,21 @@ static int copy_output(lt_call_t *call, const void *data, size_t len) {
   return 0;
 }
 
+/* param_text copies the parameter into buf (len bytes) as a string; it fails the call when
+ * the parameter is empty or does not fit. */
+static int param_text(lt_call_t *call, const char *kernel, char *buf, size_t len) {
+  size_t plen;
+  const char *p = lt_call_param(call, &plen);
+  if (plen == 0 || plen >= len) return lt_call_fail(call, "%s: bad parameter", kernel);
+  memcpy(buf, p, plen);
+  buf[plen] = '\0';
+  return 0;
+}
+
 /* param_number parses the parameter as a non-negative decimal number. */
 static int param_number(lt_call_t *call, const char *kernel, unsigned long long *out) {
-  size_t len;
-  const char *p = lt_call_param(call, &len);
   char buf[32];
-  if (len == 0 || len >= sizeof buf)
-    return lt_call_fail(call, "%s: parameter must be a decimal number", kernel);
-  memcpy(buf, p, len);
-  buf[len] = '\0';
+  if (param_text(call, kernel, buf, sizeof buf) != 0) return 1;
   char *end;
   errno = 0;
   unsigned long long v = strtoull(buf, &end, 10);
@@ -271,12 +277,8 @@ static void fault(void) {
 }
 
 LT_KERNEL(crash_on, call) {
-  size_t plen;
-  const char *p = lt_call_param(call, &plen);
   char buf[64];
-  if (plen == 0 || plen >= sizeof buf) return lt_call_fail(call, "crash_on: bad parameter");
-  memcpy(buf, p, plen);
-  buf[plen] = '\0';
+  if (param_text(call, "crash_on", buf, sizeof buf) != 0) return 1;
   char *end;
   long long at = strtoll(buf, &end, 10);
   int how_abort = strcmp(end, ":abort") == 0, how_fault = strcmp(end, ":fault") == 0;
@@ -312,12 +314,8 @@ LT_KERNEL(hog_mem, call) {
 }
 
 LT_KERNEL(abort_if, call) {
-  size_t plen;
-  const char *p = lt_call_param(call, &plen);
   char name[64];
-  if (plen == 0 || plen >= sizeof name) return lt_call_fail(call, "abort_if: bad parameter");
-  memcpy(name, p, plen);
-  name[plen] = '\0';
+  if (param_text(call, "abort_if", name, sizeof name) != 0) return 1;
   if (getenv(name) != NULL) abort();
   int64_t v = 0;
   if (int_input(call, "abort_if", &v) != 0) return 1;
