@@ -87,12 +87,13 @@ static int copy_output(lt_call_t *call, const void *data, size_t len) {
   return 0;
 }
 
-/* param_text copies the parameter into buf (len bytes) as a string; it fails the call when
- * the parameter is empty or does not fit. */
-static int param_text(lt_call_t *call, const char *kernel, char *buf, size_t len) {
+/* param_text copies the parameter into buf (len bytes) as a string; it fails the call with
+ * "KERNEL: parameter must be WHAT" when the parameter is empty or does not fit. */
+static int param_text(lt_call_t *call, const char *kernel, const char *what, char *buf,
+                      size_t len) {
   size_t plen;
   const char *p = lt_call_param(call, &plen);
-  if (plen == 0 || plen >= len) return lt_call_fail(call, "%s: bad parameter", kernel);
+  if (plen == 0 || plen >= len) return lt_call_fail(call, "%s: parameter must be %s", kernel, what);
   memcpy(buf, p, plen);
   buf[plen] = '\0';
   return 0;
@@ -101,7 +102,7 @@ static int param_text(lt_call_t *call, const char *kernel, char *buf, size_t len
 /* param_number parses the parameter as a non-negative decimal number. */
 static int param_number(lt_call_t *call, const char *kernel, unsigned long long *out) {
   char buf[32];
-  if (param_text(call, kernel, buf, sizeof buf) != 0) return 1;
+  if (param_text(call, kernel, "a decimal number", buf, sizeof buf) != 0) return 1;
   char *end;
   errno = 0;
   unsigned long long v = strtoull(buf, &end, 10);
@@ -278,7 +279,7 @@ static void fault(void) {
 
 LT_KERNEL(crash_on, call) {
   char buf[64];
-  if (param_text(call, "crash_on", buf, sizeof buf) != 0) return 1;
+  if (param_text(call, "crash_on", "V, V:abort, V:segv or V:fault", buf, sizeof buf) != 0) return 1;
   char *end;
   long long at = strtoll(buf, &end, 10);
   int how_abort = strcmp(end, ":abort") == 0, how_fault = strcmp(end, ":fault") == 0;
@@ -315,7 +316,8 @@ LT_KERNEL(hog_mem, call) {
 
 LT_KERNEL(abort_if, call) {
   char name[64];
-  if (param_text(call, "abort_if", name, sizeof name) != 0) return 1;
+  if (param_text(call, "abort_if", "the name of an environment variable", name, sizeof name) != 0)
+    return 1;
   if (getenv(name) != NULL) abort();
   int64_t v = 0;
   if (int_input(call, "abort_if", &v) != 0) return 1;
