@@ -6,7 +6,10 @@
  * done with the frame (here: when the socket holding it unsent closes). */
 #include <criterion/criterion.h>
 #include <stdatomic.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include <zmq.h>
 
@@ -21,6 +24,20 @@
 static void bound_endpoint(void *sock, char *ep, size_t len) {
   cr_assert_eq(zmq_bind(sock, "tcp://127.0.0.1:*"), 0);
   cr_assert_eq(zmq_getsockopt(sock, ZMQ_LAST_ENDPOINT, ep, &len), 0);
+}
+
+/* refusing_endpoint holds a loopback port that refuses every connect: a TCP socket bound to
+ * it and never listening. Holding the port (rather than closing a socket that had it) means
+ * no other process can take it while the test runs, so nothing can ever accept there. */
+static int refusing_endpoint(char *ep, size_t len) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  cr_assert_geq(fd, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t alen = sizeof a;
+  cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+  cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
+  snprintf(ep, len, "tcp://127.0.0.1:%u", (unsigned)ntohs(a.sin_port));
+  return fd;
 }
 
 /* still_moves checks a message crosses the context's live DEALER -> ROUTER pair in time. */
@@ -40,10 +57,8 @@ Test(conn, shutting_retrying_connections_keeps_the_context_alive, .timeout = 60)
   char live[256], dead[256];
   bound_endpoint(router, live, sizeof live);
   cr_assert_eq(zmq_connect(dealer, live), 0);
-  /* A port that was just free: connects to it are refused and retried every 100 ms. */
-  void *gone = zmq_socket(ctx, ZMQ_ROUTER);
-  bound_endpoint(gone, dead, sizeof dead);
-  zmq_close(gone);
+  /* A port held and never listened on: connects are refused and retried every 100 ms. */
+  int hold = refusing_endpoint(dead, sizeof dead);
   static lt_conn_t conns[CONNS];
   lt_conn_auth_t auth = {.pub = "", .sec = "", .server = ""};
   lt_conn_program_t prog = {0};
@@ -64,6 +79,7 @@ Test(conn, shutting_retrying_connections_keeps_the_context_alive, .timeout = 60)
   zmq_close(dealer);
   zmq_close(router);
   zmq_ctx_term(ctx);
+  close(hold);
 }
 
 static atomic_int freed;
@@ -76,11 +92,9 @@ static void count_free(void *data, void *hint) {
 
 Test(conn, a_sent_value_is_released_once_zeromq_is_done_with_it, .timeout = 60) {
   void *ctx = zmq_ctx_new();
-  /* A port that was just free: the message waits in the socket, unsent. */
-  void *gone = zmq_socket(ctx, ZMQ_ROUTER);
+  /* A port that refuses every connect: the message waits in the socket, unsent. */
   char dead[256];
-  bound_endpoint(gone, dead, sizeof dead);
-  zmq_close(gone);
+  int hold = refusing_endpoint(dead, sizeof dead);
   lt_conn_t c;
   lt_conn_auth_t auth = {.pub = "", .sec = "", .server = ""};
   lt_conn_program_t prog = {0};
@@ -99,4 +113,5 @@ Test(conn, a_sent_value_is_released_once_zeromq_is_done_with_it, .timeout = 60) 
   lt__conn_close(&c);
   cr_assert_eq(zmq_ctx_term(ctx), 0);
   cr_assert_eq(atomic_load(&freed), 1);
+  close(hold);
 }
