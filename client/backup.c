@@ -6,9 +6,15 @@
  * run, gets a copy there (LT_REQ_COPY). Stragglers are looked for on every tick and as soon
  * as a server comes to run nothing of ours. The core makes the two twins: the first to
  * complete wins and is applied as usual; the other is cancelled on its server and, when it
- * still completes, only releases what it left (instr.c). Only instructions whose inputs the
- * client holds, whose output nobody references yet (a farm's tasks, a last stage), and whose
- * chain has completed somewhere (so that there is an expected time) get copies. Kernels are
+ * still completes, only releases what it left (instr.c). Instructions at any stage get
+ * copies: their inputs held by the client travel with the copy, those held by a server are
+ * fetched from it peer to peer (the copy leaves them there, since its twin may read them;
+ * the client releases them if the copy wins), so the oil of an image whose blur ran on the
+ * slow server, or the last stage of a lazy chain, is copied too. What they need: an output
+ * nobody references yet (a farm's task, a chain's last stage, a stage whose successors are
+ * not out), inputs made already (instr.c, lt__rec_copyable), and a chain that has completed
+ * somewhere (so that there is an expected time). The idle server must finish the copy,
+ * inputs fetched included, in less time than the straggler has already run. Kernels are
  * pure functions of their inputs, which is what makes this safe. State: when it last looked.
  * Dispatcher thread only. */
 #include <stdlib.h>
@@ -24,11 +30,20 @@ typedef struct backup_state {
 } backup_state_t;
 
 /* eligible tells whether r may get a copy: out (a migration's cancel may be on its way:
- * it may have begun before the cancel arrives, and then runs where it is), alone, its inputs
- * held by the client, and its output not named to successors on its server. */
-static int eligible(const lt_instr_rec_t *r) {
+ * it may have begun before the cancel arrives, and then runs where it is), one output, and
+ * copyable (instr.c). */
+static int eligible(const lt_sched_t *s, const lt_instr_rec_t *r) {
   return (r->state == LT_IR_OUT || r->state == LT_IR_MIGRATING) &&
-         lt__op(r->op)->outputs == LT_OP_OUT_ONE && lt__rec_portable(r);
+         lt__op(r->op)->outputs == LT_OP_OUT_ONE && lt__rec_copyable(s, r);
+}
+
+/* fetch_us estimates moving r's inputs held by servers other than i to server i. */
+static double fetch_us(const lt_instr_rec_t *r, size_t i) {
+  double bytes = 0;
+  for (uint32_t k = 0; k < r->nins; k++)
+    if (r->ins[k].value == NULL && lt__token_holder(&r->ins[k]) != (int)i)
+      bytes += (double)r->ins[k].size;
+  return bytes / LT_LINK_BPUS;
 }
 
 /* idle_server returns an idle server, not in `taken`, that takes r's inputs and would
@@ -40,7 +55,7 @@ static int idle_server(const lt_sched_t *s, const lt_instr_rec_t *r, double ran_
   for (size_t i = 0; i < s->nsrv; i++) {
     if ((int)i == r->conn || !lt__server_idle(s, i) || (taken != NULL && taken[i])) continue;
     lt_fire_t fi = {r->op, r->stages, r->nstages, r->ins, r->nins};
-    double us = lt__pace_cost_us(s, i, r->stages);
+    double us = lt__pace_cost_us(s, i, r->stages) + fetch_us(r, i);
     if (lt__server_fits(s, i, &fi) && us < best_us) {
       best = (int)i;
       best_us = us;
@@ -58,7 +73,7 @@ static double due_us(const lt_sched_t *s, const lt_instr_rec_t *r) {
 /* target returns the idle server (not in `taken`) that should run a copy of r, or -1. */
 static int target(const lt_sched_t *s, const lt_instr_rec_t *r, int64_t now_ms,
                   const unsigned char *taken) {
-  if (!eligible(r) || r->run_ms < 0 || lt__pace_known_us(s, r->stages) <= 0) return -1;
+  if (!eligible(s, r) || r->run_ms < 0 || lt__pace_known_us(s, r->stages) <= 0) return -1;
   double ran_us = (double)(now_ms - r->run_ms) * 1000.0;
   if (ran_us < BACKUP_MIN_MS * 1000.0 || ran_us < s->opts->backup_factor * due_us(s, r)) return -1;
   return idle_server(s, r, ran_us, taken);

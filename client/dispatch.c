@@ -297,6 +297,7 @@ static int send_one(lt_sched_t *s, batch_t *batches, lt_instr_rec_t *r, int forc
   lt_binding_t b = lt__binding(s, r);
   uint32_t flags =
       (b.returns ? LT_INSTR_RETURN : 0) | (b.release_inputs ? LT_INSTR_RELEASE_INPUTS : 0);
+  r->kept_inputs = b.keeps_inputs;
   if (batch_add(s, &batches[idx], idx, r, &fi, flags) != LT_OK) return LT_ENOMEM;
   r->sent_ms = lt__clock_ms();
   r->cost_us = lt__pace_cost_us(s, (size_t)idx, r->stages);

@@ -174,8 +174,10 @@ lt_settle_t lt__rec_settle(lt_sched_t *s, lt_instr_rec_t *r, lt_end_t why,
   int status = cp != NULL ? cp->status : why == LT_END_NOT_RUN ? LT_ECANCELED : LT_ELOST;
   if (migration_settled(s, r, status)) return LT_SETTLE_REQUEUED;
   /* A result, or a failure of the kernel itself, settles its copies; a copy that was lost,
-   * never ran, or missed a value lost elsewhere leaves the other to carry on. */
-  int ok = why == LT_END_DONE || (why == LT_END_FAILED && status != LT_ELOST);
+   * never ran, or missed a value lost elsewhere leaves the other to carry on. A copy that
+   * failed never decides: it may have missed an input its twin, the last reader, took
+   * (the twin fails the same way if the kernel does). */
+  int ok = why == LT_END_DONE || (why == LT_END_FAILED && status != LT_ELOST && !r->backup);
   return twin_settled(s, r, ok) ? LT_SETTLE_DROP : LT_SETTLE_APPLY;
 }
 
@@ -190,6 +192,29 @@ int lt__rec_portable(const lt_instr_rec_t *r) {
   return 1;
 }
 
+/* input_ready tells whether input t of r can be read by a copy: the client holds it, or r's
+ * own server holds it and its producer has completed (a copy of a reader still waiting for
+ * its input would only wait for the same producer). A value r fetched from another server
+ * is not: r, its last reader, had it released there as it took it. Output i of instruction
+ * seq is named seq + i. */
+static int input_ready(const lt_sched_t *s, const lt_instr_rec_t *r, const lt_token_t *t) {
+  if (t->value != NULL) return 1;
+  int h = lt__token_holder(t);
+  if (h < 0 || h != r->conn || !lt__server_alive(s, (size_t)h) || t->id.client != s->client_id)
+    return 0;
+  uint64_t producer = t->id.seq - t->id.seq % ((uint64_t)LT_MAX_PARTS + 1);
+  lt_instr_rec_t *p, *out = s->inflight;
+  HASH_FIND(hh, out, &producer, sizeof producer, p);
+  return p == NULL;
+}
+
+int lt__rec_copyable(const lt_sched_t *s, const lt_instr_rec_t *r) {
+  if ((r->moved && !r->final) || r->twin != NULL || lt__rec_stale(r)) return 0;
+  for (uint32_t i = 0; i < r->nins; i++)
+    if (!input_ready(s, r, &r->ins[i])) return 0;
+  return 1;
+}
+
 lt_instr_rec_t *lt__rec_copy(lt_sched_t *s, const lt_instr_rec_t *r) {
   lt_token_t *ins = calloc(r->nins ? r->nins : 1, sizeof *ins);
   lt_instr_rec_t *c = ins != NULL ? lt__rec_new(s, r->job) : NULL;
@@ -199,7 +224,7 @@ lt_instr_rec_t *lt__rec_copy(lt_sched_t *s, const lt_instr_rec_t *r) {
   }
   for (uint32_t i = 0; i < r->nins; i++) {
     ins[i] = r->ins[i];
-    lt__value_ref(ins[i].value);
+    if (ins[i].value != NULL) lt__value_ref(ins[i].value);
   }
   c->gen = r->gen;
   c->frame = r->frame;

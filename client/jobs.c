@@ -83,6 +83,14 @@ void lt__sched_job_fail(lt_sched_t *s, lt_job_rec_t *j, int err, const char *msg
 
 /* ---- records ----------------------------------------------------------------------------- */
 
+/* release_kept releases the inputs a copy that won left where they are held (it ran
+ * without LT_INSTR_RELEASE_INPUTS, since its twin might have needed them): its twin either
+ * released them itself, having run, or never will, having been cancelled. */
+static void release_kept(lt_sched_t *s, const lt_instr_rec_t *r) {
+  for (uint32_t i = 0; i < r->nins; i++)
+    if (r->ins[i].value == NULL) release_token(s, &r->ins[i]);
+}
+
 void lt__sched_rec_done(lt_sched_t *s, lt_instr_rec_t *r) {
   lt_job_rec_t *j = r->job;
   for (uint32_t i = 0; i < r->nins; i++)
@@ -390,6 +398,7 @@ static void completed(lt_sched_t *s, lt_instr_rec_t *r, size_t idx, const lt_com
   } else {
     check_moves(s, r, (int)idx, cp);
   }
+  if (r->kept_inputs) release_kept(s, r);
   lt__sched_rec_done(s, r);
 }
 

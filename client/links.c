@@ -352,7 +352,7 @@ static void on_welcome(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
   c->incarnation = m->u.welcome.incarnation;
   c->max_frame = m->u.welcome.max_frame;
   s->srv[idx].pace.workers = c->threads;
-  if (m->u.welcome.cores > 0) s->srv[idx].pace.cores = m->u.welcome.cores;
+  lt__pace_welcome(&s->srv[idx].pace, m->u.welcome.cores, m->u.welcome.cpus);
   /* Modules go before any instruction: the session takes work from now on. */
   lt__ship_welcome(s->ship, c, m, lt__clock_ms());
   c->state = LT_CONN_READY;

@@ -1,8 +1,9 @@
-/* migrate.c: the migration policy, end of stream (issue "throttling and heterogeneity").
- * Once the input is closed and nothing waits for placement, a server with free threads may
- * take work queued but not started on a slower one: the policy asks the core to recall the
- * newest instructions there (LT_REQ_RECALL), and only the server's ECANCELED — its
- * confirmation that the instruction never ran and never will — puts one back for placement
+/* migrate.c: the migration policy (issue "throttling and heterogeneity"). Whenever nothing
+ * waits for placement — at the end of the stream, or mid-stream while the input is slower
+ * than the servers — a server with free threads may take work queued but not started on a
+ * slower one, when that queue would take clearly longer to drain than a task there: the policy asks
+ * the core to recall the newest instructions there (LT_REQ_RECALL), and only the server's ECANCELED
+ * — its confirmation that the instruction never ran and never will — puts one back for placement
  * (instr.c). An instruction that had started completes as usual, so nothing runs twice.
  * Only instructions whose inputs the client holds move (a farm's tasks), and one round of
  * recalls is out at a time. No state of its own. Dispatcher thread only. */
@@ -74,7 +75,7 @@ static void look(lt_policy_t *p) {
   }
   double drain_us = 0;
   int from = idle > 0 ? slowest(s, &drain_us) : -1;
-  if (from < 0 || drain_us < MIGRATE_GAIN * fast_us || !s->door->input_closed(s->ev)) return;
+  if (from < 0 || drain_us < MIGRATE_GAIN * fast_us) return;
   uint32_t queued = s->srv[from].admitted - (uint32_t)lt__pace_parallel(&s->srv[from].pace);
   uint32_t want = idle < queued ? idle : queued;
   const lt_instr_rec_t **pick = calloc(want ? want : 1, sizeof *pick);

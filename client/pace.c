@@ -19,6 +19,8 @@
  *  - The lookahead depth on top: RTT / time per instruction more (Little's law), so a server
  *    never idles waiting for the client and tiny tasks are not held to window / RTT.
  * Pure arithmetic over the reports: it calls nothing of the dispatcher. Dispatcher thread. */
+#include <math.h>
+
 #include "sched_internal.h"
 
 #define SMOOTH  0.2   /* weight of a new RTT or service-time sample */
@@ -58,6 +60,13 @@ void lt__pace_init(lt_pace_t *p, uint32_t first_cap, const lt_options_t *o, int6
   p->cap = first_cap;
   p->paced = o->lookahead;
   p->period_ms = now_ms;
+}
+
+void lt__pace_welcome(lt_pace_t *p, uint32_t cores, double cpus) {
+  if (cores > 0) p->cores = cores;
+  /* A quota below the host's cores, as the server says: checked, since it comes from the
+   * network (NaN, infinities and nonsense leave the host's count). */
+  if (isfinite(cpus) && cpus >= 0.01 && cpus < p->cores) p->cores = cpus;
 }
 
 void lt__pace_rtt(lt_pace_t *p, double rtt_us) {
@@ -139,8 +148,9 @@ double lt__pace_cost_us(const lt_sched_t *s, size_t i, const void *key) {
     const lt_cost_t *o = k != i ? find_cost(&s->srv[k].pace, key) : NULL;
     if (o != NULL && o->raw > 0) return per_of(p, o->cpu, o->raw);
   }
-  /* Nothing known: the server's mean, or a tick, so that it gets work and a sample. */
-  return p->per_us > 0 ? p->per_us : 1;
+  /* Nothing known: the server's mean, or a tick over its cores, so that it gets work and a
+   * sample, and a server with a third of the CPU of another gets a third of the first work. */
+  return p->per_us > 0 ? p->per_us : 1.0 / (p->cores > 0.01 ? p->cores : 0.01);
 }
 
 double lt__pace_backlog_us(const lt_sched_t *s, size_t i) {

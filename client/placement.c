@@ -55,16 +55,18 @@ static int round_robin(lt_sched_t *s, const lt_fire_t *fi) {
 
 /* earliest returns the server with room where the instruction would finish first, counting
  * the inputs it would have to fetch (DESIGN.md 7), or -1: what it has admitted, costed at
- * today's estimates, plus this one, plus moving the inputs held elsewhere. A holder of the
+ * today's estimates less what its running instructions have done (servers.c), plus this
+ * one, plus moving the inputs held elsewhere. A holder of the
  * inputs wins unless its queue costs more than moving them. */
 static int earliest(lt_sched_t *s, const lt_fire_t *fi, const uint64_t *bytes, uint64_t total) {
   int best = -1;
   double best_us = 0, floor_us = -1;
+  int64_t now = lt__clock_ms();
   for (size_t k = 0; k < s->nsrv; k++) {
     size_t i = (s->rr + k) % s->nsrv;
     if (!lt__server_takes(s, i) || !lt__server_fits(s, i, fi)) continue;
     double c = lt__pace_cost_us(s, i, fi->stages);
-    double us = lt__pace_backlog_us(s, i) + c + (double)(total - bytes[i]) / LT_LINK_BPUS;
+    double us = lt__server_left_us(s, i, now) + c + (double)(total - bytes[i]) / LT_LINK_BPUS;
     if (floor_us < 0 || us < floor_us) floor_us = us;
     if (!lt__server_has_room(s, i)) continue;
     if (best < 0 || us < best_us) {
@@ -85,16 +87,19 @@ static int earliest(lt_sched_t *s, const lt_fire_t *fi, const uint64_t *bytes, u
  * moving a value). Elsewhere it cannot start before the predecessor is done on h, then pays
  * the transfer: it moves only to a server that would finish it in under MOVE_GAIN of the
  * time h would, backlog included (a full server too: like on h, it waits there without a
- * thread until its input is ready). */
+ * thread until its input is ready), and only once the chain has a measured cost. */
 static int follow_or_move(lt_sched_t *s, const lt_fire_t *fi, const uint64_t *bytes, uint64_t total,
                           int h) {
-  double ready = lt__pace_backlog_us(s, (size_t)h);
+  /* A chain that never ran anywhere has no cost to weigh a move by: it stays. */
+  if (lt__pace_known_us(s, fi->stages) <= 0) return h;
+  int64_t now = lt__clock_ms();
+  double ready = lt__server_left_us(s, (size_t)h, now);
   double stay = ready + lt__pace_cost_us(s, (size_t)h, fi->stages);
   int best = h;
   double best_us = stay;
   for (size_t j = 0; j < s->nsrv; j++) {
     if ((int)j == h || !lt__server_takes(s, j) || !lt__server_fits(s, j, fi)) continue;
-    double backlog = lt__pace_backlog_us(s, j);
+    double backlog = lt__server_left_us(s, j, now);
     double us = (backlog > ready ? backlog : ready) + lt__pace_cost_us(s, j, fi->stages) +
                 (double)(total - bytes[j]) / LT_LINK_BPUS;
     if (us < best_us && us < MOVE_GAIN * stay) {

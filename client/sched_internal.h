@@ -91,6 +91,8 @@ typedef struct lt_instr_rec {
   int cost_known;            /* its chain had run somewhere then: cost and backlog were measured */
   struct lt_instr_rec *twin; /* the other copy while both are out (backup.c) */
   int backup;                /* this record is the copy */
+  int kept_inputs;           /* sent as a copy that leaves its inputs where they are held
+                                (binding.c): released by the client when it wins */
   struct lt_instr_rec *next;
   struct lt_instr_rec *out_prev, *out_next; /* out: its server's list, in the order sent */
   UT_hash_handle hh;                        /* s->inflight, by seq */
@@ -317,6 +319,9 @@ struct lt_sched {
 /* lt__pace_init starts a server's pacing, admitting `first_cap` at once until it has
  * samples. */
 void lt__pace_init(lt_pace_t *p, uint32_t first_cap, const lt_options_t *o, int64_t now_ms);
+/* lt__pace_welcome takes the server's cores from its welcome: the host's, or the CPU its
+ * cgroup quota allows when that is less (`cpus`, validated here). */
+void lt__pace_welcome(lt_pace_t *p, uint32_t cores, double cpus);
 void lt__pace_rtt(lt_pace_t *p, double rtt_us);
 /* lt__pace_service takes a completion of chain `key` that ran svc_us, using cpu_us of CPU. */
 void lt__pace_service(lt_pace_t *p, const void *key, double svc_us, double cpu_us);
@@ -352,6 +357,11 @@ int lt__rec_stale(const lt_instr_rec_t *r);
  * client, and its output not named to successors on its server (a farm's task, a last
  * stage). Migration and copies of stragglers ask this. */
 int lt__rec_portable(const lt_instr_rec_t *r);
+/* lt__rec_copyable tells whether r may get a copy on another server (backup.c): out alone,
+ * its output not named to successors yet (or the task's result), and every input either
+ * held by the client or made already and held by a live server, which the copy fetches
+ * from peer to peer. */
+int lt__rec_copyable(const lt_sched_t *s, const lt_instr_rec_t *r);
 /* lt__rec_copy makes a queued copy of r (the same work under an instruction id of its own,
  * marked `backup`); NULL without memory. */
 lt_instr_rec_t *lt__rec_copy(lt_sched_t *s, const lt_instr_rec_t *r);
@@ -417,6 +427,8 @@ typedef struct lt_binding {
   int moves_on;        /* its frame goes on at dispatch, with a reference to its output */
   int returns;         /* its output comes back to the client (LT_INSTR_RETURN) */
   int release_inputs;  /* its server drops its inputs once run (LT_INSTR_RELEASE_INPUTS) */
+  int keeps_inputs;    /* a copy that would release them but must not: its twin may still
+                          read them there; the client releases them if the copy wins */
   int outputs_stay;    /* outputs stay on their server: a value that came back keeps its
                           holder, and outputs nobody will read are released there */
   uint64_t inline_max; /* stored outputs up to this size come back too (hello) */
@@ -458,6 +470,11 @@ int lt__server_takes(const lt_sched_t *s, size_t i);
 uint32_t lt__server_cap(const lt_sched_t *s, size_t i);
 /* lt__server_has_room: it may be given one more instruction now. */
 int lt__server_has_room(const lt_sched_t *s, size_t i);
+/* lt__server_left_us estimates how long server i needs to finish what it has admitted, at
+ * `now_ms`: its backlog (pace.c) less what the instructions running there have done. A
+ * running one advances at 1/n of the server when n run at once; it is counted at most 90 %
+ * done, since nothing says it is nearly over. */
+double lt__server_left_us(const lt_sched_t *s, size_t i, int64_t now_ms);
 /* lt__server_idle: it takes work, no policy limits it, and nothing of ours is there. */
 int lt__server_idle(const lt_sched_t *s, size_t i);
 /* lt__server_frame_need returns the largest frame server i (-1: any) would receive for

@@ -42,6 +42,20 @@ int lt__server_has_room(const lt_sched_t *s, size_t i) {
   return s->srv[i].admitted < lt__server_cap(s, i);
 }
 
+double lt__server_left_us(const lt_sched_t *s, size_t i, int64_t now_ms) {
+  double running = 0, elapsed_us = 0, cap_us = 0;
+  for (const lt_instr_rec_t *r = s->srv[i].slot.out; r != NULL; r = r->out_next) {
+    if (r->run_ms < 0 || r->run_ms > now_ms) continue;
+    running++;
+    elapsed_us += (double)(now_ms - r->run_ms) * 1000.0;
+    cap_us += 0.9 * r->cost_us;
+  }
+  double done = running > 0 ? elapsed_us / running : 0;
+  if (done > cap_us) done = cap_us;
+  double left = lt__pace_backlog_us(s, i) - done;
+  return left > 0 ? left : 0;
+}
+
 int lt__server_idle(const lt_sched_t *s, size_t i) {
   return lt__server_takes(s, i) && !limited(s, i) && s->srv[i].admitted == 0 &&
          s->srv[i].conn.inflight == 0;

@@ -223,6 +223,7 @@ static int body_in(dec *d, const Lithium__Envelope *env, lt_msg_t *m) {
     m->u.welcome.cores = env->welcome->cores;
     m->u.welcome.threads = env->welcome->threads;
     m->u.welcome.speed = env->welcome->speed;
+    m->u.welcome.cpus = env->welcome->cpus;
     m->u.welcome.now_us = env->welcome->now_us;
     m->u.welcome.max_frame = env->welcome->max_frame;
     m->u.welcome.incarnation = env->welcome->incarnation;
@@ -649,6 +650,7 @@ static int body_out_fill(arena *a, const lt_msg_t *m, body_out *b, Lithium__Enve
     b->welcome.cores = m->u.welcome.cores;
     b->welcome.threads = m->u.welcome.threads;
     b->welcome.speed = m->u.welcome.speed;
+    b->welcome.cpus = m->u.welcome.cpus;
     b->welcome.now_us = m->u.welcome.now_us;
     b->welcome.max_frame = m->u.welcome.max_frame;
     b->welcome.incarnation = m->u.welcome.incarnation;

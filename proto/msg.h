@@ -181,6 +181,7 @@ typedef struct lt_msg {
       int32_t crash_signal;
       uint64_t crashed_incarnation;
       uint64_t crash_culprit;    /* the one whose thread got the signal, when this client's; 0 */
+      double cpus;               /* the CPU it may use, in cores (cgroup quota); 0: not said */
       uint32_t nmodules;         /* one per hello module: the server's copy, sha256 "" when */
       lt_module_info_t *modules; /* it has none */
       bool accept_modules;       /* it takes shipped modules (--accept-modules) */

@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <lithium/error.h>
 #include "calibrate.h"
+#include "cpus.h"
 #include "crashlog.h"
 #include "deadline.h"
 #include "curve.h"
@@ -230,6 +231,7 @@ static void handle_hello(lt_server_t *srv, lt_session_t *s, const void *rid, siz
   w.u.welcome.cores = srv->cores;
   w.u.welcome.threads = srv->threads;
   w.u.welcome.speed = srv->speed;
+  w.u.welcome.cpus = srv->cpus;
   w.u.welcome.now_us = lt__executor_now_us();
   w.u.welcome.max_frame = srv->max_frame;
   w.u.welcome.incarnation = srv->incarnation;
@@ -816,6 +818,7 @@ int lt__server_new(lt_server_t **out, const lt_srv_args_t *a, char *err, size_t 
   srv->threads = (uint32_t)a->threads;
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   srv->cores = cores > 0 ? (uint32_t)cores : 1;
+  srv->cpus = lt__cpus_allowed();
   srv->idle_ms = a->idle_ms;
   srv->max_frame = a->max_frame;
   /* getrandom(2), never 0: a client tells a restarted server on the same endpoint from the

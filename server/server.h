@@ -72,6 +72,7 @@ typedef struct lt_server {
   char server_id[320]; /* --name or hostname:pid */
   uint32_t threads;
   uint32_t cores;
+  double cpus; /* the CPU it may use, in cores (cpus.h), for the welcome */
   uint64_t idle_ms;
   uint64_t max_frame;   /* --max-frame, as welcome tells clients */
   uint64_t incarnation; /* random, non-zero, per server process (getrandom) */

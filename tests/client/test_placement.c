@@ -1,7 +1,8 @@
 /* test_placement.c: the placement policies (client/placement.c) on a hand-built dispatcher
  * state: three ready servers, no sockets. rr cycles over the servers with room; eft sends new
- * work where it would finish first and keeps a successor with its input unless another
- * server would finish it clearly sooner. */
+ * work where it would finish first (what running instructions have done counted; before
+ * any cost is known, by the cores each server gets) and keeps a successor with its input
+ * unless another server would finish it clearly sooner (only once its chain has a cost). */
 #include <criterion/criterion.h>
 
 #include "world.h"
@@ -75,20 +76,94 @@ Test(placement, eft_is_round_robin_in_plain_mode) {
   world_fini(&w);
 }
 
+/* costed gives chain `key` a measured cost of `us` on server i (one completion, one core). */
+static void costed(world_t *w, size_t i, const void *key, double us) {
+  w->srv[i].pace.cores = 1;
+  lt__pace_service(&w->srv[i].pace, key, us, us);
+}
+
 Test(placement, a_successor_follows_its_input_unless_much_faster_elsewhere) {
   world_t w;
   world_with(&w, LT_PLACE_EFT, 1);
+  lt_tstage_t chain = {0};
   lt_token_t in = {.at = 1, .size = 1000}; /* held by server 0 */
-  lt_fire_t fi = {.inputs = &in, .ninputs = 1};
+  lt_fire_t fi = {.stages = &chain, .nstages = 1, .inputs = &in, .ninputs = 1};
+  w.srv[1].pace.per_us = 10;
+  cr_assert_eq(place(&w, &fi, 1), 0, "a chain that never ran has no cost to move for");
+  costed(&w, 0, &chain, 90);
+  costed(&w, 1, &chain, 90);
+  costed(&w, 2, &chain, 90);
   w.srv[0].admitted = w.srv[0].pace.cap; /* full: a successor goes there all the same */
-  w.srv[1].pace.per_us = 90;
-  w.srv[2].pace.per_us = 90;
   cr_assert_eq(place(&w, &fi, 1), 0);
-  w.srv[1].pace.per_us = 10; /* 10 µs + 10 µs to fetch, against 100 µs */
+  costed(&w, 1, &chain, 10);
+  w.srv[1].pace.costs[0].raw = w.srv[1].pace.costs[0].cpu = 10; /* 10 µs + 10 µs to fetch */
   cr_assert_eq(place(&w, &fi, 1), 1);
   world_fini(&w);
   world_with(&w, LT_PLACE_RR, 1);
   w.srv[1].pace.per_us = 10;
   cr_assert_eq(place(&w, &fi, 1), 0);
+  world_fini(&w);
+}
+
+Test(placement, eft_counts_what_running_instructions_have_done) {
+  world_t w;
+  world_with(&w, LT_PLACE_EFT, 1);
+  lt_tstage_t chain = {0};
+  lt_fire_t fi = {.stages = &chain, .nstages = 1};
+  w.srv[0].pace.per_us = w.srv[1].pace.per_us = w.srv[2].pace.per_us = 1e6;
+  for (size_t i = 0; i < SERVERS; i++)
+    costed(&w, i, &chain, 100000); /* 100 ms an instruction everywhere */
+  /* Server 0 runs three that started 250 ms ago (at a third of its speed each: 250 ms of its
+   * 300 done); server 1 two that started just now; server 2 is down. Counting only what they
+   * were given, server 1 would finish first (300 against 400 ms); counting what is done,
+   * server 0 will (150 ms). */
+  int64_t now = lt__clock_ms();
+  lt_instr_rec_t r[5] = {{0}};
+  for (int k = 0; k < 5; k++) {
+    r[k].seq = (uint64_t)(k + 1) * (LT_MAX_PARTS + 1);
+    r[k].stages = &chain;
+    r[k].cost_us = 100000;
+    r[k].state = LT_IR_QUEUED;
+    r[k].conn = -1;
+    lt__sched_put_on(&w.s, &r[k], k < 3 ? 0 : 1);
+    r[k].run_ms = k < 3 ? now - 250 : now;
+  }
+  w.srv[2].conn.state = LT_CONN_DEAD;
+  cr_assert_lt(lt__server_left_us(&w.s, 0, now), 0.5 * lt__server_left_us(&w.s, 1, now));
+  cr_assert_eq(place(&w, &fi, 0), 0);
+  for (int k = 0; k < 5; k++)
+    lt__sched_take_off(&w.s, &r[k]);
+  world_fini(&w);
+}
+
+Test(placement, before_any_cost_is_known_work_follows_the_cores_a_server_gets) {
+  world_t w;
+  world_with(&w, LT_PLACE_EFT, 1);
+  lt_tstage_t chain = {0};
+  lt_fire_t fi = {.stages = &chain, .nstages = 1};
+  for (size_t i = 0; i < SERVERS; i++) {
+    w.srv[i].pace.per_us = 0;
+    w.srv[i].pace.cap = 100;
+  }
+  lt__pace_welcome(&w.srv[0].pace, 2, 0.25); /* a quota of a quarter core */
+  lt__pace_welcome(&w.srv[1].pace, 2, 0);    /* no quota: the host's two cores */
+  lt__pace_welcome(&w.srv[2].pace, 2, 0.0 / 0.0);
+  cr_assert_float_eq(w.srv[0].pace.cores, 0.25, 1e-9);
+  cr_assert_float_eq(w.srv[1].pace.cores, 2, 1e-9);
+  cr_assert_float_eq(w.srv[2].pace.cores, 2, 1e-9, "NaN from the network is ignored");
+  lt__pace_welcome(&w.srv[2].pace, 2, 7.5);
+  cr_assert_float_eq(w.srv[2].pace.cores, 2, 1e-9, "more than the host has is ignored");
+  int got[SERVERS] = {0};
+  for (int k = 0; k < 34; k++) {
+    int i = place(&w, &fi, 0);
+    cr_assert_geq(i, 0);
+    got[i]++;
+    w.srv[i].admitted++;
+    lt__pace_admit(&w.srv[i].pace, &chain);
+  }
+  /* 0.25 : 2 : 2 cores: the quarter-core server gets about 1 in 17. */
+  cr_assert_leq(got[0], 3, "%d %d %d", got[0], got[1], got[2]);
+  cr_assert_geq(got[1], 14, "%d %d %d", got[0], got[1], got[2]);
+  cr_assert_geq(got[2], 14, "%d %d %d", got[0], got[1], got[2]);
   world_fini(&w);
 }

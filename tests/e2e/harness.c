@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -154,4 +155,42 @@ void submit_i64s(lt_eval_t *ev, int n) {
     put_i64(tok, i);
     cr_assert_eq(lt_eval_submit(ev, tok, 8, NULL), LT_OK, "task %d", i);
   }
+}
+
+/* live_values_held adds up values_held over the servers the client still talks to. A server
+ * declared dead (three heartbeats missed) keeps its last report forever, and the client can
+ * release nothing there: its values go with the session, which that server drops. */
+static uint64_t live_values_held(const char *json) {
+  uint64_t total = 0;
+  const char *p = json;
+  while ((p = strstr(p, "\"alive\":")) != NULL) {
+    p += strlen("\"alive\":");
+    int alive = strncmp(p, "true", 4) == 0;
+    const char *v = strstr(p, "\"values_held\":");
+    cr_assert_not_null(v, "%s", json);
+    if (alive) total += strtoull(v + strlen("\"values_held\":"), NULL, 10);
+  }
+  return total;
+}
+
+/* values_held_total waits until every live server reports no value held, and returns the
+ * last total seen. The last releases may still be on their way when the last result
+ * arrives, and a report is as old as its server's last message (heartbeats refresh it at
+ * least every heartbeat_ms), so it polls, for up to 20 s: only a leak, or a machine stalled
+ * that long, makes it give up. The tests that count values use 1 s heartbeats (a server is
+ * dead after 3 s of silence), not 200 ms ones: on a loaded machine 600 ms of silence happens,
+ * and a server declared dead makes its tasks recompute, which moves their bytes through the
+ * client. */
+uint64_t values_held_total(lt_eval_t *ev) {
+  uint64_t total = 0;
+  for (int tries = 0; tries < 400; tries++) {
+    char *json = NULL;
+    cr_assert_eq(lt_eval_stats_json(ev, &json), LT_OK);
+    total = live_values_held(json);
+    free(json);
+    if (total == 0) break;
+    struct timespec ts = {0, 50 * 1000000L};
+    nanosleep(&ts, NULL);
+  }
+  return total;
 }

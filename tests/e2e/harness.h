@@ -67,6 +67,10 @@ uint64_t inflight_of(lt_eval_t *ev, int server);
  * e.g. before killing it so that values it holds are still needed. */
 void wait_inflight(lt_eval_t *ev, int server, int nservers);
 
+/* values_held_total waits (up to 20 s) until every live server reports no value held and
+ * returns the last total seen: 0 unless values leaked (test_lazy.c: why it polls). */
+uint64_t values_held_total(lt_eval_t *ev);
+
 /* next_i64 reads the next result, expects it to be a successful int64 and returns it. */
 int64_t next_i64(lt_eval_t *ev);
 
