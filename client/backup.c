@@ -14,7 +14,11 @@
  * nobody references yet (a farm's task, a chain's last stage, a stage whose successors are
  * not out), inputs made already (instr.c, lt__rec_copyable), and a chain that has completed
  * somewhere (so that there is an expected time). The idle server must finish the copy,
- * inputs fetched included, in less time than the straggler has already run. Kernels are
+ * inputs fetched included, in less time than the straggler has already run. A straggler no
+ * copy can stand in for — an inner stage whose output is named to successors waiting on its
+ * server — has its whole task run again from the client's input (LT_REQ_RERUN, once a task)
+ * when an idle server would run all of it in less time than the straggler has run: the old
+ * run's records are cancelled where they wait and dropped when they come back. Kernels are
  * pure functions of their inputs, which is what makes this safe. State: when it last looked.
  * Dispatcher thread only. */
 #include <stdlib.h>
@@ -70,13 +74,65 @@ static double due_us(const lt_sched_t *s, const lt_instr_rec_t *r) {
   return r->cost_known ? r->cost_us : lt__pace_cost_us(s, (size_t)r->conn, r->stages);
 }
 
+/* straggles returns how long r has run when it is a straggler (longer than BACKUP_MIN_MS
+ * and than backup_factor times its expected time, its chain measured somewhere), else -1. */
+static double straggles(const lt_sched_t *s, const lt_instr_rec_t *r, int64_t now_ms) {
+  if (r->run_ms < 0 || lt__rec_stale(r) || lt__pace_known_us(s, r->stages) <= 0) return -1;
+  double ran_us = (double)(now_ms - r->run_ms) * 1000.0;
+  if (ran_us < BACKUP_MIN_MS * 1000.0 || ran_us < s->opts->backup_factor * due_us(s, r)) return -1;
+  return ran_us;
+}
+
 /* target returns the idle server (not in `taken`) that should run a copy of r, or -1. */
 static int target(const lt_sched_t *s, const lt_instr_rec_t *r, int64_t now_ms,
                   const unsigned char *taken) {
-  if (!eligible(s, r) || r->run_ms < 0 || lt__pace_known_us(s, r->stages) <= 0) return -1;
-  double ran_us = (double)(now_ms - r->run_ms) * 1000.0;
-  if (ran_us < BACKUP_MIN_MS * 1000.0 || ran_us < s->opts->backup_factor * due_us(s, r)) return -1;
-  return idle_server(s, r, ran_us, taken);
+  double ran_us = eligible(s, r) ? straggles(s, r, now_ms) : -1;
+  return ran_us < 0 ? -1 : idle_server(s, r, ran_us, taken);
+}
+
+/* task_us estimates a whole task on server i: every chain measured anywhere, costed there
+ * (a pipeline's stages are one chain each; a farm of it runs each once a task). */
+static double task_us(const lt_sched_t *s, size_t i) {
+  const void *seen[LT_COSTS * 4];
+  size_t n = 0;
+  double us = 0;
+  for (size_t k = 0; k < s->nsrv && n < sizeof seen / sizeof seen[0]; k++) {
+    const lt_pace_t *p = &s->srv[k].pace;
+    for (uint32_t c = 0; c < p->ncosts && n < sizeof seen / sizeof seen[0]; c++) {
+      size_t d = 0;
+      while (d < n && seen[d] != p->costs[c].key)
+        d++;
+      if (d < n || p->costs[c].raw <= 0) continue;
+      seen[n++] = p->costs[c].key;
+      us += lt__pace_cost_us(s, i, p->costs[c].key);
+    }
+  }
+  return us;
+}
+
+/* rerun_target returns the idle server (not in `taken`) that should run r's task again from
+ * its input, or -1: r straggles, no copy can stand in for it (its output is named to
+ * successors on its server, or its inputs are not where a copy can read them), its task
+ * still has its input and was not run again before, and the idle server would run the whole
+ * task in less time than r has already run. */
+static int rerun_target(const lt_sched_t *s, const lt_instr_rec_t *r, int64_t now_ms,
+                        const unsigned char *taken) {
+  if (r->state != LT_IR_OUT || r->backup || r->twin != NULL || eligible(s, r) ||
+      r->job->input == NULL || r->job->reruns > 0 || r->job->finished)
+    return -1;
+  double ran_us = straggles(s, r, now_ms);
+  if (ran_us < 0) return -1;
+  int best = -1;
+  double best_us = ran_us;
+  for (size_t i = 0; i < s->nsrv; i++) {
+    if ((int)i == r->conn || !lt__server_idle(s, i) || taken[i]) continue;
+    double us = task_us(s, i);
+    if (us > 0 && us < best_us) {
+      best = (int)i;
+      best_us = us;
+    }
+  }
+  return best;
 }
 
 int lt__sched_backup_target(const lt_sched_t *s, const lt_instr_rec_t *r, int64_t now_ms) {
@@ -102,9 +158,12 @@ static void look(lt_policy_t *p, int64_t now_ms) {
   lt_instr_rec_t *r, *tmp;
   HASH_ITER(hh, s->inflight, r, tmp) {
     int to = target(s, r, now_ms, taken);
+    lt_req_kind_t kind = LT_REQ_COPY;
+    if (to < 0 && (to = rerun_target(s, r, now_ms, taken)) >= 0) kind = LT_REQ_RERUN;
     if (to < 0) continue;
     taken[to] = 1;
-    lt__policy_ask(p, &(lt_req_t){.kind = LT_REQ_COPY, .seq = r->seq, .server = (size_t)to});
+    lt__policy_ask(
+        p, &(lt_req_t){.kind = kind, .seq = r->seq, .task = r->job->num, .server = (size_t)to});
   }
   free(taken);
 }

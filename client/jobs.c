@@ -178,6 +178,8 @@ static void release_left(lt_sched_t *s, const lt_instr_rec_t *r, size_t conn,
 
 /* ---- completions ------------------------------------------------------------------------ */
 
+static void renew(lt_sched_t *s, lt_job_rec_t *j, const char *why);
+
 /* lt__sched_restart_lost recomputes a task whose values were lost with a server (the
  * session of dead entry `lost`, -1 when not known): the instance starts again from the
  * task's input (kernels are functions of their inputs), under a new generation, so records
@@ -200,8 +202,23 @@ void lt__sched_restart_lost(lt_sched_t *s, lt_job_rec_t *j, long lost, const cha
     return;
   }
   lt__log(LT_LOG_INFO, "task %llu: recomputing (%s)", (unsigned long long)j->inst->task, why);
-  lt__trace_recompute(s->trace, j->inst->task, why);
   lt__loss_count_restart(s, j, lost);
+  renew(s, j, why);
+}
+
+void lt__sched_rerun(lt_sched_t *s, lt_job_rec_t *j, const char *why) {
+  if (j->finished || j->input == NULL || j->reruns > 0) return;
+  lt__log(LT_LOG_INFO, "task %llu: running it again (%s)", (unsigned long long)j->inst->task, why);
+  j->reruns++;
+  s->reruns++;
+  renew(s, j, why);
+}
+
+/* renew starts task j again from its input under a new generation: records of the old one
+ * are stale (dropped as they come back, touching no frame), and values it left on live
+ * servers are released. */
+static void renew(lt_sched_t *s, lt_job_rec_t *j, const char *why) {
+  lt__trace_recompute(s->trace, j->inst->task, why);
   lt__instance_tokens(j->inst, release_token, s);
   lt_instance_t *inst = NULL;
   if (lt__instance_new(&inst, s->tmpl, j->inst->task) != LT_OK) {

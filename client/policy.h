@@ -52,6 +52,10 @@ typedef enum lt_req_kind {
                        culprit's), counted for good when 0 */
   LT_REQ_DRAIN,     /* give `server` no new work and cancel what waits there */
   LT_REQ_RETIRE,    /* end `server`'s session for good (bye) */
+  LT_REQ_RERUN,     /* run task `task` again from its input: its record `seq`, a straggler
+                       that no copy can stand in for (its output is named to successors on its
+                       server), holds the chain up there; the old run's records are
+                       cancelled where they wait and their results ignored. Once a task. */
 } lt_req_kind_t;
 
 typedef struct lt_req {

@@ -1,5 +1,6 @@
 /* requests.c: the loop's phase that applies what the policies asked (policy.h): copies of
- * stragglers, recalls of queued work (migration), taking back what a server held too long,
+ * stragglers, runs of a task again for a straggling inner stage, recalls of queued work
+ * (migration), taking back what a server held too long,
  * limits on a server, failing a task, refunding a loss that was no fault of its own,
  * draining and retiring a server. Each request is checked against the state now — the
  * record may have completed, the server died — and dropped when it no longer applies. The
@@ -49,6 +50,24 @@ static void copy(lt_sched_t *s, const lt_req_t *q) {
           (unsigned long long)r->seq, (long long)(now - r->run_ms),
           r->state == LT_IR_MIGRATING ? " (a migration's cancel on its way)" : "",
           s->srv[q->server].conn.endpoint, (long long)idle_ms);
+}
+
+/* rerun runs r's task again from its input: its records out on r's server are cancelled
+ * first (those waiting there never run; one running completes and is dropped as stale). */
+static void rerun(lt_sched_t *s, const lt_req_t *q) {
+  lt_instr_rec_t *r = find_out(s, q->seq);
+  if (r == NULL || r->job->num != q->task || lt__rec_stale(r) || r->job->reruns > 0 ||
+      r->job->input == NULL || !lt__server_alive(s, (size_t)r->conn))
+    return;
+  size_t idx = (size_t)r->conn;
+  lt_job_rec_t *j = r->job;
+  for (lt_instr_rec_t *o = s->srv[idx].slot.out; o != NULL; o = o->out_next)
+    if (o->job == j && o->gen == j->gen && o->state == LT_IR_OUT)
+      lt__server_cancel(s, idx, &o->seq, 1);
+  lt__log(LT_LOG_INFO, "instruction %llu: out %lld ms on %s: its task runs again",
+          (unsigned long long)r->seq, (long long)(lt__clock_ms() - r->sent_ms),
+          s->srv[idx].conn.endpoint);
+  lt__sched_rerun(s, j, "a stage of it straggles");
 }
 
 /* recall cancels the queued records asked, one cancel per server, and marks them migrating:
@@ -138,6 +157,9 @@ void lt__sched_apply_requests(lt_sched_t *s) {
       break;
     case LT_REQ_RETIRE:
       if (q->server < s->nsrv) lt__link_retire(s, q->server);
+      break;
+    case LT_REQ_RERUN:
+      rerun(s, q);
       break;
     }
   }

@@ -41,6 +41,7 @@ typedef struct lt_job_rec {
   lt_value_t *input2; /* a combine of a stream reduce: its right input (sreduce.h) */
   uint32_t gen;       /* instance generation: records of an older one are stale */
   uint32_t restarts;
+  uint32_t reruns; /* runs again from its input for a straggler (backup.c): at most one */
   /* Of restarts, those owed to sessions whose end is not known yet: not counted toward
    * max_retries, refunded if it was a crash (losses.c). */
   uint32_t restarts_held;
@@ -248,7 +249,7 @@ typedef struct lt_stats_server {
 typedef struct lt_stats_snap {
   pthread_mutex_t mu;
   uint64_t instructions, bytes_to, bytes_from, retries, migrations, migrated, stray, overdue;
-  uint64_t backups, backups_won, groups, grouped;
+  uint64_t backups, backups_won, reruns, groups, grouped;
   lt_stat_t pstats[LT_POLICY_MAX * LT_POLICY_STATS]; /* the policies' own (policy.h) */
   size_t npstats;
   lt_stats_server_t *servers; /* the slots no later session stands for, in slot order; cap of
@@ -308,6 +309,7 @@ struct lt_sched {
   int freed;            /* a server's admitted count fell this turn: the on_idle hooks run */
   uint64_t backups;     /* copies of stragglers sent to idle servers (backup.c) */
   uint64_t backups_won; /* of those, the ones that finished first */
+  uint64_t reruns;      /* tasks run again from their input for a straggling inner stage */
   uint64_t groups;      /* groups of instructions sent as one hand-off (grain, dispatch.c) */
   uint64_t grouped;     /* instructions in those groups */
   lt_policy_t policies[LT_POLICY_MAX]; /* the enabled policies, in registry order */
@@ -394,6 +396,9 @@ void lt__sched_on_completion(lt_sched_t *s, size_t idx, const lt_completion_t *c
                              const lt_msg_t *m);
 
 void lt__sched_restart(lt_sched_t *s, lt_job_rec_t *j, const char *why);
+/* lt__sched_rerun runs task j again from its input, not charged to max_retries, once a task
+ * (a straggling inner stage, backup.c): the old run's records are stale from now on. */
+void lt__sched_rerun(lt_sched_t *s, lt_job_rec_t *j, const char *why);
 /* lt__sched_restart_lost is lt__sched_restart for a value lost with the session of dead entry
  * `lost` (-1: not known): the restart is held until that server's next welcome says whether
  * the session ended in a crash, and refunded if it did (losses.c). */

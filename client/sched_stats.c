@@ -82,6 +82,7 @@ void lt__stats_publish(lt_sched_t *s) {
   st->overdue = s->overdue;
   st->backups = s->backups;
   st->backups_won = s->backups_won;
+  st->reruns = s->reruns;
   st->groups = s->groups;
   st->grouped = s->grouped;
   st->npstats =
@@ -182,6 +183,7 @@ void lt__sched_stats_json(void *self, lt_json_t *j) {
   lt__json_u64(j, "overdue", st->overdue);
   lt__json_u64(j, "backups", st->backups);
   lt__json_u64(j, "backups_won", st->backups_won);
+  lt__json_u64(j, "reruns", st->reruns);
   lt__json_u64(j, "groups", st->groups);
   lt__json_u64(j, "grouped", st->grouped);
   stats_json(st->pstats, st->npstats, j);

@@ -85,25 +85,34 @@ static int parse_count(const char *param, size_t plen, unsigned long long max,
   return 0;
 }
 
-/* seeded reads the count of kernel `name` (`what`, from 0 to max) from its text parameter into
- * *count and returns its single 8-byte input, the seed of bench:spin and bench:busy, or NULL
- * after failing the call (*rc holds the value to return). */
-static const unsigned char *seeded(lt_call_t *call, const char *name, const char *what,
-                                   unsigned long long max, unsigned long long *count, int *rc) {
+/* seeded_len is seeded taking an input of 8 bytes or, with `chained`, also of 16 (the output
+ * of a bench:spin before it in a pipeline); *len gets its size. */
+static const unsigned char *seeded_len(lt_call_t *call, const char *name, const char *what,
+                                       unsigned long long max, unsigned long long *count,
+                                       int chained, size_t *len, int *rc) {
   size_t plen = 0;
   const char *param = lt_call_param(call, &plen);
   if (parse_count(param, plen, max, count) != 0) {
     *rc = lt_call_fail(call, "bench:%s: the parameter must be %s from 0 to %llu", name, what, max);
     return NULL;
   }
-  size_t len = 0;
-  const unsigned char *in = one_input(call, name, &len, rc);
+  const unsigned char *in = one_input(call, name, len, rc);
   if (in == NULL && *rc != 0) return NULL;
-  if (len != SPIN_SEED) {
-    *rc = lt_call_fail(call, "bench:%s: input must be %d bytes, got %zu", name, SPIN_SEED, len);
+  if (*len != SPIN_SEED && !(chained && *len == 2 * SPIN_SEED)) {
+    *rc = lt_call_fail(call, "bench:%s: input must be %d bytes%s, got %zu", name, SPIN_SEED,
+                       chained ? " (or 16: a bench:spin output)" : "", *len);
     return NULL;
   }
   return in;
+}
+
+/* seeded reads the count of kernel `name` (`what`, from 0 to max) from its text parameter into
+ * *count and returns its single 8-byte input, the seed of bench:busy, or NULL after failing
+ * the call (*rc holds the value to return). */
+static const unsigned char *seeded(lt_call_t *call, const char *name, const char *what,
+                                   unsigned long long max, unsigned long long *count, int *rc) {
+  size_t len = 0;
+  return seeded_len(call, name, what, max, count, 0, &len, rc);
 }
 
 /* bench:sleep waits the number of milliseconds in its text parameter ("2"), as a task that
@@ -144,16 +153,20 @@ LT_KERNEL(touch, call) {
 
 /* bench:spin is a CPU-bound task: a xorshift generator seeded by its 8-byte input runs for the
  * number of iterations in its text parameter ("20000000"), and the output is the input
- * followed by the 8-byte sum of the generated numbers. The sum depends on every step, so the
- * loop cannot be optimised away, and equal inputs give equal outputs on every host. */
+ * followed by the 8-byte sum of the generated numbers. It also takes the 16-byte output of a
+ * spin before it (a pipeline of spins): the seed goes on, the sum before mixed into the start. The
+ * sum depends on every step, so the loop cannot be optimised away, and equal inputs give equal
+ * outputs on every host. */
 LT_KERNEL(spin, call) {
   unsigned long long n = 0;
   int rc = 0;
-  const unsigned char *in = seeded(call, "spin", "iterations", SPIN_MAX, &n, &rc);
+  size_t len = 0;
+  const unsigned char *in = seeded_len(call, "spin", "iterations", SPIN_MAX, &n, 1, &len, &rc);
   if (in == NULL) return rc;
-  uint64_t x, sum = 0;
+  uint64_t x, sum = 0, before = 0;
   memcpy(&x, in, sizeof x);
-  x ^= 0x9e3779b97f4a7c15u; /* xorshift must not start at 0 */
+  if (len == 2 * SPIN_SEED) memcpy(&before, in + SPIN_SEED, sizeof before);
+  x ^= 0x9e3779b97f4a7c15u ^ before; /* xorshift must not start at 0 */
   if (x == 0) x = 1;
   for (unsigned long long i = 0; i < n; i++) {
     x ^= x << 13;

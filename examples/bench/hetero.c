@@ -68,7 +68,9 @@ static const char usage[] =
     "  --backup              runs with backup=off and backup=on instead (copies of\n"
     "                        stragglers); prints their makespans and the ratio\n"
     "  --bench NAME          name in the JSON lines (default hetero, hetero-step with a step)\n"
-    "  --trace PREFIX        write each run's trace to PREFIX<run>.json (option trace)\n";
+    "  --trace PREFIX        write each run's trace to PREFIX<run>.json (option trace)\n"
+    "  --stages K            a task is farm(pipe(spin x K)), each a K-th of it (default 1):\n"
+    "                        its inner stages' values stay on the servers\n";
 
 typedef struct config {
   const char *hosts[MAX_HOSTS];
@@ -86,6 +88,7 @@ typedef struct config {
   int throttle;
   int backup;  /* --backup: compare backup=off and backup=on instead */
   int busiest; /* --step-busiest: the step hits the server with the most work left */
+  int stages;  /* --stages: a task is a lazy pipeline of this many spins (default 1) */
 } config_t;
 
 /* The state of one run, seen by the result check on the reading thread. */
@@ -198,6 +201,11 @@ static int parse_args(int argc, char **argv, config_t *c) {
       c->bench = v;
     } else if (strcmp(a, "--trace") == 0) {
       c->trace = v;
+    } else if (strcmp(a, "--stages") == 0) {
+      char *end = NULL;
+      long k = strtol(v, &end, 10);
+      bad = *end != '\0' || k < 1 || k > 16;
+      c->stages = (int)k;
     } else {
       bad = 1;
     }
@@ -342,14 +350,16 @@ static int busiest(const run_t *r) {
 }
 
 /* work_due tells whether the servers have done step_work of the farm's work: the CPU their
- * processes used against tasks x the mean CPU of the instructions completed so far. */
+ * processes used against the instructions (tasks x stages) x the mean CPU of those completed
+ * so far. */
 static int work_due(const run_t *r) {
   progress_t p;
   if (look(r, &p) != 0) return 0;
   double used = 0, w = task_cpu(r, &p, -1);
   for (int i = 0; i < r->c->nhosts; i++)
     used += p.used[i];
-  return w > 0 && used >= r->c->step_work * (double)r->c->tasks * w;
+  double instrs = (double)r->c->tasks * (r->c->stages > 1 ? r->c->stages : 1);
+  return w > 0 && used >= r->c->step_work * instrs * w;
 }
 
 /* run_step runs the step command, once, and notes when and after how many results; with
@@ -411,11 +421,19 @@ static int check_result(long i, const unsigned char *data, size_t len, void *arg
   return 0;
 }
 
-/* spin_program is farm(seq(bench:spin, "<iters>")). */
-static lt_skel_t *spin_program(unsigned long long iters) {
+/* spin_program is farm(seq(bench:spin, "<iters>")), or with `stages` > 1 a farm of a
+ * pipeline of that many spins of iters / stages each. */
+static lt_skel_t *spin_program(unsigned long long iters, int stages) {
   char text[ITERS_TEXT];
-  int n = snprintf(text, sizeof text, "%llu", iters);
-  return lt_farm(lt_seq_with("bench:spin", text, (size_t)n));
+  if (stages <= 1) {
+    int n = snprintf(text, sizeof text, "%llu", iters);
+    return lt_farm(lt_seq_with("bench:spin", text, (size_t)n));
+  }
+  int n = snprintf(text, sizeof text, "%llu", iters / (unsigned long long)stages);
+  lt_skel_t *p = lt_seq_with("bench:spin", text, (size_t)n);
+  for (int k = 1; k < stages; k++)
+    p = lt_pipeline(p, lt_seq_with("bench:spin", text, (size_t)n), NULL);
+  return lt_farm(p);
 }
 
 /* cpu_now returns this process's CPU time in seconds: t1 is CPU time, so that other load on
@@ -428,9 +446,9 @@ static double cpu_now(void) {
 
 /* local_times runs `n` tasks (seeds 0..n-1) one at a time in this process with
  * lt_eval_run_local and gives each one's CPU seconds and checksum. */
-static int local_times(unsigned long long iters, int n, double *secs, uint64_t *sums) {
+static int local_times(unsigned long long iters, int stages, int n, double *secs, uint64_t *sums) {
   lt_eval_t *ev = NULL;
-  int rc = lt_eval_new(&ev, spin_program(iters));
+  int rc = lt_eval_new(&ev, spin_program(iters, stages));
   if (rc == LT_OK && getenv("LITHIUM_MODULES") == NULL)
     rc = lt_eval_set(ev, "modules", LT_EXAMPLE_MODULES);
   if (rc == LT_OK) rc = lt_eval_run_local(ev);
@@ -461,13 +479,13 @@ static int local_times(unsigned long long iters, int n, double *secs, uint64_t *
  * (frequency ramp-up, cold caches), so a count far off the target is scaled once more. */
 static int calibrate(const config_t *c, unsigned long long *iters, double *t1, uint64_t *sums) {
   double secs[NSEEDS], want = c->task_ms / 1e3;
-  if (local_times(PROBE_ITERS, NSEEDS, secs, sums) != 0) return -1;
+  if (local_times(PROBE_ITERS, c->stages, NSEEDS, secs, sums) != 0) return -1;
   *t1 = bench_median(secs, NSEEDS);
   *iters = PROBE_ITERS;
   for (int k = 0; k < 2 && fabs(*t1 - want) > 0.1 * want; k++) {
     double scaled = (double)*iters * want / (*t1 > 0 ? *t1 : 1e-9);
     *iters = scaled < 1 ? 1 : (unsigned long long)scaled;
-    if (local_times(*iters, NSEEDS, secs, sums) != 0) return -1;
+    if (local_times(*iters, c->stages, NSEEDS, secs, sums) != 0) return -1;
     *t1 = bench_median(secs, NSEEDS);
   }
   return 0;
@@ -527,7 +545,7 @@ static int one_run(const config_t *c, const char *name, const char *const *kv,
   }
   wait_idle(c);
   lt_eval_t *ev = NULL;
-  int rc = lt_eval_new(&ev, spin_program(iters));
+  int rc = lt_eval_new(&ev, spin_program(iters, c->stages));
   for (size_t i = 0; rc == LT_OK && kv[i] != NULL; i += 2) {
     if ((rc = lt_eval_set(ev, kv[i], kv[i + 1])) != LT_OK) {
       fprintf(stderr, "bench_hetero: run %s skipped: this client rejects option %s=%s: %s\n", name,
@@ -627,11 +645,11 @@ static int one_run(const config_t *c, const char *name, const char *const *kv,
     }
     printf("]}\n");
     printf("{\"bench\": \"%s\", \"detail\": \"copies\", \"run\": \"%s\", \"backups\": %lld, "
-           "\"backups_won\": %lld, \"migrations\": %lld, \"migrated\": %lld, \"step_host\": "
-           "%d}\n",
+           "\"backups_won\": %lld, \"reruns\": %lld, \"migrations\": %lld, \"migrated\": %lld, "
+           "\"step_host\": %d}\n",
            c->bench, name, ex_stat_u64(json, "backups"), ex_stat_u64(json, "backups_won"),
-           ex_stat_u64(json, "migrations"), ex_stat_u64(json, "migrated"),
-           r.t_step > 0 ? r.step_host : -1);
+           ex_stat_u64(json, "reruns"), ex_stat_u64(json, "migrations"),
+           ex_stat_u64(json, "migrated"), r.t_step > 0 ? r.step_host : -1);
     if (windows)
       print_window_history(c, json, c->hosts[fastest],
                            r.t_step > 0 ? (r.t_step - t_start) * 1e3 : -1);
