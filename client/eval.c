@@ -799,10 +799,11 @@ static int submit(lt_eval_t *ev, lt_value_t *input, lt_future_t **out) {
     t->stream_seq = ev->next_stream++;
     ev->stream_left++;
   }
+  lt_future_t *future = t->future; /* replay may free t */
   if (ev->journal != NULL && replay(ev, t)) {
     /* Done in an earlier run: its result comes from the journal, in its place; its input
      * is not needed. */
-    if (out != NULL) *out = t->future;
+    if (out != NULL) *out = future;
     pthread_mutex_unlock(&ev->mu);
     lt__value_unref(input);
     return LT_OK;

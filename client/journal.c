@@ -123,6 +123,7 @@ static int open_file(lt_journal_t *j, char *err, size_t errlen) {
 int lt__journal_open(lt_journal_t **out, const char *path, const char *header, int refuse,
                      char *err, size_t errlen) {
   *out = NULL;
+  err[0] = '\0';
   lt_journal_t *j = calloc(1, sizeof *j);
   if (j == NULL) return LT_ENOMEM;
   snprintf(j->path, sizeof j->path, "%s", path);
@@ -132,6 +133,7 @@ int lt__journal_open(lt_journal_t **out, const char *path, const char *header, i
   if (rc == 1) { /* another run's journal, not refused: a new one takes its place */
     fclose(j->f);
     j->f = NULL;
+    err[0] = '\0';
     rc = fresh_journal(path, header);
     if (rc == LT_OK) rc = open_file(j, err, errlen);
     if (rc == LT_OK) rc = check_header(j, header, 1, &end, err, errlen);
@@ -139,8 +141,7 @@ int lt__journal_open(lt_journal_t **out, const char *path, const char *header, i
   if (rc == LT_OK) rc = load_index(j, end);
   if (rc == LT_OK && fseeko(j->f, 0, SEEK_END) != 0) rc = LT_EIO;
   if (rc != LT_OK) {
-    if (rc == LT_EIO || rc == LT_ENOMEM)
-      snprintf(err, errlen, "journal %s: %s", path, lt_strerror(rc));
+    if (err[0] == '\0') snprintf(err, errlen, "journal %s: %s", path, lt_strerror(rc));
     lt__journal_close(j);
     return rc;
   }

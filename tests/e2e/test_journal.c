@@ -401,6 +401,8 @@ Test(journal, compact_drops_a_torn_tail_damaged_records_and_duplicates, .timeout
   /* A journal in use is not compacted. */
   char err[600];
   cr_assert_eq(lt_journal_compact(path, NULL, err, sizeof err), LT_EAGAIN, "%s", err);
+  /* Nor is it used by a second run at once. */
+  cr_assert_eq(local_start(lt_farm(lt_seq("testk:inc")), path, NULL, LT_TEST_MODULES), LT_EAGAIN);
   lt_eval_free(ev);
   append_bytes(path, "LTJR\x01\x02\x03\x04\x05", 9);
   long before = file_size(path);
