@@ -26,6 +26,8 @@
 #include "log.h"
 #include "oid.h"
 #include "queue.h"
+#include "replayq.h"
+#include "ship.h"
 #include "json.h"
 #include "spawn.h"
 #include "sreduce.h"
@@ -84,10 +86,13 @@ struct lt_eval {
   int space_waiters;       /* threads in lt_eval_submit's wait (under mu) */
   pthread_t thread;
   int thread_started;
-  lt_journal_t *journal;              /* journal=FILE, opened at the first submit or start */
-  const lt_backend_ops_t *backend;    /* the dispatcher (lt_eval_start) or the sequential
-                                         evaluator (lt_eval_run_local); NULL before */
-  void *be;                           /* its state */
+  lt_journal_t *journal;           /* journal=FILE, opened at the first submit or start */
+  lt_replayq_t replays;            /* journaled results in the stream, read when their turn comes */
+  uint64_t replayed;               /* results taken from the journal */
+  uint64_t arrivals;               /* results that joined the stream (their order when unordered) */
+  const lt_backend_ops_t *backend; /* the dispatcher (lt_eval_start) or the sequential
+                                      evaluator (lt_eval_run_local); NULL before */
+  void *be;                        /* its state */
   struct lt_hosts_watch *hosts_watch; /* hosts=DIR: new announcements join (dispatcher) */
   lt_sreduce_t *sreduce; /* a program that reduces its stream: its one result's making */
   int sreduce_done;      /* that result went to the stream */
@@ -136,6 +141,7 @@ static void sync_journal(lt_eval_t *ev) {
  * reader it is for; under ev->mu. */
 static void stream_put(lt_eval_t *ev, lt_task_t *t, lt_buf_t *b) {
   t->result = b;
+  t->arrival = ev->arrivals++;
   if (ev->opts.ordered) {
     HASH_ADD(hh, ev->ordered, stream_seq, sizeof t->stream_seq, t);
   } else {
@@ -531,14 +537,47 @@ LT_API int lt_eval_spawn_local(lt_eval_t *ev, int nservers) {
   return LT_OK;
 }
 
+/* journal_header returns the journal header text of this run (caller frees): the program's
+ * canonical expression and the SHA-256 of the local copy of each module it uses, found in
+ * the `modules` directory the way the servers and the sequential evaluator find them (the
+ * hashes module shipping compares with the servers' welcomes). NULL on out of memory. */
+static char *journal_header(lt_eval_t *ev) {
+  char *program = lt_skel_format(ev->program);
+  lt_template_t *tmpl = NULL;
+  lt_ship_t *sh = NULL;
+  char *text = NULL;
+  if (program != NULL && lt__template_compile(&tmpl, ev->program, ev->opts.normal_form) == LT_OK &&
+      lt__ship_new(&sh, ev->opts.modules, tmpl->kernels, tmpl->nkernels, 0) == LT_OK) {
+    const char *const *names;
+    uint32_t n;
+    lt__ship_modules(sh, &names, &n);
+    const char **shas = calloc(n ? n : 1, sizeof *shas);
+    for (uint32_t i = 0; shas != NULL && i < n; i++) {
+      shas[i] = lt__ship_sha256(sh, i);
+      if (shas[i][0] == '\0')
+        lt__log(LT_LOG_WARN,
+                "journal %s: module '%s' has no local copy (modules=%s): a rebuild of it "
+                "cannot be told from the journal",
+                ev->opts.journal, names[i], ev->opts.modules ? ev->opts.modules : "not set");
+    }
+    if (shas != NULL) text = lt__jheader_text(program, names, shas, n);
+    free(shas);
+  }
+  lt__ship_free(sh);
+  lt__template_free(tmpl);
+  free(program);
+  return text;
+}
+
 /* open_journal opens the journal (journal=FILE) once; with ev->mu held. */
 static int open_journal(lt_eval_t *ev) {
   if (ev->opts.journal == NULL || ev->journal != NULL) return LT_OK;
-  char *program = lt_skel_format(ev->program);
-  if (program == NULL) return LT_ENOMEM;
-  char err[512];
-  int rc = lt__journal_open(&ev->journal, ev->opts.journal, program, err, sizeof err);
-  free(program);
+  char *header = journal_header(ev);
+  if (header == NULL) return LT_ENOMEM;
+  char err[1024];
+  int rc = lt__journal_open(&ev->journal, ev->opts.journal, header, ev->opts.journal_mismatch, err,
+                            sizeof err);
+  free(header);
   if (rc != LT_OK) lt__log(LT_LOG_ERROR, "%s", err);
   return rc;
 }
@@ -668,6 +707,41 @@ LT_API int lt_eval_run_local(lt_eval_t *ev) {
   return LT_OK;
 }
 
+/* replay gives task `t` the result journaled for its input, if there is one: 1 when it did
+ * (`t` is taken), 0 when `t` is to be computed. A result for the stream only takes its
+ * place there, to be read when lt_eval_next reaches it; a future or the stream's reduce
+ * gets it read now (and a record that cannot be read is computed again). Under ev->mu. */
+static int replay(lt_eval_t *ev, lt_task_t *t) {
+  uint64_t off;
+  if (!lt__journal_find(ev->journal, t->digest, &off)) return 0;
+  if (t->future == NULL && ev->sreduce == NULL) {
+    lt_replay_t r = {t->stream_seq, t->seq, off, ev->arrivals};
+    if (lt__replayq_push(&ev->replays, r) != LT_OK) return 0;
+    ev->arrivals++;
+    ev->replayed++;
+    ev->submitted++;
+    ev->completed++;
+    if (ev->result_waiters > 0 && (!ev->opts.ordered || t->stream_seq == ev->next_out))
+      pthread_cond_broadcast(&ev->cv_result);
+    t->input = NULL; /* submit drops it, outside ev->mu */
+    lt__task_free(t);
+    return 1;
+  }
+  char err[512];
+  lt_buf_t *done = NULL;
+  if (lt__journal_read(ev->journal, off, &done, err, sizeof err) != LT_OK) {
+    lt__log(LT_LOG_WARN, "%s; computed again", err);
+    return 0;
+  }
+  t->replayed = 1;
+  t->input = NULL;
+  ev->replayed++;
+  ev->pending++;
+  ev->submitted++;
+  finish(ev, t, done);
+  return 1;
+}
+
 /* submit adds the task of `input` (taken: one reference, dropped also on failure, outside
  * ev->mu since its free callback is the user's code) to the stream, or to *out: the body of
  * lt_eval_submit and lt_eval_submit_owned. */
@@ -725,16 +799,11 @@ static int submit(lt_eval_t *ev, lt_value_t *input, lt_future_t **out) {
     t->stream_seq = ev->next_stream++;
     ev->stream_left++;
   }
-  lt_buf_t *done = ev->journal != NULL ? lt__journal_take(ev->journal, t->digest) : NULL;
-  if (done != NULL) {
+  lt_future_t *future = t->future; /* replay may free t */
+  if (ev->journal != NULL && replay(ev, t)) {
     /* Done in an earlier run: its result comes from the journal, in its place; its input
      * is not needed. */
-    t->replayed = 1;
-    t->input = NULL;
-    ev->pending++;
-    ev->submitted++;
-    if (out != NULL) *out = t->future;
-    finish(ev, t, done);
+    if (out != NULL) *out = future;
     pthread_mutex_unlock(&ev->mu);
     lt__value_unref(input);
     return LT_OK;
@@ -780,19 +849,38 @@ LT_API int lt_eval_close(lt_eval_t *ev) {
   return LT_OK;
 }
 
-/* take_result removes the next stream result, or returns NULL if it is not there yet. */
-static lt_task_t *take_result(lt_eval_t *ev) {
-  lt_task_t *t = NULL;
+/* take_result removes the next stream result: a task with its result into *t, or a
+ * journaled one into *r; 0 if it is not there yet. Replayed results wait in ev->replays in
+ * stream order, so the next one is there when it heads that queue. */
+static int take_result(lt_eval_t *ev, lt_task_t **t, lt_replay_t *r) {
+  *t = NULL;
+  const lt_replay_t *head = lt__replayq_head(&ev->replays);
   if (ev->opts.ordered) {
-    HASH_FIND(hh, ev->ordered, &ev->next_out, sizeof ev->next_out, t);
-    if (t != NULL) {
-      HASH_DEL(ev->ordered, t);
+    if (head != NULL && head->stream_seq == ev->next_out) {
       ev->next_out++;
+      return lt__replayq_pop(&ev->replays, r);
     }
-  } else {
-    LT_QUEUE_POP(ev->ready_head, ev->ready_tail, t, next);
+    HASH_FIND(hh, ev->ordered, &ev->next_out, sizeof ev->next_out, *t);
+    if (*t == NULL) return 0;
+    HASH_DEL(ev->ordered, *t);
+    ev->next_out++;
+    return 1;
   }
-  return t;
+  if (head != NULL && (ev->ready_head == NULL || head->arrival < ev->ready_head->arrival))
+    return lt__replayq_pop(&ev->replays, r);
+  LT_QUEUE_POP(ev->ready_head, ev->ready_tail, *t, next);
+  return *t != NULL;
+}
+
+/* read_replay reads back the journaled result `r` for lt_eval_next, outside ev->mu: a record
+ * that cannot be read any more is an LT_EIO failure of its task. */
+static lt_buf_t *read_replay(lt_eval_t *ev, const lt_replay_t *r) {
+  char err[512];
+  lt_buf_t *b = NULL;
+  int rc = lt__journal_read(ev->journal, r->off, &b, err, sizeof err);
+  if (rc != LT_OK) b = lt__buf_fail(rc, rc == LT_EIO ? err : NULL);
+  lt__buf_set_task(b, r->seq);
+  return b;
 }
 
 LT_API int lt_eval_next(lt_eval_t *ev, lt_buf_t **out) {
@@ -805,8 +893,9 @@ LT_API int lt_eval_next_timeout(lt_eval_t *ev, int timeout_ms, lt_buf_t **out) {
   struct timespec until = lt__clock_deadline(timeout_ms);
   pthread_mutex_lock(&ev->mu);
   lt_task_t *t;
-  int rc = LT_OK;
-  while ((t = take_result(ev)) == NULL) {
+  lt_replay_t r;
+  int rc = LT_OK, got;
+  while (!(got = take_result(ev, &t, &r))) {
     if (ev->stream_left == 0 && ev->closed) {
       rc = LT_ECLOSED;
       break;
@@ -823,14 +912,15 @@ LT_API int lt_eval_next_timeout(lt_eval_t *ev, int timeout_ms, lt_buf_t **out) {
     int w = timeout_ms < 0 ? pthread_cond_wait(&ev->cv_result, &ev->mu)
                            : pthread_cond_timedwait(&ev->cv_result, &ev->mu, &until);
     ev->result_waiters--;
-    if (w == ETIMEDOUT && (t = take_result(ev)) == NULL) {
+    if (w == ETIMEDOUT && !(got = take_result(ev, &t, &r))) {
       rc = LT_ETIMEDOUT;
       break;
     }
-    if (t != NULL) break;
+    if (got) break;
   }
-  if (t != NULL) ev->stream_left--;
+  if (got) ev->stream_left--;
   pthread_mutex_unlock(&ev->mu);
+  if (got && t == NULL) *out = read_replay(ev, &r);
   if (t != NULL) {
     *out = t->result;
     t->result = NULL;
@@ -848,7 +938,7 @@ LT_API int lt_eval_stats_json(lt_eval_t *ev, char **json) {
   lt__json_u64(&j, "tasks_completed", ev->completed);
   if (ev->sreduce != NULL) lt__json_u64(&j, "combines", ev->combines);
   lt__json_u64(&j, "tasks_pending", ev->pending);
-  lt__json_u64(&j, "journal_replayed", lt__journal_taken(ev->journal));
+  lt__json_u64(&j, "journal_replayed", ev->replayed);
   pthread_mutex_unlock(&ev->mu);
   if (ev->be != NULL) {
     ev->backend->stats_json(ev->be, &j);
@@ -907,6 +997,7 @@ LT_API void lt_eval_free(lt_eval_t *ev) {
   free(ev->host_gone);
   free(ev->host_keys);
   if (ev->wake_fd >= 0) close(ev->wake_fd);
+  lt__replayq_clear(&ev->replays);
   lt__journal_close(ev->journal);
   lt__sreduce_free(ev->sreduce);
   lt__template_free(ev->tmpl);

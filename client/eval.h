@@ -38,6 +38,7 @@ typedef struct lt_task {
   lt_buf_t *result;
   lt_digest_t digest;   /* of the input, when there is a journal */
   int replayed;         /* its result came from the journal: not written to it again */
+  uint64_t arrival;     /* when it joined the result stream (unordered order) */
   struct lt_task *next; /* intake queue or unordered ready list */
   UT_hash_handle hh;    /* ordered results, keyed by stream_seq */
 } lt_task_t;

@@ -139,6 +139,10 @@ void lt__ship_modules(const lt_ship_t *sh, const char *const **names, uint32_t *
   *n = sh->n;
 }
 
+const char *lt__ship_sha256(const lt_ship_t *sh, uint32_t i) {
+  return sh->v[i].sha256;
+}
+
 /* server_copy returns the server's hex SHA-256 of module `name` from the welcome: "" when
  * it has none (or does not say). */
 static const char *server_copy(const lt_msg_t *w, const char *name) {

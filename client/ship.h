@@ -6,7 +6,8 @@
  * ship_modules=on and when the server accepts modules, the local copy goes to that server in
  * a MODULE message for this session, ahead of any instruction (a DEALER keeps the messages of
  * a connection in order). Dispatcher thread only, except lt__ship_new and lt__ship_free
- * (evaluator thread, while no dispatcher runs). */
+ * (evaluator thread, while no dispatcher runs) and the evaluator's journal, which hashes
+ * the local copies through them (lt__ship_modules, lt__ship_sha256) before a run. */
 #ifndef LT_SHIP_H
 #define LT_SHIP_H
 
@@ -23,6 +24,10 @@ int lt__ship_new(lt_ship_t **out, const char *moddir, char *const *kernels, uint
 
 /* lt__ship_modules gives the module names, for the hello (borrowed). */
 void lt__ship_modules(const lt_ship_t *sh, const char *const **names, uint32_t *n);
+
+/* lt__ship_sha256 returns the hex SHA-256 of the local copy of module `i` (of
+ * lt__ship_modules), "" when there is none (borrowed). */
+const char *lt__ship_sha256(const lt_ship_t *sh, uint32_t i);
 
 /* lt__ship_welcome compares the server's copies stated in welcome `w` with the local ones
  * and warns or ships (see above) on connection `c`. */

@@ -285,6 +285,26 @@ LT_API char *lt_status_json(const lt_server_status_t *st, size_t n);
 /* lt_status_free frees the `n` entries of lt_status_query; accepts NULL. */
 LT_API void lt_status_free(lt_server_status_t *st, size_t n);
 
+/* What lt_journal_compact did to a results journal (option journal=FILE). */
+typedef struct lt_journal_stats {
+  uint64_t records;      /* records kept */
+  uint64_t duplicates;   /* records dropped: the same input was journaled before */
+  uint64_t damaged;      /* records dropped: their checksum fails */
+  uint64_t torn_bytes;   /* bytes of a torn tail dropped (a record cut short by a crash) */
+  uint64_t bytes_before; /* the file's size before */
+  uint64_t bytes_after;  /* and after */
+} lt_journal_stats_t;
+
+/* lt_journal_compact rewrites the results journal at `path` without the records of a torn
+ * tail, the damaged ones and the duplicates (the first record of an input is kept), as
+ * `lithium journal compact FILE` does: the new file is written beside it, made durable and
+ * renamed over it, so that a crash leaves one or the other. The header (the program and its
+ * modules' hashes) is kept. *stats gets what it did (may be NULL). LT_ENOENT, LT_EINVAL (not
+ * a journal, or one of format 1), LT_EAGAIN (a run has it open), LT_EIO, LT_ENOMEM, with a
+ * message in err (errlen bytes). Any thread. */
+LT_API int lt_journal_compact(const char *path, lt_journal_stats_t *stats, char *err,
+                              size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,7 +1,7 @@
 /* lithium.c: the `lithium` command-line tool: `check` (parse and print the canonical form;
  * with --modules, also load every kernel the way the sequential evaluator does),
  * `graph` (the compiled MDF template as Graphviz DOT), `run` (run.c), `status` (status.c),
- * `up` and `down` (up.c). Options are judged
+ * `up` and `down` (up.c), `journal compact` (lt_journal_compact). Options are judged
  * by the evaluator's own table before anything starts, so every command refuses a bad one.
  * Exit status: 0 success, 1 a task or the run failed, 2 bad usage, expression or input. */
 #include <signal.h>
@@ -186,10 +186,33 @@ static int keygen(int argc, char **argv) {
   return 0;
 }
 
+/* journal runs `lithium journal compact FILE`: the journal rewritten without a torn tail,
+ * damaged records and duplicates (lt_journal_compact), and what was dropped. */
+static int journal(int argc, char **argv) {
+  if (argc != 4 || strcmp(argv[2], "compact") != 0 || argv[3][0] == '\0') {
+    fputs("usage: lithium journal compact FILE\n", stderr);
+    return LT_EXIT_USAGE;
+  }
+  char err[600];
+  lt_journal_stats_t st;
+  int rc = lt_journal_compact(argv[3], &st, err, sizeof err);
+  if (rc != LT_OK) {
+    fprintf(stderr, "lithium journal: %s\n", err);
+    return rc == LT_EINVAL || rc == LT_ENOENT ? LT_EXIT_USAGE : LT_EXIT_FAILED;
+  }
+  printf("%s: %llu records kept; dropped %llu duplicates, %llu damaged, a torn tail of %llu "
+         "bytes; %llu -> %llu bytes\n",
+         argv[3], (unsigned long long)st.records, (unsigned long long)st.duplicates,
+         (unsigned long long)st.damaged, (unsigned long long)st.torn_bytes,
+         (unsigned long long)st.bytes_before, (unsigned long long)st.bytes_after);
+  return finish_stdout();
+}
+
 int main(int argc, char **argv) {
   /* A closed stdout shows up as a write error we report, not as a silent death. */
   signal(SIGPIPE, SIG_IGN);
   if (argc >= 2 && strcmp(argv[1], "keygen") == 0) return keygen(argc, argv);
+  if (argc >= 2 && strcmp(argv[1], "journal") == 0) return journal(argc, argv);
   /* Commands about servers rather than programs have command lines of their own. */
   if (argc >= 2 && strcmp(argv[1], "status") == 0) return lt__status_main(argc - 1, argv + 1);
   if (argc >= 2 && strcmp(argv[1], "up") == 0) return lt__up_main(argc - 1, argv + 1, 0);

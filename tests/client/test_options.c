@@ -87,6 +87,7 @@ Test(options, every_row) {
                     : t[i].type == LT_OPT_KEY  ? "off"
                                                : "1.5";
     if (t[i].type == LT_OPT_ENUM && strcmp(t[i].key, "placement") == 0) v = "RR";
+    if (t[i].type == LT_OPT_ENUM && strcmp(t[i].key, "journal_mismatch") == 0) v = "Refuse";
     if (t[i].type == LT_OPT_PATH) v = "/some/path";
     cr_expect_eq(lt__options_set(&o, dashed, v), LT_OK, "%s=%s: %s", dashed, v, o.error);
     if (t[i].type != LT_OPT_KEY)

@@ -1,7 +1,12 @@
-/* test_journal.c: the results journal (journal=FILE). A client killed with SIGKILL halfway
- * through a run is started again with the same journal: it gets every result, in order,
- * and computes again only what it had not been given; a torn last record is ignored, and a
- * journal of another program is refused. */
+/* test_journal.c: the results journal (journal=FILE), with real servers and real files. A
+ * client killed with SIGKILL halfway through a run is started again with the same journal:
+ * it gets every result, in order, and computes again only what it had not been given. A
+ * resume from the journal's index gives the fresh run's results, in order, unordered and
+ * through futures; a torn tail (garbage, a record cut short, a last record whose checksum
+ * fails) is cut off; a journal of another program, or made with another build of a module
+ * (the two copies of shipk), is started again by default and refused under
+ * journal_mismatch=refuse; a journal of format 1 is refused; `lithium journal compact`
+ * (lt_journal_compact) drops a torn tail, a damaged record and duplicates, atomically. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -13,6 +18,9 @@
 #include <unistd.h>
 
 #include "harness.h"
+
+#define SHIP_A LT_TEST_SHIP_DIR "/a/libshipk.so" /* shipk:tag adds 1000 */
+#define SHIP_B LT_TEST_SHIP_DIR "/b/libshipk.so" /* shipk:tag adds 2000 */
 
 #define N 3000
 
@@ -84,39 +92,340 @@ Test(journal, killed_client_resumes_and_redoes_only_what_was_in_flight, .timeout
   unlink(path);
 }
 
-Test(journal, torn_record_is_ignored_and_another_program_refused, .timeout = 60) {
-  char path[128];
-  journal_path(path, sizeof path);
-  lt_eval_t *ev = eval_with_journal(path);
-  submit_i64s(ev, 100);
+/* ---------------------------------------------------------------------------------------
+ * Helpers of the tests below. */
+
+/* run_inc runs tasks 0..n-1 through farm(testk:inc) on 2 servers with `journal` (and the
+ * options `opts`, may be NULL), checks every result in order and returns the stats. */
+static char *run_inc(const char *journal, int n, const char *const *opts) {
+  const char *o[16] = {"journal", journal, "backup", "off"};
+  int k = 4;
+  for (int i = 0; opts != NULL && opts[i] != NULL && k < 14; i++)
+    o[k++] = opts[i];
+  o[k] = NULL;
+  lt_eval_t *ev = new_eval_with(lt_farm(lt_seq("testk:inc")), 2, o);
+  submit_i64s(ev, n);
   lt_eval_close(ev);
-  for (int i = 0; i < 100; i++)
-    cr_assert_eq(next_i64(ev), i);
+  for (int i = 0; i < n; i++) {
+    lt_buf_t *b = NULL;
+    cr_assert_eq(lt_eval_next_timeout(ev, 30000, &b), LT_OK, "result %d", i);
+    cr_assert_eq(lt_buf_error(b), LT_OK, "result %d: %s", i, lt_buf_errmsg(b));
+    cr_assert_eq(get_i64(lt_buf_data(b)), i + 1, "result %d", i);
+    cr_assert_eq(lt_buf_task(b), (uint64_t)i);
+    lt_buf_free(b);
+  }
+  char *json = stats_of(ev);
   lt_eval_free(ev);
-  /* A record torn by a crash: half a header at the end. */
+  return json;
+}
+
+/* expect_counts checks that the run of `json` took `replayed` results from the journal and
+ * had the servers compute `computed`. */
+static void expect_counts(char *json, uint64_t replayed, uint64_t computed) {
+  cr_assert_eq(stats_u64(json, "journal_replayed"), replayed, "%s", json);
+  cr_assert_eq(stats_sum(json, "executed"), computed, "%s", json);
+  free(json);
+}
+
+/* record_offsets reads the journal's layout (journal_record.h): the offset of each record
+ * into offs (at most max) and returns how many there are. */
+static int record_offsets(const char *path, long *offs, int max) {
+  FILE *f = fopen(path, "rb");
+  cr_assert_not_null(f);
+  unsigned char b[36];
+  cr_assert_eq(fseek(f, 18, SEEK_SET), 0);
+  cr_assert_eq(fread(b, 1, 4, f), 4);
+  long off = 18 + 4 + (long)(b[0] | b[1] << 8 | b[2] << 16 | (uint32_t)b[3] << 24) + 4;
+  int n = 0;
+  while (fseek(f, off, SEEK_SET) == 0 && fread(b, 1, 36, f) == 36 && n < max) {
+    uint32_t errlen = b[8] | b[9] << 8 | b[10] << 16 | (uint32_t)b[11] << 24;
+    uint64_t datalen = 0;
+    for (int i = 19; i >= 12; i--)
+      datalen = datalen << 8 | b[i];
+    offs[n++] = off;
+    off += 36 + (long)errlen + (long)datalen + 4;
+  }
+  fclose(f);
+  return n;
+}
+
+static long file_size(const char *path) {
+  struct stat sb;
+  cr_assert_eq(stat(path, &sb), 0, "%s", path);
+  return (long)sb.st_size;
+}
+
+/* flip_byte inverts the byte at `off` of the file. */
+static void flip_byte(const char *path, long off) {
+  int fd = open(path, O_RDWR);
+  cr_assert_geq(fd, 0);
+  unsigned char c;
+  cr_assert_eq(pread(fd, &c, 1, off), 1);
+  c ^= 0xff;
+  cr_assert_eq(pwrite(fd, &c, 1, off), 1);
+  close(fd);
+}
+
+static void append_bytes(const char *path, const void *data, size_t len) {
   int fd = open(path, O_WRONLY | O_APPEND);
   cr_assert_geq(fd, 0);
-  cr_assert_eq(write(fd, "LTJR\x01\x02\x03", 7), 7);
+  cr_assert_eq(write(fd, data, len), (ssize_t)len);
   close(fd);
-  struct stat before;
-  cr_assert_eq(stat(path, &before), 0);
-  ev = eval_with_journal(path);
-  submit_i64s(ev, 110);
-  lt_eval_close(ev);
-  for (int i = 0; i < 110; i++)
-    cr_assert_eq(next_i64(ev), i);
-  char *json = NULL;
-  cr_assert_eq(lt_eval_stats_json(ev, &json), LT_OK);
-  cr_assert_eq(stats_u64(json, "journal_replayed"), 100, "%s", json);
-  cr_assert_eq(stats_sum(json, "executed"), 10, "%s", json);
-  free(json);
+}
+
+/* copy_file copies `from` to `to` through a temporary file and a rename, as a build does. */
+static void copy_file(const char *from, const char *to) {
+  char cmd[1200];
+  snprintf(cmd, sizeof cmd, "cp '%s' '%s.tmp' && mv '%s.tmp' '%s'", from, to, to, to);
+  cr_assert_eq(system(cmd), 0, "%s", cmd);
+}
+
+/* local_start returns what lt_eval_run_local says for `program` with `journal` and the
+ * journal_mismatch `policy` (NULL: the default), in module directory `modules`. */
+static int local_start(lt_skel_t *program, const char *journal, const char *policy,
+                       const char *modules) {
+  lt_eval_t *ev = NULL;
+  cr_assert_eq(lt_eval_new(&ev, program), LT_OK);
+  cr_assert_eq(lt_eval_set(ev, "journal", journal), LT_OK);
+  cr_assert_eq(lt_eval_set(ev, "modules", modules), LT_OK);
+  if (policy != NULL) cr_assert_eq(lt_eval_set(ev, "journal_mismatch", policy), LT_OK);
+  int rc = lt_eval_run_local(ev);
   lt_eval_free(ev);
-  /* Another program must not take these results. */
-  lt_eval_t *other = NULL;
-  cr_assert_eq(lt_eval_new(&other, lt_farm(lt_seq("testk:inc"))), LT_OK);
-  cr_assert_eq(lt_eval_set(other, "journal", path), LT_OK);
-  cr_assert_eq(lt_eval_set(other, "modules", LT_TEST_MODULES), LT_OK);
-  cr_assert_eq(lt_eval_run_local(other), LT_EINVAL);
-  lt_eval_free(other);
+  return rc;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * The tests. */
+
+Test(journal, resume_from_the_index_gives_the_fresh_results, .timeout = 120) {
+  char path[128];
+  journal_path(path, sizeof path);
+  enum { M = 2000 };
+  expect_counts(run_inc(path, M, NULL), 0, M);
+  /* In order, from the file. */
+  expect_counts(run_inc(path, M, NULL), M, 0);
+  /* As they complete: every result once, each naming its task. */
+  const char *unordered[] = {"journal", path, "ordered", "off", NULL};
+  lt_eval_t *ev = new_eval_with(lt_farm(lt_seq("testk:inc")), 2, unordered);
+  submit_i64s(ev, M + 10);
+  lt_eval_close(ev);
+  static unsigned char seen[M + 10];
+  for (int i = 0; i < M + 10; i++) {
+    lt_buf_t *b = NULL;
+    cr_assert_eq(lt_eval_next_timeout(ev, 30000, &b), LT_OK);
+    cr_assert_eq(lt_buf_error(b), LT_OK, "%s", lt_buf_errmsg(b));
+    uint64_t task = lt_buf_task(b);
+    cr_assert_lt(task, (uint64_t)(M + 10));
+    cr_assert_eq(get_i64(lt_buf_data(b)), (int64_t)task + 1);
+    cr_assert_eq(seen[task]++, 0, "task %llu twice", (unsigned long long)task);
+    lt_buf_free(b);
+  }
+  expect_counts(stats_of(ev), M, 10);
+  lt_eval_free(ev);
+  /* Through futures. */
+  const char *plain[] = {"journal", path, NULL};
+  ev = new_eval_with(lt_farm(lt_seq("testk:inc")), 2, plain);
+  static lt_future_t *fs[M];
+  for (int i = 0; i < M; i++) {
+    unsigned char tok[8];
+    put_i64(tok, i);
+    cr_assert_eq(lt_eval_submit(ev, tok, 8, &fs[i]), LT_OK);
+  }
+  for (int i = 0; i < M; i++) {
+    lt_buf_t *b = NULL;
+    cr_assert_eq(lt_future_wait(fs[i], 30000, &b), LT_OK);
+    cr_assert_eq(get_i64(lt_buf_data(b)), i + 1);
+    lt_buf_free(b);
+    lt_future_release(fs[i]);
+  }
+  expect_counts(stats_of(ev), M, 0);
+  lt_eval_free(ev);
+  unlink(path);
+}
+
+Test(journal, a_torn_tail_is_cut_off, .timeout = 120) {
+  char path[128];
+  journal_path(path, sizeof path);
+  expect_counts(run_inc(path, 100, NULL), 0, 100);
+  /* Half a record's head at the end. */
+  long intact = file_size(path);
+  append_bytes(path, "LTJR\x01\x02\x03", 7);
+  expect_counts(run_inc(path, 110, NULL), 100, 10);
+  long offs[200];
+  cr_assert_eq(record_offsets(path, offs, 200), 110);
+  cr_assert_gt(file_size(path), intact);
+  /* The last record cut short: it runs past the end of the file. */
+  cr_assert_eq(truncate(path, file_size(path) - 3), 0);
+  expect_counts(run_inc(path, 110, NULL), 109, 1);
+  /* The last record whole in length but not in content: its checksum fails. */
+  cr_assert_eq(record_offsets(path, offs, 200), 110);
+  flip_byte(path, offs[109] + 36 + 2);
+  expect_counts(run_inc(path, 110, NULL), 109, 1);
+  cr_assert_eq(record_offsets(path, offs, 200), 110);
+  unlink(path);
+}
+
+Test(journal, another_program_starts_again_or_is_refused, .timeout = 120) {
+  char path[128];
+  journal_path(path, sizeof path);
+  expect_counts(run_inc(path, 50, NULL), 0, 50);
+  long size = file_size(path);
+  cr_assert_eq(local_start(lt_farm(lt_seq("testk:dbl")), path, "refuse", LT_TEST_MODULES),
+               LT_EINVAL);
+  cr_assert_eq(file_size(path), size, "a refused journal is left as it was");
+  /* By default the other program's results are not used: a new journal takes its place. */
+  const char *dbl[] = {"journal", path, NULL};
+  lt_eval_t *ev = new_eval_with(lt_farm(lt_seq("testk:dbl")), 2, dbl);
+  submit_i64s(ev, 50);
+  lt_eval_close(ev);
+  for (int i = 0; i < 50; i++)
+    cr_assert_eq(next_i64_within(ev, 30000), 2 * i);
+  expect_counts(stats_of(ev), 0, 50);
+  lt_eval_free(ev);
+  cr_assert_lt(file_size(path), size + 50 * 48, "the old records are gone");
+  /* And it is testk:dbl's journal now. */
+  cr_assert_eq(local_start(lt_farm(lt_seq("testk:dbl")), path, "refuse", LT_TEST_MODULES), LT_OK);
+  unlink(path);
+}
+
+Test(journal, a_rebuilt_module_is_recomputed_or_refused, .timeout = 120) {
+  char dir[] = "/tmp/lt-journal-mod-XXXXXX", path[128], so[200];
+  cr_assert_not_null(mkdtemp(dir));
+  snprintf(path, sizeof path, "%s/run.jnl", dir);
+  snprintf(so, sizeof so, "%s/libshipk.so", dir);
+  const char *opts[] = {"journal", path, "modules", dir, "backup", "off", NULL};
+  enum { M = 40 };
+  /* The first build: shipk:tag adds 1000. */
+  copy_file(SHIP_A, so);
+  lt_eval_t *ev = new_eval_with(lt_farm(lt_seq("shipk:tag")), 2, opts);
+  submit_i64s(ev, M);
+  lt_eval_close(ev);
+  for (int i = 0; i < M; i++)
+    cr_assert_eq(next_i64_within(ev, 30000), 1000 + i);
+  expect_counts(stats_of(ev), 0, M);
+  lt_eval_free(ev);
+  /* Rebuilt (it adds 2000 now): refused under journal_mismatch=refuse, with the module named. */
+  copy_file(SHIP_B, so);
+  cr_assert_eq(local_start(lt_farm(lt_seq("shipk:tag")), path, "refuse", dir), LT_EINVAL);
+  /* Recomputed by default: every result from the new build, none from the journal. */
+  ev = new_eval_with(lt_farm(lt_seq("shipk:tag")), 2, opts);
+  submit_i64s(ev, M);
+  lt_eval_close(ev);
+  for (int i = 0; i < M; i++)
+    cr_assert_eq(next_i64_within(ev, 30000), 2000 + i);
+  expect_counts(stats_of(ev), 0, M);
+  lt_eval_free(ev);
+  /* The same build again: everything from the journal. */
+  ev = new_eval_with(lt_farm(lt_seq("shipk:tag")), 2, opts);
+  submit_i64s(ev, M);
+  lt_eval_close(ev);
+  for (int i = 0; i < M; i++)
+    cr_assert_eq(next_i64_within(ev, 30000), 2000 + i);
+  expect_counts(stats_of(ev), M, 0);
+  lt_eval_free(ev);
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  cr_assert_eq(system(cmd), 0);
+}
+
+Test(journal, a_journal_of_format_1_is_refused, .timeout = 60) {
+  char path[128];
+  journal_path(path, sizeof path);
+  FILE *f = fopen(path, "wb");
+  cr_assert_not_null(f);
+  fputs("lithium journal 1\n", f);
+  fwrite("\x10\0\0\0farm(testk:inc)", 1, 20, f);
+  fclose(f);
+  cr_assert_eq(local_start(lt_farm(lt_seq("testk:inc")), path, NULL, LT_TEST_MODULES), LT_EINVAL);
+  char err[600];
+  cr_assert_eq(lt_journal_compact(path, NULL, err, sizeof err), LT_EINVAL);
+  cr_assert_not_null(strstr(err, "format 1"), "%s", err);
+  cr_assert_eq(file_size(path), 38, "left as it was");
+  unlink(path);
+}
+
+/* tool_compact runs `lithium journal compact PATH` and returns its output's first line. */
+static void tool_compact(const char *path, char *out, size_t len) {
+  char cmd[400];
+  snprintf(cmd, sizeof cmd, "'%s' journal compact '%s'", LT_TEST_TOOL, path);
+  FILE *p = popen(cmd, "r");
+  cr_assert_not_null(p);
+  out[0] = '\0';
+  cr_assert_not_null(fgets(out, (int)len, p));
+  cr_assert_eq(pclose(p), 0, "%s", cmd);
+}
+
+Test(journal, compact_drops_a_torn_tail_damaged_records_and_duplicates, .timeout = 120) {
+  char path[128];
+  journal_path(path, sizeof path);
+  /* Inputs 0..59 and then 0..39 again: the second ones are computed and journaled too. */
+  const char *opts[] = {"journal", path, "backup", "off", NULL};
+  lt_eval_t *ev = new_eval_with(lt_farm(lt_seq("testk:inc")), 2, opts);
+  submit_i64s(ev, 60);
+  submit_i64s(ev, 40);
+  lt_eval_close(ev);
+  for (int i = 0; i < 100; i++)
+    cr_assert_eq(next_i64_within(ev, 30000), (i < 60 ? i : i - 60) + 1);
+  lt_eval_free(ev);
+  long offs[200];
+  cr_assert_eq(record_offsets(path, offs, 200), 100);
+  /* A damaged record among them (the first run's of some input in 40..59, which has no
+   * duplicate), and a torn tail. */
+  int damaged = -1;
+  for (int r = 0; r < 100 && damaged < 0; r++) {
+    unsigned char b[8];
+    FILE *f = fopen(path, "rb");
+    cr_assert_eq(fseek(f, offs[r] + 36, SEEK_SET), 0);
+    cr_assert_eq(fread(b, 1, 8, f), 8);
+    fclose(f);
+    if (get_i64(b) == 51) damaged = r; /* the result of input 50 */
+  }
+  cr_assert_geq(damaged, 0);
+  flip_byte(path, offs[damaged] + 36 + 1);
+  append_bytes(path, "LTJR\x01\x02\x03\x04\x05", 9);
+  /* Read back in its turn, the damaged record is an error naming the fix. */
+  ev = new_eval_with(lt_farm(lt_seq("testk:inc")), 2, opts);
+  submit_i64s(ev, 60);
+  lt_eval_close(ev);
+  for (int i = 0; i < 60; i++) {
+    lt_buf_t *b = NULL;
+    cr_assert_eq(lt_eval_next_timeout(ev, 30000, &b), LT_OK);
+    if (i == 50) {
+      cr_assert_eq(lt_buf_error(b), LT_EIO);
+      cr_assert_not_null(strstr(lt_buf_errmsg(b), "journal compact"), "%s", lt_buf_errmsg(b));
+    } else {
+      cr_assert_eq(get_i64(lt_buf_data(b)), i + 1);
+    }
+    lt_buf_free(b);
+  }
+  /* A journal in use is not compacted. */
+  char err[600];
+  cr_assert_eq(lt_journal_compact(path, NULL, err, sizeof err), LT_EAGAIN, "%s", err);
+  /* Nor is it used by a second run at once. */
+  cr_assert_eq(local_start(lt_farm(lt_seq("testk:inc")), path, NULL, LT_TEST_MODULES), LT_EAGAIN);
+  lt_eval_free(ev);
+  append_bytes(path, "LTJR\x01\x02\x03\x04\x05", 9);
+  long before = file_size(path);
+  lt_journal_stats_t st;
+  cr_assert_eq(lt_journal_compact(path, &st, err, sizeof err), LT_OK, "%s", err);
+  cr_assert_eq(st.records, 59);
+  cr_assert_eq(st.duplicates, 40);
+  cr_assert_eq(st.damaged, 1);
+  cr_assert_eq(st.torn_bytes, 9);
+  cr_assert_eq(st.bytes_before, (uint64_t)before);
+  cr_assert_eq(st.bytes_after, (uint64_t)file_size(path));
+  cr_assert_eq(record_offsets(path, offs, 200), 59);
+  /* Compacted, it gives every result; the damaged one is computed again. */
+  expect_counts(run_inc(path, 60, NULL), 59, 1);
+  /* The tool: a second copy of input 0 and a torn tail, dropped. */
+  ev = new_eval_with(lt_farm(lt_seq("testk:inc")), 2, opts);
+  lt_eval_free(ev);
+  append_bytes(path, "LT", 2);
+  char line[300];
+  tool_compact(path, line, sizeof line);
+  cr_assert_not_null(strstr(line, "60 records kept; dropped 0 duplicates, 0 damaged, a torn tail "
+                                  "of 2 bytes"),
+                     "%s", line);
+  expect_counts(run_inc(path, 60, NULL), 60, 0);
   unlink(path);
 }
