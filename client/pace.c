@@ -148,9 +148,17 @@ double lt__pace_cost_us(const lt_sched_t *s, size_t i, const void *key) {
     const lt_cost_t *o = k != i ? find_cost(&s->srv[k].pace, key) : NULL;
     if (o != NULL && o->raw > 0) return per_of(p, o->cpu, o->raw);
   }
-  /* Nothing known: the server's mean, or a tick over its cores, so that it gets work and a
-   * sample, and a server with a third of the CPU of another gets a third of the first work. */
-  return p->per_us > 0 ? p->per_us : 1.0 / (p->cores > 0.01 ? p->cores : 0.01);
+  /* Nothing known of the chain: the server's mean; before its first completion, another
+   * server's mean scaled by their cores (a tick over its cores when none has completed
+   * anything), so that a server with a third of the CPU of another gets a third of the
+   * first work, and a fresh server does not look free beside one whose costs are known. */
+  if (p->per_us > 0) return p->per_us;
+  double cores = p->cores > 0.01 ? p->cores : 0.01;
+  for (size_t k = 0; k < s->nsrv; k++) {
+    const lt_pace_t *o = &s->srv[k].pace;
+    if (k != i && o->per_us > 0) return o->per_us * (o->cores > 0.01 ? o->cores : 0.01) / cores;
+  }
+  return 1.0 / cores;
 }
 
 double lt__pace_backlog_us(const lt_sched_t *s, size_t i) {
