@@ -167,3 +167,17 @@ Test(placement, before_any_cost_is_known_work_follows_the_cores_a_server_gets) {
   cr_assert_geq(got[2], 14, "%d %d %d", got[0], got[1], got[2]);
   world_fini(&w);
 }
+
+Test(placement, a_fresh_server_is_costed_from_another_by_their_cores) {
+  world_t w;
+  world_with(&w, LT_PLACE_EFT, 1);
+  lt_tstage_t cheap = {0}, unknown = {0};
+  w.srv[0].pace.cores = 0.9;
+  lt__pace_service(&w.srv[0].pace, &cheap, 1800, 1800); /* its mean: 2 ms an instruction */
+  w.srv[1].pace.per_us = 0;                             /* no completion yet */
+  w.srv[1].pace.cores = 0.3;
+  double fast = lt__pace_cost_us(&w.s, 0, &unknown), fresh = lt__pace_cost_us(&w.s, 1, &unknown);
+  cr_assert_float_eq(fast, 2000, 1);
+  cr_assert_float_eq(fresh, 6000, 1, "a third of the cores: three times the cost (%g)", fresh);
+  world_fini(&w);
+}
