@@ -1,7 +1,9 @@
 /* migrate.c: the migration policy (issue "throttling and heterogeneity"). Whenever nothing
  * waits for placement — at the end of the stream, or mid-stream while the input is slower
  * than the servers — a server with free threads may take work queued but not started on a
- * slower one, when that queue would take clearly longer to drain than a task there: the policy asks
+ * slower one, when that queue would take clearly longer to drain than a task there (and,
+ * mid-stream, at least MIGRATE_MIN_MS: the short queues lookahead keeps are no stranded
+ * work): the policy asks
  * the core to recall the newest instructions there (LT_REQ_RECALL), and only the server's ECANCELED
  * — its confirmation that the instruction never ran and never will — puts one back for placement
  * (instr.c). An instruction that had started completes as usual, so nothing runs twice.
@@ -12,6 +14,9 @@
 #include "sched_internal.h"
 
 #define MIGRATE_GAIN 1.5 /* move only when the queue to drain is this much longer than a task */
+#define MIGRATE_MIN_MS                                                                             \
+  20 /* mid-stream, only a queue that takes this long to drain moves: fine                         \
+        tasks queued for lookahead are no stranded work */
 
 /* idle_threads returns the threads of the window of server i that have no instruction. */
 static uint32_t idle_threads(const lt_sched_t *s, size_t i) {
@@ -76,6 +81,7 @@ static void look(lt_policy_t *p) {
   double drain_us = 0;
   int from = idle > 0 ? slowest(s, &drain_us) : -1;
   if (from < 0 || drain_us < MIGRATE_GAIN * fast_us) return;
+  if (!s->door->input_closed(s->ev) && drain_us < MIGRATE_MIN_MS * 1000.0) return;
   uint32_t queued = s->srv[from].admitted - (uint32_t)lt__pace_parallel(&s->srv[from].pace);
   uint32_t want = idle < queued ? idle : queued;
   const lt_instr_rec_t **pick = calloc(want ? want : 1, sizeof *pick);
