@@ -93,8 +93,10 @@ uint64_t inflight_of(lt_eval_t *ev, int server) {
 
 void wait_inflight(lt_eval_t *ev, int server, int nservers) {
   cr_assert(server >= 0 && server < nservers && nservers <= 16);
-  while (inflight_of(ev, server) == 0)
+  for (int ms = 0; inflight_of(ev, server) == 0; ms++) {
+    cr_assert_lt(ms, 60000, "server %d had no work out for 60 s", server);
     usleep(1000);
+  }
 }
 
 int64_t next_i64(lt_eval_t *ev) {

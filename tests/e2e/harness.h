@@ -64,7 +64,8 @@ char *stats_of(lt_eval_t *ev);
 uint64_t inflight_of(lt_eval_t *ev, int server);
 
 /* wait_inflight waits until server `server` (of the `nservers` in the stats) has work out,
- * e.g. before killing it so that values it holds are still needed. */
+ * e.g. before killing it so that values it holds are still needed; the test fails after
+ * 60 s without. */
 void wait_inflight(lt_eval_t *ev, int server, int nservers);
 
 /* values_held_total waits (up to 20 s) until every live server reports no value held and
