@@ -33,6 +33,8 @@ typedef struct pfetch {
   bool want_release;  /* a last reader came later: send a RELEASE once the value is here */
   bool unsent;        /* the FETCH did not go out (send queue full): retried on every tick */
   uint64_t since;     /* uv_now when it was made */
+  uint64_t alive;     /* uv_now of the request, or of the holder's last "still pending" about
+                         it: the fetch fails --fetch-timeout after it */
 } pfetch_t;
 
 /* A copy fetched into the local store (pending while its fetch is under way) and the
@@ -59,6 +61,7 @@ struct lt_peer {
   uint64_t backoff;  /* ms between hellos now: doubles at each re-greeting, reset by a value */
   bool hello_due;    /* a re-greeting waits for hello_at */
   uint64_t sent;     /* uv_now of our last message to it */
+  uint64_t hb_sent;  /* uv_now of our last heartbeat to it */
   uint64_t used;     /* uv_now when it last had a fetch added or answered (idle eviction) */
   uint64_t hb_seq;
 };
@@ -143,6 +146,7 @@ static void send_release(lt_peer_t *p, lt_oid_t id, uint64_t secret) {
 }
 
 static void send_heartbeat(lt_peer_t *p) {
+  p->hb_sent = uv_now(&p->srv->loop);
   lt_msg_t m;
   memset(&m, 0, sizeof m);
   m.type = LT_MSG_HEARTBEAT;
@@ -334,8 +338,14 @@ static void on_value(lt_peer_t *p, const lt_msg_t *m, zmq_msg_t *payloads) {
             lt__oid_format(id, ids, sizeof ids));
     return;
   }
-  /* An answer to what we asked: a sign of life, and of progress. */
+  /* An answer to what we asked: a sign of life. "Still pending" (LT_EAGAIN, sent by the
+   * holder at our heartbeats while the value's producer has not finished) keeps this fetch
+   * waiting another --fetch-timeout; nothing else does. */
   p->heard = uv_now(&srv->loop);
+  if (m->u.value.status == LT_EAGAIN) {
+    f->alive = p->heard;
+    return;
+  }
   p->backoff = 0;
   bool release = f->want_release;
   uint64_t secret = f->secret;
@@ -478,8 +488,27 @@ static void retry_unsent(lt_peer_t *p, uint64_t now) {
   }
 }
 
-/* on_tick heartbeats links with pending fetches and drops those silent for too long, retries
- * fetches that could not be sent, and closes links idle for a fetch timeout. */
+/* expire_fetches fails the fetches of p that have had no answer about them for the fetch
+ * timeout, counted from the request or from the holder's last "still pending" about that
+ * id: other messages of the holder (heartbeat echoes, errors, values of other ids) do not
+ * count, so a holder that never answers what was asked cannot keep a reader parked. */
+static void expire_fetches(lt_peer_t *p, uint64_t now) {
+  lt_server_t *srv = p->srv;
+  pfetch_t *f, *tmp;
+  HASH_ITER(hh, p->fetches, f, tmp) {
+    if (now - f->alive < srv->fetch_ms) continue;
+    char why[LT_PEER_EP_MAX + 160], ids[48];
+    snprintf(why, sizeof why, "peer %s did not answer about %s for %" PRIu64 " ms", p->ep,
+             lt__oid_format(f->id, ids, sizeof ids), now - f->alive);
+    lt_oid_t id = f->id;
+    fetch_del(p, f);
+    local_fail(srv, id, LT_ELOST, why);
+  }
+}
+
+/* on_tick heartbeats links with pending fetches and drops those silent for too long, fails
+ * fetches without an answer for too long, retries fetches that could not be sent, and closes
+ * links idle for a fetch timeout. */
 static void on_tick(uv_timer_t *h) {
   lt_server_t *srv = h->data;
   uint64_t now = uv_now(&srv->loop);
@@ -500,7 +529,11 @@ static void on_tick(uv_timer_t *h) {
       snprintf(why, sizeof why, "peer %s unreachable (silent for %" PRIu64 " ms)", p->ep,
                now - p->heard);
       link_drop(p, LT_ELOST, why);
-    } else if (now - p->sent >= srv->fetch_ms / 3) {
+      continue;
+    }
+    expire_fetches(p, now);
+    if (p->nfetches > 0 && now - p->hb_sent >= srv->fetch_ms / 3) {
+      /* By the clock of heartbeats alone: the holder tells what is still pending at each. */
       send_heartbeat(p);
     }
   }
@@ -570,7 +603,7 @@ int lt__peer_need(lt_server_t *srv, const char *holder, const char *key, uint64_
     f->id = id;
     f->secret = secret;
     f->asked_release = last;
-    f->since = uv_now(&srv->loop);
+    f->since = f->alive = uv_now(&srv->loop);
     HASH_ADD(hh, p->fetches, id, sizeof f->id, f);
     if (f->oom) {
       free(f);

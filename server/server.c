@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <lithium/error.h>
 #include "calibrate.h"
+#include "conns.h"
 #include "crashlog.h"
 #include "deadline.h"
 #include "curve.h"
@@ -128,6 +129,7 @@ void lt__server_drop_session(lt_server_t *srv, lt_session_t *s, const char *why)
   char cid[12];
   lt__log(LT_LOG_INFO, "session '%s' (client %s) ended: %s; %zu values released", s->name,
           lt__short_id(s->client_id, cid), why, n);
+  lt__conns_unbound(srv, s->fd, s->conn);
   lt__session_free(srv, s);
   lt__quota_trim(srv);
 }
@@ -477,6 +479,7 @@ static void dispatch(lt_server_t *srv, const void *rid, size_t rid_len, const lt
     h.u.heartbeat.seq = m->u.heartbeat.seq;
     h.u.heartbeat.now_us = lt__executor_now_us();
     server_send(srv, rid, rid_len, &h, NULL, 0);
+    if (lt__peer_session(s)) lt__fetch_still_pending(srv, s);
     break;
   }
   case LT_MSG_BYE:
@@ -491,6 +494,15 @@ static void dispatch(lt_server_t *srv, const void *rid, size_t rid_len, const lt
   default:
     break;
   }
+}
+
+/* mark_bound tells the connection table whether the connection of descriptor `fd` numbered
+ * `conn` has a live session now (conns.h): one that has none is cut after a while. */
+static void mark_bound(lt_server_t *srv, const void *rid, size_t rid_len, int fd, uint64_t conn) {
+  lt_session_t *s = lt__session_find(srv, rid, rid_len);
+  bool bound = s != NULL && s->conn == conn;
+  if (bound) s->fd = fd;
+  lt__conns_seen(srv, fd, conn, bound);
 }
 
 /* on_message is the socket callback: [routing id][header][payload...]. */
@@ -538,6 +550,7 @@ static void on_message(lt_zuv_t *z, zmq_msg_t *parts, size_t n, bool truncated) 
       const char *key = srv->curve ? zmq_msg_gets(&parts[1], "User-Id") : NULL;
       dispatch(srv, rid, rid_len, &m, parts + 2, conn, key != NULL ? key : "");
       lt__msg_clear(&m);
+      mark_bound(srv, rid, rid_len, zmq_msg_get(&parts[1], ZMQ_SRCFD), conn);
     }
   }
   server_settle(srv);
@@ -554,6 +567,7 @@ static void close_handles(lt_server_t *srv) {
   lt__task_run_failq(srv);
   lt__peer_close_all(srv);
   lt__fetch_close(srv);
+  lt__conns_close(srv);
   if (srv->zuv_started) lt__zuv_close(&srv->zuv, NULL);
   uv_close((uv_handle_t *)&srv->sigint, NULL);
   uv_close((uv_handle_t *)&srv->sigterm, NULL);
@@ -861,6 +875,7 @@ int lt__server_new(lt_server_t **out, const lt_srv_args_t *a, char *err, size_t 
   }
   if ((rc = setup_curve(srv, a, err, errlen)) != LT_OK) goto fail;
   if ((rc = setup_shipping(srv, a, err, errlen)) != LT_OK) goto fail;
+  if ((rc = lt__conns_start(srv, err, errlen)) != LT_OK) goto fail;
   if ((rc = bind_socket(srv, a, err, errlen)) != LT_OK) goto fail;
   if ((rc = lt__executor_new(&srv->ex, &srv->loop, a->threads, a->slowdown, lt__task_on_done,
                              srv)) != LT_OK) {

@@ -66,6 +66,7 @@ typedef struct lt_server {
   char curve_pub[41];
   char curve_sec[41];
   lt_zap_t *zap;
+  struct lt_conns *conns; /* accepted connections, cut without a session (conns.c) */
   uv_timer_t idle_timer, load_timer;
 
   char endpoint[256];  /* ZMQ_LAST_ENDPOINT */
