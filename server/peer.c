@@ -64,7 +64,30 @@ struct lt_peer {
   uint64_t hb_sent;  /* uv_now of our last heartbeat to it */
   uint64_t used;     /* uv_now when it last had a fetch added or answered (idle eviction) */
   uint64_t hb_seq;
+  uint64_t opened; /* uv_now when the link was opened */
+  bool welcomed;   /* the holder answered our hello with a welcome: a Lithium server */
 };
+
+/* An endpoint whose link got no welcome in time (not a Lithium server, or none there): not
+ * connected to again before `until`; the wait doubles at each new failure. */
+typedef struct lt_refused {
+  UT_hash_handle hh;
+  bool oom;
+  char ep[LT_PEER_EP_MAX + 1]; /* key */
+  uint64_t until;
+  uint64_t backoff;
+} lt_refused_t;
+
+/* A link has min(--fetch-timeout, WELCOME_MS) to be welcomed. An endpoint that did not
+ * welcome is left alone for REFUSE_MIN_MS, then twice as long after each new failure, up to
+ * REFUSE_MAX_MS; at most REFUSED_MAX endpoints are remembered (the oldest is forgotten).
+ * libzmq reconnects a link whose connection closed after RECONNECT_MS (its default is
+ * 100 ms): a listener that closes every connection at once sees a few connects per try. */
+#define WELCOME_MS    5000
+#define REFUSE_MIN_MS 10000
+#define REFUSE_MAX_MS 600000
+#define REFUSED_MAX   1024
+#define RECONNECT_MS  1000
 
 bool lt__peer_remote(const lt_server_t *srv, const char *holder) {
   return holder[0] != '\0' && strcmp(holder, srv->endpoint) != 0;
@@ -243,6 +266,64 @@ static bool make_room(lt_server_t *srv) {
 static void on_peer_message(lt_zuv_t *z, zmq_msg_t *parts, size_t n, bool truncated);
 static void on_tick(uv_timer_t *h);
 
+static int welcome_ms(const lt_server_t *srv) {
+  return (int)(srv->fetch_ms < WELCOME_MS ? srv->fetch_ms : WELCOME_MS);
+}
+
+static lt_refused_t *refused_find(lt_server_t *srv, const char *ep) {
+  lt_refused_t *r = NULL;
+  HASH_FIND(hh, srv->refused, ep, strlen(ep), r);
+  return r;
+}
+
+/* refused tells whether `ep` is left alone for now (with the reason in err). */
+static bool refused(lt_server_t *srv, const char *ep, char *err, size_t errlen) {
+  lt_refused_t *r = refused_find(srv, ep);
+  uint64_t now = uv_now(&srv->loop);
+  if (r == NULL || now >= r->until) return false;
+  snprintf(err, errlen,
+           "cannot reach holder %s: it did not answer as a Lithium server (not tried again for "
+           "%" PRIu64 " ms)",
+           ep, r->until - now);
+  return true;
+}
+
+/* refuse remembers that `ep` did not welcome us: left alone for a while, longer each time. */
+static void refuse(lt_server_t *srv, const char *ep) {
+  lt_refused_t *r = refused_find(srv, ep);
+  if (r == NULL) {
+    if (HASH_COUNT(srv->refused) >= REFUSED_MAX) {
+      lt_refused_t *o = srv->refused; /* the oldest: uthash keeps the order of insertion */
+      HASH_DEL(srv->refused, o);
+      free(o);
+    }
+    if ((r = calloc(1, sizeof *r)) == NULL) return;
+    snprintf(r->ep, sizeof r->ep, "%s", ep);
+    HASH_ADD(hh, srv->refused, ep, strlen(r->ep), r);
+    if (r->oom) {
+      free(r);
+      return;
+    }
+  }
+  r->backoff = r->backoff == 0                   ? REFUSE_MIN_MS
+               : r->backoff >= REFUSE_MAX_MS / 2 ? REFUSE_MAX_MS
+                                                 : 2 * r->backoff;
+  r->until = uv_now(&srv->loop) + r->backoff;
+  lt__log_limited(LT_LOG_WARN,
+                  "peer %s: no welcome within %d ms (not a Lithium server?): not tried again for "
+                  "%" PRIu64 " ms",
+                  ep, welcome_ms(srv), r->backoff);
+}
+
+/* welcomed marks link p as a Lithium server's: its endpoint is no longer refused. */
+static void welcomed(lt_peer_t *p) {
+  p->welcomed = true;
+  lt_refused_t *r = refused_find(p->srv, p->ep);
+  if (r == NULL) return;
+  HASH_DEL(p->srv->refused, r);
+  free(r);
+}
+
 /* link_open opens a link to holder `ep`. Under CURVE (this server has a key pair and the
  * session announced the holder's public key `key`) the link authenticates with the
  * server's own key pair: the holder allows it when it shares the pair or lists its key. */
@@ -256,6 +337,7 @@ static int link_open(lt_server_t *srv, const char *ep, const char *key, lt_peer_
     snprintf(err, errlen, "cannot reach holder %s: server shutting down", ep);
     return LT_ESHUTDOWN;
   }
+  if (refused(srv, ep, err, errlen)) return LT_ELOST;
   if (!make_room(srv)) {
     /* Waiting for room could last as long as the other holders' values take: the reader
      * fails now instead, and the client recomputes or re-dispatches it. */
@@ -271,9 +353,11 @@ static int link_open(lt_server_t *srv, const char *ep, const char *key, lt_peer_
   snprintf(p->ep, sizeof p->ep, "%s", ep);
   p->srv = srv;
   int64_t maxmsg = (int64_t)srv->lim.max_frame;
-  int zero = 0, hwm = PEER_SNDHWM, on = 1;
+  int zero = 0, hwm = PEER_SNDHWM, on = 1, reconnect = RECONNECT_MS, handshake = welcome_ms(srv);
   if ((p->sock = zmq_socket(srv->zctx, ZMQ_DEALER)) == NULL ||
       zmq_setsockopt(p->sock, ZMQ_LINGER, &zero, sizeof zero) != 0 ||
+      zmq_setsockopt(p->sock, ZMQ_RECONNECT_IVL, &reconnect, sizeof reconnect) != 0 ||
+      zmq_setsockopt(p->sock, ZMQ_HANDSHAKE_IVL, &handshake, sizeof handshake) != 0 ||
       zmq_setsockopt(p->sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) != 0 ||
       zmq_setsockopt(p->sock, ZMQ_SNDHWM, &hwm, sizeof hwm) != 0 ||
       (strchr(ep, '[') != NULL && zmq_setsockopt(p->sock, ZMQ_IPV6, &on, sizeof on) != 0) ||
@@ -306,7 +390,7 @@ static int link_open(lt_server_t *srv, const char *ep, const char *key, lt_peer_
     return LT_ENOMEM;
   }
   srv->npeers++;
-  p->heard = p->used = uv_now(&srv->loop);
+  p->heard = p->used = p->opened = uv_now(&srv->loop);
   if ((rc = send_hello(p)) != LT_OK) {
     snprintf(err, errlen, "cannot say hello to peer %s: %s", ep, lt_strerror(rc));
     link_drop(p, rc, err);
@@ -443,6 +527,8 @@ static void on_peer_message(lt_zuv_t *z, zmq_msg_t *parts, size_t n, bool trunca
       snprintf(why, sizeof why, "peer %s speaks protocol version %u, not %d", p->ep,
                m.u.welcome.version, LT_PROTO_VERSION);
       link_drop(p, LT_EVERSION, why);
+    } else {
+      welcomed(p);
     }
     break;
   case LT_MSG_HEARTBEAT:
@@ -514,6 +600,14 @@ static void on_tick(uv_timer_t *h) {
   uint64_t now = uv_now(&srv->loop);
   lt_peer_t *p, *tmp;
   HASH_ITER(hh, srv->peers, p, tmp) {
+    if (!p->welcomed && now - p->opened >= (uint64_t)welcome_ms(srv)) {
+      char why[LT_PEER_EP_MAX + 100];
+      snprintf(why, sizeof why, "peer %s did not answer as a Lithium server within %d ms", p->ep,
+               welcome_ms(srv));
+      refuse(srv, p->ep);
+      link_drop(p, LT_ELOST, why);
+      continue;
+    }
     if (p->nfetches == 0) {
       if (now - p->used >= srv->fetch_ms) {
         lt__log(LT_LOG_DEBUG, "peer %s: idle link closed", p->ep);
@@ -683,6 +777,11 @@ void lt__peer_lost(lt_server_t *srv, uint64_t client, const char *holder) {
 void lt__peer_close_all(lt_server_t *srv) {
   lt_peer_t *p, *tmp;
   HASH_ITER(hh, srv->peers, p, tmp) link_drop(p, LT_ESHUTDOWN, "server shutting down");
+  lt_refused_t *r, *rtmp;
+  HASH_ITER(hh, srv->refused, r, rtmp) {
+    HASH_DEL(srv->refused, r);
+    free(r);
+  }
   lt_copy_t *c, *ctmp;
   HASH_ITER(hh, srv->copies, c, ctmp) {
     HASH_DEL(srv->copies, c);

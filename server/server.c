@@ -321,6 +321,12 @@ static void handle_program(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m)
                           lt_strerror(rc));
     return;
   }
+  if (m->u.program.npeers > LT_SESSION_MAX_PEERS) {
+    lt__server_send_error(srv, s->rid, s->rid_len, LT_EQUOTA,
+                          "program: %u peers; a session names at most %d servers",
+                          m->u.program.npeers, LT_SESSION_MAX_PEERS);
+    return;
+  }
   rc = lt__session_peers(s, m->u.program.peers, m->u.program.npeers);
   if (rc != LT_OK)
     lt__server_send_error(srv, s->rid, s->rid_len, rc,

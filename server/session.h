@@ -122,6 +122,10 @@ int lt__session_new(lt_server_t *srv, lt_session_t **out, const void *rid, size_
  * or NULL (borrowed). */
 lt_session_t *lt__session_by_client(lt_server_t *srv, uint64_t client_id);
 
+/* Servers a session may name as its peers (PROGRAM.peers): the endpoints this server may
+ * be made to connect to on its behalf. */
+#define LT_SESSION_MAX_PEERS 1024
+
 /* lt__session_peers makes the `n` host strings ("ENDPOINT [Z85 key]") the servers of the
  * session: the only holders its REF inputs may name. LT_EINVAL for a malformed string
  * (the previous list stays), LT_ENOMEM. */

@@ -7,12 +7,22 @@
  * - handshaken connections that never say hello, at an open-file limit of 256, do not keep
  *   an honest client out, and every one of them is cut within LT_CONNS_HELLO_MS;
  * - a holder that answers everything but what was asked (heartbeat echoes, values of other
- *   ids, errors) keeps an instruction parked no longer than --fetch-timeout from the fetch. */
+ *   ids, errors) keeps an instruction parked no longer than --fetch-timeout from the fetch;
+ * - a client that names arbitrary endpoints as holders (a TCP listener that stays silent,
+ *   one that closes every connection, an ipc:// path) makes the server connect to each at
+ *   most a few times, and to the ipc:// path never. */
 #include <criterion/criterion.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 #include <lithium.h>
 #include <lithium/error.h>
@@ -233,4 +243,135 @@ Test(exhaust, stray_holder_parks_nothing_past_the_fetch_timeout, .timeout = 60) 
   th_client_close(&c);
   cr_assert_eq(th_server_stop(&s, SIGTERM, 10000), 0);
   hostile_stop(&h);
+}
+
+/* Listeners that are not Lithium servers, counting the connections they get: a TCP one that
+ * accepts and says nothing, a TCP one that closes at once, a Unix one at an ipc:// path. */
+typedef struct listeners {
+  int fd[3];
+  char ep[3][160];
+  char dir[64];
+  atomic_int accepts[3];
+  atomic_int stop;
+  int kept[64];
+  int nkept;
+  pthread_t thread;
+} listeners_t;
+
+static int tcp_listener(char *ep, size_t len) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in sa = {.sin_family = AF_INET};
+  inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+  socklen_t sl = sizeof sa;
+  cr_assert(fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 && listen(fd, 64) == 0 &&
+            getsockname(fd, (struct sockaddr *)&sa, &sl) == 0);
+  snprintf(ep, len, "tcp://127.0.0.1:%d", ntohs(sa.sin_port));
+  return fd;
+}
+
+static void *accept_loop(void *arg) {
+  listeners_t *l = arg;
+  while (!atomic_load(&l->stop)) {
+    struct pollfd p[3];
+    for (int i = 0; i < 3; i++)
+      p[i] = (struct pollfd){.fd = l->fd[i], .events = POLLIN};
+    if (poll(p, 3, 50) <= 0) continue;
+    for (int i = 0; i < 3; i++) {
+      if (!(p[i].revents & POLLIN)) continue;
+      int c = accept(l->fd[i], NULL, NULL);
+      if (c < 0) continue;
+      atomic_fetch_add(&l->accepts[i], 1);
+      if (i == 0 && l->nkept < 64)
+        l->kept[l->nkept++] = c;
+      else
+        close(c);
+    }
+  }
+  return NULL;
+}
+
+static void listeners_start(listeners_t *l) {
+  memset(l, 0, sizeof *l);
+  l->fd[0] = tcp_listener(l->ep[0], sizeof l->ep[0]);
+  l->fd[1] = tcp_listener(l->ep[1], sizeof l->ep[1]);
+  snprintf(l->dir, sizeof l->dir, "/tmp/lt-exhaust-XXXXXX");
+  cr_assert_not_null(mkdtemp(l->dir));
+  struct sockaddr_un su = {.sun_family = AF_UNIX};
+  snprintf(su.sun_path, sizeof su.sun_path, "%s/s", l->dir);
+  snprintf(l->ep[2], sizeof l->ep[2], "ipc://%s", su.sun_path);
+  l->fd[2] = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  cr_assert(l->fd[2] >= 0 && bind(l->fd[2], (struct sockaddr *)&su, sizeof su) == 0 &&
+            listen(l->fd[2], 64) == 0);
+  cr_assert_eq(pthread_create(&l->thread, NULL, accept_loop, l), 0);
+}
+
+static void listeners_stop(listeners_t *l) {
+  atomic_store(&l->stop, 1);
+  pthread_join(l->thread, NULL);
+  for (int i = 0; i < l->nkept; i++)
+    close(l->kept[i]);
+  for (int i = 0; i < 3; i++)
+    close(l->fd[i]);
+  char path[100];
+  snprintf(path, sizeof path, "%s/s", l->dir);
+  unlink(path);
+  rmdir(l->dir);
+}
+
+/* Issue 22, case 7: a client can name any endpoint among its servers, but the server
+ * connects only to tcp:// ones, and keeps a link only to one that welcomes it as a Lithium
+ * server would, within min(--fetch-timeout, 5 s); one that does not is not connected to
+ * again for 10 s (then twice as long each time), and libzmq's reconnects of the link come
+ * a second apart, not 100 ms. Four rounds of instructions reading from each endpoint: the
+ * silent listener gets at most 2 connections, the closing one at most 3, the ipc:// path
+ * none. (Before: one or more per round, and a reconnect every 100 ms.) */
+Test(exhaust, arbitrary_peer_endpoints, .timeout = 60) {
+  const uint64_t client = UINT64_C(0xa7b17a7e);
+  listeners_t l;
+  listeners_start(&l);
+  const char *extra[] = {"--fetch-timeout", "1500", NULL};
+  th_server_t s;
+  cr_assert_eq(th_server_start_default(&s, extra), 0);
+  th_client_t c;
+  cr_assert_eq(th_client_open(&c, s.endpoint), 0);
+  cr_assert_eq(th_hello_ok(&c, client), 0);
+  const char *kernels[] = {"testk:inc"};
+  /* An ipc:// server is refused in the list itself; the list stays as it was. */
+  const char *with_ipc[] = {s.endpoint, l.ep[2]};
+  cr_assert_eq(th_program_peers(&c, kernels, 1, with_ipc, 2), 0);
+  th_rx_t r;
+  cr_assert_eq(th_recv_type(&c, LT_MSG_ERROR, &r, 5000), 0, "an ipc:// peer was taken");
+  cr_assert_eq(r.m.u.error.code, LT_EINVAL, "%s", r.m.u.error.message);
+  th_rx_clear(&r);
+  const char *peers[] = {s.endpoint, l.ep[0], l.ep[1]};
+  cr_assert_eq(th_program_peers(&c, kernels, 1, peers, 3), 0);
+  uint64_t seq = 1;
+  for (int round = 0; round < 4; round++) {
+    for (int i = 0; i < 3; i++, seq++) {
+      lt_input_t in = {.kind = LT_INPUT_REF, .id = {client, 1000 + seq}, .holder = l.ep[i]};
+      char msg[600] = "";
+      int st = th_exec1(&c, seq, &in, 0, (lt_oid_t){client, seq}, LT_INSTR_RETURN, NULL, msg,
+                        sizeof msg);
+      cr_assert_eq(st, i < 2 ? LT_ELOST : LT_EINVAL, "round %d, %s: %d %s", round, l.ep[i], st,
+                   msg);
+      if (i < 2)
+        cr_assert_not_null(strstr(msg, "Lithium server"), "round %d, %s: %s", round, l.ep[i], msg);
+    }
+    usleep(300 * 1000);
+  }
+  usleep(1000 * 1000); /* reconnects of a link left behind would come now */
+  int silent = atomic_load(&l.accepts[0]), closing = atomic_load(&l.accepts[1]),
+      ipc = atomic_load(&l.accepts[2]);
+  cr_log_info("arbitrary peers: %d connections to the silent listener, %d to the closing one, "
+              "%d to the ipc:// path",
+              silent, closing, ipc);
+  cr_assert_geq(silent, 1, "the server never tried: the test proves nothing");
+  cr_assert_leq(silent, 2, "%d connections to a silent listener", silent);
+  cr_assert_leq(closing, 3, "%d connections to a listener that closes them", closing);
+  cr_assert_eq(ipc, 0, "%d connections to an ipc:// path", ipc);
+  lt_msg_t bye = {.type = LT_MSG_BYE};
+  cr_assert_eq(th_send(&c, &bye, NULL, 0), 0);
+  th_client_close(&c);
+  cr_assert_eq(th_server_stop(&s, SIGTERM, 10000), 0);
+  listeners_stop(&l);
 }
