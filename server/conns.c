@@ -216,7 +216,7 @@ uint64_t lt__conns_cuts(const lt_server_t *srv) {
 
 static void on_closed(struct lt_conns *c) {
   if (++c->nclosed < 2) return;
-  zmq_close(c->pair);
+  if (c->pair != NULL) zmq_close(c->pair);
   conn_ent_t *e, *tmp;
   HASH_ITER(hh, c->byfd, e, tmp) {
     HASH_DEL(c->byfd, e);
@@ -240,7 +240,15 @@ void lt__conns_close(lt_server_t *srv) {
   c->closing = true;
   /* Stop the monitor before its PAIR goes: libzmq would block sending to a PAIR without a
    * peer. */
-  zmq_socket_monitor(srv->router, NULL, 0);
+  if (c->pair != NULL) zmq_socket_monitor(srv->router, NULL, 0);
   uv_close((uv_handle_t *)&c->timer, on_timer_closed);
   lt__zuv_close(&c->zuv, on_zuv_closed);
+}
+
+void lt__conns_leave(lt_server_t *srv) {
+  struct lt_conns *c = srv->conns;
+  if (c == NULL || c->pair == NULL) return;
+  zmq_socket_monitor(srv->router, NULL, 0);
+  zmq_close(c->pair);
+  c->pair = NULL;
 }

@@ -49,4 +49,9 @@ uint64_t lt__conns_cuts(const lt_server_t *srv);
  * server (before the ROUTER is closed). Accepts a server that never started it. */
 void lt__conns_close(lt_server_t *srv);
 
+/* lt__conns_leave stops the monitor and closes its socket at once, leaving the loop's handles
+ * alone: for a process about to _exit without running its loop again, whose ZeroMQ context
+ * must end (zmq_ctx_term waits for every socket). Before the ROUTER is closed. */
+void lt__conns_leave(lt_server_t *srv);
+
 #endif

@@ -6,9 +6,10 @@
  * message itself (no copy: copying a large value on this thread would hold up every
  * heartbeat for as long as it took); what the network sends is checked first (only
  * asked-for ids, a payload frame for a value, a negative status for an error). A timer
- * heartbeats links with pending fetches and fails them with LT_ELOST when the peer stays
- * silent for --fetch-timeout. Loop thread only; it never touches tasks, only the store,
- * whose waiters move them on. */
+ * heartbeats links with pending fetches, fails a fetch with LT_ELOST when nothing about its
+ * id came for --fetch-timeout and all of a link's when the peer stays silent that long, and
+ * drops links not welcomed in time. Loop thread only; it never touches tasks, only the
+ * store, whose waiters move them on. */
 #include "peer.h"
 
 #include <inttypes.h>
@@ -80,11 +81,14 @@ typedef struct lt_refused {
 
 /* A link has min(--fetch-timeout, WELCOME_MS) to be welcomed. An endpoint that did not
  * welcome is left alone for REFUSE_MIN_MS, then twice as long after each new failure, up to
- * REFUSE_MAX_MS; at most REFUSED_MAX endpoints are remembered (the oldest is forgotten).
+ * REFUSE_MAX_MS; a welcome forgets it. The first wait is short: nothing listening there
+ * looks the same as a non-Lithium listener, and a holder whose worker was restarted on the
+ * same endpoint must be reachable again soon. At most REFUSED_MAX endpoints are remembered
+ * (the oldest is forgotten).
  * libzmq reconnects a link whose connection closed after RECONNECT_MS (its default is
  * 100 ms): a listener that closes every connection at once sees a few connects per try. */
 #define WELCOME_MS    5000
-#define REFUSE_MIN_MS 10000
+#define REFUSE_MIN_MS 1000
 #define REFUSE_MAX_MS 600000
 #define REFUSED_MAX   1024
 #define RECONNECT_MS  1000
@@ -282,7 +286,7 @@ static bool refused(lt_server_t *srv, const char *ep, char *err, size_t errlen) 
   uint64_t now = uv_now(&srv->loop);
   if (r == NULL || now >= r->until) return false;
   snprintf(err, errlen,
-           "cannot reach holder %s: it did not answer as a Lithium server (not tried again for "
+           "cannot reach holder %s: unreachable or not a Lithium server (not tried again for "
            "%" PRIu64 " ms)",
            ep, r->until - now);
   return true;
@@ -310,8 +314,8 @@ static void refuse(lt_server_t *srv, const char *ep) {
                                                  : 2 * r->backoff;
   r->until = uv_now(&srv->loop) + r->backoff;
   lt__log_limited(LT_LOG_WARN,
-                  "peer %s: no welcome within %d ms (not a Lithium server?): not tried again for "
-                  "%" PRIu64 " ms",
+                  "peer %s: no welcome within %d ms (unreachable, or not a Lithium server): not "
+                  "tried again for %" PRIu64 " ms",
                   ep, welcome_ms(srv), r->backoff);
 }
 
@@ -602,7 +606,8 @@ static void on_tick(uv_timer_t *h) {
   HASH_ITER(hh, srv->peers, p, tmp) {
     if (!p->welcomed && now - p->opened >= (uint64_t)welcome_ms(srv)) {
       char why[LT_PEER_EP_MAX + 100];
-      snprintf(why, sizeof why, "peer %s did not answer as a Lithium server within %d ms", p->ep,
+      snprintf(why, sizeof why,
+               "peer %s unreachable or not a Lithium server (no welcome within %d ms)", p->ep,
                welcome_ms(srv));
       refuse(srv, p->ep);
       link_drop(p, LT_ELOST, why);

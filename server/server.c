@@ -502,11 +502,15 @@ static void dispatch(lt_server_t *srv, const void *rid, size_t rid_len, const lt
   }
 }
 
-/* mark_bound tells the connection table whether the connection of descriptor `fd` numbered
- * `conn` has a live session now (conns.h): one that has none is cut after a while. */
-static void mark_bound(lt_server_t *srv, const void *rid, size_t rid_len, int fd, uint64_t conn) {
+/* mark_bound tells the connection table whether the connection numbered `conn` that sent
+ * `hdr` has a live session now (conns.h): one that has none is cut after a while. A session
+ * that knows its descriptor was told already: nothing to look up. */
+static void mark_bound(lt_server_t *srv, const void *rid, size_t rid_len, zmq_msg_t *hdr,
+                       uint64_t conn) {
   lt_session_t *s = lt__session_find(srv, rid, rid_len);
   bool bound = s != NULL && s->conn == conn;
+  if (bound && s->fd >= 0) return;
+  int fd = zmq_msg_get(hdr, ZMQ_SRCFD);
   if (bound) s->fd = fd;
   lt__conns_seen(srv, fd, conn, bound);
 }
@@ -556,7 +560,7 @@ static void on_message(lt_zuv_t *z, zmq_msg_t *parts, size_t n, bool truncated) 
       const char *key = srv->curve ? zmq_msg_gets(&parts[1], "User-Id") : NULL;
       dispatch(srv, rid, rid_len, &m, parts + 2, conn, key != NULL ? key : "");
       lt__msg_clear(&m);
-      mark_bound(srv, rid, rid_len, zmq_msg_get(&parts[1], ZMQ_SRCFD), conn);
+      mark_bound(srv, rid, rid_len, &parts[1], conn);
     }
   }
   server_settle(srv);
