@@ -92,15 +92,16 @@ static void cut(struct lt_conns *c, conn_ent_t *e, const char *why) {
                   why);
 }
 
-/* relieve cuts a batch of the oldest unbound connections: descriptors are running short. */
-static void relieve(struct lt_conns *c, int fd) {
+/* relieve cuts a batch of the oldest unbound connections, never `keep` (the one just
+ * accepted, which may be an honest client about to say hello): descriptors run short. */
+static void relieve(struct lt_conns *c, conn_ent_t *keep) {
   uint64_t now = uv_now(&c->srv->loop);
   if (c->ncut > 0 && now - c->last_cut < CUT_SETTLE_MS) return;
   int batch = c->reserve / 2;
   char why[160];
-  snprintf(why, sizeof why, "descriptors running short (descriptor %d accepted, limit %d)", fd,
-           c->limit);
-  while (batch-- > 0 && c->unbound != NULL)
+  snprintf(why, sizeof why, "descriptors running short (descriptor %d accepted, limit %d)",
+           keep->fd, c->limit);
+  while (batch-- > 0 && c->unbound != NULL && c->unbound != keep)
     cut(c, c->unbound, why);
 }
 
@@ -121,7 +122,7 @@ static void on_accepted(struct lt_conns *c, int fd) {
   enlist(c, e);
   while (c->nunbound > c->max_unbound)
     cut(c, c->unbound, "too many connections without a session");
-  if (fd >= c->limit - c->reserve) relieve(c, fd);
+  if (fd >= c->limit - c->reserve) relieve(c, e);
 }
 
 static void on_event(lt_zuv_t *z, zmq_msg_t *parts, size_t n, bool truncated) {
