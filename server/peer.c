@@ -85,13 +85,16 @@ typedef struct lt_refused {
  * looks the same as a non-Lithium listener, and a holder whose worker was restarted on the
  * same endpoint must be reachable again soon. At most REFUSED_MAX endpoints are remembered
  * (the oldest is forgotten).
- * libzmq reconnects a link whose connection closed after RECONNECT_MS (its default is
- * 100 ms): a listener that closes every connection at once sees a few connects per try. */
-#define WELCOME_MS    5000
-#define REFUSE_MIN_MS 1000
-#define REFUSE_MAX_MS 600000
-#define REFUSED_MAX   1024
-#define RECONNECT_MS  1000
+ * libzmq reconnects a link whose connection closed after a third of its
+ * welcome time, between RECONNECT_MIN_MS (libzmq's default) and RECONNECT_MAX_MS: a holder
+ * restarting on its endpoint gets a few chances within the welcome time, and a listener
+ * that closes every connection at once sees at most about four connects per try. */
+#define WELCOME_MS       5000
+#define REFUSE_MIN_MS    1000
+#define REFUSE_MAX_MS    600000
+#define REFUSED_MAX      1024
+#define RECONNECT_MIN_MS 100
+#define RECONNECT_MAX_MS 1000
 
 bool lt__peer_remote(const lt_server_t *srv, const char *holder) {
   return holder[0] != '\0' && strcmp(holder, srv->endpoint) != 0;
@@ -357,7 +360,10 @@ static int link_open(lt_server_t *srv, const char *ep, const char *key, lt_peer_
   snprintf(p->ep, sizeof p->ep, "%s", ep);
   p->srv = srv;
   int64_t maxmsg = (int64_t)srv->lim.max_frame;
-  int zero = 0, hwm = PEER_SNDHWM, on = 1, reconnect = RECONNECT_MS, handshake = welcome_ms(srv);
+  int zero = 0, hwm = PEER_SNDHWM, on = 1, handshake = welcome_ms(srv);
+  int reconnect = handshake / 3 < RECONNECT_MIN_MS   ? RECONNECT_MIN_MS
+                  : handshake / 3 > RECONNECT_MAX_MS ? RECONNECT_MAX_MS
+                                                     : handshake / 3;
   if ((p->sock = zmq_socket(srv->zctx, ZMQ_DEALER)) == NULL ||
       zmq_setsockopt(p->sock, ZMQ_LINGER, &zero, sizeof zero) != 0 ||
       zmq_setsockopt(p->sock, ZMQ_RECONNECT_IVL, &reconnect, sizeof reconnect) != 0 ||
