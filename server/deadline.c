@@ -5,6 +5,7 @@
 
 #include <stdlib.h>
 #include <unistd.h>
+#include "conns.h"
 #include "crashlog.h"
 #include "log.h"
 #include "task.h"
@@ -13,6 +14,7 @@
  * return, so nothing may wait for them. Sent messages get a moment to leave. */
 static void leave(lt_server_t *srv, int code) {
   if (srv->router != NULL) {
+    lt__conns_leave(srv);
     int linger = 500;
     zmq_setsockopt(srv->router, ZMQ_LINGER, &linger, sizeof linger);
     zmq_close(srv->router);

@@ -25,6 +25,8 @@
  * indexed by id and looked at again only when their id enters the store (the store's
  * on-new callback), and in order of their deadlines by a timer: nothing is rescanned. */
 #define UNKNOWN_MAX 4096
+/* "Still pending" answers go to one session at most this often (ms). */
+#define STILL_PENDING_MS 100
 
 /* The peers' fetches waiting for one unknown id. */
 typedef struct lt_waiting {
@@ -333,4 +335,12 @@ void lt__fetch_drop_session(lt_server_t *srv, lt_session_t *s, int status) {
     if (status != LT_OK) send_value(srv, s, f->id, status, lt_strerror(status), NULL);
     free(f);
   }
+}
+
+void lt__fetch_still_pending(lt_server_t *srv, lt_session_t *s) {
+  uint64_t now = uv_now(&srv->loop);
+  if (s->pending_told != 0 && now - s->pending_told < STILL_PENDING_MS) return;
+  s->pending_told = now;
+  for (lt_fetch_t *f = s->fetches; f != NULL; f = f->next)
+    if (!f->unknown) send_value(srv, s, f->id, LT_EAGAIN, "still pending", NULL);
 }

@@ -32,6 +32,12 @@ void lt__fetch_close(lt_server_t *srv);
  * waiting at once are bounded by --max-session-fetches (LT_EQUOTA). */
 void lt__fetch_retry(lt_server_t *srv);
 
+/* lt__fetch_still_pending answers a heartbeat of peer session `s`: each of its fetches
+ * parked on a value whose producer has not finished is told "still pending" (a VALUE with
+ * LT_EAGAIN), which keeps the asker's fetch waiting another --fetch-timeout (peer.h); at
+ * most once every STILL_PENDING_MS per session, whatever the heartbeats' rate. */
+void lt__fetch_still_pending(lt_server_t *srv, lt_session_t *s);
+
 /* lt__fetch_drop_session takes the session's parked fetches out of the store; unless
  * `status` is LT_OK each is first answered with a VALUE carrying `status`. */
 void lt__fetch_drop_session(lt_server_t *srv, lt_session_t *s, int status);

@@ -6,9 +6,10 @@
  * message itself (no copy: copying a large value on this thread would hold up every
  * heartbeat for as long as it took); what the network sends is checked first (only
  * asked-for ids, a payload frame for a value, a negative status for an error). A timer
- * heartbeats links with pending fetches and fails them with LT_ELOST when the peer stays
- * silent for --fetch-timeout. Loop thread only; it never touches tasks, only the store,
- * whose waiters move them on. */
+ * heartbeats links with pending fetches, fails a fetch with LT_ELOST when nothing about its
+ * id came for --fetch-timeout and all of a link's when the peer stays silent that long, and
+ * drops links not welcomed in time. Loop thread only; it never touches tasks, only the
+ * store, whose waiters move them on. */
 #include "peer.h"
 
 #include <inttypes.h>
@@ -33,6 +34,8 @@ typedef struct pfetch {
   bool want_release;  /* a last reader came later: send a RELEASE once the value is here */
   bool unsent;        /* the FETCH did not go out (send queue full): retried on every tick */
   uint64_t since;     /* uv_now when it was made */
+  uint64_t alive;     /* uv_now of the request, or of the holder's last "still pending" about
+                         it: the fetch fails --fetch-timeout after it */
 } pfetch_t;
 
 /* A copy fetched into the local store (pending while its fetch is under way) and the
@@ -59,9 +62,39 @@ struct lt_peer {
   uint64_t backoff;  /* ms between hellos now: doubles at each re-greeting, reset by a value */
   bool hello_due;    /* a re-greeting waits for hello_at */
   uint64_t sent;     /* uv_now of our last message to it */
+  uint64_t hb_sent;  /* uv_now of our last heartbeat to it */
   uint64_t used;     /* uv_now when it last had a fetch added or answered (idle eviction) */
   uint64_t hb_seq;
+  uint64_t opened; /* uv_now when the link was opened */
+  bool welcomed;   /* the holder answered our hello with a welcome: a Lithium server */
 };
+
+/* An endpoint whose link got no welcome in time (not a Lithium server, or none there): not
+ * connected to again before `until`; the wait doubles at each new failure. */
+typedef struct lt_refused {
+  UT_hash_handle hh;
+  bool oom;
+  char ep[LT_PEER_EP_MAX + 1]; /* key */
+  uint64_t until;
+  uint64_t backoff;
+} lt_refused_t;
+
+/* A link has min(--fetch-timeout, WELCOME_MS) to be welcomed. An endpoint that did not
+ * welcome is left alone for REFUSE_MIN_MS, then twice as long after each new failure, up to
+ * REFUSE_MAX_MS; a welcome forgets it. The first wait is short: nothing listening there
+ * looks the same as a non-Lithium listener, and a holder whose worker was restarted on the
+ * same endpoint must be reachable again soon. At most REFUSED_MAX endpoints are remembered
+ * (the oldest is forgotten).
+ * libzmq reconnects a link whose connection closed after a third of its
+ * welcome time, between RECONNECT_MIN_MS (libzmq's default) and RECONNECT_MAX_MS: a holder
+ * restarting on its endpoint gets a few chances within the welcome time, and a listener
+ * that closes every connection at once sees at most about four connects per try. */
+#define WELCOME_MS       5000
+#define REFUSE_MIN_MS    1000
+#define REFUSE_MAX_MS    600000
+#define REFUSED_MAX      1024
+#define RECONNECT_MIN_MS 100
+#define RECONNECT_MAX_MS 1000
 
 bool lt__peer_remote(const lt_server_t *srv, const char *holder) {
   return holder[0] != '\0' && strcmp(holder, srv->endpoint) != 0;
@@ -143,6 +176,7 @@ static void send_release(lt_peer_t *p, lt_oid_t id, uint64_t secret) {
 }
 
 static void send_heartbeat(lt_peer_t *p) {
+  p->hb_sent = uv_now(&p->srv->loop);
   lt_msg_t m;
   memset(&m, 0, sizeof m);
   m.type = LT_MSG_HEARTBEAT;
@@ -239,6 +273,64 @@ static bool make_room(lt_server_t *srv) {
 static void on_peer_message(lt_zuv_t *z, zmq_msg_t *parts, size_t n, bool truncated);
 static void on_tick(uv_timer_t *h);
 
+static int welcome_ms(const lt_server_t *srv) {
+  return (int)(srv->fetch_ms < WELCOME_MS ? srv->fetch_ms : WELCOME_MS);
+}
+
+static lt_refused_t *refused_find(lt_server_t *srv, const char *ep) {
+  lt_refused_t *r = NULL;
+  HASH_FIND(hh, srv->refused, ep, strlen(ep), r);
+  return r;
+}
+
+/* refused tells whether `ep` is left alone for now (with the reason in err). */
+static bool refused(lt_server_t *srv, const char *ep, char *err, size_t errlen) {
+  lt_refused_t *r = refused_find(srv, ep);
+  uint64_t now = uv_now(&srv->loop);
+  if (r == NULL || now >= r->until) return false;
+  snprintf(err, errlen,
+           "cannot reach holder %s: unreachable or not a Lithium server (not tried again for "
+           "%" PRIu64 " ms)",
+           ep, r->until - now);
+  return true;
+}
+
+/* refuse remembers that `ep` did not welcome us: left alone for a while, longer each time. */
+static void refuse(lt_server_t *srv, const char *ep) {
+  lt_refused_t *r = refused_find(srv, ep);
+  if (r == NULL) {
+    if (HASH_COUNT(srv->refused) >= REFUSED_MAX) {
+      lt_refused_t *o = srv->refused; /* the oldest: uthash keeps the order of insertion */
+      HASH_DEL(srv->refused, o);
+      free(o);
+    }
+    if ((r = calloc(1, sizeof *r)) == NULL) return;
+    snprintf(r->ep, sizeof r->ep, "%s", ep);
+    HASH_ADD(hh, srv->refused, ep, strlen(r->ep), r);
+    if (r->oom) {
+      free(r);
+      return;
+    }
+  }
+  r->backoff = r->backoff == 0                   ? REFUSE_MIN_MS
+               : r->backoff >= REFUSE_MAX_MS / 2 ? REFUSE_MAX_MS
+                                                 : 2 * r->backoff;
+  r->until = uv_now(&srv->loop) + r->backoff;
+  lt__log_limited(LT_LOG_WARN,
+                  "peer %s: no welcome within %d ms (unreachable, or not a Lithium server): not "
+                  "tried again for %" PRIu64 " ms",
+                  ep, welcome_ms(srv), r->backoff);
+}
+
+/* welcomed marks link p as a Lithium server's: its endpoint is no longer refused. */
+static void welcomed(lt_peer_t *p) {
+  p->welcomed = true;
+  lt_refused_t *r = refused_find(p->srv, p->ep);
+  if (r == NULL) return;
+  HASH_DEL(p->srv->refused, r);
+  free(r);
+}
+
 /* link_open opens a link to holder `ep`. Under CURVE (this server has a key pair and the
  * session announced the holder's public key `key`) the link authenticates with the
  * server's own key pair: the holder allows it when it shares the pair or lists its key. */
@@ -252,6 +344,7 @@ static int link_open(lt_server_t *srv, const char *ep, const char *key, lt_peer_
     snprintf(err, errlen, "cannot reach holder %s: server shutting down", ep);
     return LT_ESHUTDOWN;
   }
+  if (refused(srv, ep, err, errlen)) return LT_ELOST;
   if (!make_room(srv)) {
     /* Waiting for room could last as long as the other holders' values take: the reader
      * fails now instead, and the client recomputes or re-dispatches it. */
@@ -267,9 +360,14 @@ static int link_open(lt_server_t *srv, const char *ep, const char *key, lt_peer_
   snprintf(p->ep, sizeof p->ep, "%s", ep);
   p->srv = srv;
   int64_t maxmsg = (int64_t)srv->lim.max_frame;
-  int zero = 0, hwm = PEER_SNDHWM, on = 1;
+  int zero = 0, hwm = PEER_SNDHWM, on = 1, handshake = welcome_ms(srv);
+  int reconnect = handshake / 3 < RECONNECT_MIN_MS   ? RECONNECT_MIN_MS
+                  : handshake / 3 > RECONNECT_MAX_MS ? RECONNECT_MAX_MS
+                                                     : handshake / 3;
   if ((p->sock = zmq_socket(srv->zctx, ZMQ_DEALER)) == NULL ||
       zmq_setsockopt(p->sock, ZMQ_LINGER, &zero, sizeof zero) != 0 ||
+      zmq_setsockopt(p->sock, ZMQ_RECONNECT_IVL, &reconnect, sizeof reconnect) != 0 ||
+      zmq_setsockopt(p->sock, ZMQ_HANDSHAKE_IVL, &handshake, sizeof handshake) != 0 ||
       zmq_setsockopt(p->sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) != 0 ||
       zmq_setsockopt(p->sock, ZMQ_SNDHWM, &hwm, sizeof hwm) != 0 ||
       (strchr(ep, '[') != NULL && zmq_setsockopt(p->sock, ZMQ_IPV6, &on, sizeof on) != 0) ||
@@ -302,7 +400,7 @@ static int link_open(lt_server_t *srv, const char *ep, const char *key, lt_peer_
     return LT_ENOMEM;
   }
   srv->npeers++;
-  p->heard = p->used = uv_now(&srv->loop);
+  p->heard = p->used = p->opened = uv_now(&srv->loop);
   if ((rc = send_hello(p)) != LT_OK) {
     snprintf(err, errlen, "cannot say hello to peer %s: %s", ep, lt_strerror(rc));
     link_drop(p, rc, err);
@@ -334,8 +432,14 @@ static void on_value(lt_peer_t *p, const lt_msg_t *m, zmq_msg_t *payloads) {
             lt__oid_format(id, ids, sizeof ids));
     return;
   }
-  /* An answer to what we asked: a sign of life, and of progress. */
+  /* An answer to what we asked: a sign of life. "Still pending" (LT_EAGAIN, sent by the
+   * holder at our heartbeats while the value's producer has not finished) keeps this fetch
+   * waiting another --fetch-timeout; nothing else does. */
   p->heard = uv_now(&srv->loop);
+  if (m->u.value.status == LT_EAGAIN) {
+    f->alive = p->heard;
+    return;
+  }
   p->backoff = 0;
   bool release = f->want_release;
   uint64_t secret = f->secret;
@@ -433,6 +537,8 @@ static void on_peer_message(lt_zuv_t *z, zmq_msg_t *parts, size_t n, bool trunca
       snprintf(why, sizeof why, "peer %s speaks protocol version %u, not %d", p->ep,
                m.u.welcome.version, LT_PROTO_VERSION);
       link_drop(p, LT_EVERSION, why);
+    } else {
+      welcomed(p);
     }
     break;
   case LT_MSG_HEARTBEAT:
@@ -478,13 +584,41 @@ static void retry_unsent(lt_peer_t *p, uint64_t now) {
   }
 }
 
-/* on_tick heartbeats links with pending fetches and drops those silent for too long, retries
- * fetches that could not be sent, and closes links idle for a fetch timeout. */
+/* expire_fetches fails the fetches of p that have had no answer about them for the fetch
+ * timeout, counted from the request or from the holder's last "still pending" about that
+ * id: other messages of the holder (heartbeat echoes, errors, values of other ids) do not
+ * count, so a holder that never answers what was asked cannot keep a reader parked. */
+static void expire_fetches(lt_peer_t *p, uint64_t now) {
+  lt_server_t *srv = p->srv;
+  pfetch_t *f, *tmp;
+  HASH_ITER(hh, p->fetches, f, tmp) {
+    if (now - f->alive < srv->fetch_ms) continue;
+    char why[LT_PEER_EP_MAX + 160], ids[48];
+    snprintf(why, sizeof why, "peer %s did not answer about %s for %" PRIu64 " ms", p->ep,
+             lt__oid_format(f->id, ids, sizeof ids), now - f->alive);
+    lt_oid_t id = f->id;
+    fetch_del(p, f);
+    local_fail(srv, id, LT_ELOST, why);
+  }
+}
+
+/* on_tick heartbeats links with pending fetches and drops those silent for too long, fails
+ * fetches without an answer for too long, retries fetches that could not be sent, and closes
+ * links idle for a fetch timeout. */
 static void on_tick(uv_timer_t *h) {
   lt_server_t *srv = h->data;
   uint64_t now = uv_now(&srv->loop);
   lt_peer_t *p, *tmp;
   HASH_ITER(hh, srv->peers, p, tmp) {
+    if (!p->welcomed && now - p->opened >= (uint64_t)welcome_ms(srv)) {
+      char why[LT_PEER_EP_MAX + 100];
+      snprintf(why, sizeof why,
+               "peer %s unreachable or not a Lithium server (no welcome within %d ms)", p->ep,
+               welcome_ms(srv));
+      refuse(srv, p->ep);
+      link_drop(p, LT_ELOST, why);
+      continue;
+    }
     if (p->nfetches == 0) {
       if (now - p->used >= srv->fetch_ms) {
         lt__log(LT_LOG_DEBUG, "peer %s: idle link closed", p->ep);
@@ -500,7 +634,11 @@ static void on_tick(uv_timer_t *h) {
       snprintf(why, sizeof why, "peer %s unreachable (silent for %" PRIu64 " ms)", p->ep,
                now - p->heard);
       link_drop(p, LT_ELOST, why);
-    } else if (now - p->sent >= srv->fetch_ms / 3) {
+      continue;
+    }
+    expire_fetches(p, now);
+    if (p->nfetches > 0 && now - p->hb_sent >= srv->fetch_ms / 3) {
+      /* By the clock of heartbeats alone: the holder tells what is still pending at each. */
       send_heartbeat(p);
     }
   }
@@ -570,7 +708,7 @@ int lt__peer_need(lt_server_t *srv, const char *holder, const char *key, uint64_
     f->id = id;
     f->secret = secret;
     f->asked_release = last;
-    f->since = uv_now(&srv->loop);
+    f->since = f->alive = uv_now(&srv->loop);
     HASH_ADD(hh, p->fetches, id, sizeof f->id, f);
     if (f->oom) {
       free(f);
@@ -650,6 +788,11 @@ void lt__peer_lost(lt_server_t *srv, uint64_t client, const char *holder) {
 void lt__peer_close_all(lt_server_t *srv) {
   lt_peer_t *p, *tmp;
   HASH_ITER(hh, srv->peers, p, tmp) link_drop(p, LT_ESHUTDOWN, "server shutting down");
+  lt_refused_t *r, *rtmp;
+  HASH_ITER(hh, srv->refused, r, rtmp) {
+    HASH_DEL(srv->refused, r);
+    free(r);
+  }
   lt_copy_t *c, *ctmp;
   HASH_ITER(hh, srv->copies, c, ctmp) {
     HASH_DEL(srv->copies, c);

@@ -2,10 +2,14 @@
  * held by another server, this server opens (once per holder endpoint, then keeps) a DEALER
  * to the holder's ROUTER, says hello as a peer and fetches the value into its own store
  * under the same id, where every local reader parked on it resolves without a copy; the
- * copy stays while it has local readers. A peer that stays silent while fetches are pending
- * fails them with LT_ELOST, as does a client's LOST naming the holder; links idle for a
- * fetch timeout are closed, and the least recently used idle one makes room when the table
- * is full. The holder's side of a fetch is fetch.c. Loop thread only. */
+ * copy stays while it has local readers. A fetch with no answer about its id (the value, an
+ * error, or the holder's "still pending", sent at each of our heartbeats while the value's
+ * producer runs) for the fetch timeout after it was asked fails with LT_ELOST, and so do
+ * all of a peer's when it stays silent that long, or a client's LOST names it. A link the
+ * holder does not welcome within min(fetch timeout, 5 s) is dropped and its endpoint left
+ * alone for 10 s, doubling up to 10 min: only Lithium servers are kept connected to. Links
+ * idle for a fetch timeout are closed, and the least recently used idle one makes room when
+ * the table is full. The holder's side of a fetch is fetch.c. Loop thread only. */
 #ifndef LT_PEER_H
 #define LT_PEER_H
 

@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <lithium/error.h>
 #include "calibrate.h"
+#include "conns.h"
 #include "cpus.h"
 #include "crashlog.h"
 #include "deadline.h"
@@ -129,6 +130,7 @@ void lt__server_drop_session(lt_server_t *srv, lt_session_t *s, const char *why)
   char cid[12];
   lt__log(LT_LOG_INFO, "session '%s' (client %s) ended: %s; %zu values released", s->name,
           lt__short_id(s->client_id, cid), why, n);
+  lt__conns_unbound(srv, s->fd, s->conn);
   lt__session_free(srv, s);
   lt__quota_trim(srv);
 }
@@ -321,6 +323,12 @@ static void handle_program(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m)
                           lt_strerror(rc));
     return;
   }
+  if (m->u.program.npeers > LT_SESSION_MAX_PEERS) {
+    lt__server_send_error(srv, s->rid, s->rid_len, LT_EQUOTA,
+                          "program: %u peers; a session names at most %d servers",
+                          m->u.program.npeers, LT_SESSION_MAX_PEERS);
+    return;
+  }
   rc = lt__session_peers(s, m->u.program.peers, m->u.program.npeers);
   if (rc != LT_OK)
     lt__server_send_error(srv, s->rid, s->rid_len, rc,
@@ -479,6 +487,7 @@ static void dispatch(lt_server_t *srv, const void *rid, size_t rid_len, const lt
     h.u.heartbeat.seq = m->u.heartbeat.seq;
     h.u.heartbeat.now_us = lt__executor_now_us();
     server_send(srv, rid, rid_len, &h, NULL, 0);
+    if (lt__peer_session(s)) lt__fetch_still_pending(srv, s);
     break;
   }
   case LT_MSG_BYE:
@@ -493,6 +502,19 @@ static void dispatch(lt_server_t *srv, const void *rid, size_t rid_len, const lt
   default:
     break;
   }
+}
+
+/* mark_bound tells the connection table whether the connection numbered `conn` that sent
+ * `hdr` has a live session now (conns.h): one that has none is cut after a while. A session
+ * that knows its descriptor was told already: nothing to look up. */
+static void mark_bound(lt_server_t *srv, const void *rid, size_t rid_len, zmq_msg_t *hdr,
+                       uint64_t conn) {
+  lt_session_t *s = lt__session_find(srv, rid, rid_len);
+  bool bound = s != NULL && s->conn == conn;
+  if (bound && s->fd >= 0) return;
+  int fd = zmq_msg_get(hdr, ZMQ_SRCFD);
+  if (bound) s->fd = fd;
+  lt__conns_seen(srv, fd, conn, bound);
 }
 
 /* on_message is the socket callback: [routing id][header][payload...]. */
@@ -540,6 +562,7 @@ static void on_message(lt_zuv_t *z, zmq_msg_t *parts, size_t n, bool truncated) 
       const char *key = srv->curve ? zmq_msg_gets(&parts[1], "User-Id") : NULL;
       dispatch(srv, rid, rid_len, &m, parts + 2, conn, key != NULL ? key : "");
       lt__msg_clear(&m);
+      mark_bound(srv, rid, rid_len, &parts[1], conn);
     }
   }
   server_settle(srv);
@@ -556,6 +579,7 @@ static void close_handles(lt_server_t *srv) {
   lt__task_run_failq(srv);
   lt__peer_close_all(srv);
   lt__fetch_close(srv);
+  lt__conns_close(srv);
   if (srv->zuv_started) lt__zuv_close(&srv->zuv, NULL);
   uv_close((uv_handle_t *)&srv->sigint, NULL);
   uv_close((uv_handle_t *)&srv->sigterm, NULL);
@@ -864,6 +888,7 @@ int lt__server_new(lt_server_t **out, const lt_srv_args_t *a, char *err, size_t 
   }
   if ((rc = setup_curve(srv, a, err, errlen)) != LT_OK) goto fail;
   if ((rc = setup_shipping(srv, a, err, errlen)) != LT_OK) goto fail;
+  if ((rc = lt__conns_start(srv, err, errlen)) != LT_OK) goto fail;
   if ((rc = bind_socket(srv, a, err, errlen)) != LT_OK) goto fail;
   if ((rc = lt__executor_new(&srv->ex, &srv->loop, a->threads, a->slowdown, lt__task_on_done,
                              srv)) != LT_OK) {

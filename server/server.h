@@ -66,6 +66,7 @@ typedef struct lt_server {
   char curve_pub[41];
   char curve_sec[41];
   lt_zap_t *zap;
+  struct lt_conns *conns; /* accepted connections, cut without a session (conns.c) */
   uv_timer_t idle_timer, load_timer;
 
   char endpoint[256];  /* ZMQ_LAST_ENDPOINT */
@@ -86,8 +87,9 @@ typedef struct lt_server {
   uint64_t peer_secret; /* the secret of its hellos to peers (one id, one secret) */
   uint64_t fetch_ms;    /* a peer silent this long while we fetch from it is unreachable */
   uv_timer_t peer_timer;
-  struct lt_copy *copies;   /* fetched copies in the store, by id, with their readers */
-  struct lt_fetch *unknown; /* peers' fetches of ids not here yet, by deadline (fetch.c) */
+  struct lt_copy *copies;     /* fetched copies in the store, by id, with their readers */
+  struct lt_refused *refused; /* endpoints that did not welcome a link, left alone a while */
+  struct lt_fetch *unknown;   /* peers' fetches of ids not here yet, by deadline (fetch.c) */
   struct lt_fetch *unknown_tail;
   uint32_t nunknown;
   struct lt_waiting *waiting; /* those fetches by id (fetch.c) */

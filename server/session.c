@@ -26,6 +26,7 @@ int lt__session_new(lt_server_t *srv, lt_session_t **out, const void *rid, size_
   memcpy(s->rid, rid, rid_len);
   s->rid_len = rid_len;
   s->client_id = client_id;
+  s->fd = -1;
   s->last_seen = uv_now(&srv->loop);
   HASH_ADD(hh, srv->sessions, rid, rid_len, s);
   if (s->oom) {

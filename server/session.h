@@ -74,6 +74,7 @@ struct lt_session {
   uint64_t secret;  /* from hello; proves a later hello of the same client, never logged */
   char key[41];     /* the Z85 CURVE public key of the connection ("User-Id"); "" without */
   uint64_t conn;    /* the connection that said hello (zap.h): its messages only are its */
+  int fd;           /* that connection's descriptor (ZMQ_SRCFD, conns.h), -1 before known */
   char **peers;     /* endpoints of the session's servers (PROGRAM.peers), owned */
   char **peer_keys; /* their Z85 public keys, "" when announced without one, owned */
   uint32_t npeers;
@@ -92,8 +93,9 @@ struct lt_session {
   /* Thread window (task.c): the executor runs at most execute.max_active (0: no limit)
    * of its tasks at once; queued ones beyond it hold no thread and start in order. */
   lt_exgroup_t group;
-  lt_fetch_t *fetches; /* parked fetches, and a peer link's fetches of unknown ids */
-  uint32_t nfetches;   /* of them, against --max-session-fetches */
+  lt_fetch_t *fetches;   /* parked fetches, and a peer link's fetches of unknown ids */
+  uint32_t nfetches;     /* of them, against --max-session-fetches */
+  uint64_t pending_told; /* uv_now of the last "still pending" answers (fetch.c), 0: never */
 
   /* Quotas (quota.h) and the deadline per instruction (execute.timeout_ms, 0: none). */
   uint32_t nparked; /* its instructions waiting for inputs */
@@ -119,6 +121,10 @@ int lt__session_new(lt_server_t *srv, lt_session_t **out, const void *rid, size_
 /* lt__session_by_client returns the live client session (not a peer link) of `client_id`,
  * or NULL (borrowed). */
 lt_session_t *lt__session_by_client(lt_server_t *srv, uint64_t client_id);
+
+/* Servers a session may name as its peers (PROGRAM.peers): the endpoints this server may
+ * be made to connect to on its behalf. */
+#define LT_SESSION_MAX_PEERS 1024
 
 /* lt__session_peers makes the `n` host strings ("ENDPOINT [Z85 key]") the servers of the
  * session: the only holders its REF inputs may name. LT_EINVAL for a malformed string

@@ -196,3 +196,29 @@ uint64_t values_held_total(lt_eval_t *ev) {
   }
   return total;
 }
+
+/* run_on_hosts starts an evaluator on `hosts` (host strings) with the options (key, value
+ * pairs, NULL-terminated), runs 20 tasks when it starts, and returns lt_eval_start's code. */
+int run_on_hosts(const char *const *hosts, int nhosts, const char *const *opts, int64_t *ms) {
+  lt_eval_t *ev;
+  lt_skel_t *prog = lt_pipeline(lt_farm(lt_seq("testk:inc")), lt_farm(lt_seq("testk:dbl")), NULL);
+  cr_assert_eq(lt_eval_new(&ev, prog), LT_OK);
+  cr_assert_eq(lt_eval_set(ev, "connect_timeout_ms", "8000"), LT_OK);
+  for (int i = 0; opts != NULL && opts[i] != NULL; i += 2)
+    cr_assert_eq(lt_eval_set(ev, opts[i], opts[i + 1]), LT_OK, "%s", opts[i]);
+  for (int i = 0; i < nhosts; i++)
+    cr_assert_eq(lt_eval_add_host(ev, hosts[i]), LT_OK, "%s", hosts[i]);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  int rc = lt_eval_start(ev);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  *ms = (int64_t)(t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+  if (rc == LT_OK) {
+    submit_i64s(ev, 20);
+    cr_assert_eq(lt_eval_close(ev), LT_OK);
+    for (int64_t i = 0; i < 20; i++)
+      cr_assert_eq(next_i64(ev), 2 * (i + 1));
+  }
+  lt_eval_free(ev);
+  return rc;
+}

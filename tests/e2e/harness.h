@@ -75,4 +75,10 @@ uint64_t values_held_total(lt_eval_t *ev);
 /* next_i64 reads the next result, expects it to be a successful int64 and returns it. */
 int64_t next_i64(lt_eval_t *ev);
 
+/* run_on_hosts starts an evaluator of pipe(farm(testk:inc), farm(testk:dbl)) on `hosts`
+ * (host strings) with the options (key, value pairs, NULL-terminated; connect_timeout_ms
+ * 8000 unless they say), runs 20 tasks when it starts (failing the test on a wrong result),
+ * and returns lt_eval_start's code; *ms is how long the start took. */
+int run_on_hosts(const char *const *hosts, int nhosts, const char *const *opts, int64_t *ms);
+
 #endif

@@ -44,6 +44,19 @@ static void answer(lt_hostile_t *h, zmq_msg_t *rid, const lt_msg_t *in, uint64_t
     out.type = LT_MSG_HEARTBEAT;
     out.u.heartbeat.seq = in->u.heartbeat.seq;
     hostile_send(h, rid, &out);
+  } else if (h->mode == LT_HOSTILE_STRAY && in->type == LT_MSG_FETCH) {
+    atomic_fetch_add(&h->fetches, 1);
+    out.type = LT_MSG_VALUE;
+    out.u.value.id = in->u.fetch.id;
+    out.u.value.id.seq += 1000003; /* not what was asked */
+    out.u.value.status = LT_ENOENT;
+    out.u.value.errmsg = "astray";
+    out.u.value.frame = -1;
+    hostile_send(h, rid, &out);
+    lt_msg_t e = {.type = LT_MSG_ERROR};
+    e.u.error.code = LT_ESTATE;
+    e.u.error.message = "send hello first";
+    hostile_send(h, rid, &e);
   } else if (in->type == LT_MSG_EXECUTE && in->u.execute.ninstrs > 0) {
     /* Keeps the work; answers for an instruction nobody gave it. */
     lt_completion_t c = {.seq = 7 + (*bogus)++ * 1000003, .status = LT_OK, .errmsg = ""};

@@ -2,7 +2,9 @@
  * on tcp://127.0.0.1 (port 0) that speaks the protocol with the codec, in a thread of its
  * own. It welcomes every hello, then either keeps every instruction for ever while it
  * answers heartbeats and reports completions of instructions it was never given
- * (LT_HOSTILE_KEEPS), or sends nothing at all (LT_HOSTILE_MUTE). Test process only: start
+ * (LT_HOSTILE_KEEPS), or sends nothing at all (LT_HOSTILE_MUTE), or, as the holder a server
+ * fetches from, answers heartbeats and every FETCH with a value of another id and an error
+ * ("hello first"), never with what was asked (LT_HOSTILE_STRAY). Test process only: start
  * and stop it from the test's own thread. */
 #ifndef LT_TEST_HOSTILE_H
 #define LT_TEST_HOSTILE_H
@@ -13,6 +15,7 @@
 typedef enum lt_hostile_mode {
   LT_HOSTILE_KEEPS = 0, /* answers heartbeats, never completes, reports strays */
   LT_HOSTILE_MUTE,      /* welcomes, then says nothing */
+  LT_HOSTILE_STRAY,     /* answers heartbeats, and fetches with other ids and errors */
 } lt_hostile_mode_t;
 
 typedef struct lt_hostile {
@@ -21,6 +24,7 @@ typedef struct lt_hostile {
   void *ctx, *sock;
   atomic_int stop;
   atomic_int welcomes; /* hellos it welcomed */
+  atomic_int fetches;  /* fetches it answered astray */
   pthread_t thread;
 } lt_hostile_t;
 

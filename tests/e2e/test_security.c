@@ -592,30 +592,6 @@ static void start_curve(th_server_t *s, const keys_t *k, const char *const *more
   cr_assert_eq(th_server_start_default(s, extra), 0);
 }
 
-/* client_run starts an evaluator on `hosts` (host strings) with the options (key, value
- * pairs, NULL-terminated), runs 20 tasks when it starts, and returns lt_eval_start's code. */
-static int client_run(const char *const *hosts, int nhosts, const char *const *opts, int64_t *ms) {
-  lt_eval_t *ev;
-  lt_skel_t *prog = lt_pipeline(lt_farm(lt_seq("testk:inc")), lt_farm(lt_seq("testk:dbl")), NULL);
-  cr_assert_eq(lt_eval_new(&ev, prog), LT_OK);
-  cr_assert_eq(lt_eval_set(ev, "connect_timeout_ms", "8000"), LT_OK);
-  for (int i = 0; opts != NULL && opts[i] != NULL; i += 2)
-    cr_assert_eq(lt_eval_set(ev, opts[i], opts[i + 1]), LT_OK, "%s", opts[i]);
-  for (int i = 0; i < nhosts; i++)
-    cr_assert_eq(lt_eval_add_host(ev, hosts[i]), LT_OK, "%s", hosts[i]);
-  int64_t t0 = th_now_ms();
-  int rc = lt_eval_start(ev);
-  *ms = th_now_ms() - t0;
-  if (rc == LT_OK) {
-    submit_i64s(ev, 20);
-    cr_assert_eq(lt_eval_close(ev), LT_OK);
-    for (int64_t i = 0; i < 20; i++)
-      cr_assert_eq(next_i64(ev), 2 * (i + 1));
-  }
-  lt_eval_free(ev);
-  return rc;
-}
-
 /* A key file whose path is 40 characters of the Z85 alphabet is still read as a file. */
 Test(security, key_file_named_like_a_key) {
   char dir[] = "/tmp/lt-keyfile-XXXXXX", base[64], path[80], err[300], pub[41];
@@ -652,24 +628,24 @@ Test(security, curve_allowed_and_refused) {
   int64_t ms;
   /* Allowed: the key in the host string, or the server key as an option. */
   const char *good[] = {"curve_key", k.cli_key, NULL};
-  cr_assert_eq(client_run(hosts, 1, good, &ms), LT_OK);
+  cr_assert_eq(run_on_hosts(hosts, 1, good, &ms), LT_OK);
   const char *plain_hosts[] = {s.endpoint};
   const char *good2[] = {"curve_key", k.cli_key, "curve_server", k.srv_pub, NULL};
-  cr_assert_eq(client_run(plain_hosts, 1, good2, &ms), LT_OK);
+  cr_assert_eq(run_on_hosts(plain_hosts, 1, good2, &ms), LT_OK);
   /* Refused key, no key, CURVE on the client's side only or the server's: LT_EAUTH, at
    * once (well within the 8 s connect timeout). */
   const char *bad[] = {"curve_key", k.bad_key, NULL};
-  cr_assert_eq(client_run(hosts, 1, bad, &ms), LT_EAUTH);
+  cr_assert_eq(run_on_hosts(hosts, 1, bad, &ms), LT_EAUTH);
   cr_assert_lt(ms, 3000, "%lld ms", (long long)ms);
-  cr_assert_eq(client_run(hosts, 1, NULL, &ms), LT_EAUTH);
+  cr_assert_eq(run_on_hosts(hosts, 1, NULL, &ms), LT_EAUTH);
   cr_assert_lt(ms, 3000, "%lld ms", (long long)ms);
-  cr_assert_eq(client_run(plain_hosts, 1, good, &ms), LT_EAUTH);
+  cr_assert_eq(run_on_hosts(plain_hosts, 1, good, &ms), LT_EAUTH);
   cr_assert_lt(ms, 3000, "%lld ms", (long long)ms);
   /* A wrong server key. */
   char wrong[400];
   snprintf(wrong, sizeof wrong, "%s %s", s.endpoint, k.bad_pub);
   const char *wrong_hosts[] = {wrong};
-  cr_assert_eq(client_run(wrong_hosts, 1, good, &ms), LT_EAUTH);
+  cr_assert_eq(run_on_hosts(wrong_hosts, 1, good, &ms), LT_EAUTH);
   cr_assert_lt(ms, 3000, "%lld ms", (long long)ms);
   /* SIGHUP re-reads the allowed keys: the refused key is let in. */
   FILE *f = fopen(k.allow, "a");
@@ -678,7 +654,7 @@ Test(security, curve_allowed_and_refused) {
   fclose(f);
   kill(s.pid, SIGHUP);
   usleep(300 * 1000);
-  cr_assert_eq(client_run(hosts, 1, bad, &ms), LT_OK);
+  cr_assert_eq(run_on_hosts(hosts, 1, bad, &ms), LT_OK);
   cr_assert_eq(th_server_stop(&s, SIGTERM, 5000), 0);
   drop_keys(&k);
 }

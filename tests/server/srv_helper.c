@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -22,6 +23,18 @@ int64_t th_now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int th_conn_ended(int fd, int timeout_ms) {
+  int64_t until = th_now_ms() + timeout_ms;
+  char buf[512];
+  for (;;) {
+    int left = (int)(until - th_now_ms());
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (left <= 0 || poll(&p, 1, left) <= 0) return 0;
+    ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return 1;
+  }
 }
 
 static int spawn(const char *const *argv, int *out_fd, int *err_fd, pid_t *pid) {

@@ -113,6 +113,10 @@ int th_exec1(th_client_t *c, uint64_t seq, const lt_input_t *in, int64_t v, lt_o
 void th_put_i64(unsigned char *p, int64_t v);
 int64_t th_get_i64(const void *p);
 
+/* th_conn_ended reads socket `fd` (discarding what comes) until its peer's end, for up to
+ * timeout_ms: 1 when the peer closed it (end of file or reset), 0 when it is still open. */
+int th_conn_ended(int fd, int timeout_ms);
+
 /* th_now_ms returns CLOCK_MONOTONIC in milliseconds. */
 int64_t th_now_ms(void);
 

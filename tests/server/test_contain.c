@@ -578,9 +578,10 @@ static long cpu_ticks(pid_t pid) {
 }
 
 /* Issue 22, case 7: at a low hard open-file limit (64 here, under prlimit), bare TCP
- * connections that never greet fill the server's descriptors, and an honest hello waits in
- * the listen queue. They are closed after 5 s without a handshake (libzmq's default is
- * 30 s), so the hello is answered after a wave or two of them, not after a minute. */
+ * connections that never greet would fill the server's descriptors and keep an honest hello
+ * in the listen queue. The server cuts the oldest connections without a session once they
+ * are more than a quarter of its descriptors (server/conns.h), so the hello is answered at
+ * once, and the bare ones see their end. */
 Test(contain, bare_connections_at_a_low_descriptor_limit, .timeout = 120) {
   enum { BARE = 100 };
   const char *argv[] = {"/usr/bin/prlimit",
@@ -617,15 +618,18 @@ Test(contain, bare_connections_at_a_low_descriptor_limit, .timeout = 120) {
   int64_t t0 = th_now_ms();
   cr_assert_eq(th_hello(&a.c, CLIENT_A, LT_PROTO_VERSION), LT_OK);
   th_rx_t r;
-  /* The descriptors are taken: nothing for a while (if this fails, the limit did not bite
-   * and the test proves nothing). */
-  cr_assert_eq(th_recv(&a.c, &r, 1500), LT_ETIMEDOUT, "answered at once: no descriptor shortage");
-  cr_assert_eq(th_recv_type(&a.c, LT_MSG_WELCOME, &r, 25000), 0, "no welcome within 26.5 s");
+  cr_assert_eq(th_recv_type(&a.c, LT_MSG_WELCOME, &r, 3000), 0, "no welcome within 3 s");
   th_rx_clear(&r);
   int64_t took = th_now_ms() - t0;
-  cr_assert_lt(took, 25000, "welcome after %lld ms", (long long)took);
-  for (int i = 0; i < opened; i++)
+  /* The limit did bite: the server cut most of the bare connections (without the cuts it
+   * would have closed them only after 5 s without a handshake). */
+  int ended = 0;
+  for (int i = 0; i < opened; i++) {
+    ended += th_conn_ended(fds[i], 20);
     close(fds[i]);
+  }
+  cr_assert_gt(ended, BARE / 2, "only %d of %d bare connections cut (welcome after %lld ms)", ended,
+               BARE, (long long)took);
   bye(&a);
   cr_assert_eq(th_server_stop(&srv, SIGTERM, 10000), 0);
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 #include <lithium/error.h>
 
@@ -115,27 +116,66 @@ static void property(unsigned char *buf, size_t *k, const char *name, const void
   *k += vlen;
 }
 
-int th_zmtp_open(th_zmtp_t *z, const char *endpoint, const void *rid, size_t rid_len,
-                 int timeout_ms) {
-  z->fd = -1;
+/* tcp_connect connects a TCP socket to tcp://HOST:PORT `endpoint`; the socket or -1. */
+static int tcp_connect(const char *endpoint) {
   char host[64];
   int port;
-  if (sscanf(endpoint, "tcp://%63[^:]:%d", host, &port) != 2 || rid_len > 255) return -1;
+  if (sscanf(endpoint, "tcp://%63[^:]:%d", host, &port) != 2) return -1;
   struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
   if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) return -1;
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
+  if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+/* ready_null builds a READY command of a DEALER (an empty "Identity" first) into buf; its
+ * length. */
+static size_t ready_null(unsigned char *buf) {
+  size_t k = 6;
+  memcpy(buf, "\x05READY", 6);
+  property(buf, &k, "Socket-Type", "DEALER", 6);
+  property(buf, &k, "Identity", "", 0);
+  return k;
+}
+
+int th_zmtp_greet(th_zmtp_t *z, const char *endpoint, const char *mechanism) {
+  z->fd = -1;
+  unsigned char greet[64] = {0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0x7f, 3, 0};
+  size_t mlen = strlen(mechanism);
+  if (mlen > 20) return -1;
+  memcpy(greet + 12, mechanism, mlen);
+  int fd = tcp_connect(endpoint);
+  if (fd < 0) return -1;
+  struct timeval tv = {2, 0};
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  unsigned char ready[600];
+  if (write_all(fd, greet, 64) != 0 ||
+      (strcmp(mechanism, "NULL") == 0 &&
+       send_frame(fd, FLAG_COMMAND, ready, ready_null(ready)) != 0)) {
+    close(fd);
+    return -1;
+  }
+  z->fd = fd;
+  return 0;
+}
+
+int th_zmtp_open(th_zmtp_t *z, const char *endpoint, const void *rid, size_t rid_len,
+                 int timeout_ms) {
+  z->fd = -1;
+  if (rid_len > 255) return -1;
+  int fd = tcp_connect(endpoint);
+  if (fd < 0) return -1;
   int64_t until = th_now_ms() + timeout_ms;
   unsigned char greet[64] = {0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0x7f, 3, 0, 'N', 'U', 'L', 'L'};
   unsigned char peer[64], ready[600], flags, *data = NULL;
-  size_t k = 0, len;
-  memcpy(ready, "\x05READY", 6);
-  k = 6;
-  property(ready, &k, "Socket-Type", "DEALER", 6);
-  property(ready, &k, "Identity", "", 0);
+  size_t k = ready_null(ready), len;
   if (rid != NULL) property(ready, &k, "Identity", rid, rid_len);
-  if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0 || write_all(fd, greet, 64) != 0 ||
-      read_all(fd, peer, 64, until) != 0 || send_frame(fd, FLAG_COMMAND, ready, k) != 0 ||
+  if (write_all(fd, greet, 64) != 0 || read_all(fd, peer, 64, until) != 0 ||
+      send_frame(fd, FLAG_COMMAND, ready, k) != 0 ||
       read_frame(fd, &flags, &data, &len, until) != 0) {
     close(fd);
     return -1;

@@ -20,6 +20,12 @@ typedef struct th_zmtp {
 int th_zmtp_open(th_zmtp_t *z, const char *endpoint, const void *rid, size_t rid_len,
                  int timeout_ms);
 
+/* th_zmtp_greet connects to `endpoint` and sends a greeting with `mechanism` ("NULL" or
+ * "CURVE", as a client) and, for NULL, a READY command, without waiting for anything: what
+ * a hostile peer does before it floods a server that might refuse it. Sends time out after
+ * 2 s. 0, or -1 (nothing left open). */
+int th_zmtp_greet(th_zmtp_t *z, const char *endpoint, const char *mechanism);
+
 /* th_zmtp_close closes the connection abruptly (no bye); accepts a closed peer. */
 void th_zmtp_close(th_zmtp_t *z);
 
