@@ -24,9 +24,10 @@
 
 #define PROG "bench_journal"
 
-static const char usage[] = "usage: bench_journal [--tasks N]\n"
-                            "  N tasks of BENCH_JOURNAL_SIZE bytes (default 4096) with a journal\n"
-                            "  in LT_BENCH_JOURNAL_DIR (default /tmp): a fresh run, then a resume\n";
+static const char usage[] =
+    "usage: bench_journal [--tasks N]\n"
+    "  N tasks of BENCH_JOURNAL_SIZE bytes (default 4096) with a journal\n"
+    "  in LT_BENCH_JOURNAL_DIR (default /tmp): a fresh run, then a resume\n";
 
 /* What a run's child reports to the parent. */
 typedef struct report {
