@@ -44,8 +44,10 @@ int lt__server_has_room(const lt_sched_t *s, size_t i) {
 
 double lt__server_left_us(const lt_sched_t *s, size_t i, int64_t now_ms) {
   double running = 0, elapsed_us = 0, cap_us = 0;
-  for (const lt_instr_rec_t *r = s->srv[i].slot.out; r != NULL; r = r->out_next) {
-    if (r->run_ms < 0 || r->run_ms > now_ms) continue;
+  /* The running ones lead the server's list (instr.c marks them from its head), so the walk
+   * stops at the first that waits: O(window), not O(what lookahead queued). */
+  for (const lt_instr_rec_t *r = s->srv[i].slot.out; r != NULL && r->run_ms >= 0; r = r->out_next) {
+    if (r->run_ms > now_ms) continue;
     running++;
     elapsed_us += (double)(now_ms - r->run_ms) * 1000.0;
     cap_us += 0.9 * r->cost_us;
