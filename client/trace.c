@@ -300,7 +300,7 @@ void lt__trace_completion_at(lt_trace_t *t, lt_sched_t *s, size_t idx, const lt_
   lt__json_u64(&t->j, "output_bytes", out);
   /* When it was sent and when its completion arrived, on the trace's clock: with the span,
    * how long it took to reach a worker and how long its completion took to come back. */
-  if (r->sent_us > t->t0_us) lt__json_u64(&t->j, "sent", (uint64_t)(r->sent_us - t->t0_us));
+  if (r->sent_us >= t->t0_us) lt__json_u64(&t->j, "sent", (uint64_t)(r->sent_us - t->t0_us));
   lt__json_u64(&t->j, "recv", (uint64_t)recv);
   lt__json_object_close(&t->j);
   ev_end(t);
