@@ -24,8 +24,8 @@
  *    scheduler slice, 1.4 ms on 2 cores), and completions come in bursts when kernels that
  *    shared a core end together. So the depth also learns from starvation: a report that a
  *    thread of the window was free with nothing queued while work waited at the client for
- *    room there adds one (`spare`, at most one per thread); LT_SPARE_QUIET control periods
- *    without one take one back.
+ *    room there adds one (`spare`, at most one per thread and LT_SPARE_US of its time);
+ *    LT_SPARE_QUIET control periods without one take one back.
  * Pure arithmetic over the reports: it calls nothing of the dispatcher. Dispatcher thread. */
 #include <math.h>
 
@@ -185,7 +185,13 @@ static void starve(lt_pace_t *p, const lt_load_t *load) {
     return;
   p->starved++;
   p->starved_now = 1;
-  if (p->spare < (uint32_t)lt__pace_parallel(p)) {
+  /* At most one per thread, and at most LT_SPARE_US of the server's time (one at least): a
+   * refill is late by milliseconds, and long kernels lose little to it but would leave a
+   * deep queue on a server that slows down. */
+  double most = p->per_us > 0 ? floor(LT_SPARE_US / p->per_us) : 1;
+  if (most > lt__pace_parallel(p)) most = lt__pace_parallel(p);
+  if (most < 1) most = 1;
+  if (p->spare < (uint32_t)most) {
     p->spare++;
     recompute(p);
   }

@@ -113,6 +113,7 @@ typedef struct lt_instr_rec {
 #define LT_COSTS       16  /* chains with their own cost per server; others share the mean */
 #define LT_PER_SPAN    64  /* completions over which a server's mean time per instruction runs */
 #define LT_SPARE_QUIET 5   /* control periods without a starvation before the spare depth shrinks */
+#define LT_SPARE_US    5000.0 /* the spare depth covers at most this much of a server's time */
 
 /* One chain of the template (its tstage array is the key) on one server. */
 typedef struct lt_cost {

@@ -63,6 +63,20 @@ Test(pace, a_starvation_while_work_waits_adds_a_spare_up_to_one_per_thread) {
   lt__options_clear(&o);
 }
 
+Test(pace, long_kernels_get_one_spare_at_most) {
+  lt_pace_t p;
+  lt_options_t o;
+  busy(&p, &o, 200);
+  for (int i = 0; i < 64; i++) /* 100 ms kernels: 50 ms per instruction, over LT_SPARE_US */
+    lt__pace_service(&p, KEY, 100000, 100000);
+  cr_assert_eq(p.cap, WINDOW + 1);
+  starve_once(&p);
+  starve_once(&p);
+  cr_assert_eq(p.cap, WINDOW + 2);
+  cr_assert_eq(p.starved, 2);
+  lt__options_clear(&o);
+}
+
 Test(pace, no_starvation_without_work_waiting_or_with_the_window_full) {
   lt_pace_t p;
   lt_options_t o;
