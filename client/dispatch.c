@@ -299,7 +299,8 @@ static int send_one(lt_sched_t *s, batch_t *batches, lt_instr_rec_t *r, int forc
       (b.returns ? LT_INSTR_RETURN : 0) | (b.release_inputs ? LT_INSTR_RELEASE_INPUTS : 0);
   r->kept_inputs = b.keeps_inputs;
   if (batch_add(s, &batches[idx], idx, r, &fi, flags) != LT_OK) return LT_ENOMEM;
-  r->sent_ms = lt__clock_ms();
+  r->sent_us = lt__clock_us();
+  r->sent_ms = r->sent_us / 1000;
   r->cost_us = lt__pace_cost_us(s, (size_t)idx, r->stages);
   r->cost_known = lt__pace_known_us(s, r->stages) > 0;
   lt__sched_put_on(s, r, idx);

@@ -17,7 +17,15 @@
  *    backs off, so a server at its knee does not oscillate. Every change is recorded.
  *    Servers enforce the window (execute.max_active).
  *  - The lookahead depth on top: RTT / time per instruction more (Little's law), so a server
- *    never idles waiting for the client and tiny tasks are not held to window / RTT.
+ *    never idles waiting for the client and tiny tasks are not held to window / RTT. The
+ *    ping's round trip is not what a refill takes: a completion wakes the server's loop,
+ *    ZeroMQ's threads and the dispatcher, and the next instruction the loop and a worker, each
+ *    behind kernels spinning on every core (a woken thread may wait out the running one's
+ *    scheduler slice, 1.4 ms on 2 cores), and completions come in bursts when kernels that
+ *    shared a core end together. So the depth also learns from starvation: a report that a
+ *    thread of the window was free with nothing queued while work waited at the client for
+ *    room there adds one (`spare`, at most one per thread and LT_SPARE_US of its time);
+ *    LT_SPARE_QUIET control periods without one take one back.
  * Pure arithmetic over the reports: it calls nothing of the dispatcher. Dispatcher thread. */
 #include <math.h>
 
@@ -34,7 +42,7 @@ static void recompute(lt_pace_t *p) {
   double rtt_us = p->rtt_us > 0 ? p->rtt_us : LT_RTT_GUESS_US; /* until the first ping */
   /* Little's law: the server finishes one every per_us when busy, so rtt / per_us more
    * instructions cover the round trip. They hold no thread while they wait. */
-  double want = rtt_us / p->per_us;
+  double want = rtt_us / p->per_us + p->spare;
   uint32_t depth = want >= LT_MAX_DEPTH ? LT_MAX_DEPTH : (uint32_t)want + 1; /* rounded up */
   /* Until the server has shown its speed over a few windows of completions the estimates
    * are young (a CPU quota lets the first instructions run at full speed): no more than a
@@ -170,15 +178,47 @@ double lt__pace_backlog_us(const lt_sched_t *s, size_t i) {
   return us;
 }
 
+/* starve counts a report of a free thread and nothing queued while work waited at the
+ * client for room on the server: the depth did not cover the refill. */
+static void starve(lt_pace_t *p, const lt_load_t *load) {
+  if (!p->paced || !p->held || load->queued > 0 || (double)load->active >= lt__pace_parallel(p))
+    return;
+  p->starved++;
+  p->starved_now = 1;
+  /* At most one per thread, and at most LT_SPARE_US of the server's time (one at least): a
+   * refill is late by milliseconds, and long kernels lose little to it but would leave a
+   * deep queue on a server that slows down. */
+  double most = p->per_us > 0 ? floor(LT_SPARE_US / p->per_us) : 1;
+  if (most > lt__pace_parallel(p)) most = lt__pace_parallel(p);
+  if (most < 1) most = 1;
+  if (p->spare < (uint32_t)most) {
+    p->spare++;
+    recompute(p);
+  }
+}
+
 void lt__pace_load(lt_pace_t *p, const lt_load_t *load) {
   p->active_sum += load->active;
   p->active_n++;
   if (load->queued > 0) p->waited = 1;
   p->load_cpu = load->cpu;
+  starve(p, load);
+  p->held = 0; /* the dispatcher's next turn says whether work still waits */
 }
 
 void lt__pace_full(lt_pace_t *p) {
   p->waited = 1;
+  p->held = 1;
+}
+
+/* unspare takes one spare back after LT_SPARE_QUIET control periods without a starvation. */
+static void unspare(lt_pace_t *p) {
+  p->quiet = p->starved_now ? 0 : p->quiet + 1;
+  p->starved_now = 0;
+  if (p->quiet < LT_SPARE_QUIET || p->spare == 0) return;
+  p->quiet = 0;
+  p->spare--;
+  recompute(p);
 }
 
 /* learn_cores updates the cores the server gets from the CPU use it reports (the process's
@@ -241,6 +281,7 @@ int lt__pace_control(lt_pace_t *p, const lt_options_t *o, int64_t now_ms, int64_
   learn_cores(p, waited || active + 1 >= lt__pace_parallel(p) - 0.5);
   for (uint32_t i = 0; i < p->ncosts; i++)
     p->costs[i].ref *= FORGET;
+  unspare(p);
   if (!o->throttle || n < 4) return 0; /* too little to judge */
   uint32_t w = decide(p, o, slowdown, active, waited);
   if (w == p->window) return 0;

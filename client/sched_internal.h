@@ -85,6 +85,7 @@ typedef struct lt_instr_rec {
   const lt_tstage_t *stages; /* borrowed from the template, for a re-dispatch */
   uint32_t nstages;
   int64_t sent_ms;           /* when it was last dispatched */
+  int64_t sent_us;           /* the same in microseconds, for the trace */
   int64_t run_ms;            /* out: when the client saw it come into its server's threads
                                 (sent to a free one, or one came free), or -1 while a full
                                 window of ours is ahead of it there (instr.c) */
@@ -107,10 +108,12 @@ typedef struct lt_instr_rec {
 #define LT_RTT_GUESS_US 200.0 /* the round trip assumed before the first ping answer */
 #define LT_MAX_DEPTH    1000  /* most instructions queued at a server beyond its window */
 
-#define LT_CONTROL_MS 200 /* throttle: one window decision per server this often */
-#define LT_HISTORY    64  /* window changes kept per server for the stats */
-#define LT_COSTS      16  /* chains with their own cost per server; others share the mean */
-#define LT_PER_SPAN   64  /* completions over which a server's mean time per instruction runs */
+#define LT_CONTROL_MS  200 /* throttle: one window decision per server this often */
+#define LT_HISTORY     64  /* window changes kept per server for the stats */
+#define LT_COSTS       16  /* chains with their own cost per server; others share the mean */
+#define LT_PER_SPAN    64  /* completions over which a server's mean time per instruction runs */
+#define LT_SPARE_QUIET 5   /* control periods without a starvation before the spare depth shrinks */
+#define LT_SPARE_US    5000.0 /* the spare depth covers at most this much of a server's time */
 
 /* One chain of the template (its tstage array is the key) on one server. */
 typedef struct lt_cost {
@@ -148,6 +151,13 @@ typedef struct lt_pace {
   uint32_t hold;      /* periods before the window may grow again */
   uint32_t backoff;   /* the hold after the next undone grow */
   uint32_t changes;   /* window changes so far */
+  /* Starvation (pace.c, lt__pace_load): a report that the server had a thread of its window
+   * free and nothing queued while work waited at the client for room there. */
+  int held;         /* work waited at the client for room here since the last report */
+  uint32_t spare;   /* learnt depth on top of the round trip's, one per starvation */
+  uint32_t quiet;   /* control periods in a row without a starvation */
+  uint64_t starved; /* starvations so far */
+  int starved_now;  /* a starvation in the current control period */
   int64_t hist_ms[LT_HISTORY];
   uint32_t hist_w[LT_HISTORY];
 } lt_pace_t;
@@ -240,6 +250,7 @@ typedef struct lt_stats_server {
   int64_t hist_ms[LT_HISTORY];
   uint32_t hist_w[LT_HISTORY];
   double rtt_us, service_us, cores;
+  uint64_t starved;
   lt_stat_t pstats[LT_POLICY_MAX * LT_POLICY_STATS]; /* the policies' own of this server */
   size_t npstats;
 } lt_stats_server_t;

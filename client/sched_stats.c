@@ -60,6 +60,7 @@ static void snap_server(const lt_sched_t *s, size_t i, lt_stats_server_t *out) {
   out->rtt_us = pc->rtt_us;
   out->service_us = pc->svc_us;
   out->cores = pc->cores;
+  out->starved = pc->starved;
   size_t max = sizeof out->pstats / sizeof out->pstats[0];
   out->npstats = lt__policies_stats(s, i, out->pstats, max);
   /* A server's history only grows with its count of changes. */
@@ -157,7 +158,8 @@ static void server_json(const lt_stats_server_t *sv, lt_json_t *j) {
   lt__json_array_close(j);
   lt__json_double(j, "rtt_us", sv->rtt_us);
   lt__json_double(j, "service_us", sv->service_us);
-  lt__json_double(j, "cores", sv->cores); /* the CPU it gets, learnt */
+  lt__json_double(j, "cores", sv->cores);  /* the CPU it gets, learnt */
+  lt__json_u64(j, "starved", sv->starved); /* reports of a free thread and nothing queued */
   lt__json_double(j, "speed", sv->speed);
   lt__json_u64(j, "bytes_to", sv->bytes_to);
   lt__json_u64(j, "bytes_from", sv->bytes_from);

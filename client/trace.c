@@ -298,6 +298,10 @@ void lt__trace_completion_at(lt_trace_t *t, lt_sched_t *s, size_t idx, const lt_
   lt__json_str(&t->j, "status", cp->status == LT_OK ? "ok" : lt_strerror(cp->status));
   lt__json_u64(&t->j, "input_bytes", in);
   lt__json_u64(&t->j, "output_bytes", out);
+  /* When it was sent and when its completion arrived, on the trace's clock: with the span,
+   * how long it took to reach a worker and how long its completion took to come back. */
+  if (r->sent_us >= t->t0_us) lt__json_u64(&t->j, "sent", (uint64_t)(r->sent_us - t->t0_us));
+  lt__json_u64(&t->j, "recv", (uint64_t)recv);
   lt__json_object_close(&t->j);
   ev_end(t);
 }

@@ -13,7 +13,9 @@
  * the feeder (benchlib.c) are the only other threads.
  *
  *   LT_BENCH_METG_SIZES=10000,3000,1000,300,100,30,10,3 (µs)  LT_BENCH_METG_SECONDS=1.5
- *   LT_BENCH_METG_MAX_TASKS=100000  build/examples/bench/bench_metg
+ *   LT_BENCH_METG_MAX_TASKS=100000  LT_BENCH_METG_SIDES=farm,plain,pipeline
+ *   LT_BENCH_METG_SERVERS=2
+ *   build/examples/bench/bench_metg
  */
 #include <math.h>
 #include <pthread.h>
@@ -26,7 +28,7 @@
 #include "benchlib.h"
 #include "busy.h"
 
-#define SERVERS       2
+#define SERVERS       2 /* LT_BENCH_METG_SERVERS overrides it */
 #define STAGES        3
 #define MAX_SIZES     16
 #define MAX_POOL      256
@@ -39,7 +41,9 @@ static const char usage[] =
     "usage: bench_metg\n"
     "  Environment: LT_BENCH_METG_SIZES (task sizes in µs, comma-separated, default\n"
     "  " DEFAULT_SIZES "), LT_BENCH_METG_SECONDS (CPU seconds of work per size and run,\n"
-    "  default 1.5), LT_BENCH_METG_MAX_TASKS (at most this many tasks per run, default 100000).\n";
+    "  default 1.5), LT_BENCH_METG_MAX_TASKS (at most this many tasks per run, default 100000),\n"
+    "  LT_BENCH_METG_SIDES (which of farm, plain and pipeline to run, comma-separated, default\n"
+    "  all three), LT_BENCH_METG_SERVERS (spawned servers, default 2).\n";
 
 /* The pool: `threads` plain threads take spin indices from `next` until `spins` are done. */
 typedef struct pool {
@@ -77,11 +81,12 @@ static int pool_run(int threads, long spins, double us, double *seconds) {
   return 0;
 }
 
-/* ours_run streams `tasks` index tasks through `program` (taken) on SERVERS fresh servers in
- * `mode`; the servers' start-up is not timed. */
-static int ours_run(lt_skel_t *program, const char *mode, long tasks, double *seconds) {
+/* ours_run streams `tasks` index tasks through `program` (taken) on `servers` fresh servers
+ * in `mode`; the servers' start-up is not timed. */
+static int ours_run(lt_skel_t *program, const char *mode, int servers, long tasks,
+                    double *seconds) {
   const char *const kv[] = {"mode", mode, NULL};
-  lt_eval_t *ev = bench_eval_open("bench_metg", program, kv, SERVERS);
+  lt_eval_t *ev = bench_eval_open("bench_metg", program, kv, servers);
   if (ev == NULL) return -1;
   int rc = bench_eval_stream("bench_metg", ev, tasks, BENCH_INDEX_SIZE, bench_index_make,
                              bench_index_check, NULL, seconds);
@@ -155,6 +160,26 @@ static int parse_sizes(const char *text, long *sizes, int *n) {
   return 0;
 }
 
+/* parse_sides sets run[side] for each side named in the comma-separated `text`; -1 when a
+ * name is unknown or none is given. */
+static int parse_sides(const char *text, int *run) {
+  int any = 0;
+  for (int side = 0; side < SIDES; side++)
+    run[side] = 0;
+  for (const char *p = text; *p != '\0';) {
+    size_t len = strcspn(p, ",");
+    int side = 0;
+    while (side < SIDES &&
+           (strlen(side_name[side]) != len || strncmp(p, side_name[side], len) != 0))
+      side++;
+    if (side == SIDES) return -1;
+    run[side] = any = 1;
+    p += len;
+    if (*p == ',') p++;
+  }
+  return any ? 0 : -1;
+}
+
 int main(int argc, char **argv) {
   int rc = bench_parse_args(argc, argv, usage, NULL, NULL);
   if (rc != 0) return rc > 0 ? 0 : 2;
@@ -177,6 +202,19 @@ int main(int argc, char **argv) {
                     "LT_BENCH_METG_MAX_TASKS at least 3\n");
     return 2;
   }
+  text = getenv("LT_BENCH_METG_SERVERS");
+  int servers = text != NULL ? atoi(text) : SERVERS;
+  if (servers < 1 || servers > 64) {
+    fprintf(stderr, "bench_metg: LT_BENCH_METG_SERVERS must be from 1 to 64\n");
+    return 2;
+  }
+  int run_side[SIDES];
+  text = getenv("LT_BENCH_METG_SIDES");
+  if (parse_sides(text != NULL ? text : "farm,plain,pipeline", run_side) != 0) {
+    fprintf(stderr, "bench_metg: LT_BENCH_METG_SIDES must name some of farm, plain and "
+                    "pipeline, comma-separated\n");
+    return 2;
+  }
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   int threads = cores < 1 ? 1 : cores > MAX_POOL ? MAX_POOL : (int)cores;
   double eff[SIDES][MAX_SIZES];
@@ -186,15 +224,16 @@ int main(int argc, char **argv) {
     if (n > max_tasks) n = max_tasks;
     if (n < 2L * threads * STAGES) n = 2L * threads * STAGES;
     n -= n % STAGES; /* the pipeline runs n / 3 tasks of 3 spins: as many spins as the farm */
-    double pool[SIDES + 1], ours[SIDES];
-    if (pool_run(threads, n, (double)us, &pool[0]) != 0) return 1;
+    double before, after, ours;
+    if (pool_run(threads, n, (double)us, &before) != 0) return 1;
     for (int side = 0; side < SIDES; side++) {
+      if (!run_side[side]) continue;
       long tasks = side == PIPE ? n / STAGES : n;
-      if (ours_run(side_program(side, us), side == PLAIN ? "plain" : "optimized", tasks,
-                   &ours[side]) != 0 ||
-          pool_run(threads, n, (double)us, &pool[side + 1]) != 0)
+      const char *mode = side == PLAIN ? "plain" : "optimized";
+      if (ours_run(side_program(side, us), mode, servers, tasks, &ours) != 0 ||
+          pool_run(threads, n, (double)us, &after) != 0)
         return 1;
-      eff[side][s] = (pool[side] + pool[side + 1]) / 2 / ours[side];
+      eff[side][s] = (before + after) / 2 / ours;
       char name[32], metric[64];
       size_name(us, name, sizeof name);
       snprintf(metric, sizeof metric, "%s_efficiency_%s", side_name[side], name);
@@ -202,21 +241,23 @@ int main(int argc, char **argv) {
       printf("{\"bench\": \"metg\", \"detail\": \"times\", \"side\": \"%s\", \"task_us\": %ld, "
              "\"spins\": %ld, \"seconds\": %.6g, \"pool_before\": %.6g, \"pool_after\": %.6g, "
              "\"pool_threads\": %d}\n",
-             side_name[side], us, n, ours[side], pool[side], pool[side + 1], threads);
+             side_name[side], us, n, ours, before, after, threads);
       fflush(stdout);
       fprintf(stderr,
               "bench_metg: %s, %ld spins of %ld us: %.3f s, pool %.3f / %.3f s: "
               "efficiency %.3f\n",
-              side_name[side], n, us, ours[side], pool[side], pool[side + 1], eff[side][s]);
+              side_name[side], n, us, ours, before, after, eff[side][s]);
+      before = after; /* the pool after one side is the pool before the next */
     }
   }
   printf("{\"bench\": \"metg\", \"detail\": \"note\", \"note\": \"METG(50 %%): the smallest "
          "task size at efficiency >= 0.5, log(T) interpolated linearly in the efficiency "
          "between the first size below 0.5 (from the largest down) and the one above it; "
-         "efficiency = mean of the pool of %d threads before and after / ours; 2 servers; "
+         "efficiency = mean of the pool of %d threads before and after / ours; %d servers; "
          "pipeline: 3 stages of T each, N/3 tasks\"}\n",
-         threads);
+         threads, servers);
   for (int side = 0; side < SIDES; side++) {
+    if (!run_side[side]) continue;
     int bound = 0;
     double m = metg_of(sizes, eff[side], nsizes, &bound);
     char metric[64];

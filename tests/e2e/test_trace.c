@@ -24,7 +24,8 @@
 typedef struct tev {
   char ph[4];
   long pid, tid;
-  long long ts, dur; /* -1 when absent */
+  long long ts, dur;    /* -1 when absent */
+  long long sent, recv; /* a span's args.sent and args.recv, -1 when absent */
   char name[160];
   char arg[320]; /* args.name, args.threads or args.status, whichever is there */
 } tev_t;
@@ -40,7 +41,7 @@ static const char *const LISTER =
     "    a = e.get('args', {})\n"
     "    arg = a.get('name', a.get('threads', a.get('status', '')))\n"
     "    print(e['ph'], e['pid'], e.get('tid', 0), e.get('ts', -1), e.get('dur', -1),\n"
-    "          e['name'], arg, sep='\\t')\n";
+    "          e['name'], arg, a.get('sent', -1), a.get('recv', -1), sep='\\t')\n";
 
 static char dir[64]; /* this test's scratch directory */
 
@@ -114,9 +115,9 @@ static int list_events(const char *path, tev_t *ev) {
     cr_assert_lt(n, MAX_EVENTS);
     tev_t *e = &ev[n++];
     memset(e, 0, sizeof *e);
-    char *f[7];
+    char *f[9];
     char *p = line;
-    for (int k = 0; k < 7; k++) {
+    for (int k = 0; k < 9; k++) {
       f[k] = strsep(&p, "\t");
       cr_assert_not_null(f[k], "short line: %s", line);
     }
@@ -127,6 +128,8 @@ static int list_events(const char *path, tev_t *ev) {
     e->dur = strtoll(f[4], NULL, 10);
     snprintf(e->name, sizeof e->name, "%s", f[5]);
     snprintf(e->arg, sizeof e->arg, "%s", f[6]);
+    e->sent = strtoll(f[7], NULL, 10);
+    e->recv = strtoll(f[8], NULL, 10);
   }
   free(text);
   return n;
@@ -277,6 +280,11 @@ Test(trace, farm_on_two_servers, .timeout = 180) {
     cr_assert_leq(e->ts + e->dur, r.run_us, "span %lld+%lld past the run (%lld us)", e->ts, e->dur,
                   (long long)r.run_us);
     cr_assert_str_eq(e->arg, "ok");
+    /* Sent before its completion came back, which was no earlier than the span's end. */
+    cr_assert(e->sent >= 0 && e->sent <= e->recv, "span sent at %lld, back at %lld", e->sent,
+              e->recv);
+    cr_assert(e->ts + e->dur <= e->recv && e->recv <= r.run_us, "span %lld+%lld back at %lld",
+              e->ts, e->dur, e->recv);
     sleeps += strcmp(e->name, "testk:sleep") == 0;
     incs += strcmp(e->name, "testk:inc") == 0;
     const tev_t *tn = find(ev, k, "M", "thread_name", e->pid, e->tid);
