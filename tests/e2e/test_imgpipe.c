@@ -276,6 +276,96 @@ Test(imgpipe_filters, servers_give_the_sequential_bytes, .timeout = 60) {
   lt_eval_free(seq);
 }
 
+/* --- the imgcodec kernels ------------------------------------------------------------------ */
+
+/* run_one runs `kernel` on one input in the sequential evaluator; the caller frees the result. */
+static lt_buf_t *run_one(const char *kernel, const void *in, size_t len) {
+  lt_eval_t *ev = local_eval(lt_seq(kernel));
+  unsigned char *tok = (unsigned char *)in;
+  lt_buf_t **res = run_all(ev, &tok, &len, 1);
+  lt_buf_t *b = res[0];
+  free(res);
+  lt_eval_free(ev);
+  return b;
+}
+
+Test(imgpipe_codec, png_round_trips_keep_grey_alpha_and_colour, .timeout = 60) {
+  for (uint32_t c = 1; c <= IMG_MAX_CHANNELS; c++) {
+    unsigned char *t = make_token_n(23, 17, c, 40 + c, c == 2 ? 4 : 256);
+    size_t len = img_token_bytes(23, 17, c);
+    lt_buf_t *png = run_one("imgcodec:encode", t, len);
+    cr_assert_eq(lt_buf_error(png), LT_OK, "%s", lt_buf_errmsg(png));
+    int w = 0, h = 0, comp = 0;
+    unsigned char *px =
+        stbi_load_from_memory(lt_buf_data(png), (int)lt_buf_len(png), &w, &h, &comp, 0);
+    cr_assert_not_null(px, "%u channels: stb_image cannot read the PNG", c);
+    cr_assert_eq(w, 23);
+    cr_assert_eq(h, 17);
+    cr_assert_eq((uint32_t)comp, c, "encoded %u channels as %d", c, comp);
+    cr_assert_eq(memcmp(px, t + IMG_HEADER, len - IMG_HEADER), 0, "%u channels", c);
+    stbi_image_free(px);
+    lt_buf_t *back = run_one("imgcodec:decode", lt_buf_data(png), lt_buf_len(png));
+    cr_assert_eq(lt_buf_error(back), LT_OK, "%s", lt_buf_errmsg(back));
+    cr_assert_eq(lt_buf_len(back), len, "%u channels", c);
+    cr_assert_eq(first_diff(lt_buf_data(back), t, len), -1, "%u channels", c);
+    lt_buf_free(back);
+    lt_buf_free(png);
+    free(t);
+  }
+}
+
+typedef struct membuf {
+  unsigned char *p;
+  size_t n;
+} membuf_t;
+
+/* append is stb_image_write's output function: it appends to a membuf_t. */
+static void append(void *ctx, void *data, int size) {
+  membuf_t *m = ctx;
+  m->p = realloc(m->p, m->n + (size_t)size);
+  cr_assert_not_null(m->p);
+  memcpy(m->p + m->n, data, (size_t)size);
+  m->n += (size_t)size;
+}
+
+/* png_file returns the bytes of a w x h PNG of c channels written by stb (caller frees). */
+static unsigned char *png_file(uint32_t w, uint32_t h, uint32_t c, size_t *len) {
+  unsigned char *t = make_token_n(w, h, c, 9, 256);
+  membuf_t m = {0};
+  cr_assert(
+      stbi_write_png_to_func(append, &m, (int)w, (int)h, (int)c, t + IMG_HEADER, (int)(w * c)));
+  free(t);
+  *len = m.n;
+  return m.p;
+}
+
+Test(imgpipe_codec, bad_files_and_tokens_fail_with_a_clear_message, .timeout = 60) {
+  const char *text = "these are notes, not a picture\n";
+  lt_buf_t *b = run_one("imgcodec:decode", text, strlen(text));
+  expect_failure(b, "imgcodec:decode", "unsupported format: not PNG, JPEG");
+  lt_buf_free(b);
+  size_t len = 0;
+  unsigned char *png = png_file(40, 30, 4, &len);
+  b = run_one("imgcodec:decode", png, len / 2);
+  expect_failure(b, "imgcodec:decode", "corrupt or truncated PNG file (40x30 pixels announced)");
+  lt_buf_free(b);
+  b = run_one("imgcodec:decode", png, 20); /* the IHDR chunk cut */
+  expect_failure(b, "imgcodec:decode", "corrupt or truncated PNG file (bad header)");
+  lt_buf_free(b);
+  ex_put_u32(png + 16, 0x401f0000u); /* IHDR width and height, big-endian: 8000 x 8000 */
+  ex_put_u32(png + 20, 0x401f0000u);
+  b = run_one("imgcodec:decode", png, len);
+  expect_failure(b, "imgcodec:decode", "8000x8000 is more than 33554432 pixels");
+  lt_buf_free(b);
+  free(png);
+  unsigned char *t = make_token_n(4, 4, 4, 1, 256);
+  ex_put_u32(t + 12, 0); /* no channel */
+  b = run_one("imgcodec:encode", t, img_token_bytes(4, 4, 4));
+  expect_failure(b, "imgcodec:encode", "0 channels, 1 to 4");
+  lt_buf_free(b);
+  free(t);
+}
+
 /* --- the imgpipe program ------------------------------------------------------------------- */
 
 static char tmp[64]; /* this test's temporary directory, removed by cleanup */
@@ -485,4 +575,131 @@ Test(imgpipe_program, two_inputs_for_one_output_are_refused, .init = make_tmp, .
   free(out);
   free(err);
   free(t);
+}
+
+/* --- real photos ---------------------------------------------------------------------------- */
+
+/* photo_crop returns the w x h piece at (x, y) of photo `rel` of mate-backgrounds as a token of
+ * the photo's own channels (caller frees). */
+static unsigned char *photo_crop(const char *rel, uint32_t x, uint32_t y, uint32_t w, uint32_t h) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", LT_TEST_PHOTOS, rel);
+  int pw = 0, ph = 0, comp = 0;
+  unsigned char *px = stbi_load(path, &pw, &ph, &comp, 0);
+  cr_assert_not_null(px,
+                     "cannot read %s: the real-photo tests need Debian's mate-backgrounds "
+                     "(scripts/setup installs it)",
+                     path);
+  cr_assert((uint32_t)pw >= x + w && (uint32_t)ph >= y + h, "%s is only %dx%d", path, pw, ph);
+  unsigned char *t = malloc(img_token_bytes(w, h, (uint32_t)comp));
+  cr_assert_not_null(t);
+  img_token_put_header_n(t, w, h, (uint32_t)comp);
+  size_t row = (size_t)w * (size_t)comp;
+  for (uint32_t r = 0; r < h; r++)
+    memcpy(t + IMG_HEADER + r * row, px + (((size_t)(y + r) * (size_t)pw) + x) * (size_t)comp, row);
+  stbi_image_free(px);
+  return t;
+}
+
+/* to_grey returns the luma of RGB token t as a grey token (caller frees). */
+static unsigned char *to_grey(const unsigned char *t) {
+  uint32_t w = ex_get_u32(t + 4), h = ex_get_u32(t + 8);
+  unsigned char *g = malloc(img_token_bytes(w, h, 1));
+  cr_assert_not_null(g);
+  img_token_put_header_n(g, w, h, 1);
+  for (size_t i = 0; i < (size_t)w * h; i++) {
+    const unsigned char *p = t + IMG_HEADER + 3 * i;
+    g[IMG_HEADER + i] = (unsigned char)((77u * p[0] + 150u * p[1] + 29u * p[2] + 128u) >> 8);
+  }
+  return g;
+}
+
+/* write_png writes token t as the PNG file <tmp>/name with stb_image_write. */
+static void write_png(const char *name, const unsigned char *t) {
+  uint32_t w = ex_get_u32(t + 4), h = ex_get_u32(t + 8), c = ex_get_u32(t + 12);
+  cr_assert(stbi_write_png(path_in(4, name), (int)w, (int)h, (int)c, t + IMG_HEADER, (int)(w * c)),
+            "%s", name);
+}
+
+/* alpha_zeros counts the fully transparent pixels of token t (0 when it has no alpha). */
+static size_t alpha_zeros(const unsigned char *t) {
+  uint32_t w = ex_get_u32(t + 4), h = ex_get_u32(t + 8), c = ex_get_u32(t + 12);
+  size_t n = 0;
+  for (size_t i = 0; (c == 2 || c == 4) && i < (size_t)w * h; i++)
+    n += t[IMG_HEADER + i * c + c - 1] == 0;
+  return n;
+}
+
+Test(imgpipe_program, real_photos_keep_alpha_and_grey_and_equal_the_sequential_evaluator,
+     .init = make_tmp, .fini = cleanup, .timeout = 120) {
+  cr_assert_eq(mkdir(path_in(2, "in"), 0755), 0);
+  /* An RGBA piece of Spring.png across the edge of its transparent area, a grey+alpha piece of
+   * Stripes.png, a piece of the Aqua.jpg photo turned grey, a piece of FreshFlower.jpg saved
+   * again as JPEG, and the whole GreenTraditional.jpg (1900x1200) as it is. */
+  unsigned char *rgba = photo_crop("abstract/Spring.png", 700, 400, 96, 72);
+  unsigned char *ga = photo_crop("desktop/Stripes.png", 100, 100, 80, 60);
+  unsigned char *aqua = photo_crop("nature/Aqua.jpg", 1000, 600, 90, 70);
+  unsigned char *grey = to_grey(aqua);
+  unsigned char *flower = photo_crop("nature/FreshFlower.jpg", 700, 500, 64, 48);
+  cr_assert_eq(ex_get_u32(rgba + 12), 4);
+  cr_assert_eq(ex_get_u32(ga + 12), 2);
+  size_t clear = alpha_zeros(rgba);
+  cr_assert(clear > 0 && clear < 96 * 72, "the RGBA piece must be partly transparent: %zu", clear);
+  write_png("in/rgba.png", rgba);
+  write_png("in/greyalpha.png", ga);
+  write_png("in/grey.png", grey);
+  cr_assert(stbi_write_jpg(path_in(3, "in/flower.jpg"), 64, 48, 3, flower + IMG_HEADER, 90));
+  size_t jlen = 0;
+  char *jpeg = slurp(LT_TEST_PHOTOS "/desktop/GreenTraditional.jpg", &jlen);
+  cr_assert_not_null(jpeg, "mate-backgrounds is missing (scripts/setup installs it)");
+  write_file("in/green.jpg", jpeg, jlen);
+  /* Bad files: text named .jpg, a JPEG cut in half, a PNG announcing 9000x9000 pixels. */
+  const char *text = "not a photo\n";
+  write_file("in/notes.jpg", text, strlen(text));
+  write_file("in/cut.jpg", jpeg, jlen / 2);
+  size_t plen = 0;
+  unsigned char *big = (unsigned char *)slurp(path_in(3, "in/rgba.png"), &plen);
+  cr_assert_not_null(big);
+  ex_put_u32(big + 16, 0x28230000u); /* IHDR width and height, big-endian: 9000 x 9000 */
+  ex_put_u32(big + 20, 0x28230000u);
+  write_file("in/big.png", big, plen);
+
+  const char *args[] = {"--in",     path_in(2, "in"), "--radius",        "2", "--servers", "2",
+                        "--verify", "--out",          path_in(5, "out"), NULL};
+  char *out, *err;
+  run_imgpipe(args, 1, &out, &err);
+  expect_in(err, "in/notes.jpg: imgcodec:decode: unsupported format", "stderr");
+  expect_in(err, "in/cut.jpg: imgcodec:decode: corrupt or truncated JPEG file", "stderr");
+  expect_in(err, "in/big.png: imgcodec:decode: 9000x9000 is more than", "stderr");
+  expect_in(err, "3 of 8 images failed", "stderr");
+  expect_in(out, "5 images (3 failed) in", "stdout");
+  expect_in(out, "verify: all 5 images written are byte-identical", "stdout");
+
+  expect_output(path_in(6, "out/rgba.png"), rgba, 2);
+  expect_output(path_in(6, "out/greyalpha.png"), ga, 2);
+  expect_output(path_in(6, "out/grey.png"), grey, 2);
+  unsigned char *flower_in = load_token(path_in(3, "in/flower.jpg"));
+  expect_output(path_in(6, "out/flower.png"), flower_in, 2);
+  unsigned char *rgba_out = load_token(path_in(6, "out/rgba.png"));
+  cr_assert_gt(alpha_zeros(rgba_out), 0, "the transparent area is gone");
+  unsigned char *green = load_token(path_in(6, "out/green.png"));
+  cr_assert_eq(ex_get_u32(green + 4), 1900);
+  cr_assert_eq(ex_get_u32(green + 8), 1200);
+  cr_assert_eq(ex_get_u32(green + 12), 3);
+  struct stat st;
+  cr_assert_neq(stat(path_in(6, "out/notes.png"), &st), 0);
+  cr_assert_neq(stat(path_in(6, "out/cut.png"), &st), 0);
+  cr_assert_neq(stat(path_in(6, "out/big.png"), &st), 0);
+  free(green);
+  free(rgba_out);
+  free(flower_in);
+  free(big);
+  free(jpeg);
+  free(flower);
+  free(grey);
+  free(aqua);
+  free(ga);
+  free(rgba);
+  free(out);
+  free(err);
 }
