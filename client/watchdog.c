@@ -8,17 +8,19 @@
  * limited to one instruction at a time until it finishes one. A late completion of it is
  * then a stray: dropped, its outputs released. Chains that never completed anywhere have no
  * expected time and are left alone, and so is everything on a server whose latest load
- * report shows it computing (at least LT_WORKING_CPU cores): a wedged or hostile server
- * does not burn CPU for us, while one inputs of very different sizes keep busy does (a kernel
- * that never returns but spins is for task_timeout, the deadline policy). State: whether each
- * server is suspect. Dispatcher thread only. */
+ * report shows it computing (at least LT_WORKING_CPU cores: ten times what an idle or wedged
+ * server spends on its heartbeats, a tenth of what a spinning kernel got with four times as
+ * many busy threads as cores): a wedged or hostile server burns no CPU for us, while one that
+ * inputs of very different sizes keep busy does (a kernel that spins for ever is for
+ * task_timeout, the deadline policy). State: whether each server is suspect. Dispatcher
+ * thread only. */
 #include <stdio.h>
 
 #include "sched_internal.h"
 
 #define LT_OVERDUE_FACTOR    50.0
 #define LT_OVERDUE_MIN_BEATS 5
-#define LT_WORKING_CPU       0.05 /* cores: a server using this much is computing */
+#define LT_WORKING_CPU       0.01 /* cores: a server using this much is computing */
 
 typedef struct watch_srv {
   int suspect;
