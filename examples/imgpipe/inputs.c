@@ -3,7 +3,6 @@
  * Building the list belongs to the main thread; img_inputs_load to any thread. */
 #include <dirent.h>
 #include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
