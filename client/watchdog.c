@@ -7,7 +7,12 @@
  * was already named to successors on that server), and the server is suspect: it is
  * limited to one instruction at a time until it finishes one. A late completion of it is
  * then a stray: dropped, its outputs released. Chains that never completed anywhere have no
- * expected time and are left alone. State: whether each server is suspect. Dispatcher
+ * expected time and are left alone, and so is everything on a server whose latest load
+ * report shows it computing (at least LT_WORKING_CPU cores: ten times what an idle or wedged
+ * server spends on its heartbeats, a tenth of what a spinning kernel got with four times as
+ * many busy threads as cores): a wedged or hostile server burns no CPU for us, while one that
+ * inputs of very different sizes keep busy does (a kernel that spins for ever is for
+ * task_timeout, the deadline policy). State: whether each server is suspect. Dispatcher
  * thread only. */
 #include <stdio.h>
 
@@ -15,6 +20,7 @@
 
 #define LT_OVERDUE_FACTOR    50.0
 #define LT_OVERDUE_MIN_BEATS 5
+#define LT_WORKING_CPU       0.01 /* cores: a server using this much is computing */
 
 typedef struct watch_srv {
   int suspect;
@@ -46,6 +52,7 @@ static void on_tick(lt_policy_t *p, int64_t now_ms) {
   lt_instr_rec_t *r, *tmp;
   HASH_ITER(hh, s->inflight, r, tmp) {
     if (r->state == LT_IR_DROPPED || !lt__server_alive(s, (size_t)r->conn)) continue;
+    if (s->srv[r->conn].pace.load_cpu >= LT_WORKING_CPU) continue;
     int64_t lim = limit_ms(s, r);
     if (lim < 0 || now_ms - r->sent_ms <= lim) continue;
     lt_req_t q = {.kind = LT_REQ_TAKE_BACK, .seq = r->seq};

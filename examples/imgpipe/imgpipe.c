@@ -216,19 +216,25 @@ static int parse_args(int argc, char **argv, options_t *opt) {
   return 0;
 }
 
-/* make_program builds the pipeline of farms, one per filter, each with the radius as its
- * kernel's parameter, e.g. pipe(farm(seq(filters:blur, "5")), farm(seq(filters:oil, "5"))).
+/* make_program builds the program. Synthetic images (the paper's experiment: the client sends
+ * pixels) go through a pipeline of farms, one per filter, each with the radius as its kernel's
+ * parameter: pipe(farm(seq(filters:blur, "5")), farm(seq(filters:oil, "5"))). Files go as
+ * their bytes through the whole image job, decoding and encoding included:
+ * pipe(farm(seq(imgcodec:decode)), farm(seq(filters:blur, "5")), ..., farm(seq(imgcodec:encode))).
  * The stage count is the user's and lt_pipeline takes a NULL-terminated argument list, so the
  * program is written as an expression; lt_skel_parse gives the tree lt_pipeline(lt_farm(
  * lt_seq_with("filters:blur", "5", 1)), ...) would. */
 static lt_skel_t *make_program(const options_t *opt) {
-  char text[MAX_FILTERS * 48 + 16];
+  char text[(MAX_FILTERS + 2) * 48 + 16];
+  const int files = opt->generate == 0, stages = opt->nfilters + 2 * files;
   size_t n = 0;
-  if (opt->nfilters > 1) n += (size_t)snprintf(text + n, sizeof text - n, "pipe(");
+  if (stages > 1) n += (size_t)snprintf(text + n, sizeof text - n, "pipe(");
+  if (files) n += (size_t)snprintf(text + n, sizeof text - n, "farm(seq(imgcodec:decode)), ");
   for (int i = 0; i < opt->nfilters; i++)
     n += (size_t)snprintf(text + n, sizeof text - n, "%sfarm(seq(filters:%s, \"%lld\"))",
                           i > 0 ? ", " : "", opt->filters[i], opt->radius);
-  if (opt->nfilters > 1) snprintf(text + n, sizeof text - n, ")");
+  if (files) n += (size_t)snprintf(text + n, sizeof text - n, ", farm(seq(imgcodec:encode))");
+  if (stages > 1) snprintf(text + n, sizeof text - n, ")");
   lt_skel_t *s = NULL;
   char err[256];
   if (lt_skel_parse(text, &s, err, sizeof err) != LT_OK) {

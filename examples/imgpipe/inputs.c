@@ -1,22 +1,18 @@
 /* inputs.c: the image list of an imgpipe run (inputs.h): directory scan, output paths and
- * loading one image into a token with stb_image (Debian's libstb carries the implementation).
- * Building the list belongs to the main thread; img_inputs_load to one thread at a time,
- * since stb_image keeps its failure reason in a global. */
+ * loading one input: a file's bytes as they are, or a synthetic image drawn into a token.
+ * Building the list belongs to the main thread; img_inputs_load to any thread. */
 #include <dirent.h>
 #include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include <stb/stb_image.h>
-
 #include "imgtoken.h"
 #include "inputs.h"
 #include "synth.h"
 
-#define MAX_FILE_BYTES (512u << 20) /* larger than any encoding of an IMG_MAX_PIXELS image */
+#define MAX_FILE_BYTES (512u << 20) /* larger than any sane encoding of an IMG_MAX_PIXELS image */
 
 void img_inputs_init(img_inputs_t *l, uint32_t synth_w, uint32_t synth_h) {
   *l = (img_inputs_t){.synth_w = synth_w, .synth_h = synth_h};
@@ -250,61 +246,6 @@ static int read_file(const char *path, unsigned char **data, size_t *len, char *
   return 0;
 }
 
-/* sniff names the format of an encoded image from its first bytes, or NULL when it is none of
- * the common ones. stb_image tries every decoder in turn and reports the last one's complaint,
- * so the format must be known to say what is wrong with a file. */
-static const char *sniff(const unsigned char *d, size_t n) {
-  if (n >= 8 && memcmp(d, "\x89PNG\r\n\x1a\n", 8) == 0) return "PNG";
-  if (n >= 3 && d[0] == 0xff && d[1] == 0xd8 && d[2] == 0xff) return "JPEG";
-  if (n >= 2 && d[0] == 'P' && (d[1] == '5' || d[1] == '6')) return "PPM";
-  if (n >= 2 && d[0] == 'B' && d[1] == 'M') return "BMP";
-  if (n >= 4 && memcmp(d, "GIF8", 4) == 0) return "GIF";
-  return NULL;
-}
-
-/* decode turns an encoded image into an RGB token. */
-static int decode(const unsigned char *data, size_t len, unsigned char **token, size_t *tlen,
-                  char *err, size_t errlen) {
-  const char *format = sniff(data, len);
-  int w = 0, h = 0, comp = 0;
-  /* The size is checked before decoding, so a hostile header cannot make us allocate. */
-  if (!stbi_info_from_memory(data, (int)len, &w, &h, &comp)) {
-    if (format != NULL)
-      snprintf(err, errlen, "corrupt or truncated %s file (bad header)", format);
-    else if (len >= 2 && data[0] == 'P' && data[1] >= '1' && data[1] <= '4')
-      snprintf(err, errlen, "unsupported format: plain-text PNM (P%c); only binary P5/P6 is read",
-               data[1]);
-    else
-      snprintf(err, errlen,
-               "unsupported format: not PNG, JPEG, binary PPM/PGM, BMP, GIF, TGA, PSD, HDR or PIC");
-    return -1;
-  }
-  char why[160];
-  if (w <= 0 || h <= 0 || img_size_check((uint32_t)w, (uint32_t)h, why, sizeof why) != 0) {
-    snprintf(err, errlen, "%s", why);
-    return -1;
-  }
-  unsigned char *rgb = stbi_load_from_memory(data, (int)len, &w, &h, &comp, IMG_CHANNELS);
-  if (rgb == NULL) {
-    snprintf(err, errlen, "corrupt or truncated %s file (%dx%d pixels announced)",
-             format != NULL ? format : "image", w, h);
-    return -1;
-  }
-  size_t n = img_token_size((uint32_t)w, (uint32_t)h);
-  unsigned char *t = malloc(n);
-  if (t == NULL) {
-    stbi_image_free(rgb);
-    snprintf(err, errlen, "out of memory for a %dx%d image", w, h);
-    return -1;
-  }
-  img_token_put_header(t, (uint32_t)w, (uint32_t)h);
-  memcpy(t + IMG_HEADER, rgb, n - IMG_HEADER);
-  stbi_image_free(rgb);
-  *token = t;
-  *tlen = n;
-  return 0;
-}
-
 int img_inputs_load(const img_inputs_t *l, size_t i, unsigned char **token, size_t *len, char *err,
                     size_t errlen) {
   const img_input_t *in = &l->v[i];
@@ -323,10 +264,5 @@ int img_inputs_load(const img_inputs_t *l, size_t i, unsigned char **token, size
     *len = n;
     return 0;
   }
-  unsigned char *data = NULL;
-  size_t dlen = 0;
-  if (read_file(in->path, &data, &dlen, err, errlen) != 0) return -1;
-  int rc = decode(data, dlen, token, len, err, errlen);
-  free(data);
-  return rc;
+  return read_file(in->path, token, len, err, errlen);
 }

@@ -1,9 +1,8 @@
 /* inputs.h: the images of an imgpipe run: files (every file of an --in directory, or named on
  * the command line) or synthetic images, each with the PNG path its result goes to, and the
- * loading of one of them into an image token (imgtoken.h). Files are decoded with stb_image
- * (PNG, JPEG, PPM/PGM, BMP, GIF, TGA, ...), converted to RGB. The list is built by the main
- * thread before the run; afterwards img_inputs_load may be called from any one thread at a
- * time. */
+ * loading of one of them: a file's bytes as they are (the servers decode them, module
+ * imgcodec), a synthetic image as an RGB image token (imgtoken.h). The list is built by the
+ * main thread before the run; afterwards img_inputs_load may be called from any thread. */
 #ifndef LT_EXAMPLE_INPUTS_H
 #define LT_EXAMPLE_INPUTS_H
 
@@ -47,9 +46,10 @@ int img_inputs_add_synth(img_inputs_t *l, size_t count);
  * inputs with one output path and an output that would overwrite its own input. */
 int img_inputs_plan(img_inputs_t *l, const char *out_dir, char *err, size_t errlen);
 
-/* img_inputs_load reads input i as an image token into *token (caller frees) of *len bytes.
+/* img_inputs_load reads input i into *data (caller frees) of *len bytes: the whole file, which
+ * must be a non-empty regular file of at most 512 MiB, or the synthetic image as a token.
  * Returns 0, or -1 with the reason in err (without the name: the caller adds it). */
-int img_inputs_load(const img_inputs_t *l, size_t i, unsigned char **token, size_t *len, char *err,
+int img_inputs_load(const img_inputs_t *l, size_t i, unsigned char **data, size_t *len, char *err,
                     size_t errlen);
 
 #endif

@@ -1,10 +1,12 @@
-/* run.c: one streaming pass of imgpipe (run.h). The feeder thread loads and submits; the
+/* run.c: one streaming pass of imgpipe (run.h). The feeder thread loads (a file's bytes, or a
+ * synthetic image's pixels) and submits; the
  * caller's thread reads results in submission order and writes or checks them. The two share
  * a ring of the images between submit and result, under one lock; messages from both go
  * through the progress bar's lock. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "imgtoken.h"
@@ -85,20 +87,20 @@ static void *feed(void *p) {
   const img_inputs_t *l = r->l;
   for (size_t i = 0; i < l->n; i++) {
     if (!take(r, i)) continue;
-    unsigned char *token = NULL;
+    unsigned char *data = NULL;
     size_t len = 0;
     char err[512];
-    if (img_inputs_load(l, i, &token, &len, err, sizeof err) != 0) {
+    if (img_inputs_load(l, i, &data, &len, err, sizeof err) != 0) {
       img_progress_say(&r->progress, "%s: %s", l->v[i].name, err);
       fail_load(r, i);
       continue;
     }
     if (reserve(r, i, len) != 0) {
-      free(token);
+      free(data);
       break;
     }
-    int rc = lt_eval_submit(r->ev, token, len, NULL);
-    free(token);
+    int rc = lt_eval_submit(r->ev, data, len, NULL);
+    free(data);
     if (rc != LT_OK) {
       unreserve(r, len);
       img_progress_say(&r->progress, "%s: lt_eval_submit: %s", l->v[i].name, lt_strerror(rc));
@@ -115,40 +117,17 @@ static void *feed(void *p) {
   return NULL;
 }
 
-/* finish handles the result of image i: writes or checks it. Returns 1 when the image
- * failed. */
-static int finish(run_t *r, size_t i, const lt_buf_t *b, img_run_result_t *res) {
-  const img_input_t *in = &r->l->v[i];
-  const char *pass = r->kind == IMG_RUN_VERIFY ? "verify: " : "";
-  if (lt_buf_error(b) != LT_OK) {
-    const char *msg = lt_buf_errmsg(b);
-    img_progress_say(&r->progress, "%s%s: %s", pass, in->name,
-                     msg[0] != '\0' ? msg : lt_strerror(lt_buf_error(b)));
-    res->failed++;
-    return 1;
-  }
-  const unsigned char *data = lt_buf_data(b);
-  size_t len = lt_buf_len(b);
-  uint32_t w, h;
-  char err[512];
-  if (img_token_check(data, len, &w, &h, err, sizeof err) != 0) {
-    img_progress_say(&r->progress, "%s%s: bad result: %s", pass, in->name, err);
-    res->failed++;
-    return 1;
-  }
-  if (r->kind == IMG_RUN_WRITE) {
-    if (img_png_write(in->out_path, data, len, err, sizeof err) != 0) {
-      img_progress_say(&r->progress, "%s: %s", in->name, err);
-      res->failed++;
-      return 1;
-    }
-    res->ok++;
-    return 0;
-  }
-  int rc = img_png_compare(in->out_path, data, len, err, sizeof err);
+/* tally counts the outcome rc of writing (0 or -1) or checking (0, 1 differs, -1) image `in`,
+ * printing err when it is not 0. Returns 1 when the image failed. */
+static int tally(run_t *r, const img_input_t *in, int rc, const char *err, img_run_result_t *res) {
   if (rc == 0) {
     res->ok++;
     return 0;
+  }
+  if (r->kind == IMG_RUN_WRITE) {
+    img_progress_say(&r->progress, "%s: %s", in->name, err);
+    res->failed++;
+    return 1;
   }
   img_progress_say(&r->progress, "verify: %s: %s%s", in->name, rc > 0 ? "DIFFERS: " : "", err);
   if (rc > 0)
@@ -156,6 +135,58 @@ static int finish(run_t *r, size_t i, const lt_buf_t *b, img_run_result_t *res) 
   else
     res->failed++;
   return 1;
+}
+
+/* finish_pixels writes or checks the result of a synthetic image: a token, written as a PNG
+ * here. Returns 1 when the image failed. */
+static int finish_pixels(run_t *r, const img_input_t *in, const lt_buf_t *b,
+                         img_run_result_t *res) {
+  const char *pass = r->kind == IMG_RUN_VERIFY ? "verify: " : "";
+  const unsigned char *data = lt_buf_data(b);
+  size_t len = lt_buf_len(b);
+  uint32_t w, h, c;
+  char err[512];
+  if (img_token_check(data, len, &w, &h, &c, err, sizeof err) != 0) {
+    img_progress_say(&r->progress, "%s%s: bad result: %s", pass, in->name, err);
+    res->failed++;
+    return 1;
+  }
+  int rc = r->kind == IMG_RUN_WRITE ? img_png_write(in->out_path, data, len, err, sizeof err)
+                                    : img_png_compare(in->out_path, data, len, err, sizeof err);
+  return tally(r, in, rc, err, res);
+}
+
+/* finish_file writes or checks the result of a file: the PNG file's bytes, encoded by the
+ * servers (imgcodec:encode). Returns 1 when the image failed. */
+static int finish_file(run_t *r, const img_input_t *in, const lt_buf_t *b, img_run_result_t *res) {
+  static const unsigned char png_signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  const char *pass = r->kind == IMG_RUN_VERIFY ? "verify: " : "";
+  const unsigned char *data = lt_buf_data(b);
+  size_t len = lt_buf_len(b);
+  char err[512];
+  if (len < sizeof png_signature || memcmp(data, png_signature, sizeof png_signature) != 0) {
+    img_progress_say(&r->progress, "%s%s: bad result: not a PNG file (%zu bytes)", pass, in->name,
+                     len);
+    res->failed++;
+    return 1;
+  }
+  int rc = r->kind == IMG_RUN_WRITE ? img_file_write(in->out_path, data, len, err, sizeof err)
+                                    : img_file_compare(in->out_path, data, len, err, sizeof err);
+  return tally(r, in, rc, err, res);
+}
+
+/* finish handles the result of image i: writes or checks it. Returns 1 when the image
+ * failed. */
+static int finish(run_t *r, size_t i, const lt_buf_t *b, img_run_result_t *res) {
+  const img_input_t *in = &r->l->v[i];
+  if (lt_buf_error(b) != LT_OK) {
+    const char *msg = lt_buf_errmsg(b);
+    img_progress_say(&r->progress, "%s%s: %s", r->kind == IMG_RUN_VERIFY ? "verify: " : "",
+                     in->name, msg[0] != '\0' ? msg : lt_strerror(lt_buf_error(b)));
+    res->failed++;
+    return 1;
+  }
+  return in->path != NULL ? finish_file(r, in, b, res) : finish_pixels(r, in, b, res);
 }
 
 /* drain reads every result; returns the lt_eval_next status that ended it. */

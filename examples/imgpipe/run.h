@@ -1,8 +1,11 @@
-/* run.h: one pass of imgpipe over its images: a feeder thread loads each image (or draws it)
- * and submits it while the calling thread reads the results in order and either writes them
- * as PNG files or, for --verify, compares them with the PNG files an earlier pass wrote. At
- * most IMG_RUN_WINDOW images (and 256 MiB of input) are between load and result, so the image
- * list can be long. The thread that owns the evaluator calls img_run. */
+/* run.h: one pass of imgpipe over its images: a feeder thread loads each image (a file's bytes,
+ * or a synthetic image drawn) and submits it while the calling thread reads the results in
+ * order and either writes them as PNG files or, for --verify, compares them with the PNG files
+ * an earlier pass wrote. The result of a file is the PNG file's bytes (the program decodes and
+ * encodes on the servers), written and compared as they are; the result of a synthetic image
+ * is a token, encoded here and compared pixel by pixel. At most IMG_RUN_WINDOW images (and
+ * 256 MiB of input) are between load and result, so the image list can be long. The thread
+ * that owns the evaluator calls img_run. */
 #ifndef LT_EXAMPLE_RUN_H
 #define LT_EXAMPLE_RUN_H
 

@@ -32,7 +32,7 @@ def _filters(path):
         lib = ctypes.CDLL(path)
         for fn in (lib.img_filter_blur, lib.img_filter_oil):
             fn.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32,
-                           ctypes.c_void_p]
+                           ctypes.c_uint32, ctypes.c_void_p]
             fn.restype = ctypes.c_int
         _libs[path] = lib
     return lib
@@ -43,7 +43,7 @@ def _run_filter(name, pixels, width, height, radius, lib):
     if pixels.size != width * height * 3:
         raise ValueError(f"{name}: {pixels.size} bytes for a {width}x{height} RGB image")
     out = np.empty_like(pixels)
-    if getattr(_filters(lib), name)(pixels.ctypes.data, width, height, radius,
+    if getattr(_filters(lib), name)(pixels.ctypes.data, width, height, 3, radius,
                                     out.ctypes.data) != 0:
         raise MemoryError(f"{name}: out of memory")
     return out

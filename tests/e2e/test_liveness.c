@@ -344,6 +344,40 @@ Test(hosts, start_does_not_wait_for_hosts_that_never_answer, .timeout = 60) {
 
 /* ---- 7. a hostile server ------------------------------------------------------------ */
 
+/* A long task among short ones of the same kernel (a big photo among small ones) is out far
+ * longer than 50 x its chain's best time; its server computes all the while, so the watchdog
+ * leaves it alone: it is neither taken back nor computed twice. */
+Test(hostile, long_task_on_a_computing_server_is_not_overdue, .timeout = 120) {
+  lt_proc_t p[2];
+  start_server(&p[0], "a", 1);
+  start_server(&p[1], "b", 1);
+  lt_eval_t *ev = NULL;
+  cr_assert_eq(lt_eval_new(&ev, lt_farm(lt_seq("testk:busy"))), LT_OK);
+  cr_assert_eq(lt_eval_set(ev, "heartbeat_ms", "200"), LT_OK); /* the watchdog's floor: 1 s */
+  /* The long task stays where it went: no copy of the straggler, no move at the end. */
+  cr_assert_eq(lt_eval_set(ev, "backup", "off"), LT_OK);
+  cr_assert_eq(lt_eval_set(ev, "migrate", "off"), LT_OK);
+  cr_assert_eq(lt_eval_add_host(ev, p[0].endpoint), LT_OK);
+  cr_assert_eq(lt_eval_add_host(ev, p[1].endpoint), LT_OK);
+  cr_assert_eq(lt_eval_start(ev), LT_OK);
+  enum { N = 41, LONG_MS = 3000 };
+  for (int i = 0; i < N; i++) {
+    unsigned char tok[8];
+    put_i64(tok, i == N - 1 ? LONG_MS : 2);
+    cr_assert_eq(lt_eval_submit(ev, tok, sizeof tok, NULL), LT_OK);
+  }
+  lt_eval_close(ev);
+  for (int i = 0; i < N; i++)
+    cr_assert_eq(next_i64_within(ev, READ_MS), i == N - 1 ? LONG_MS : 2);
+  char *json = stats_of(ev);
+  cr_assert_eq(stats_u64(json, "overdue"), 0, "%s", json);
+  cr_assert_eq(stats_u64(json, "stray_completions"), 0, "%s", json);
+  free(json);
+  lt_eval_free(ev);
+  lt__proc_stop(&p[0], 5000);
+  lt__proc_stop(&p[1], 5000);
+}
+
 Test(hostile, server_that_never_finishes_cannot_hang_the_client, .timeout = 120) {
   lt_hostile_t h;
   hostile_start(&h, LT_HOSTILE_KEEPS);

@@ -15,6 +15,8 @@
  *   spin       1 input; param: iterations as decimal text; runs a CPU loop, copies the input.
  *   work       1 input; param: milliseconds as decimal text; uses a tenth of them as thread
  *              CPU time, sleeps the rest, copies the input (a task that shares its host).
+ *   busy       1 int64 input: milliseconds (0..60000) of thread CPU time it spins, then
+ *              returns the input (a task whose time follows its input).
  *   noop       any inputs (ignored); one empty output.
  *   upper      1 input; output: its ASCII uppercase.
  *   two        1 input; two outputs, each a copy of it (arity tests).
@@ -215,6 +217,21 @@ LT_KERNEL(work, call) {
   while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
   }
   return copy_output(call, in, len);
+}
+
+/* busy: spins for as many milliseconds of CPU time as its int64 input says (capped at 60 s),
+ * then returns the input: a kernel whose time follows its input. */
+LT_KERNEL(busy, call) {
+  int64_t ms = 0;
+  if (int_input(call, "busy", &ms) != 0) return 1;
+  if (ms < 0 || ms > 60000)
+    return lt_call_fail(call, "busy: %lld ms is not in 0..60000", (long long)ms);
+  uint64_t until = thread_cpu_us() + (uint64_t)ms * 1000u;
+  volatile uint64_t acc = 0;
+  while (thread_cpu_us() < until)
+    for (int i = 0; i < 1000; i++)
+      acc = acc * 6364136223846793005ULL + (uint64_t)i;
+  return int_output(call, ms);
 }
 
 LT_KERNEL(noop, call) {
