@@ -219,6 +219,14 @@ Test(exhaust, idle_connections_at_a_low_descriptor_limit, .timeout = 120) {
   cr_assert_eq(th_server_stop(&s, SIGTERM, 10000), 0);
 }
 
+/* greeted_server starts a server with --fetch-timeout 1500 and greets it as `client`. */
+static void greeted_server(th_server_t *s, th_client_t *c, uint64_t client) {
+  const char *extra[] = {"--fetch-timeout", "1500", NULL};
+  cr_assert_eq(th_server_start_default(s, extra), 0);
+  cr_assert_eq(th_client_open(c, s->endpoint), 0);
+  cr_assert_eq(th_hello_ok(c, client), 0);
+}
+
 /* Issue 22, case 7: the fetch timeout counts from the request. The hostile holder echoes
  * every heartbeat and answers every FETCH with a value of another id and "hello first";
  * before, any of these kept the reader parked (the echoes for ever). Now only a "still
@@ -229,12 +237,9 @@ Test(exhaust, stray_holder_parks_nothing_past_the_fetch_timeout, .timeout = 60) 
   const uint64_t client = UINT64_C(0x7e57ab1e);
   lt_hostile_t h;
   hostile_start(&h, LT_HOSTILE_STRAY);
-  const char *extra[] = {"--fetch-timeout", "1500", NULL};
   th_server_t s;
-  cr_assert_eq(th_server_start_default(&s, extra), 0);
   th_client_t c;
-  cr_assert_eq(th_client_open(&c, s.endpoint), 0);
-  cr_assert_eq(th_hello_ok(&c, client), 0);
+  greeted_server(&s, &c, client);
   const char *kernels[] = {"testk:inc"};
   const char *peers[] = {s.endpoint, h.endpoint};
   cr_assert_eq(th_program_peers(&c, kernels, 1, peers, 2), 0);
@@ -360,12 +365,9 @@ Test(exhaust, arbitrary_peer_endpoints, .timeout = 60) {
   const uint64_t client = UINT64_C(0xa7b17a7e);
   listeners_t l;
   listeners_start(&l);
-  const char *extra[] = {"--fetch-timeout", "1500", NULL};
   th_server_t s;
-  cr_assert_eq(th_server_start_default(&s, extra), 0);
   th_client_t c;
-  cr_assert_eq(th_client_open(&c, s.endpoint), 0);
-  cr_assert_eq(th_hello_ok(&c, client), 0);
+  greeted_server(&s, &c, client);
   const char *kernels[] = {"testk:inc"};
   /* An ipc:// server is refused in the list itself; the list stays as it was. */
   const char *with_ipc[] = {s.endpoint, l.ep[2]};
