@@ -83,10 +83,11 @@ static double straggles(const lt_sched_t *s, const lt_instr_rec_t *r, int64_t no
   return ran_us;
 }
 
-/* target returns the idle server (not in `taken`) that should run a copy of r, or -1. */
-static int target(const lt_sched_t *s, const lt_instr_rec_t *r, int64_t now_ms,
-                  const unsigned char *taken) {
-  double ran_us = eligible(s, r) ? straggles(s, r, now_ms) : -1;
+/* copy_target returns the idle server (not in `taken`) that should run a copy of r, an
+ * eligible record, or -1. */
+static int copy_target(const lt_sched_t *s, const lt_instr_rec_t *r, int64_t now_ms,
+                       const unsigned char *taken) {
+  double ran_us = straggles(s, r, now_ms);
   return ran_us < 0 ? -1 : idle_server(s, r, ran_us, taken);
 }
 
@@ -111,14 +112,14 @@ static double task_us(const lt_sched_t *s, size_t i) {
 }
 
 /* rerun_target returns the idle server (not in `taken`) that should run r's task again from
- * its input, or -1: r straggles, no copy can stand in for it (its output is named to
- * successors on its server, or its inputs are not where a copy can read them), its task
- * still has its input and was not run again before, and the idle server would run the whole
- * task in less time than r has already run. */
+ * its input, or -1: r, a record no copy can stand in for (not eligible: its output is
+ * named to successors on its server, or its inputs are not where a copy can read them), is
+ * out alone and straggles, its task still has its input and was not run again before, and
+ * the idle server would run the whole task in less time than r has already run. */
 static int rerun_target(const lt_sched_t *s, const lt_instr_rec_t *r, int64_t now_ms,
                         const unsigned char *taken) {
-  if (r->state != LT_IR_OUT || r->backup || r->twin != NULL || eligible(s, r) ||
-      r->job->input == NULL || r->job->reruns > 0 || r->job->finished)
+  if (r->state != LT_IR_OUT || r->backup || r->twin != NULL || r->job->input == NULL ||
+      r->job->reruns > 0)
     return -1;
   double ran_us = straggles(s, r, now_ms);
   if (ran_us < 0) return -1;
@@ -136,7 +137,7 @@ static int rerun_target(const lt_sched_t *s, const lt_instr_rec_t *r, int64_t no
 }
 
 int lt__sched_backup_target(const lt_sched_t *s, const lt_instr_rec_t *r, int64_t now_ms) {
-  return target(s, r, now_ms, NULL);
+  return eligible(s, r) ? copy_target(s, r, now_ms, NULL) : -1;
 }
 
 /* any_idle tells whether some server is idle; with `since`, one that came to be idle at or
@@ -157,10 +158,10 @@ static void look(lt_policy_t *p, int64_t now_ms) {
   if (taken == NULL) return;
   lt_instr_rec_t *r, *tmp;
   HASH_ITER(hh, s->inflight, r, tmp) {
-    int to = target(s, r, now_ms, taken);
-    lt_req_kind_t kind = LT_REQ_COPY;
-    if (to < 0 && (to = rerun_target(s, r, now_ms, taken)) >= 0) kind = LT_REQ_RERUN;
+    int copy = eligible(s, r);
+    int to = copy ? copy_target(s, r, now_ms, taken) : rerun_target(s, r, now_ms, taken);
     if (to < 0) continue;
+    lt_req_kind_t kind = copy ? LT_REQ_COPY : LT_REQ_RERUN;
     taken[to] = 1;
     lt__policy_ask(
         p, &(lt_req_t){.kind = kind, .seq = r->seq, .task = r->job->num, .server = (size_t)to});

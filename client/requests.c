@@ -52,22 +52,24 @@ static void copy(lt_sched_t *s, const lt_req_t *q) {
           s->srv[q->server].conn.endpoint, (long long)idle_ms);
 }
 
-/* rerun runs r's task again from its input: its records out on r's server are cancelled
- * first (those waiting there never run; one running completes and is dropped as stale). */
+/* rerun runs r's task again from its input (unless lt__sched_rerun declines: done, no input
+ * kept, run again before); the old run's records out on r's server are then cancelled
+ * (those waiting there never run; one running completes and is dropped as stale). */
 static void rerun(lt_sched_t *s, const lt_req_t *q) {
   lt_instr_rec_t *r = find_out(s, q->seq);
-  if (r == NULL || r->job->num != q->task || lt__rec_stale(r) || r->job->reruns > 0 ||
-      r->job->input == NULL || !lt__server_alive(s, (size_t)r->conn))
+  if (r == NULL || r->job->num != q->task || lt__rec_stale(r) ||
+      !lt__server_alive(s, (size_t)r->conn))
     return;
   size_t idx = (size_t)r->conn;
   lt_job_rec_t *j = r->job;
-  for (lt_instr_rec_t *o = s->srv[idx].slot.out; o != NULL; o = o->out_next)
-    if (o->job == j && o->gen == j->gen && o->state == LT_IR_OUT)
-      lt__server_cancel(s, idx, &o->seq, 1);
+  uint32_t old = j->gen;
+  int64_t out_ms = lt__clock_ms() - r->sent_ms;
+  if (!lt__sched_rerun(s, j, "a stage of it straggles")) return;
   lt__log(LT_LOG_INFO, "instruction %llu: out %lld ms on %s: its task runs again",
-          (unsigned long long)r->seq, (long long)(lt__clock_ms() - r->sent_ms),
-          s->srv[idx].conn.endpoint);
-  lt__sched_rerun(s, j, "a stage of it straggles");
+          (unsigned long long)q->seq, (long long)out_ms, s->srv[idx].conn.endpoint);
+  for (lt_instr_rec_t *o = s->srv[idx].slot.out; o != NULL; o = o->out_next)
+    if (o->job == j && o->gen == old && o->state == LT_IR_OUT)
+      lt__server_cancel(s, idx, &o->seq, 1);
 }
 
 /* recall cancels the queued records asked, one cancel per server, and marks them migrating:

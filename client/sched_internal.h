@@ -408,8 +408,9 @@ void lt__sched_on_completion(lt_sched_t *s, size_t idx, const lt_completion_t *c
 
 void lt__sched_restart(lt_sched_t *s, lt_job_rec_t *j, const char *why);
 /* lt__sched_rerun runs task j again from its input, not charged to max_retries, once a task
- * (a straggling inner stage, backup.c): the old run's records are stale from now on. */
-void lt__sched_rerun(lt_sched_t *s, lt_job_rec_t *j, const char *why);
+ * (a straggling inner stage, backup.c): the old run's records are stale from now on. 1 when
+ * it did; 0 when the task is done, kept no input, or ran again before. */
+int lt__sched_rerun(lt_sched_t *s, lt_job_rec_t *j, const char *why);
 /* lt__sched_restart_lost is lt__sched_restart for a value lost with the session of dead entry
  * `lost` (-1: not known): the restart is held until that server's next welcome says whether
  * the session ended in a crash, and refunded if it did (losses.c). */
