@@ -129,7 +129,14 @@ typedef struct lt_instr {
   uint32_t flags; /* LT_INSTR_* */
   uint32_t group; /* grain: this and the next group - 1 instructions of the batch run on one
                      worker back to back (one hand-off); 0 or 1: alone */
+  uint32_t pack;  /* packing: 0 or 1, one task; k > 1 (op SEQ, k <= LT_MAX_PACK): k tasks of
+                     one chain, its members, run back to back on one worker: `outputs` holds
+                     k ids (member i's output) and `inputs` k * n (member i's are
+                     inputs[i * n .. i * n + n)), n = ninputs / k */
 } lt_instr_t;
+
+/* Most members a packed instruction may carry (lt_instr_t.pack); the codec refuses more. */
+#define LT_MAX_PACK 1024u
 
 typedef struct lt_output_info {
   uint64_t size;
@@ -147,6 +154,11 @@ typedef struct lt_completion {
   uint32_t worker;     /* the server worker thread that ran it */
   uint64_t start_us;   /* kernel start, server CLOCK_MONOTONIC us; 0 when it never ran */
   uint64_t cpu_us;     /* CPU time of the worker thread while it ran the kernel */
+  uint32_t pack;       /* packing: this completion and the next pack - 1 of the batch are
+                          the members of one packed instruction, in its member order, sent as
+                          one entry (each: its output id's seq, at most one output, answer
+                          -1, the same worker); 0 or 1: alone. The decoder sets it on member 0
+                          and 0 on the others. */
 } lt_completion_t;
 
 /* A kernel module in a status reply or a welcome. */
