@@ -133,13 +133,30 @@ static int batch_add(lt_sched_t *s, batch_t *b, int idx, lt_instr_rec_t *r, cons
   return LT_OK;
 }
 
-static void batch_send(lt_sched_t *s, size_t idx, batch_t *b) {
-  for (uint32_t i = 0; i < b->n; i++) {
-    lt_instr_t *ins = &b->instrs[i];
+/* batch_finish turns the batch's offsets into pointers and each pack (gather) into one
+ * instruction: its members' inputs and outputs lie next to each other in the flat arrays, so
+ * the first member's entry takes them all, and the others' entries go. */
+static void batch_finish(batch_t *b) {
+  uint32_t w = 0;
+  for (uint32_t i = 0; i < b->n; w++) {
+    lt_instr_t *ins = &b->instrs[w];
+    if (w != i) *ins = b->instrs[i];
     ins->inputs = b->inputs + (uintptr_t)ins->inputs;
     ins->more = ins->nmore ? b->stages + (uintptr_t)ins->more : NULL;
     ins->outputs = &b->outputs[i];
+    uint32_t k = ins->pack > 1 ? ins->pack : 1;
+    if (k > 1) {
+      ins->ninputs *= k;
+      ins->noutputs = k;
+      ins->group = 0;
+    }
+    i += k;
   }
+  b->n = w;
+}
+
+static void batch_send(lt_sched_t *s, size_t idx, batch_t *b) {
+  batch_finish(b);
   lt_msg_t m = {.type = LT_MSG_EXECUTE};
   m.u.execute.max_active = s->opts->throttle ? s->srv[idx].pace.window : 0;
   m.u.execute.timeout_ms = s->opts->task_timeout_ms;
@@ -341,13 +358,35 @@ static int joins(const lt_sched_t *s, lt_instr_rec_t *m, const lt_tstage_t *chai
   return lt__server_fits(s, (size_t)idx, &fi);
 }
 
+/* packable tells whether instruction `ins` of a group may share the packed entry of `lead`:
+ * a seq of the same chain (gather's joins) with as many inputs and the same flags. */
+static int packable(const lt_instr_t *lead, const lt_instr_t *ins) {
+  return ins->op == LT_OP_SEQ && ins->ninputs == lead->ninputs && ins->flags == lead->flags;
+}
+
+/* pack marks the group of n records `mem` that starts at instruction `lead` of batch b as
+ * one packed instruction, when option `pack` is on and every member can share its entry
+ * (batch_finish merges them as the batch goes). */
+static void pack(lt_sched_t *s, batch_t *b, uint32_t lead, lt_instr_rec_t **mem, uint32_t n) {
+  if (!s->opts->pack || n < 2 || n > LT_MAX_PACK) return;
+  for (uint32_t i = 0; i < n; i++)
+    if (!packable(&b->instrs[lead], &b->instrs[lead + i])) return;
+  b->instrs[lead].pack = n;
+  for (uint32_t i = 0; i < n; i++)
+    mem[i]->packed = 1;
+  s->packs++;
+  s->packed += n;
+}
+
 /* gather sends the queued records of leader's chain that follow it in the fireable queue
  * with it to server idx, up to its grain, and marks them one group in the batch (a batch
- * sent for its size in between starts a new group). */
+ * sent for its size in between starts a new group), packed when they can be (pack). */
 static void gather(lt_sched_t *s, batch_t *batches, lt_instr_rec_t *leader, int idx) {
   batch_t *b = &batches[idx];
   const lt_tstage_t *chain = leader->stages;
   uint32_t g = grain_for(s, chain, (size_t)idx), lead = b->n - 1, n = 1;
+  lt_instr_rec_t *mem[LT_MAX_PACK]; /* the group's records, from its first in this batch */
+  mem[0] = leader;
   for (uint32_t total = 1; total < g && lt__server_has_room(s, (size_t)idx); total++) {
     lt_instr_rec_t *m = s->fire_head;
     if (m == NULL || !joins(s, m, chain, idx)) break;
@@ -365,12 +404,15 @@ static void gather(lt_sched_t *s, batch_t *batches, lt_instr_rec_t *leader, int 
     if (b->n == 1) { /* the batch before m went for its size: m leads the rest */
       lead = 0;
       n = 1;
+      mem[0] = m;
       continue;
     }
+    mem[n] = m;
     b->instrs[lead].group = ++n;
     s->grouped += n == 2 ? 2 : 1;
     s->groups += n == 2;
   }
+  pack(s, b, lead, mem, n);
 }
 
 /* note_full tells the throttle of every server without room that work waited for it. */

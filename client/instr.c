@@ -73,6 +73,7 @@ lt_instr_rec_t *lt__sched_pop_fireable(lt_sched_t *s) {
 
 void lt__sched_put_on(lt_sched_t *s, lt_instr_rec_t *r, int idx) {
   r->conn = idx;
+  r->packed = 0; /* dispatch.c marks it again when it goes in a pack */
   lt__rec_to(r, LT_IR_OUT);
   HASH_ADD(hh, s->inflight, seq, sizeof r->seq, r);
   r->run_ms = -1;
@@ -186,7 +187,8 @@ int lt__rec_stale(const lt_instr_rec_t *r) {
 }
 
 int lt__rec_portable(const lt_instr_rec_t *r) {
-  if (r->chained || (r->moved && !r->final) || r->twin != NULL || lt__rec_stale(r)) return 0;
+  if (r->chained || r->packed || (r->moved && !r->final) || r->twin != NULL || lt__rec_stale(r))
+    return 0;
   for (uint32_t i = 0; i < r->nins; i++)
     if (r->ins[i].value == NULL) return 0;
   return 1;
@@ -209,7 +211,7 @@ static int input_ready(const lt_sched_t *s, const lt_instr_rec_t *r, const lt_to
 }
 
 int lt__rec_copyable(const lt_sched_t *s, const lt_instr_rec_t *r) {
-  if ((r->moved && !r->final) || r->twin != NULL || lt__rec_stale(r)) return 0;
+  if (r->packed || (r->moved && !r->final) || r->twin != NULL || lt__rec_stale(r)) return 0;
   for (uint32_t i = 0; i < r->nins; i++)
     if (!input_ready(s, r, &r->ins[i])) return 0;
   return 1;

@@ -61,6 +61,8 @@ typedef enum lt_opt_type {
     "lazy: outputs up to this size also come back to the client")                                  \
   X(grain, LT_OPT_AUTO, grain, "auto", 1, 1024, "auto|N",                                          \
     "instructions of one chain per hand-off to a server: auto sizes it from service times")        \
+  X(pack, LT_OPT_BOOL, pack, "on", 0, 0, "on|off",                                                 \
+    "a grain's group of seq tasks goes as one packed instruction (one entry, one completion)")     \
   X(normal_form, LT_OPT_BOOL, normal_form, "off", 0, 0, "on|off",                                  \
     "fuse adjacent seq stages into one instruction")                                               \
   X(modules, LT_OPT_PATH, modules, NULL, 0, 0, "DIR",                                              \
@@ -107,6 +109,7 @@ typedef struct lt_options {
   int ordered;                 /* results in submission order */
   int nonblocking;             /* lt_eval_submit gives LT_EAGAIN instead of blocking */
   int normal_form;             /* fuse adjacent seq stages into one instruction */
+  int pack;                    /* a group of seq instructions goes as one packed entry */
   int lookahead;               /* many instructions in flight per server */
   int lazy;                    /* values stay on servers; successors get references */
   uint32_t max_threads;        /* most instructions running at once per server */

@@ -95,6 +95,8 @@ typedef struct lt_instr_rec {
   int backup;                /* this record is the copy */
   int kept_inputs;           /* sent as a copy that leaves its inputs where they are held
                                 (binding.c): released by the client when it wins */
+  int packed;                /* out as a member of a packed instruction (dispatch.c): it runs
+                                with the others there, so it is neither copied nor moved */
   struct lt_instr_rec *next;
   struct lt_instr_rec *out_prev, *out_next; /* out: its server's list, in the order sent */
   UT_hash_handle hh;                        /* s->inflight, by seq */
@@ -260,7 +262,7 @@ typedef struct lt_stats_server {
 typedef struct lt_stats_snap {
   pthread_mutex_t mu;
   uint64_t instructions, bytes_to, bytes_from, retries, migrations, migrated, stray, overdue;
-  uint64_t backups, backups_won, reruns, groups, grouped;
+  uint64_t backups, backups_won, reruns, groups, grouped, packs, packed;
   lt_stat_t pstats[LT_POLICY_MAX * LT_POLICY_STATS]; /* the policies' own (policy.h) */
   size_t npstats;
   lt_stats_server_t *servers; /* the slots no later session stands for, in slot order; cap of
@@ -323,6 +325,8 @@ struct lt_sched {
   uint64_t reruns;      /* tasks run again from their input for a straggling inner stage */
   uint64_t groups;      /* groups of instructions sent as one hand-off (grain, dispatch.c) */
   uint64_t grouped;     /* instructions in those groups */
+  uint64_t packs;       /* of those groups, the ones sent as one packed instruction */
+  uint64_t packed;      /* tasks in those packs */
   lt_policy_t policies[LT_POLICY_MAX]; /* the enabled policies, in registry order */
   size_t npolicies;
   lt_req_queue_t requests; /* what they asked, for the loop's apply phase (requests.c) */

@@ -86,6 +86,8 @@ void lt__stats_publish(lt_sched_t *s) {
   st->reruns = s->reruns;
   st->groups = s->groups;
   st->grouped = s->grouped;
+  st->packs = s->packs;
+  st->packed = s->packed;
   st->npstats =
       lt__policies_stats(s, SIZE_MAX, st->pstats, sizeof st->pstats / sizeof st->pstats[0]);
   st->bytes_to = st->bytes_from = 0;
@@ -188,6 +190,8 @@ void lt__sched_stats_json(void *self, lt_json_t *j) {
   lt__json_u64(j, "reruns", st->reruns);
   lt__json_u64(j, "groups", st->groups);
   lt__json_u64(j, "grouped", st->grouped);
+  lt__json_u64(j, "packs", st->packs);
+  lt__json_u64(j, "packed", st->packed);
   stats_json(st->pstats, st->npstats, j);
   lt__json_str(j, "mode",
                o->lookahead && o->lazy     ? "optimized"

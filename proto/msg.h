@@ -10,8 +10,9 @@
 #include <stdint.h>
 
 /* LT_PROTO_VERSION names the protocol in Hello and Welcome; a server refuses another.
- * 2: the TEST op (while, if), which a server of version 1 cannot run. */
-#define LT_PROTO_VERSION 2
+ * 2: the TEST op (while, if), which a server of version 1 cannot run. 3: packed
+ * instructions (lt_instr_t.pack), which a server of version 2 would run as one. */
+#define LT_PROTO_VERSION 3
 
 /* An object id names a value: 64-bit client id (random per evaluation) + sequence. */
 typedef struct lt_oid {

@@ -25,6 +25,7 @@
  *   crash_on   1 input, int64; param "V" or "V:abort" / "V:segv" / "V:fault": an input equal
  *              to V crashes the server (SIGSEGV by default, or abort(), or a real fault
  *              through a null pointer that signal handlers see); else copies it.
+ *   stall_on   1 input, int64; param "V:MS": the input V sleeps MS milliseconds; copies it.
  *   forever    any inputs; never returns (sleeps in a loop: holds its thread for good).
  *   hog_mem    any inputs; param: MiB as decimal text; one output of that many bytes.
  *   abort_if   1 input, int64; param: the name of an environment variable: a server started
@@ -308,6 +309,23 @@ LT_KERNEL(crash_on, call) {
     if (how_abort) abort();
     if (how_fault) fault();
     die_of_segv();
+  }
+  return int_output(call, v);
+}
+
+/* stall_on: parameter "V:MS": the input V sleeps MS milliseconds, every input is echoed. */
+LT_KERNEL(stall_on, call) {
+  char buf[64];
+  if (param_text(call, "stall_on", "V:MS", buf, sizeof buf) != 0) return 1;
+  char *end, *rest = buf;
+  long long at = strtoll(buf, &end, 10);
+  unsigned long long ms = *end == ':' ? strtoull(end + 1, &rest, 10) : 0;
+  if (end == buf || *end != ':' || *rest != '\0')
+    return lt_call_fail(call, "stall_on: parameter '%s' is not V:MS", buf);
+  int64_t v = 0;
+  if (int_input(call, "stall_on", &v) != 0) return 1;
+  struct timespec ts = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000L};
+  while (v == at && nanosleep(&ts, &ts) != 0 && errno == EINTR) {
   }
   return int_output(call, v);
 }
