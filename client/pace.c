@@ -202,6 +202,7 @@ void lt__pace_load(lt_pace_t *p, const lt_load_t *load) {
   p->active_n++;
   if (load->queued > 0) p->waited = 1;
   p->load_cpu = load->cpu;
+  p->parked = load->parked;
   starve(p, load);
   p->held = 0; /* the dispatcher's next turn says whether work still waits */
 }

@@ -137,6 +137,7 @@ typedef struct lt_pace {
   double per_us;    /* EWMA of the time per instruction when busy, over all chains */
   double cores;     /* the CPU the server gets, in cores: welcome, then learnt (pace.c) */
   double load_cpu;  /* the CPU use in its latest load report, in cores */
+  uint32_t parked;  /* instructions waiting there for inputs, in its latest load report */
   lt_cost_t costs[LT_COSTS];
   uint32_t ncosts;
   uint32_t others; /* admitted instructions of chains beyond LT_COSTS, costed at per_us */

@@ -39,7 +39,11 @@ static int limited(const lt_sched_t *s, size_t i) {
 }
 
 int lt__server_has_room(const lt_sched_t *s, size_t i) {
-  return s->srv[i].admitted < lt__server_cap(s, i);
+  /* Instructions parked there for inputs (a combine waiting for its parts, a successor for
+   * its producer) hold no thread: they do not fill the room lookahead keeps for work. */
+  uint32_t admitted = s->srv[i].admitted, parked = s->srv[i].pace.parked;
+  admitted -= parked < admitted ? parked : admitted;
+  return admitted < lt__server_cap(s, i);
 }
 
 double lt__server_left_us(const lt_sched_t *s, size_t i, int64_t now_ms) {

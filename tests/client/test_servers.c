@@ -3,7 +3,8 @@
  * release of another session's id is refused; a policy's limit lowers what a server takes
  * (0: nothing, so it is neither taking work nor idle); a server marked dead keeps its first
  * reason and takes nothing until it is reaped; a record that goes out and is settled as lost
- * leaves every count as it was. */
+ * leaves every count as it was; instructions a server reports parked for inputs leave room
+ * for as many more. */
 #include <criterion/criterion.h>
 
 #include "exec.h"
@@ -24,6 +25,26 @@ Test(servers, a_release_of_another_sessions_id_is_refused) {
   lt__server_release(&w.s, 5, (lt_oid_t){CLIENT, 8});  /* no such server: nothing */
   cr_assert_eq(w.srv[1].relq.n, 1);
   free(w.srv[1].relq.ids);
+  world_fini(&w);
+}
+
+Test(servers, instructions_parked_for_inputs_leave_room) {
+  world_t w;
+  world_init(&w);
+  w.srv[0].pace.cap = 4;
+  w.srv[0].admitted = 4;
+  cr_assert(!lt__server_has_room(&w.s, 0), "full");
+  lt_load_t load = {.parked = 3};
+  lt__pace_load(&w.srv[0].pace, &load);
+  cr_assert(lt__server_has_room(&w.s, 0), "3 of the 4 hold no thread");
+  w.srv[0].admitted = 7;
+  cr_assert(!lt__server_has_room(&w.s, 0), "4 that may run, and 3 parked");
+  load.parked = 9; /* other sessions' too: never below none of ours */
+  lt__pace_load(&w.srv[0].pace, &load);
+  cr_assert(lt__server_has_room(&w.s, 0));
+  load.parked = 0;
+  lt__pace_load(&w.srv[0].pace, &load);
+  cr_assert(!lt__server_has_room(&w.s, 0));
   world_fini(&w);
 }
 
