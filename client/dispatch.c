@@ -17,6 +17,7 @@
 #include "oid.h"
 #include "exec.h"
 #include "placement.h"
+#include "queue.h"
 #include "sched_internal.h"
 #include "vec.h"
 
@@ -378,6 +379,21 @@ static void pack(lt_sched_t *s, batch_t *b, uint32_t lead, lt_instr_rec_t **mem,
   s->packed += n;
 }
 
+/* next_member takes from the fireable queue the first record among its first `scan` that may
+ * ride with a group of `chain` to server idx, or returns NULL. The records it passes stay
+ * where they are: successors that the group's own dispatch fired go to the queue's front. */
+static lt_instr_rec_t *next_member(lt_sched_t *s, const lt_tstage_t *chain, int idx,
+                                   uint32_t scan) {
+  lt_instr_rec_t *prev = NULL, *m = s->fire_head;
+  for (; m != NULL && scan > 0 && !joins(s, m, chain, idx); scan--) {
+    prev = m;
+    m = m->next;
+  }
+  if (m == NULL || scan == 0) return NULL;
+  LT_QUEUE_TAKE_AFTER(s->fire_head, s->fire_tail, prev, m, next);
+  return m;
+}
+
 /* gather sends the queued records of leader's chain that follow it in the fireable queue
  * with it to server idx, up to its grain, and marks them one group in the batch (a batch
  * sent for its size in between starts a new group), packed when they can be (pack). */
@@ -388,9 +404,9 @@ static void gather(lt_sched_t *s, batch_t *batches, lt_instr_rec_t *leader, int 
   lt_instr_rec_t *mem[LT_MAX_PACK]; /* the group's records, from its first in this batch */
   mem[0] = leader;
   for (uint32_t total = 1; total < g && lt__server_has_room(s, (size_t)idx); total++) {
-    lt_instr_rec_t *m = s->fire_head;
-    if (m == NULL || !joins(s, m, chain, idx)) break;
-    lt__sched_pop_fireable(s);
+    /* Past the successors the members sent so far fired (one each), and a few others. */
+    lt_instr_rec_t *m = next_member(s, chain, idx, 2 * total + 8);
+    if (m == NULL) break;
     int to, rc = send_one(s, batches, m, idx, &to);
     if (rc == LT_EAGAIN) {
       lt__sched_push_fireable(s, m, 1);

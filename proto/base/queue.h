@@ -38,4 +38,20 @@
     }                                                                                              \
   } while (0)
 
+/* LT_QUEUE_TAKE_AFTER takes the node after `prev` (the head when prev is NULL) into `out`
+ * (NULL when there is none) and clears its link. */
+#define LT_QUEUE_TAKE_AFTER(head, tail, prev, out, link)                                           \
+  do {                                                                                             \
+    if ((prev) == NULL) {                                                                          \
+      LT_QUEUE_POP(head, tail, out, link);                                                         \
+    } else {                                                                                       \
+      (out) = (prev)->link;                                                                        \
+      if ((out) != NULL) {                                                                         \
+        (prev)->link = (out)->link;                                                                \
+        if ((tail) == (out)) (tail) = (prev);                                                      \
+        (out)->link = NULL;                                                                        \
+      }                                                                                            \
+    }                                                                                              \
+  } while (0)
+
 #endif
