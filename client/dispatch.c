@@ -359,10 +359,19 @@ static int joins(const lt_sched_t *s, lt_instr_rec_t *m, const lt_tstage_t *chai
   return lt__server_fits(s, (size_t)idx, &fi);
 }
 
-/* packable tells whether instruction `ins` of a group may share the packed entry of `lead`:
- * a seq of the same chain (gather's joins) with as many inputs and the same flags. */
-static int packable(const lt_instr_t *lead, const lt_instr_t *ins) {
-  return ins->op == LT_OP_SEQ && ins->ninputs == lead->ninputs && ins->flags == lead->flags;
+/* packable tells whether instruction `ins` of record m may share the packed entry of `lead`:
+ * a seq of the same chain (gather's joins) with as many inputs and the same flags. A pack
+ * runs once every input of every member is there, so a member must not wait for an input
+ * that another pack, or its own, makes: in a program whose chains may run after themselves
+ * (divide and conquer, while, a reduce) its inputs must exist already; elsewhere a chain runs
+ * once a task, after the same chains in every task, so packs never wait for one another. */
+static int packable(const lt_sched_t *s, const lt_instr_t *lead, const lt_instr_t *ins,
+                    const lt_instr_rec_t *m) {
+  if (ins->op != LT_OP_SEQ || ins->ninputs != lead->ninputs || ins->flags != lead->flags) return 0;
+  if (!s->tmpl_recurs) return 1;
+  for (uint32_t i = 0; i < m->nins; i++)
+    if (!lt__token_made(s, &m->ins[i])) return 0;
+  return 1;
 }
 
 /* pack marks the group of n records `mem` that starts at instruction `lead` of batch b as
@@ -371,7 +380,7 @@ static int packable(const lt_instr_t *lead, const lt_instr_t *ins) {
 static void pack(lt_sched_t *s, batch_t *b, uint32_t lead, lt_instr_rec_t **mem, uint32_t n) {
   if (!s->opts->pack || n < 2 || n > LT_MAX_PACK) return;
   for (uint32_t i = 0; i < n; i++)
-    if (!packable(&b->instrs[lead], &b->instrs[lead + i])) return;
+    if (!packable(s, &b->instrs[lead], &b->instrs[lead + i], mem[i])) return;
   b->instrs[lead].pack = n;
   for (uint32_t i = 0; i < n; i++)
     mem[i]->packed = 1;

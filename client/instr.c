@@ -194,20 +194,24 @@ int lt__rec_portable(const lt_instr_rec_t *r) {
   return 1;
 }
 
+int lt__token_made(const lt_sched_t *s, const lt_token_t *t) {
+  if (t->value != NULL) return 1;
+  uint64_t producer = t->id.seq - t->id.seq % ((uint64_t)LT_MAX_PARTS + 1);
+  lt_instr_rec_t *p, *out = s->inflight;
+  HASH_FIND(hh, out, &producer, sizeof producer, p);
+  return p == NULL;
+}
+
 /* input_ready tells whether input t of r can be read by a copy: the client holds it, or r's
  * own server holds it and its producer has completed (a copy of a reader still waiting for
  * its input would only wait for the same producer). A value r fetched from another server
- * is not: r, its last reader, had it released there as it took it. Output i of instruction
- * seq is named seq + i. */
+ * is not: r, its last reader, had it released there as it took it. */
 static int input_ready(const lt_sched_t *s, const lt_instr_rec_t *r, const lt_token_t *t) {
   if (t->value != NULL) return 1;
   int h = lt__token_holder(t);
   if (h < 0 || h != r->conn || !lt__server_alive(s, (size_t)h) || t->id.client != s->client_id)
     return 0;
-  uint64_t producer = t->id.seq - t->id.seq % ((uint64_t)LT_MAX_PARTS + 1);
-  lt_instr_rec_t *p, *out = s->inflight;
-  HASH_FIND(hh, out, &producer, sizeof producer, p);
-  return p == NULL;
+  return lt__token_made(s, t);
 }
 
 int lt__rec_copyable(const lt_sched_t *s, const lt_instr_rec_t *r) {

@@ -276,6 +276,8 @@ struct lt_sched {
   const lt_eval_door_t *door; /* the evaluator's calls (backend.h) */
   const lt_options_t *opts;
   const lt_template_t *tmpl;
+  int tmpl_recurs; /* a chain of the template may run after itself in a task (dc, while,
+                      reduce): packs then take only members whose inputs exist (dispatch.c) */
   uint64_t client_id;
   uint64_t secret;
   int wake_fd;
@@ -380,6 +382,9 @@ int lt__rec_portable(const lt_instr_rec_t *r);
  * held by the client or made already and held by a live server, which the copy fetches
  * from peer to peer. */
 int lt__rec_copyable(const lt_sched_t *s, const lt_instr_rec_t *r);
+/* lt__token_made tells whether input t exists already: the client holds it, or its producer
+ * (output i of instruction seq is named seq + i) is no longer out. */
+int lt__token_made(const lt_sched_t *s, const lt_token_t *t);
 /* lt__rec_copy makes a queued copy of r (the same work under an instruction id of its own,
  * marked `backup`); NULL without memory. */
 lt_instr_rec_t *lt__rec_copy(lt_sched_t *s, const lt_instr_rec_t *r);

@@ -30,6 +30,7 @@ static int sched_new(void **out, const lt_backend_env_t *env) {
   s->door = env->door;
   s->opts = o;
   s->tmpl = env->tmpl;
+  s->tmpl_recurs = lt__template_recurs(env->tmpl);
   s->client_id = env->client_id;
   s->secret = env->secret;
   s->wake_fd = env->wake_fd;

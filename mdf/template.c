@@ -57,6 +57,16 @@ uint32_t lt__template_chain_length(const lt_template_t *t, uint32_t block) {
   return n;
 }
 
+int lt__template_recurs(const lt_template_t *t) {
+  if (t->combine_block >= 0) return 1;
+  for (uint32_t i = 0; i < t->nnodes; i++) {
+    const lt_tnode_t *n = &t->nodes[i];
+    if (n->kind == LT_TN_DC || n->kind == LT_TN_WHILE || (n->kind == LT_TN_MAP && n->reduce))
+      return 1;
+  }
+  return 0;
+}
+
 void lt__template_free(lt_template_t *t) {
   if (t == NULL) return;
   for (uint32_t i = 0; i < t->nnodes; i++) {

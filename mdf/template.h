@@ -93,6 +93,10 @@ int lt__template_stage_add(lt_template_t *t, uint32_t id, const char *kernel, co
  * without map or dc, the instructions one task costs. */
 uint32_t lt__template_chain_length(const lt_template_t *t, uint32_t block);
 
+/* lt__template_recurs tells whether a chain of t may run after itself within one task: t
+ * has a DC or WHILE node, a MAP whose merge is a reduce, or reduces its stream. */
+int lt__template_recurs(const lt_template_t *t);
+
 /* lt__template_dot writes the template as a Graphviz digraph into a malloc'd string (caller
  * frees); NULL on out of memory. */
 char *lt__template_dot(const lt_template_t *t);

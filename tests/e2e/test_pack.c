@@ -4,8 +4,9 @@
  * one member fails that task alone with LT_ECRASH (in a farm and as the second stage of a
  * lazy pipeline, whose packs read references); a member that overruns task_timeout_ms fails
  * alone with LT_ETIMEDOUT and the members after it run again; a server killed while it holds
- * packs of a lazy pipeline loses no task and delivers none twice; pack=off sends the same
- * groups unpacked. The per-task results, errors, futures and order of groups (test_grain.c)
+ * packs of a lazy pipeline loses no task and delivers none twice; divide and conquer, whose
+ * combines wait for one another, packs only what can run; pack=off sends the same groups
+ * unpacked. The per-task results, errors, futures and order of groups (test_grain.c)
  * run packed too, since packing is on by default. */
 #include <criterion/criterion.h>
 #include <signal.h>
@@ -139,5 +140,29 @@ Test(pack, off_sends_groups_unpacked, .timeout = 120) {
   cr_assert_gt(stats_u64(json, "groups"), 0, "%s", json);
   cr_assert_eq(stats_u64(json, "packs"), 0, "%s", json);
   free(json);
+  lt_eval_free(ev);
+}
+
+/* Divide and conquer with an explicit grain on 2 servers: its combines (fibo's add) may wait
+ * for each other, so a pack takes only members whose inputs exist (a pack of a combine and
+ * the combine it waits for would never run). fib(n) for n up to 21, cut-off 3: thousands of
+ * instructions, every answer right. */
+Test(pack, divide_and_conquer_packs_only_what_can_run, .timeout = 120) {
+  const char *const opts[] = {"grain", "16", NULL};
+  lt_skel_t *prog =
+      lt_skel_param(lt_dc("skelk:fib_cut", "skelk:fib_div", lt_seq("skelk:fib_seq"), "skelk:add"),
+                    "cond", "3", 1);
+  lt_eval_t *ev = new_eval_with(prog, 2, opts);
+  const int64_t want[] = {0, 1, 55, 2584, 6765, 10946};
+  const int64_t n[] = {0, 1, 10, 18, 20, 21};
+  for (int i = 0; i < 6; i++) {
+    unsigned char tok[8];
+    put_i64(tok, n[i]);
+    cr_assert_eq(lt_eval_submit(ev, tok, 8, NULL), LT_OK);
+  }
+  cr_assert_eq(lt_eval_close(ev), LT_OK);
+  for (int i = 0; i < 6; i++)
+    cr_assert_eq(next_i64_within(ev, 60000), want[i], "fib(%lld)", (long long)n[i]);
+  cr_assert_gt(packs_of(ev, NULL), 0);
   lt_eval_free(ev);
 }
