@@ -40,7 +40,7 @@ static char *slurp(const char *path) {
 Test(options, defaults_are_the_old_ones) {
   lt_options_t want, o;
   memset(&want, 0, sizeof want);
-  want.ordered = want.lookahead = want.lazy = want.migrate = want.backup = 1;
+  want.ordered = want.lookahead = want.lazy = want.migrate = want.backup = want.pack = 1;
   want.quarantine = 1, want.quarantine_crashes = 3;
   want.max_threads = 6, want.min_threads = 2, want.backup_factor = 2.0;
   want.inline_max = 64 * 1024, want.max_pending = 1024, want.max_retries = 3;
