@@ -809,55 +809,38 @@ static void kernel_names(const lt_task_t *t, char *buf, size_t len) {
 }
 
 /* time_out answers a running instruction with LT_ETIMEDOUT and orphans it: its worker
- * thread keeps the task's memory until the kernel returns, and the result is dropped. */
-static void time_out(lt_server_t *srv, lt_task_t *t) {
+ * thread keeps the task's memory until the kernel returns, and the result is dropped. In a
+ * pack it is member m that overran (the executor runs no member after it): the members before
+ * it are answered with their results, those after it, which never run, with LT_ECANCELED (the
+ * client places them again), all in one entry. With LT_INSTR_RELEASE_INPUTS the inputs of
+ * the members up to m go: the client sees them finished, and the kernel keeps reading its
+ * own through the task's references. */
+static void time_out(lt_server_t *srv, lt_task_t *t, uint32_t m) {
   t->timed_out = true;
   lt_session_t *s = t->sess;
   if (s == NULL) return;
-  char names[200], msg[320];
+  char names[200], msg[360], member[48] = "", later[120];
   kernel_names(t, names, sizeof names);
-  snprintf(msg, sizeof msg, "%s: ran longer than %llu ms (task_timeout_ms)", names,
-           (unsigned long long)(t->timeout_us / 1000u));
+  unsigned long long ms = (unsigned long long)(t->timeout_us / 1000u);
+  if (t->pack > 1) snprintf(member, sizeof member, ", member %u of %u", m, t->pack);
+  snprintf(msg, sizeof msg, "%s: ran longer than %llu ms (task_timeout_ms)%s", names, ms, member);
   lt__log(LT_LOG_WARN, "session %s: instruction %llu: %s", s->name, (unsigned long long)t->seq,
           msg);
   detach(t);
   lt__executor_detach(srv->ex, &t->job);
-  if (expected(t)) lt__store_fail(srv->store, t->out, LT_ETIMEDOUT, msg);
-  lt__session_done_add(srv, s, t->seq, LT_ETIMEDOUT, msg, NULL, -1, 0, NULL, NULL);
-  if (t->flags & LT_INSTR_RELEASE_INPUTS) {
-    /* The client sees it finished: its inputs are not read by anyone else. The kernel keeps
-     * reading them through the task's own references. */
-    for (uint32_t i = 0; i < t->ninputs; i++)
-      if (t->inputs[i].kind == LT_INPUT_REF) lt__store_release(srv->store, t->inputs[i].id);
+  if (t->pack <= 1) {
+    complete(srv, s, t, (outcome_t){t->seq, t->out, LT_ETIMEDOUT, msg, NULL, -1, 0, NULL, NULL});
+  } else {
+    snprintf(later, sizeof later, "not run: member %u of its pack ran longer than %llu ms", m, ms);
+    /* Members run on one worker; the one running and those after it share it too. */
+    lt_ran_t none = {0, 0, 0, m > 0 ? t->job.worker : 0};
+    uint32_t first = 0;
+    lt__session_done_room(srv, s, t->pack, &first);
+    complete_members(srv, s, t, 0, m, true, &none, LT_OK, ""); /* final since the cut */
+    complete_members(srv, s, t, m, m + 1, false, &none, LT_ETIMEDOUT, msg);
+    complete_members(srv, s, t, m + 1, t->pack, false, &none, LT_ECANCELED, later);
+    lt__session_done_pack(s, first, t->pack);
   }
-}
-
-/* time_out_pack answers the running pack t whose member m overran the deadline: the members
- * before it with their results, m with LT_ETIMEDOUT and the later ones, which will never run,
- * with LT_ECANCELED (the client places them again), all in one entry; then orphans it as
- * time_out does. With LT_INSTR_RELEASE_INPUTS the inputs of the members up to m go. */
-static void time_out_pack(lt_server_t *srv, lt_task_t *t, uint32_t m) {
-  t->timed_out = true;
-  lt_session_t *s = t->sess;
-  if (s == NULL) return;
-  char names[200], msg[360], later[120];
-  kernel_names(t, names, sizeof names);
-  snprintf(msg, sizeof msg, "%s: ran longer than %llu ms (task_timeout_ms), member %u of %u", names,
-           (unsigned long long)(t->timeout_us / 1000u), m, t->pack);
-  snprintf(later, sizeof later, "not run: member %u of its pack ran longer than %llu ms", m,
-           (unsigned long long)(t->timeout_us / 1000u));
-  lt__log(LT_LOG_WARN, "session %s: instruction %llu: %s", s->name, (unsigned long long)t->seq,
-          msg);
-  detach(t);
-  lt__executor_detach(srv->ex, &t->job);
-  /* Members run on one worker; the one running and those after it share it too. */
-  lt_ran_t none = {0, 0, 0, m > 0 ? t->job.worker : 0};
-  uint32_t first = 0;
-  lt__session_done_room(srv, s, t->pack, &first);
-  complete_members(srv, s, t, 0, m, true, &none, LT_OK, ""); /* final since the cut */
-  complete_members(srv, s, t, m, m + 1, false, &none, LT_ETIMEDOUT, msg);
-  complete_members(srv, s, t, m + 1, t->pack, false, &none, LT_ECANCELED, later);
-  lt__session_done_pack(s, first, t->pack);
   if (t->flags & LT_INSTR_RELEASE_INPUTS)
     release_range(srv, t, 0, (m + 1) * (t->ninputs / t->pack));
 }
@@ -868,10 +851,9 @@ bool lt__task_deadline(lt_server_t *srv, const lt_job_running_t *run, uint64_t n
   if (t->timeout_us == 0 || now_us < run->since_us) return false;
   uint64_t ran = now_us - run->since_us;
   if (!t->timed_out && ran > t->timeout_us) {
-    if (t->pack <= 1)
-      time_out(srv, t);
-    else if (lt__executor_cut(srv->ex, run->job, run->member)) /* else it moved on */
-      time_out_pack(srv, t, run->member);
+    /* A pack's member that finished meanwhile is not cut: the next tick sees the next. */
+    if (t->pack <= 1 || lt__executor_cut(srv->ex, run->job, run->member))
+      time_out(srv, t, t->pack > 1 ? run->member : 0);
   }
   return t->timed_out && ran > t->timeout_us + recycle_ms * 1000u;
 }

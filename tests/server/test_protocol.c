@@ -176,13 +176,21 @@ static lt_instr_t instr(uint64_t seq, uint32_t kernel, lt_input_t *in, uint32_t 
                       .flags = flags};
 }
 
-static void execute(st_t *s, lt_instr_t *ins, uint32_t n, const lt_bytes_t *pay, uint32_t np) {
+/* execute_within sends an EXECUTE of n instructions with the session's deadline per
+ * instruction (0: none). */
+static void execute_within(st_t *s, lt_instr_t *ins, uint32_t n, const lt_bytes_t *pay, uint32_t np,
+                           uint32_t timeout_ms) {
   lt_msg_t m;
   memset(&m, 0, sizeof m);
   m.type = LT_MSG_EXECUTE;
   m.u.execute.ninstrs = n;
   m.u.execute.instrs = ins;
+  m.u.execute.timeout_ms = timeout_ms;
   cr_assert_eq(th_send(&s->c, &m, pay, np), LT_OK);
+}
+
+static void execute(st_t *s, lt_instr_t *ins, uint32_t n, const lt_bytes_t *pay, uint32_t np) {
+  execute_within(s, ins, n, pay, np, 0);
 }
 
 static void simple(st_t *s, lt_msg_type_t type, lt_oid_t id, uint64_t seq) {
@@ -773,44 +781,35 @@ static lt_instr_t pack_of(uint32_t kernel, lt_stage_t *more, uint32_t nmore, lt_
   return i;
 }
 
-/* execute_within is execute with the session's deadline per instruction. */
-static void execute_within(st_t *s, lt_instr_t *ins, uint32_t n, const lt_bytes_t *pay, uint32_t np,
-                           uint32_t timeout_ms) {
-  lt_msg_t m;
-  memset(&m, 0, sizeof m);
-  m.type = LT_MSG_EXECUTE;
-  m.u.execute.ninstrs = n;
-  m.u.execute.instrs = ins;
-  m.u.execute.timeout_ms = timeout_ms;
-  cr_assert_eq(th_send(&s->c, &m, pay, np), LT_OK);
-}
+/* Inline int64 inputs of a pack: payload i holds v[i], input i reads it. */
+typedef struct i64s {
+  unsigned char buf[8][8];
+  lt_bytes_t pay[8];
+  lt_input_t in[8];
+} i64s_t;
 
-/* inline_i64s fills k int64 payloads of values v[] and k inputs reading them. */
-static void inline_i64s(unsigned char (*buf)[8], lt_bytes_t *pay, lt_input_t *in, const int64_t *v,
-                        uint32_t k) {
+/* pack_start starts a server with a session, as start, and fills *p with the k values v. */
+static st_t *pack_start(i64s_t *p, const int64_t *v, uint32_t k) {
+  st_t *s = calloc(1, sizeof *s);
+  start(s, NULL);
   for (uint32_t i = 0; i < k; i++) {
-    th_put_i64(buf[i], v[i]);
-    pay[i] = (lt_bytes_t){buf[i], 8};
-    in[i] = inl(i);
+    th_put_i64(p->buf[i], v[i]);
+    p->pay[i] = (lt_bytes_t){p->buf[i], 8};
+    p->in[i] = inl(i);
   }
+  return s;
 }
 
 Test(protocol, pack_runs_its_members_in_order_as_one_task) {
-  st_t *s = calloc(1, sizeof *s);
-  start(s, NULL);
+  int64_t v[5] = {1, 2, -3, 40, 5};
+  i64s_t x;
+  st_t *s = pack_start(&x, v, 5);
   heartbeat(s, 1);
   uint64_t before = s->load.completed;
-  /* Five members of the fused chain inc, dbl on their own inline inputs, to output ids that
-   * are not consecutive. */
-  unsigned char buf[5][8];
-  lt_bytes_t pay[5];
-  lt_input_t in[5];
-  int64_t v[5] = {1, 2, -3, 40, 5};
-  inline_i64s(buf, pay, in, v, 5);
   lt_oid_t out[5] = {oid(200), oid(230), oid(210), oid(260), oid(201)};
   lt_stage_t dbl = {K_DBL, {NULL, 0}};
-  lt_instr_t p = pack_of(K_INC, &dbl, 1, in, 1, out, 5, LT_INSTR_RETURN, NULL);
-  execute(s, &p, 1, pay, 5);
+  lt_instr_t p = pack_of(K_INC, &dbl, 1, x.in, 1, out, 5, LT_INSTR_RETURN, NULL);
+  execute(s, &p, 1, x.pay, 5);
   WAIT_FOR(s, s->ndone == 5);
   cr_assert_eq(s->ndone_msgs, 1);
   cr_assert_eq(s->done[200].pack, 5, "the members come as one entry");
@@ -829,8 +828,8 @@ Test(protocol, pack_runs_its_members_in_order_as_one_task) {
 
   /* Three sleeping members are one executor job: one worker of two busy, none queued. */
   lt_oid_t out2[3] = {oid(300), oid(301), oid(302)};
-  lt_instr_t q = pack_of(K_SLEEP, NULL, 0, in, 1, out2, 3, LT_INSTR_RETURN, "150");
-  execute(s, &q, 1, pay, 3);
+  lt_instr_t q = pack_of(K_SLEEP, NULL, 0, x.in, 1, out2, 3, LT_INSTR_RETURN, "150");
+  execute(s, &q, 1, x.pay, 3);
   wait_active(s, 1);
   cr_assert_eq(s->load.queued, 0);
   WAIT_FOR(s, s->done[300].got && s->done[301].got && s->done[302].got);
@@ -841,17 +840,13 @@ Test(protocol, pack_runs_its_members_in_order_as_one_task) {
 }
 
 Test(protocol, pack_member_failure_fails_that_member_alone) {
-  st_t *s = calloc(1, sizeof *s);
-  start(s, NULL);
-  unsigned char buf[3][8];
-  lt_bytes_t pay[3];
-  lt_input_t in[3];
   int64_t v[3] = {5, -3, 7};
-  inline_i64s(buf, pay, in, v, 3);
+  i64s_t x;
+  st_t *s = pack_start(&x, v, 3);
   lt_oid_t out[3] = {oid(400), oid(401), oid(402)}, alone = oid(410);
-  lt_instr_t ins[2] = {pack_of(K_NEG, NULL, 0, in, 1, out, 3, LT_INSTR_RETURN, NULL),
-                       instr(410, K_NEG, &in[1], 1, &alone, 1, LT_INSTR_RETURN, NULL)};
-  execute(s, ins, 2, pay, 3);
+  lt_instr_t ins[2] = {pack_of(K_NEG, NULL, 0, x.in, 1, out, 3, LT_INSTR_RETURN, NULL),
+                       instr(410, K_NEG, &x.in[1], 1, &alone, 1, LT_INSTR_RETURN, NULL)};
+  execute(s, ins, 2, x.pay, 3);
   WAIT_FOR(s, s->ndone == 4);
   cr_assert_eq(s->done[400].pack, 3);
   cr_assert_eq(s->done[400].status, LT_OK, "%s", s->done[400].msg);
@@ -868,20 +863,16 @@ Test(protocol, pack_member_failure_fails_that_member_alone) {
 }
 
 Test(protocol, pack_reads_kept_outputs_by_ref_and_releases_them) {
-  st_t *s = calloc(1, sizeof *s);
-  start(s, NULL);
-  unsigned char buf[3][8];
-  lt_bytes_t pay[3];
-  lt_input_t in[3];
   int64_t v[3] = {10, 20, 30};
-  inline_i64s(buf, pay, in, v, 3);
+  i64s_t x;
+  st_t *s = pack_start(&x, v, 3);
   /* A pack that keeps its outputs, and one reading them crosswise while they are pending. */
   lt_oid_t made[3] = {oid(500), oid(501), oid(502)}, out[3] = {oid(510), oid(511), oid(512)};
   lt_input_t refs[3] = {ref(502), ref(500), ref(501)};
   lt_instr_t ins[2] = {
-      pack_of(K_SLEEP, NULL, 0, in, 1, made, 3, 0, "100"),
+      pack_of(K_SLEEP, NULL, 0, x.in, 1, made, 3, 0, "100"),
       pack_of(K_INC, NULL, 0, refs, 1, out, 3, LT_INSTR_RETURN | LT_INSTR_RELEASE_INPUTS, NULL)};
-  execute(s, ins, 2, pay, 3);
+  execute(s, ins, 2, x.pay, 3);
   wait_active(s, 1);
   cr_assert_eq(s->load.parked, 1, "the reader waits for its inputs, as one task");
   WAIT_FOR(s, s->ndone == 6);
@@ -902,16 +893,12 @@ Test(protocol, pack_reads_kept_outputs_by_ref_and_releases_them) {
 }
 
 Test(protocol, pack_member_past_the_deadline) {
-  st_t *s = calloc(1, sizeof *s);
-  start(s, NULL);
-  unsigned char buf[4][8];
-  lt_bytes_t pay[4];
-  lt_input_t in[4];
-  int64_t ms[4] = {20, 500, 20, 20}; /* CPU ms each member spins */
-  inline_i64s(buf, pay, in, ms, 4);
+  int64_t ms[4] = {20, 500, 20, 20};
+  i64s_t x;
+  st_t *s = pack_start(&x, ms, 4);
   lt_oid_t out[4] = {oid(600), oid(601), oid(602), oid(603)};
-  lt_instr_t p = pack_of(K_BUSY, NULL, 0, in, 1, out, 4, LT_INSTR_RETURN, NULL);
-  execute_within(s, &p, 1, pay, 4, 300);
+  lt_instr_t p = pack_of(K_BUSY, NULL, 0, x.in, 1, out, 4, LT_INSTR_RETURN, NULL);
+  execute_within(s, &p, 1, x.pay, 4, 300);
   WAIT_FOR(s, s->ndone == 4);
   cr_assert_eq(s->done[600].pack, 4, "one entry");
   cr_assert_eq(s->done[600].status, LT_OK, "before it: its result, %s", s->done[600].msg);
@@ -929,18 +916,14 @@ Test(protocol, pack_member_past_the_deadline) {
 }
 
 Test(protocol, pack_canceled_whole_by_its_seq) {
-  st_t *s = calloc(1, sizeof *s);
-  start(s, NULL);
-  unsigned char buf[3][8];
-  lt_bytes_t pay[3];
-  lt_input_t in[3];
   int64_t v[3] = {1, 2, 3};
-  inline_i64s(buf, pay, in, v, 3);
+  i64s_t x;
+  st_t *s = pack_start(&x, v, 3);
   lt_oid_t busy[2] = {oid(1), oid(2)}, out[3] = {oid(700), oid(701), oid(702)};
-  lt_instr_t ins[3] = {instr(1, K_SLEEP, &in[0], 1, &busy[0], 1, LT_INSTR_RETURN, "400"),
-                       instr(2, K_SLEEP, &in[0], 1, &busy[1], 1, LT_INSTR_RETURN, "400"),
-                       pack_of(K_INC, NULL, 0, in, 1, out, 3, LT_INSTR_RETURN, NULL)};
-  execute(s, ins, 3, pay, 3);
+  lt_instr_t ins[3] = {instr(1, K_SLEEP, &x.in[0], 1, &busy[0], 1, LT_INSTR_RETURN, "400"),
+                       instr(2, K_SLEEP, &x.in[0], 1, &busy[1], 1, LT_INSTR_RETURN, "400"),
+                       pack_of(K_INC, NULL, 0, x.in, 1, out, 3, LT_INSTR_RETURN, NULL)};
+  execute(s, ins, 3, x.pay, 3);
   wait_active(s, 2);
   /* A member's own seq names nothing on the server. */
   simple(s, LT_MSG_CANCEL, oid(0), 701);
@@ -955,7 +938,7 @@ Test(protocol, pack_canceled_whole_by_its_seq) {
   /* Canceled outputs are not held: the same pack runs again under the same ids. */
   for (int i = 0; i < 3; i++)
     s->done[700 + i].got = false;
-  execute(s, &ins[2], 1, pay, 3);
+  execute(s, &ins[2], 1, x.pay, 3);
   WAIT_FOR(s, s->done[700].got && s->done[701].got && s->done[702].got);
   for (int i = 0; i < 3; i++) {
     cr_assert_eq(s->done[700 + i].status, LT_OK, "%s", s->done[700 + i].msg);
@@ -966,16 +949,12 @@ Test(protocol, pack_canceled_whole_by_its_seq) {
 }
 
 Test(protocol, pack_refused_answers_every_member) {
-  st_t *s = calloc(1, sizeof *s);
-  start(s, NULL);
-  unsigned char buf[2][8];
-  lt_bytes_t pay[2];
-  lt_input_t in[2];
   int64_t v[2] = {1, 2};
-  inline_i64s(buf, pay, in, v, 2);
+  i64s_t x;
+  st_t *s = pack_start(&x, v, 2);
   lt_oid_t out[2] = {{CLIENT + 1, 800}, {CLIENT + 1, 801}}; /* another session's ids */
-  lt_instr_t p = pack_of(K_INC, NULL, 0, in, 1, out, 2, LT_INSTR_RETURN, NULL);
-  execute(s, &p, 1, pay, 2);
+  lt_instr_t p = pack_of(K_INC, NULL, 0, x.in, 1, out, 2, LT_INSTR_RETURN, NULL);
+  execute(s, &p, 1, x.pay, 2);
   WAIT_FOR(s, s->done[800].got && s->done[801].got);
   cr_assert_eq(s->done[800].pack, 2);
   cr_assert_eq(s->done[800].status, LT_EAUTH, "%s", s->done[800].msg);
