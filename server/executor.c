@@ -140,6 +140,7 @@ static void run_pack(lt_executor_t *ex, lt_job_t *job, uint32_t worker, cpu_shar
   job->service_us = job->cpu_us = job->start_us = 0;
   for (uint32_t i = 0; i < k && (i == 0 || next_member(ex, job, i)); i++) {
     lt_job_member_t *m = &job->pack[i];
+    if (m->skip) continue;
     lt_exec_result_t r;
     run_times_t t = run_chain(ex, job, job->inputs + (size_t)i * n, n, m->seq, worker, cpu, &r);
     member_take(m, &r);
@@ -148,7 +149,7 @@ static void run_pack(lt_executor_t *ex, lt_job_t *job, uint32_t worker, cpu_shar
     m->cpu_us = t.cpu_us;
     job->service_us += t.service_us;
     job->cpu_us += t.cpu_us;
-    if (i == 0) job->start_us = t.start_us;
+    if (job->start_us == 0) job->start_us = t.start_us;
   }
 }
 

@@ -40,6 +40,7 @@ typedef struct lt_exgroup {
  * successful lt__executor_cut). */
 typedef struct lt_job_member {
   uint64_t seq; /* its output id's seq: the crash log names it while it runs */
+  bool skip;    /* the submitter's: it failed before it could run; the worker passes it */
   bool ran;     /* the worker ran it (none after a cut one does) */
   int status;   /* LT_OK, or its failure */
   char *errmsg; /* the failure's message (malloc'd; NULL when none or out of memory) */

@@ -10,10 +10,10 @@
  * A packed instruction (lt_instr_t.pack = k > 1, op SEQ) is one task of k members: k output
  * ids, k * n inputs, one executor job (one slot of the session's window) that runs the chain
  * once per member in member order, and k completions queued together (one wire entry).
- * Each member that ran has its own outcome (a kernel failure fails it alone); an input that
- * fails, a cancel, a stop or a refusal fails every member alike. The pack is known by its
- * instruction seq (member 0's output seq): a CANCEL naming it cancels the whole pack while it
- * has not started; the other members' seqs name no task here and are ignored. A member that
+ * Each member has its own outcome: a kernel failure, or an input that fails, fails it alone
+ * (the others still run); a cancel, a stop or a refusal fails every member alike. The pack is known
+ * by its instruction seq (member 0's output seq): a CANCEL naming it cancels the whole pack while
+ * it has not started; the other members' seqs name no task here and are ignored. A member that
  * overruns the session's deadline fails with LT_ETIMEDOUT, the members before it keep their
  * results and those after it never run (LT_ECANCELED). Loop thread only. */
 #include "task.h"
@@ -80,6 +80,7 @@ struct lt_task {
   uint32_t pack;            /* its members: 1, or k of a packed instruction */
   lt_oid_t *outs;           /* each member's output id (outs[0] is `out`) */
   lt_job_member_t *members; /* a pack's: what each member's run made (job.pack) */
+  uint32_t nskipped;        /* its members failed by an input before they ran */
 };
 
 /* kept tells whether the outputs go into the store (not only back to the client). */
@@ -206,6 +207,15 @@ static void fire(lt_server_t *srv, lt_task_t *t) {
   submit(srv, t);
 }
 
+/* bound_one counts a parked input of t as bound (or, for a member that failed, done with);
+ * the last one fires t. */
+static void bound_one(lt_server_t *srv, lt_task_t *t) {
+  if (--t->nwait > 0) return;
+  srv->parked--;
+  if (t->sess != NULL) t->sess->nparked--;
+  fire(srv, t);
+}
+
 /* exec_cancel takes a queued t off the executor; false when a worker has it already. */
 static bool exec_cancel(lt_server_t *srv, lt_task_t *t) {
   if (!lt__executor_cancel(srv->ex, &t->job)) return false;
@@ -235,6 +245,24 @@ static void input_error(char *msg, size_t len, uint32_t idx, lt_oid_t id, int st
                                        : lt_strerror(status));
 }
 
+/* member_fail words the failure of t's input `idx` into msg and, in a pack, fails the member
+ * that reads it alone (once; it will not run) and returns true while another member is left
+ * to run. false: t fails as a whole with msg (the members already failed keep their own). */
+static bool member_fail(lt_task_t *t, uint32_t idx, lt_oid_t id, int status, const char *errmsg,
+                        char *msg, size_t len) {
+  uint32_t n = t->pack > 1 ? t->ninputs / t->pack : t->ninputs;
+  input_error(msg, len, t->pack > 1 ? idx % n : idx, id, status, errmsg);
+  if (t->pack <= 1) return false;
+  lt_job_member_t *m = &t->members[idx / n];
+  if (!m->skip) {
+    m->skip = true;
+    m->status = status;
+    m->errmsg = strdup(msg);
+    t->nskipped++;
+  }
+  return t->nskipped < t->pack;
+}
+
 static void on_input(lt_waiter_t *w, lt_oid_t id, int status, lt_value_t *v, const char *errmsg) {
   task_input_t *in = (task_input_t *)w;
   lt_task_t *t = in->task;
@@ -243,15 +271,14 @@ static void on_input(lt_waiter_t *w, lt_oid_t id, int status, lt_value_t *v, con
   if (status == LT_OK) {
     in->val = lt__value_ref(v);
     t->in[in->idx] = (lt_bytes_t){v->data, v->len};
-    if (--t->nwait == 0) {
-      srv->parked--;
-      if (t->sess != NULL) t->sess->nparked--;
-      fire(srv, t);
-    }
+    bound_one(srv, t);
     return;
   }
   char msg[LT_KERNEL_ERRMSG_MAX + 96];
-  input_error(msg, sizeof msg, in->idx, id, status, errmsg);
+  if (member_fail(t, in->idx, id, status, errmsg, msg, sizeof msg)) {
+    bound_one(srv, t);
+    return;
+  }
   unpark_all(srv, t);
   t->input_failed = true;
   fail_later(srv, t, status, msg);
@@ -275,12 +302,22 @@ static void release_range(lt_server_t *srv, lt_task_t *t, uint32_t from, uint32_
   }
 }
 
+/* release_members drops the REF inputs of the last reader (LT_INSTR_RELEASE_INPUTS) for t's
+ * members before `upto` and those an input failed: they are done with them. */
+static void release_members(lt_server_t *srv, lt_task_t *t, uint32_t upto) {
+  if (!(t->flags & LT_INSTR_RELEASE_INPUTS)) return;
+  uint32_t n = t->ninputs / t->pack;
+  for (uint32_t i = 0; i < t->pack; i++)
+    if (i < upto || (t->members != NULL && t->members[i].skip))
+      release_range(srv, t, i * n, i * n + n);
+}
+
 /* release_inputs drops the REF inputs of the last reader (LT_INSTR_RELEASE_INPUTS) once it
  * ran, or once an input failed, since then it never will: its other inputs are not needed
- * any more either. A canceled or shut down one keeps them for a retry. */
+ * any more either. A canceled or shut down one keeps them for a retry (a pack's members
+ * that an input failed excepted). */
 static void release_inputs(lt_server_t *srv, lt_task_t *t) {
-  if (!(t->ran || t->input_failed) || !(t->flags & LT_INSTR_RELEASE_INPUTS)) return;
-  release_range(srv, t, 0, t->ninputs);
+  release_members(srv, t, t->ran || t->input_failed ? t->pack : 0);
 }
 
 /* store_outputs wraps the `n` outputs out[0..n) (of outlen[] bytes; taken: each is set to
@@ -404,13 +441,21 @@ static lt_ran_t job_ran(const lt_task_t *t) {
 }
 
 /* member_outcome is member i's completion: with `own`, its run's outcome when it ran (its
- * times in *mine, on the pack's worker); else, or when it never ran, `status` on `ran`
- * (NULL: the pack never ran). Without `own` the member is not read (its worker may be
- * running it). */
+ * times in *mine, on the pack's worker); else, or when it never ran, its input's failure or
+ * `status`, on the worker of `ran` (NULL: the pack never ran). Without `own` only what the
+ * loop thread wrote of the member is read (its worker may be running it). */
 static outcome_t member_outcome(lt_task_t *t, uint32_t i, bool own, lt_ran_t *mine,
                                 const lt_ran_t *ran, int status, const char *errmsg) {
   lt_job_member_t *m = &t->members[i];
-  outcome_t o = {t->outs[i].seq, t->outs[i], status, errmsg, ran, -1, 0, NULL, NULL};
+  outcome_t o = {t->outs[i].seq, t->outs[i], status, errmsg, NULL, -1, 0, NULL, NULL};
+  if (ran != NULL) { /* not its own run: none, on the pack's worker */
+    *mine = (lt_ran_t){0, 0, 0, ran->worker};
+    o.ran = mine;
+  }
+  if (m->skip) { /* an input failed it: its own failure (written before the job ran) */
+    o.status = m->status;
+    o.errmsg = m->errmsg != NULL ? m->errmsg : "";
+  }
   if (!own || !m->ran) return o;
   *mine = (lt_ran_t){m->service_us, m->start_us, m->cpu_us, t->job.worker};
   o.ran = mine;
@@ -670,6 +715,8 @@ static void resolve_inputs(lt_server_t *srv, lt_task_t *t, zmq_msg_t *payloads,
                            const lt_instr_t *ins) {
   for (uint32_t j = 0; j < t->ninputs; j++) {
     task_input_t *in = &t->inputs[j];
+    if (t->members != NULL && t->members[j / (t->ninputs / t->pack)].skip)
+      continue; /* its member failed by an earlier input: it will not run */
     if (in->kind == LT_INPUT_INLINE) {
       zmq_msg_init(&in->msg);
       in->has_msg = true;
@@ -700,7 +747,7 @@ static void resolve_inputs(lt_server_t *srv, lt_task_t *t, zmq_msg_t *payloads,
       t->nwait++;
     } else {
       char msg[LT_KERNEL_ERRMSG_MAX + 96];
-      input_error(msg, sizeof msg, j, in->id, rc, em);
+      if (member_fail(t, j, in->id, rc, em, msg, sizeof msg)) continue;
       unpark_all(srv, t);
       t->nwait = 0;
       t->input_failed = true;
@@ -841,8 +888,7 @@ static void time_out(lt_server_t *srv, lt_task_t *t, uint32_t m) {
     complete_members(srv, s, t, m + 1, t->pack, false, &none, LT_ECANCELED, later);
     lt__session_done_pack(s, first, t->pack);
   }
-  if (t->flags & LT_INSTR_RELEASE_INPUTS)
-    release_range(srv, t, 0, (m + 1) * (t->ninputs / t->pack));
+  release_members(srv, t, m + 1);
 }
 
 bool lt__task_deadline(lt_server_t *srv, const lt_job_running_t *run, uint64_t now_us,

@@ -962,3 +962,41 @@ Test(protocol, pack_refused_answers_every_member) {
   stop(s);
   free(s);
 }
+
+Test(protocol, pack_member_input_failure_fails_that_member_alone) {
+  int64_t v[1] = {1};
+  i64s_t x;
+  st_t *s = pack_start(&x, v, 1);
+  lt_oid_t bad = oid(900), good = oid(901), out[4] = {oid(910), oid(911), oid(912), oid(913)};
+  lt_oid_t alone[2] = {oid(920), oid(921)}, none[2] = {oid(930), oid(931)};
+  /* Member 1 reads a value its producer failed (pending when the pack arrives), member 3 one
+   * that does not exist; the same reads unpacked say what each member must say. */
+  lt_input_t refs[4] = {ref(901), ref(900), ref(901), ref(999)}, missing[2] = {ref(999), ref(998)};
+  lt_instr_t ins[6] = {instr(900, K_FAIL, x.in, 1, &bad, 1, 0, NULL),
+                       instr(901, K_INC, x.in, 1, &good, 1, 0, NULL),
+                       pack_of(K_INC, NULL, 0, refs, 1, out, 4, LT_INSTR_RETURN, NULL),
+                       instr(920, K_INC, &refs[1], 1, &alone[0], 1, LT_INSTR_RETURN, NULL),
+                       instr(921, K_INC, &refs[3], 1, &alone[1], 1, LT_INSTR_RETURN, NULL),
+                       pack_of(K_INC, NULL, 0, missing, 1, none, 2, LT_INSTR_RETURN, NULL)};
+  execute(s, ins, 6, x.pay, 1);
+  WAIT_FOR(s, s->ndone == 10);
+  cr_assert_eq(s->done[910].pack, 4);
+  cr_assert_eq(s->done[910].status, LT_OK, "%s", s->done[910].msg);
+  cr_assert_eq(s->done[910].v[0], 3);
+  cr_assert_eq(s->done[912].status, LT_OK, "%s", s->done[912].msg);
+  cr_assert_eq(s->done[912].v[0], 3);
+  cr_assert_eq(s->done[911].status, LT_EKERNEL, "%s", s->done[911].msg);
+  cr_assert_eq(s->done[911].status, s->done[920].status);
+  cr_assert_str_eq(s->done[911].msg, s->done[920].msg);
+  cr_assert_eq(s->done[913].status, LT_ENOENT, "%s", s->done[913].msg);
+  cr_assert_str_eq(s->done[913].msg, s->done[921].msg);
+  cr_assert_eq(s->done[911].start_us, 0, "never ran");
+  /* Every member failed by its input: one entry, each its own failure. */
+  cr_assert_eq(s->done[930].pack, 2);
+  cr_assert_eq(s->done[930].status, LT_ENOENT);
+  cr_assert_str_eq(s->done[930].msg, s->done[921].msg);
+  cr_assert_eq(s->done[931].status, LT_ENOENT);
+  cr_assert_str_neq(s->done[931].msg, s->done[930].msg, "names its own input");
+  stop(s);
+  free(s);
+}
