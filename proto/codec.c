@@ -132,18 +132,54 @@ static int modinfo_in(dec *d, Lithium__ModuleInfo **pm, size_t n, lt_module_info
   return rc;
 }
 
+/* input_in translates one Input submessage. */
+static int input_in(dec *d, const Lithium__Input *p, lt_input_t *x) {
+  int rc;
+  memset(x, 0, sizeof *x);
+  x->size = p->size;
+  x->holder = "";
+  if (p->kind == LT_INPUT_INLINE) {
+    x->kind = LT_INPUT_INLINE;
+    if (p->frame >= d->npay) return LT_EPROTO;
+    x->frame = p->frame;
+  } else if (p->kind == LT_INPUT_REF) {
+    x->kind = LT_INPUT_REF;
+    if ((rc = oid_in(p->oid, &x->id)) != 0) return rc;
+    if ((rc = str_in(p->holder, d->lim, &x->holder)) != 0) return rc;
+  } else {
+    return LT_EPROTO;
+  }
+  return 0;
+}
+
+/* pack_shape_in checks the packing fields of an Instr: none for pack 0 or 1; for k > 1 an op
+ * SEQ of at most LT_MAX_PACK members, one output id and k member seqs, and k * n inputs in
+ * exactly one of `inputs` and `pack_frames` (or none), each frame a payload. */
+static int pack_shape_in(const dec *d, const Lithium__Instr *pi) {
+  if (pi->pack <= 1) return pi->n_pack_frames || pi->n_pack_outputs ? LT_EPROTO : 0;
+  uint32_t k = pi->pack;
+  if (pi->op != LT_OP_SEQ || k > LT_MAX_PACK || pi->n_outputs != 1 || pi->n_pack_outputs != k ||
+      (pi->n_inputs > 0 && pi->n_pack_frames > 0) || (pi->n_inputs + pi->n_pack_frames) % k != 0)
+    return LT_EPROTO;
+  for (size_t j = 0; j < pi->n_pack_frames; j++)
+    if (pi->pack_frames[j] >= d->npay) return LT_EPROTO;
+  return 0;
+}
+
 static int instr_in(dec *d, const Lithium__Instr *pi, lt_instr_t *in) {
   int rc;
   if ((rc = count_in(d, pi->n_inputs)) != 0 || (rc = count_in(d, pi->n_outputs)) != 0 ||
-      (rc = count_in(d, pi->n_more)) != 0)
+      (rc = count_in(d, pi->n_more)) != 0 || (rc = count_in(d, pi->n_pack_frames)) != 0 ||
+      (rc = count_in(d, pi->n_pack_outputs)) != 0)
     return rc;
-  if (pi->op > LT_OP_LAST) return LT_EPROTO;
+  if (pi->op > LT_OP_LAST || (rc = pack_shape_in(d, pi)) != 0) return LT_EPROTO;
   in->seq = pi->seq;
   in->op = pi->op;
   in->kernel = pi->kernel;
   in->param = bytes_in(pi->param);
   in->flags = pi->flags;
   in->group = pi->group;
+  in->pack = pi->pack;
   in->nmore = (uint32_t)pi->n_more;
   in->more = arr(d, pi->n_more, sizeof(lt_stage_t), &rc);
   if (rc != 0) return rc;
@@ -151,33 +187,32 @@ static int instr_in(dec *d, const Lithium__Instr *pi, lt_instr_t *in) {
     in->more[j].kernel = pi->more[j]->kernel;
     in->more[j].param = bytes_in(pi->more[j]->param);
   }
-  in->ninputs = (uint32_t)pi->n_inputs;
-  in->inputs = arr(d, pi->n_inputs, sizeof(lt_input_t), &rc);
+  /* A pack's inline inputs may come as bare frame indices (pack_frames). */
+  size_t nin = pi->n_inputs + pi->n_pack_frames;
+  in->ninputs = (uint32_t)nin;
+  in->inputs = arr(d, nin, sizeof(lt_input_t), &rc);
   if (rc != 0) return rc;
-  for (size_t j = 0; j < pi->n_inputs; j++) {
-    const Lithium__Input *p = pi->inputs[j];
-    lt_input_t *x = &in->inputs[j];
-    memset(x, 0, sizeof *x);
-    x->size = p->size;
-    x->holder = "";
-    if (p->kind == LT_INPUT_INLINE) {
-      x->kind = LT_INPUT_INLINE;
-      if (p->frame >= d->npay) return LT_EPROTO;
-      x->frame = p->frame;
-    } else if (p->kind == LT_INPUT_REF) {
-      x->kind = LT_INPUT_REF;
-      if ((rc = oid_in(p->oid, &x->id)) != 0) return rc;
-      if ((rc = str_in(p->holder, d->lim, &x->holder)) != 0) return rc;
-    } else {
-      return LT_EPROTO;
-    }
-  }
-  in->noutputs = (uint32_t)pi->n_outputs;
-  in->outputs = arr(d, pi->n_outputs, sizeof(lt_oid_t), &rc);
+  for (size_t j = 0; j < pi->n_inputs; j++)
+    if ((rc = input_in(d, pi->inputs[j], &in->inputs[j])) != 0) return rc;
+  for (size_t j = 0; j < pi->n_pack_frames; j++)
+    in->inputs[j] =
+        (lt_input_t){.kind = LT_INPUT_INLINE, .frame = pi->pack_frames[j], .holder = ""};
+  /* Member i of a pack names its output {outputs[0].client, pack_outputs[i]}. */
+  size_t nout = pi->pack > 1 ? pi->n_pack_outputs : pi->n_outputs;
+  in->noutputs = (uint32_t)nout;
+  in->outputs = arr(d, nout, sizeof(lt_oid_t), &rc);
   if (rc != 0) return rc;
-  for (size_t j = 0; j < pi->n_outputs; j++)
+  for (size_t j = 0; j < pi->n_outputs && j < nout; j++)
     if ((rc = oid_in(pi->outputs[j], &in->outputs[j])) != 0) return rc;
+  for (size_t j = 0; pi->pack > 1 && j < nout; j++)
+    in->outputs[j] = (lt_oid_t){in->outputs[0].client, pi->pack_outputs[j]};
   return 0;
+}
+
+/* compl_members returns how many completions a Completion entry holds: k for a pack (its
+ * pack_seq), else 1. */
+static size_t compl_members(const Lithium__Completion *pc) {
+  return pc->n_pack_seq > 1 ? pc->n_pack_seq : 1;
 }
 
 static int compl_in(dec *d, const Lithium__Completion *pc, lt_completion_t *c) {
@@ -185,6 +220,7 @@ static int compl_in(dec *d, const Lithium__Completion *pc, lt_completion_t *c) {
   if ((rc = count_in(d, pc->n_outputs)) != 0) return rc;
   if (pc->answer > 2 || pc->worker >= LT_MAX_WORKERS) return LT_EPROTO;
   c->answer = (int32_t)pc->answer - 1; /* 0 none -> -1, 1 false -> 0, 2 true -> 1 */
+  c->pack = 0;
   c->seq = pc->seq;
   c->status = pc->status;
   c->service_us = pc->service_us;
@@ -202,6 +238,79 @@ static int compl_in(dec *d, const Lithium__Completion *pc, lt_completion_t *c) {
     c->outputs[j].frame = o->frame;
   }
   return 0;
+}
+
+/* pack_compl_shape_in checks a Completion's packing fields: none at all, or a pack of k > 1
+ * members (at most LT_MAX_PACK) with every pack_* array k long (pack_errmsg k or none), the
+ * unused single fields empty, `seq` member 0's and every frame -1 or a payload. */
+static int pack_compl_shape_in(const dec *d, const Lithium__Completion *pc) {
+  size_t k = pc->n_pack_seq;
+  if (k <= 1)
+    return k || pc->n_pack_status || pc->n_pack_errmsg || pc->n_pack_size || pc->n_pack_frame ||
+                   pc->n_pack_service_us || pc->n_pack_start_us || pc->n_pack_cpu_us
+               ? LT_EPROTO
+               : 0;
+  if (k > LT_MAX_PACK || pc->n_pack_status != k ||
+      (pc->n_pack_errmsg != 0 && pc->n_pack_errmsg != k) || pc->n_pack_size != k ||
+      pc->n_pack_frame != k || pc->n_pack_service_us != k || pc->n_pack_start_us != k ||
+      pc->n_pack_cpu_us != k || pc->n_outputs != 0 || pc->answer != 0 ||
+      pc->worker >= LT_MAX_WORKERS || pc->seq != pc->pack_seq[0])
+    return LT_EPROTO;
+  for (size_t i = 0; i < k; i++)
+    if (frame_in(d, pc->pack_frame[i]) != 0) return LT_EPROTO;
+  return 0;
+}
+
+/* pack_compl_in translates a packed Completion into its k members c[0..k): member i has
+ * seq pack_seq[i], its status and message, one output when it succeeded, its own times, the
+ * shared worker and no answer; member 0 carries pack = k. */
+static int pack_compl_in(dec *d, const Lithium__Completion *pc, lt_completion_t *c) {
+  int rc;
+  if ((rc = pack_compl_shape_in(d, pc)) != 0) return rc;
+  size_t k = pc->n_pack_seq;
+  for (size_t i = 0; i < k; i++) {
+    lt_completion_t *m = &c[i];
+    memset(m, 0, sizeof *m);
+    m->pack = i == 0 ? (uint32_t)k : 0;
+    m->seq = pc->pack_seq[i];
+    m->status = pc->pack_status[i];
+    m->errmsg = "";
+    if (pc->n_pack_errmsg && (rc = str_in(pc->pack_errmsg[i], d->lim, &m->errmsg)) != 0) return rc;
+    m->answer = -1;
+    m->worker = pc->worker;
+    m->service_us = pc->pack_service_us[i];
+    m->start_us = pc->pack_start_us[i];
+    m->cpu_us = pc->pack_cpu_us[i];
+    if (m->status != LT_OK) continue;
+    if ((m->outputs = arr(d, 1, sizeof(lt_output_info_t), &rc)) == NULL) return rc;
+    m->noutputs = 1;
+    m->outputs[0] = (lt_output_info_t){pc->pack_size[i], pc->pack_frame[i]};
+  }
+  return 0;
+}
+
+/* done_in translates the Done entries: a packed one becomes its k member completions, and
+ * all of them together stay within max_items. */
+static int done_in(dec *d, const Lithium__Done *p, lt_msg_t *m) {
+  int rc;
+  if ((rc = count_in(d, p->n_completions)) != 0) return rc;
+  uint64_t total = 0;
+  for (size_t i = 0; i < p->n_completions; i++)
+    total += compl_members(p->completions[i]);
+  if ((rc = count_in(d, total)) != 0) return rc;
+  m->u.done.ncompl = (uint32_t)total;
+  m->u.done.compl = arr(d, total, sizeof(lt_completion_t), &rc);
+  size_t at = 0;
+  for (size_t i = 0; rc == 0 && i < p->n_completions; i++) {
+    const Lithium__Completion *pc = p->completions[i];
+    if (pc->n_pack_seq > 1) {
+      rc = pack_compl_in(d, pc, &m->u.done.compl [at]);
+    } else if ((rc = pack_compl_shape_in(d, pc)) == 0) {
+      rc = compl_in(d, pc, &m->u.done.compl [at]);
+    }
+    at += compl_members(pc);
+  }
+  return rc;
 }
 
 static int body_in(dec *d, const Lithium__Envelope *env, lt_msg_t *m) {
@@ -261,14 +370,8 @@ static int body_in(dec *d, const Lithium__Envelope *env, lt_msg_t *m) {
     return rc;
   }
   case LITHIUM__ENVELOPE__BODY_DONE: {
-    const Lithium__Done *p = env->done;
     m->type = LT_MSG_DONE;
-    if ((rc = count_in(d, p->n_completions)) != 0) return rc;
-    m->u.done.ncompl = (uint32_t)p->n_completions;
-    m->u.done.compl = arr(d, p->n_completions, sizeof(lt_completion_t), &rc);
-    for (size_t i = 0; rc == 0 && i < p->n_completions; i++)
-      rc = compl_in(d, p->completions[i], &m->u.done.compl [i]);
-    return rc;
+    return done_in(d, env->done, m);
   }
   case LITHIUM__ENVELOPE__BODY_FETCH:
     m->type = LT_MSG_FETCH;
@@ -470,6 +573,74 @@ static int bytes_out(lt_bytes_t b, ProtobufCBinaryData *out) {
   return 0;
 }
 
+/* inputs_out builds the Input submessages of `in`. */
+static int inputs_out(arena *a, const lt_msg_t *m, const lt_instr_t *in, Lithium__Instr *pi) {
+  if (in->ninputs == 0) return 0;
+  if (in->inputs == NULL) return LT_EINVAL;
+  Lithium__Input **v = lt__arena_alloc(a, in->ninputs * sizeof *v);
+  Lithium__Input *x = lt__arena_alloc(a, in->ninputs * sizeof *x);
+  if (v == NULL || x == NULL) return LT_ENOMEM;
+  for (uint32_t j = 0; j < in->ninputs; j++) {
+    const lt_input_t *src = &in->inputs[j];
+    lithium__input__init(&x[j]);
+    x[j].kind = (uint32_t)src->kind;
+    x[j].size = src->size;
+    if (src->kind == LT_INPUT_INLINE) {
+      if (src->frame >= m->nframes) return LT_EINVAL;
+      x[j].frame = src->frame;
+    } else if (src->kind == LT_INPUT_REF) {
+      if ((x[j].oid = oid_out(a, src->id)) == NULL) return LT_ENOMEM;
+      if ((x[j].holder = str_out(src->holder)) == NULL) return LT_EINVAL;
+    } else {
+      return LT_EINVAL;
+    }
+    v[j] = &x[j];
+  }
+  pi->n_inputs = in->ninputs;
+  pi->inputs = v;
+  return 0;
+}
+
+/* all_inline tells whether every input of `in` is an inline payload of no stated size (as
+ * the client sends them), which bare frame indices carry without loss. */
+static bool all_inline(const lt_instr_t *in) {
+  for (uint32_t j = 0; j < in->ninputs; j++)
+    if (in->inputs[j].kind != LT_INPUT_INLINE || in->inputs[j].size != 0) return false;
+  return true;
+}
+
+/* pack_out fills the packing fields of a packed `in` (pack k > 1): an op SEQ of at most
+ * LT_MAX_PACK members with k output ids of one client and k * n inputs; all-inline inputs
+ * go as bare frame indices (pack_frames), others as Input submessages. */
+static int pack_out(arena *a, const lt_msg_t *m, const lt_instr_t *in, Lithium__Instr *pi) {
+  uint32_t k = in->pack;
+  if (in->op != LT_OP_SEQ || k > LT_MAX_PACK || in->noutputs != k || in->outputs == NULL ||
+      in->ninputs % k != 0 || (in->ninputs > 0 && in->inputs == NULL))
+    return LT_EINVAL;
+  uint64_t *seqs = lt__arena_alloc(a, k * sizeof *seqs);
+  if (seqs == NULL) return LT_ENOMEM;
+  for (uint32_t i = 0; i < k; i++) {
+    if (in->outputs[i].client != in->outputs[0].client) return LT_EINVAL;
+    seqs[i] = in->outputs[i].seq;
+  }
+  pi->pack = k;
+  pi->n_pack_outputs = k;
+  pi->pack_outputs = seqs;
+  pi->n_outputs = 1;
+  int rc = oids_out(a, in->outputs, 1, &pi->outputs);
+  if (rc != 0 || in->ninputs == 0) return rc;
+  if (!all_inline(in)) return inputs_out(a, m, in, pi);
+  uint32_t *frames = lt__arena_alloc(a, in->ninputs * sizeof *frames);
+  if (frames == NULL) return LT_ENOMEM;
+  for (uint32_t j = 0; j < in->ninputs; j++) {
+    if (in->inputs[j].frame >= m->nframes) return LT_EINVAL;
+    frames[j] = in->inputs[j].frame;
+  }
+  pi->n_pack_frames = in->ninputs;
+  pi->pack_frames = frames;
+  return 0;
+}
+
 static int instr_out(arena *a, const lt_msg_t *m, const lt_instr_t *in, Lithium__Instr *pi) {
   lithium__instr__init(pi);
   if (in->op > LT_OP_LAST) return LT_EINVAL;
@@ -493,30 +664,10 @@ static int instr_out(arena *a, const lt_msg_t *m, const lt_instr_t *in, Lithium_
     pi->n_more = in->nmore;
     pi->more = v;
   }
-  if (in->ninputs > 0) {
-    if (in->inputs == NULL) return LT_EINVAL;
-    Lithium__Input **v = lt__arena_alloc(a, in->ninputs * sizeof *v);
-    Lithium__Input *x = lt__arena_alloc(a, in->ninputs * sizeof *x);
-    if (v == NULL || x == NULL) return LT_ENOMEM;
-    for (uint32_t j = 0; j < in->ninputs; j++) {
-      const lt_input_t *src = &in->inputs[j];
-      lithium__input__init(&x[j]);
-      x[j].kind = (uint32_t)src->kind;
-      x[j].size = src->size;
-      if (src->kind == LT_INPUT_INLINE) {
-        if (src->frame >= m->nframes) return LT_EINVAL;
-        x[j].frame = src->frame;
-      } else if (src->kind == LT_INPUT_REF) {
-        if ((x[j].oid = oid_out(a, src->id)) == NULL) return LT_ENOMEM;
-        if ((x[j].holder = str_out(src->holder)) == NULL) return LT_EINVAL;
-      } else {
-        return LT_EINVAL;
-      }
-      v[j] = &x[j];
-    }
-    pi->n_inputs = in->ninputs;
-    pi->inputs = v;
-  }
+  if (in->pack > 1) return pack_out(a, m, in, pi);
+  pi->pack = in->pack;
+  int rc = inputs_out(a, m, in, pi);
+  if (rc != 0) return rc;
   pi->n_outputs = in->noutputs;
   return oids_out(a, in->outputs, in->noutputs, &pi->outputs);
 }
@@ -547,6 +698,78 @@ static int compl_out(arena *a, const lt_msg_t *m, const lt_completion_t *c,
   }
   pc->n_outputs = c->noutputs;
   pc->outputs = v;
+  return 0;
+}
+
+/* pack_member_ok checks member c of a pack whose first member is c0: no answer, c0's
+ * worker, no pack of its own, and one output (a valid frame) exactly when it succeeded. */
+static bool pack_member_ok(const lt_msg_t *m, const lt_completion_t *c0, const lt_completion_t *c) {
+  if (c->answer != -1 || c->worker != c0->worker || (c != c0 && c->pack > 1)) return false;
+  if (c->status != LT_OK) return c->noutputs == 0;
+  return c->noutputs == 1 && c->outputs != NULL && frame_out(m, c->outputs[0].frame) == 0;
+}
+
+/* pack_compl_out encodes the k members c[0..k) of a packed instruction as one Completion:
+ * the pack_* arrays, pack_errmsg only when a member failed (or has a message). */
+static int pack_compl_out(arena *a, const lt_msg_t *m, const lt_completion_t *c, uint32_t k,
+                          Lithium__Completion *pc) {
+  lithium__completion__init(pc);
+  if (k > LT_MAX_PACK || c[0].worker >= LT_MAX_WORKERS) return LT_EINVAL;
+  uint64_t *u = lt__arena_alloc(a, (size_t)k * 5 * sizeof *u);
+  int32_t *st = lt__arena_alloc(a, (size_t)k * 2 * sizeof *st);
+  char **em = lt__arena_alloc(a, (size_t)k * sizeof *em);
+  if (u == NULL || st == NULL || em == NULL) return LT_ENOMEM;
+  bool failed = false; /* some member has a message to send */
+  for (uint32_t i = 0; i < k; i++) {
+    const lt_completion_t *x = &c[i];
+    if (!pack_member_ok(m, c, x) || (em[i] = str_out(x->errmsg)) == NULL) return LT_EINVAL;
+    failed |= x->status != LT_OK || em[i][0] != '\0';
+    u[i] = x->seq;
+    u[k + i] = x->status == LT_OK ? x->outputs[0].size : 0;
+    u[2 * k + i] = x->service_us;
+    u[3 * k + i] = x->start_us;
+    u[4 * k + i] = x->cpu_us;
+    st[i] = x->status;
+    st[k + i] = x->status == LT_OK ? x->outputs[0].frame : -1;
+  }
+  pc->seq = c[0].seq;
+  pc->worker = c[0].worker;
+  pc->n_pack_seq = pc->n_pack_status = pc->n_pack_size = pc->n_pack_frame = k;
+  pc->n_pack_service_us = pc->n_pack_start_us = pc->n_pack_cpu_us = k;
+  pc->pack_seq = u;
+  pc->pack_size = u + k;
+  pc->pack_service_us = u + 2 * k;
+  pc->pack_start_us = u + 3 * k;
+  pc->pack_cpu_us = u + 4 * k;
+  pc->pack_status = st;
+  pc->pack_frame = st + k;
+  pc->n_pack_errmsg = failed ? k : 0;
+  pc->pack_errmsg = failed ? em : NULL;
+  return 0;
+}
+
+/* done_out encodes the completions of a DONE: k consecutive ones whose first has pack = k
+ * as one packed entry, the others one entry each. */
+static int done_out(arena *a, const lt_msg_t *m, Lithium__Done *done) {
+  uint32_t n = m->u.done.ncompl;
+  if (n == 0) return 0;
+  const lt_completion_t *c = m->u.done.compl ;
+  if (c == NULL) return LT_EINVAL;
+  Lithium__Completion **v = lt__arena_alloc(a, n * sizeof *v);
+  Lithium__Completion *x = lt__arena_alloc(a, n * sizeof *x);
+  if (v == NULL || x == NULL) return LT_ENOMEM;
+  uint32_t e = 0;
+  int rc = 0;
+  for (uint32_t i = 0; i < n; e++) {
+    uint32_t k = c[i].pack > 1 ? c[i].pack : 1;
+    if (k > n - i) return LT_EINVAL;
+    rc = k > 1 ? pack_compl_out(a, m, &c[i], k, &x[e]) : compl_out(a, m, &c[i], &x[e]);
+    if (rc != 0) return rc;
+    v[e] = &x[e];
+    i += k;
+  }
+  done->n_completions = e;
+  done->completions = v;
   return 0;
 }
 
@@ -615,7 +838,7 @@ static size_t encode_size_hint(const lt_msg_t *m) {
     }
   } else if (m->type == LT_MSG_DONE && m->u.done.compl != NULL) {
     for (uint32_t i = 0; i < m->u.done.ncompl; i++)
-      n += sizeof(Lithium__Completion) + 8 +
+      n += sizeof(Lithium__Completion) + 8 + 7 * 8 + /* a pack member's share of its arrays */
            m->u.done.compl [i].noutputs * (sizeof(Lithium__OutputInfo) + 8);
   } else if (m->type == LT_MSG_RELEASE) {
     n += (size_t)m->u.release.nids * (sizeof(Lithium__Oid) + 8);
@@ -698,21 +921,8 @@ static int body_out_fill(arena *a, const lt_msg_t *m, body_out *b, Lithium__Enve
   }
   case LT_MSG_DONE: {
     lithium__done__init(&b->done);
-    uint32_t n = m->u.done.ncompl;
-    if (n > 0) {
-      if (m->u.done.compl == NULL) return LT_EINVAL;
-      Lithium__Completion **v = lt__arena_alloc(a, n * sizeof *v);
-      Lithium__Completion *x = lt__arena_alloc(a, n * sizeof *x);
-      if (v == NULL || x == NULL) return LT_ENOMEM;
-      for (uint32_t i = 0; i < n; i++) {
-        if ((rc = compl_out(a, m, &m->u.done.compl [i], &x[i])) != 0) return rc;
-        v[i] = &x[i];
-      }
-      b->done.n_completions = n;
-      b->done.completions = v;
-    }
     env->done = &b->done;
-    return 0;
+    return done_out(a, m, &b->done);
   }
   case LT_MSG_FETCH:
     lithium__fetch__init(&b->fetch);

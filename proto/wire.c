@@ -182,27 +182,55 @@ static int next_field(wire *w, field *f) {
   }
 }
 
-/* What to count in one message kind: up to three repeated fields (0 = unused), each
- * checked against max_items; the elements of rep[0] may be messages to scan with `child`. */
-#define SCAN_REP 3
+/* What to count in one message kind: up to SCAN_REP repeated fields (fno 0 = unused), each
+ * checked against max_items. A field's elements are messages or strings (one per
+ * occurrence; the elements of rep[0] may be messages to scan with `child`), or scalars,
+ * which proto3 packs: a packed run holds as many as it has varints, or its length / 8 for
+ * fixed64 (either may also come one per occurrence). */
+#define SCAN_REP 9
+typedef enum { REP_MSG = 0, REP_VARINT, REP_FIXED64 } rep_kind;
+typedef struct scan_rep {
+  uint32_t fno;
+  rep_kind kind;
+} scan_rep;
 typedef struct scan_spec {
-  uint32_t rep[SCAN_REP];
-  bool packed; /* rep[0] is a packable varint field (Cancel.seqs) */
+  scan_rep rep[SCAN_REP];
   const struct scan_spec *child;
 } scan_spec;
 
-static const scan_spec instr_spec = {{4, 5, 8}, false, NULL}; /* inputs, outputs, more */
-static const scan_spec execute_spec = {{1, 0, 0}, false, &instr_spec};
-static const scan_spec compl_spec = {{4, 0, 0}, false, NULL}; /* outputs */
-static const scan_spec done_spec = {{1, 0, 0}, false, &compl_spec};
-static const scan_spec list_spec = {{1, 0, 0}, false, NULL};  /* kernels, ids */
-static const scan_spec cancel_spec = {{1, 0, 0}, true, NULL}; /* seqs */
+/* Instr: inputs, outputs, more, pack_frames, pack_outputs. */
+static const scan_spec instr_spec = {
+    {{4, REP_MSG}, {5, REP_MSG}, {8, REP_MSG}, {11, REP_VARINT}, {12, REP_FIXED64}}, NULL};
+static const scan_spec execute_spec = {{{1, REP_MSG}}, &instr_spec};
+/* Completion: outputs, pack_seq, pack_status, pack_errmsg, pack_size, pack_frame,
+ * pack_service_us, pack_start_us, pack_cpu_us. */
+static const scan_spec compl_spec = {{{4, REP_MSG},
+                                      {10, REP_FIXED64},
+                                      {11, REP_VARINT},
+                                      {12, REP_MSG},
+                                      {13, REP_VARINT},
+                                      {14, REP_VARINT},
+                                      {15, REP_VARINT},
+                                      {16, REP_VARINT},
+                                      {17, REP_VARINT}},
+                                     NULL};
+static const scan_spec done_spec = {{{1, REP_MSG}}, &compl_spec};
+static const scan_spec list_spec = {{{1, REP_MSG}}, NULL};      /* kernels, ids */
+static const scan_spec cancel_spec = {{{1, REP_VARINT}}, NULL}; /* seqs */
 
 static size_t count_varints(const uint8_t *p, size_t n) {
   size_t k = 0;
   for (size_t i = 0; i < n; i++)
     k += (p[i] & 0x80) == 0;
   return k;
+}
+
+/* rep_count returns how many elements field occurrence `f` of kind `kind` holds; LT_EPROTO
+ * (negative) for a packed fixed64 run of a length that is no multiple of 8. */
+static int64_t rep_count(const field *f, rep_kind kind) {
+  if (kind == REP_MSG || f->wt != WT_LEN) return 1;
+  if (kind == REP_VARINT) return (int64_t)count_varints(f->sub, f->sublen);
+  return f->sublen % 8 == 0 ? (int64_t)(f->sublen / 8) : LT_EPROTO;
 }
 
 /* scan_msg counts the repeated fields of one message into n[0..SCAN_REP), which may
@@ -215,14 +243,13 @@ static int scan_msg(const uint8_t *p, size_t len, const scan_spec *s, uint32_t m
   int r;
   while ((r = next_field(&w, &f)) == 1) {
     for (int k = 0; k < SCAN_REP; k++) {
-      if (s->rep[k] == 0 || f.fno != s->rep[k]) continue;
-      if (s->packed && f.wt == WT_LEN)
-        n[k] += count_varints(f.sub, f.sublen);
-      else
-        n[k]++;
+      if (s->rep[k].fno == 0 || f.fno != s->rep[k].fno) continue;
+      int64_t c = rep_count(&f, s->rep[k].kind);
+      if (c < 0) return (int)c;
+      n[k] += (uint64_t)c;
       if (n[k] > max) return LT_ETOOBIG;
       if (k == 0 && s->child != NULL && f.wt == WT_LEN) {
-        uint64_t inner[SCAN_REP] = {0, 0, 0};
+        uint64_t inner[SCAN_REP] = {0};
         int rc = scan_msg(f.sub, f.sublen, s->child, max, inner);
         if (rc != 0) return rc;
       }

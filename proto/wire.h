@@ -31,7 +31,8 @@ void lt__arena_free(lt__arena_t *a);
 
 /* lt__wire_prescan walks the protobuf wire format of an Envelope in p[0..len) without
  * allocating, counting the elements of every repeated field of its bodies (kernels,
- * instructions and their inputs/outputs/stages, completions and their outputs, ids, seqs).
+ * instructions and their inputs/outputs/stages/pack fields, completions and their
+ * outputs/pack fields, ids, seqs).
  * Returns 0, LT_ETOOBIG when a count exceeds `max_items`, LT_EPROTO for broken framing. */
 int lt__wire_prescan(const uint8_t *p, size_t len, uint32_t max_items);
 

@@ -41,11 +41,11 @@ static void on_tick(uv_timer_t *h) {
       leave(srv, 1);
     }
   }
-  lt_job_t *jobs[LT_SRV_MAX_THREADS];
-  uint32_t n = lt__executor_running(srv->ex, jobs, LT_SRV_MAX_THREADS);
+  lt_job_running_t runs[LT_SRV_MAX_THREADS];
+  uint32_t n = lt__executor_running(srv->ex, runs, LT_SRV_MAX_THREADS);
   bool recycle = false;
   for (uint32_t i = 0; i < n; i++)
-    if (lt__task_deadline(srv, jobs[i], now, LT_DEADLINE_RECYCLE_MS)) recycle = true;
+    if (lt__task_deadline(srv, &runs[i], now, LT_DEADLINE_RECYCLE_MS)) recycle = true;
   srv->settle(srv);
   if (recycle) {
     lt__log(LT_LOG_WARN,

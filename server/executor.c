@@ -9,6 +9,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -77,10 +78,18 @@ static uint64_t cpu_of(cpu_share_t *c, uint64_t svc) {
   return (uint64_t)((double)svc * c->ratio + 0.5);
 }
 
-static void run_job(lt_executor_t *ex, lt_job_t *job, uint32_t worker, cpu_share_t *cpu) {
+/* A kernel chain's times. */
+typedef struct run_times {
+  uint64_t service_us, start_us, cpu_us;
+} run_times_t;
+
+/* run_chain runs the job's stages on `n` inputs into *r, the crash log naming `seq`. */
+static run_times_t run_chain(lt_executor_t *ex, const lt_job_t *job, const lt_bytes_t *in,
+                             uint32_t n, uint64_t seq, uint32_t worker, cpu_share_t *cpu,
+                             lt_exec_result_t *r) {
   uint64_t t0 = lt__executor_now_us();
-  lt__crashlog_enter(worker, job->owner, job->seq);
-  lt__exec_run(job->op, job->stages, job->nstages, job->inputs, job->ninputs, &job->result);
+  lt__crashlog_enter(worker, job->owner, seq);
+  lt__exec_run(job->op, job->stages, job->nstages, in, n, r);
   lt__crashlog_leave(worker);
   uint64_t t1 = lt__executor_now_us();
   if (ex->slowdown > 1.0) {
@@ -89,9 +98,71 @@ static void run_job(lt_executor_t *ex, lt_job_t *job, uint32_t worker, cpu_share
     while ((t1 = lt__executor_now_us()) < until) {
     }
   }
-  job->service_us = t1 - t0;
-  job->cpu_us = cpu_of(cpu, job->service_us);
-  job->start_us = t0;
+  return (run_times_t){t1 - t0, t0, cpu_of(cpu, t1 - t0)};
+}
+
+/* member_take keeps what member m's run made: its one output, or its failure. */
+static void member_take(lt_job_member_t *m, lt_exec_result_t *r) {
+  m->ran = true;
+  m->status = r->status;
+  if (r->status == LT_OK && r->nout != 1) {
+    m->status = LT_EKERNEL;
+    snprintf(r->errmsg, sizeof r->errmsg, "kernel made %u outputs, expected 1", r->nout);
+  }
+  if (m->status == LT_OK) {
+    m->out = r->out[0];
+    m->outlen = r->outlen[0];
+    r->out[0] = NULL;
+  } else {
+    m->errmsg = strdup(r->errmsg);
+  }
+  lt__exec_result_clear(r);
+}
+
+/* next_member makes member i the one running now, unless the pack was cut. */
+static bool next_member(lt_executor_t *ex, lt_job_t *job, uint32_t i) {
+  pthread_mutex_lock(&ex->qlock);
+  bool go = !job->cut;
+  if (go) {
+    job->member = i;
+    job->since_us = lt__executor_now_us();
+  }
+  pthread_mutex_unlock(&ex->qlock);
+  return go;
+}
+
+/* run_pack runs the members of a pack in order, each on its own inputs, until one is cut. */
+static void run_pack(lt_executor_t *ex, lt_job_t *job, uint32_t worker, cpu_share_t *cpu) {
+  uint32_t k = job->npack, n = job->ninputs / k;
+  memset(&job->result, 0, sizeof job->result);
+  job->result.answer = -1;
+  job->worker = worker; /* before member 1 starts: read with the members a cut makes final */
+  job->service_us = job->cpu_us = job->start_us = 0;
+  for (uint32_t i = 0; i < k && (i == 0 || next_member(ex, job, i)); i++) {
+    lt_job_member_t *m = &job->pack[i];
+    if (m->skip) continue;
+    lt_exec_result_t r;
+    run_times_t t = run_chain(ex, job, job->inputs + (size_t)i * n, n, m->seq, worker, cpu, &r);
+    member_take(m, &r);
+    m->service_us = t.service_us;
+    m->start_us = t.start_us;
+    m->cpu_us = t.cpu_us;
+    job->service_us += t.service_us;
+    job->cpu_us += t.cpu_us;
+    if (job->start_us == 0) job->start_us = t.start_us;
+  }
+}
+
+static void run_job(lt_executor_t *ex, lt_job_t *job, uint32_t worker, cpu_share_t *cpu) {
+  if (job->npack > 1) {
+    run_pack(ex, job, worker, cpu);
+    return;
+  }
+  run_times_t t =
+      run_chain(ex, job, job->inputs, job->ninputs, job->seq, worker, cpu, &job->result);
+  job->service_us = t.service_us;
+  job->cpu_us = t.cpu_us;
+  job->start_us = t.start_us;
   job->worker = worker;
 }
 
@@ -171,6 +242,7 @@ static void start_job(lt_executor_t *ex, lt_job_t *job, uint32_t self) {
   }
   job->state = JOB_RUNNING;
   job->since_us = lt__executor_now_us();
+  job->member = 0;
   ex->running[self] = job;
 }
 
@@ -345,6 +417,7 @@ static void queue_unit(lt_executor_t *ex, lt_job_t *job) {
   uint32_t n = 0;
   for (lt_job_t *m = job; m != NULL; m = m->gang) {
     m->state = JOB_QUEUED;
+    m->cut = false;
     m->leader = m == job ? NULL : job;
     n++;
   }
@@ -439,13 +512,26 @@ void lt__executor_detach(lt_executor_t *ex, lt_job_t *job) {
   pthread_mutex_unlock(&ex->qlock);
 }
 
-uint32_t lt__executor_running(lt_executor_t *ex, lt_job_t **jobs, uint32_t cap) {
+uint32_t lt__executor_running(lt_executor_t *ex, lt_job_running_t *runs, uint32_t cap) {
   uint32_t n = 0;
   pthread_mutex_lock(&ex->qlock);
-  for (int i = 0; i < ex->nthreads && n < cap; i++)
-    if (ex->running[i] != NULL) jobs[n++] = ex->running[i];
+  for (int i = 0; i < ex->nthreads && n < cap; i++) {
+    lt_job_t *j = ex->running[i];
+    if (j != NULL) runs[n++] = (lt_job_running_t){j, j->since_us, j->member};
+  }
   pthread_mutex_unlock(&ex->qlock);
   return n;
+}
+
+bool lt__executor_cut(lt_executor_t *ex, lt_job_t *job, uint32_t member) {
+  bool cut = false;
+  pthread_mutex_lock(&ex->qlock);
+  for (int i = 0; i < ex->nthreads && !cut; i++) {
+    if (ex->running[i] != job || job->member != member || job->cut) continue;
+    job->cut = cut = true;
+  }
+  pthread_mutex_unlock(&ex->qlock);
+  return cut;
 }
 
 void lt__executor_counts(lt_executor_t *ex, uint32_t *active, uint32_t *queued) {

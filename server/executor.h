@@ -35,6 +35,20 @@ typedef struct lt_exgroup {
   bool listed;
 } lt_exgroup_t;
 
+/* One member of a packed job (lt_job_t.npack > 1): `seq` is the submitter's, the rest the
+ * worker's, valid in the done callback (or, for the members before the one running, after a
+ * successful lt__executor_cut). */
+typedef struct lt_job_member {
+  uint64_t seq; /* its output id's seq: the crash log names it while it runs */
+  bool skip;    /* the submitter's: it failed before it could run; the worker passes it */
+  bool ran;     /* the worker ran it (none after a cut one does) */
+  int status;   /* LT_OK, or its failure */
+  char *errmsg; /* the failure's message (malloc'd; NULL when none or out of memory) */
+  void *out;    /* its one output when it succeeded (malloc'd: take it or free it) */
+  size_t outlen;
+  uint64_t service_us, start_us, cpu_us; /* as the job's own */
+} lt_job_member_t;
+
 /* Called on the loop thread with every job finished since the last call, as a list linked
  * by `next` in completion order. The jobs are the caller's again. */
 typedef void (*lt_executor_done_cb)(lt_executor_t *ex, lt_job_t *done, void *data);
@@ -53,6 +67,11 @@ struct lt_job {
                           runs; NULL: alone. Every member is of the same group. */
   uint64_t owner;      /* client id and sequence of the instruction: the crash log's entry */
   uint64_t seq;
+  uint32_t npack; /* 0 or 1: one run. k > 1, a pack (op SEQ): the stages run k times
+                     back to back, member i on inputs[i * n .. i * n + n) (n =
+                     ninputs / k) into pack[i], the crash log naming pack[i].seq; the
+                     job's times then add up its members' */
+  lt_job_member_t *pack;
   /* Set by the worker; valid in the done callback. `result` holds the outputs (take them,
    * then lt__exec_result_clear). */
   lt_exec_result_t result;
@@ -67,9 +86,19 @@ struct lt_job {
   lt_job_t *prev;
   lt_exgroup_t *qgroup; /* the queue it waits in */
   lt_job_t *leader;     /* a queued member: the job its gang rides with */
-  uint64_t since_us;    /* when a worker took it (lt__executor_now_us), under the queue lock */
+  uint64_t since_us;    /* when a worker took it, or started its current member
+                           (lt__executor_now_us), under the queue lock */
+  uint32_t member;      /* a pack's member running now, under the queue lock */
+  bool cut;             /* run no member of the pack after the current one (queue lock) */
   int state;
 };
+
+/* A job on a worker, as lt__executor_running saw it. */
+typedef struct lt_job_running {
+  lt_job_t *job;
+  uint64_t since_us; /* when it, or its current member, started */
+  uint32_t member;   /* a pack's member running then (0 otherwise) */
+} lt_job_running_t;
 
 /* lt__executor_new starts `nthreads` workers. Finished jobs are delivered to `cb` on
  * `loop`'s thread. `slowdown` >= 1 emulates a slower host: a kernel that took t keeps its
@@ -97,11 +126,17 @@ void lt__executor_detach(lt_executor_t *ex, lt_job_t *job);
  * or has its gang (it will be delivered as usual). */
 bool lt__executor_cancel(lt_executor_t *ex, lt_job_t *job);
 
-/* lt__executor_running copies up to `cap` of the jobs on a worker now into jobs[] and
- * returns how many; each one's since_us tells when it started. A job stays the caller's
- * until the done callback delivers it, so the pointers are valid until the loop thread
- * returns to the loop. */
-uint32_t lt__executor_running(lt_executor_t *ex, lt_job_t **jobs, uint32_t cap);
+/* lt__executor_running copies up to `cap` of the jobs on a worker now into runs[] and
+ * returns how many, each with when it (a pack: its current member) started. A job stays the
+ * caller's until the done callback delivers it, so the pointers are valid until the loop
+ * thread returns to the loop. */
+uint32_t lt__executor_running(lt_executor_t *ex, lt_job_running_t *runs, uint32_t cap);
+
+/* lt__executor_cut stops the running pack `job` after its member `member`, if that member
+ * is still the one running: its worker runs no later member (they stay ran == false), and
+ * the members before it are final (readable now). false when the job runs another member,
+ * or has finished. */
+bool lt__executor_cut(lt_executor_t *ex, lt_job_t *job, uint32_t member);
 
 /* lt__executor_counts reads both at once: a job moving from queued to running is seen in one
  * or the other, never in neither (the load report's active + queued). Any thread. */

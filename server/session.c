@@ -282,7 +282,7 @@ static int grow(void **arr, uint32_t *cap, uint32_t used, uint32_t more, size_t 
 }
 
 int lt__session_done_add(lt_server_t *srv, lt_session_t *s, uint64_t seq, int status,
-                         const char *errmsg, const lt_job_t *ran, int answer, uint32_t nout,
+                         const char *errmsg, const lt_ran_t *ran, int answer, uint32_t nout,
                          const uint64_t *sizes, lt_value_t *const *ret) {
   uint32_t nret = 0;
   for (uint32_t i = 0; ret != NULL && i < nout; i++)
@@ -331,6 +331,22 @@ int lt__session_done_add(lt_server_t *srv, lt_session_t *s, uint64_t seq, int st
   return rc;
 }
 
+int lt__session_done_room(lt_server_t *srv, lt_session_t *s, uint32_t n, uint32_t *first) {
+  if (s->ndone + n > LT_DONE_MAX_COMPL || s->nvals + n > LT_DONE_MAX_FRAMES ||
+      s->nouts + n > LT_DONE_MAX_OUTS)
+    lt__session_flush(srv, s);
+  *first = s->ndone;
+  if (grow((void **)&s->done, &s->capdone, s->ndone, n, sizeof *s->done) != LT_OK ||
+      grow((void **)&s->outs, &s->capouts, s->nouts, n, sizeof *s->outs) != LT_OK ||
+      grow((void **)&s->vals, &s->capvals, s->nvals, n, sizeof *s->vals) != LT_OK)
+    return LT_ENOMEM;
+  return LT_OK;
+}
+
+void lt__session_done_pack(lt_session_t *s, uint32_t first, uint32_t n) {
+  if (n > 1 && first + n == s->ndone) s->done[first].pack = n;
+}
+
 static void done_reset(lt_session_t *s) {
   for (uint32_t i = 0; i < s->ndone; i++)
     free(s->done[i].errmsg);
@@ -360,6 +376,7 @@ void lt__session_flush(lt_server_t *srv, lt_session_t *s) {
     c[i].worker = e->worker;
     c[i].cpu_us = e->cpu_us;
     c[i].answer = e->answer;
+    c[i].pack = e->pack;
   }
   lt_msg_t m;
   memset(&m, 0, sizeof m);

@@ -63,7 +63,16 @@ typedef struct lt_done_entry {
   int32_t answer;    /* DCSTEP: 1 base case, 0 divided; else -1 */
   uint32_t out_off;  /* first of its outputs in outs */
   uint32_t nout;
+  uint32_t pack; /* k > 1: it and the next k - 1 are the members of one packed instruction */
 } lt_done_entry_t;
+
+/* Where and for how long a completion's kernel ran (lt__session_done_add). */
+typedef struct lt_ran {
+  uint64_t service_us;
+  uint64_t start_us; /* 0 when it never ran */
+  uint64_t cpu_us;
+  uint32_t worker;
+} lt_ran_t;
 
 struct lt_session {
   UT_hash_handle hh;
@@ -156,16 +165,27 @@ int lt__session_ship(lt_server_t *srv, lt_session_t *s, const char *name, uint64
 /* lt__session_shipped returns the session's record of module `name`, or NULL (borrowed). */
 const lt_session_module_t *lt__session_shipped(const lt_session_t *s, const char *name);
 
-/* lt__session_done_add queues one completion for the session's next `done`: `ran` is the
- * executor job that ran it, for its service time, start and worker (NULL when it never
- * ran: refused or cancelled), `answer`
+/* lt__session_done_add queues one completion for the session's next `done`: `ran` says
+ * when, how long and on which worker its kernel ran (NULL when it never ran: refused or
+ * cancelled), `answer`
  * (-1 unless a DCSTEP), `nout` outputs with sizes `sizes` (NULL when nout is 0); ret[i]
  * non-NULL returns output i as a payload frame (the session takes a reference). Sends the
  * batch first when it is full. LT_ENOMEM (the completion is then reported without outputs,
  * if even that fits). */
 int lt__session_done_add(lt_server_t *srv, lt_session_t *s, uint64_t seq, int status,
-                         const char *errmsg, const lt_job_t *ran, int answer, uint32_t nout,
+                         const char *errmsg, const lt_ran_t *ran, int answer, uint32_t nout,
                          const uint64_t *sizes, lt_value_t *const *ret);
+
+/* lt__session_done_room makes room in the next `done` for `n` completions of one output
+ * each, all returned, so that lt__session_done_add sends none of them in an earlier one:
+ * sends the batch first when they would not fit. Returns the index of the first of them
+ * (for lt__session_done_pack). LT_ENOMEM leaves the batch as it was. */
+int lt__session_done_room(lt_server_t *srv, lt_session_t *s, uint32_t n, uint32_t *first);
+
+/* lt__session_done_pack marks the completions queued since index `first` as the `n`
+ * members of one packed instruction, sent as one entry; nothing when they are not all in
+ * the batch (then each goes as its own). */
+void lt__session_done_pack(lt_session_t *s, uint32_t first, uint32_t n);
 
 /* lt__session_flush sends the queued completions as one `done` (nothing when none) and
  * takes the session off the dirty list. */

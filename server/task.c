@@ -5,7 +5,17 @@
  * the server's settle) when an input fails, it is canceled or the server stops. Failures go
  * through the queue so that a chain of parked dependants fails iteratively, not by
  * recursion. Every instruction has one output id: a SEQ's single output, or the first part
- * of a SPLIT/DCSTEP, whose part i is {client, seq + i}. Loop thread only. */
+ * of a SPLIT/DCSTEP, whose part i is {client, seq + i}.
+ *
+ * A packed instruction (lt_instr_t.pack = k > 1, op SEQ) is one task of k members: k output
+ * ids, k * n inputs, one executor job (one slot of the session's window) that runs the chain
+ * once per member in member order, and k completions queued together (one wire entry).
+ * Each member has its own outcome: a kernel failure, or an input that fails, fails it alone
+ * (the others still run); a cancel, a stop or a refusal fails every member alike. The pack is known
+ * by its instruction seq (member 0's output seq): a CANCEL naming it cancels the whole pack while
+ * it has not started; the other members' seqs name no task here and are ignored. A member that
+ * overruns the session's deadline fails with LT_ETIMEDOUT, the members before it keep their
+ * results and those after it never run (LT_ECANCELED). Loop thread only. */
 #include "task.h"
 
 #include <stddef.h>
@@ -64,9 +74,13 @@ struct lt_task {
   uint64_t secret; /* its session's secret: what its fetches from peers present */
   int fail_status;
   char *fail_msg;
-  lt_task_t *fail_next; /* failq, or a private list while dropping */
-  uint64_t timeout_us;  /* its session's deadline when it was submitted; 0: none */
-  bool timed_out;       /* answered LT_ETIMEDOUT while its kernel still runs */
+  lt_task_t *fail_next;     /* failq, or a private list while dropping */
+  uint64_t timeout_us;      /* its session's deadline when it was submitted; 0: none */
+  bool timed_out;           /* answered LT_ETIMEDOUT while its kernel still runs */
+  uint32_t pack;            /* its members: 1, or k of a packed instruction */
+  lt_oid_t *outs;           /* each member's output id (outs[0] is `out`) */
+  lt_job_member_t *members; /* a pack's: what each member's run made (job.pack) */
+  uint32_t nskipped;        /* its members failed by an input before they ran */
 };
 
 /* kept tells whether the outputs go into the store (not only back to the client). */
@@ -80,10 +94,6 @@ static bool expected(const lt_task_t *t) {
   return lt__op(t->op)->outputs == LT_OP_OUT_ONE && kept(t);
 }
 
-static lt_oid_t part_id(const lt_task_t *t, uint32_t i) {
-  return (lt_oid_t){t->out.client, t->out.seq + i};
-}
-
 static void task_free(lt_server_t *srv, lt_task_t *t) {
   for (uint32_t i = 0; t->inputs != NULL && i < t->ninputs; i++) {
     task_input_t *in = &t->inputs[i];
@@ -95,6 +105,10 @@ static void task_free(lt_server_t *srv, lt_task_t *t) {
     free(in->key);
   }
   if (t->ran) lt__exec_result_clear(&t->job.result);
+  for (uint32_t i = 0; t->members != NULL && i < t->pack; i++) {
+    free(t->members[i].out);
+    free(t->members[i].errmsg);
+  }
   lt__program_unref(t->prog);
   free(t->fail_msg);
   free(t); /* its arrays and parameters live in the same block (task_alloc) */
@@ -158,6 +172,8 @@ static void submit(lt_server_t *srv, lt_task_t *t) {
   t->job.group = t->sess != NULL ? &t->sess->group : NULL;
   t->job.owner = t->sess != NULL ? t->sess->client_id : 0;
   t->job.seq = t->seq;
+  t->job.npack = t->pack > 1 ? t->pack : 0;
+  t->job.pack = t->members;
   t->timeout_us = t->sess != NULL ? (uint64_t)t->sess->timeout_ms * 1000u : 0;
   if (t->sess != NULL) t->sess->nexec++;
   t->state = TASK_EXEC;
@@ -191,6 +207,15 @@ static void fire(lt_server_t *srv, lt_task_t *t) {
   submit(srv, t);
 }
 
+/* bound_one counts a parked input of t as bound (or, for a member that failed, done with);
+ * the last one fires t. */
+static void bound_one(lt_server_t *srv, lt_task_t *t) {
+  if (--t->nwait > 0) return;
+  srv->parked--;
+  if (t->sess != NULL) t->sess->nparked--;
+  fire(srv, t);
+}
+
 /* exec_cancel takes a queued t off the executor; false when a worker has it already. */
 static bool exec_cancel(lt_server_t *srv, lt_task_t *t) {
   if (!lt__executor_cancel(srv->ex, &t->job)) return false;
@@ -220,6 +245,24 @@ static void input_error(char *msg, size_t len, uint32_t idx, lt_oid_t id, int st
                                        : lt_strerror(status));
 }
 
+/* member_fail words the failure of t's input `idx` into msg and, in a pack, fails the member
+ * that reads it alone (once; it will not run) and returns true while another member is left
+ * to run. false: t fails as a whole with msg (the members already failed keep their own). */
+static bool member_fail(lt_task_t *t, uint32_t idx, lt_oid_t id, int status, const char *errmsg,
+                        char *msg, size_t len) {
+  uint32_t n = t->pack > 1 ? t->ninputs / t->pack : t->ninputs;
+  input_error(msg, len, t->pack > 1 ? idx % n : idx, id, status, errmsg);
+  if (t->pack <= 1) return false;
+  lt_job_member_t *m = &t->members[idx / n];
+  if (!m->skip) {
+    m->skip = true;
+    m->status = status;
+    m->errmsg = strdup(msg);
+    t->nskipped++;
+  }
+  return t->nskipped < t->pack;
+}
+
 static void on_input(lt_waiter_t *w, lt_oid_t id, int status, lt_value_t *v, const char *errmsg) {
   task_input_t *in = (task_input_t *)w;
   lt_task_t *t = in->task;
@@ -228,48 +271,63 @@ static void on_input(lt_waiter_t *w, lt_oid_t id, int status, lt_value_t *v, con
   if (status == LT_OK) {
     in->val = lt__value_ref(v);
     t->in[in->idx] = (lt_bytes_t){v->data, v->len};
-    if (--t->nwait == 0) {
-      srv->parked--;
-      if (t->sess != NULL) t->sess->nparked--;
-      fire(srv, t);
-    }
+    bound_one(srv, t);
     return;
   }
   char msg[LT_KERNEL_ERRMSG_MAX + 96];
-  input_error(msg, sizeof msg, in->idx, id, status, errmsg);
+  if (member_fail(t, in->idx, id, status, errmsg, msg, sizeof msg)) {
+    bound_one(srv, t);
+    return;
+  }
   unpark_all(srv, t);
   t->input_failed = true;
   fail_later(srv, t, status, msg);
 }
 
-/* release_expected drops the id t was to produce (its session is gone). */
+/* release_expected drops the ids t was to produce (its session is gone). */
 static void release_expected(lt_server_t *srv, lt_task_t *t) {
-  if (expected(t)) lt__store_release(srv->store, t->out);
+  for (uint32_t i = 0; expected(t) && i < t->pack; i++)
+    lt__store_release(srv->store, t->outs[i]);
 }
 
-/* release_inputs drops the REF inputs of the last reader (LT_INSTR_RELEASE_INPUTS) once it
- * ran, or once an input failed, since then it never will: its other inputs are not needed
- * any more either. A canceled or shut down one keeps them for a retry. */
-static void release_inputs(lt_server_t *srv, lt_task_t *t) {
-  if (!(t->ran || t->input_failed) || !(t->flags & LT_INSTR_RELEASE_INPUTS)) return;
-  for (uint32_t i = 0; i < t->ninputs; i++) {
+/* release_range drops the REF inputs from..to of t from the store; a remote one never asked
+ * for (an earlier one failed) is dropped by its holder. */
+static void release_range(lt_server_t *srv, lt_task_t *t, uint32_t from, uint32_t to) {
+  for (uint32_t i = from; i < to; i++) {
     task_input_t *in = &t->inputs[i];
     if (in->kind != LT_INPUT_REF) continue;
     lt__store_release(srv->store, in->id);
-    /* A remote input never asked for (an earlier one failed): its holder drops it now. */
     if (in->holder != NULL && !in->told)
       lt__peer_release(srv, in->holder, in->key, t->secret, in->id);
   }
 }
 
-/* store_outputs wraps the `n` outputs of the run into vals[] and, when they are kept,
- * stores them under their ids. Returns LT_OK or an error with its message in err. */
-static int store_outputs(lt_server_t *srv, lt_task_t *t, uint32_t n, lt_value_t **vals, char *err,
-                         size_t errlen) {
-  lt_exec_result_t *r = &t->job.result;
+/* release_members drops the REF inputs of the last reader (LT_INSTR_RELEASE_INPUTS) for t's
+ * members before `upto` and those an input failed: they are done with them. */
+static void release_members(lt_server_t *srv, lt_task_t *t, uint32_t upto) {
+  if (!(t->flags & LT_INSTR_RELEASE_INPUTS)) return;
+  uint32_t n = t->ninputs / t->pack;
+  for (uint32_t i = 0; i < t->pack; i++)
+    if (i < upto || (t->members != NULL && t->members[i].skip))
+      release_range(srv, t, i * n, i * n + n);
+}
+
+/* release_inputs drops the REF inputs of the last reader (LT_INSTR_RELEASE_INPUTS) once it
+ * ran, or once an input failed, since then it never will: its other inputs are not needed
+ * any more either. A canceled or shut down one keeps them for a retry (a pack's members
+ * that an input failed excepted). */
+static void release_inputs(lt_server_t *srv, lt_task_t *t) {
+  release_members(srv, t, t->ran || t->input_failed ? t->pack : 0);
+}
+
+/* store_outputs wraps the `n` outputs out[0..n) (of outlen[] bytes; taken: each is set to
+ * NULL) into vals[] and, when they are kept, stores them under {first.client, first.seq +
+ * i}. Returns LT_OK or an error with its message in err. */
+static int store_outputs(lt_server_t *srv, lt_task_t *t, lt_oid_t first, uint32_t n, void **out,
+                         const size_t *outlen, lt_value_t **vals, char *err, size_t errlen) {
   for (uint32_t i = 0; i < n; i++) {
-    vals[i] = lt__value_wrap(r->out[i], r->outlen[i]);
-    r->out[i] = NULL; /* taken, also when wrapping failed */
+    vals[i] = lt__value_wrap(out[i], outlen[i]);
+    out[i] = NULL; /* taken, also when wrapping failed */
     if (vals[i] == NULL) {
       snprintf(err, errlen, "out of memory for output %u", i);
       return LT_ENOMEM;
@@ -279,7 +337,7 @@ static int store_outputs(lt_server_t *srv, lt_task_t *t, uint32_t n, lt_value_t 
   uint64_t more = 0;
   for (uint32_t i = 0; i < n; i++)
     more += vals[i]->len;
-  uint64_t held = lt__quota_held(srv, t->out.client), max = lt__quota_max_bytes(srv);
+  uint64_t held = lt__quota_held(srv, first.client), max = lt__quota_max_bytes(srv);
   if (more > 0 && held + more > max) {
     snprintf(err, errlen,
              "session over its quota of values held (--max-session-bytes %llu): holds %llu "
@@ -288,7 +346,7 @@ static int store_outputs(lt_server_t *srv, lt_task_t *t, uint32_t n, lt_value_t 
     return LT_EQUOTA;
   }
   /* Outputs beyond the first (parts of a split) are new ids: the first was expected. */
-  uint64_t nids = lt__quota_ids(srv, t->out.client), maxids = lt__quota_max_values(srv);
+  uint64_t nids = lt__quota_ids(srv, first.client), maxids = lt__quota_max_values(srv);
   if (n > 1 && nids + n - 1 > maxids) {
     snprintf(err, errlen,
              "session over its quota of values (--max-session-values %llu): holds %llu, the "
@@ -297,7 +355,7 @@ static int store_outputs(lt_server_t *srv, lt_task_t *t, uint32_t n, lt_value_t 
     return LT_EQUOTA;
   }
   for (uint32_t i = 0; i < n; i++) {
-    lt_oid_t id = part_id(t, i);
+    lt_oid_t id = {first.client, first.seq + i};
     int rc = lt__store_set(srv->store, id, vals[i]);
     if (rc != LT_OK) {
       char ids[48];
@@ -309,8 +367,120 @@ static int store_outputs(lt_server_t *srv, lt_task_t *t, uint32_t n, lt_value_t 
   return LT_OK;
 }
 
-/* finish ends t with `status`: stores or fails its outputs, queues its completion and frees
- * it. For an orphan only the store is cleaned up. */
+/* One completion to make: its seq and first output id, outcome, run and outputs. */
+typedef struct outcome {
+  uint64_t seq;
+  lt_oid_t id;
+  int status;
+  const char *errmsg;
+  const lt_ran_t *ran; /* NULL: it never ran */
+  int answer;
+  uint32_t n; /* outputs out[0..n) of outlen[] bytes, taken */
+  void **out;
+  const size_t *outlen;
+} outcome_t;
+
+/* complete stores or fails the outputs of one completion of t and queues it in s's done:
+ * returned when asked for, or small enough to travel anyway; a failure fails the expected
+ * output id in the store. */
+static void complete(lt_server_t *srv, lt_session_t *s, lt_task_t *t, outcome_t o) {
+  char err[LT_KERNEL_ERRMSG_MAX + 128];
+  if (o.status == LT_OK && (t->flags & LT_INSTR_RETURN) && o.n > LT_DONE_MAX_FRAMES) {
+    snprintf(err, sizeof err, "%u returned outputs exceed the %d frames of a message", o.n,
+             LT_DONE_MAX_FRAMES);
+    o.status = LT_ETOOBIG;
+    o.errmsg = err;
+  }
+  uint32_t n = o.status == LT_OK ? o.n : 0;
+  lt_value_t **vals = NULL;
+  uint64_t *sizes = NULL;
+  lt_value_t **ret = NULL;
+  if (n > 0) {
+    vals = calloc(n, sizeof *vals);
+    ret = calloc(n, sizeof *ret);
+    sizes = calloc(n, sizeof *sizes);
+    if (vals == NULL || ret == NULL || sizes == NULL) {
+      o.status = LT_ENOMEM;
+      o.errmsg = "out of memory for the outputs";
+    } else if ((o.status = store_outputs(srv, t, o.id, n, o.out, o.outlen, vals, err,
+                                         sizeof err)) != LT_OK) {
+      o.errmsg = err;
+    }
+  }
+  if (o.status == LT_OK) {
+    for (uint32_t i = 0; i < n; i++) {
+      sizes[i] = vals[i]->len;
+      /* Returned: asked for, or small enough to travel with done anyway (it stays stored
+       * too, for readers that already hold its reference). */
+      int small = s->inline_max > 0 && vals[i]->len <= s->inline_max && n <= LT_DONE_MAX_FRAMES;
+      ret[i] = (t->flags & LT_INSTR_RETURN) || small ? vals[i] : NULL;
+    }
+    lt__session_done_add(srv, s, o.seq, LT_OK, "", o.ran, o.answer, n, sizes, ret);
+  } else {
+    const char *errmsg = o.errmsg;
+    if (errmsg == NULL || errmsg[0] == '\0') errmsg = lt_strerror(o.status);
+    if (expected(t)) {
+      lt__store_fail(srv->store, o.id, o.status, errmsg);
+      /* The client runs a canceled or shut down instruction again, here or elsewhere, under
+       * the same output id, and releases only the output of the run that completes: once
+       * local readers have seen the failure, nobody would drop this entry. */
+      if (o.status == LT_ECANCELED || o.status == LT_ESHUTDOWN) lt__store_release(srv->store, o.id);
+    }
+    lt__session_done_add(srv, s, o.seq, o.status, errmsg, o.ran, -1, 0, NULL, NULL);
+  }
+  for (uint32_t i = 0; vals != NULL && i < n; i++)
+    lt__value_unref(vals[i]);
+  free(vals);
+  free(ret);
+  free(sizes);
+}
+
+/* job_ran returns when, how long and where t's job ran. */
+static lt_ran_t job_ran(const lt_task_t *t) {
+  return (lt_ran_t){t->job.service_us, t->job.start_us, t->job.cpu_us, t->job.worker};
+}
+
+/* member_outcome is member i's completion: with `own`, its run's outcome when it ran (its
+ * times in *mine, on the pack's worker); else, or when it never ran, its input's failure or
+ * `status`, on the worker of `ran` (NULL: the pack never ran). Without `own` only what the
+ * loop thread wrote of the member is read (its worker may be running it). */
+static outcome_t member_outcome(lt_task_t *t, uint32_t i, bool own, lt_ran_t *mine,
+                                const lt_ran_t *ran, int status, const char *errmsg) {
+  lt_job_member_t *m = &t->members[i];
+  outcome_t o = {t->outs[i].seq, t->outs[i], status, errmsg, NULL, -1, 0, NULL, NULL};
+  if (ran != NULL) { /* not its own run: none, on the pack's worker */
+    *mine = (lt_ran_t){0, 0, 0, ran->worker};
+    o.ran = mine;
+  }
+  if (m->skip) { /* an input failed it: its own failure (written before the job ran) */
+    o.status = m->status;
+    o.errmsg = m->errmsg != NULL ? m->errmsg : "";
+  }
+  if (!own || !m->ran) return o;
+  *mine = (lt_ran_t){m->service_us, m->start_us, m->cpu_us, t->job.worker};
+  o.ran = mine;
+  o.status = m->status;
+  o.errmsg = m->errmsg != NULL ? m->errmsg : "";
+  o.n = m->status == LT_OK ? 1 : 0;
+  o.out = &m->out;
+  o.outlen = &m->outlen;
+  return o;
+}
+
+/* complete_members queues the completions of members from..to of pack t, in order: with
+ * `own` those that ran with their own outcomes, the others with `status`. */
+static void complete_members(lt_server_t *srv, lt_session_t *s, lt_task_t *t, uint32_t from,
+                             uint32_t to, bool own, const lt_ran_t *ran, int status,
+                             const char *errmsg) {
+  for (uint32_t i = from; i < to; i++) {
+    lt_ran_t mine;
+    complete(srv, s, t, member_outcome(t, i, own, &mine, ran, status, errmsg));
+  }
+}
+
+/* finish ends t with `status`: stores or fails its outputs, queues its completion (a pack:
+ * its members' k completions, as one entry) and frees it. For an orphan only the store is
+ * cleaned up. */
 static void finish(lt_server_t *srv, lt_task_t *t, int status, const char *errmsg) {
   lt_session_t *s = t->sess;
   detach(t);
@@ -321,62 +491,28 @@ static void finish(lt_server_t *srv, lt_task_t *t, int status, const char *errms
     task_free(srv, t);
     return;
   }
-  char err[LT_KERNEL_ERRMSG_MAX + 128];
-  uint32_t n = status == LT_OK && t->ran ? t->job.result.nout : 0;
-  const lt_op_desc_t *op = lt__op(t->op);
-  int answer = op->answers && status == LT_OK && t->ran ? t->job.result.answer : -1;
-  if (status == LT_OK && op->outputs == LT_OP_OUT_ONE && n != 1) {
-    snprintf(err, sizeof err, "kernel made %u outputs, expected 1", n);
-    status = LT_EKERNEL;
-    errmsg = err;
-  } else if (status == LT_OK && (t->flags & LT_INSTR_RETURN) && n > LT_DONE_MAX_FRAMES) {
-    snprintf(err, sizeof err, "%u returned outputs exceed the %d frames of a message", n,
-             LT_DONE_MAX_FRAMES);
-    status = LT_ETOOBIG;
-    errmsg = err;
-  }
-  if (status != LT_OK) n = 0;
-  lt_value_t **vals = NULL;
-  uint64_t *sizes = NULL;
-  lt_value_t **ret = NULL;
-  if (n > 0) {
-    vals = calloc(n, sizeof *vals);
-    ret = calloc(n, sizeof *ret);
-    sizes = calloc(n, sizeof *sizes);
-    if (vals == NULL || ret == NULL || sizes == NULL) {
-      status = LT_ENOMEM;
-      errmsg = "out of memory for the outputs";
-    } else if ((status = store_outputs(srv, t, n, vals, err, sizeof err)) != LT_OK) {
+  lt_ran_t ran = job_ran(t);
+  if (t->pack > 1) {
+    uint32_t first = 0;
+    lt__session_done_room(srv, s, t->pack, &first);
+    complete_members(srv, s, t, 0, t->pack, true, t->ran ? &ran : NULL, status, errmsg);
+    lt__session_done_pack(s, first, t->pack);
+  } else {
+    char err[160];
+    lt_exec_result_t *r = &t->job.result;
+    uint32_t n = status == LT_OK && t->ran ? r->nout : 0;
+    const lt_op_desc_t *op = lt__op(t->op);
+    int answer = op->answers && status == LT_OK && t->ran ? r->answer : -1;
+    if (status == LT_OK && op->outputs == LT_OP_OUT_ONE && n != 1) {
+      snprintf(err, sizeof err, "kernel made %u outputs, expected 1", n);
+      status = LT_EKERNEL;
       errmsg = err;
     }
-  }
-  const lt_job_t *ran = t->ran ? &t->job : NULL;
-  if (status == LT_OK) {
-    for (uint32_t i = 0; i < n; i++) {
-      sizes[i] = vals[i]->len;
-      /* Returned: asked for, or small enough to travel with done anyway (it stays stored
-       * too, for readers that already hold its reference). */
-      int small = s->inline_max > 0 && vals[i]->len <= s->inline_max && n <= LT_DONE_MAX_FRAMES;
-      ret[i] = (t->flags & LT_INSTR_RETURN) || small ? vals[i] : NULL;
-    }
-    lt__session_done_add(srv, s, t->seq, LT_OK, "", ran, answer, n, sizes, ret);
-  } else {
-    if (errmsg == NULL || errmsg[0] == '\0') errmsg = lt_strerror(status);
-    if (expected(t)) {
-      lt__store_fail(srv->store, t->out, status, errmsg);
-      /* The client runs a canceled or shut down instruction again, here or elsewhere, under
-       * the same output id, and releases only the output of the run that completes: once
-       * local readers have seen the failure, nobody would drop this entry. */
-      if (status == LT_ECANCELED || status == LT_ESHUTDOWN) lt__store_release(srv->store, t->out);
-    }
-    lt__session_done_add(srv, s, t->seq, status, errmsg, ran, -1, 0, NULL, NULL);
+    complete(srv, s, t,
+             (outcome_t){t->seq, t->out, status, errmsg, t->ran ? &ran : NULL, answer, n, r->out,
+                         r->outlen});
   }
   release_inputs(srv, t);
-  for (uint32_t i = 0; vals != NULL && i < n; i++)
-    lt__value_unref(vals[i]);
-  free(vals);
-  free(ret);
-  free(sizes);
   task_free(srv, t);
 }
 
@@ -403,8 +539,14 @@ static int check(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m, const lt_
     snprintf(err, errlen, "malformed instruction: op %u with %u stages", ins->op, ins->nmore + 1);
     return LT_EPROTO;
   }
-  if (ins->noutputs != 1) {
-    snprintf(err, errlen, "malformed instruction: %u output ids, expected 1", ins->noutputs);
+  uint32_t k = ins->pack > 1 ? ins->pack : 1;
+  if (ins->noutputs != k) {
+    snprintf(err, errlen, "malformed instruction: %u output ids, expected %u", ins->noutputs, k);
+    return LT_EPROTO;
+  }
+  if (k > 1 && (ins->op != LT_OP_SEQ || k > LT_MAX_PACK || ins->ninputs % k != 0)) {
+    snprintf(err, errlen, "malformed instruction: a pack of %u with op %u and %u inputs", k,
+             ins->op, ins->ninputs);
     return LT_EPROTO;
   }
   if (s->nexec >= lt__quota_max_queued(srv)) {
@@ -413,7 +555,7 @@ static int check(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m, const lt_
              lt__quota_max_queued(srv));
     return LT_EQUOTA;
   }
-  if (lt__quota_ids(srv, s->client_id) >= lt__quota_max_values(srv)) {
+  if (lt__quota_ids(srv, s->client_id) + (k - 1) >= lt__quota_max_values(srv)) {
     snprintf(err, errlen, "session over its quota of values (--max-session-values %u)",
              lt__quota_max_values(srv));
     return LT_EQUOTA;
@@ -422,9 +564,10 @@ static int check(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m, const lt_
    * only and reads only its own session's values. (An id that exists is never overwritten
    * either: the store's single assignment fails the second producer with LT_EEXIST.) */
   char cid[12];
-  if (ins->outputs[0].client != s->client_id) {
+  for (uint32_t i = 0; i < k; i++) {
+    if (ins->outputs[i].client == s->client_id) continue;
     snprintf(err, errlen, "output id of client %s is not in this session's id space",
-             lt__short_id(ins->outputs[0].client, cid));
+             lt__short_id(ins->outputs[i].client, cid));
     return LT_EAUTH;
   }
   if ((rc = check_kernel(s, ins->kernel, err, errlen)) != LT_OK) return rc;
@@ -492,6 +635,7 @@ static void set_stage(lt_task_t *t, const lt_session_t *s, uint32_t i, uint32_t 
  * in one block (one malloc per instruction); *room gets where the parameters go. */
 static lt_task_t *task_alloc(const lt_instr_t *ins, char **room) {
   size_t nin = ins->ninputs ? ins->ninputs : 1, nst = (size_t)ins->nmore + 1;
+  size_t k = ins->pack > 1 ? ins->pack : 1, nmem = k > 1 ? k : 0;
   size_t params = ins->param.len;
   for (uint32_t j = 0; j < ins->nmore; j++)
     params += ins->more[j].param.len;
@@ -500,7 +644,9 @@ static lt_task_t *task_alloc(const lt_instr_t *ins, char **room) {
   size_t o_stages = o_in + ALIGN(nin * sizeof(lt_bytes_t));
   size_t o_params = o_stages + ALIGN(nst * sizeof(lt_exec_stage_t));
   size_t o_kidx = o_params + ALIGN(nst * sizeof(void *));
-  size_t o_room = o_kidx + ALIGN(nst * sizeof(uint32_t));
+  size_t o_outs = o_kidx + ALIGN(nst * sizeof(uint32_t));
+  size_t o_members = o_outs + ALIGN(k * sizeof(lt_oid_t));
+  size_t o_room = o_members + ALIGN(nmem * sizeof(lt_job_member_t));
   char *p = calloc(1, o_room + params + 1);
   if (p == NULL) return NULL;
   lt_task_t *t = (lt_task_t *)p;
@@ -509,6 +655,8 @@ static lt_task_t *task_alloc(const lt_instr_t *ins, char **room) {
   t->stages = (lt_exec_stage_t *)(p + o_stages);
   t->params = (void **)(p + o_params);
   t->kidx = (uint32_t *)(p + o_kidx);
+  t->outs = (lt_oid_t *)(p + o_outs);
+  t->members = nmem ? (lt_job_member_t *)(p + o_members) : NULL;
   *room = p + o_room;
   return t;
 }
@@ -522,6 +670,11 @@ static lt_task_t *task_new(lt_server_t *srv, lt_session_t *s, const lt_instr_t *
   t->op = ins->op;
   t->flags = ins->flags;
   t->out = ins->outputs[0];
+  t->pack = ins->pack > 1 ? ins->pack : 1;
+  for (uint32_t i = 0; i < t->pack; i++) {
+    t->outs[i] = ins->outputs[i];
+    if (t->members != NULL) t->members[i].seq = ins->outputs[i].seq;
+  }
   t->secret = s->secret;
   t->ninputs = ins->ninputs;
   t->nstages = ins->nmore + 1;
@@ -562,6 +715,8 @@ static void resolve_inputs(lt_server_t *srv, lt_task_t *t, zmq_msg_t *payloads,
                            const lt_instr_t *ins) {
   for (uint32_t j = 0; j < t->ninputs; j++) {
     task_input_t *in = &t->inputs[j];
+    if (t->members != NULL && t->members[j / (t->ninputs / t->pack)].skip)
+      continue; /* its member failed by an earlier input: it will not run */
     if (in->kind == LT_INPUT_INLINE) {
       zmq_msg_init(&in->msg);
       in->has_msg = true;
@@ -592,7 +747,7 @@ static void resolve_inputs(lt_server_t *srv, lt_task_t *t, zmq_msg_t *payloads,
       t->nwait++;
     } else {
       char msg[LT_KERNEL_ERRMSG_MAX + 96];
-      input_error(msg, sizeof msg, j, in->id, rc, em);
+      if (member_fail(t, j, in->id, rc, em, msg, sizeof msg)) continue;
       unpark_all(srv, t);
       t->nwait = 0;
       t->input_failed = true;
@@ -617,6 +772,21 @@ static void resolve_inputs(lt_server_t *srv, lt_task_t *t, zmq_msg_t *payloads,
   } else {
     fire(srv, t);
   }
+}
+
+/* refuse answers an instruction that was not accepted: a well-formed pack with a completion
+ * per member (one entry), anything else with one. */
+static void refuse(lt_server_t *srv, lt_session_t *s, const lt_instr_t *ins, int rc,
+                   const char *err) {
+  uint32_t k = ins->pack > 1 && ins->noutputs == ins->pack ? ins->pack : 1, first = 0;
+  if (k == 1) {
+    lt__session_done_add(srv, s, ins->seq, rc, err, NULL, -1, 0, NULL, NULL);
+    return;
+  }
+  lt__session_done_room(srv, s, k, &first);
+  for (uint32_t i = 0; i < k; i++)
+    lt__session_done_add(srv, s, ins->outputs[i].seq, rc, err, NULL, -1, 0, NULL, NULL);
+  lt__session_done_pack(s, first, k);
 }
 
 void lt__task_execute(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m, zmq_msg_t *payloads) {
@@ -644,10 +814,12 @@ void lt__task_execute(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m, zmq_
     if (rc != LT_OK) {
       lt__log(LT_LOG_DEBUG, "session %s: instruction %llu refused: %s", s->name,
               (unsigned long long)ins->seq, err);
-      lt__session_done_add(srv, s, ins->seq, rc, err, NULL, -1, 0, NULL, NULL);
+      refuse(srv, s, ins, rc, err);
       continue;
     }
-    if (expected(t) && (rc = lt__store_expect(srv->store, t->out)) != LT_OK) {
+    for (uint32_t j = 0; expected(t) && rc == LT_OK && j < t->pack; j++)
+      rc = lt__store_expect(srv->store, t->outs[j]);
+    if (rc != LT_OK) {
       fail_later(srv, t, rc, "cannot register the output in the store");
       continue;
     }
@@ -657,6 +829,8 @@ void lt__task_execute(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m, zmq_
 }
 
 void lt__task_cancel(lt_server_t *srv, lt_session_t *s, const uint64_t *seqs, uint32_t n) {
+  /* A pack is found by its instruction seq and canceled whole (each member LT_ECANCELED);
+   * its other members' seqs find nothing, as a finished instruction's. */
   for (uint32_t i = 0; i < n; i++) {
     lt_task_t *t = NULL;
     HASH_FIND(hh, s->tasks, &seqs[i], sizeof seqs[i], t);
@@ -682,34 +856,51 @@ static void kernel_names(const lt_task_t *t, char *buf, size_t len) {
 }
 
 /* time_out answers a running instruction with LT_ETIMEDOUT and orphans it: its worker
- * thread keeps the task's memory until the kernel returns, and the result is dropped. */
-static void time_out(lt_server_t *srv, lt_task_t *t) {
+ * thread keeps the task's memory until the kernel returns, and the result is dropped. In a
+ * pack it is member m that overran (the executor runs no member after it): the members before
+ * it are answered with their results, those after it, which never run, with LT_ECANCELED (the
+ * client places them again), all in one entry. With LT_INSTR_RELEASE_INPUTS the inputs of
+ * the members up to m go: the client sees them finished, and the kernel keeps reading its
+ * own through the task's references. */
+static void time_out(lt_server_t *srv, lt_task_t *t, uint32_t m) {
   t->timed_out = true;
   lt_session_t *s = t->sess;
   if (s == NULL) return;
-  char names[200], msg[320];
+  char names[200], msg[360], member[48] = "", later[120];
   kernel_names(t, names, sizeof names);
-  snprintf(msg, sizeof msg, "%s: ran longer than %llu ms (task_timeout_ms)", names,
-           (unsigned long long)(t->timeout_us / 1000u));
+  unsigned long long ms = (unsigned long long)(t->timeout_us / 1000u);
+  if (t->pack > 1) snprintf(member, sizeof member, ", member %u of %u", m, t->pack);
+  snprintf(msg, sizeof msg, "%s: ran longer than %llu ms (task_timeout_ms)%s", names, ms, member);
   lt__log(LT_LOG_WARN, "session %s: instruction %llu: %s", s->name, (unsigned long long)t->seq,
           msg);
   detach(t);
   lt__executor_detach(srv->ex, &t->job);
-  if (expected(t)) lt__store_fail(srv->store, t->out, LT_ETIMEDOUT, msg);
-  lt__session_done_add(srv, s, t->seq, LT_ETIMEDOUT, msg, NULL, -1, 0, NULL, NULL);
-  if (t->flags & LT_INSTR_RELEASE_INPUTS) {
-    /* The client sees it finished: its inputs are not read by anyone else. The kernel keeps
-     * reading them through the task's own references. */
-    for (uint32_t i = 0; i < t->ninputs; i++)
-      if (t->inputs[i].kind == LT_INPUT_REF) lt__store_release(srv->store, t->inputs[i].id);
+  if (t->pack <= 1) {
+    complete(srv, s, t, (outcome_t){t->seq, t->out, LT_ETIMEDOUT, msg, NULL, -1, 0, NULL, NULL});
+  } else {
+    snprintf(later, sizeof later, "not run: member %u of its pack ran longer than %llu ms", m, ms);
+    /* Members run on one worker; the one running and those after it share it too. */
+    lt_ran_t none = {0, 0, 0, m > 0 ? t->job.worker : 0};
+    uint32_t first = 0;
+    lt__session_done_room(srv, s, t->pack, &first);
+    complete_members(srv, s, t, 0, m, true, &none, LT_OK, ""); /* final since the cut */
+    complete_members(srv, s, t, m, m + 1, false, &none, LT_ETIMEDOUT, msg);
+    complete_members(srv, s, t, m + 1, t->pack, false, &none, LT_ECANCELED, later);
+    lt__session_done_pack(s, first, t->pack);
   }
+  release_members(srv, t, m + 1);
 }
 
-bool lt__task_deadline(lt_server_t *srv, lt_job_t *job, uint64_t now_us, uint64_t recycle_ms) {
-  lt_task_t *t = job->data;
-  if (t->timeout_us == 0 || now_us < job->since_us) return false;
-  uint64_t ran = now_us - job->since_us;
-  if (!t->timed_out && ran > t->timeout_us) time_out(srv, t);
+bool lt__task_deadline(lt_server_t *srv, const lt_job_running_t *run, uint64_t now_us,
+                       uint64_t recycle_ms) {
+  lt_task_t *t = run->job->data;
+  if (t->timeout_us == 0 || now_us < run->since_us) return false;
+  uint64_t ran = now_us - run->since_us;
+  if (!t->timed_out && ran > t->timeout_us) {
+    /* A pack's member that finished meanwhile is not cut: the next tick sees the next. */
+    if (t->pack <= 1 || lt__executor_cut(srv->ex, run->job, run->member))
+      time_out(srv, t, t->pack > 1 ? run->member : 0);
+  }
   return t->timed_out && ran > t->timeout_us + recycle_ms * 1000u;
 }
 
@@ -721,7 +912,7 @@ void lt__task_on_done(lt_executor_t *ex, lt_job_t *done, void *data) {
     next = j->next;
     lt_task_t *t = j->data;
     srv->inexec--;
-    srv->completed++;
+    srv->completed += t->pack; /* tasks: a pack's members each */
     t->ran = true;
     finish(srv, t, j->result.status, j->result.status == LT_OK ? "" : j->result.errmsg);
   }

@@ -17,14 +17,18 @@ void lt__task_execute(lt_server_t *srv, lt_session_t *s, const lt_msg_t *msg, zm
 
 /* lt__task_cancel drops the session's queued or parked instructions with these
  * sequence numbers, answering each with LT_ECANCELED; running and unknown ones are left
- * alone. */
+ * alone. A pack is named by its instruction seq and canceled whole (every member answered);
+ * its other members' seqs are unknown here. */
 void lt__task_cancel(lt_server_t *srv, lt_session_t *s, const uint64_t *seqs, uint32_t n);
 
-/* lt__task_deadline checks the running `job` against its instruction's deadline at
- * `now_us`: past it, the instruction fails with LT_ETIMEDOUT now (the job stays on its
- * worker; its late result is dropped). Returns true when the job overran by more than
+/* lt__task_deadline checks the running job `run` against its instruction's deadline at
+ * `now_us` (a pack: its member running, against the deadline of each member's own run):
+ * past it, the instruction fails with LT_ETIMEDOUT now (the job stays on its worker; its
+ * late result is dropped; a pack's earlier members keep their results and its later ones,
+ * never run, fail with LT_ECANCELED). Returns true when the job overran by more than
  * `recycle_ms` as well: the process should be recycled. */
-bool lt__task_deadline(lt_server_t *srv, lt_job_t *job, uint64_t now_us, uint64_t recycle_ms);
+bool lt__task_deadline(lt_server_t *srv, const lt_job_running_t *run, uint64_t now_us,
+                       uint64_t recycle_ms);
 
 /* lt__task_on_done is the executor's done callback (data = the server). */
 void lt__task_on_done(lt_executor_t *ex, lt_job_t *done, void *data);

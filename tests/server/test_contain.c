@@ -233,6 +233,69 @@ Test(contain, fault_restarts_worker_and_names_the_culprit, .timeout = 60) {
   crash_and_report("7:fault", SIGSEGV, true);
 }
 
+/* crash_in_pack: a pack of 3 members of crash_on on 1, 7, 3 runs beside B's sleep; member 1
+ * kills the worker with `sig`. The crash is charged to member 1 alone, by its output seq
+ * (the client charges that member, not the pack): A's next welcome lists 52 (and names it
+ * the culprit when the handler saw the signal), never 51 (done) or 53 (not started). */
+static void crash_in_pack(const char *param, int sig, bool named) {
+  th_server_t srv;
+  const char *three[] = {"--threads", "3", NULL};
+  cr_assert_eq(th_server_start_default(&srv, three), 0);
+  peer_t a, b;
+  greet(&a, srv.endpoint, CLIENT_A, NULL, NULL);
+  greet(&b, srv.endpoint, CLIENT_B, NULL, NULL);
+  uint64_t old = a.incarnation;
+  run(&b, 1, K_SLEEP, "3000", 1, 0);
+  usleep(200 * 1000);
+  unsigned char buf[3][8];
+  lt_bytes_t pay[3];
+  lt_input_t in[3];
+  int64_t v[3] = {1, 7, 3};
+  lt_oid_t out[3] = {{a.client, 51}, {a.client, 52}, {a.client, 53}};
+  for (int i = 0; i < 3; i++) {
+    th_put_i64(buf[i], v[i]);
+    pay[i] = (lt_bytes_t){buf[i], 8};
+    in[i] = (lt_input_t){.kind = LT_INPUT_INLINE, .frame = (uint32_t)i, .holder = ""};
+  }
+  lt_instr_t ins = {.seq = 51,
+                    .kernel = K_CRASH,
+                    .param = {param, strlen(param)},
+                    .ninputs = 3,
+                    .inputs = in,
+                    .noutputs = 3,
+                    .outputs = out,
+                    .flags = LT_INSTR_RETURN,
+                    .pack = 3};
+  lt_msg_t m;
+  memset(&m, 0, sizeof m);
+  m.type = LT_MSG_EXECUTE;
+  m.u.execute.ninstrs = 1;
+  m.u.execute.instrs = &ins;
+  cr_assert_eq(th_send(&a.c, &m, pay, 3), LT_OK);
+  usleep(300 * 1000);
+  bye(&a);
+  bye(&b);
+  lt_msg_t w;
+  uint64_t seqs[16] = {0};
+  greet(&a, srv.endpoint, CLIENT_A, &w, seqs);
+  cr_assert_neq(w.u.welcome.incarnation, old, "a new incarnation");
+  cr_assert_eq(w.u.welcome.crash_signal, sig);
+  cr_assert_eq(w.u.welcome.ncrashed, 1, "the member running, not the pack: %u",
+               w.u.welcome.ncrashed);
+  cr_assert_eq(seqs[0], 52);
+  cr_assert_eq(w.u.welcome.crash_culprit, named ? 52 : 0);
+  bye(&a);
+  cr_assert_eq(th_server_stop(&srv, SIGTERM, 10000), 0);
+}
+
+Test(contain, crash_in_a_pack_names_the_member_as_culprit, .timeout = 60) {
+  crash_in_pack("7:abort", SIGABRT, true);
+}
+
+Test(contain, crash_in_a_pack_charges_only_the_member_running, .timeout = 60) {
+  crash_in_pack("7:segv", SIGSEGV, false);
+}
+
 Test(contain, no_supervise_dies_with_the_kernel, .timeout = 60) {
   const char *extra[] = {"--no-supervise", NULL};
   th_server_t srv;

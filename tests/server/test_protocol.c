@@ -26,6 +26,7 @@ typedef struct rec {
   int answer;
   uint32_t worker;   /* the worker thread that ran it */
   uint64_t start_us; /* when it started (server CLOCK_MONOTONIC), 0 when it never ran */
+  uint32_t pack;     /* the members of a packed instruction, on the first of them */
 } rec_t;
 
 typedef struct st {
@@ -59,6 +60,7 @@ static void record(st_t *s, th_rx_t *r) {
       d->answer = c->answer;
       d->worker = c->worker;
       d->start_us = c->start_us;
+      d->pack = c->pack;
       for (uint32_t k = 0; k < c->noutputs && k < 4; k++) {
         d->size[k] = c->outputs[k].size;
         d->frame[k] = c->outputs[k].frame;
@@ -123,12 +125,13 @@ static void start(st_t *s, const char *const *extra) {
   cr_assert_eq(th_server_start_default(&s->srv, extra), 0, "server did not start");
   cr_assert_eq(th_client_open(&s->c, s->srv.endpoint), 0);
   cr_assert_eq(th_hello_ok(&s->c, CLIENT), 0);
-  const char *kernels[] = {"testk:inc",  "testk:sleep", "testk:fail",     "testk:two", "testk:none",
-                           "testk:echo", "nosuchmod:f", "testk:positive", "testk:dbl"};
-  cr_assert_eq(th_program(&s->c, kernels, 9), 0);
+  const char *kernels[] = {"testk:inc",  "testk:sleep",     "testk:fail",  "testk:two",
+                           "testk:none", "testk:echo",      "nosuchmod:f", "testk:positive",
+                           "testk:dbl",  "testk:neg_fails", "testk:busy"};
+  cr_assert_eq(th_program(&s->c, kernels, 11), 0);
 }
 
-enum { K_INC, K_SLEEP, K_FAIL, K_TWO, K_NONE, K_ECHO, K_BAD, K_POS, K_DBL };
+enum { K_INC, K_SLEEP, K_FAIL, K_TWO, K_NONE, K_ECHO, K_BAD, K_POS, K_DBL, K_NEG, K_BUSY };
 
 static void stop(st_t *s) {
   th_client_close(&s->c);
@@ -173,13 +176,21 @@ static lt_instr_t instr(uint64_t seq, uint32_t kernel, lt_input_t *in, uint32_t 
                       .flags = flags};
 }
 
-static void execute(st_t *s, lt_instr_t *ins, uint32_t n, const lt_bytes_t *pay, uint32_t np) {
+/* execute_within sends an EXECUTE of n instructions with the session's deadline per
+ * instruction (0: none). */
+static void execute_within(st_t *s, lt_instr_t *ins, uint32_t n, const lt_bytes_t *pay, uint32_t np,
+                           uint32_t timeout_ms) {
   lt_msg_t m;
   memset(&m, 0, sizeof m);
   m.type = LT_MSG_EXECUTE;
   m.u.execute.ninstrs = n;
   m.u.execute.instrs = ins;
+  m.u.execute.timeout_ms = timeout_ms;
   cr_assert_eq(th_send(&s->c, &m, pay, np), LT_OK);
+}
+
+static void execute(st_t *s, lt_instr_t *ins, uint32_t n, const lt_bytes_t *pay, uint32_t np) {
+  execute_within(s, ins, n, pay, np, 0);
 }
 
 static void simple(st_t *s, lt_msg_type_t type, lt_oid_t id, uint64_t seq) {
@@ -753,4 +764,239 @@ Test(protocol, bad_endpoint_exits_2) {
   char out[4096], err[8192];
   cr_assert_eq(th_run(argv, 10000, out, sizeof out, err, sizeof err), 2, "%s", err);
   cr_assert_not_null(strstr(err, "bogus://x"), "%s", err);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Packing: one instruction of k members (lt_instr_t.pack), one task, one completion entry. */
+
+/* pack_of makes a packed instruction of kernel `kernel` (then `more`) whose k members read
+ * n inputs each from in[] and write out[] (its seq is member 0's output seq). */
+static lt_instr_t pack_of(uint32_t kernel, lt_stage_t *more, uint32_t nmore, lt_input_t *in,
+                          uint32_t n, lt_oid_t *out, uint32_t k, uint32_t flags,
+                          const char *param) {
+  lt_instr_t i = instr(out[0].seq, kernel, in, n * k, out, k, flags, param);
+  i.more = more;
+  i.nmore = nmore;
+  i.pack = k;
+  return i;
+}
+
+/* Inline int64 inputs of a pack: payload i holds v[i], input i reads it. */
+typedef struct i64s {
+  unsigned char buf[8][8];
+  lt_bytes_t pay[8];
+  lt_input_t in[8];
+} i64s_t;
+
+/* pack_start starts a server with a session, as start, and fills *p with the k values v. */
+static st_t *pack_start(i64s_t *p, const int64_t *v, uint32_t k) {
+  st_t *s = calloc(1, sizeof *s);
+  start(s, NULL);
+  for (uint32_t i = 0; i < k; i++) {
+    th_put_i64(p->buf[i], v[i]);
+    p->pay[i] = (lt_bytes_t){p->buf[i], 8};
+    p->in[i] = inl(i);
+  }
+  return s;
+}
+
+Test(protocol, pack_runs_its_members_in_order_as_one_task) {
+  int64_t v[5] = {1, 2, -3, 40, 5};
+  i64s_t x;
+  st_t *s = pack_start(&x, v, 5);
+  heartbeat(s, 1);
+  uint64_t before = s->load.completed;
+  lt_oid_t out[5] = {oid(200), oid(230), oid(210), oid(260), oid(201)};
+  lt_stage_t dbl = {K_DBL, {NULL, 0}};
+  lt_instr_t p = pack_of(K_INC, &dbl, 1, x.in, 1, out, 5, LT_INSTR_RETURN, NULL);
+  execute(s, &p, 1, x.pay, 5);
+  WAIT_FOR(s, s->ndone == 5);
+  cr_assert_eq(s->ndone_msgs, 1);
+  cr_assert_eq(s->done[200].pack, 5, "the members come as one entry");
+  for (int i = 0; i < 5; i++) {
+    const rec_t *d = &s->done[out[i].seq];
+    cr_assert_eq(d->status, LT_OK, "member %d: %s", i, d->msg);
+    cr_assert_eq(d->nout, 1);
+    cr_assert_eq(d->v[0], (v[i] + 1) * 2, "member %d", i);
+    cr_assert_eq(d->worker, s->done[200].worker, "one worker");
+    if (i > 0) cr_assert_eq(d->pack, 0);
+    if (i > 0) cr_assert_geq(d->start_us, s->done[out[i - 1].seq].start_us, "member order");
+  }
+  heartbeat(s, 2);
+  cr_assert_eq(s->load.completed - before, 5, "completed counts tasks");
+  cr_assert_eq(s->load.values_held, 0, "returned, not kept");
+
+  /* Three sleeping members are one executor job: one worker of two busy, none queued. */
+  lt_oid_t out2[3] = {oid(300), oid(301), oid(302)};
+  lt_instr_t q = pack_of(K_SLEEP, NULL, 0, x.in, 1, out2, 3, LT_INSTR_RETURN, "150");
+  execute(s, &q, 1, x.pay, 3);
+  wait_active(s, 1);
+  cr_assert_eq(s->load.queued, 0);
+  WAIT_FOR(s, s->done[300].got && s->done[301].got && s->done[302].got);
+  for (int i = 0; i < 3; i++)
+    cr_assert_eq(s->done[300 + i].v[0], v[i]);
+  stop(s);
+  free(s);
+}
+
+Test(protocol, pack_member_failure_fails_that_member_alone) {
+  int64_t v[3] = {5, -3, 7};
+  i64s_t x;
+  st_t *s = pack_start(&x, v, 3);
+  lt_oid_t out[3] = {oid(400), oid(401), oid(402)}, alone = oid(410);
+  lt_instr_t ins[2] = {pack_of(K_NEG, NULL, 0, x.in, 1, out, 3, LT_INSTR_RETURN, NULL),
+                       instr(410, K_NEG, &x.in[1], 1, &alone, 1, LT_INSTR_RETURN, NULL)};
+  execute(s, ins, 2, x.pay, 3);
+  WAIT_FOR(s, s->ndone == 4);
+  cr_assert_eq(s->done[400].pack, 3);
+  cr_assert_eq(s->done[400].status, LT_OK, "%s", s->done[400].msg);
+  cr_assert_eq(s->done[400].v[0], 5);
+  cr_assert_eq(s->done[402].status, LT_OK, "%s", s->done[402].msg);
+  cr_assert_eq(s->done[402].v[0], 7);
+  cr_assert_eq(s->done[401].status, LT_EKERNEL);
+  cr_assert_eq(s->done[401].nout, 0);
+  cr_assert_eq(s->done[410].status, LT_EKERNEL);
+  cr_assert_str_eq(s->done[401].msg, s->done[410].msg, "as the same task unpacked");
+  cr_assert_not_null(strstr(s->done[401].msg, "negative input -3"), "%s", s->done[401].msg);
+  stop(s);
+  free(s);
+}
+
+Test(protocol, pack_reads_kept_outputs_by_ref_and_releases_them) {
+  int64_t v[3] = {10, 20, 30};
+  i64s_t x;
+  st_t *s = pack_start(&x, v, 3);
+  /* A pack that keeps its outputs, and one reading them crosswise while they are pending. */
+  lt_oid_t made[3] = {oid(500), oid(501), oid(502)}, out[3] = {oid(510), oid(511), oid(512)};
+  lt_input_t refs[3] = {ref(502), ref(500), ref(501)};
+  lt_instr_t ins[2] = {
+      pack_of(K_SLEEP, NULL, 0, x.in, 1, made, 3, 0, "100"),
+      pack_of(K_INC, NULL, 0, refs, 1, out, 3, LT_INSTR_RETURN | LT_INSTR_RELEASE_INPUTS, NULL)};
+  execute(s, ins, 2, x.pay, 3);
+  wait_active(s, 1);
+  cr_assert_eq(s->load.parked, 1, "the reader waits for its inputs, as one task");
+  WAIT_FOR(s, s->ndone == 6);
+  for (int i = 0; i < 3; i++) {
+    cr_assert_eq(s->done[500 + i].status, LT_OK, "%s", s->done[500 + i].msg);
+    cr_assert_eq(s->done[500 + i].frame[0], -1, "kept, not returned");
+    cr_assert_eq(s->done[500 + i].size[0], 8);
+  }
+  cr_assert_eq(s->done[500].pack, 3);
+  cr_assert_eq(s->done[510].pack, 3);
+  cr_assert_eq(s->done[510].v[0], 31);
+  cr_assert_eq(s->done[511].v[0], 11);
+  cr_assert_eq(s->done[512].v[0], 21);
+  heartbeat(s, 1);
+  cr_assert_eq(s->load.values_held, 0, "each member released its input");
+  stop(s);
+  free(s);
+}
+
+Test(protocol, pack_member_past_the_deadline) {
+  int64_t ms[4] = {20, 500, 20, 20};
+  i64s_t x;
+  st_t *s = pack_start(&x, ms, 4);
+  lt_oid_t out[4] = {oid(600), oid(601), oid(602), oid(603)};
+  lt_instr_t p = pack_of(K_BUSY, NULL, 0, x.in, 1, out, 4, LT_INSTR_RETURN, NULL);
+  execute_within(s, &p, 1, x.pay, 4, 300);
+  WAIT_FOR(s, s->ndone == 4);
+  cr_assert_eq(s->done[600].pack, 4, "one entry");
+  cr_assert_eq(s->done[600].status, LT_OK, "before it: its result, %s", s->done[600].msg);
+  cr_assert_eq(s->done[600].v[0], 20);
+  cr_assert_eq(s->done[601].status, LT_ETIMEDOUT, "%s", s->done[601].msg);
+  cr_assert_not_null(strstr(s->done[601].msg, "testk:busy: ran longer than 300 ms"), "%s",
+                     s->done[601].msg);
+  for (int i = 2; i < 4; i++) {
+    cr_assert_eq(s->done[600 + i].status, LT_ECANCELED, "after it: never ran, %s",
+                 s->done[600 + i].msg);
+    cr_assert_eq(s->done[600 + i].start_us, 0);
+  }
+  stop(s);
+  free(s);
+}
+
+Test(protocol, pack_canceled_whole_by_its_seq) {
+  int64_t v[3] = {1, 2, 3};
+  i64s_t x;
+  st_t *s = pack_start(&x, v, 3);
+  lt_oid_t busy[2] = {oid(1), oid(2)}, out[3] = {oid(700), oid(701), oid(702)};
+  lt_instr_t ins[3] = {instr(1, K_SLEEP, &x.in[0], 1, &busy[0], 1, LT_INSTR_RETURN, "400"),
+                       instr(2, K_SLEEP, &x.in[0], 1, &busy[1], 1, LT_INSTR_RETURN, "400"),
+                       pack_of(K_INC, NULL, 0, x.in, 1, out, 3, LT_INSTR_RETURN, NULL)};
+  execute(s, ins, 3, x.pay, 3);
+  wait_active(s, 2);
+  /* A member's own seq names nothing on the server. */
+  simple(s, LT_MSG_CANCEL, oid(0), 701);
+  heartbeat(s, 3);
+  cr_assert(!s->done[700].got && !s->done[701].got && !s->done[702].got);
+  simple(s, LT_MSG_CANCEL, oid(0), 700);
+  WAIT_FOR(s, s->done[700].got && s->done[701].got && s->done[702].got);
+  cr_assert_eq(s->done[700].pack, 3);
+  for (int i = 0; i < 3; i++)
+    cr_assert_eq(s->done[700 + i].status, LT_ECANCELED, "%s", s->done[700 + i].msg);
+  WAIT_FOR(s, s->done[1].got && s->done[2].got);
+  /* Canceled outputs are not held: the same pack runs again under the same ids. */
+  for (int i = 0; i < 3; i++)
+    s->done[700 + i].got = false;
+  execute(s, &ins[2], 1, x.pay, 3);
+  WAIT_FOR(s, s->done[700].got && s->done[701].got && s->done[702].got);
+  for (int i = 0; i < 3; i++) {
+    cr_assert_eq(s->done[700 + i].status, LT_OK, "%s", s->done[700 + i].msg);
+    cr_assert_eq(s->done[700 + i].v[0], v[i] + 1);
+  }
+  stop(s);
+  free(s);
+}
+
+Test(protocol, pack_refused_answers_every_member) {
+  int64_t v[2] = {1, 2};
+  i64s_t x;
+  st_t *s = pack_start(&x, v, 2);
+  lt_oid_t out[2] = {{CLIENT + 1, 800}, {CLIENT + 1, 801}}; /* another session's ids */
+  lt_instr_t p = pack_of(K_INC, NULL, 0, x.in, 1, out, 2, LT_INSTR_RETURN, NULL);
+  execute(s, &p, 1, x.pay, 2);
+  WAIT_FOR(s, s->done[800].got && s->done[801].got);
+  cr_assert_eq(s->done[800].pack, 2);
+  cr_assert_eq(s->done[800].status, LT_EAUTH, "%s", s->done[800].msg);
+  cr_assert_eq(s->done[801].status, LT_EAUTH, "%s", s->done[801].msg);
+  stop(s);
+  free(s);
+}
+
+Test(protocol, pack_member_input_failure_fails_that_member_alone) {
+  int64_t v[1] = {1};
+  i64s_t x;
+  st_t *s = pack_start(&x, v, 1);
+  lt_oid_t bad = oid(900), good = oid(901), out[4] = {oid(910), oid(911), oid(912), oid(913)};
+  lt_oid_t alone[2] = {oid(920), oid(921)}, none[2] = {oid(930), oid(931)};
+  /* Member 1 reads a value its producer failed (pending when the pack arrives), member 3 one
+   * that does not exist; the same reads unpacked say what each member must say. */
+  lt_input_t refs[4] = {ref(901), ref(900), ref(901), ref(999)}, missing[2] = {ref(999), ref(998)};
+  lt_instr_t ins[6] = {instr(900, K_FAIL, x.in, 1, &bad, 1, 0, NULL),
+                       instr(901, K_INC, x.in, 1, &good, 1, 0, NULL),
+                       pack_of(K_INC, NULL, 0, refs, 1, out, 4, LT_INSTR_RETURN, NULL),
+                       instr(920, K_INC, &refs[1], 1, &alone[0], 1, LT_INSTR_RETURN, NULL),
+                       instr(921, K_INC, &refs[3], 1, &alone[1], 1, LT_INSTR_RETURN, NULL),
+                       pack_of(K_INC, NULL, 0, missing, 1, none, 2, LT_INSTR_RETURN, NULL)};
+  execute(s, ins, 6, x.pay, 1);
+  WAIT_FOR(s, s->ndone == 10);
+  cr_assert_eq(s->done[910].pack, 4);
+  cr_assert_eq(s->done[910].status, LT_OK, "%s", s->done[910].msg);
+  cr_assert_eq(s->done[910].v[0], 3);
+  cr_assert_eq(s->done[912].status, LT_OK, "%s", s->done[912].msg);
+  cr_assert_eq(s->done[912].v[0], 3);
+  cr_assert_eq(s->done[911].status, LT_EKERNEL, "%s", s->done[911].msg);
+  cr_assert_eq(s->done[911].status, s->done[920].status);
+  cr_assert_str_eq(s->done[911].msg, s->done[920].msg);
+  cr_assert_eq(s->done[913].status, LT_ENOENT, "%s", s->done[913].msg);
+  cr_assert_str_eq(s->done[913].msg, s->done[921].msg);
+  cr_assert_eq(s->done[911].start_us, 0, "never ran");
+  /* Every member failed by its input: one entry, each its own failure. */
+  cr_assert_eq(s->done[930].pack, 2);
+  cr_assert_eq(s->done[930].status, LT_ENOENT);
+  cr_assert_str_eq(s->done[930].msg, s->done[921].msg);
+  cr_assert_eq(s->done[931].status, LT_ENOENT);
+  cr_assert_str_neq(s->done[931].msg, s->done[930].msg, "names its own input");
+  stop(s);
+  free(s);
 }
