@@ -83,9 +83,11 @@ void lt__sched_job_fail(lt_sched_t *s, lt_job_rec_t *j, int err, const char *msg
 
 /* ---- records ----------------------------------------------------------------------------- */
 
-/* release_kept releases the inputs a copy that won left where they are held (it ran
- * without LT_INSTR_RELEASE_INPUTS, since its twin might have needed them): its twin either
- * released them itself, having run, or never will, having been cancelled. */
+/* release_kept releases the inputs r left where they are held: a copy that won (it ran
+ * without LT_INSTR_RELEASE_INPUTS, since its twin might have needed them: its twin either
+ * released them itself, having run, or never will, having been cancelled), or a record of
+ * an older generation of its task that never read them (its task runs again from its input
+ * under new ids: nobody reads the old values; a second release of one is a no-op). */
 static void release_kept(lt_sched_t *s, const lt_instr_rec_t *r) {
   for (uint32_t i = 0; i < r->nins; i++)
     if (r->ins[i].value == NULL) release_token(s, &r->ins[i]);
@@ -247,6 +249,7 @@ static void lost(lt_sched_t *s, lt_instr_rec_t *r, const char *endpoint, const c
   lt__trace_instr_lost(s->trace, r, endpoint, why);
   lt_job_rec_t *j = r->job;
   if (lt__rec_stale(r)) {
+    release_kept(s, r);
     lt__sched_rec_done(s, r);
     return;
   }
