@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,7 +84,12 @@ struct lt_eval {
   int wake_fd;             /* eventfd: wakes the dispatcher */
   atomic_int wake_pending; /* a wake was written and not yet consumed */
   int result_waiters;      /* threads in lt_eval_next's wait (under mu) */
-  int space_waiters;       /* threads in lt_eval_submit's wait (under mu) */
+  /* door_deliver wakes lt_eval_next's readers after it lets go of mu, not under it: a reader
+   * woken under it would run into the held lock and sleep again (under mu). */
+  bool delivering;
+  bool readers_to_wake;
+  bool reader_woken; /* the last door_deliver woke a reader (backend thread only) */
+  int space_waiters; /* threads in lt_eval_submit's wait (under mu) */
   pthread_t thread;
   int thread_started;
   lt_journal_t *journal;           /* journal=FILE, opened at the first submit or start */
@@ -148,8 +154,12 @@ static void stream_put(lt_eval_t *ev, lt_task_t *t, lt_buf_t *b) {
     LT_QUEUE_PUSH(ev->ready_head, ev->ready_tail, t, next);
   }
   /* In order, only the result the reader waits for can wake it. */
-  if (ev->result_waiters > 0 && (!ev->opts.ordered || t->stream_seq == ev->next_out))
-    pthread_cond_broadcast(&ev->cv_result);
+  if (ev->result_waiters > 0 && (!ev->opts.ordered || t->stream_seq == ev->next_out)) {
+    if (ev->delivering)
+      ev->readers_to_wake = true;
+    else
+      pthread_cond_broadcast(&ev->cv_result);
+  }
 }
 
 /* sreduce_end puts the stream reduce's one result in the stream once it is made (or `b`,
@@ -263,6 +273,7 @@ static void door_deliver(lt_eval_t *ev, lt_task_t *done, int sync) {
     t->input = t->input2 = NULL;
   }
   pthread_mutex_lock(&ev->mu);
+  ev->delivering = true;
   for (lt_task_t *t = done, *next; t != NULL; t = next) {
     next = t->next;
     t->next = NULL;
@@ -271,7 +282,23 @@ static void door_deliver(lt_eval_t *ev, lt_task_t *done, int sync) {
     finish(ev, t, b);
   }
   if (sync == LT_EVAL_SYNC_NOW || ev->intake_head == NULL) sync_journal(ev);
+  bool wake_readers = ev->readers_to_wake;
+  ev->delivering = ev->readers_to_wake = false;
   pthread_mutex_unlock(&ev->mu);
+  /* ev outlives its dispatcher, which calls this: the condition variable is still there. */
+  if (wake_readers) pthread_cond_broadcast(&ev->cv_result);
+  ev->reader_woken = wake_readers;
+}
+
+static int door_await_wake(lt_eval_t *ev, int64_t max_us) {
+  if (!ev->reader_woken) return 0;
+  ev->reader_woken = false;
+  int64_t until = lt__clock_us() + max_us;
+  while (!atomic_load(&ev->wake_pending)) {
+    if (lt__clock_us() >= until) return 0;
+    sched_yield();
+  }
+  return 1;
 }
 
 static int door_stopping(lt_eval_t *ev) {
@@ -335,6 +362,7 @@ static const lt_eval_door_t door = {
     .take = door_take,
     .deliver = door_deliver,
     .woken = door_woken,
+    .await_wake = door_await_wake,
     .stopping = door_stopping,
     .input_closed = door_input_closed,
     .hosts = door_hosts,
