@@ -79,6 +79,12 @@ struct lt_eval_door {
   /* woken consumes the pending wake; a backend calls it before it looks at the intake, so
    * that anything submitted after that look wakes it again. */
   void (*woken)(lt_eval_t *ev);
+  /* await_wake, when the last `deliver` woke a reader blocked for a result and left no
+   * task pending (the reader may well submit the next one at once), waits up to `max_us`
+   * for a wake, yielding the CPU between looks, and tells whether one came; else it returns
+   * 0 at once. A backend about to sleep calls it first, to spare the submitter's wake-up of
+   * a sleeping backend. */
+  int (*await_wake)(lt_eval_t *ev, int64_t max_us);
   /* stopping tells whether lt_eval_free asked the backend to end. */
   int (*stopping)(lt_eval_t *ev);
   /* input_closed tells whether no task can arrive any more: closed, intake empty. */

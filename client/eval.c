@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,7 +84,14 @@ struct lt_eval {
   int wake_fd;             /* eventfd: wakes the dispatcher */
   atomic_int wake_pending; /* a wake was written and not yet consumed */
   int result_waiters;      /* threads in lt_eval_next's wait (under mu) */
-  int space_waiters;       /* threads in lt_eval_submit's wait (under mu) */
+  /* door_deliver wakes lt_eval_next's readers after it lets go of mu, not under it: a reader
+   * woken under it would run into the held lock and sleep again (under mu). */
+  bool delivering;
+  bool readers_to_wake;
+  bool reader_woken; /* the last door_deliver woke a reader, none left pending (backend thread) */
+  atomic_uint puts;  /* results put in the stream so far (stream_put), read without mu */
+  bool lone_slow;    /* the last wait for a lone task's result took over LT_READER_SPIN_US */
+  int space_waiters; /* threads in lt_eval_submit's wait (under mu) */
   pthread_t thread;
   int thread_started;
   lt_journal_t *journal;           /* journal=FILE, opened at the first submit or start */
@@ -142,14 +150,19 @@ static void sync_journal(lt_eval_t *ev) {
 static void stream_put(lt_eval_t *ev, lt_task_t *t, lt_buf_t *b) {
   t->result = b;
   t->arrival = ev->arrivals++;
+  atomic_fetch_add(&ev->puts, 1);
   if (ev->opts.ordered) {
     HASH_ADD(hh, ev->ordered, stream_seq, sizeof t->stream_seq, t);
   } else {
     LT_QUEUE_PUSH(ev->ready_head, ev->ready_tail, t, next);
   }
   /* In order, only the result the reader waits for can wake it. */
-  if (ev->result_waiters > 0 && (!ev->opts.ordered || t->stream_seq == ev->next_out))
-    pthread_cond_broadcast(&ev->cv_result);
+  if (ev->result_waiters > 0 && (!ev->opts.ordered || t->stream_seq == ev->next_out)) {
+    if (ev->delivering)
+      ev->readers_to_wake = true;
+    else
+      pthread_cond_broadcast(&ev->cv_result);
+  }
 }
 
 /* sreduce_end puts the stream reduce's one result in the stream once it is made (or `b`,
@@ -263,6 +276,7 @@ static void door_deliver(lt_eval_t *ev, lt_task_t *done, int sync) {
     t->input = t->input2 = NULL;
   }
   pthread_mutex_lock(&ev->mu);
+  ev->delivering = true;
   for (lt_task_t *t = done, *next; t != NULL; t = next) {
     next = t->next;
     t->next = NULL;
@@ -271,7 +285,26 @@ static void door_deliver(lt_eval_t *ev, lt_task_t *done, int sync) {
     finish(ev, t, b);
   }
   if (sync == LT_EVAL_SYNC_NOW || ev->intake_head == NULL) sync_journal(ev);
+  bool wake_readers = ev->readers_to_wake;
+  /* Nothing else out: the backend may wait for the reader's next task without keeping any
+   * other work waiting. */
+  bool lone = wake_readers && ev->pending == 0;
+  ev->delivering = ev->readers_to_wake = false;
   pthread_mutex_unlock(&ev->mu);
+  /* ev outlives its dispatcher, which calls this: the condition variable is still there. */
+  if (wake_readers) pthread_cond_broadcast(&ev->cv_result);
+  ev->reader_woken = lone;
+}
+
+static int door_await_wake(lt_eval_t *ev, int64_t max_us) {
+  if (!ev->reader_woken) return 0;
+  ev->reader_woken = false;
+  int64_t until = lt__clock_us() + max_us;
+  while (!atomic_load(&ev->wake_pending)) {
+    if (lt__clock_us() >= until) return 0;
+    sched_yield();
+  }
+  return 1;
 }
 
 static int door_stopping(lt_eval_t *ev) {
@@ -335,6 +368,7 @@ static const lt_eval_door_t door = {
     .take = door_take,
     .deliver = door_deliver,
     .woken = door_woken,
+    .await_wake = door_await_wake,
     .stopping = door_stopping,
     .input_closed = door_input_closed,
     .hosts = door_hosts,
@@ -883,6 +917,28 @@ static lt_buf_t *read_replay(lt_eval_t *ev, const lt_replay_t *r) {
   return b;
 }
 
+/* How long a reader waiting for its lone task (the only one pending) looks for the result,
+ * yielding the CPU between looks, before it sleeps: about a round trip to a local server. A
+ * reader that sleeps leaves its core idle, and waking a thread on an idle core of a virtual
+ * machine costs some 20 us. */
+#define LT_READER_SPIN_US 200
+
+/* spin_for_result looks for a new result in the stream without ev->mu for up to
+ * LT_READER_SPIN_US, yielding the CPU between looks, when the reader waits for a lone task
+ * and the last such wait was not longer; true when one was put meanwhile. Called and returns
+ * under ev->mu. */
+static bool spin_for_result(lt_eval_t *ev) {
+  if (ev->pending != 1 || ev->lone_slow) return false;
+  unsigned seen = atomic_load(&ev->puts);
+  pthread_mutex_unlock(&ev->mu);
+  int64_t end = lt__clock_us() + LT_READER_SPIN_US;
+  bool put;
+  while (!(put = atomic_load(&ev->puts) != seen) && lt__clock_us() < end)
+    sched_yield();
+  pthread_mutex_lock(&ev->mu);
+  return put;
+}
+
 LT_API int lt_eval_next(lt_eval_t *ev, lt_buf_t **out) {
   return lt_eval_next_timeout(ev, -1, out);
 }
@@ -895,6 +951,8 @@ LT_API int lt_eval_next_timeout(lt_eval_t *ev, int timeout_ms, lt_buf_t **out) {
   lt_task_t *t;
   lt_replay_t r;
   int rc = LT_OK, got;
+  int64_t wait0 = 0; /* when a wait for a lone task's result began, 0: none */
+  bool spun = false;
   while (!(got = take_result(ev, &t, &r))) {
     if (ev->stream_left == 0 && ev->closed) {
       rc = LT_ECLOSED;
@@ -908,6 +966,11 @@ LT_API int lt_eval_next_timeout(lt_eval_t *ev, int timeout_ms, lt_buf_t **out) {
       rc = LT_ETIMEDOUT;
       break;
     }
+    if (!spun) {
+      spun = true;
+      if (ev->pending == 1) wait0 = lt__clock_us();
+      if (spin_for_result(ev)) continue;
+    }
     ev->result_waiters++;
     int w = timeout_ms < 0 ? pthread_cond_wait(&ev->cv_result, &ev->mu)
                            : pthread_cond_timedwait(&ev->cv_result, &ev->mu, &until);
@@ -919,6 +982,7 @@ LT_API int lt_eval_next_timeout(lt_eval_t *ev, int timeout_ms, lt_buf_t **out) {
     if (got) break;
   }
   if (got) ev->stream_left--;
+  if (got && wait0 != 0) ev->lone_slow = lt__clock_us() - wait0 > LT_READER_SPIN_US;
   pthread_mutex_unlock(&ev->mu);
   if (got && t == NULL) *out = read_replay(ev, &r);
   if (t != NULL) {

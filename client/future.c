@@ -34,7 +34,6 @@ void lt__future_resolve(lt_future_t *f, lt_buf_t *b) {
   pthread_mutex_lock(&f->mu);
   f->buf = b;
   f->ready = 1;
-  pthread_cond_broadcast(&f->cv);
   for (lt_future_link_t *l = f->links; l != NULL; l = l->next) {
     pthread_mutex_lock(&l->any->mu);
     l->any->fired = 1;
@@ -42,6 +41,9 @@ void lt__future_resolve(lt_future_t *f, lt_buf_t *b) {
     pthread_mutex_unlock(&l->any->mu);
   }
   pthread_mutex_unlock(&f->mu);
+  /* After the lock: a waiter woken under it would run into the held lock and sleep again.
+   * Our reference keeps f (and its condition variable) alive until unref. */
+  pthread_cond_broadcast(&f->cv);
   unref(f);
 }
 

@@ -22,11 +22,26 @@
  * a worker has its gang and runs it next; it can no longer be canceled. */
 enum { JOB_IDLE = 0, JOB_QUEUED, JOB_TAKEN, JOB_RUNNING };
 
+/* Inline runs (see executor.h): a chain runs on the loop thread only after this many runs in
+ * a row of at most INLINE_MAX_US each, and never again once a run there took longer. The
+ * executor remembers INLINE_CHAINS chains, each in the slot its key picks (a chain that
+ * takes another's slot starts learning afresh). */
+#define INLINE_MIN_RUNS 8u
+#define INLINE_MAX_US   50u
+#define INLINE_CHAINS   64u
+
 /* A worker reads its thread's CPU clock (a system call, not a vDSO read) once per this much
  * kernel time, or after any job this long, and gives the jobs in between the CPU share of
  * that span: short kernels then cost no system call each. */
 #define CPU_SPAN_US 2000u
 #define CPU_LONG_US 500u
+
+/* What the executor has learnt of one chain (an op with its kernels and parameters). */
+typedef struct chain_stat {
+  uint64_t key;  /* chain_key; 0: the slot is free */
+  uint32_t fast; /* runs in a row of at most INLINE_MAX_US */
+  bool banned;   /* a run on the loop thread took longer: never inline again */
+} chain_stat_t;
 
 struct lt_executor {
   uv_async_t async;
@@ -39,8 +54,10 @@ struct lt_executor {
   lt_exgroup_t nogroup; /* jobs submitted without a group */
   lt_exgroup_t *groups; /* groups with queued jobs */
   uint64_t vclock;      /* service time of the group served last: where idle ones restart */
-  lt_job_t **running;   /* by worker index, under qlock */
-  int idle;             /* workers waiting on qcond: a submit signals only when one is */
+  lt_job_t **running;   /* by worker index (the loop thread's inline run last), under qlock */
+  chain_stat_t chains[INLINE_CHAINS]; /* under qlock */
+  void *loop_altstack;                /* the loop thread's, for a crash of an inline kernel */
+  int idle; /* workers waiting on qcond: a submit signals only when one is */
   bool stop;
 
   pthread_mutex_t dlock;
@@ -83,7 +100,9 @@ typedef struct run_times {
   uint64_t service_us, start_us, cpu_us;
 } run_times_t;
 
-/* run_chain runs the job's stages on `n` inputs into *r, the crash log naming `seq`. */
+/* run_chain runs the job's stages on `n` inputs into *r on worker `worker` (the loop
+ * thread: nthreads), the crash log naming `seq`; `cpu` is the worker's CPU share, NULL for a
+ * run on the loop thread. */
 static run_times_t run_chain(lt_executor_t *ex, const lt_job_t *job, const lt_bytes_t *in,
                              uint32_t n, uint64_t seq, uint32_t worker, cpu_share_t *cpu,
                              lt_exec_result_t *r) {
@@ -98,7 +117,8 @@ static run_times_t run_chain(lt_executor_t *ex, const lt_job_t *job, const lt_by
     while ((t1 = lt__executor_now_us()) < until) {
     }
   }
-  return (run_times_t){t1 - t0, t0, cpu_of(cpu, t1 - t0)};
+  /* A run on the loop thread (cpu NULL) is charged its service time. */
+  return (run_times_t){t1 - t0, t0, cpu != NULL ? cpu_of(cpu, t1 - t0) : t1 - t0};
 }
 
 /* member_take keeps what member m's run made: its one output, or its failure. */
@@ -164,6 +184,45 @@ static void run_job(lt_executor_t *ex, lt_job_t *job, uint32_t worker, cpu_share
   job->cpu_us = t.cpu_us;
   job->start_us = t.start_us;
   job->worker = worker;
+}
+
+/* mix folds `len` bytes into the FNV-1a hash `h`. */
+static uint64_t mix(uint64_t h, const void *p, size_t len) {
+  const unsigned char *b = p;
+  for (size_t i = 0; i < len; i++)
+    h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+
+/* chain_key names a job's chain: its op, its kernels and their parameters; never 0. */
+static uint64_t chain_key(const lt_job_t *job) {
+  uint64_t h = mix(14695981039346656037ull, &job->op, sizeof job->op);
+  for (uint32_t i = 0; i < job->nstages; i++) {
+    const lt_exec_stage_t *st = &job->stages[i];
+    h = mix(h, &st->fn, sizeof st->fn);
+    h = mix(h, &st->param.len, sizeof st->param.len);
+    if (st->param.len > 0) h = mix(h, st->param.data, st->param.len);
+  }
+  return h != 0 ? h : 1;
+}
+
+/* learn counts a finished run of job's chain: a short one lengthens its streak of short
+ * runs, a long one ends it, and bans the chain from the loop thread when it ran there.
+ * Under qlock. */
+static void learn(lt_executor_t *ex, const lt_job_t *job, bool on_loop) {
+  uint64_t key = chain_key(job);
+  chain_stat_t *c = &ex->chains[key % INLINE_CHAINS];
+  if (c->key != key) *c = (chain_stat_t){.key = key};
+  if (job->service_us > INLINE_MAX_US) {
+    c->fast = 0;
+    if (on_loop) {
+      c->banned = true;
+      lt__log(LT_LOG_INFO, "%s: ran %llu us on the loop thread; it runs on workers from now on",
+              job->stages[0].name, (unsigned long long)job->service_us);
+    }
+  } else if (c->fast < UINT32_MAX) {
+    c->fast++;
+  }
 }
 
 /* group_of returns the group a job queues in. */
@@ -248,6 +307,7 @@ static void start_job(lt_executor_t *ex, lt_job_t *job, uint32_t self) {
 
 /* end_job counts a job that ran out of its group. Under qlock. */
 static void end_job(lt_executor_t *ex, lt_job_t *job, uint32_t self) {
+  learn(ex, job, self == (uint32_t)ex->nthreads);
   if (job->group != NULL) {
     job->group->running--;
     job->group->vtime += job->service_us;
@@ -375,7 +435,7 @@ int lt__executor_new(lt_executor_t **out, uv_loop_t *loop, int nthreads, double 
   lt_executor_t *ex = calloc(1, sizeof *ex);
   if (ex == NULL) return LT_ENOMEM;
   ex->threads = calloc((size_t)nthreads, sizeof *ex->threads);
-  ex->running = calloc((size_t)nthreads, sizeof *ex->running);
+  ex->running = calloc((size_t)nthreads + 1, sizeof *ex->running);
   if (ex->threads == NULL || ex->running == NULL) {
     free(ex->threads);
     free(ex->running);
@@ -397,12 +457,14 @@ int lt__executor_new(lt_executor_t **out, uv_loop_t *loop, int nthreads, double 
     return LT_EIO;
   }
   ex->async.data = ex;
+  ex->loop_altstack = lt__crashlog_thread_start();
   for (int i = 0; i < nthreads; i++) {
     rc = pthread_create(&ex->threads[i], NULL, worker_main, ex);
     if (rc != 0) {
       lt__log(LT_LOG_ERROR, "cannot start worker thread %d of %d: %s", i + 1, nthreads,
               strerror(rc));
       stop_workers(ex);
+      lt__crashlog_thread_end(ex->loop_altstack);
       uv_close((uv_handle_t *)&ex->async, on_closed);
       return LT_EIO;
     }
@@ -425,6 +487,40 @@ static void queue_unit(lt_executor_t *ex, lt_job_t *job) {
   atomic_fetch_add(&ex->counts, n);
 }
 
+/* may_inline tells whether the loop thread may run unit `job` itself: a lone job (not a
+ * pack, whose k kernels would hold the loop k times as long) of a chain
+ * whose last INLINE_MIN_RUNS runs or more were short and that never ran long on the loop
+ * thread, with room in its group, while the executor has nothing else to do (every worker
+ * idle, nothing queued: no other session waits behind it) and emulates no slower host.
+ * Under qlock. */
+static bool may_inline(lt_executor_t *ex, lt_job_t *job) {
+  if (job->gang != NULL || job->npack > 1 || ex->slowdown > 1.0 || ex->idle != ex->nthreads ||
+      ex->groups != NULL || !has_room(group_of(ex, job)))
+    return false;
+  uint64_t key = chain_key(job);
+  const chain_stat_t *c = &ex->chains[key % INLINE_CHAINS];
+  return c->key == key && !c->banned && c->fast >= INLINE_MIN_RUNS;
+}
+
+/* run_inline runs `job` on the calling loop thread as a worker would: counted running in its
+ * group and in the load, in the crash log's slot after the workers' (a crash is charged to
+ * it), handed back through the done list. Called under qlock; returns without it. */
+static void run_inline(lt_executor_t *ex, lt_job_t *job) {
+  uint32_t self = (uint32_t)ex->nthreads;
+  if (job->group == NULL) job->group = &ex->nogroup; /* as take() does */
+  job->leader = NULL;
+  job->state = JOB_TAKEN;
+  atomic_fetch_add(&ex->counts, (uint64_t)1 << 32);
+  start_job(ex, job, self);
+  pthread_mutex_unlock(&ex->qlock);
+  run_job(ex, job, self, NULL);
+  pthread_mutex_lock(&ex->qlock);
+  end_job(ex, job, self);
+  pthread_mutex_unlock(&ex->qlock);
+  job->next = NULL;
+  hand_back(ex, job, job, 1);
+}
+
 void lt__executor_submit(lt_executor_t *ex, lt_job_t *job) {
   lt__executor_submit_list(ex, &job, 1);
 }
@@ -432,6 +528,10 @@ void lt__executor_submit(lt_executor_t *ex, lt_job_t *job) {
 void lt__executor_submit_list(lt_executor_t *ex, lt_job_t *const *units, uint32_t n) {
   if (n == 0) return;
   pthread_mutex_lock(&ex->qlock);
+  if (n == 1 && may_inline(ex, units[0])) {
+    run_inline(ex, units[0]); /* no worker to wake, none to wake the loop */
+    return;
+  }
   for (uint32_t i = 0; i < n; i++)
     queue_unit(ex, units[i]);
   /* A busy worker takes a unit when it finishes its own: waking one costs a futex call, so
@@ -555,5 +655,7 @@ int lt__executor_threads(const lt_executor_t *ex) {
 void lt__executor_free(lt_executor_t *ex) {
   if (ex == NULL) return;
   stop_workers(ex);
+  lt__crashlog_thread_end(ex->loop_altstack);
+  ex->loop_altstack = NULL;
   uv_close((uv_handle_t *)&ex->async, on_closed);
 }

@@ -2,9 +2,13 @@
  * op and kernel stages over borrowed inputs) to a locked FIFO, one at a time or as a gang
  * (jobs one worker runs back to back: the grain of short kernels); worker threads run them
  * with lt__exec_run and hand them back through a locked completion list plus uv_async_send,
- * so the loop thread gets every finished job of a turn in one callback. The executor never
- * owns a job's memory. Loop thread only, except lt__executor_counts/active/queued (any
- * thread). */
+ * so the loop thread gets every finished job of a turn in one callback. A lone job of a chain
+ * learnt to be very short (its last runs each at most 50 us, never longer on the loop thread)
+ * submitted while every worker is idle and nothing is queued runs on the loop thread itself,
+ * inside lt__executor_submit_list, and comes back the same way: no worker is woken and none
+ * wakes the loop (it counts as worker `threads`, with a crash log slot of its own). The
+ * executor never owns a job's memory. Loop thread only, except lt__executor_counts/active/queued
+ * (any thread). */
 #ifndef LT_EXECUTOR_H
 #define LT_EXECUTOR_H
 
@@ -77,7 +81,8 @@ struct lt_job {
   lt_exec_result_t result;
   uint64_t service_us; /* kernel run time (CLOCK_MONOTONIC), slowdown included */
   uint64_t start_us;   /* when the kernel started, lt__executor_now_us (for traces) */
-  uint32_t worker;     /* index of the worker thread that ran it, 0..threads-1 */
+  uint32_t worker;     /* index of the worker thread that ran it, 0..threads-1; threads:
+                          the loop thread (an inline run) */
   uint64_t cpu_us;     /* CPU time of the worker thread while it ran (slowdown included): read
                           per job of 0.5 ms or more, else its service time times the CPU
                           share its worker's kernels got over the last 2 ms of them */
@@ -100,8 +105,9 @@ typedef struct lt_job_running {
   uint32_t member;   /* a pack's member running then (0 otherwise) */
 } lt_job_running_t;
 
-/* lt__executor_new starts `nthreads` workers. Finished jobs are delivered to `cb` on
- * `loop`'s thread. `slowdown` >= 1 emulates a slower host: a kernel that took t keeps its
+/* lt__executor_new starts `nthreads` workers; the calling thread is `loop`'s, which gets an
+ * alternate signal stack for a crash of an inline kernel. Finished jobs are delivered to `cb`
+ * on it. `slowdown` >= 1 emulates a slower host: a kernel that took t keeps its
  * worker busy (slowdown - 1) * t longer. LT_ENOMEM, LT_EIO (thread creation failed). */
 int lt__executor_new(lt_executor_t **out, uv_loop_t *loop, int nthreads, double slowdown,
                      lt_executor_done_cb cb, void *data);
@@ -110,7 +116,7 @@ int lt__executor_new(lt_executor_t **out, uv_loop_t *loop, int nthreads, double 
 void lt__executor_submit(lt_executor_t *ex, lt_job_t *job);
 
 /* lt__executor_submit_list appends the n units (each a job and its gang) under one lock and
- * wakes at most n idle workers. */
+ * wakes at most n idle workers; a lone short job may run inline instead (see above). */
 void lt__executor_submit_list(lt_executor_t *ex, lt_job_t *const *units, uint32_t n);
 
 /* lt__executor_set_limit sets how many jobs of group `g` may run at once (0: no limit);

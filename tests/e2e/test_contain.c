@@ -176,3 +176,64 @@ Test(deadline, kernel_that_never_returns_times_out_and_its_server_comes_back, .t
   for (int i = 0; i < 2; i++)
     lt__proc_stop(&p[i], 5000);
 }
+
+/* ---- kernels run on the server's loop thread (issue 24, fewer hand-offs) -------------------
+ * One task at a time on a server of 2 idle workers: after a few runs the server runs a short
+ * chain's kernel on its loop thread instead of a worker. */
+
+/* round_trip submits v alone and waits for its result. */
+static lt_buf_t *round_trip(lt_eval_t *ev, int64_t v) {
+  unsigned char tok[8];
+  put_i64(tok, v);
+  cr_assert_eq(lt_eval_submit(ev, tok, 8, NULL), LT_OK);
+  lt_buf_t *b = NULL;
+  int rc = lt_eval_next_timeout(ev, READ_MS, &b);
+  cr_assert_eq(rc, LT_OK, "next: %s", lt_strerror(rc));
+  return b;
+}
+
+/* A kernel that crashes on the loop thread is charged the crash alone, as on a worker: its
+ * task fails with LT_ECRASH, not retried, and the restarted server serves the rest. */
+Test(inline, crash_on_the_loop_thread_fails_its_task_alone, .timeout = 120) {
+  lt_proc_t p;
+  start_server(&p, "supervised", 2);
+  lt_eval_t *ev = eval_on_procs(lt_farm(lt_seq_with("testk:crash_on", "40:segv", 7)), &p, 1, NULL);
+  for (int i = 0; i < 60; i++) {
+    lt_buf_t *b = round_trip(ev, i);
+    if (i == 40) {
+      cr_assert_eq(lt_buf_error(b), LT_ECRASH, "task 40: %s %s", lt_strerror(lt_buf_error(b)),
+                   lt_buf_errmsg(b));
+      cr_assert_not_null(strstr(lt_buf_errmsg(b), "testk:crash_on"), "%s", lt_buf_errmsg(b));
+      cr_assert_not_null(strstr(lt_buf_errmsg(b), "SIGSEGV"), "%s", lt_buf_errmsg(b));
+      cr_assert_not_null(strstr(lt_buf_errmsg(b), "not retried"), "%s", lt_buf_errmsg(b));
+    } else {
+      cr_assert_eq(lt_buf_error(b), LT_OK, "task %d: %s", i, lt_buf_errmsg(b));
+      cr_assert_eq(get_i64(lt_buf_data(b)), i);
+    }
+    lt_buf_free(b);
+  }
+  lt_eval_free(ev);
+  lt__proc_stop(&p, 5000);
+}
+
+/* A kernel that runs long on the loop thread (no deadline tick can interrupt it) still fails
+ * its task with LT_ETIMEDOUT when it returns past task_timeout_ms; the tasks after it run. */
+Test(inline, deadline_holds_on_the_loop_thread, .timeout = 120) {
+  lt_proc_t p;
+  start_server(&p, "supervised", 2);
+  const char *opts[] = {"task_timeout_ms", "150", NULL};
+  lt_eval_t *ev = eval_on_procs(lt_farm(lt_seq("testk:busy")), &p, 1, opts);
+  for (int i = 0; i < 40; i++) {
+    lt_buf_t *b = round_trip(ev, i == 30 ? 400 : 0); /* 400 ms of CPU time */
+    if (i == 30) {
+      cr_assert_eq(lt_buf_error(b), LT_ETIMEDOUT, "%s: %s", lt_strerror(lt_buf_error(b)),
+                   lt_buf_errmsg(b));
+      cr_assert_not_null(strstr(lt_buf_errmsg(b), "testk:busy"), "%s", lt_buf_errmsg(b));
+    } else {
+      cr_assert_eq(lt_buf_error(b), LT_OK, "task %d: %s", i, lt_buf_errmsg(b));
+    }
+    lt_buf_free(b);
+  }
+  lt_eval_free(ev);
+  lt__proc_stop(&p, 5000);
+}

@@ -1,8 +1,10 @@
 /* test_executor.c: the worker pool alone, with kernels of the test module testk: results
  * and service times come back on the loop thread, fused stages and splits run whole,
  * failures carry the kernel's message, queued jobs can be canceled and running ones cannot,
- * the active/queued counters move, and the slowdown emulation stretches service time. Each
- * test closes its loop. */
+ * the active/queued counters move, and the slowdown emulation stretches service time. A
+ * lone job of a learnt instant chain runs on the loop thread when every worker is idle,
+ * never a slow chain's, never again a chain's that ran long there. Each test closes its
+ * loop. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
@@ -426,4 +428,135 @@ Test(executor, bad_arguments) {
   cr_assert_null(ex);
   lt__executor_free(NULL);
   cr_assert_eq(uv_loop_close(&loop), 0);
+}
+
+/* ---- inline runs on the loop thread ---------------------------------------------------- */
+
+/* run_one submits `job` alone and runs the loop until it is back; true when it ran on the
+ * loop thread (worker index `threads`). */
+static bool run_one(fixture_t *f, lt_job_t *job, int threads) {
+  f->ndone = 0;
+  lt__executor_submit(f->ex, job);
+  run_until(f, 1);
+  cr_assert_eq(job->result.status, LT_OK, "%s", job->result.errmsg);
+  cr_assert_leq(job->worker, (uint32_t)threads);
+  lt__exec_result_clear(&job->result);
+  return job->worker == (uint32_t)threads;
+}
+
+/* learn_inline runs jobs of stage `st` on `in` one at a time until one runs on the loop
+ * thread: never among the first 8 (a chain must be learnt first), and within 5 s (a worker
+ * thread of a loaded machine may take a while to start and be idle). */
+static void learn_inline(fixture_t *f, const lt_exec_stage_t *st, const lt_bytes_t *in, int threads,
+                         lt_exgroup_t *g) {
+  uint64_t until = lt__executor_now_us() + 5000000u;
+  for (int i = 0; lt__executor_now_us() < until; i++) {
+    lt_job_t j;
+    job_init(&j, st, 1, in, 1);
+    j.group = g;
+    bool inl = run_one(f, &j, threads);
+    if (i < 8) cr_assert(!inl, "run %d of a new chain ran on the loop thread", i);
+    if (inl) {
+      cr_assert_eq(j.cpu_us, j.service_us);
+      cr_assert_eq(lt__executor_active(f->ex), 0);
+      if (g != NULL) cr_assert_eq(g->running, 0);
+      return;
+    }
+  }
+  cr_assert_fail("a chain of instant kernels never ran on the loop thread");
+}
+
+/* A lone instant job, once its chain is learnt, runs on the loop thread: right result,
+ * counted in and out of its group, and the next one too. */
+Test(executor, learnt_instant_chain_runs_inline) {
+  fixture_t f;
+  setup(&f, 2, 1.0);
+  lt_exec_stage_t inc = stage(&f, "testk:inc", NULL);
+  lt_exgroup_t g;
+  memset(&g, 0, sizeof g);
+  lt__executor_set_limit(f.ex, &g, 1);
+  unsigned char v[8];
+  put_i64(v, 41);
+  lt_bytes_t in = {v, 8};
+  learn_inline(&f, &inc, &in, 2, &g);
+  lt_job_t j;
+  job_init(&j, &inc, 1, &in, 1);
+  j.group = &g;
+  f.ndone = 0;
+  lt__executor_submit(f.ex, &j);
+  run_until(&f, 1);
+  cr_assert_eq(j.result.status, LT_OK);
+  cr_assert_eq(get_i64(j.result.out[0]), 42);
+  lt__exec_result_clear(&j.result);
+  cr_assert_eq(g.running, 0);
+  cr_assert_gt(g.vtime, 0);
+  teardown(&f);
+}
+
+/* A chain slower than the limit (a 1 ms sleep) never runs on the loop thread. */
+Test(executor, slow_chain_never_runs_inline) {
+  fixture_t f;
+  setup(&f, 1, 1.0);
+  lt_exec_stage_t sl = stage(&f, "testk:sleep", "1");
+  unsigned char x = 'x';
+  lt_bytes_t in = {&x, 1};
+  for (int i = 0; i < 20; i++) {
+    lt_job_t j;
+    job_init(&j, &sl, 1, &in, 1);
+    cr_assert(!run_one(&f, &j, 1), "run %d of a 1 ms kernel ran on the loop thread", i);
+  }
+  teardown(&f);
+}
+
+/* A chain whose run on the loop thread took longer than the limit never runs there again,
+ * however short its later runs. The same kernel with another parameter is another chain. */
+Test(executor, chain_long_on_the_loop_thread_is_banned) {
+  fixture_t f;
+  setup(&f, 1, 1.0);
+  lt_exec_stage_t busy = stage(&f, "testk:busy", NULL);
+  unsigned char zero[8], two[8];
+  put_i64(zero, 0);
+  put_i64(two, 2);
+  lt_bytes_t in0 = {zero, 8}, in2 = {two, 8};
+  learn_inline(&f, &busy, &in0, 1, NULL);
+  lt_job_t j;
+  job_init(&j, &busy, 1, &in2, 1); /* 2 ms of CPU, on the loop thread */
+  cr_assert(run_one(&f, &j, 1));
+  cr_assert_geq(j.service_us, 2000);
+  for (int i = 0; i < 20; i++) {
+    job_init(&j, &busy, 1, &in0, 1);
+    cr_assert(!run_one(&f, &j, 1), "run %d after the ban ran on the loop thread", i);
+  }
+  lt_exec_stage_t other = stage(&f, "testk:busy", "p");
+  learn_inline(&f, &other, &in0, 1, NULL);
+  teardown(&f);
+}
+
+/* While a worker is busy (with a 300 ms sleep), a learnt instant chain goes to a free
+ * worker: the loop thread runs a kernel only when the executor has nothing else to do. */
+Test(executor, no_inline_while_a_worker_is_busy) {
+  fixture_t f;
+  setup(&f, 2, 1.0);
+  lt_exec_stage_t inc = stage(&f, "testk:inc", NULL), sl = stage(&f, "testk:sleep", "300");
+  unsigned char v[8];
+  put_i64(v, 1);
+  lt_bytes_t in = {v, 8};
+  learn_inline(&f, &inc, &in, 2, NULL);
+  lt_job_t slow, j;
+  job_init(&slow, &sl, 1, &in, 1);
+  lt__executor_submit(f.ex, &slow);
+  for (int i = 0; i < 5000 && lt__executor_active(f.ex) == 0; i++)
+    usleep(1000); /* until a worker has it */
+  cr_assert_eq(lt__executor_active(f.ex), 1);
+  job_init(&j, &inc, 1, &in, 1);
+  lt__executor_submit(f.ex, &j);
+  f.ndone = 0;
+  run_until(&f, 2);
+  cr_assert_eq(j.result.status, LT_OK);
+  cr_assert_lt(j.worker, 2);
+  cr_assert_lt(slow.worker, 2);
+  cr_assert_neq(j.worker, slow.worker);
+  lt__exec_result_clear(&j.result);
+  lt__exec_result_clear(&slow.result);
+  teardown(&f);
 }
