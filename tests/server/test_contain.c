@@ -581,10 +581,18 @@ Test(contain, waiting_fetches_cost_nothing, .timeout = 60) {
   th_rx_clear(&r);
   /* Fetches with a wrong secret are refused at once: 20000 of them, alone... */
   send_fetches(&h, 1, 1000, 2); /* warm up */
-  int64_t alone = send_fetches(&h, 1, 20000, 2);
+  /* The best of three runs each, lest other processes on the machine decide. */
+  int64_t alone = INT64_MAX, beside = INT64_MAX;
+  for (int k = 0; k < 3; k++) {
+    int64_t ms = send_fetches(&h, 1, 20000, 2);
+    if (ms < alone) alone = ms;
+  }
   /* ... and beside 4096 waiting for ids of A that no instruction makes. */
   send_fetches(&h, 100000, 4096, TH_SECRET);
-  int64_t beside = send_fetches(&h, 1, 20000, 2);
+  for (int k = 0; k < 3; k++) {
+    int64_t ms = send_fetches(&h, 1, 20000, 2);
+    if (ms < beside) beside = ms;
+  }
   cr_assert_lt(beside, 3 * alone + 100,
                "20000 messages: %lld ms beside 4096 waiting fetches, %lld "
                "ms alone",
