@@ -14,7 +14,6 @@
 
 #include <lithium/error.h>
 #include "log.h"
-#include "slice.h"
 #include "sched_internal.h"
 #include "scheduler.h"
 #include "vec.h"
@@ -212,12 +211,6 @@ static void *sched_main(void *arg) {
   lt_sched_t *s = arg;
   lt_eval_t *ev = s->ev;
   lt__links_open_new(s);
-  /* This thread and ZeroMQ's I/O threads (started with the first socket) move every message:
-   * short slices, lest they wait behind kernels of local servers when they wake. */
-  if (lt__slice_wanted()) {
-    lt__slice_short(0);
-    lt__slice_short_named("ZMQbg/IO");
-  }
   s->t0_ms = lt__clock_ms();
   s->next_tick = s->t0_ms + LT_PING_MS; /* pings and the throttle start at once */
 

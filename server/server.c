@@ -32,7 +32,6 @@
 #include "safefile.h"
 #include "session.h"
 #include "shipped.h"
-#include "slice.h"
 #include "task.h"
 
 static void server_settle(lt_server_t *srv);
@@ -937,12 +936,6 @@ const char *lt__server_endpoint(const lt_server_t *srv) {
 }
 
 int lt__server_run(lt_server_t *srv) {
-  /* The loop and ZeroMQ's I/O threads move every message while worker threads compute:
-   * short slices, so that they run as soon as they wake instead of after a kernel's slice. */
-  if (lt__slice_wanted()) {
-    lt__slice_short(0);
-    lt__slice_short_named("ZMQbg/IO");
-  }
   uv_run(&srv->loop, UV_RUN_DEFAULT);
   return srv->exit_code;
 }
