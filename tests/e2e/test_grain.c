@@ -1,6 +1,7 @@
 /* test_grain.c: grouped instructions (option `grain`) on real lithium-server processes. A
- * group runs on one server worker as one hand-off, yet every task keeps its own result, its
- * own error, its own future and its place in ordered output; plain mode and grain=1 never
+ * group runs on one server worker as one hand-off (packed: one entry, one server task, one
+ * completion entry), yet every task keeps its own result, its own error, its own future and
+ * its place in ordered output; plain mode and grain=1 never
  * group; a server killed while it holds groups loses no task; grain=auto groups short
  * kernels once it has measured them and leaves long ones alone. */
 #include <criterion/criterion.h>
@@ -62,6 +63,7 @@ Test(grain, groups_keep_each_result_error_and_order, .timeout = 120) {
   cr_assert_geq(grouped, 2 * groups, "%s", json);
   cr_assert_leq(grouped, 8 * groups, "no group above the grain: %s", json);
   cr_assert_eq(distinct_instructions(json), (uint64_t)n, "%s", json);
+  cr_assert_eq(stats_u64(json, "packs"), groups, "every group of this farm goes packed: %s", json);
   free(json);
   lt_eval_free(ev);
 }
@@ -86,6 +88,7 @@ Test(grain, each_task_keeps_its_future, .timeout = 120) {
   char *json = NULL;
   cr_assert_eq(lt_eval_stats_json(ev, &json), LT_OK);
   cr_assert_gt(stats_u64(json, "groups"), 0, "%s", json);
+  cr_assert_gt(stats_u64(json, "packs"), 0, "%s", json);
   free(json);
   lt_eval_free(ev);
 }
