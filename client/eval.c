@@ -925,18 +925,17 @@ static lt_buf_t *read_replay(lt_eval_t *ev, const lt_replay_t *r) {
 
 /* spin_for_result looks for a new result in the stream without ev->mu for up to
  * LT_READER_SPIN_US, yielding the CPU between looks, when the reader waits for a lone task
- * and the last such wait was not longer; true when one was put meanwhile. Called and returns
- * under ev->mu. */
-static bool spin_for_result(lt_eval_t *ev) {
-  if (ev->pending != 1 || ev->lone_slow) return false;
+ * and the last such wait was not longer. The caller looks at the stream again, under ev->mu,
+ * whatever it saw: a result put or the input closed between its last look and the lock
+ * woke nobody, since no reader was waiting then. Called and returns under ev->mu. */
+static void spin_for_result(lt_eval_t *ev) {
+  if (ev->pending != 1 || ev->lone_slow) return;
   unsigned seen = atomic_load(&ev->puts);
   pthread_mutex_unlock(&ev->mu);
   int64_t end = lt__clock_us() + LT_READER_SPIN_US;
-  bool put;
-  while (!(put = atomic_load(&ev->puts) != seen) && lt__clock_us() < end)
+  while (atomic_load(&ev->puts) == seen && lt__clock_us() < end)
     sched_yield();
   pthread_mutex_lock(&ev->mu);
-  return put;
 }
 
 LT_API int lt_eval_next(lt_eval_t *ev, lt_buf_t **out) {
@@ -969,7 +968,8 @@ LT_API int lt_eval_next_timeout(lt_eval_t *ev, int timeout_ms, lt_buf_t **out) {
     if (!spun) {
       spun = true;
       if (ev->pending == 1) wait0 = lt__clock_us();
-      if (spin_for_result(ev)) continue;
+      spin_for_result(ev);
+      continue; /* look again under the lock before sleeping */
     }
     ev->result_waiters++;
     int w = timeout_ms < 0 ? pthread_cond_wait(&ev->cv_result, &ev->mu)
