@@ -161,7 +161,7 @@ static int twin_settled(lt_sched_t *s, lt_instr_rec_t *r, int ok) {
   if (t->state == LT_IR_MIGRATING)
     s->cancels_out--;
   else
-    lt__server_cancel(s, (size_t)t->conn, &t->seq, 1);
+    lt__rec_cancel(s, t);
   lt__rec_to(t, LT_IR_DROPPED);
   if (r->backup) s->backups_won++;
   return 0;
@@ -192,6 +192,10 @@ int lt__rec_portable(const lt_instr_rec_t *r) {
   for (uint32_t i = 0; i < r->nins; i++)
     if (r->ins[i].value == NULL) return 0;
   return 1;
+}
+
+void lt__rec_cancel(lt_sched_t *s, lt_instr_rec_t *r) {
+  if (!r->packed) lt__server_cancel(s, (size_t)r->conn, &r->seq, 1);
 }
 
 int lt__token_made(const lt_sched_t *s, const lt_token_t *t) {

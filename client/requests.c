@@ -68,8 +68,7 @@ static void rerun(lt_sched_t *s, const lt_req_t *q) {
   lt__log(LT_LOG_INFO, "instruction %llu: out %lld ms on %s: its task runs again",
           (unsigned long long)q->seq, (long long)out_ms, s->srv[idx].conn.endpoint);
   for (lt_instr_rec_t *o = s->srv[idx].slot.out; o != NULL; o = o->out_next)
-    if (o->job == j && o->gen == old && o->state == LT_IR_OUT)
-      lt__server_cancel(s, idx, &o->seq, 1);
+    if (o->job == j && o->gen == old && o->state == LT_IR_OUT) lt__rec_cancel(s, o);
 }
 
 /* recall cancels the queued records asked, one cancel per server, and marks them migrating:
@@ -109,7 +108,7 @@ static void take_back(lt_sched_t *s, const lt_req_t *q) {
   /* One of a task that is over only frees its place there. */
   lt__log(lt__rec_stale(r) ? LT_LOG_DEBUG : LT_LOG_WARN, "server %s: %s: %s",
           s->srv[idx].conn.endpoint, q->msg, lt__rec_stale(r) ? "dropped" : "running it elsewhere");
-  lt__server_cancel(s, idx, &r->seq, 1);
+  lt__rec_cancel(s, r);
   s->overdue++;
   lt__sched_end(s, r, LT_END_TAKEN_BACK, NULL, NULL, LT_ELOST, q->msg);
 }
@@ -119,8 +118,7 @@ static void fail(lt_sched_t *s, const lt_req_t *q) {
   lt_job_rec_t *j = find_job(s, q->task);
   if (j == NULL || j->finished) return;
   lt_instr_rec_t *r = find_out(s, q->seq);
-  if (r != NULL && r->job == j && lt__server_alive(s, (size_t)r->conn))
-    lt__server_cancel(s, (size_t)r->conn, &r->seq, 1);
+  if (r != NULL && r->job == j && lt__server_alive(s, (size_t)r->conn)) lt__rec_cancel(s, r);
   lt__log(LT_LOG_WARN, "task %llu: %s", (unsigned long long)q->task, q->msg);
   lt__sched_job_fail(s, j, q->err, q->msg);
 }

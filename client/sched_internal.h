@@ -382,6 +382,11 @@ int lt__rec_portable(const lt_instr_rec_t *r);
  * held by the client or made already and held by a live server, which the copy fetches
  * from peer to peer. */
 int lt__rec_copyable(const lt_sched_t *s, const lt_instr_rec_t *r);
+/* lt__rec_cancel asks r's server to drop r where it waits (answered LT_ECANCELED when it
+ * never ran). Not a packed member: a server knows a pack only whole, so its cancel would
+ * cancel the other tasks' members too; it runs, and its completion comes back stale or
+ * stray. */
+void lt__rec_cancel(lt_sched_t *s, lt_instr_rec_t *r);
 /* lt__token_made tells whether input t exists already: the client holds it, or its producer
  * (output i of instruction seq is named seq + i) is no longer out. */
 int lt__token_made(const lt_sched_t *s, const lt_token_t *t);
