@@ -108,7 +108,7 @@ struct lt_session {
 
   /* Quotas (quota.h) and the deadline per instruction (execute.timeout_ms, 0: none). */
   uint32_t nparked; /* its instructions waiting for inputs */
-  uint32_t nexec;   /* its instructions queued or running on the executor */
+  uint32_t nexec;   /* its tasks queued or running on the executor (a pack's members each) */
   uint32_t timeout_ms;
 
   /* The next `done`. */

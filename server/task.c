@@ -116,7 +116,7 @@ static void task_free(lt_server_t *srv, lt_task_t *t) {
 
 static void detach(lt_task_t *t) {
   if (t->sess == NULL) return;
-  if (t->state == TASK_EXEC) t->sess->nexec--;
+  if (t->state == TASK_EXEC) t->sess->nexec -= t->pack;
   HASH_DEL(t->sess->tasks, t);
   t->sess = NULL;
 }
@@ -175,7 +175,7 @@ static void submit(lt_server_t *srv, lt_task_t *t) {
   t->job.npack = t->pack > 1 ? t->pack : 0;
   t->job.pack = t->members;
   t->timeout_us = t->sess != NULL ? (uint64_t)t->sess->timeout_ms * 1000u : 0;
-  if (t->sess != NULL) t->sess->nexec++;
+  if (t->sess != NULL) t->sess->nexec += t->pack;
   t->state = TASK_EXEC;
   srv->inexec++;
   t->job.gang = NULL;
@@ -220,7 +220,7 @@ static void bound_one(lt_server_t *srv, lt_task_t *t) {
 static bool exec_cancel(lt_server_t *srv, lt_task_t *t) {
   if (!lt__executor_cancel(srv->ex, &t->job)) return false;
   srv->inexec--;
-  if (t->sess != NULL) t->sess->nexec--;
+  if (t->sess != NULL) t->sess->nexec -= t->pack;
   t->state = TASK_NEW;
   return true;
 }
@@ -549,7 +549,8 @@ static int check(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m, const lt_
              ins->op, ins->ninputs);
     return LT_EPROTO;
   }
-  if (s->nexec >= lt__quota_max_queued(srv)) {
+  /* A pack counts as its k tasks, or packing would multiply the quota by LT_MAX_PACK. */
+  if (s->nexec + (k - 1) >= lt__quota_max_queued(srv)) {
     snprintf(err, errlen,
              "session over its quota of instructions queued or running (--max-queued %u)",
              lt__quota_max_queued(srv));

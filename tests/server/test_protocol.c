@@ -963,6 +963,34 @@ Test(protocol, pack_refused_answers_every_member) {
   free(s);
 }
 
+/* A pack counts as its k tasks against --max-queued: a pack of 3 and one of 2 are over a
+ * quota of 4 (counted once each, packing would multiply the quota by up to LT_MAX_PACK). */
+Test(protocol, pack_counts_its_members_against_the_queue_quota) {
+  st_t *s = calloc(1, sizeof *s);
+  const char *extra[] = {"--max-queued", "4", NULL};
+  start(s, extra);
+  int64_t v[3] = {1, 2, 3};
+  i64s_t a, b;
+  for (uint32_t i = 0; i < 3; i++) {
+    th_put_i64(a.buf[i], v[i]);
+    a.pay[i] = b.pay[i] = (lt_bytes_t){a.buf[i], 8};
+    a.in[i] = b.in[i] = inl(i);
+  }
+  lt_oid_t first[3] = {oid(900), oid(901), oid(902)}, second[2] = {oid(910), oid(911)};
+  lt_instr_t p1 = pack_of(K_SLEEP, NULL, 0, a.in, 1, first, 3, LT_INSTR_RETURN, "300");
+  lt_instr_t p2 = pack_of(K_INC, NULL, 0, b.in, 1, second, 2, LT_INSTR_RETURN, NULL);
+  execute(s, &p1, 1, a.pay, 3);
+  wait_active(s, 1);
+  execute(s, &p2, 1, b.pay, 2);
+  WAIT_FOR(s, s->done[910].got && s->done[911].got && s->done[902].got);
+  cr_assert_eq(s->done[910].status, LT_EQUOTA, "%s", s->done[910].msg);
+  cr_assert_eq(s->done[911].status, LT_EQUOTA, "%s", s->done[911].msg);
+  for (int i = 0; i < 3; i++)
+    cr_assert_eq(s->done[900 + i].status, LT_OK, "%s", s->done[900 + i].msg);
+  stop(s);
+  free(s);
+}
+
 Test(protocol, pack_member_input_failure_fails_that_member_alone) {
   int64_t v[1] = {1};
   i64s_t x;
