@@ -378,7 +378,7 @@ static int packable(const lt_sched_t *s, const lt_instr_t *lead, const lt_instr_
  * one packed instruction, when option `pack` is on and every member can share its entry
  * (batch_finish merges them as the batch goes). */
 static void pack(lt_sched_t *s, batch_t *b, uint32_t lead, lt_instr_rec_t **mem, uint32_t n) {
-  if (!s->opts->pack || n < 2 || n > LT_MAX_PACK) return;
+  if (!s->opts->pack || n < 2) return;
   for (uint32_t i = 0; i < n; i++)
     if (!packable(s, &b->instrs[lead], &b->instrs[lead + i], mem[i])) return;
   b->instrs[lead].pack = n;
@@ -410,7 +410,8 @@ static void gather(lt_sched_t *s, batch_t *batches, lt_instr_rec_t *leader, int 
   batch_t *b = &batches[idx];
   const lt_tstage_t *chain = leader->stages;
   uint32_t g = grain_for(s, chain, (size_t)idx), lead = b->n - 1, n = 1;
-  lt_instr_rec_t *mem[LT_MAX_PACK]; /* the group's records, from its first in this batch */
+  lt_instr_rec_t *mem[LT_MAX_PACK];     /* the group's records, from its first in this batch */
+  if (g > LT_MAX_PACK) g = LT_MAX_PACK; /* the option's most (1024) is no more */
   mem[0] = leader;
   for (uint32_t total = 1; total < g && lt__server_has_room(s, (size_t)idx); total++) {
     /* Past the successors the members sent so far fired (one each), and a few others. */
