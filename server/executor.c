@@ -612,6 +612,14 @@ void lt__executor_detach(lt_executor_t *ex, lt_job_t *job) {
   pthread_mutex_unlock(&ex->qlock);
 }
 
+uint64_t lt__executor_inline_since(lt_executor_t *ex) {
+  pthread_mutex_lock(&ex->qlock);
+  const lt_job_t *j = ex->running[ex->nthreads];
+  uint64_t since = j != NULL ? j->since_us : 0;
+  pthread_mutex_unlock(&ex->qlock);
+  return since;
+}
+
 uint32_t lt__executor_running(lt_executor_t *ex, lt_job_running_t *runs, uint32_t cap) {
   uint32_t n = 0;
   pthread_mutex_lock(&ex->qlock);

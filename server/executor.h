@@ -158,6 +158,10 @@ uint32_t lt__executor_queued(lt_executor_t *ex);
 /* lt__executor_threads returns the number of workers. */
 int lt__executor_threads(const lt_executor_t *ex);
 
+/* lt__executor_inline_since returns when the kernel the loop thread runs now (an inline
+ * run) started, in lt__executor_now_us's clock, or 0 when it runs none. Any thread. */
+uint64_t lt__executor_inline_since(lt_executor_t *ex);
+
 /* lt__executor_now_us returns the clock of job start times: CLOCK_MONOTONIC in
  * microseconds, also sent in welcome and heartbeat answers so that a client can align its
  * traces. Any thread. */

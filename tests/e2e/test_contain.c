@@ -216,6 +216,31 @@ Test(inline, crash_on_the_loop_thread_fails_its_task_alone, .timeout = 120) {
   lt__proc_stop(&p, 5000);
 }
 
+/* A kernel that never returns on the loop thread (fast 30 times, then stuck): the loop's own
+ * timer is stuck with it, so the sentinel thread recycles the worker process after
+ * LT_INLINE_STUCK_MS; the task runs again on the restarted server, on a worker this time,
+ * and fails with LT_ETIMEDOUT; the same endpoint serves the tasks after it. */
+Test(inline, a_kernel_stuck_on_the_loop_thread_recycles_the_server, .timeout = 120) {
+  lt_proc_t p;
+  start_server(&p, "supervised", 2);
+  const char *opts[] = {"task_timeout_ms", "500", "heartbeat_ms", "300", NULL};
+  lt_eval_t *ev =
+      eval_on_procs(lt_farm(lt_seq_with("testk:stall_on", "30:3600000", 10)), &p, 1, opts);
+  for (int i = 0; i < 40; i++) {
+    lt_buf_t *b = round_trip(ev, i);
+    if (i == 30) {
+      cr_assert_eq(lt_buf_error(b), LT_ETIMEDOUT, "%s: %s", lt_strerror(lt_buf_error(b)),
+                   lt_buf_errmsg(b));
+    } else {
+      cr_assert_eq(lt_buf_error(b), LT_OK, "task %d: %s", i, lt_buf_errmsg(b));
+      cr_assert_eq(get_i64(lt_buf_data(b)), i);
+    }
+    lt_buf_free(b);
+  }
+  lt_eval_free(ev);
+  lt__proc_stop(&p, 5000);
+}
+
 /* A kernel that runs long on the loop thread (no deadline tick can interrupt it) still fails
  * its task with LT_ETIMEDOUT when it returns past task_timeout_ms; the tasks after it run. */
 Test(inline, deadline_holds_on_the_loop_thread, .timeout = 120) {
