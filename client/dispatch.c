@@ -287,6 +287,9 @@ static int send_one(lt_sched_t *s, batch_t *batches, lt_instr_rec_t *r, int forc
   *to = -1;
   lt_fire_t fi;
   fire_info(r, &fi);
+  /* The record keeps its inputs first: a task's end (lost() in jobs.c) judges by them
+   * whether the instruction can go elsewhere or the task must start again. */
+  if (r->ins == NULL && keep_inputs(r, &fi) != LT_OK) return LT_ENOMEM;
   if (inputs_lost(s, &fi)) {
     if (r->backup) return LT_ESTATE; /* a copy never decides its task's fate */
     /* Its task is recomputed (the record goes before: its frame goes with the instance). */
@@ -294,7 +297,6 @@ static int send_one(lt_sched_t *s, batch_t *batches, lt_instr_rec_t *r, int forc
                   "a value the task needed was on a server that died");
     return LT_OK;
   }
-  if (r->ins == NULL && keep_inputs(r, &fi) != LT_OK) return LT_ENOMEM;
   fi.inputs = r->ins; /* the record's copies: the frame may go on below */
   if (r->backup && !fits_on(s, r, &fi, force)) return LT_ESTATE;
   if (!r->backup && too_big(s, r, &fi)) return LT_OK;

@@ -276,7 +276,10 @@ static void lost(lt_sched_t *s, lt_instr_rec_t *r, const char *endpoint, const c
                   : lt__loss_dead_holder(s, r->ins, r->nins);
   if (!movable || r->tries - r->tries_held > s->opts->max_retries) {
     char msg[256];
-    snprintf(msg, sizeof msg, "instruction lost on %s (%s)", endpoint, why);
+    if (endpoint[0] != '\0')
+      snprintf(msg, sizeof msg, "instruction lost on %s (%s)", endpoint, why);
+    else /* it was never out: its input was lost */
+      snprintf(msg, sizeof msg, "%s", why);
     if (movable) {
       lt__sched_job_fail(s, j, LT_ELOST, msg);
       lt__sched_rec_done(s, r);

@@ -269,3 +269,71 @@ Test(lazy, a_lost_server_s_values_are_recomputed, .timeout = 120) {
   for (int i = 0; i < 3; i++)
     lt__proc_stop(&hosts[i], 5000);
 }
+
+/* completed_of returns how many completions server `server` sent us, by the stats. */
+static uint64_t completed_of(lt_eval_t *ev, int server) {
+  char *st = stats_of(ev);
+  uint64_t out[16] = {0};
+  int n = stats_each(st, "completed", out, 16);
+  free(st);
+  return server < n ? out[server] : 0;
+}
+
+/* The combine of a divide whose first part finished on a server that then died, fired after
+ * that death: the task had nothing out there and read nothing from there, so the death did
+ * not restart it; the combine finds its input gone when it is placed, and the task must start
+ * again from its input. (The combine was tried as a lost instruction, again and again until
+ * its retries ran out, and the task failed with LT_ELOST; seen once in CI, in contain's dc
+ * lineage test.) A takes frames of at most 4096 bytes, so of all this it can run only the
+ * first half (4096 bytes) of the task; B runs the divide and three fillers (4097 bytes, base
+ * cases), one instruction at a time. B is stopped while A runs the first half's leaf, so that
+ * the second half (4097 bytes) waits at the client until A is dead. */
+Test(lazy, a_combine_fired_after_its_part_s_server_died_recomputes_its_task, .timeout = 120) {
+  lt_proc_t hosts[2];
+  const char *small[] = {"--no-supervise", "--max-frame", "4096", NULL};
+  const char *unsupervised[] = {"--no-supervise", NULL};
+  start_server_with(&hosts[0], "a", 2, small);
+  start_server_with(&hosts[1], "b", 2, unsupervised);
+  const char *const opts[] = {"lookahead", "off",     "grain", "1", "backup",
+                              "off",       "migrate", "off",   NULL};
+  lt_skel_t *dc =
+      lt_dc("skelk:small", "skelk:halves", lt_seq_with("testk:sleep", "400", 3), "skelk:cat");
+  lt_eval_t *ev = eval_with(lt_skel_param(dc, "cond", "4097", 4), hosts, 2, "optimized", opts);
+  static unsigned char task[8193], filler[4097];
+  for (size_t i = 0; i < sizeof task; i++)
+    task[i] = (unsigned char)(i * 7);
+  memset(filler, 'f', sizeof filler);
+  cr_assert_eq(lt_eval_submit(ev, task, sizeof task, NULL), LT_OK);
+  for (int f = 0; f < 3; f++)
+    cr_assert_eq(lt_eval_submit(ev, filler, sizeof filler, NULL), LT_OK);
+  cr_assert_eq(lt_eval_close(ev), LT_OK);
+  /* A has run the first half's condition and holds its leaf: B is stopped, with a filler
+   * running, so that the second half stays at the client; once the leaf is done, A dies. */
+  for (int ms = 0; completed_of(ev, 0) == 0 || inflight_of(ev, 0) == 0; ms++) {
+    cr_assert_lt(ms, 30000, "A never ran the first half");
+    usleep(1000);
+  }
+  kill(hosts[1].pid, SIGSTOP);
+  for (int ms = 0; completed_of(ev, 0) < 2; ms++) {
+    cr_assert_lt(ms, 30000, "A never finished the first half");
+    usleep(1000);
+  }
+  cr_assert_eq(inflight_of(ev, 0), 0, "A holds work: the task would restart when it dies");
+  kill(hosts[0].pid, SIGKILL);
+  usleep(300 * 1000); /* A is reaped (its link closes at once) */
+  kill(hosts[1].pid, SIGCONT);
+  for (int t = 0; t < 4; t++) {
+    lt_buf_t *b = NULL;
+    cr_assert_eq(lt_eval_next_timeout(ev, 30000, &b), LT_OK);
+    cr_assert_eq(lt_buf_error(b), LT_OK, "task %d: %s %s", t, lt_strerror(lt_buf_error(b)),
+                 lt_buf_errmsg(b));
+    const unsigned char *want = t == 0 ? task : filler;
+    size_t len = t == 0 ? sizeof task : sizeof filler;
+    cr_assert_eq(lt_buf_len(b), len, "task %d", t);
+    cr_assert_eq(memcmp(lt_buf_data(b), want, len), 0, "task %d", t);
+    lt_buf_free(b);
+  }
+  lt_eval_free(ev);
+  lt__proc_stop(&hosts[0], 1000);
+  lt__proc_stop(&hosts[1], 5000);
+}
