@@ -26,23 +26,32 @@ struct lt_journal {
   char path[4096];
 };
 
-/* fresh_journal replaces the file at `path` with a journal holding only `header`: written
- * beside it, made durable, renamed over it (a crash leaves the old one or the new one). */
-static int fresh_journal(const char *path, const char *header) {
+/* start_again replaces j's file, another run's journal, with a journal holding only
+ * `header`, without letting go of the lock: the new file is locked before it is renamed over
+ * the old one, whose lock goes only then (another run that opened the old one has failed to
+ * lock it; one that opens the path from then on finds the new one locked). */
+static int start_again(lt_journal_t *j, const char *header, char *err, size_t errlen) {
   char tmp[4200];
-  snprintf(tmp, sizeof tmp, "%s.new-XXXXXX", path);
-  int fd = mkstemp(tmp);
-  FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
-  if (f == NULL) {
-    if (fd >= 0) close(fd);
-    return LT_EIO;
+  int fd = lt__jfile_beside(j->path, "new", tmp, sizeof tmp);
+  FILE *f = fd >= 0 ? fdopen(fd, "a+b") : NULL;
+  int rc = f != NULL && flock(fd, LOCK_EX | LOCK_NB) == 0 ? LT_OK : LT_EIO;
+  if (rc == LT_OK) rc = lt__jheader_write(f, header);
+  if (rc == LT_OK)
+    rc = lt__jfile_commit(f, tmp, j->path, 0644);
+  else if (fd >= 0)
+    unlink(tmp);
+  if (rc != LT_OK) {
+    snprintf(err, errlen, "journal %s: cannot start it again: %s", j->path, strerror(errno));
+    if (f != NULL)
+      fclose(f);
+    else if (fd >= 0)
+      close(fd);
+    return rc;
   }
-  int rc = lt__jheader_write(f, header);
-  if (fchmod(fd, 0644) != 0) rc = LT_EIO;
-  if (fclose(f) != 0) rc = LT_EIO;
-  if (rc == LT_OK && rename(tmp, path) != 0) rc = LT_EIO;
-  if (rc != LT_OK) unlink(tmp);
-  return rc;
+  fclose(j->f); /* and the old file's lock with it */
+  j->f = f;
+  j->fd = fd;
+  return LT_OK;
 }
 
 /* check_header compares the journal's header with `header`: LT_OK when they agree (or the
@@ -131,11 +140,8 @@ int lt__journal_open(lt_journal_t **out, const char *path, const char *header, i
   int rc = open_file(j, err, errlen);
   if (rc == LT_OK) rc = check_header(j, header, refuse, &end, err, errlen);
   if (rc == 1) { /* another run's journal, not refused: a new one takes its place */
-    fclose(j->f);
-    j->f = NULL;
     err[0] = '\0';
-    rc = fresh_journal(path, header);
-    if (rc == LT_OK) rc = open_file(j, err, errlen);
+    rc = start_again(j, header, err, errlen);
     if (rc == LT_OK) rc = check_header(j, header, 1, &end, err, errlen);
   }
   if (rc == LT_OK) rc = load_index(j, end);

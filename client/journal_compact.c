@@ -6,7 +6,6 @@
  * largest record. Any thread. */
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,41 +85,31 @@ static int copy_records(compact_t *c) {
   return LT_OK;
 }
 
-/* sync_dir makes a rename in the directory of `path` durable. */
-static void sync_dir(const char *path) {
-  char buf[4096];
-  snprintf(buf, sizeof buf, "%s", path);
-  int fd = open(dirname(buf), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return;
-  (void)fsync(fd);
-  close(fd);
-}
-
 /* rewrite writes the new journal beside the old one and renames it over it. */
 static int rewrite(compact_t *c, const char *header, mode_t mode, char *err, size_t errlen) {
   char tmp[4200];
-  snprintf(tmp, sizeof tmp, "%s.compact-XXXXXX", c->path);
-  int fd = mkstemp(tmp);
+  int fd = lt__jfile_beside(c->path, "compact", tmp, sizeof tmp);
   if (fd < 0 || (c->out = fdopen(fd, "wb")) == NULL) {
     snprintf(err, errlen, "journal %s: cannot write %s: %s", c->path, tmp, strerror(errno));
-    if (fd >= 0) close(fd);
+    if (fd >= 0) {
+      close(fd);
+      unlink(tmp);
+    }
     return LT_EIO;
   }
   int rc = lt__jheader_write(c->out, header);
   if (rc == LT_OK) rc = copy_records(c);
-  if (rc == LT_OK && (fflush(c->out) != 0 || fsync(fd) != 0 || fchmod(fd, mode) != 0)) rc = LT_EIO;
+  if (rc == LT_OK)
+    rc = lt__jfile_commit(c->out, tmp, c->path, mode);
+  else
+    unlink(tmp);
   struct stat sb;
   if (rc == LT_OK && fstat(fd, &sb) == 0) c->st->bytes_after = (uint64_t)sb.st_size;
-  if (fclose(c->out) != 0 && rc == LT_OK) rc = LT_EIO;
-  if (rc == LT_OK && rename(tmp, c->path) != 0) rc = LT_EIO;
-  if (rc != LT_OK) {
-    unlink(tmp);
+  fclose(c->out); /* what matters was flushed and synced by the commit */
+  if (rc != LT_OK)
     snprintf(err, errlen, "journal %s: cannot write the compacted copy: %s", c->path,
              rc == LT_EIO ? strerror(errno) : lt_strerror(rc));
-    return rc;
-  }
-  sync_dir(c->path);
-  return LT_OK;
+  return rc;
 }
 
 LT_API int lt_journal_compact(const char *path, lt_journal_stats_t *stats, char *err,

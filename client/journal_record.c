@@ -1,11 +1,15 @@
 /* journal_record.c: the journal's file format (journal_record.h): digests, checksums, the
  * header and the records, read with pread and written with stdio. Knows nothing of the
- * index, of the evaluator or of what a run does with a record. */
+ * index, of the evaluator or of what a run does with a record; replaces a journal file whole
+ * (a new one, a compacted copy) durably. */
 #include "journal_record.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <lithium/error.h>
@@ -294,4 +298,36 @@ void lt__jheader_diff(const char *path, const char *theirs, const char *ours, ch
     return;
   }
   snprintf(err, errlen, "journal %s was made with other modules than this run uses", path);
+}
+
+/* ---- replacing a journal file ------------------------------------------------------------- */
+
+int lt__jfile_beside(const char *path, const char *tag, char *tmp, size_t tmplen) {
+  if ((size_t)snprintf(tmp, tmplen, "%s.%s-XXXXXX", path, tag) >= tmplen) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  return mkostemp(tmp, O_CLOEXEC);
+}
+
+/* sync_dir makes a rename in the directory of `path` durable. */
+static void sync_dir(const char *path) {
+  char buf[4096];
+  snprintf(buf, sizeof buf, "%s", path);
+  int fd = open(dirname(buf), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  (void)fsync(fd);
+  close(fd);
+}
+
+int lt__jfile_commit(FILE *f, const char *tmp, const char *path, unsigned mode) {
+  int fd = fileno(f);
+  if (fflush(f) != 0 || fsync(fd) != 0 || fchmod(fd, (mode_t)mode) != 0 || rename(tmp, path) != 0) {
+    int e = errno;
+    unlink(tmp);
+    errno = e;
+    return LT_EIO;
+  }
+  sync_dir(path);
+  return LT_OK;
 }

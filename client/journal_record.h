@@ -73,4 +73,15 @@ int lt__jheader_read(int fd, const char *path, char **text, uint64_t *end, char 
 void lt__jheader_diff(const char *path, const char *theirs, const char *ours, char *err,
                       size_t errlen);
 
+/* A journal is replaced whole (a new journal, a compacted copy): the new file is written
+ * beside it, made durable and renamed over it, so that a crash leaves the old file or the new
+ * one. lt__jfile_beside creates that file, `path`.`tag`-XXXXXX (its name into tmp, of
+ * `tmplen` bytes), for reading and writing, close-on-exec (spawned servers must not hold a
+ * journal's lock); its descriptor, or -1 with errno set. */
+int lt__jfile_beside(const char *path, const char *tag, char *tmp, size_t tmplen);
+
+/* lt__jfile_commit makes `f` (the file at tmp) durable with `mode` and renames it over
+ * `path`, durably. f stays open; on failure (LT_EIO, errno set) tmp is removed. */
+int lt__jfile_commit(FILE *f, const char *tmp, const char *path, unsigned mode);
+
 #endif

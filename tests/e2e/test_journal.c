@@ -9,6 +9,7 @@
  * (lt_journal_compact) drops a torn tail, a damaged record and duplicates, atomically. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -194,6 +195,17 @@ static int local_start(lt_skel_t *program, const char *journal, const char *poli
   return rc;
 }
 
+/* files_beside counts the files named `path`.* in path's directory (what a replacement of
+ * the journal writes beside it, and must rename). */
+static int files_beside(const char *path) {
+  char pattern[200];
+  snprintf(pattern, sizeof pattern, "%s.*", path);
+  glob_t g;
+  int n = glob(pattern, 0, NULL, &g) == 0 ? (int)g.gl_pathc : 0;
+  globfree(&g);
+  return n;
+}
+
 /* ---------------------------------------------------------------------------------------
  * The tests. */
 
@@ -276,12 +288,19 @@ Test(journal, another_program_starts_again_or_is_refused, .timeout = 120) {
   /* By default the other program's results are not used: a new journal takes its place. */
   const char *dbl[] = {"journal", path, NULL};
   lt_eval_t *ev = new_eval_with(lt_farm(lt_seq("testk:dbl")), 2, dbl);
+  /* The journal that took the old one's place is this run's alone from the start: it was
+   * locked before it was renamed into place. */
+  char err[600];
+  cr_assert_eq(lt_journal_compact(path, NULL, err, sizeof err), LT_EAGAIN, "%s", err);
+  cr_assert_eq(local_start(lt_farm(lt_seq("testk:dbl")), path, NULL, LT_TEST_MODULES), LT_EAGAIN);
   submit_i64s(ev, 50);
   lt_eval_close(ev);
   for (int i = 0; i < 50; i++)
     cr_assert_eq(next_i64_within(ev, 30000), 2 * i);
   expect_counts(stats_of(ev), 0, 50);
   lt_eval_free(ev);
+  cr_assert_eq(files_beside(path), 0,
+               "the new journal was written beside the old one, then renamed");
   cr_assert_lt(file_size(path), size + 50 * 48, "the old records are gone");
   /* And it is testk:dbl's journal now. */
   cr_assert_eq(local_start(lt_farm(lt_seq("testk:dbl")), path, "refuse", LT_TEST_MODULES), LT_OK);
