@@ -50,22 +50,31 @@ static double fetch_us(const lt_instr_rec_t *r, size_t i) {
   return bytes / LT_LINK_BPUS;
 }
 
-/* idle_server returns an idle server, not in `taken`, that takes r's inputs and would
- * finish r in less than `ran_us`, the cheapest such, or -1. */
-static int idle_server(const lt_sched_t *s, const lt_instr_rec_t *r, double ran_us,
-                       const unsigned char *taken) {
+/* What it would cost idle server i to stand in for r, in µs; below 0 when it cannot. */
+typedef double (*stand_in_fn)(const lt_sched_t *s, const lt_instr_rec_t *r, size_t i);
+
+/* cheapest_idle returns the idle server, not r's and not in `taken`, that would stand in
+ * for r at the least cost by `cost`, below `ran_us`; or -1. */
+static int cheapest_idle(const lt_sched_t *s, const lt_instr_rec_t *r, double ran_us,
+                         const unsigned char *taken, stand_in_fn cost) {
   int best = -1;
   double best_us = ran_us;
   for (size_t i = 0; i < s->nsrv; i++) {
     if ((int)i == r->conn || !lt__server_idle(s, i) || (taken != NULL && taken[i])) continue;
-    lt_fire_t fi = {r->op, r->stages, r->nstages, r->ins, r->nins};
-    double us = lt__pace_cost_us(s, i, r->stages) + fetch_us(r, i);
-    if (lt__server_fits(s, i, &fi) && us < best_us) {
+    double us = cost(s, r, i);
+    if (us >= 0 && us < best_us) {
       best = (int)i;
       best_us = us;
     }
   }
   return best;
+}
+
+/* copy_us: a copy of r on server i, which must take r's inputs; its fetches included. */
+static double copy_us(const lt_sched_t *s, const lt_instr_rec_t *r, size_t i) {
+  lt_fire_t fi = {r->op, r->stages, r->nstages, r->ins, r->nins};
+  if (!lt__server_fits(s, i, &fi)) return -1;
+  return lt__pace_cost_us(s, i, r->stages) + fetch_us(r, i);
 }
 
 /* due_us is what r should take on its server: its cost there as expected when it was sent,
@@ -88,12 +97,13 @@ static double straggles(const lt_sched_t *s, const lt_instr_rec_t *r, int64_t no
 static int copy_target(const lt_sched_t *s, const lt_instr_rec_t *r, int64_t now_ms,
                        const unsigned char *taken) {
   double ran_us = straggles(s, r, now_ms);
-  return ran_us < 0 ? -1 : idle_server(s, r, ran_us, taken);
+  return ran_us < 0 ? -1 : cheapest_idle(s, r, ran_us, taken, copy_us);
 }
 
-/* task_us estimates a whole task on server i: every chain measured anywhere, costed there
+/* task_us estimates r's whole task on server i: every chain measured anywhere, costed there
  * (a pipeline's stages are one chain each; a farm of it runs each once a task). */
-static double task_us(const lt_sched_t *s, size_t i) {
+static double task_us(const lt_sched_t *s, const lt_instr_rec_t *r, size_t i) {
+  (void)r;
   const void *seen[LT_COSTS * 4];
   size_t n = 0;
   double us = 0;
@@ -108,7 +118,7 @@ static double task_us(const lt_sched_t *s, size_t i) {
       us += lt__pace_cost_us(s, i, p->costs[c].key);
     }
   }
-  return us;
+  return us > 0 ? us : -1; /* nothing measured yet: no estimate */
 }
 
 /* rerun_target returns the idle server (not in `taken`) that should run r's task again from
@@ -122,18 +132,7 @@ static int rerun_target(const lt_sched_t *s, const lt_instr_rec_t *r, int64_t no
       r->job->reruns > 0)
     return -1;
   double ran_us = straggles(s, r, now_ms);
-  if (ran_us < 0) return -1;
-  int best = -1;
-  double best_us = ran_us;
-  for (size_t i = 0; i < s->nsrv; i++) {
-    if ((int)i == r->conn || !lt__server_idle(s, i) || taken[i]) continue;
-    double us = task_us(s, i);
-    if (us > 0 && us < best_us) {
-      best = (int)i;
-      best_us = us;
-    }
-  }
-  return best;
+  return ran_us < 0 ? -1 : cheapest_idle(s, r, ran_us, taken, task_us);
 }
 
 int lt__sched_backup_target(const lt_sched_t *s, const lt_instr_rec_t *r, int64_t now_ms) {

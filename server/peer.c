@@ -61,7 +61,6 @@ struct lt_peer {
   uint64_t hello_at; /* uv_now before which a new hello waits (backoff), or 0 */
   uint64_t backoff;  /* ms between hellos now: doubles at each re-greeting, reset by a value */
   bool hello_due;    /* a re-greeting waits for hello_at */
-  uint64_t sent;     /* uv_now of our last message to it */
   uint64_t hb_sent;  /* uv_now of our last heartbeat to it */
   uint64_t used;     /* uv_now when it last had a fetch added or answered (idle eviction) */
   uint64_t hb_seq;
@@ -136,7 +135,6 @@ static int peer_send(lt_peer_t *p, const lt_msg_t *m) {
     free(hdr);
     return LT_ENOMEM;
   }
-  p->sent = uv_now(&p->srv->loop);
   return lt__zuv_send(&p->zuv, &part, 1);
 }
 
