@@ -377,6 +377,7 @@ static int body_in(dec *d, const Lithium__Envelope *env, lt_msg_t *m) {
     m->type = LT_MSG_FETCH;
     m->u.fetch.release = env->fetch->release != 0;
     m->u.fetch.secret = env->fetch->secret;
+    m->u.fetch.max_frame = env->fetch->max_frame;
     return oid_in(env->fetch->id, &m->u.fetch.id);
   case LITHIUM__ENVELOPE__BODY_VALUE: {
     const Lithium__Value *p = env->value;
@@ -932,6 +933,7 @@ static int body_out_fill(arena *a, const lt_msg_t *m, body_out *b, Lithium__Enve
     b->fetch.id = &b->oid;
     b->fetch.release = m->u.fetch.release;
     b->fetch.secret = m->u.fetch.secret;
+    b->fetch.max_frame = m->u.fetch.max_frame;
     env->fetch = &b->fetch;
     return 0;
   case LT_MSG_VALUE:

@@ -218,8 +218,9 @@ typedef struct lt_msg {
     } done;
     struct {
       lt_oid_t id;
-      bool release;    /* the asker is the last reader: drop the value once it is sent */
-      uint64_t secret; /* a peer fetching for a session: that session's hello secret */
+      bool release;       /* the asker is the last reader: drop the value once it is sent */
+      uint64_t secret;    /* a peer fetching for a session: that session's hello secret */
+      uint64_t max_frame; /* the asker's frame limit (0: none): a larger value is refused */
     } fetch;
     struct {
       lt_oid_t id;

@@ -9,6 +9,7 @@
  * never rescanned. Fetching from another holder is peer.c. Loop thread only. */
 #include "fetch.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,7 @@ struct lt_fetch {
   lt_session_t *sess;
   lt_oid_t id;
   bool release;              /* drop the value once it is sent */
+  uint64_t max_frame;        /* the asker's frame limit (0: none) */
   bool unknown;              /* waiting for its id: in srv->unknown and in its bucket */
   uint64_t deadline;         /* unknown: uv_now after which it is answered LT_ENOENT */
   lt_fetch_t *next, *prev;   /* in sess->fetches */
@@ -68,6 +70,21 @@ static void send_value(lt_server_t *srv, lt_session_t *s, lt_oid_t id, int statu
   m.u.value.frame = v != NULL ? 0 : -1;
   int rc = srv->send(srv, s->rid, s->rid_len, &m, v != NULL ? &v : NULL, v != NULL ? 1 : 0);
   if (rc == LT_OK && v != NULL && lt__peer_session(s)) srv->peer_out += v->len;
+}
+
+/* reply answers fetch f with the value v (status LT_OK) or its failure; a value over the
+ * asker's frame limit is refused with LT_ETOOBIG, as sent it would cost the asker its link. */
+static void reply(lt_fetch_t *f, int status, const char *errmsg, lt_value_t *v) {
+  if (status == LT_OK && f->max_frame > 0 && v->len > f->max_frame) {
+    char text[400];
+    snprintf(text, sizeof text,
+             "a value of %zu bytes cannot move to %.200s: over its frame limit of %" PRIu64
+             " bytes",
+             v->len, f->sess->name, f->max_frame);
+    send_value(f->srv, f->sess, f->id, LT_ETOOBIG, text, NULL);
+    return;
+  }
+  send_value(f->srv, f->sess, f->id, status, errmsg, status == LT_OK ? v : NULL);
 }
 
 static void send_unknown(lt_server_t *srv, lt_session_t *s, lt_oid_t id) {
@@ -185,7 +202,7 @@ static void on_fetch_ready(lt_waiter_t *w, lt_oid_t id, int status, lt_value_t *
   lt_fetch_t *f = (lt_fetch_t *)w;
   fetch_unlink(f->sess, f);
   if (status != LT_OK && (errmsg == NULL || errmsg[0] == '\0')) errmsg = lt_strerror(status);
-  send_value(f->srv, f->sess, id, status, errmsg, status == LT_OK ? v : NULL);
+  reply(f, status, errmsg, v);
   /* Set or failed: the last reader has it. Released or shut down: nothing left to drop.
    * The store woke this waiter from a detached list, so other readers woken by the same
    * set still get the value. */
@@ -215,17 +232,18 @@ static bool answer(lt_server_t *srv, lt_fetch_t *f) {
     return true;
   }
   bool release = f->release;
-  free(f);
   if (rc == LT_OK) {
-    send_value(srv, s, id, LT_OK, "", v);
+    reply(f, LT_OK, "", v);
     lt__value_unref(v);
   } else if (rc == LT_EAGAIN) {
     send_value(srv, s, id, LT_ESHUTDOWN, "server shutting down", NULL);
+    free(f);
     return true;
   } else {
     /* A failed value (also one that failed with LT_ENOENT: its own input was unknown). */
     send_value(srv, s, id, rc, em != NULL && em[0] ? em : lt_strerror(rc), NULL);
   }
+  free(f);
   if (release) lt__store_release(srv->store, id); /* after sending: em lives in the entry */
   return true;
 }
@@ -249,7 +267,8 @@ void lt__fetch_close(lt_server_t *srv) {
   }
 }
 
-void lt__fetch_handle(lt_server_t *srv, lt_session_t *s, lt_oid_t id, bool release) {
+void lt__fetch_handle(lt_server_t *srv, lt_session_t *s, lt_oid_t id, bool release,
+                      uint64_t max_frame) {
   lt_fetch_t *f = calloc(1, sizeof *f);
   if (f == NULL) {
     send_value(srv, s, id, LT_ENOMEM, "out of memory", NULL);
@@ -260,6 +279,7 @@ void lt__fetch_handle(lt_server_t *srv, lt_session_t *s, lt_oid_t id, bool relea
   f->sess = s;
   f->id = id;
   f->release = release;
+  f->max_frame = max_frame;
   if (answer(srv, f)) return;
   uint64_t grace = srv->fetch_ms < GRACE_MS ? srv->fetch_ms : GRACE_MS;
   f->deadline = uv_now(&srv->loop) + grace;

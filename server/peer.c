@@ -160,6 +160,7 @@ static int send_fetch(lt_peer_t *p, lt_oid_t id, bool release, uint64_t secret) 
   m.u.fetch.id = id;
   m.u.fetch.release = release;
   m.u.fetch.secret = secret;
+  m.u.fetch.max_frame = p->srv->lim.max_frame;
   return peer_send(p, &m);
 }
 

@@ -288,7 +288,7 @@ static void handle_fetch(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m) {
     server_send(srv, s->rid, s->rid_len, &v, NULL, 0);
     return;
   }
-  lt__fetch_handle(srv, s, id, m->u.fetch.release);
+  lt__fetch_handle(srv, s, id, m->u.fetch.release, m->u.fetch.max_frame);
 }
 
 static void handle_release(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m) {

@@ -235,6 +235,8 @@ static bool msg_equal(const lt_msg_t *a, const lt_msg_t *b, const char **why) {
   case LT_MSG_FETCH:
     DIFF(!oid_eq(a->u.fetch.id, b->u.fetch.id), "fetch.id");
     DIFF(a->u.fetch.release != b->u.fetch.release, "fetch.release");
+    DIFF(a->u.fetch.secret != b->u.fetch.secret, "fetch.secret");
+    DIFF(a->u.fetch.max_frame != b->u.fetch.max_frame, "fetch.max_frame");
     break;
   case LT_MSG_VALUE:
     DIFF(!oid_eq(a->u.value.id, b->u.value.id), "value.id");
@@ -481,6 +483,8 @@ static void sample(lt_msg_t *m, lt_msg_type_t t) {
   case LT_MSG_FETCH:
     m->u.fetch.id = (lt_oid_t){0xa5a5a5a5a5a5a5a5ull, 9};
     m->u.fetch.release = true;
+    m->u.fetch.secret = 0x5ec2e7ull;
+    m->u.fetch.max_frame = 4096;
     break;
   case LT_MSG_VALUE:
     m->u.value.id = (lt_oid_t){12, 13};

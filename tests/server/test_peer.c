@@ -3,7 +3,8 @@
  * from A, released on both sides after its last reader, counted in peer_in/peer_out), also
  * when dispatched before its producer ran; several readers share one fetch; errors of the
  * holder (unknown id, failed producer) and a dead holder (LT_ELOST after --fetch-timeout)
- * reach the consumer's completion; a holder that dropped the peer session is greeted again;
+ * reach the consumer's completion; a value over the asker's --max-frame is refused
+ * (LT_ETOOBIG), not sent; a holder that dropped the peer session is greeted again;
  * bad holder endpoints are refused; and a fake holder checks what a peer sends and that
  * unasked or malformed answers are dropped or refused, and that a hostile one is greeted
  * with a backoff and cannot keep a fetch waiting past --fetch-timeout. */
@@ -495,6 +496,59 @@ Test(peer, failed_input_releases_the_others) {
   WAIT_FOR(kb, kb->done[5].got && kb->done[6].got, 5000);
   cr_assert_eq(kb->done[6].status, LT_EKERNEL);
   cr_assert_not_null(strstr(kb->done[6].msg, "asked to fail"), "%s", kb->done[6].msg);
+  wait_held(ka, 0);
+  wait_held(kb, 0);
+  th_client_close(&ka->c);
+  th_client_close(&kb->c);
+  free(ka);
+  free(kb);
+  stop(&a);
+  stop(&b);
+}
+
+/* A value over the asker's frame limit is refused by its holder, not sent: sent, it cost the
+ * asker its link to the holder (its socket drops a frame over --max-frame), so that this
+ * fetch and every other one on that link waited out --fetch-timeout. The reader fails at once
+ * with LT_ETOOBIG naming both sizes, the holder drops the value (its last reader asked), and
+ * the link serves the next fetch. Parked too: a reader dispatched before the value was set. */
+Test(peer, a_value_over_the_asker_s_frame_limit_is_refused) {
+  th_server_t a, b;
+  const char *bextra[] = {"--max-frame", "4096", NULL};
+  start2(&a, &b, bextra);
+  conn_t *ka = malloc(sizeof *ka), *kb = malloc(sizeof *kb);
+  connect_to(ka, &a);
+  connect_to(kb, &b);
+  static unsigned char big[5000];
+  memset(big, 'v', sizeof big);
+  lt_bytes_t pay = {big, sizeof big};
+  lt_input_t in0 = {.kind = LT_INPUT_INLINE, .frame = 0, .holder = ""};
+  exec(ka, 1, K_CONCAT, NULL, in0, 10, 0, &pay);
+  WAIT_FOR(ka, ka->done[1].got, 5000);
+  cr_assert_eq(ka->done[1].size, sizeof big);
+  int64_t t0 = th_now_ms();
+  exec(kb, 2, K_CONCAT, NULL, ref_at(10, a.endpoint), 11, LT_INSTR_RETURN | LT_INSTR_RELEASE_INPUTS,
+       NULL);
+  WAIT_FOR(kb, kb->done[2].got, 5000);
+  cr_assert_eq(kb->done[2].status, LT_ETOOBIG, "%d %s", kb->done[2].status, kb->done[2].msg);
+  cr_assert_not_null(strstr(kb->done[2].msg, "5000 bytes"), "%s", kb->done[2].msg);
+  cr_assert_not_null(strstr(kb->done[2].msg, "frame limit of 4096"), "%s", kb->done[2].msg);
+  cr_assert_lt(th_now_ms() - t0, 3000, "at once, not at the fetch timeout");
+  wait_held(ka, 0);
+  /* Parked on B before A made the value: refused when it is set. */
+  exec(kb, 3, K_CONCAT, NULL, ref_at(12, a.endpoint), 13, LT_INSTR_RETURN | LT_INSTR_RELEASE_INPUTS,
+       NULL);
+  usleep(100 * 1000);
+  exec(ka, 4, K_CONCAT, NULL, in0, 12, 0, &pay);
+  WAIT_FOR(kb, kb->done[3].got, 5000);
+  cr_assert_eq(kb->done[3].status, LT_ETOOBIG, "%d %s", kb->done[3].status, kb->done[3].msg);
+  wait_held(ka, 0);
+  /* The link still serves. */
+  produce(ka, 5, K_INC, NULL, 41, 14);
+  exec(kb, 6, K_INC, NULL, ref_at(14, a.endpoint), 15, LT_INSTR_RETURN | LT_INSTR_RELEASE_INPUTS,
+       NULL);
+  WAIT_FOR(kb, kb->done[6].got, 5000);
+  cr_assert_eq(kb->done[6].status, LT_OK, "%s", kb->done[6].msg);
+  cr_assert_eq(kb->done[6].v, 43);
   wait_held(ka, 0);
   wait_held(kb, 0);
   th_client_close(&ka->c);
