@@ -2,7 +2,9 @@
  * welcome, execute with inline and REF inputs, parking on pending inputs, deferred fetch,
  * release, cancel, heartbeat with load reports, arity checks, failure propagation,
  * duplicate ids, bye and idle timeout dropping a session, and shutdown on SIGTERM
- * (queued and parked instructions answered with LT_ESHUTDOWN, running ones finished). */
+ * (queued and parked instructions answered with LT_ESHUTDOWN, running ones finished); packs:
+ * members in order as one task, per-member failures and deadlines (the inputs of members not
+ * run kept for their retry), cancel and refusal whole, the queue quota counted per member. */
 #include <criterion/criterion.h>
 #include <signal.h>
 #include <stdio.h>
@@ -911,6 +913,47 @@ Test(protocol, pack_member_past_the_deadline) {
                  s->done[600 + i].msg);
     cr_assert_eq(s->done[600 + i].start_us, 0);
   }
+  stop(s);
+  free(s);
+}
+
+/* Under LT_INSTR_RELEASE_INPUTS a pack past its deadline drops the inputs of the members
+ * that ran (the one that overran included: the client sees it finished), and keeps those of
+ * the members after it, which the client places again; the orphaned kernel, returning later,
+ * drops nothing more. The retry then reads them and drops them. */
+Test(protocol, pack_past_the_deadline_keeps_the_inputs_of_members_not_run) {
+  int64_t ms[4] = {20, 500, 20, 20};
+  i64s_t x;
+  st_t *s = pack_start(&x, ms, 4);
+  lt_oid_t made[4] = {oid(700), oid(701), oid(702), oid(703)};
+  lt_instr_t keep = pack_of(K_ECHO, NULL, 0, x.in, 1, made, 4, 0, NULL);
+  execute(s, &keep, 1, x.pay, 4);
+  WAIT_FOR(s, s->ndone == 4);
+  lt_input_t refs[4] = {ref(700), ref(701), ref(702), ref(703)};
+  lt_oid_t out[4] = {oid(710), oid(711), oid(712), oid(713)};
+  lt_instr_t p =
+      pack_of(K_BUSY, NULL, 0, refs, 1, out, 4, LT_INSTR_RETURN | LT_INSTR_RELEASE_INPUTS, NULL);
+  execute_within(s, &p, 1, NULL, 0, 300);
+  WAIT_FOR(s, s->ndone == 8);
+  cr_assert_eq(s->done[710].status, LT_OK, "%s", s->done[710].msg);
+  cr_assert_eq(s->done[711].status, LT_ETIMEDOUT, "%s", s->done[711].msg);
+  cr_assert_eq(s->done[712].status, LT_ECANCELED, "%s", s->done[712].msg);
+  cr_assert_eq(s->done[713].status, LT_ECANCELED, "%s", s->done[713].msg);
+  heartbeat(s, 1);
+  cr_assert_eq(s->load.values_held, 2, "the inputs of the members not run are kept");
+  usleep(400 * 1000); /* the orphaned member returns */
+  heartbeat(s, 2);
+  cr_assert_eq(s->load.values_held, 2, "the orphan drops nothing");
+  lt_oid_t again[2] = {oid(720), oid(721)};
+  lt_instr_t retry = pack_of(K_BUSY, NULL, 0, &refs[2], 1, again, 2,
+                             LT_INSTR_RETURN | LT_INSTR_RELEASE_INPUTS, NULL);
+  execute(s, &retry, 1, NULL, 0);
+  WAIT_FOR(s, s->done[720].got && s->done[721].got);
+  cr_assert_eq(s->done[720].status, LT_OK, "%s", s->done[720].msg);
+  cr_assert_eq(s->done[720].v[0], 20);
+  cr_assert_eq(s->done[721].v[0], 20);
+  heartbeat(s, 3);
+  cr_assert_eq(s->load.values_held, 0);
   stop(s);
   free(s);
 }
