@@ -130,6 +130,7 @@ Test(buf_task, ordered_results_count_from_zero, .timeout = 60) {
 Test(buf_task, journal_replay_gives_this_runs_index, .timeout = 120) {
   char path[128];
   snprintf(path, sizeof path, "/tmp/lt-api-journal-%d-%ld.jnl", (int)getpid(), (long)random());
+  unlink(path); /* left by a killed run of an earlier process with the same pid */
   const char *opts[] = {"journal", path, "ordered", "off", NULL};
   /* The first run computes the first half; failures are journaled too (LT_EKERNEL). */
   lt_eval_t *ev = local_eval(failing_program(), opts);

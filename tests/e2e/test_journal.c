@@ -25,8 +25,11 @@
 
 #define N 3000
 
+/* journal_path names a journal of this test process; a file left there by a killed run of
+ * an earlier process with the same pid goes first (the journal must start empty). */
 static void journal_path(char *buf, size_t len) {
   snprintf(buf, len, "/tmp/lt-journal-%d-%ld.jnl", (int)getpid(), (long)random());
+  unlink(buf);
 }
 
 /* eval_with_journal starts a farm of testk:sleep 1 ms on 2 local servers with `journal`. */
