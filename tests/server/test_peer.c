@@ -140,6 +140,26 @@ static void connect_to(conn_t *k, const th_server_t *s) {
   cr_assert_eq(th_program_peers(&k->c, kernels, 4, known, nknown), 0);
 }
 
+/* session_on opens a session on server s (malloc'd: a conn_t is large); close_both ends
+ * the sessions ka and kb and stops their servers a and b. */
+static conn_t *session_on(const th_server_t *s) {
+  conn_t *k = malloc(sizeof *k);
+  cr_assert_not_null(k);
+  connect_to(k, s);
+  return k;
+}
+
+static void stop(th_server_t *s);
+
+static void close_both(conn_t *ka, conn_t *kb, th_server_t *a, th_server_t *b) {
+  th_client_close(&ka->c);
+  th_client_close(&kb->c);
+  free(ka);
+  free(kb);
+  stop(a);
+  stop(b);
+}
+
 static lt_oid_t oid(uint64_t seq) {
   return (lt_oid_t){CLIENT, seq};
 }
@@ -191,9 +211,7 @@ static void stop(th_server_t *s) {
 Test(peer, chain_across_servers) {
   th_server_t a, b;
   start2(&a, &b, NULL);
-  conn_t *ka = malloc(sizeof *ka), *kb = malloc(sizeof *kb);
-  connect_to(ka, &a);
-  connect_to(kb, &b);
+  conn_t *ka = session_on(&a), *kb = session_on(&b);
   produce(ka, 1, K_INC, NULL, 41, 10);
   WAIT_FOR(ka, ka->done[1].got, 5000);
   cr_assert_eq(ka->done[1].status, LT_OK, "%s", ka->done[1].msg);
@@ -229,12 +247,7 @@ Test(peer, chain_across_servers) {
   cr_assert_eq(kb->done[5].v, 7);
   wait_held(kb, 0);
   cr_assert_eq(kb->load.peer_in, 8);
-  th_client_close(&ka->c);
-  th_client_close(&kb->c);
-  free(ka);
-  free(kb);
-  stop(&a);
-  stop(&b);
+  close_both(ka, kb, &a, &b);
 }
 
 /* Consumers dispatched while their producer still runs park on B; two readers of the same
@@ -242,9 +255,7 @@ Test(peer, chain_across_servers) {
 Test(peer, consumer_before_producer_shares_one_fetch) {
   th_server_t a, b;
   start2(&a, &b, NULL);
-  conn_t *ka = malloc(sizeof *ka), *kb = malloc(sizeof *kb);
-  connect_to(ka, &a);
-  connect_to(kb, &b);
+  conn_t *ka = session_on(&a), *kb = session_on(&b);
   for (int last_first = 0; last_first <= 1; last_first++) {
     uint64_t base = 10 + (uint64_t)last_first * 10;
     produce(ka, base, K_SLEEP, "600", 7, base);
@@ -267,12 +278,7 @@ Test(peer, consumer_before_producer_shares_one_fetch) {
     cr_assert_eq(ka->load.peer_out, 8 * (uint64_t)(last_first + 1), "one fetch per value");
     cr_assert_eq(kb->load.peer_in, 8 * (uint64_t)(last_first + 1));
   }
-  th_client_close(&ka->c);
-  th_client_close(&kb->c);
-  free(ka);
-  free(kb);
-  stop(&a);
-  stop(&b);
+  close_both(ka, kb, &a, &b);
 }
 
 /* A copy fetched for a reader that is not the last one leaves B's store with its reader;
@@ -280,9 +286,7 @@ Test(peer, consumer_before_producer_shares_one_fetch) {
 Test(peer, copy_lives_while_read) {
   th_server_t a, b;
   start2(&a, &b, NULL);
-  conn_t *ka = malloc(sizeof *ka), *kb = malloc(sizeof *kb);
-  connect_to(ka, &a);
-  connect_to(kb, &b);
+  conn_t *ka = session_on(&a), *kb = session_on(&b);
   produce(ka, 1, K_INC, NULL, 1, 90);
   WAIT_FOR(ka, ka->done[1].got, 5000);
   exec(kb, 2, K_INC, NULL, ref_at(90, a.endpoint), 91, LT_INSTR_RETURN, NULL);
@@ -298,12 +302,7 @@ Test(peer, copy_lives_while_read) {
   wait_held(ka, 0);
   cr_assert_eq(kb->load.peer_in, 16, "fetched once per reader that came after the copy left");
   cr_assert_eq(ka->load.peer_out, 16);
-  th_client_close(&ka->c);
-  th_client_close(&kb->c);
-  free(ka);
-  free(kb);
-  stop(&a);
-  stop(&b);
+  close_both(ka, kb, &a, &b);
 }
 
 /* The client dispatches a producer to A and its reader to B in one turn: B's fetch may
@@ -312,9 +311,7 @@ Test(peer, copy_lives_while_read) {
 Test(peer, fetch_overtakes_producer) {
   th_server_t a, b;
   start2(&a, &b, NULL);
-  conn_t *ka = malloc(sizeof *ka), *kb = malloc(sizeof *kb);
-  connect_to(ka, &a);
-  connect_to(kb, &b);
+  conn_t *ka = session_on(&a), *kb = session_on(&b);
   exec(kb, 1, K_INC, NULL, ref_at(95, a.endpoint), 96, LT_INSTR_RETURN | LT_INSTR_RELEASE_INPUTS,
        NULL);
   usleep(300 * 1000);
@@ -324,12 +321,7 @@ Test(peer, fetch_overtakes_producer) {
   cr_assert_eq(kb->done[1].v, 3);
   wait_held(ka, 0);
   wait_held(kb, 0);
-  th_client_close(&ka->c);
-  th_client_close(&kb->c);
-  free(ka);
-  free(kb);
-  stop(&a);
-  stop(&b);
+  close_both(ka, kb, &a, &b);
 }
 
 /* A reference to an id A does not know fails the consumer with LT_ENOENT (after A's grace
@@ -338,9 +330,7 @@ Test(peer, fetch_overtakes_producer) {
 Test(peer, unknown_id_on_holder) {
   th_server_t a, b;
   start2(&a, &b, NULL);
-  conn_t *ka = malloc(sizeof *ka), *kb = malloc(sizeof *kb);
-  connect_to(ka, &a);
-  connect_to(kb, &b);
+  conn_t *ka = session_on(&a), *kb = session_on(&b);
   int64_t t0 = th_now_ms();
   exec(kb, 1, K_INC, NULL, ref_at(999, a.endpoint), 20, 0, NULL);
   WAIT_FOR(kb, kb->done[1].got, 6000);
@@ -362,12 +352,7 @@ Test(peer, unknown_id_on_holder) {
   cr_assert_eq(kb->done[3].status, LT_OK);
   heartbeat(ka);
   cr_assert_eq(ka->load.peer_out, 0);
-  th_client_close(&ka->c);
-  th_client_close(&kb->c);
-  free(ka);
-  free(kb);
-  stop(&a);
-  stop(&b);
+  close_both(ka, kb, &a, &b);
 }
 
 /* A failed producer's message reaches the consumer's completion, before and after the
@@ -375,9 +360,7 @@ Test(peer, unknown_id_on_holder) {
 Test(peer, failed_producer) {
   th_server_t a, b;
   start2(&a, &b, NULL);
-  conn_t *ka = malloc(sizeof *ka), *kb = malloc(sizeof *kb);
-  connect_to(ka, &a);
-  connect_to(kb, &b);
+  conn_t *ka = session_on(&a), *kb = session_on(&b);
   produce(ka, 1, K_FAIL, NULL, 0, 30);
   WAIT_FOR(ka, ka->done[1].got, 5000);
   cr_assert_eq(ka->done[1].status, LT_EKERNEL);
@@ -424,12 +407,7 @@ Test(peer, failed_producer) {
   cr_assert_not_null(strstr(kb->value[41].msg, "asked to fail"), "%s", kb->value[41].msg);
   wait_held(ka, 0);
   wait_held(kb, 1);
-  th_client_close(&ka->c);
-  th_client_close(&kb->c);
-  free(ka);
-  free(kb);
-  stop(&a);
-  stop(&b);
+  close_both(ka, kb, &a, &b);
 }
 
 /* A last reader whose other input failed never runs, yet it is the last reader: its inputs
@@ -437,9 +415,7 @@ Test(peer, failed_producer) {
 Test(peer, failed_input_releases_the_others) {
   th_server_t a, b;
   start2(&a, &b, NULL);
-  conn_t *ka = malloc(sizeof *ka), *kb = malloc(sizeof *kb);
-  connect_to(ka, &a);
-  connect_to(kb, &b);
+  conn_t *ka = session_on(&a), *kb = session_on(&b);
   produce(ka, 1, K_INC, NULL, 1, 100);
   produce(ka, 2, K_INC, NULL, 2, 101);
   produce(kb, 3, K_FAIL, NULL, 0, 102);
@@ -498,12 +474,7 @@ Test(peer, failed_input_releases_the_others) {
   cr_assert_not_null(strstr(kb->done[6].msg, "asked to fail"), "%s", kb->done[6].msg);
   wait_held(ka, 0);
   wait_held(kb, 0);
-  th_client_close(&ka->c);
-  th_client_close(&kb->c);
-  free(ka);
-  free(kb);
-  stop(&a);
-  stop(&b);
+  close_both(ka, kb, &a, &b);
 }
 
 /* A value over the asker's frame limit is refused by its holder, not sent: sent, it cost the
@@ -515,9 +486,7 @@ Test(peer, a_value_over_the_asker_s_frame_limit_is_refused) {
   th_server_t a, b;
   const char *bextra[] = {"--max-frame", "4096", NULL};
   start2(&a, &b, bextra);
-  conn_t *ka = malloc(sizeof *ka), *kb = malloc(sizeof *kb);
-  connect_to(ka, &a);
-  connect_to(kb, &b);
+  conn_t *ka = session_on(&a), *kb = session_on(&b);
   static unsigned char big[5000];
   memset(big, 'v', sizeof big);
   lt_bytes_t pay = {big, sizeof big};
@@ -551,12 +520,7 @@ Test(peer, a_value_over_the_asker_s_frame_limit_is_refused) {
   cr_assert_eq(kb->done[6].v, 43);
   wait_held(ka, 0);
   wait_held(kb, 0);
-  th_client_close(&ka->c);
-  th_client_close(&kb->c);
-  free(ka);
-  free(kb);
-  stop(&a);
-  stop(&b);
+  close_both(ka, kb, &a, &b);
 }
 
 /* A holder that is gone fails the consumer with LT_ELOST within --fetch-timeout: one that
@@ -570,9 +534,7 @@ Test(peer, dead_holder) {
   snprintf(dead_ep, sizeof dead_ep, "%s", dead.endpoint);
   know(dead_ep);
   cr_assert_eq(th_server_stop(&dead, SIGKILL, 5000), 128 + SIGKILL);
-  conn_t *ka = malloc(sizeof *ka), *kb = malloc(sizeof *kb);
-  connect_to(ka, &a);
-  connect_to(kb, &b);
+  conn_t *ka = session_on(&a), *kb = session_on(&b);
   int64_t t0 = th_now_ms();
   exec(kb, 1, K_INC, NULL, ref_at(50, dead_ep), 51, LT_INSTR_RETURN, NULL);
   WAIT_FOR(kb, kb->done[1].got, 3000);
@@ -608,9 +570,7 @@ Test(peer, long_producer_outlives_fetch_timeout) {
   th_server_t a, b;
   const char *bextra[] = {"--fetch-timeout", "600", NULL};
   start2(&a, &b, bextra);
-  conn_t *ka = malloc(sizeof *ka), *kb = malloc(sizeof *kb);
-  connect_to(ka, &a);
-  connect_to(kb, &b);
+  conn_t *ka = session_on(&a), *kb = session_on(&b);
   produce(ka, 1, K_SLEEP, "2000", 9, 60);
   exec(kb, 2, K_INC, NULL, ref_at(60, a.endpoint), 61, LT_INSTR_RETURN | LT_INSTR_RELEASE_INPUTS,
        NULL);
@@ -619,12 +579,7 @@ Test(peer, long_producer_outlives_fetch_timeout) {
   cr_assert_eq(kb->done[2].v, 10);
   wait_held(ka, 0);
   wait_held(kb, 0);
-  th_client_close(&ka->c);
-  th_client_close(&kb->c);
-  free(ka);
-  free(kb);
-  stop(&a);
-  stop(&b);
+  close_both(ka, kb, &a, &b);
 }
 
 /* A holder that dropped B's quiet peer session (--idle-timeout) answers "hello first"; B
@@ -636,9 +591,7 @@ Test(peer, holder_dropped_peer_session) {
   cr_assert_eq(th_server_start_default(&b, NULL), 0);
   know(a.endpoint);
   know(b.endpoint);
-  conn_t *ka = malloc(sizeof *ka), *kb = malloc(sizeof *kb);
-  connect_to(ka, &a);
-  connect_to(kb, &b);
+  conn_t *ka = session_on(&a), *kb = session_on(&b);
   produce(ka, 1, K_INC, NULL, 1, 70);
   produce(ka, 2, K_INC, NULL, 2, 71);
   WAIT_FOR(ka, ka->done[1].got && ka->done[2].got, 5000);
@@ -658,12 +611,7 @@ Test(peer, holder_dropped_peer_session) {
   cr_assert_eq(kb->done[4].v, 4);
   wait_held(ka, 0);
   wait_held(kb, 0);
-  th_client_close(&ka->c);
-  th_client_close(&kb->c);
-  free(ka);
-  free(kb);
-  stop(&a);
-  stop(&b);
+  close_both(ka, kb, &a, &b);
 }
 
 /* Holder endpoints that are not tcp://, too long or not connectable are refused at once. */
@@ -671,8 +619,7 @@ Test(peer, bad_holder_endpoints) {
   th_server_t b;
   cr_assert_eq(th_server_start_default(&b, NULL), 0);
   know("tcp://noport"); /* announced, yet not connectable */
-  conn_t *kb = malloc(sizeof *kb);
-  connect_to(kb, &b);
+  conn_t *kb = session_on(&b);
   char longep[400] = "tcp://127.0.0.1:";
   memset(longep + strlen(longep), '1', 300);
   longep[316] = '\0';
