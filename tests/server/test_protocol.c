@@ -790,10 +790,11 @@ typedef struct i64s {
   lt_input_t in[8];
 } i64s_t;
 
-/* pack_start starts a server with a session, as start, and fills *p with the k values v. */
-static st_t *pack_start(i64s_t *p, const int64_t *v, uint32_t k) {
+/* pack_start starts a server (with the flags `extra`, NULL-terminated, or none) and a
+ * session, as start, and fills *p with the k values v. */
+static st_t *pack_start(i64s_t *p, const int64_t *v, uint32_t k, const char *const *extra) {
   st_t *s = calloc(1, sizeof *s);
-  start(s, NULL);
+  start(s, extra);
   for (uint32_t i = 0; i < k; i++) {
     th_put_i64(p->buf[i], v[i]);
     p->pay[i] = (lt_bytes_t){p->buf[i], 8};
@@ -805,7 +806,7 @@ static st_t *pack_start(i64s_t *p, const int64_t *v, uint32_t k) {
 Test(protocol, pack_runs_its_members_in_order_as_one_task) {
   int64_t v[5] = {1, 2, -3, 40, 5};
   i64s_t x;
-  st_t *s = pack_start(&x, v, 5);
+  st_t *s = pack_start(&x, v, 5, NULL);
   heartbeat(s, 1);
   uint64_t before = s->load.completed;
   lt_oid_t out[5] = {oid(200), oid(230), oid(210), oid(260), oid(201)};
@@ -844,7 +845,7 @@ Test(protocol, pack_runs_its_members_in_order_as_one_task) {
 Test(protocol, pack_member_failure_fails_that_member_alone) {
   int64_t v[3] = {5, -3, 7};
   i64s_t x;
-  st_t *s = pack_start(&x, v, 3);
+  st_t *s = pack_start(&x, v, 3, NULL);
   lt_oid_t out[3] = {oid(400), oid(401), oid(402)}, alone = oid(410);
   lt_instr_t ins[2] = {pack_of(K_NEG, NULL, 0, x.in, 1, out, 3, LT_INSTR_RETURN, NULL),
                        instr(410, K_NEG, &x.in[1], 1, &alone, 1, LT_INSTR_RETURN, NULL)};
@@ -867,7 +868,7 @@ Test(protocol, pack_member_failure_fails_that_member_alone) {
 Test(protocol, pack_reads_kept_outputs_by_ref_and_releases_them) {
   int64_t v[3] = {10, 20, 30};
   i64s_t x;
-  st_t *s = pack_start(&x, v, 3);
+  st_t *s = pack_start(&x, v, 3, NULL);
   /* A pack that keeps its outputs, and one reading them crosswise while they are pending. */
   lt_oid_t made[3] = {oid(500), oid(501), oid(502)}, out[3] = {oid(510), oid(511), oid(512)};
   lt_input_t refs[3] = {ref(502), ref(500), ref(501)};
@@ -897,7 +898,7 @@ Test(protocol, pack_reads_kept_outputs_by_ref_and_releases_them) {
 Test(protocol, pack_member_past_the_deadline) {
   int64_t ms[4] = {20, 500, 20, 20};
   i64s_t x;
-  st_t *s = pack_start(&x, ms, 4);
+  st_t *s = pack_start(&x, ms, 4, NULL);
   lt_oid_t out[4] = {oid(600), oid(601), oid(602), oid(603)};
   lt_instr_t p = pack_of(K_BUSY, NULL, 0, x.in, 1, out, 4, LT_INSTR_RETURN, NULL);
   execute_within(s, &p, 1, x.pay, 4, 300);
@@ -924,7 +925,7 @@ Test(protocol, pack_member_past_the_deadline) {
 Test(protocol, pack_past_the_deadline_keeps_the_inputs_of_members_not_run) {
   int64_t ms[4] = {20, 500, 20, 20};
   i64s_t x;
-  st_t *s = pack_start(&x, ms, 4);
+  st_t *s = pack_start(&x, ms, 4, NULL);
   lt_oid_t made[4] = {oid(700), oid(701), oid(702), oid(703)};
   lt_instr_t keep = pack_of(K_ECHO, NULL, 0, x.in, 1, made, 4, 0, NULL);
   execute(s, &keep, 1, x.pay, 4);
@@ -961,7 +962,7 @@ Test(protocol, pack_past_the_deadline_keeps_the_inputs_of_members_not_run) {
 Test(protocol, pack_canceled_whole_by_its_seq) {
   int64_t v[3] = {1, 2, 3};
   i64s_t x;
-  st_t *s = pack_start(&x, v, 3);
+  st_t *s = pack_start(&x, v, 3, NULL);
   lt_oid_t busy[2] = {oid(1), oid(2)}, out[3] = {oid(700), oid(701), oid(702)};
   lt_instr_t ins[3] = {instr(1, K_SLEEP, &x.in[0], 1, &busy[0], 1, LT_INSTR_RETURN, "400"),
                        instr(2, K_SLEEP, &x.in[0], 1, &busy[1], 1, LT_INSTR_RETURN, "400"),
@@ -994,7 +995,7 @@ Test(protocol, pack_canceled_whole_by_its_seq) {
 Test(protocol, pack_refused_answers_every_member) {
   int64_t v[2] = {1, 2};
   i64s_t x;
-  st_t *s = pack_start(&x, v, 2);
+  st_t *s = pack_start(&x, v, 2, NULL);
   lt_oid_t out[2] = {{CLIENT + 1, 800}, {CLIENT + 1, 801}}; /* another session's ids */
   lt_instr_t p = pack_of(K_INC, NULL, 0, x.in, 1, out, 2, LT_INSTR_RETURN, NULL);
   execute(s, &p, 1, x.pay, 2);
@@ -1009,22 +1010,16 @@ Test(protocol, pack_refused_answers_every_member) {
 /* A pack counts as its k tasks against --max-queued: a pack of 3 and one of 2 are over a
  * quota of 4 (counted once each, packing would multiply the quota by up to LT_MAX_PACK). */
 Test(protocol, pack_counts_its_members_against_the_queue_quota) {
-  st_t *s = calloc(1, sizeof *s);
   const char *extra[] = {"--max-queued", "4", NULL};
-  start(s, extra);
   int64_t v[3] = {1, 2, 3};
-  i64s_t a, b;
-  for (uint32_t i = 0; i < 3; i++) {
-    th_put_i64(a.buf[i], v[i]);
-    a.pay[i] = b.pay[i] = (lt_bytes_t){a.buf[i], 8};
-    a.in[i] = b.in[i] = inl(i);
-  }
+  i64s_t x;
+  st_t *s = pack_start(&x, v, 3, extra);
   lt_oid_t first[3] = {oid(900), oid(901), oid(902)}, second[2] = {oid(910), oid(911)};
-  lt_instr_t p1 = pack_of(K_SLEEP, NULL, 0, a.in, 1, first, 3, LT_INSTR_RETURN, "300");
-  lt_instr_t p2 = pack_of(K_INC, NULL, 0, b.in, 1, second, 2, LT_INSTR_RETURN, NULL);
-  execute(s, &p1, 1, a.pay, 3);
+  lt_instr_t p1 = pack_of(K_SLEEP, NULL, 0, x.in, 1, first, 3, LT_INSTR_RETURN, "300");
+  lt_instr_t p2 = pack_of(K_INC, NULL, 0, x.in, 1, second, 2, LT_INSTR_RETURN, NULL);
+  execute(s, &p1, 1, x.pay, 3);
   wait_active(s, 1);
-  execute(s, &p2, 1, b.pay, 2);
+  execute(s, &p2, 1, x.pay, 2);
   WAIT_FOR(s, s->done[910].got && s->done[911].got && s->done[902].got);
   cr_assert_eq(s->done[910].status, LT_EQUOTA, "%s", s->done[910].msg);
   cr_assert_eq(s->done[911].status, LT_EQUOTA, "%s", s->done[911].msg);
@@ -1037,7 +1032,7 @@ Test(protocol, pack_counts_its_members_against_the_queue_quota) {
 Test(protocol, pack_member_input_failure_fails_that_member_alone) {
   int64_t v[1] = {1};
   i64s_t x;
-  st_t *s = pack_start(&x, v, 1);
+  st_t *s = pack_start(&x, v, 1, NULL);
   lt_oid_t bad = oid(900), good = oid(901), out[4] = {oid(910), oid(911), oid(912), oid(913)};
   lt_oid_t alone[2] = {oid(920), oid(921)}, none[2] = {oid(930), oid(931)};
   /* Member 1 reads a value its producer failed (pending when the pack arrives), member 3 one
