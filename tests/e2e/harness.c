@@ -159,6 +159,14 @@ void submit_i64s(lt_eval_t *ev, int n) {
   }
 }
 
+void submit_values(lt_eval_t *ev, const int64_t *v, int n) {
+  for (int i = 0; i < n; i++) {
+    unsigned char tok[8];
+    put_i64(tok, v[i]);
+    cr_assert_eq(lt_eval_submit(ev, tok, 8, NULL), LT_OK, "task %d", i);
+  }
+}
+
 /* live_values_held adds up values_held over the servers the client still talks to. A server
  * declared dead (three heartbeats missed) keeps its last report forever, and the client can
  * release nothing there: its values go with the session, which that server drops. */

@@ -55,6 +55,9 @@ uint64_t distinct_instructions(const char *json);
 /* submit_i64s submits the int64 tasks 0..n-1 to the stream; the test fails on an error. */
 void submit_i64s(lt_eval_t *ev, int n);
 
+/* submit_values submits the n int64 tasks v[0..n) to the stream; the test fails on an error. */
+void submit_values(lt_eval_t *ev, const int64_t *v, int n);
+
 /* stats_of returns the evaluator's stats (lt_eval_stats_json; the caller frees them); the
  * test fails on an error. */
 char *stats_of(lt_eval_t *ev);

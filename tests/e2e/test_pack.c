@@ -155,11 +155,7 @@ Test(pack, divide_and_conquer_packs_only_what_can_run, .timeout = 120) {
   lt_eval_t *ev = new_eval_with(prog, 2, opts);
   const int64_t want[] = {0, 1, 55, 2584, 6765, 10946};
   const int64_t n[] = {0, 1, 10, 18, 20, 21};
-  for (int i = 0; i < 6; i++) {
-    unsigned char tok[8];
-    put_i64(tok, n[i]);
-    cr_assert_eq(lt_eval_submit(ev, tok, 8, NULL), LT_OK);
-  }
+  submit_values(ev, n, 6);
   cr_assert_eq(lt_eval_close(ev), LT_OK);
   for (int i = 0; i < 6; i++)
     cr_assert_eq(next_i64_within(ev, 60000), want[i], "fib(%lld)", (long long)n[i]);

@@ -111,11 +111,7 @@ Test(dc, fib_with_cutoff_and_depth_zero, .timeout = 120) {
   cr_assert_eq(lt_eval_start(ev), LT_OK);
   const int64_t want[] = {0, 1, 1, 2, 55, 6765};
   const int64_t n[] = {0, 1, 2, 3, 10, 20};
-  for (int i = 0; i < 6; i++) {
-    unsigned char tok[8];
-    put_i64(tok, n[i]);
-    cr_assert_eq(lt_eval_submit(ev, tok, 8, NULL), LT_OK);
-  }
+  submit_values(ev, n, 6);
   lt_eval_close(ev);
   for (int i = 0; i < 6; i++)
     cr_assert_eq(next_i64(ev), want[i], "fib(%lld)", (long long)n[i]);
