@@ -83,20 +83,30 @@ char *stats_of(lt_eval_t *ev) {
   return json;
 }
 
-uint64_t inflight_of(lt_eval_t *ev, int server) {
+uint64_t server_stat(lt_eval_t *ev, const char *key, int server) {
   char *st = stats_of(ev);
   uint64_t out[16] = {0};
-  int n = stats_each(st, "inflight", out, 16);
+  int n = stats_each(st, key, out, 16);
   free(st);
   return server >= 0 && server < n ? out[server] : 0;
 }
 
-void wait_inflight(lt_eval_t *ev, int server, int nservers) {
-  cr_assert(server >= 0 && server < nservers && nservers <= 16);
-  for (int ms = 0; inflight_of(ev, server) == 0; ms++) {
-    cr_assert_lt(ms, 60000, "server %d had no work out for 60 s", server);
+uint64_t inflight_of(lt_eval_t *ev, int server) {
+  return server_stat(ev, "inflight", server);
+}
+
+int wait_stat(lt_eval_t *ev, int server, const char *key, uint64_t at_least, int ms) {
+  for (int t = 0; t < ms; t++) {
+    if (server_stat(ev, key, server) >= at_least) return 1;
     usleep(1000);
   }
+  return 0;
+}
+
+void wait_inflight(lt_eval_t *ev, int server, int nservers) {
+  cr_assert(server >= 0 && server < nservers && nservers <= 16);
+  cr_assert(wait_stat(ev, server, "inflight", 1, 60000), "server %d had no work out for 60 s",
+            server);
 }
 
 int64_t next_i64(lt_eval_t *ev) {

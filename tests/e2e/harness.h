@@ -62,9 +62,14 @@ void submit_values(lt_eval_t *ev, const int64_t *v, int n);
  * test fails on an error. */
 char *stats_of(lt_eval_t *ev);
 
-/* inflight_of returns how many instructions of ours server `server` has out, as last
- * published (0 when the stats list fewer servers). */
+/* server_stat returns server `server`'s stat `key`, as last published (0 when the stats list
+ * fewer servers); inflight_of is its "inflight": the instructions of ours it has out. */
+uint64_t server_stat(lt_eval_t *ev, const char *key, int server);
 uint64_t inflight_of(lt_eval_t *ev, int server);
+
+/* wait_stat waits at most `ms` until server `server`'s stat `key` is at least `at_least`;
+ * 0 when it never was. It asserts nothing: a server of the caller's may be stopped. */
+int wait_stat(lt_eval_t *ev, int server, const char *key, uint64_t at_least, int ms);
 
 /* wait_inflight waits until server `server` (of the `nservers` in the stats) has work out,
  * e.g. before killing it so that values it holds are still needed; the test fails after

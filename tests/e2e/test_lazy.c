@@ -270,25 +270,6 @@ Test(lazy, a_lost_server_s_values_are_recomputed, .timeout = 120) {
     lt__proc_stop(&hosts[i], 5000);
 }
 
-/* server_stat returns the per-server stat `key` of server `server`. */
-static uint64_t server_stat(lt_eval_t *ev, const char *key, int server) {
-  char *st = stats_of(ev);
-  uint64_t out[16] = {0};
-  int n = stats_each(st, key, out, 16);
-  free(st);
-  return server < n ? out[server] : 0;
-}
-
-/* wait_stat waits at most `ms` until server `server`'s stat `key` is `at_least`; 0 when it
- * never was. It asserts nothing: a server of the caller's may be stopped. */
-static int wait_stat(lt_eval_t *ev, int server, const char *key, uint64_t at_least, int ms) {
-  for (int t = 0; t < ms; t++) {
-    if (server_stat(ev, key, server) >= at_least) return 1;
-    usleep(1000);
-  }
-  return 0;
-}
-
 /* combine_after_death runs the scenario of the test below once: every result must be right;
  * it returns whether A died with nothing of ours out on it, as meant, rather than holding the
  * combine (the second half went out before B was stopped: a race lost to a loaded machine). */
