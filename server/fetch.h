@@ -9,15 +9,14 @@
 #include "session.h"
 
 /* lt__fetch_handle answers a FETCH of `id` from session `s`, whose frame limit is
- * `max_frame` (0: none), with a VALUE: at once when the
- * value is ready, failed or unknown (LT_ENOENT), or once it is set when it is pending (while
- * the server is stopping, a pending value is answered LT_ESHUTDOWN at once). An unknown id
- * asked for by a peer server waits up to a grace period (2 s, at most --fetch-timeout) for
- * the instruction that makes it, as the peer's fetch may overtake the client's EXECUTE. With
- * `release` (the asker is the last reader) a ready or failed value is dropped from the store right
- * after its VALUE is sent. A value over `max_frame` is refused with LT_ETOOBIG, not sent:
- * the asker's socket would drop the link it came on. The bytes of values sent to peer
- * sessions count in srv->peer_out. */
+ * `max_frame` (0: none), with a VALUE: at once when the value is ready, failed or unknown
+ * (LT_ENOENT), or once it is set when it is pending (while the server is stopping, a pending
+ * value is answered LT_ESHUTDOWN at once). An unknown id asked for by a peer server waits up
+ * to a grace period (2 s, at most --fetch-timeout) for the instruction that makes it, as the
+ * peer's fetch may overtake the client's EXECUTE. With `release` (the asker is the last
+ * reader) a ready or failed value is dropped from the store right after its VALUE is sent. A
+ * value over `max_frame` is refused with LT_ETOOBIG, not sent: the asker's socket would drop
+ * the link it came on. The bytes of values sent to peer sessions count in srv->peer_out. */
 void lt__fetch_handle(lt_server_t *srv, lt_session_t *s, lt_oid_t id, bool release,
                       uint64_t max_frame);
 
