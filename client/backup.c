@@ -19,8 +19,15 @@
  * server — has its whole task run again from the client's input (LT_REQ_RERUN, once a task)
  * when an idle server would run all of it in less time than the straggler has run: the old
  * run's records are cancelled where they wait and dropped when they come back. Kernels are
- * pure functions of their inputs, which is what makes this safe. State: when it last looked.
- * Dispatcher thread only. */
+ * pure functions of their inputs, which is what makes this safe.
+ * Only when it pays: a stand-in redoes at least what the straggler has done so far (the time
+ * it has run, at the idle server's speed relative to its own for that chain) and, for a run
+ * again, all the task's work so far, besides moving what it reads; it must still finish
+ * before the straggler would, taken to need as long again as it has run. So a straggler on a
+ * server as fast as the idle one (a dc step on a big input, a kernel whose time follows its
+ * input) gets no stand-in, and the only task left gets none while its server computes (its
+ * latest report shows the CPU of what it runs): nothing could finish it sooner. State: when
+ * it last looked. Dispatcher thread only. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,18 +57,20 @@ static double fetch_us(const lt_instr_rec_t *r, size_t i) {
   return bytes / LT_LINK_BPUS;
 }
 
-/* What it would cost idle server i to stand in for r, in µs; below 0 when it cannot. */
-typedef double (*stand_in_fn)(const lt_sched_t *s, const lt_instr_rec_t *r, size_t i);
+/* What it would cost idle server i to stand in for r now, in µs; below 0 when it cannot. */
+typedef double (*stand_in_fn)(const lt_sched_t *s, const lt_instr_rec_t *r, size_t i,
+                              int64_t now_ms);
 
 /* cheapest_idle returns the idle server, not r's and not in `taken`, that would stand in
- * for r at the least cost by `cost`, below `ran_us`; or -1. */
-static int cheapest_idle(const lt_sched_t *s, const lt_instr_rec_t *r, double ran_us,
+ * for r at the least cost by `cost`, below `ran` (r, having run that long, is taken to need
+ * as long again); or -1. */
+static int cheapest_idle(const lt_sched_t *s, const lt_instr_rec_t *r, double ran, int64_t now_ms,
                          const unsigned char *taken, stand_in_fn cost) {
   int best = -1;
-  double best_us = ran_us;
+  double best_us = ran;
   for (size_t i = 0; i < s->nsrv; i++) {
     if ((int)i == r->conn || !lt__server_idle(s, i) || (taken != NULL && taken[i])) continue;
-    double us = cost(s, r, i);
+    double us = cost(s, r, i, now_ms);
     if (us >= 0 && us < best_us) {
       best = (int)i;
       best_us = us;
@@ -70,11 +79,41 @@ static int cheapest_idle(const lt_sched_t *s, const lt_instr_rec_t *r, double ra
   return best;
 }
 
-/* copy_us: a copy of r on server i, which must take r's inputs; its fetches included. */
-static double copy_us(const lt_sched_t *s, const lt_instr_rec_t *r, size_t i) {
+/* speed_ratio is how long server i takes for r's chain against r's own server (below 1:
+ * i is faster), from the costs measured there (or, where the chain never ran, costed from
+ * another server's on each one's cores). */
+static double speed_ratio(const lt_sched_t *s, const lt_instr_rec_t *r, size_t i) {
+  double there = lt__pace_cost_us(s, (size_t)r->conn, r->stages);
+  return there > 0 ? lt__pace_cost_us(s, i, r->stages) / there : 1;
+}
+
+/* redo_us is what server i takes at least to redo `done_us` of work done on r's server:
+ * the work does not shrink by moving, only by a faster server. */
+static double redo_us(const lt_sched_t *s, const lt_instr_rec_t *r, size_t i, double done_us) {
+  return speed_ratio(s, r, i) * done_us;
+}
+
+/* ran_us is how long r has run on its server, now (the time it came into a thread there). */
+static double ran_us(const lt_instr_rec_t *r, int64_t now_ms) {
+  return (double)(now_ms - r->run_ms) * 1000.0;
+}
+
+static double progress_share(const lt_sched_t *s, size_t i);
+
+/* done_us is the work r has done on its server so far, in that server's time: how long it
+ * has run, at the share of the CPU it got there. */
+static double done_us(const lt_sched_t *s, const lt_instr_rec_t *r, int64_t now_ms) {
+  return ran_us(r, now_ms) * progress_share(s, (size_t)r->conn);
+}
+
+/* copy_us: a copy of r on server i, which must take r's inputs (its fetches included) and
+ * redo at least what r has done so far. */
+static double copy_us(const lt_sched_t *s, const lt_instr_rec_t *r, size_t i, int64_t now_ms) {
   lt_fire_t fi = {r->op, r->stages, r->nstages, r->ins, r->nins};
   if (!lt__server_fits(s, i, &fi)) return -1;
-  return lt__pace_cost_us(s, i, r->stages) + fetch_us(r, i);
+  double chain = lt__pace_cost_us(s, i, r->stages);
+  double redo = redo_us(s, r, i, done_us(s, r, now_ms));
+  return (chain > redo ? chain : redo) + fetch_us(r, i);
 }
 
 /* due_us is what r should take on its server: its cost there as expected when it was sent,
@@ -87,23 +126,58 @@ static double due_us(const lt_sched_t *s, const lt_instr_rec_t *r) {
  * and than backup_factor times its expected time, its chain measured somewhere), else -1. */
 static double straggles(const lt_sched_t *s, const lt_instr_rec_t *r, int64_t now_ms) {
   if (r->run_ms < 0 || lt__rec_stale(r) || lt__pace_known_us(s, r->stages) <= 0) return -1;
-  double ran_us = (double)(now_ms - r->run_ms) * 1000.0;
-  if (ran_us < BACKUP_MIN_MS * 1000.0 || ran_us < s->opts->backup_factor * due_us(s, r)) return -1;
-  return ran_us;
+  double ran = ran_us(r, now_ms);
+  if (ran < BACKUP_MIN_MS * 1000.0 || ran < s->opts->backup_factor * due_us(s, r)) return -1;
+  return ran;
+}
+
+/* progress_share is the share of the CPU its running instructions would use (a core each,
+ * at most its cores) that server i's latest load report shows it using, 0..1: about 1 when
+ * its kernels compute undisturbed, less when other load takes its CPU or it is stopped, and
+ * 0 when its kernels wait (a sleep, a stuck call) or it runs nothing. The work a straggler
+ * there has done is about its time there times this share: a ratio of the server's own
+ * figures, whatever the machine's speed. */
+static double progress_share(const lt_sched_t *s, size_t i) {
+  const lt_pace_t *p = &s->srv[i].pace;
+  double active = (double)s->srv[i].conn.load.active;
+  double want = active < p->cores ? active : p->cores;
+  if (want <= 0) return 0;
+  double share = p->load_cpu / want;
+  return share < 1 ? share : 1;
+}
+
+/* Below this progress share a server is not computing as expected (WORKING_SHARE of what
+ * its running kernels would use). */
+#define WORKING_SHARE 0.5
+
+/* alone tells whether r's task is the only one not finished. */
+static int alone(const lt_sched_t *s, const lt_instr_rec_t *r) {
+  const lt_job_rec_t *j, *tmp;
+  HASH_ITER(hh, s->jobs, j, tmp) {
+    if (j != r->job && !j->finished) return 0;
+  }
+  return 1;
+}
+
+/* stand_in_pays tells whether a stand-in for straggler r could help at all (the input being
+ * closed, as look() sees to): not for the only task left while its server computes, since
+ * nothing else could finish it sooner. */
+static int stand_in_pays(const lt_sched_t *s, const lt_instr_rec_t *r) {
+  return !(alone(s, r) && progress_share(s, (size_t)r->conn) >= WORKING_SHARE);
 }
 
 /* copy_target returns the idle server (not in `taken`) that should run a copy of r, an
  * eligible record, or -1. */
 static int copy_target(const lt_sched_t *s, const lt_instr_rec_t *r, int64_t now_ms,
                        const unsigned char *taken) {
-  double ran_us = straggles(s, r, now_ms);
-  return ran_us < 0 ? -1 : cheapest_idle(s, r, ran_us, taken, copy_us);
+  double ran = straggles(s, r, now_ms);
+  if (ran < 0 || !stand_in_pays(s, r)) return -1;
+  return cheapest_idle(s, r, ran, now_ms, taken, copy_us);
 }
 
-/* task_us estimates r's whole task on server i: every chain measured anywhere, costed there
- * (a pipeline's stages are one chain each; a farm of it runs each once a task). */
-static double task_us(const lt_sched_t *s, const lt_instr_rec_t *r, size_t i) {
-  (void)r;
+/* chains_us estimates one run of each chain measured anywhere on server i (a pipeline's
+ * stages are one chain each; a farm of it runs each once a task). */
+static double chains_us(const lt_sched_t *s, size_t i) {
   const void *seen[LT_COSTS * 4];
   size_t n = 0;
   double us = 0;
@@ -121,6 +195,18 @@ static double task_us(const lt_sched_t *s, const lt_instr_rec_t *r, size_t i) {
   return us > 0 ? us : -1; /* nothing measured yet: no estimate */
 }
 
+/* task_us estimates running r's whole task again on server i from its input: at least one
+ * run of every chain, and at least the work the task has done so far (with what r has done)
+ * at i's speed, besides moving the input there. */
+static double task_us(const lt_sched_t *s, const lt_instr_rec_t *r, size_t i, int64_t now_ms) {
+  double chains = chains_us(s, i);
+  if (chains < 0) return -1; /* nothing measured yet: no estimate */
+  const lt_job_rec_t *j = r->job;
+  double redo = redo_us(s, r, i, j->work_us + done_us(s, r, now_ms));
+  double bytes = (double)j->input->len + (j->input2 != NULL ? (double)j->input2->len : 0);
+  return (chains > redo ? chains : redo) + bytes / LT_LINK_BPUS;
+}
+
 /* rerun_target returns the idle server (not in `taken`) that should run r's task again from
  * its input, or -1: r, a record no copy can stand in for (not eligible: its output is
  * named to successors on its server, or its inputs are not where a copy can read them), is
@@ -131,8 +217,9 @@ static int rerun_target(const lt_sched_t *s, const lt_instr_rec_t *r, int64_t no
   if (r->state != LT_IR_OUT || r->backup || r->twin != NULL || r->job->input == NULL ||
       r->job->reruns > 0)
     return -1;
-  double ran_us = straggles(s, r, now_ms);
-  return ran_us < 0 ? -1 : cheapest_idle(s, r, ran_us, taken, task_us);
+  double ran = straggles(s, r, now_ms);
+  if (ran < 0 || !stand_in_pays(s, r)) return -1;
+  return cheapest_idle(s, r, ran, now_ms, taken, task_us);
 }
 
 int lt__sched_backup_target(const lt_sched_t *s, const lt_instr_rec_t *r, int64_t now_ms) {

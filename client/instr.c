@@ -178,7 +178,7 @@ lt_settle_t lt__rec_settle(lt_sched_t *s, lt_instr_rec_t *r, lt_end_t why,
    * never ran, or missed a value lost elsewhere leaves the other to carry on. A copy that
    * failed never decides: it may have missed an input its twin, the last reader, took
    * (the twin fails the same way if the kernel does). */
-  int ok = why == LT_END_DONE || (why == LT_END_FAILED && status != LT_ELOST && !r->backup);
+  int ok = why == LT_END_DONE || (why == LT_END_FAILED && !lt__status_lost(status) && !r->backup);
   return twin_settled(s, r, ok) ? LT_SETTLE_DROP : LT_SETTLE_APPLY;
 }
 

@@ -411,7 +411,7 @@ static void completed(lt_sched_t *s, lt_instr_rec_t *r, size_t idx, const lt_com
    * or failed here. A value lost with a peer server makes the task recompute. */
   if (lt__rec_stale(r) || cp->status != LT_OK) {
     release_left(s, r, idx, cp);
-    if (!lt__rec_stale(r) && cp->status == LT_ELOST)
+    if (!lt__rec_stale(r) && lt__status_lost(cp->status))
       lt__sched_restart_lost(s, j, lt__loss_dead_holder(s, r->ins, r->nins), cp->errmsg);
     else if (!lt__rec_stale(r))
       lt__sched_job_fail(s, j, cp->status, cp->errmsg);
@@ -453,8 +453,10 @@ void lt__sched_end(lt_sched_t *s, lt_instr_rec_t *r, lt_end_t why, const lt_comp
     lt_conn_t *c = &s->srv[idx].conn;
     c->completed++;
     c->cpu_s += (double)cp->cpu_us / 1e6;
-    if (cp->status == LT_OK)
+    if (cp->status == LT_OK) {
       lt__pace_service(&s->srv[idx].pace, r->stages, (double)cp->service_us, (double)cp->cpu_us);
+      r->job->work_us += (double)cp->service_us;
+    }
   }
   switch (why) {
   case LT_END_DONE:

@@ -10,6 +10,8 @@
 #include <pthread.h>
 #include <uthash.h>
 
+#include <lithium/error.h>
+
 #include "clock.h"
 #include "log.h"
 #include "vec.h"
@@ -21,6 +23,14 @@
 #include "scheduler.h"
 #include "ship.h"
 #include "trace.h"
+
+/* lt__status_lost tells whether a completion's status says that a value the instruction
+ * needed is gone: lost with a server (LT_ELOST), or not found where it was to be (LT_ENOENT:
+ * its holder restarted, or dropped it). Either way the task starts again from its input
+ * while retries remain, as for a server loss: no fault of its own kernels. */
+static inline int lt__status_lost(int status) {
+  return status == LT_ELOST || status == LT_ENOENT;
+}
 
 /* A job whose result is to be fetched from its holder: its number and generation then. */
 typedef struct lt_due {
@@ -42,6 +52,8 @@ typedef struct lt_job_rec {
   uint32_t gen;       /* instance generation: records of an older one are stale */
   uint32_t restarts;
   uint32_t reruns; /* runs again from its input for a straggler (backup.c): at most one */
+  double work_us;  /* service time of its instructions that completed, every run of it: what
+                      running it again from its input would redo at least (backup.c) */
   /* Of restarts, those owed to sessions whose end is not known yet: not counted toward
    * max_retries, refunded if it was a crash (losses.c). */
   uint32_t restarts_held;

@@ -271,21 +271,40 @@ static bool may_touch(lt_server_t *srv, const lt_session_t *s, lt_oid_t id, uint
   return o != NULL && secret != 0 && o->secret == secret;
 }
 
+/* refuse_fetch answers a fetch of `id` with `status` and `text`, no value. */
+static void refuse_fetch(lt_server_t *srv, lt_session_t *s, lt_oid_t id, int status,
+                         const char *text) {
+  lt_msg_t v;
+  memset(&v, 0, sizeof v);
+  v.type = LT_MSG_VALUE;
+  v.u.value.id = id;
+  v.u.value.status = status;
+  v.u.value.errmsg = text;
+  v.u.value.frame = -1;
+  server_send(srv, s->rid, s->rid_len, &v, NULL, 0);
+}
+
 static void handle_fetch(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m) {
   lt_oid_t id = m->u.fetch.id;
+  char cid[12];
+  /* A peer's fetch of a value of a client with no session here: this server has none of its
+   * values (it restarted on its endpoint, or the session ended), so the value is lost, as
+   * with a server that died, and the reader's task starts again from its input. Nothing is
+   * said of any other client. */
+  if (lt__peer_session(s) && lt__session_by_client(srv, id.client) == NULL) {
+    char text[160];
+    snprintf(text, sizeof text,
+             "no session of client %s on this server (it restarted, or the session ended): "
+             "its values are lost",
+             lt__short_id(id.client, cid));
+    refuse_fetch(srv, s, id, LT_ELOST, text);
+    return;
+  }
   if (!may_touch(srv, s, id, m->u.fetch.secret)) {
-    char cid[12];
     lt__log_limited(LT_LOG_WARN,
                     "session '%s': refused a fetch of a value of client %s (not its own)", s->name,
                     lt__short_id(id.client, cid));
-    lt_msg_t v;
-    memset(&v, 0, sizeof v);
-    v.type = LT_MSG_VALUE;
-    v.u.value.id = id;
-    v.u.value.status = LT_EAUTH;
-    v.u.value.errmsg = "not a value of this session";
-    v.u.value.frame = -1;
-    server_send(srv, s->rid, s->rid_len, &v, NULL, 0);
+    refuse_fetch(srv, s, id, LT_EAUTH, "not a value of this session");
     return;
   }
   lt__fetch_handle(srv, s, id, m->u.fetch.release, m->u.fetch.max_frame);

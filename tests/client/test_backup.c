@@ -182,3 +182,78 @@ Test(backup, a_migration_confirmed_leaves_the_copy_alone) {
   cr_assert_eq(f.w.s.backups_won, 1);
   teardown(&f.w);
 }
+
+/* computing makes server idx report `active` instructions running on its one core, using
+ * `cpu` cores. */
+static void computing(world_t *w, size_t idx, uint32_t active, double cpu) {
+  w->srv[idx].conn.load.active = active;
+  w->srv[idx].pace.load_cpu = cpu;
+}
+
+/* A straggler on a server that computes undisturbed has done work a copy must redo: an
+ * idle server of the same speed would finish no sooner, so it gets no copy; a server five
+ * times faster for the chain does get one. On a server whose CPU is taken from it (a
+ * quarter of what its kernels would use) the same straggler has done little, and an idle
+ * server of the same speed gets the copy. */
+Test(backup, a_copy_must_beat_the_straggler_s_own_progress) {
+  fixture_t f;
+  start(&f, lt__clock_ms() - 100);
+  send(&f.w, &f.q, 3, 1, f.a->sent_ms); /* server 1 is busy, server 2 idle */
+  lt__sched_take_off(&f.w.s, f.a);
+  int64_t t = f.c->run_ms + 120;   /* b has run 220 ms or more: a straggler */
+  lt_job_rec_t other = {.num = 2}; /* not the only task: another one waits */
+  f.q.job.num = 1;
+  HASH_ADD(hh, f.w.s.jobs, num, sizeof f.q.job.num, &f.q.job);
+  HASH_ADD(hh, f.w.s.jobs, num, sizeof other.num, &other);
+  computing(&f.w, 0, 2, 1.0);
+  cr_assert_eq(lt__sched_backup_target(&f.w.s, f.b, t), -1, "server 2 is no faster than 0");
+  computing(&f.w, 0, 2, 0.25);
+  cr_assert_eq(lt__sched_backup_target(&f.w.s, f.b, t), 2, "server 0 gets a quarter of its CPU");
+  computing(&f.w, 0, 2, 1.0);
+  for (int k = 0; k < 50; k++) /* server 2 runs the chain five times faster */
+    lt__pace_service(&f.w.srv[2].pace, &f.q.stage, 2 * COST_US / 5, COST_US / 10);
+  cr_assert_eq(lt__sched_backup_target(&f.w.s, f.b, t), 2, "server 2 is faster");
+  HASH_CLEAR(hh, f.w.s.jobs);
+  teardown(&f.w);
+}
+
+/* The only task not finished gets no stand-in while its server computes, even on a faster
+ * idle server; beside another unfinished task it does. */
+Test(backup, the_only_task_gets_no_copy_while_its_server_computes) {
+  fixture_t f;
+  start(&f, lt__clock_ms() - 100);
+  send(&f.w, &f.q, 3, 1, f.a->sent_ms);
+  lt__sched_take_off(&f.w.s, f.a);
+  int64_t t = f.c->run_ms + 120;
+  for (int k = 0; k < 50; k++)
+    lt__pace_service(&f.w.srv[2].pace, &f.q.stage, 2 * COST_US / 5, COST_US / 10);
+  computing(&f.w, 0, 2, 1.0);
+  f.q.job.num = 1;
+  HASH_ADD(hh, f.w.s.jobs, num, sizeof f.q.job.num, &f.q.job);
+  cr_assert_eq(lt__sched_backup_target(&f.w.s, f.b, t), -1, "its server makes progress");
+  lt_job_rec_t other = {.num = 2};
+  HASH_ADD(hh, f.w.s.jobs, num, sizeof other.num, &other);
+  cr_assert_eq(lt__sched_backup_target(&f.w.s, f.b, t), 2, "another task waits for it");
+  HASH_CLEAR(hh, f.w.s.jobs);
+  teardown(&f.w);
+}
+
+/* An original whose input was gone where it was to be read (LT_ENOENT: released, or its
+ * holder restarted) failed for no fault of its kernel: like a loss, it leaves its copy to
+ * carry on rather than deciding the task. */
+Test(backup, an_input_gone_leaves_the_copy_to_carry_on) {
+  fixture_t f;
+  start(&f, 1000);
+  lt__sched_take_off(&f.w.s, f.a);
+  lt_instr_rec_t *copy = &f.q.r[3];
+  copy->backup = 1;
+  copy->twin = f.b;
+  f.b->twin = copy;
+  send(&f.w, &f.q, 3, 1, 1300);
+  lt_completion_t gone = {.seq = f.b->seq, .status = LT_ENOENT};
+  cr_assert_eq(lt__rec_settle(&f.w.s, f.b, LT_END_FAILED, &gone), LT_SETTLE_DROP,
+               "without effect: its copy runs");
+  cr_assert_null(copy->twin);
+  cr_assert_eq(copy->backup, 0, "the copy is the instruction now");
+  teardown(&f.w);
+}

@@ -355,6 +355,30 @@ Test(peer, unknown_id_on_holder) {
   close_both(ka, kb, &a, &b);
 }
 
+/* A holder with no session of the value's client (it restarted on its endpoint, or the
+ * session ended) answers that the value is lost (LT_ELOST, which the client takes for a
+ * loss and recomputes), not LT_EAUTH "not a value of this session", which failed the task. */
+Test(peer, a_holder_without_the_client_s_session_says_the_value_is_lost) {
+  th_server_t a, b;
+  start2(&a, &b, NULL);
+  conn_t *kb = session_on(&b);
+  exec(kb, 1, K_INC, NULL, ref_at(30, a.endpoint), 31, LT_INSTR_RELEASE_INPUTS, NULL);
+  WAIT_FOR(kb, kb->done[1].got, 6000);
+  cr_assert_eq(kb->done[1].status, LT_ELOST, "%d %s", kb->done[1].status, kb->done[1].msg);
+  cr_assert_not_null(strstr(kb->done[1].msg, "no session of client"), "%s", kb->done[1].msg);
+  /* The failed output stays for its readers until the client drops it, as the client does. */
+  lt_oid_t out = oid(31);
+  lt_msg_t rel = {.type = LT_MSG_RELEASE};
+  rel.u.release.ids = &out;
+  rel.u.release.nids = 1;
+  send_msg(kb, &rel, NULL, 0);
+  wait_held(kb, 0);
+  th_client_close(&kb->c);
+  free(kb);
+  stop(&a);
+  stop(&b);
+}
+
 /* A failed producer's message reaches the consumer's completion, before and after the
  * producer ran; the last reader drops the failed value on A too. */
 Test(peer, failed_producer) {
