@@ -80,11 +80,12 @@ struct lt_eval_door {
    * that anything submitted after that look wakes it again. */
   void (*woken)(lt_eval_t *ev);
   /* await_wake, when the last `deliver` woke a reader blocked for a result and left no
-   * task pending (the reader may well submit the next one at once), waits up to `max_us`
-   * for a wake, yielding the CPU between looks, and tells whether one came; else it returns
-   * 0 at once. A backend about to sleep calls it first, to spare the submitter's wake-up of
-   * a sleeping backend. */
-  int (*await_wake)(lt_eval_t *ev, int64_t max_us);
+   * task pending (the reader may well submit the next one at once), waits for a wake,
+   * yielding the CPU between looks, for as long as such a reader usually takes to submit
+   * again while that is short against a thread's wake-up (both measured, spin.h), and tells
+   * whether one came; else it returns 0 at once. A backend about to sleep calls it first, to
+   * spare the submitter's wake-up of a sleeping backend. */
+  int (*await_wake)(lt_eval_t *ev);
   /* stopping tells whether lt_eval_free asked the backend to end. */
   int (*stopping)(lt_eval_t *ev);
   /* input_closed tells whether no task can arrive any more: closed, intake empty. */

@@ -32,6 +32,7 @@
 #include "json.h"
 #include "spawn.h"
 #include "sreduce.h"
+#include "spin.h"
 #include "vec.h"
 
 static int add_host(void *ud, const char *host);
@@ -90,7 +91,15 @@ struct lt_eval {
   bool readers_to_wake;
   bool reader_woken; /* the last door_deliver woke a reader, none left pending (backend thread) */
   atomic_uint puts;  /* results put in the stream so far (stream_put), read without mu */
-  bool lone_slow;    /* the last wait for a lone task's result took over LT_READER_SPIN_US */
+  /* Spins (spin.h): a reader's wait for a lone task's result (under mu), and the backend's
+   * wait, after it woke such a reader, for the reader's next task (backend thread), from
+   * when it woke it (lone_at_us, 0: none). Their budgets scale with the wake-up of a
+   * sleeping reader as measured (wake_us): from the broadcast (woke_at_us) to its return. */
+  lt_spin_t lone;
+  lt_spin_t turn;
+  int64_t lone_at_us;
+  _Atomic(double) wake_us;
+  atomic_llong woke_at_us;
   int space_waiters; /* threads in lt_eval_submit's wait (under mu) */
   pthread_t thread;
   int thread_started;
@@ -129,6 +138,9 @@ static void door_woken(lt_eval_t *ev) {
   ssize_t n = read(ev->wake_fd, &junk, sizeof junk);
   (void)n; /* non-blocking: nothing to read is fine */
   atomic_store(&ev->wake_pending, 0);
+  /* The wake that followed a lone result: how long the reader took to submit again. */
+  if (ev->lone_at_us != 0) lt__spin_waited(&ev->turn, (double)(lt__clock_us() - ev->lone_at_us));
+  ev->lone_at_us = 0;
 }
 
 /* journaled tells whether a result is worth keeping: a value, or a kernel's own failure
@@ -143,6 +155,12 @@ static int journaled(const lt_buf_t *b) {
 static void sync_journal(lt_eval_t *ev) {
   if (ev->journal != NULL && lt__journal_sync(ev->journal) != LT_OK)
     lt__log(LT_LOG_ERROR, "journal %s: cannot sync: %s", ev->opts.journal, strerror(errno));
+}
+
+/* wake_readers wakes the threads in lt_eval_next's wait, noting when (spin.h). */
+static void wake_readers(lt_eval_t *ev) {
+  atomic_store(&ev->woke_at_us, lt__clock_us());
+  pthread_cond_broadcast(&ev->cv_result);
 }
 
 /* stream_put puts result `b` (taken) of `t` (taken) in the result stream and wakes the
@@ -161,7 +179,7 @@ static void stream_put(lt_eval_t *ev, lt_task_t *t, lt_buf_t *b) {
     if (ev->delivering)
       ev->readers_to_wake = true;
     else
-      pthread_cond_broadcast(&ev->cv_result);
+      wake_readers(ev);
   }
 }
 
@@ -285,21 +303,24 @@ static void door_deliver(lt_eval_t *ev, lt_task_t *done, int sync) {
     finish(ev, t, b);
   }
   if (sync == LT_EVAL_SYNC_NOW || ev->intake_head == NULL) sync_journal(ev);
-  bool wake_readers = ev->readers_to_wake;
+  bool wake = ev->readers_to_wake;
   /* Nothing else out: the backend may wait for the reader's next task without keeping any
    * other work waiting. */
-  bool lone = wake_readers && ev->pending == 0;
+  bool lone = wake && ev->pending == 0;
   ev->delivering = ev->readers_to_wake = false;
   pthread_mutex_unlock(&ev->mu);
   /* ev outlives its dispatcher, which calls this: the condition variable is still there. */
-  if (wake_readers) pthread_cond_broadcast(&ev->cv_result);
+  if (wake) wake_readers(ev);
   ev->reader_woken = lone;
+  if (lone) ev->lone_at_us = lt__clock_us();
 }
 
-static int door_await_wake(lt_eval_t *ev, int64_t max_us) {
+static int door_await_wake(lt_eval_t *ev) {
   if (!ev->reader_woken) return 0;
   ev->reader_woken = false;
-  int64_t until = lt__clock_us() + max_us;
+  int64_t budget = lt__spin_budget(&ev->turn, atomic_load(&ev->wake_us));
+  if (budget == 0) return 0;
+  int64_t until = lt__clock_us() + budget;
   while (!atomic_load(&ev->wake_pending)) {
     if (lt__clock_us() >= until) return 0;
     sched_yield();
@@ -756,7 +777,7 @@ static int replay(lt_eval_t *ev, lt_task_t *t) {
     ev->submitted++;
     ev->completed++;
     if (ev->result_waiters > 0 && (!ev->opts.ordered || t->stream_seq == ev->next_out))
-      pthread_cond_broadcast(&ev->cv_result);
+      wake_readers(ev);
     t->input = NULL; /* submit drops it, outside ev->mu */
     lt__task_free(t);
     return 1;
@@ -917,25 +938,30 @@ static lt_buf_t *read_replay(lt_eval_t *ev, const lt_replay_t *r) {
   return b;
 }
 
-/* How long a reader waiting for its lone task (the only one pending) looks for the result,
- * yielding the CPU between looks, before it sleeps: about a round trip to a local server. A
- * reader that sleeps leaves its core idle, and waking a thread on an idle core of a virtual
- * machine costs some 20 us. */
-#define LT_READER_SPIN_US 200
-
-/* spin_for_result looks for a new result in the stream without ev->mu for up to
- * LT_READER_SPIN_US, yielding the CPU between looks, when the reader waits for a lone task
- * and the last such wait was not longer. The caller looks at the stream again, under ev->mu,
- * whatever it saw: a result put or the input closed between its last look and the lock
- * woke nobody, since no reader was waiting then. Called and returns under ev->mu. */
+/* spin_for_result looks for a new result in the stream without ev->mu, yielding the CPU
+ * between looks, for the budget of a lone task's wait (spin.h), when the reader waits for a
+ * lone task: a reader that sleeps must be woken. The caller looks at the stream again, under
+ * ev->mu, whatever it saw: a result put or the input closed between its last look and the
+ * lock woke nobody, since no reader was waiting then. Called and returns under ev->mu. */
 static void spin_for_result(lt_eval_t *ev) {
-  if (ev->pending != 1 || ev->lone_slow) return;
+  if (ev->pending != 1) return;
+  int64_t budget = lt__spin_budget(&ev->lone, atomic_load(&ev->wake_us));
+  if (budget == 0) return;
   unsigned seen = atomic_load(&ev->puts);
   pthread_mutex_unlock(&ev->mu);
-  int64_t end = lt__clock_us() + LT_READER_SPIN_US;
+  int64_t end = lt__clock_us() + budget;
   while (atomic_load(&ev->puts) == seen && lt__clock_us() < end)
     sched_yield();
   pthread_mutex_lock(&ev->mu);
+}
+
+/* woke_up notes how long a reader that slept from `slept_us` took to return after the
+ * broadcast that woke it, if one came meanwhile (under ev->mu). */
+static void woke_up(lt_eval_t *ev, int64_t slept_us) {
+  int64_t at = atomic_load(&ev->woke_at_us);
+  if (at < slept_us) return;
+  atomic_store(&ev->wake_us,
+               lt__spin_smooth(atomic_load(&ev->wake_us), (double)(lt__clock_us() - at)));
 }
 
 LT_API int lt_eval_next(lt_eval_t *ev, lt_buf_t **out) {
@@ -972,9 +998,11 @@ LT_API int lt_eval_next_timeout(lt_eval_t *ev, int timeout_ms, lt_buf_t **out) {
       continue; /* look again under the lock before sleeping */
     }
     ev->result_waiters++;
+    int64_t slept = lt__clock_us();
     int w = timeout_ms < 0 ? pthread_cond_wait(&ev->cv_result, &ev->mu)
                            : pthread_cond_timedwait(&ev->cv_result, &ev->mu, &until);
     ev->result_waiters--;
+    woke_up(ev, slept);
     if (w == ETIMEDOUT && !(got = take_result(ev, &t, &r))) {
       rc = LT_ETIMEDOUT;
       break;
@@ -982,7 +1010,7 @@ LT_API int lt_eval_next_timeout(lt_eval_t *ev, int timeout_ms, lt_buf_t **out) {
     if (got) break;
   }
   if (got) ev->stream_left--;
-  if (got && wait0 != 0) ev->lone_slow = lt__clock_us() - wait0 > LT_READER_SPIN_US;
+  if (got && wait0 != 0) lt__spin_waited(&ev->lone, (double)(lt__clock_us() - wait0));
   pthread_mutex_unlock(&ev->mu);
   if (got && t == NULL) *out = read_replay(ev, &r);
   if (t != NULL) {

@@ -201,10 +201,6 @@ static void run_policies(lt_sched_t *s, int64_t now, int ticked) {
   reap(s);
 }
 
-/* How long the dispatcher, having handed a waiting reader its result, looks for the next
- * task before it sleeps: about the time a reader takes to wake and submit again. */
-#define LT_SCHED_SPIN_US 30
-
 /* sched_main is the dispatcher thread's body (arg: the lt_sched_t); it runs until the
  * evaluator stops it and wakes it. */
 static void *sched_main(void *arg) {
@@ -221,7 +217,7 @@ static void *sched_main(void *arg) {
     size_t npolled = s->nsrv;
     size_t nitems = poll_items(s, items);
     long timeout = (long)(s->next_tick - lt__clock_ms());
-    if (timeout < 0 || s->door->await_wake(ev, LT_SCHED_SPIN_US)) timeout = 0;
+    if (timeout < 0 || s->door->await_wake(ev)) timeout = 0;
     int n = zmq_poll(items, (int)nitems, timeout);
     if (n < 0 && errno != EINTR) {
       lt__log(LT_LOG_ERROR, "dispatcher: zmq_poll: %s", zmq_strerror(errno));
