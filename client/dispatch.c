@@ -55,10 +55,12 @@ typedef struct batch {
 
 /* grain: a group holds at most LT_GRAIN_MAX instructions. grain=auto sizes it so that its
  * kernels take at least LT_GRAIN_COST_X times what an instruction costs besides its kernel
- * (LT_INSTR_COST_US: the CPU per empty task of bench_overhead with grain=1, client and server
- * together), and at most LT_GRAIN_HOLD_US together, so that a group holds back the results
- * after it for no longer than that; and so that the server's admitted instructions make at
- * least two groups per thread of its window, lest lookahead starve it. */
+ * (client and server together, from the dispatcher's own CPU per hand-off as measured in
+ * this run, own_cost.h; LT_INSTR_COST_US, the CPU per empty task of bench_overhead with
+ * grain=1 on a 2-core VM, only until then), and at most LT_GRAIN_HOLD_US together, so that a
+ * group holds back the results after it for no longer than that; and so that the server's
+ * admitted instructions make at least two groups per thread of its window, lest lookahead
+ * starve it. */
 #define LT_GRAIN_MAX     64
 #define LT_INSTR_COST_US 5.0
 #define LT_GRAIN_COST_X  10.0
@@ -340,7 +342,8 @@ static uint32_t grain_for(const lt_sched_t *s, const lt_tstage_t *chain, size_t 
   if (s->opts->grain != 0) return s->opts->grain;
   double svc = lt__pace_known_us(s, chain);
   if (svc <= 0) return 1; /* never ran: its cost is unknown */
-  double want = ceil(LT_GRAIN_COST_X * LT_INSTR_COST_US / svc);
+  double cost = lt__own_cost_instr_us(&s->own_cost, LT_INSTR_COST_US);
+  double want = ceil(LT_GRAIN_COST_X * cost / svc);
   double hold = floor(LT_GRAIN_HOLD_US / svc);
   const lt_pace_t *p = &s->srv[idx].pace;
   double starve = floor((double)p->cap / (2.0 * lt__pace_parallel(p)));
@@ -462,6 +465,7 @@ int lt__sched_dispatch_to(lt_sched_t *s, lt_instr_rec_t *r, int idx) {
 }
 
 void lt__sched_dispatch(lt_sched_t *s) {
+  lt__own_cost_look(&s->own_cost, s->instructions + s->completions);
   if (s->fire_head == NULL || s->nsrv == 0) return;
   batch_t *batches = calloc(s->nsrv, sizeof *batches);
   if (batches == NULL) return;

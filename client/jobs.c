@@ -452,6 +452,7 @@ void lt__sched_end(lt_sched_t *s, lt_instr_rec_t *r, lt_end_t why, const lt_comp
   if (cp != NULL) {
     lt_conn_t *c = &s->srv[idx].conn;
     c->completed++;
+    s->completions++;
     c->cpu_s += (double)cp->cpu_us / 1e6;
     if (cp->status == LT_OK) {
       lt__pace_service(&s->srv[idx].pace, r->stages, (double)cp->service_us, (double)cp->cpu_us);

@@ -338,6 +338,8 @@ int lt__links_takers(const lt_sched_t *s) {
   return n;
 }
 
+static void ping(lt_sched_t *s, size_t i, int64_t now);
+
 static void on_welcome(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
   lt_conn_t *c = &s->srv[idx].conn;
   lt_slot_t *sl = &s->srv[idx].slot;
@@ -363,6 +365,9 @@ static void on_welcome(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
           c->endpoint, m->u.welcome.server_id, sl->sessions > 1 ? " again" : "", c->threads);
   start_answered(s, idx, 1);
   lt__policies_server_ready(s, idx, m);
+  /* The round trip is measured from the start: lookahead's depth never rests on a guess
+   * once the first completion paces the server (LT_RTT_GUESS_US is for the meantime). */
+  if (s->opts->lookahead) ping(s, idx, lt__clock_ms());
 }
 
 static void on_error(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
@@ -459,6 +464,15 @@ static int send_window(lt_sched_t *s, size_t i, int64_t now) {
   return lt__conn_send(&s->srv[i].conn, &w, NULL, now);
 }
 
+/* ping sends server i a heartbeat that carries its send time: the answer, which the
+ * server's loop sends at once, measures the round trip (lookahead's depth, pace.c). */
+static void ping(lt_sched_t *s, size_t i, int64_t now) {
+  lt_msg_t hb = {.type = LT_MSG_HEARTBEAT};
+  hb.u.heartbeat.seq = (uint64_t)lt__clock_us();
+  s->srv[i].pace.last_ping_ms = now;
+  lt__conn_send(&s->srv[i].conn, &hb, NULL, now);
+}
+
 /* beat keeps server i's session: the throttle's window, missed heartbeats, pings. */
 static void beat(lt_sched_t *s, size_t i, int64_t now) {
   const lt_options_t *o = s->opts;
@@ -483,11 +497,7 @@ static void beat(lt_sched_t *s, size_t i, int64_t now) {
   } else if (now - c->last_send_ms >= (int64_t)o->heartbeat_ms ||
              now - c->last_recv_ms >= (int64_t)o->heartbeat_ms ||
              (o->lookahead && now - v->pace.last_ping_ms >= LT_PING_MS)) {
-    /* The ping carries its send time: the answer measures the round trip. */
-    lt_msg_t hb = {.type = LT_MSG_HEARTBEAT};
-    hb.u.heartbeat.seq = (uint64_t)lt__clock_us();
-    v->pace.last_ping_ms = now;
-    lt__conn_send(c, &hb, NULL, now);
+    ping(s, i, now);
   }
 }
 

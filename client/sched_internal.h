@@ -21,6 +21,7 @@
 #include "placement.h"
 #include "policy.h"
 #include "scheduler.h"
+#include "own_cost.h"
 #include "ship.h"
 #include "trace.h"
 
@@ -327,6 +328,8 @@ struct lt_sched {
   lt_ship_t *ship;       /* the program's modules: local copies, shipping (ship.c) */
   lt_stats_snap_t stats; /* what stats readers see (sched_stats.c) */
   uint64_t instructions;
+  uint64_t completions;   /* completions taken (jobs.c), with instructions the hand-offs */
+  lt_own_cost_t own_cost; /* the dispatcher's CPU per hand-off (dispatch.c, grain=auto) */
   uint64_t retries;
   uint64_t migrations;  /* cancels sent to move queued instructions (migrate.c) */
   uint64_t migrated;    /* of those, confirmed and placed again */
