@@ -21,13 +21,14 @@
  * run's records are cancelled where they wait and dropped when they come back. Kernels are
  * pure functions of their inputs, which is what makes this safe.
  * Only when it pays: a stand-in redoes at least what the straggler has done so far (the time
- * it has run, at the idle server's speed relative to its own for that chain) and, for a run
- * again, all the task's work so far, besides moving what it reads; it must still finish
- * before the straggler would, taken to need as long again as it has run. So a straggler on a
- * server as fast as the idle one (a dc step on a big input, a kernel whose time follows its
- * input) gets no stand-in, and the only task left gets none while its server computes (its
- * latest report shows the CPU of what it runs): nothing could finish it sooner. State: when
- * it last looked. Dispatcher thread only. */
+ * it has run, times the share of the CPU its server's latest load report shows it getting,
+ * at the idle server's speed relative to its own) and, for a run again, all the task's work
+ * so far, besides moving what it reads; it must still finish before the straggler would,
+ * taken to need as long again as it has run. So a straggler that makes progress as expected
+ * on a server as fast as the idle one (a dc step on a big input, a kernel whose time follows
+ * its input: the only task of a merge sort) gets no stand-in; one on a slower server, or on
+ * one whose CPU is taken from it, or stopped, or whose kernel waits, does. State: when it
+ * last looked. Dispatcher thread only. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,18 +80,30 @@ static int cheapest_idle(const lt_sched_t *s, const lt_instr_rec_t *r, double ra
   return best;
 }
 
-/* speed_ratio is how long server i takes for r's chain against r's own server (below 1:
- * i is faster), from the costs measured there (or, where the chain never ran, costed from
- * another server's on each one's cores). */
+/* instr_speed is how fast one instruction runs on server i: its calibrated speed (welcome)
+ * on at most one core (a CPU quota below one core slows a lone instruction too); 0 when the
+ * server did not say. */
+static double instr_speed(const lt_sched_t *s, size_t i) {
+  double cores = s->srv[i].pace.cores;
+  return s->srv[i].conn.speed * (cores < 1 ? cores : 1);
+}
+
+/* speed_ratio is how long server i takes for r's chain against r's own server (below 1: i
+ * is faster): from the servers' calibrated speeds, which do not depend on which inputs each
+ * happened to run (a dc's steps differ in size by orders of magnitude), or, where a server
+ * did not say, from the chain's costs measured there (or costed from another server's). */
 static double speed_ratio(const lt_sched_t *s, const lt_instr_rec_t *r, size_t i) {
+  double mine = instr_speed(s, (size_t)r->conn), theirs = instr_speed(s, i);
+  if (mine > 0 && theirs > 0) return mine / theirs;
   double there = lt__pace_cost_us(s, (size_t)r->conn, r->stages);
   return there > 0 ? lt__pace_cost_us(s, i, r->stages) / there : 1;
 }
 
 /* redo_us is what server i takes at least to redo `done_us` of work done on r's server:
- * the work does not shrink by moving, only by a faster server. */
+ * the work does not shrink by moving, only by a faster server, at the share of its CPU its
+ * instructions usually get (a machine loaded for all is no faster elsewhere). */
 static double redo_us(const lt_sched_t *s, const lt_instr_rec_t *r, size_t i, double done_us) {
-  return speed_ratio(s, r, i) * done_us;
+  return speed_ratio(s, r, i) * done_us / lt__pace_usual_share(&s->srv[i].pace);
 }
 
 /* ran_us is how long r has run on its server, now (the time it came into a thread there). */
@@ -98,12 +111,13 @@ static double ran_us(const lt_instr_rec_t *r, int64_t now_ms) {
   return (double)(now_ms - r->run_ms) * 1000.0;
 }
 
-static double progress_share(const lt_sched_t *s, size_t i);
-
-/* done_us is the work r has done on its server so far, in that server's time: how long it
- * has run, at the share of the CPU it got there. */
+/* done_us is the work r has done on its server so far, in that server's time undisturbed:
+ * how long it has run, at the share of the CPU its server's latest load report shows it
+ * getting (about 1 while its kernels compute undisturbed, less when other load takes the
+ * CPU or the server is stopped, 0 when its kernels wait). A ratio of the server's own
+ * figures, whatever the machine's speed. */
 static double done_us(const lt_sched_t *s, const lt_instr_rec_t *r, int64_t now_ms) {
-  return ran_us(r, now_ms) * progress_share(s, (size_t)r->conn);
+  return ran_us(r, now_ms) * s->srv[r->conn].pace.share_now;
 }
 
 /* copy_us: a copy of r on server i, which must take r's inputs (its fetches included) and
@@ -131,48 +145,12 @@ static double straggles(const lt_sched_t *s, const lt_instr_rec_t *r, int64_t no
   return ran;
 }
 
-/* progress_share is the share of the CPU its running instructions would use (a core each,
- * at most its cores) that server i's latest load report shows it using, 0..1: about 1 when
- * its kernels compute undisturbed, less when other load takes its CPU or it is stopped, and
- * 0 when its kernels wait (a sleep, a stuck call) or it runs nothing. The work a straggler
- * there has done is about its time there times this share: a ratio of the server's own
- * figures, whatever the machine's speed. */
-static double progress_share(const lt_sched_t *s, size_t i) {
-  const lt_pace_t *p = &s->srv[i].pace;
-  double active = (double)s->srv[i].conn.load.active;
-  double want = active < p->cores ? active : p->cores;
-  if (want <= 0) return 0;
-  double share = p->load_cpu / want;
-  return share < 1 ? share : 1;
-}
-
-/* Below this progress share a server is not computing as expected (WORKING_SHARE of what
- * its running kernels would use). */
-#define WORKING_SHARE 0.5
-
-/* alone tells whether r's task is the only one not finished. */
-static int alone(const lt_sched_t *s, const lt_instr_rec_t *r) {
-  const lt_job_rec_t *j, *tmp;
-  HASH_ITER(hh, s->jobs, j, tmp) {
-    if (j != r->job && !j->finished) return 0;
-  }
-  return 1;
-}
-
-/* stand_in_pays tells whether a stand-in for straggler r could help at all (the input being
- * closed, as look() sees to): not for the only task left while its server computes, since
- * nothing else could finish it sooner. */
-static int stand_in_pays(const lt_sched_t *s, const lt_instr_rec_t *r) {
-  return !(alone(s, r) && progress_share(s, (size_t)r->conn) >= WORKING_SHARE);
-}
-
 /* copy_target returns the idle server (not in `taken`) that should run a copy of r, an
  * eligible record, or -1. */
 static int copy_target(const lt_sched_t *s, const lt_instr_rec_t *r, int64_t now_ms,
                        const unsigned char *taken) {
   double ran = straggles(s, r, now_ms);
-  if (ran < 0 || !stand_in_pays(s, r)) return -1;
-  return cheapest_idle(s, r, ran, now_ms, taken, copy_us);
+  return ran < 0 ? -1 : cheapest_idle(s, r, ran, now_ms, taken, copy_us);
 }
 
 /* chains_us estimates one run of each chain measured anywhere on server i (a pipeline's
@@ -218,8 +196,7 @@ static int rerun_target(const lt_sched_t *s, const lt_instr_rec_t *r, int64_t no
       r->job->reruns > 0)
     return -1;
   double ran = straggles(s, r, now_ms);
-  if (ran < 0 || !stand_in_pays(s, r)) return -1;
-  return cheapest_idle(s, r, ran, now_ms, taken, task_us);
+  return ran < 0 ? -1 : cheapest_idle(s, r, ran, now_ms, taken, task_us);
 }
 
 int lt__sched_backup_target(const lt_sched_t *s, const lt_instr_rec_t *r, int64_t now_ms) {

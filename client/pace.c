@@ -197,7 +197,20 @@ static void starve(lt_pace_t *p, const lt_load_t *load) {
   }
 }
 
+/* share_of is the share, 0..1, of the CPU the report's running instructions would use (a
+ * core each, at most the server's cores) that its CPU use is; below 0 when none runs. */
+static double share_of(const lt_pace_t *p, const lt_load_t *load) {
+  double active = (double)load->active;
+  double want = active < p->cores ? active : p->cores;
+  if (want <= 0) return -1;
+  double share = (double)load->cpu / want;
+  return share < 0 ? 0 : share > 1 ? 1 : share;
+}
+
 void lt__pace_load(lt_pace_t *p, const lt_load_t *load) {
+  double share = share_of(p, load);
+  p->share_now = share < 0 ? 0 : share;
+  if (share >= 0) p->share = p->share > 0 ? (1 - SMOOTH) * p->share + SMOOTH * share : share;
   p->active_sum += load->active;
   p->active_n++;
   if (load->queued > 0) p->waited = 1;
@@ -296,6 +309,10 @@ double lt__pace_parallel(const lt_pace_t *p) {
   uint32_t t = p->window;
   if (p->workers > 0 && p->workers < t) t = p->workers;
   return t > 0 ? (double)t : 1;
+}
+
+double lt__pace_usual_share(const lt_pace_t *p) {
+  return p->share > 0 ? p->share : 1;
 }
 
 double lt__pace_known_us(const lt_sched_t *s, const void *key) {

@@ -150,6 +150,9 @@ typedef struct lt_pace {
   double per_us;    /* EWMA of the time per instruction when busy, over all chains */
   double cores;     /* the CPU the server gets, in cores: welcome, then learnt (pace.c) */
   double load_cpu;  /* the CPU use in its latest load report, in cores */
+  double share_now; /* of the CPU its running instructions would use, the share that report
+                       shows it using (0..1; 0 when it runs nothing) */
+  double share;     /* EWMA of that share over the reports while it ran something; 0 before */
   uint32_t parked;  /* instructions waiting there for inputs, in its latest load report */
   lt_cost_t costs[LT_COSTS];
   uint32_t ncosts;
@@ -368,6 +371,9 @@ double lt__pace_cost_us(const lt_sched_t *s, size_t i, const void *key);
 /* lt__pace_backlog_us estimates how long server i needs for what it has admitted. */
 double lt__pace_backlog_us(const lt_sched_t *s, size_t i);
 void lt__pace_load(lt_pace_t *p, const lt_load_t *load);
+/* lt__pace_usual_share is the share of the CPU the server's instructions usually get there
+ * (the EWMA of its reports), 1 before any report of a running instruction. */
+double lt__pace_usual_share(const lt_pace_t *p);
 /* lt__pace_full notes that work waited at the client because the server had no room. */
 void lt__pace_full(lt_pace_t *p);
 int lt__pace_control(lt_pace_t *p, const lt_options_t *o, int64_t now_ms, int64_t t0_ms);
