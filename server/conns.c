@@ -192,14 +192,18 @@ int lt__conns_start(lt_server_t *srv, char *err, size_t errlen) {
   return LT_OK;
 }
 
-void lt__conns_seen(lt_server_t *srv, int fd, uint64_t conn, bool bound) {
+bool lt__conns_seen(lt_server_t *srv, int fd, uint64_t conn, bool bound) {
   struct lt_conns *c = srv->conns;
   conn_ent_t *e;
-  if (c == NULL || fd < 0 || (e = find(c, fd)) == NULL || e->cut) return;
+  if (c == NULL || fd < 0) return true; /* nothing to keep: nothing is ever cut */
+  if ((e = find(c, fd)) == NULL || e->cut) return false;
   if (e->conn == 0) e->conn = conn;
-  if (e->conn != conn || !bound || e->bound) return; /* a stale entry, or nothing new */
-  unlist(c, e);
-  e->bound = true;
+  if (e->conn != conn || !bound) return false; /* a stale entry, or no session */
+  if (!e->bound) {
+    unlist(c, e);
+    e->bound = true;
+  }
+  return true;
 }
 
 void lt__conns_unbound(lt_server_t *srv, int fd, uint64_t conn) {

@@ -34,8 +34,11 @@ int lt__conns_start(lt_server_t *srv, char *err, size_t errlen);
 
 /* lt__conns_seen records that the connection of descriptor `fd` (ZMQ_SRCFD of a message;
  * ignored when negative) numbered `conn` (zap.h) sent a message and whether a session of
- * that connection lives now (`bound`). */
-void lt__conns_seen(lt_server_t *srv, int fd, uint64_t conn, bool bound);
+ * that connection lives now (`bound`). It returns true when the table holds the connection
+ * as bound (so its session need not say so again), false when it does not know it yet: the
+ * monitor's accept event, which travels apart from the socket's messages, may come after
+ * the connection's first messages. */
+bool lt__conns_seen(lt_server_t *srv, int fd, uint64_t conn, bool bound);
 
 /* lt__conns_unbound records that the session on connection `conn` of descriptor `fd` ended:
  * the connection is unbound again, and is cut LT_CONNS_HELLO_MS later unless a new session

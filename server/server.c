@@ -525,15 +525,16 @@ static void dispatch(lt_server_t *srv, const void *rid, size_t rid_len, const lt
 
 /* mark_bound tells the connection table whether the connection numbered `conn` that sent
  * `hdr` has a live session now (conns.h): one that has none is cut after a while. A session
- * that knows its descriptor was told already: nothing to look up. */
+ * whose connection the table holds as bound was told already: nothing to look up. Until the
+ * table knows the connection (its accept event may come after the first messages, on a
+ * loaded machine), every message of the session tells it again. */
 static void mark_bound(lt_server_t *srv, const void *rid, size_t rid_len, zmq_msg_t *hdr,
                        uint64_t conn) {
   lt_session_t *s = lt__session_find(srv, rid, rid_len);
   bool bound = s != NULL && s->conn == conn;
   if (bound && s->fd >= 0) return;
   int fd = zmq_msg_get(hdr, ZMQ_SRCFD);
-  if (bound) s->fd = fd;
-  lt__conns_seen(srv, fd, conn, bound);
+  if (lt__conns_seen(srv, fd, conn, bound) && bound) s->fd = fd;
 }
 
 /* on_message is the socket callback: [routing id][header][payload...]. */
