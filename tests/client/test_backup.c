@@ -191,6 +191,18 @@ static void computing(world_t *w, size_t idx, uint32_t active, double cpu) {
   lt__pace_load(&w->srv[idx].pace, &load);
 }
 
+/* straggling makes f's world with b straggling on server 0 (run 220 ms or more), server 1
+ * busy and server 2 idle, and returns the time at which b is judged; with `speed`, every
+ * server says that calibrated speed. */
+static int64_t straggling(fixture_t *f, double speed) {
+  start(f, lt__clock_ms() - 100);
+  send(&f->w, &f->q, 3, 1, f->a->sent_ms);
+  lt__sched_take_off(&f->w.s, f->a);
+  for (size_t i = 0; i < WORLD_SERVERS; i++)
+    f->w.srv[i].conn.speed = speed;
+  return f->c->run_ms + 120;
+}
+
 /* A straggler on a server that computes undisturbed has done work a copy must redo: an
  * idle server of the same speed would finish no sooner, so it gets no copy; a server five
  * times faster for the chain does get one. On a server whose CPU is taken from it (a
@@ -198,10 +210,7 @@ static void computing(world_t *w, size_t idx, uint32_t active, double cpu) {
  * server of the same speed gets the copy. */
 Test(backup, a_copy_must_beat_the_straggler_s_own_progress) {
   fixture_t f;
-  start(&f, lt__clock_ms() - 100);
-  send(&f.w, &f.q, 3, 1, f.a->sent_ms); /* server 1 is busy, server 2 idle */
-  lt__sched_take_off(&f.w.s, f.a);
-  int64_t t = f.c->run_ms + 120; /* b has run 220 ms or more: a straggler */
+  int64_t t = straggling(&f, 0); /* no calibrated speeds: the chain's costs judge */
   computing(&f.w, 0, 2, 1.0);
   cr_assert_eq(lt__sched_backup_target(&f.w.s, f.b, t), -1, "server 2 is no faster than 0");
   computing(&f.w, 0, 2, 0.25);
@@ -220,15 +229,10 @@ Test(backup, a_copy_must_beat_the_straggler_s_own_progress) {
  * times faster does. */
 Test(backup, calibrated_speeds_judge_a_stand_in_not_the_inputs_each_ran) {
   fixture_t f;
-  start(&f, lt__clock_ms() - 100);
-  send(&f.w, &f.q, 3, 1, f.a->sent_ms);
-  lt__sched_take_off(&f.w.s, f.a);
-  int64_t t = f.c->run_ms + 120;
+  int64_t t = straggling(&f, 1.0);
   for (int k = 0; k < 50; k++)
     lt__pace_service(&f.w.srv[2].pace, &f.q.stage, 2 * COST_US / 5, COST_US / 10);
   computing(&f.w, 0, 2, 1.0);
-  for (size_t i = 0; i < WORLD_SERVERS; i++)
-    f.w.srv[i].conn.speed = 1.0;
   cr_assert_eq(lt__sched_backup_target(&f.w.s, f.b, t), -1, "as fast as server 0");
   f.w.srv[2].conn.speed = 5.0;
   cr_assert_eq(lt__sched_backup_target(&f.w.s, f.b, t), 2, "five times faster");
@@ -240,12 +244,7 @@ Test(backup, calibrated_speeds_judge_a_stand_in_not_the_inputs_each_ran) {
  * ran: no copy; on one whose instructions got all of it, a copy. */
 Test(backup, a_machine_loaded_for_all_is_no_faster_elsewhere) {
   fixture_t f;
-  start(&f, lt__clock_ms() - 100);
-  send(&f.w, &f.q, 3, 1, f.a->sent_ms);
-  lt__sched_take_off(&f.w.s, f.a);
-  int64_t t = f.c->run_ms + 120;
-  for (size_t i = 0; i < WORLD_SERVERS; i++)
-    f.w.srv[i].conn.speed = 1.0;
+  int64_t t = straggling(&f, 1.0);
   computing(&f.w, 2, 1, 0.5); /* server 2's instructions got half a core when it ran them */
   computing(&f.w, 2, 0, 0.0); /* and it is idle now */
   computing(&f.w, 0, 2, 0.5);
