@@ -10,6 +10,7 @@
 
 #include <lithium/error.h>
 
+#include "bufpool.h"
 #include "call.h"
 #include "vec.h"
 
@@ -61,7 +62,8 @@ static void *op_output(lt_call_t *pub, size_t len) {
       goto nomem;
     c->cap = cap;
   }
-  void *p = malloc(len > 0 ? len : 1);
+  /* From the pool: an output of a size seen before reuses pages already faulted in. */
+  void *p = lt__bufpool_alloc(len);
   if (p == NULL) goto nomem;
   c->out_data[c->noutputs] = p;
   c->out_len[c->noutputs] = len;
@@ -129,7 +131,7 @@ void lt__call_take_output(lt__call_t *c, uint32_t i, void **data, size_t *len) {
 
 void lt__call_clear(lt__call_t *c) {
   for (uint32_t i = 0; i < c->noutputs; i++)
-    free(c->out_data[i]);
+    lt__bufpool_free(c->out_data[i]);
   free(c->out_data);
   free(c->out_len);
   c->out_data = NULL;

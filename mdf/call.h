@@ -33,8 +33,9 @@ void lt__call_init(lt__call_t *c, const lt_bytes_t *inputs, uint32_t ninputs, lt
  * output could not be allocated. */
 int lt__call_run(lt__call_t *c, lt_kernel_fn fn);
 
-/* lt__call_take_output moves output `i` to the caller (*data is malloc'd, caller frees;
- * a zero-length output gives a non-NULL *data). */
+/* lt__call_take_output moves output `i` to the caller (*data is a buffer of lt__bufpool_alloc:
+ * the caller frees it with lt__bufpool_free or hands it to lt__value_pooled; a zero-length
+ * output gives a non-NULL *data). */
 void lt__call_take_output(lt__call_t *c, uint32_t i, void **data, size_t *len);
 
 /* lt__call_clear frees outputs not taken. */

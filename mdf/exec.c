@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include <lithium/error.h>
+#include "bufpool.h"
 #include "call.h"
 #include "exec.h"
 
@@ -78,7 +79,7 @@ static void run_seq(const lt_exec_stage_t *stages, uint32_t nstages, const lt_by
       r->outlen = NULL;
       r->nout = 0;
       int rc = call_stage(&stages[s], &in, 1, r, NULL);
-      free(prev);
+      lt__bufpool_free(prev);
       if (rc != LT_OK) return;
     }
     if (expect_one(&stages[s], r) != LT_OK) return;
@@ -176,7 +177,7 @@ void lt__exec_run(uint32_t op, const lt_exec_stage_t *stages, uint32_t nstages,
 
 void lt__exec_result_clear(lt_exec_result_t *r) {
   for (uint32_t i = 0; i < r->nout; i++)
-    free(r->out[i]);
+    lt__bufpool_free(r->out[i]);
   free(r->out);
   free(r->outlen);
   r->out = NULL;

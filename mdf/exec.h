@@ -22,7 +22,7 @@ typedef struct lt_exec_result {
   int status; /* LT_OK, LT_EKERNEL (the kernel failed), LT_ENOMEM */
   int answer; /* DCSTEP: 1 base case, 0 divided; TEST: 1 true, 0 false; else -1 */
   uint32_t nout;
-  void **out; /* malloc'd outputs (caller takes them or clears) */
+  void **out; /* outputs from lt__bufpool_alloc (caller takes them or clears) */
   size_t *outlen;
   char errmsg[LT_KERNEL_ERRMSG_MAX + 128];
 } lt_exec_result_t;

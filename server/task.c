@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <lithium/error.h>
+#include "bufpool.h"
 #include "queue.h"
 #include "exec.h"
 #include "log.h"
@@ -106,7 +107,7 @@ static void task_free(lt_server_t *srv, lt_task_t *t) {
   }
   if (t->ran) lt__exec_result_clear(&t->job.result);
   for (uint32_t i = 0; t->members != NULL && i < t->pack; i++) {
-    free(t->members[i].out);
+    lt__bufpool_free(t->members[i].out);
     free(t->members[i].errmsg);
   }
   lt__program_unref(t->prog);
@@ -326,7 +327,7 @@ static void release_inputs(lt_server_t *srv, lt_task_t *t) {
 static int store_outputs(lt_server_t *srv, lt_task_t *t, lt_oid_t first, uint32_t n, void **out,
                          const size_t *outlen, lt_value_t **vals, char *err, size_t errlen) {
   for (uint32_t i = 0; i < n; i++) {
-    vals[i] = lt__value_wrap(out[i], outlen[i]);
+    vals[i] = lt__value_pooled(out[i], outlen[i]);
     out[i] = NULL; /* taken, also when wrapping failed */
     if (vals[i] == NULL) {
       snprintf(err, errlen, "out of memory for output %u", i);

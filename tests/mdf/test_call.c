@@ -9,6 +9,7 @@
 
 #include <lithium/error.h>
 
+#include "bufpool.h"
 #include "call.h"
 #include "module.h"
 
@@ -58,7 +59,7 @@ static char *take_str(lt__call_t *c, uint32_t i, size_t *len) {
   char *s = malloc(*len + 1);
   memcpy(s, data, *len);
   s[*len] = '\0';
-  free(data);
+  lt__bufpool_free(data);
   return s;
 }
 
@@ -69,7 +70,7 @@ static int64_t take_i64(lt__call_t *c, uint32_t i) {
   cr_assert_eq(len, 8);
   int64_t x;
   memcpy(&x, data, 8);
-  free(data);
+  lt__bufpool_free(data);
   return x;
 }
 
@@ -182,7 +183,7 @@ Test(call, concat_inputs) {
   lt__call_take_output(&c, 0, &data, &len);
   cr_assert_eq(len, 0);
   cr_assert_not_null(data);
-  free(data);
+  lt__bufpool_free(data);
   lt__call_clear(&c);
 }
 
@@ -203,7 +204,7 @@ Test(call, param) {
   lt__call_take_output(&c, 0, &data, &len);
   cr_assert_eq(len, 0);
   cr_assert_not_null(data, "a zero-length output still has a pointer");
-  free(data);
+  lt__bufpool_free(data);
   lt__call_clear(&c);
 }
 
@@ -265,7 +266,7 @@ Test(call, arity) {
   lt__call_take_output(&c, 0, &data, &len);
   cr_assert_eq(len, 0);
   cr_assert_not_null(data);
-  free(data);
+  lt__bufpool_free(data);
   lt__call_clear(&c);
 }
 
@@ -363,7 +364,7 @@ Test(call, many_outputs) {
     cr_assert_not_null(data);
     for (size_t k = 0; k < len; k++)
       cr_assert_eq(((unsigned char *)data)[k], i & 0xff);
-    free(data);
+    lt__bufpool_free(data);
   }
   lt__call_clear(&c); /* frees the outputs not taken */
 }
