@@ -3,6 +3,7 @@
  * a user's buffer with its free callback. The count is atomic so the store's loop thread, kernel
  * workers, the client's threads and ZeroMQ's I/O thread (via lt__value_zmq_free) may each hold and
  * drop references: any thread. */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,6 +66,13 @@ lt_value_t *lt__value_wrap(void *data, size_t len) {
 
 lt_value_t *lt__value_pooled(void *data, size_t len) {
   return wrap(data, len, LT_VALUE_POOL);
+}
+
+void *lt__value_take_pooled(lt_value_t *v) {
+  assert(v->kind == LT_VALUE_POOL && atomic_load(&v->refs) == 1);
+  void *data = v->data;
+  free(v);
+  return data;
 }
 
 lt_value_t *lt__value_new(size_t len) {

@@ -51,6 +51,11 @@ lt_value_t *lt__value_wrap(void *data, size_t len);
  * to the pool at the last unref); NULL on out of memory. */
 lt_value_t *lt__value_pooled(void *data, size_t len);
 
+/* lt__value_take_pooled takes the buffer of v, a value of kind LT_VALUE_POOL whose only
+ * reference the caller holds: v is freed and its data returned, the caller's from then on
+ * (lt__bufpool_free). */
+void *lt__value_take_pooled(lt_value_t *v);
+
 /* lt__value_user makes a value of the user's buffer data[0..len) without copying it (kind
  * LT_VALUE_USER): free_fn(data, hint) is called exactly once, by whichever thread drops the
  * last reference, or before this returns NULL on out of memory (ownership is taken also on

@@ -63,6 +63,8 @@ struct lt_job {
   const lt_exec_stage_t *stages;
   uint32_t nstages;
   const lt_bytes_t *inputs;
+  void **grant; /* NULL, or per input its buffer the kernel may write over (lt__exec_run_owned);
+                   a pack has none */
   uint32_t ninputs;
   void *data;
   lt_exgroup_t *group; /* NULL: no limit */
