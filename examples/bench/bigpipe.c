@@ -8,7 +8,9 @@
  * is the figure of the output pool (target <= 1.3). Both sides must give the same sums.
  *
  *   build/examples/bench/bench_bigpipe [--runs 3] [--tasks 20]
- *   BENCH_BIGPIPE_MIB changes the size of the values (default 16).
+ *   BENCH_BIGPIPE_MIB changes the size of the values (default 16); BENCH_BIGPIPE_INPLACE=1
+ *   makes the transform data:xform_inplace (lt_call_output_from_input: in place on the
+ *   servers, a copy in the sequential evaluator).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -63,7 +65,10 @@ static lt_skel_t *program(void) {
   const char *mib = getenv("BENCH_BIGPIPE_MIB");
   lt_skel_t *gen =
       mib != NULL && *mib != '\0' ? lt_seq_with("data:gen", mib, strlen(mib)) : lt_seq("data:gen");
-  return lt_farm(lt_pipeline(gen, lt_seq("data:xform"), lt_seq("data:sum"), NULL));
+  const char *inplace = getenv("BENCH_BIGPIPE_INPLACE");
+  const char *xform =
+      inplace != NULL && strcmp(inplace, "1") == 0 ? "data:xform_inplace" : "data:xform";
+  return lt_farm(lt_pipeline(gen, lt_seq(xform), lt_seq("data:sum"), NULL));
 }
 
 /* run_side runs one side (srv NULL: sequential, which must give the sums the servers gave
@@ -95,10 +100,12 @@ int main(int argc, char **argv) {
   int status = databench_compare(PROG, runs, run_side, &side, par, seq) == 0 ? 0 : 1;
   if (status == 0) {
     const char *mib = getenv("BENCH_BIGPIPE_MIB");
-    printf("{\"bench\": \"bigpipe\", \"detail\": \"note\", \"note\": \"farm(pipe(gen, xform, "
+    const char *inplace = getenv("BENCH_BIGPIPE_INPLACE");
+    printf("{\"bench\": \"bigpipe\", \"detail\": \"note\", \"note\": \"farm(pipe(gen, %s, "
            "sum)), %ld tasks, values of %s MiB, %d local servers with the default options "
            "against the sequential evaluator, median of %d alternating runs\"}\n",
-           tasks, mib != NULL && *mib != '\0' ? mib : "16", DATABENCH_SERVERS, runs);
+           inplace != NULL && strcmp(inplace, "1") == 0 ? "xform_inplace" : "xform", tasks,
+           mib != NULL && *mib != '\0' ? mib : "16", DATABENCH_SERVERS, runs);
     databench_report("bigpipe", par, seq, runs);
   }
   free(sums);

@@ -8,7 +8,8 @@
  *
  *   bigpipe: pipe(seq(data:gen), seq(data:xform), seq(data:sum)): gen makes the words of a
  *   16 MiB value (the size in MiB is its text parameter, default 16) from an 8-byte seed,
- *   xform maps each word to a new one, sum adds the words into 8 bytes.
+ *   xform maps each word to a new one (xform_inplace the same, over its input when it may:
+ *   lt_call_output_from_input), sum adds the words into 8 bytes.
  *
  * Kernels run on a server worker thread (or the client's, in local mode) and touch nothing
  * but their own call. */
@@ -175,6 +176,20 @@ LT_KERNEL(xform, call) {
   if (out == NULL) return lt_call_fail(call, "data:xform: out of memory for %zu bytes", len);
   for (size_t i = 0; i < len / WORD; i++)
     out[i] = in[i] * 2654435761u + 1u;
+  return 0;
+}
+
+/* data:xform_inplace is data:xform written over its input when the call owns it
+ * (lt_call_output_from_input; a copy otherwise). */
+LT_KERNEL(xform_inplace, call) {
+  size_t len = 0;
+  lt_call_input(call, 0, &len);
+  if (lt_call_ninputs(call) != 1 || len % WORD != 0)
+    return lt_call_fail(call, "data:xform_inplace expects one array of uint32");
+  uint32_t *w = lt_call_output_from_input(call, 0, len);
+  if (w == NULL) return lt_call_fail(call, "data:xform_inplace: out of memory for %zu bytes", len);
+  for (size_t i = 0; i < len / WORD; i++)
+    w[i] = w[i] * 2654435761u + 1u;
   return 0;
 }
 
