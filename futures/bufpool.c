@@ -3,7 +3,9 @@
  * of a size class. Idle regions sit on two doubly linked lists at once: their class's (newest
  * first, so the warmest is reused) and the pool's (oldest first, so the bound and the trim
  * unmap the coldest). One mutex guards the lists; mapping and unmapping happen outside it.
- * Knows nothing of values, calls or servers. Any thread. */
+ * A request takes an idle buffer of its class or of one up to a power of two larger (so at
+ * most half of a reused buffer is slack). Knows nothing of values, calls or servers. Any
+ * thread. */
 #include <assert.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -137,7 +139,11 @@ void *lt__bufpool_alloc(size_t len) {
   int cls = on && len >= LT_BUFPOOL_MIN && len <= SIZE_MAX - HDR ? class_of(len + HDR, &size) : -1;
   if (cls < 0) return from_heap(len);
   pthread_mutex_lock(&pool.mu);
-  hdr_t *h = pool.idle[cls];
+  /* Its own class, or one up to a power of two larger: sizes that halve and double (a divide
+   * and its merges) find the buffers of their neighbours. */
+  hdr_t *h = NULL;
+  for (int c = cls; h == NULL && c <= cls + STEPS && c < NCLASS; c++)
+    h = pool.idle[c];
   if (h != NULL) {
     idle_unlink(h);
     pool.reused++;

@@ -1,7 +1,8 @@
 /* bufpool.h: the buffers kernels write their outputs into (lt_call_output). Buffers of a size
  * seen again come from a per-process pool of kept-mapped regions in size classes (4 per power
  * of two, from LT_BUFPOOL_MIN up), so that a kernel making a 16 MiB output does not fault
- * 4096 fresh pages each time (STYLE 27). Smaller ones come from malloc. The idle bytes kept
+ * 4096 fresh pages each time (STYLE 27); an idle buffer up to twice the size asked for
+ * serves too. Smaller ones come from malloc. The idle bytes kept
  * are bounded (the oldest idle buffers are unmapped first) and trimmed when idle: a buffer
  * not reused for LT_BUFPOOL_IDLE_TICKS calls of lt__bufpool_tick is unmapped. Under
  * AddressSanitizer an idle buffer is poisoned, so a use after lt__bufpool_free is reported;
