@@ -56,7 +56,7 @@ static struct {
   hdr_t *oldest, *newest;
   uint64_t idle_bytes, nidle, max_bytes, ticks;
   uint64_t reused, mapped, unmapped;
-} pool = {.mu = PTHREAD_MUTEX_INITIALIZER, .max_bytes = LT_BUFPOOL_DEFAULT_MAX};
+} pool = {.mu = PTHREAD_MUTEX_INITIALIZER}; /* off until configured */
 
 static hdr_t *hdr_of(const void *p) {
   return (hdr_t *)((char *)p - HDR);

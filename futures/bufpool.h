@@ -6,7 +6,9 @@
  * are bounded (the oldest idle buffers are unmapped first) and trimmed when idle: a buffer
  * not reused for LT_BUFPOOL_IDLE_TICKS calls of lt__bufpool_tick is unmapped. Under
  * AddressSanitizer an idle buffer is poisoned, so a use after lt__bufpool_free is reported;
- * lt__bufpool_configure(0) turns the pool off (every buffer from malloc and freed at once).
+ * The pool is off (every buffer from malloc and freed at once) until lt__bufpool_configure
+ * turns it on: lithium-server does (--pool-bytes), a client process does not, since nothing
+ * there ticks its clock (its sequential evaluator's outputs are malloc'd as before).
  * Every buffer of lt__bufpool_alloc is freed with lt__bufpool_free, never with free().
  * Any thread. */
 #ifndef LT_BUFPOOL_H
@@ -17,7 +19,7 @@
 
 /* The smallest pooled size: below it malloc is as fast and keeps no pages of ours. */
 #define LT_BUFPOOL_MIN ((size_t)64 << 10)
-/* The idle bytes kept when nobody configured the pool. */
+/* The idle bytes a server keeps by default (--pool-bytes). */
 #define LT_BUFPOOL_DEFAULT_MAX ((uint64_t)256 << 20)
 /* Ticks an idle buffer survives; the server ticks every 250 ms: about 2 s. */
 #define LT_BUFPOOL_IDLE_TICKS 8
@@ -42,8 +44,9 @@ void lt__bufpool_free(void *p);
 /* lt__bufpool_capacity returns the bytes usable at p (at least what was asked for). */
 size_t lt__bufpool_capacity(const void *p);
 
-/* lt__bufpool_configure bounds the idle bytes kept to `max_bytes` (unmapping the oldest idle
- * buffers beyond it now); 0 turns the pool off: every later buffer is malloc'd and freed. */
+/* lt__bufpool_configure turns the pool on and bounds the idle bytes kept to `max_bytes`
+ * (unmapping the oldest idle buffers beyond it now); 0 turns it off again: every later
+ * buffer is malloc'd and freed. */
 void lt__bufpool_configure(uint64_t max_bytes);
 
 /* lt__bufpool_tick counts one tick of the caller's clock and unmaps the buffers idle for

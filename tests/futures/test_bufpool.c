@@ -2,8 +2,9 @@
  * same mapping, reused without new pages; small ones are malloc'd; the idle bytes stay under
  * the bound (the oldest go first); idle buffers are unmapped after LT_BUFPOOL_IDLE_TICKS
  * ticks or by a trim; the pool turned off keeps nothing; a pooled value gives its buffer
- * back at the last unref; under AddressSanitizer an idle buffer is poisoned. Criterion runs
- * each test in a process of its own, so each starts with an empty pool. */
+ * back at the last unref; under AddressSanitizer an idle buffer is poisoned. The pool is off
+ * until configured, as in a client process. Criterion runs each test in a process of its
+ * own, so each starts with an empty pool, turned on by the suite's init. */
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <string.h>
@@ -28,6 +29,24 @@ static lt_bufpool_stats_t stats(void) {
   lt_bufpool_stats_t st;
   lt__bufpool_stats(&st);
   return st;
+}
+
+static void pool_on(void) {
+  lt__bufpool_configure(LT_BUFPOOL_DEFAULT_MAX);
+}
+
+TestSuite(bufpool, .init = pool_on);
+
+/* Not configured (a client process): every buffer is malloc'd and nothing is kept. */
+Test(bufpool_off, off_until_configured) {
+  cr_assert_eq(stats().max_bytes, 0);
+  void *p = lt__bufpool_alloc(4 * MIB);
+  cr_assert_not_null(p);
+  memset(p, 3, 4 * MIB);
+  lt__bufpool_free(p);
+  lt_bufpool_stats_t st = stats();
+  cr_assert_eq(st.mapped, 0);
+  cr_assert_eq(st.idle, 0);
 }
 
 Test(bufpool, reuse_same_class) {
