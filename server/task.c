@@ -171,9 +171,9 @@ static bool queue_job(lt_server_t *srv, lt_task_t *t) {
  * t is their last reader (LT_INSTR_RELEASE_INPUTS, one run, an op that does not pass its
  * inputs on), and each is a kernel's output buffer (LT_VALUE_POOL) held on this server by
  * nobody but the store and t (no other reader, no send in flight). Such a value leaves the
- * store now rather than when t ends, and its buffer becomes t's; from then on t cannot be
- * taken back before it runs (exec_cancel), since a retry elsewhere would find its input gone.
- * Without memory for the array nothing is granted. */
+ * store now rather than when t ends, and its buffer becomes t's; from then on a CANCEL
+ * cannot take t back before it runs (exec_cancel), since a retry elsewhere would find its
+ * input gone. Without memory for the array nothing is granted. */
 static void grant_inputs(lt_server_t *srv, lt_task_t *t) {
   if (!(t->flags & LT_INSTR_RELEASE_INPUTS) || t->pack > 1 || lt__op(t->op)->keeps_inputs) return;
   for (uint32_t i = 0; i < t->ninputs; i++) {
@@ -249,10 +249,11 @@ static void bound_one(lt_server_t *srv, lt_task_t *t) {
   fire(srv, t);
 }
 
-/* exec_cancel takes a queued t off the executor; false when a worker has it already. */
-static bool exec_cancel(lt_server_t *srv, lt_task_t *t) {
-  /* A task holding granted inputs runs here: they are nowhere else now. */
-  if (t->grant != NULL || !lt__executor_cancel(srv->ex, &t->job)) return false;
+/* exec_cancel takes a queued t off the executor; false when a worker has it already, or, for
+ * a client that would run it again elsewhere (`retry`), when t holds granted inputs: they are
+ * nowhere else now, so it runs here. */
+static bool exec_cancel(lt_server_t *srv, lt_task_t *t, bool retry) {
+  if ((retry && t->grant != NULL) || !lt__executor_cancel(srv->ex, &t->job)) return false;
   srv->inexec--;
   if (t->sess != NULL) t->sess->nexec -= t->pack;
   t->state = TASK_NEW;
@@ -872,7 +873,7 @@ void lt__task_cancel(lt_server_t *srv, lt_session_t *s, const uint64_t *seqs, ui
     if (t == NULL) continue;
     if (t->state == TASK_PARKED) {
       unpark_all(srv, t);
-    } else if (t->state != TASK_EXEC || !exec_cancel(srv, t)) {
+    } else if (t->state != TASK_EXEC || !exec_cancel(srv, t, true)) {
       continue; /* running, or already failing */
     }
     fail_later(srv, t, LT_ECANCELED, "canceled by the client");
@@ -977,7 +978,7 @@ void lt__task_drop_session(lt_server_t *srv, lt_session_t *s) {
     t->sess = NULL;
     if (t->state == TASK_PARKED || t->state == TASK_NEW) {
       unpark_all(srv, t);
-    } else if (t->state != TASK_EXEC || !exec_cancel(srv, t)) {
+    } else if (t->state != TASK_EXEC || !exec_cancel(srv, t, false)) {
       /* Running or failing: finished as an orphan later, out of the session's group. */
       if (t->state == TASK_EXEC) lt__executor_detach(srv->ex, &t->job);
       continue;
@@ -999,7 +1000,7 @@ void lt__task_shutdown(lt_server_t *srv) {
     HASH_ITER(hh, s->tasks, t, tmp) {
       if (t->state == TASK_PARKED) {
         unpark_all(srv, t);
-      } else if (t->state != TASK_EXEC || !exec_cancel(srv, t)) {
+      } else if (t->state != TASK_EXEC || !exec_cancel(srv, t, false)) {
         continue;
       }
       fail_later(srv, t, LT_ESHUTDOWN, "server shutting down");
