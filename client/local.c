@@ -127,7 +127,7 @@ static int run_frame(lt_local_t *l, lt_instance_t *inst, lt_frame_t *f, char *er
   for (uint32_t i = 0; rc == LT_OK && i < r.nout; i++) {
     toks[i].at = 0;
     toks[i].size = r.outlen[i];
-    toks[i].value = lt__value_wrap(r.out[i], r.outlen[i]);
+    toks[i].value = lt__value_pooled(r.out[i], r.outlen[i]);
     r.out[i] = NULL;
     if (toks[i].value == NULL) rc = LT_ENOMEM;
   }

@@ -1,11 +1,13 @@
 /* value.c: immutable reference-counted byte buffers, the payload of a set future: a
- * malloc'd buffer, a received ZeroMQ message kept whole, or a user's buffer with its free
- * callback. The count is atomic so the store's loop thread, kernel workers, the client's
- * threads and ZeroMQ's I/O thread (via lt__value_zmq_free) may each hold and drop
- * references: any thread. */
+ * malloc'd buffer, a kernel's output buffer from the pool, a received ZeroMQ message kept whole, or
+ * a user's buffer with its free callback. The count is atomic so the store's loop thread, kernel
+ * workers, the client's threads and ZeroMQ's I/O thread (via lt__value_zmq_free) may each hold and
+ * drop references: any thread. */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bufpool.h"
 #include "value.h"
 
 /* A value of kind LT_VALUE_MSG: the message sits beside the header, in one allocation, so
@@ -40,17 +42,37 @@ lt_value_t *lt__value_user(void *data, size_t len, lt_value_free_fn *free_fn, vo
   return &uv->v;
 }
 
-lt_value_t *lt__value_wrap(void *data, size_t len) {
+/* wrap makes a value of kind `kind` (HEAP or POOL) owning `data`; on out of memory frees
+ * data the way that kind would and returns NULL. */
+static lt_value_t *wrap(void *data, size_t len, lt_value_kind_t kind) {
   lt_value_t *v = malloc(sizeof *v);
   if (v == NULL) {
-    free(data);
+    if (kind == LT_VALUE_POOL)
+      lt__bufpool_free(data);
+    else
+      free(data);
     return NULL;
   }
   atomic_init(&v->refs, 1);
-  v->kind = LT_VALUE_HEAP;
+  v->kind = kind;
   v->len = len;
   v->data = data;
   return v;
+}
+
+lt_value_t *lt__value_wrap(void *data, size_t len) {
+  return wrap(data, len, LT_VALUE_HEAP);
+}
+
+lt_value_t *lt__value_pooled(void *data, size_t len) {
+  return wrap(data, len, LT_VALUE_POOL);
+}
+
+void *lt__value_take_pooled(lt_value_t *v) {
+  assert(v->kind == LT_VALUE_POOL && atomic_load(&v->refs) == 1);
+  void *data = v->data;
+  free(v);
+  return data;
 }
 
 lt_value_t *lt__value_new(size_t len) {
@@ -115,6 +137,10 @@ void lt__value_unref(lt_value_t *v) {
     free(uv);
     return;
   }
+  case LT_VALUE_POOL:
+    lt__bufpool_free(v->data);
+    free(v);
+    return;
   case LT_VALUE_HEAP:
     break;
   }

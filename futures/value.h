@@ -1,7 +1,8 @@
 /* value.h: an immutable, reference-counted byte buffer: the payload of a future once set.
  * Shared without copying between the store (loop thread), workers running kernels that read
  * it, and ZeroMQ sending it (zmq_msg_init_data with lt__value_unref as the free function).
- * Its bytes live in a malloc'd buffer, in a received ZeroMQ message itself (a large value
+ * Its bytes live in a malloc'd buffer, in a kernel's output buffer from the pool
+ * (bufpool.h), in a received ZeroMQ message itself (a large value
  * from the network: no copy), or in a buffer of the user's with its free callback
  * (lt_eval_submit_owned: no copy). Reference counting is atomic: any thread. */
 #ifndef LT_VALUE_H
@@ -15,7 +16,8 @@
 typedef enum lt_value_kind {
   LT_VALUE_HEAP, /* a malloc'd buffer: free() */
   LT_VALUE_MSG,  /* the data of a ZeroMQ message the value holds: zmq_msg_close() */
-  LT_VALUE_USER  /* a buffer of the user's: its free callback, if any */
+  LT_VALUE_USER, /* a buffer of the user's: its free callback, if any */
+  LT_VALUE_POOL  /* a kernel's output buffer (bufpool.h): lt__bufpool_free() */
 } lt_value_kind_t;
 
 /* The free callback of a user's buffer (zmq_free_fn's signature): called once with the
@@ -43,6 +45,16 @@ lt_value_t *lt__value_copy(const void *data, size_t len);
 /* lt__value_wrap takes ownership of malloc'd `data` (also on failure) and returns a value
  * with one reference; NULL on out of memory. */
 lt_value_t *lt__value_wrap(void *data, size_t len);
+
+/* lt__value_pooled takes ownership of `data`, a buffer of lt__bufpool_alloc (also on
+ * failure), and returns a value with one reference (kind LT_VALUE_POOL: the buffer goes back
+ * to the pool at the last unref); NULL on out of memory. */
+lt_value_t *lt__value_pooled(void *data, size_t len);
+
+/* lt__value_take_pooled takes the buffer of v, a value of kind LT_VALUE_POOL whose only
+ * reference the caller holds: v is freed and its data returned, the caller's from then on
+ * (lt__bufpool_free). */
+void *lt__value_take_pooled(lt_value_t *v);
 
 /* lt__value_user makes a value of the user's buffer data[0..len) without copying it (kind
  * LT_VALUE_USER): free_fn(data, hint) is called exactly once, by whichever thread drops the

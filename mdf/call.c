@@ -1,7 +1,10 @@
 /* call.c: one kernel invocation: the lt_call_ops_t table behind lithium/kernel.h, and
- * running a kernel over borrowed inputs while collecting its outputs, answer and error.
+ * running a kernel over borrowed inputs while collecting its outputs, answer and error. An
+ * input the caller grants (lt__call_init_owned) may become an output in place
+ * (lt_call_output_from_input); any other is copied.
  * A call belongs to one thread (a server worker, or the client's sequential evaluator). */
 #include <assert.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -10,6 +13,7 @@
 
 #include <lithium/error.h>
 
+#include "bufpool.h"
 #include "call.h"
 #include "vec.h"
 
@@ -47,32 +51,64 @@ static const void *op_param(const lt_call_t *pub, size_t *len) {
   return c->param.data != NULL ? c->param.data : empty;
 }
 
-static void *op_output(lt_call_t *pub, size_t len) {
-  lt__call_t *c = from_pub(pub);
-  /* No object can be larger than PTRDIFF_MAX; refuse without asking malloc. */
-  if (len > PTRDIFF_MAX) goto nomem;
-  if (c->noutputs == c->cap) {
-    if (c->cap > UINT32_MAX / 2) goto nomem;
-    uint32_t cap = c->cap > 0 ? c->cap * 2 : 4;
-    /* Each array is stored as soon as it has grown, so a failure of the second leaves
-     * consistent (merely larger) storage behind. */
-    if (LT_VEC_RESIZE(c->out_data, c->cap, cap) != LT_OK ||
-        LT_VEC_RESIZE(c->out_len, c->cap, cap) != LT_OK)
-      goto nomem;
-    c->cap = cap;
-  }
-  void *p = malloc(len > 0 ? len : 1);
-  if (p == NULL) goto nomem;
-  c->out_data[c->noutputs] = p;
-  c->out_len[c->noutputs] = len;
-  c->noutputs++;
-  return p;
-nomem:
+/* nomem records that output `len` could not be made; returns NULL. */
+static void *nomem(lt__call_t *c, size_t len) {
   if (!(c->failed & FAILED_NOMEM))
     snprintf(c->errmsg, sizeof c->errmsg, "out of memory for output %u (%zu bytes)", c->noutputs,
              len);
   c->failed |= FAILED_NOMEM;
   return NULL;
+}
+
+/* room makes room for one more output; false without memory. */
+static bool room(lt__call_t *c) {
+  if (c->noutputs < c->cap) return true;
+  if (c->cap > UINT32_MAX / 2) return false;
+  uint32_t cap = c->cap > 0 ? c->cap * 2 : 4;
+  /* Each array is stored as soon as it has grown, so a failure of the second leaves
+   * consistent (merely larger) storage behind. */
+  if (LT_VEC_RESIZE(c->out_data, c->cap, cap) != LT_OK ||
+      LT_VEC_RESIZE(c->out_len, c->cap, cap) != LT_OK)
+    return false;
+  c->cap = cap;
+  return true;
+}
+
+/* push adds buffer p (of lt__bufpool_alloc, taken) as the next output, of len bytes. */
+static void push(lt__call_t *c, void *p, size_t len) {
+  c->out_data[c->noutputs] = p;
+  c->out_len[c->noutputs] = len;
+  c->noutputs++;
+}
+
+static void *op_output(lt_call_t *pub, size_t len) {
+  lt__call_t *c = from_pub(pub);
+  /* No object can be larger than PTRDIFF_MAX; refuse without asking malloc. */
+  if (len > PTRDIFF_MAX || !room(c)) return nomem(c, len);
+  /* From the pool: an output of a size seen before reuses pages already faulted in. */
+  void *p = lt__bufpool_alloc(len);
+  if (p == NULL) return nomem(c, len);
+  push(c, p, len);
+  return p;
+}
+
+static void *op_output_from_input(lt_call_t *pub, int i, size_t len) {
+  lt__call_t *c = from_pub(pub);
+  if (i < 0 || (uint32_t)i >= c->ninputs) return NULL;
+  void *own = c->grant != NULL ? c->grant[i] : NULL;
+  if (own != NULL && len <= lt__bufpool_capacity(own)) {
+    if (len > PTRDIFF_MAX || !room(c)) return nomem(c, len);
+    /* The input's buffer becomes the output: the grant is used up, and the caller, seeing
+     * it NULL, knows the buffer is the output's now. */
+    c->grant[i] = NULL;
+    c->in_place++;
+    push(c, own, len);
+    return own;
+  }
+  lt_bytes_t in = c->inputs[i];
+  void *out = op_output(pub, len);
+  if (out != NULL && in.len > 0) memcpy(out, in.data, in.len < len ? in.len : len);
+  return out;
 }
 
 static int op_answer(lt_call_t *pub, int truth) {
@@ -98,10 +134,17 @@ static const lt_call_ops_t ops = {
     .output = op_output,
     .answer = op_answer,
     .fail = op_fail,
+    .output_from_input = op_output_from_input,
 };
 
 void lt__call_init(lt__call_t *c, const lt_bytes_t *inputs, uint32_t ninputs, lt_bytes_t param) {
+  lt__call_init_owned(c, inputs, NULL, ninputs, param);
+}
+
+void lt__call_init_owned(lt__call_t *c, const lt_bytes_t *inputs, void **grant, uint32_t ninputs,
+                         lt_bytes_t param) {
   memset(c, 0, sizeof *c);
+  c->grant = grant;
   c->pub.ops = &ops;
   c->inputs = inputs;
   c->ninputs = ninputs;
@@ -129,7 +172,7 @@ void lt__call_take_output(lt__call_t *c, uint32_t i, void **data, size_t *len) {
 
 void lt__call_clear(lt__call_t *c) {
   for (uint32_t i = 0; i < c->noutputs; i++)
-    free(c->out_data[i]);
+    lt__bufpool_free(c->out_data[i]);
   free(c->out_data);
   free(c->out_len);
   c->out_data = NULL;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include <lithium/error.h>
+#include "bufpool.h"
 #include "call.h"
 #include "exec.h"
 
@@ -17,11 +18,12 @@ static bool has_prefix(const char *msg, const char *name) {
 }
 
 /* call_stage runs one kernel; on success moves its outputs into r. */
-static int call_stage(const lt_exec_stage_t *st, const lt_bytes_t *inputs, uint32_t ninputs,
-                      lt_exec_result_t *r, int *answer) {
+static int call_stage(const lt_exec_stage_t *st, const lt_bytes_t *inputs, void **grant,
+                      uint32_t ninputs, lt_exec_result_t *r, int *answer) {
   lt__call_t c;
-  lt__call_init(&c, inputs, ninputs, st->param);
+  lt__call_init_owned(&c, inputs, grant, ninputs, st->param);
   int rc = lt__call_run(&c, st->fn);
+  r->in_place += c.in_place;
   if (rc != LT_OK) {
     r->status = rc;
     const char *why = c.errmsg[0] != '\0' ? c.errmsg : lt_strerror(rc);
@@ -64,21 +66,22 @@ static int expect_one(const lt_exec_stage_t *st, lt_exec_result_t *r) {
 }
 
 static void run_seq(const lt_exec_stage_t *stages, uint32_t nstages, const lt_bytes_t *inputs,
-                    uint32_t ninputs, lt_exec_result_t *r) {
+                    void **grant, uint32_t ninputs, lt_exec_result_t *r) {
   for (uint32_t s = 0; s < nstages; s++) {
     if (s == 0) {
-      if (call_stage(&stages[0], inputs, ninputs, r, NULL) != LT_OK) return;
+      if (call_stage(&stages[0], inputs, grant, ninputs, r, NULL) != LT_OK) return;
     } else {
-      /* The previous stage's output is this stage's only input. */
-      void *prev = r->out[0];
-      lt_bytes_t in = {prev, r->outlen[0]};
+      /* The previous stage's output is this stage's only input, and nobody else's: the stage
+       * may write over it. */
+      void *prev[1] = {r->out[0]};
+      lt_bytes_t in = {prev[0], r->outlen[0]};
       free(r->out);
       free(r->outlen);
       r->out = NULL;
       r->outlen = NULL;
       r->nout = 0;
-      int rc = call_stage(&stages[s], &in, 1, r, NULL);
-      free(prev);
+      int rc = call_stage(&stages[s], &in, prev, 1, r, NULL);
+      lt__bufpool_free(prev[0]); /* NULL when the stage took it */
       if (rc != LT_OK) return;
     }
     if (expect_one(&stages[s], r) != LT_OK) return;
@@ -86,18 +89,19 @@ static void run_seq(const lt_exec_stage_t *stages, uint32_t nstages, const lt_by
 }
 
 static void run_split(const lt_exec_stage_t *stages, uint32_t nstages, const lt_bytes_t *inputs,
-                      uint32_t ninputs, lt_exec_result_t *r) {
+                      void **grant, uint32_t ninputs, lt_exec_result_t *r) {
   (void)nstages;
-  call_stage(&stages[0], inputs, ninputs, r, NULL);
+  call_stage(&stages[0], inputs, grant, ninputs, r, NULL);
 }
 
 /* run_test runs the condition of stages[0] into r->answer (1 or 0); LT_EKERNEL when it gave
  * none. A condition's outputs mean nothing and are dropped. */
 static void run_test(const lt_exec_stage_t *stages, uint32_t nstages, const lt_bytes_t *inputs,
-                     uint32_t ninputs, lt_exec_result_t *r) {
+                     void **grant, uint32_t ninputs, lt_exec_result_t *r) {
   (void)nstages;
+  (void)grant; /* its input goes on to what runs next: never written over */
   int answer = -1;
-  if (call_stage(&stages[0], inputs, ninputs, r, &answer) != LT_OK) return;
+  if (call_stage(&stages[0], inputs, NULL, ninputs, r, &answer) != LT_OK) return;
   lt__exec_result_clear(r);
   if (answer < 0) {
     r->status = LT_EKERNEL;
@@ -109,10 +113,11 @@ static void run_test(const lt_exec_stage_t *stages, uint32_t nstages, const lt_b
 }
 
 static void run_dcstep(const lt_exec_stage_t *stages, uint32_t nstages, const lt_bytes_t *inputs,
-                       uint32_t ninputs, lt_exec_result_t *r) {
-  run_test(stages, nstages, inputs, ninputs, r);
+                       void **grant, uint32_t ninputs, lt_exec_result_t *r) {
+  (void)grant; /* a base case's input goes on to the leaf: never written over */
+  run_test(stages, nstages, inputs, NULL, ninputs, r);
   if (r->status != LT_OK || r->answer == 1) return;
-  call_stage(&stages[1], inputs, ninputs, r, NULL);
+  call_stage(&stages[1], inputs, NULL, ninputs, r, NULL);
 }
 
 /* The ops, indexed by their lt_op_t value. */
@@ -162,6 +167,12 @@ int lt__op_valid(uint32_t op, uint32_t nstages) {
 
 void lt__exec_run(uint32_t op, const lt_exec_stage_t *stages, uint32_t nstages,
                   const lt_bytes_t *inputs, uint32_t ninputs, lt_exec_result_t *r) {
+  lt__exec_run_owned(op, stages, nstages, inputs, NULL, ninputs, r);
+}
+
+void lt__exec_run_owned(uint32_t op, const lt_exec_stage_t *stages, uint32_t nstages,
+                        const lt_bytes_t *inputs, void **grant, uint32_t ninputs,
+                        lt_exec_result_t *r) {
   memset(r, 0, sizeof *r);
   r->answer = -1;
   if (!lt__op_valid(op, nstages)) {
@@ -170,13 +181,13 @@ void lt__exec_run(uint32_t op, const lt_exec_stage_t *stages, uint32_t nstages,
              nstages);
     return;
   }
-  lt__op(op)->run(stages, nstages, inputs, ninputs, r);
+  lt__op(op)->run(stages, nstages, inputs, grant, ninputs, r);
   if (r->status != LT_OK) lt__exec_result_clear(r);
 }
 
 void lt__exec_result_clear(lt_exec_result_t *r) {
   for (uint32_t i = 0; i < r->nout; i++)
-    free(r->out[i]);
+    lt__bufpool_free(r->out[i]);
   free(r->out);
   free(r->outlen);
   r->out = NULL;

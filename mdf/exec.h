@@ -22,8 +22,9 @@ typedef struct lt_exec_result {
   int status; /* LT_OK, LT_EKERNEL (the kernel failed), LT_ENOMEM */
   int answer; /* DCSTEP: 1 base case, 0 divided; TEST: 1 true, 0 false; else -1 */
   uint32_t nout;
-  void **out; /* malloc'd outputs (caller takes them or clears) */
+  void **out; /* outputs from lt__bufpool_alloc (caller takes them or clears) */
   size_t *outlen;
+  uint32_t in_place; /* outputs made in their input's buffer (lt_call_output_from_input) */
   char errmsg[LT_KERNEL_ERRMSG_MAX + 128];
 } lt_exec_result_t;
 
@@ -31,8 +32,10 @@ typedef struct lt_exec_result {
  * parts up to LT_MAX_PARTS. */
 typedef enum lt_op_outputs { LT_OP_OUT_ONE = 1, LT_OP_OUT_PARTS } lt_op_outputs_t;
 
+/* An op's semantics: runs its stages on inputs (grant: see lt__exec_run_owned) into r. */
 typedef void (*lt_op_run_fn)(const lt_exec_stage_t *stages, uint32_t nstages,
-                             const lt_bytes_t *inputs, uint32_t ninputs, lt_exec_result_t *r);
+                             const lt_bytes_t *inputs, void **grant, uint32_t ninputs,
+                             lt_exec_result_t *r);
 
 /* A row of the table of instruction ops (lt_op_t of msg.h): what the runtime may assume of
  * an instruction of that op. The executor, the server's task code, the client's dispatcher
@@ -66,6 +69,15 @@ int lt__op_valid(uint32_t op, uint32_t nstages);
  * case. */
 void lt__exec_run(uint32_t op, const lt_exec_stage_t *stages, uint32_t nstages,
                   const lt_bytes_t *inputs, uint32_t ninputs, lt_exec_result_t *r);
+
+/* lt__exec_run_owned is lt__exec_run with grants (lt__call_init_owned): grant[i], when not
+ * NULL, is inputs[i]'s buffer, the caller's and read by nobody else, which the first stage of
+ * a SEQ or a SPLIT may take as an output (lt_call_output_from_input); a taken one is set to
+ * NULL, the caller frees those left. A SEQ grants each later stage the previous stage's
+ * output. Ops that keep their inputs (DCSTEP, TEST) grant nothing. grant may be NULL. */
+void lt__exec_run_owned(uint32_t op, const lt_exec_stage_t *stages, uint32_t nstages,
+                        const lt_bytes_t *inputs, void **grant, uint32_t ninputs,
+                        lt_exec_result_t *r);
 
 /* lt__exec_result_clear frees outputs still held by r. */
 void lt__exec_result_clear(lt_exec_result_t *r);

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <lithium/error.h>
+#include "bufpool.h"
 #include "log.h"
 #include "msg.h"
 
@@ -35,6 +36,7 @@ enum {
   OPT_SPEED,
   OPT_NO_SUPERVISE,
   OPT_MAX_SESSION_BYTES,
+  OPT_POOL_BYTES,
   OPT_MAX_PARKED,
   OPT_MAX_QUEUED,
   OPT_MAX_VALUES,
@@ -63,6 +65,7 @@ static const struct option long_opts[] = {
     {"speed", required_argument, NULL, OPT_SPEED},
     {"no-supervise", no_argument, NULL, OPT_NO_SUPERVISE},
     {"max-session-bytes", required_argument, NULL, OPT_MAX_SESSION_BYTES},
+    {"pool-bytes", required_argument, NULL, OPT_POOL_BYTES},
     {"max-parked", required_argument, NULL, OPT_MAX_PARKED},
     {"max-queued", required_argument, NULL, OPT_MAX_QUEUED},
     {"max-session-values", required_argument, NULL, OPT_MAX_VALUES},
@@ -100,6 +103,8 @@ void lt__args_usage(FILE *f) {
           "      --no-supervise     run without a supervisor process (one that restarts a\n"
           "                         worker killed by a signal on the same endpoint)\n"
           "      --max-session-bytes BYTES  values one session may hold, k/m/g (default 1g)\n"
+          "      --pool-bytes BYTES  idle output buffers kept mapped for reuse, k/m/g\n"
+          "                         (default 256m; 0: every output malloc'd and freed)\n"
           "      --max-parked N     instructions of one session waiting for inputs (default %d)\n"
           "      --max-queued N     instructions of one session queued or running (default %d)\n"
           "      --max-session-values N  values (pending, ready or failed) one session may\n"
@@ -219,6 +224,7 @@ int lt__args_parse(lt_srv_args_t *a, int argc, char **argv, FILE *out, FILE *err
   a->max_peers = LT_SRV_DEFAULT_MAX_PEERS;
   a->slowdown = 1.0;
   a->max_session_bytes = LT_SRV_DEFAULT_SESSION_BYTES;
+  a->pool_bytes = LT_BUFPOOL_DEFAULT_MAX;
   a->max_parked = LT_SRV_DEFAULT_MAX_PARKED;
   a->max_queued = LT_SRV_DEFAULT_MAX_QUEUED;
   a->max_values = LT_SRV_DEFAULT_MAX_VALUES;
@@ -303,6 +309,13 @@ int lt__args_parse(lt_srv_args_t *a, int argc, char **argv, FILE *out, FILE *err
     case OPT_MAX_SESSION_BYTES:
       if (lt__args_parse_size(optarg, &a->max_session_bytes) != LT_OK)
         return usage_error(err, "bad --max-session-bytes '%s'", optarg);
+      break;
+    case OPT_POOL_BYTES:
+      /* 0 turns the pool off; lt__args_parse_size refuses it, as a quota of 0 is a mistake. */
+      if (strcmp(optarg, "0") == 0)
+        a->pool_bytes = 0;
+      else if (lt__args_parse_size(optarg, &a->pool_bytes) != LT_OK)
+        return usage_error(err, "bad --pool-bytes '%s'", optarg);
       break;
     case OPT_MAX_PARKED:
     case OPT_MAX_QUEUED:

@@ -48,6 +48,7 @@ typedef struct lt_srv_args {
   double speed;       /* experiments: welcome speed instead of the calibration; 0 = calibrate */
   bool no_supervise;  /* run the worker alone, without a supervisor process */
   uint64_t max_session_bytes; /* bytes of values one session may hold in the store */
+  uint64_t pool_bytes;        /* idle output buffers kept mapped (bufpool.h); 0: no pool */
   uint32_t max_parked;        /* instructions one session may have parked */
   uint32_t max_queued;        /* instructions one session may have queued or running */
   uint32_t max_values;        /* ids (values pending, ready or failed) one session may hold */

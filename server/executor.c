@@ -108,7 +108,7 @@ static run_times_t run_chain(lt_executor_t *ex, const lt_job_t *job, const lt_by
                              lt_exec_result_t *r) {
   uint64_t t0 = lt__executor_now_us();
   lt__crashlog_enter(worker, job->owner, seq);
-  lt__exec_run(job->op, job->stages, job->nstages, in, n, r);
+  lt__exec_run_owned(job->op, job->stages, job->nstages, in, job->grant, n, r);
   lt__crashlog_leave(worker);
   uint64_t t1 = lt__executor_now_us();
   if (ex->slowdown > 1.0) {

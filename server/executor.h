@@ -48,7 +48,7 @@ typedef struct lt_job_member {
   bool ran;     /* the worker ran it (none after a cut one does) */
   int status;   /* LT_OK, or its failure */
   char *errmsg; /* the failure's message (malloc'd; NULL when none or out of memory) */
-  void *out;    /* its one output when it succeeded (malloc'd: take it or free it) */
+  void *out;    /* its one output when it succeeded (lt__bufpool_alloc'd: take it or free it) */
   size_t outlen;
   uint64_t service_us, start_us, cpu_us; /* as the job's own */
 } lt_job_member_t;
@@ -63,6 +63,8 @@ struct lt_job {
   const lt_exec_stage_t *stages;
   uint32_t nstages;
   const lt_bytes_t *inputs;
+  void **grant; /* NULL, or per input its buffer the kernel may write over (lt__exec_run_owned);
+                   a pack has none */
   uint32_t ninputs;
   void *data;
   lt_exgroup_t *group; /* NULL: no limit */

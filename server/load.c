@@ -2,10 +2,12 @@
  * counters (queued includes the instructions held back by a session's thread window),
  * parked instructions, store size, bytes fetched from and served to peer servers, and the
  * process's recent CPU use, sampled with getrusage every 250 ms by a uv timer, plus the
- * server's incarnation and whether it is stopping.
+ * server's incarnation and whether it is stopping. The same timer trims the output buffer
+ * pool (bufpool.h) of buffers left idle.
  * Loop thread only. */
 #include <sys/resource.h>
 #include <sys/time.h>
+#include "bufpool.h"
 #include "server.h"
 
 #define LOAD_SAMPLE_MS 250 /* the client learns a server's cores from it: keep it recent */
@@ -25,6 +27,8 @@ static void on_sample(uv_timer_t *h) {
     srv->cpu = (float)((double)(cpu - srv->cpu_prev_us) / (double)(wall - srv->wall_prev_us));
   srv->cpu_prev_us = cpu;
   srv->wall_prev_us = wall;
+  /* The output pool's clock: buffers idle for LT_BUFPOOL_IDLE_TICKS samples are unmapped. */
+  lt__bufpool_tick();
 }
 
 void lt__load_start(lt_server_t *srv) {

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <lithium/error.h>
+#include "bufpool.h"
 #include "calibrate.h"
 #include "conns.h"
 #include "cpus.h"
@@ -910,6 +911,7 @@ int lt__server_new(lt_server_t **out, const lt_srv_args_t *a, char *err, size_t 
   if ((rc = setup_shipping(srv, a, err, errlen)) != LT_OK) goto fail;
   if ((rc = lt__conns_start(srv, err, errlen)) != LT_OK) goto fail;
   if ((rc = bind_socket(srv, a, err, errlen)) != LT_OK) goto fail;
+  lt__bufpool_configure(a->pool_bytes); /* before any kernel makes an output */
   if ((rc = lt__executor_new(&srv->ex, &srv->loop, a->threads, a->slowdown, lt__task_on_done,
                              srv)) != LT_OK) {
     snprintf(err, errlen, "cannot start %d worker threads: %s", a->threads, lt_strerror(rc));

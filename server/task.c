@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <lithium/error.h>
+#include "bufpool.h"
 #include "queue.h"
 #include "exec.h"
 #include "log.h"
@@ -43,6 +44,7 @@ typedef struct task_input {
   bool has_msg; /* msg holds an INLINE payload frame */
   bool copy;    /* a reader of a copy fetched from a peer (lt__peer_unref when done) */
   bool told;    /* lt__peer_need has told the holder what this reader is */
+  bool granted; /* its value left the store and its buffer is t->grant[idx] (grant_inputs) */
   char *holder; /* REF held by another server: its endpoint; else NULL */
   char *key;    /* its announced public key ("" when none), with holder */
   zmq_msg_t msg;
@@ -69,6 +71,8 @@ struct lt_task {
   uint32_t ninputs;
   task_input_t *inputs;
   lt_bytes_t *in; /* what the kernel sees */
+  void **grant;   /* NULL, or per input the buffer its kernel may write over (grant_inputs):
+                     owned, freed here unless the kernel took it as an output */
   uint32_t nwait;
   lt_oid_t out;    /* the output id (SEQ), or the id of part 0 (SPLIT, DCSTEP) */
   uint64_t secret; /* its session's secret: what its fetches from peers present */
@@ -104,9 +108,12 @@ static void task_free(lt_server_t *srv, lt_task_t *t) {
     free(in->holder);
     free(in->key);
   }
+  for (uint32_t i = 0; t->grant != NULL && i < t->ninputs; i++)
+    lt__bufpool_free(t->grant[i]);
+  free(t->grant);
   if (t->ran) lt__exec_result_clear(&t->job.result);
   for (uint32_t i = 0; t->members != NULL && i < t->pack; i++) {
-    free(t->members[i].out);
+    lt__bufpool_free(t->members[i].out);
     free(t->members[i].errmsg);
   }
   lt__program_unref(t->prog);
@@ -160,9 +167,35 @@ static bool queue_job(lt_server_t *srv, lt_task_t *t) {
   return true;
 }
 
+/* grant_inputs gives t's kernel the inputs it may write over (lt_call_output_from_input):
+ * t is their last reader (LT_INSTR_RELEASE_INPUTS, one run, an op that does not pass its
+ * inputs on), and each is a kernel's output buffer (LT_VALUE_POOL) held on this server by
+ * nobody but the store and t (no other reader, no send in flight). Such a value leaves the
+ * store now rather than when t ends, and its buffer becomes t's; from then on a CANCEL
+ * cannot take t back before it runs (exec_cancel), since a retry elsewhere would find its
+ * input gone. Without memory for the array nothing is granted. */
+static void grant_inputs(lt_server_t *srv, lt_task_t *t) {
+  if (!(t->flags & LT_INSTR_RELEASE_INPUTS) || t->pack > 1 || lt__op(t->op)->keeps_inputs) return;
+  for (uint32_t i = 0; i < t->ninputs; i++) {
+    task_input_t *in = &t->inputs[i];
+    lt_value_t *v = in->val;
+    if (in->kind != LT_INPUT_REF || v == NULL || in->copy || in->holder != NULL ||
+        v->kind != LT_VALUE_POOL || atomic_load(&v->refs) != 2)
+      continue;
+    if (t->grant == NULL && (t->grant = calloc(t->ninputs, sizeof *t->grant)) == NULL) return;
+    /* Loop thread: nobody can take a new reference between the count and the release. */
+    lt__store_release(srv->store, in->id);
+    t->grant[i] = lt__value_take_pooled(v);
+    in->val = NULL;
+    in->granted = true;
+  }
+}
+
 /* submit hands t to the executor, in its session's group: the executor runs at most the
  * session's window of them at once. While an EXECUTE is taken, t waits for its end. */
 static void submit(lt_server_t *srv, lt_task_t *t) {
+  grant_inputs(srv, t);
+  t->job.grant = t->grant;
   t->job.op = t->op;
   t->job.stages = t->stages;
   t->job.nstages = t->nstages;
@@ -216,9 +249,11 @@ static void bound_one(lt_server_t *srv, lt_task_t *t) {
   fire(srv, t);
 }
 
-/* exec_cancel takes a queued t off the executor; false when a worker has it already. */
-static bool exec_cancel(lt_server_t *srv, lt_task_t *t) {
-  if (!lt__executor_cancel(srv->ex, &t->job)) return false;
+/* exec_cancel takes a queued t off the executor; false when a worker has it already, or, for
+ * a client that would run it again elsewhere (`retry`), when t holds granted inputs: they are
+ * nowhere else now, so it runs here. */
+static bool exec_cancel(lt_server_t *srv, lt_task_t *t, bool retry) {
+  if ((retry && t->grant != NULL) || !lt__executor_cancel(srv->ex, &t->job)) return false;
   srv->inexec--;
   if (t->sess != NULL) t->sess->nexec -= t->pack;
   t->state = TASK_NEW;
@@ -295,7 +330,7 @@ static void release_expected(lt_server_t *srv, lt_task_t *t) {
 static void release_range(lt_server_t *srv, lt_task_t *t, uint32_t from, uint32_t to) {
   for (uint32_t i = from; i < to; i++) {
     task_input_t *in = &t->inputs[i];
-    if (in->kind != LT_INPUT_REF) continue;
+    if (in->kind != LT_INPUT_REF || in->granted) continue; /* a granted one left already */
     lt__store_release(srv->store, in->id);
     if (in->holder != NULL && !in->told)
       lt__peer_release(srv, in->holder, in->key, t->secret, in->id);
@@ -326,7 +361,7 @@ static void release_inputs(lt_server_t *srv, lt_task_t *t) {
 static int store_outputs(lt_server_t *srv, lt_task_t *t, lt_oid_t first, uint32_t n, void **out,
                          const size_t *outlen, lt_value_t **vals, char *err, size_t errlen) {
   for (uint32_t i = 0; i < n; i++) {
-    vals[i] = lt__value_wrap(out[i], outlen[i]);
+    vals[i] = lt__value_pooled(out[i], outlen[i]);
     out[i] = NULL; /* taken, also when wrapping failed */
     if (vals[i] == NULL) {
       snprintf(err, errlen, "out of memory for output %u", i);
@@ -838,7 +873,7 @@ void lt__task_cancel(lt_server_t *srv, lt_session_t *s, const uint64_t *seqs, ui
     if (t == NULL) continue;
     if (t->state == TASK_PARKED) {
       unpark_all(srv, t);
-    } else if (t->state != TASK_EXEC || !exec_cancel(srv, t)) {
+    } else if (t->state != TASK_EXEC || !exec_cancel(srv, t, true)) {
       continue; /* running, or already failing */
     }
     fail_later(srv, t, LT_ECANCELED, "canceled by the client");
@@ -943,7 +978,7 @@ void lt__task_drop_session(lt_server_t *srv, lt_session_t *s) {
     t->sess = NULL;
     if (t->state == TASK_PARKED || t->state == TASK_NEW) {
       unpark_all(srv, t);
-    } else if (t->state != TASK_EXEC || !exec_cancel(srv, t)) {
+    } else if (t->state != TASK_EXEC || !exec_cancel(srv, t, false)) {
       /* Running or failing: finished as an orphan later, out of the session's group. */
       if (t->state == TASK_EXEC) lt__executor_detach(srv->ex, &t->job);
       continue;
@@ -965,7 +1000,7 @@ void lt__task_shutdown(lt_server_t *srv) {
     HASH_ITER(hh, s->tasks, t, tmp) {
       if (t->state == TASK_PARKED) {
         unpark_all(srv, t);
-      } else if (t->state != TASK_EXEC || !exec_cancel(srv, t)) {
+      } else if (t->state != TASK_EXEC || !exec_cancel(srv, t, false)) {
         continue;
       }
       fail_later(srv, t, LT_ESHUTDOWN, "server shutting down");

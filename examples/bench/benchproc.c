@@ -99,3 +99,24 @@ long bench_proc_kib(pid_t pid, const char *field) {
   fclose(f);
   return kib;
 }
+
+int bench_proc_cpu(pid_t pid, double *cpu_s, double *minflt) {
+  char path[64], line[1024];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (f == NULL) return -1;
+  char *got = fgets(line, sizeof line, f);
+  fclose(f);
+  /* The command name may hold spaces and parentheses: the fields follow the last ')'. */
+  char *p = got != NULL ? strrchr(line, ')') : NULL;
+  unsigned long long flt = 0, utime = 0, stime = 0;
+  /* After ')': state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime
+   * stime (proc(5)). */
+  if (p == NULL || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %llu %*u %*u %*u %llu %llu", &flt,
+                          &utime, &stime) != 3)
+    return -1;
+  long hz = sysconf(_SC_CLK_TCK);
+  *cpu_s = (double)(utime + stime) / (double)(hz > 0 ? hz : 100);
+  *minflt = (double)flt;
+  return 0;
+}

@@ -1,6 +1,7 @@
 /* benchproc.h: lithium-server processes a benchmark starts and stops itself (so that it knows
  * each one's pid and endpoint), and the memory of a process as Linux reports it. For the
- * memory benchmark, which reads the servers' peak RSS. The thread that starts a server
+ * memory benchmark, which reads the servers' peak RSS, and the data-heavy ones, which read
+ * their CPU time and page faults. The thread that starts a server
  * stops it; bench_proc_kib may be called from any thread. */
 #ifndef LT_BENCHPROC_H
 #define LT_BENCHPROC_H
@@ -28,5 +29,10 @@ void bench_server_stop(bench_server_t *s);
 /* bench_proc_kib returns the value in KiB of `field` ("VmRSS", "VmHWM": the peak RSS) of
  * /proc/PID/status (pid 0: this process), or -1 when it cannot be read. */
 long bench_proc_kib(pid_t pid, const char *field);
+
+/* bench_proc_cpu reads the CPU time (user + system, in seconds) and the minor page faults of
+ * process `pid` from /proc/PID/stat into *cpu_s and *minflt. Returns 0, or -1 when it cannot
+ * be read. */
+int bench_proc_cpu(pid_t pid, double *cpu_s, double *minflt);
 
 #endif

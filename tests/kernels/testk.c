@@ -30,6 +30,8 @@
  *   hog_mem    any inputs; param: MiB as decimal text; one output of that many bytes.
  *   abort_if   1 input, int64; param: the name of an environment variable: a server started
  *              with it set aborts on every call (a flaky host); elsewhere input + 1.
+ *   inplace    1 input, int64; its output from the input (lt_call_output_from_input):
+ *              input + 1000000 when made in the input's own buffer, input + 1 when copied.
  */
 #include <errno.h>
 #include <signal.h>
@@ -357,4 +359,18 @@ LT_KERNEL(abort_if, call) {
   int64_t v = 0;
   if (int_input(call, "abort_if", &v) != 0) return 1;
   return int_output(call, (int64_t)((uint64_t)v + 1));
+}
+
+/* The mark testk:inplace adds when its output is its input's own buffer. */
+#define INPLACE_MARK 1000000
+
+LT_KERNEL(inplace, call) {
+  int64_t v = 0;
+  if (int_input(call, "inplace", &v) != 0) return 1;
+  const void *in = lt_call_input(call, 0, NULL);
+  unsigned char *out = lt_call_output_from_input(call, 0, 8);
+  if (out == NULL) return lt_call_fail(call, "out of memory");
+  if (get_i64(out) != v) return lt_call_fail(call, "inplace: the output does not hold the input");
+  put_i64(out, (int64_t)((uint64_t)v + ((const void *)out == in ? INPLACE_MARK : 1)));
+  return 0;
 }

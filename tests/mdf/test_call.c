@@ -1,6 +1,8 @@
 /* test_call.c: running kernels through lt__call_t: inputs, parameter, outputs (none, one,
- * several, empty), answers, failures with the kernel's message or "kernel returned N", and
- * out-of-memory outputs. Kernels come from testk (LT_TEST_MODULES) or are defined here. */
+ * several, empty), answers, failures with the kernel's message or "kernel returned N",
+ * out-of-memory outputs, and outputs made from inputs (lt_call_output_from_input: in place
+ * when granted, else copied, also on a runtime of ABI 1). Kernels come from testk (LT_TEST_MODULES)
+ * or are defined here. */
 #include <criterion/criterion.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -9,6 +11,7 @@
 
 #include <lithium/error.h>
 
+#include "bufpool.h"
 #include "call.h"
 #include "module.h"
 
@@ -58,7 +61,7 @@ static char *take_str(lt__call_t *c, uint32_t i, size_t *len) {
   char *s = malloc(*len + 1);
   memcpy(s, data, *len);
   s[*len] = '\0';
-  free(data);
+  lt__bufpool_free(data);
   return s;
 }
 
@@ -69,7 +72,7 @@ static int64_t take_i64(lt__call_t *c, uint32_t i) {
   cr_assert_eq(len, 8);
   int64_t x;
   memcpy(&x, data, 8);
-  free(data);
+  lt__bufpool_free(data);
   return x;
 }
 
@@ -182,7 +185,7 @@ Test(call, concat_inputs) {
   lt__call_take_output(&c, 0, &data, &len);
   cr_assert_eq(len, 0);
   cr_assert_not_null(data);
-  free(data);
+  lt__bufpool_free(data);
   lt__call_clear(&c);
 }
 
@@ -203,7 +206,7 @@ Test(call, param) {
   lt__call_take_output(&c, 0, &data, &len);
   cr_assert_eq(len, 0);
   cr_assert_not_null(data, "a zero-length output still has a pointer");
-  free(data);
+  lt__bufpool_free(data);
   lt__call_clear(&c);
 }
 
@@ -265,7 +268,7 @@ Test(call, arity) {
   lt__call_take_output(&c, 0, &data, &len);
   cr_assert_eq(len, 0);
   cr_assert_not_null(data);
-  free(data);
+  lt__bufpool_free(data);
   lt__call_clear(&c);
 }
 
@@ -363,7 +366,7 @@ Test(call, many_outputs) {
     cr_assert_not_null(data);
     for (size_t k = 0; k < len; k++)
       cr_assert_eq(((unsigned char *)data)[k], i & 0xff);
-    free(data);
+    lt__bufpool_free(data);
   }
   lt__call_clear(&c); /* frees the outputs not taken */
 }
@@ -384,5 +387,102 @@ Test(call, output_out_of_memory) {
   lt__call_init(&c, NULL, 0, bytes(NULL, 0));
   cr_assert_eq(lt__call_run(&c, output_64tib), LT_ENOMEM);
   cr_assert_str_eq(c.errmsg, "no 64 TiB");
+  lt__call_clear(&c);
+}
+
+/* The mark testk:inplace adds when its output is its input's own buffer. */
+#define INPLACE_MARK 1000000
+
+/* lt_call_output_from_input: a granted input becomes the output without a copy (the grant
+ * is used up); an input not granted, or granted with too little room, is copied. */
+Test(call, output_from_input) {
+  int64_t *own = lt__bufpool_alloc(8);
+  *own = 41;
+  lt_bytes_t in = i64(own);
+  void *grant[1] = {own};
+  lt__call_t c;
+  lt__call_init_owned(&c, &in, grant, 1, bytes(NULL, 0));
+  cr_assert_eq(lt__call_run(&c, kernel("testk:inplace")), LT_OK, "%s", c.errmsg);
+  cr_assert_eq(c.in_place, 1);
+  cr_assert_null(grant[0], "the grant is used up");
+  void *data;
+  size_t len;
+  lt__call_take_output(&c, 0, &data, &len);
+  cr_assert_eq(data, own, "the output is the input's buffer");
+  cr_assert_eq(*(int64_t *)data, 41 + INPLACE_MARK);
+  lt__bufpool_free(data);
+  lt__call_clear(&c);
+
+  int64_t x = 41;
+  in = i64(&x);
+  lt__call_init(&c, &in, 1, bytes(NULL, 0));
+  cr_assert_eq(lt__call_run(&c, kernel("testk:inplace")), LT_OK, "%s", c.errmsg);
+  cr_assert_eq(c.in_place, 0);
+  cr_assert_eq(take_i64(&c, 0), 42, "not granted: a copy");
+  cr_assert_eq(x, 41, "the input is untouched");
+  lt__call_clear(&c);
+}
+
+/* A kernel that takes its granted input and fails: the buffer goes with the call's outputs,
+ * once, and the grant says it is not the caller's any more. */
+static int take_then_fail(lt_call_t *call) {
+  if (lt_call_output_from_input(call, 0, 8) == NULL) return lt_call_fail(call, "no output");
+  return lt_call_fail(call, "failed after taking its input");
+}
+
+/* Asking for more than the granted buffer holds copies into a fresh output. */
+static int grow(lt_call_t *call) {
+  size_t len = 0;
+  const void *in = lt_call_input(call, 0, &len);
+  unsigned char *out = lt_call_output_from_input(call, 0, len * 2);
+  if (out == NULL) return lt_call_fail(call, "no output");
+  if ((const void *)out == in || memcmp(out, in, len) != 0) return lt_call_fail(call, "bad copy");
+  memset(out + len, 0, len);
+  return 0;
+}
+
+Test(call, output_from_input_edges) {
+  int64_t *own = lt__bufpool_alloc(8);
+  *own = 7;
+  lt_bytes_t in = i64(own);
+  void *grant[1] = {own};
+  lt__call_t c;
+  lt__call_init_owned(&c, &in, grant, 1, bytes(NULL, 0));
+  cr_assert_eq(lt__call_run(&c, take_then_fail), LT_EKERNEL);
+  cr_assert_null(grant[0], "freed with the failed call's outputs");
+  lt__call_clear(&c);
+
+  own = lt__bufpool_alloc(8);
+  *own = 7;
+  in = i64(own);
+  grant[0] = own;
+  lt__call_init_owned(&c, &in, grant, 1, bytes(NULL, 0));
+  cr_assert_eq(lt__call_run(&c, grow), LT_OK, "%s", c.errmsg);
+  cr_assert_eq(grant[0], own, "too small: not taken, still the caller's");
+  size_t len = 0;
+  char *s = take_str(&c, 0, &len);
+  cr_assert_eq(len, 16);
+  free(s);
+  lt__call_clear(&c);
+  lt__bufpool_free(own);
+
+  lt__call_init(&c, &in, 1, bytes(NULL, 0));
+  cr_assert_null(c.pub.ops->output_from_input(&c.pub, 1, 8), "input 1 is out of range");
+  lt__call_clear(&c);
+}
+
+/* A kernel built against this header on a runtime of ABI 1 (no output_from_input) gets a
+ * fresh output with its input copied in. */
+Test(call, output_from_input_on_abi_1) {
+  int64_t x = 41;
+  lt_bytes_t in = i64(&x);
+  lt__call_t c;
+  lt__call_init(&c, &in, 1, bytes(NULL, 0));
+  lt_call_ops_t old = *c.pub.ops;
+  old.abi = 1;
+  old.output_from_input = NULL;
+  c.pub.ops = &old;
+  cr_assert_eq(lt__call_run(&c, kernel("testk:inplace")), LT_OK, "%s", c.errmsg);
+  cr_assert_eq(take_i64(&c, 0), 42);
   lt__call_clear(&c);
 }

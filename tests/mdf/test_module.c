@@ -12,6 +12,7 @@
 
 #include <lithium/error.h>
 
+#include "bufpool.h"
 #include "call.h"
 #include "module.h"
 
@@ -70,7 +71,7 @@ static int64_t run_int(lt_kernel_fn fn, int64_t x) {
   cr_assert_eq(len, 8);
   int64_t y;
   memcpy(&y, data, 8);
-  free(data);
+  lt__bufpool_free(data);
   lt__call_clear(&c);
   return y;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <lithium/error.h>
 #include "args.h"
+#include "bufpool.h"
 #include "log.h"
 
 typedef struct streams {
@@ -323,6 +324,32 @@ Test(args, containment_flags) {
   const char *bad[] = {"lithium-server", "--max-parked", "0", NULL};
   cr_assert_eq(parse(&a, &s, bad), LT_ARGS_EXIT_USAGE);
   cr_assert(strstr(s.ebuf, "bad count '0'") != NULL, "%s", s.ebuf);
+  lt__args_free(&a);
+  streams_free(&s);
+}
+
+/* --pool-bytes bounds the idle output buffers kept mapped (bufpool.h); 0 turns the pool off. */
+Test(args, pool_bytes) {
+  lt_srv_args_t a;
+  streams_t s = {0};
+  const char *dflt[] = {"lithium-server", NULL};
+  cr_assert_eq(parse(&a, &s, dflt), LT_ARGS_RUN);
+  cr_assert_eq(a.pool_bytes, LT_BUFPOOL_DEFAULT_MAX);
+  lt__args_free(&a);
+  streams_free(&s);
+  const char *set[] = {"lithium-server", "--pool-bytes", "64m", NULL};
+  cr_assert_eq(parse(&a, &s, set), LT_ARGS_RUN, "%s", s.ebuf);
+  cr_assert_eq(a.pool_bytes, (uint64_t)64 << 20);
+  lt__args_free(&a);
+  streams_free(&s);
+  const char *off[] = {"lithium-server", "--pool-bytes", "0", NULL};
+  cr_assert_eq(parse(&a, &s, off), LT_ARGS_RUN, "%s", s.ebuf);
+  cr_assert_eq(a.pool_bytes, 0);
+  lt__args_free(&a);
+  streams_free(&s);
+  const char *bad[] = {"lithium-server", "--pool-bytes", "lots", NULL};
+  cr_assert_eq(parse(&a, &s, bad), LT_ARGS_EXIT_USAGE);
+  cr_assert(strstr(s.ebuf, "bad --pool-bytes 'lots'") != NULL, "%s", s.ebuf);
   lt__args_free(&a);
   streams_free(&s);
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zmq.h>
 #include <lithium/error.h>
 #include "server/srv_helper.h"
 
@@ -122,18 +123,40 @@ static int pump(st_t *s, int timeout_ms) {
     }                                                                                              \
   } while (0)
 
-static void start(st_t *s, const char *const *extra) {
+/* start_peers starts a server with the flags `extra` and opens the test's session, whose
+ * servers (the holders its REF inputs may name) are `peers`. */
+static void start_peers(st_t *s, const char *const *extra, const char *const *peers,
+                        uint32_t npeers) {
   memset(s, 0, sizeof *s);
   cr_assert_eq(th_server_start_default(&s->srv, extra), 0, "server did not start");
   cr_assert_eq(th_client_open(&s->c, s->srv.endpoint), 0);
   cr_assert_eq(th_hello_ok(&s->c, CLIENT), 0);
-  const char *kernels[] = {"testk:inc",  "testk:sleep",     "testk:fail",  "testk:two",
-                           "testk:none", "testk:echo",      "nosuchmod:f", "testk:positive",
-                           "testk:dbl",  "testk:neg_fails", "testk:busy"};
-  cr_assert_eq(th_program(&s->c, kernels, 11), 0);
+  const char *kernels[] = {"testk:inc",   "testk:sleep",     "testk:fail",  "testk:two",
+                           "testk:none",  "testk:echo",      "nosuchmod:f", "testk:positive",
+                           "testk:dbl",   "testk:neg_fails", "testk:busy",  "testk:inplace",
+                           "testk:concat"};
+  cr_assert_eq(th_program_peers(&s->c, kernels, 13, peers, npeers), 0);
 }
 
-enum { K_INC, K_SLEEP, K_FAIL, K_TWO, K_NONE, K_ECHO, K_BAD, K_POS, K_DBL, K_NEG, K_BUSY };
+static void start(st_t *s, const char *const *extra) {
+  start_peers(s, extra, NULL, 0);
+}
+
+enum {
+  K_INC,
+  K_SLEEP,
+  K_FAIL,
+  K_TWO,
+  K_NONE,
+  K_ECHO,
+  K_BAD,
+  K_POS,
+  K_DBL,
+  K_NEG,
+  K_BUSY,
+  K_INPLACE,
+  K_CONCAT
+};
 
 static void stop(st_t *s) {
   th_client_close(&s->c);
@@ -294,6 +317,91 @@ Test(protocol, welcome_fields) {
 
 /* A chain through the store: A keeps X, B reads X by reference and returns; B is parked
  * while A sleeps, visible in the load report. Then fetch, release, fetch again. */
+/* testk:inplace adds this to its input when its output is the input's own buffer
+ * (lt_call_output_from_input), 1 when it was copied. */
+#define INPLACE_MARK 1000000
+
+/* make_value runs testk:echo on `v` under instruction seq `seq` into the kept id `id`. */
+static void make_value(st_t *s, uint64_t seq, uint64_t id, int64_t v) {
+  unsigned char b[8];
+  th_put_i64(b, v);
+  lt_bytes_t pay = {b, 8};
+  lt_input_t in = inl(0);
+  lt_oid_t out = oid(id);
+  lt_instr_t i = instr(seq, K_ECHO, &in, 1, &out, 1, 0, NULL);
+  execute(s, &i, 1, &pay, 1);
+  WAIT_FOR(s, s->done[seq].got);
+  cr_assert_eq(s->done[seq].status, LT_OK, "%s", s->done[seq].msg);
+}
+
+/* run_inplace runs testk:inplace on the kept id `id` with `flags` (LT_INSTR_RETURN and more)
+ * and returns its result. */
+static int64_t run_inplace(st_t *s, uint64_t seq, uint64_t id, uint64_t out_id, uint32_t flags) {
+  lt_input_t in = ref(id);
+  lt_oid_t out = oid(out_id);
+  lt_instr_t i = instr(seq, K_INPLACE, &in, 1, &out, 1, flags, NULL);
+  execute(s, &i, 1, NULL, 0);
+  WAIT_FOR(s, s->done[seq].got);
+  cr_assert_eq(s->done[seq].status, LT_OK, "%s", s->done[seq].msg);
+  return s->done[seq].v[0];
+}
+
+/* The last reader of a kernel's output held by nobody else writes its output over the input
+ * (no copy); a reader that is not the last one gets a copy and the value stays as it was. */
+Test(protocol, output_from_input_in_place_for_the_last_reader) {
+  st_t *s = calloc(1, sizeof *s);
+  start(s, NULL);
+  make_value(s, 1, 10, 41);
+  cr_assert_eq(run_inplace(s, 2, 10, 11, LT_INSTR_RETURN), 42, "not the last reader: a copy");
+  simple(s, LT_MSG_FETCH, oid(10), 0);
+  WAIT_FOR(s, s->value[10].got);
+  cr_assert_eq(s->value[10].v[0], 41, "the value read by a copy is unchanged");
+  heartbeat(s, 20);
+  cr_assert_eq(s->load.values_held, 1);
+  cr_assert_eq(run_inplace(s, 3, 10, 12, LT_INSTR_RETURN | LT_INSTR_RELEASE_INPUTS),
+               41 + INPLACE_MARK, "the last reader writes in place");
+  heartbeat(s, 21);
+  cr_assert_eq(s->load.values_held, 0, "the input left with its last reader");
+  memset(&s->value[10], 0, sizeof s->value[10]);
+  simple(s, LT_MSG_FETCH, oid(10), 0);
+  WAIT_FOR(s, s->value[10].got);
+  cr_assert_eq(s->value[10].status, LT_ENOENT);
+  stop(s);
+  free(s);
+}
+
+/* A last reader whose input another task still holds gets a copy, so the other reader's bytes
+ * are not written over. The other reader waits, holding the value, for its second input from a
+ * "peer" that never answers (a silent ROUTER of the test's own), so it holds it for sure
+ * while the last reader runs. */
+Test(protocol, output_from_input_copied_when_shared) {
+  void *ctx = zmq_ctx_new(), *silent = zmq_socket(ctx, ZMQ_ROUTER);
+  int zero = 0;
+  zmq_setsockopt(silent, ZMQ_LINGER, &zero, sizeof zero);
+  cr_assert_eq(zmq_bind(silent, "tcp://127.0.0.1:*"), 0);
+  char ep[256];
+  size_t len = sizeof ep;
+  cr_assert_eq(zmq_getsockopt(silent, ZMQ_LAST_ENDPOINT, ep, &len), 0);
+  st_t *s = calloc(1, sizeof *s);
+  const char *peers[] = {ep};
+  start_peers(s, NULL, peers, 1);
+  make_value(s, 1, 20, 41);
+  lt_input_t cin[2] = {ref(20), {.kind = LT_INPUT_REF, .id = oid(22), .holder = ep}};
+  lt_oid_t cout = oid(21);
+  lt_instr_t c = instr(2, K_CONCAT, cin, 2, &cout, 1, LT_INSTR_RETURN, NULL);
+  execute(s, &c, 1, NULL, 0);
+  heartbeat(s, 30);
+  cr_assert_eq(s->load.parked, 1, "the other reader holds 20 and waits for 22 (%s)",
+               s->done[2].msg);
+  cr_assert_eq(run_inplace(s, 3, 20, 23, LT_INSTR_RETURN | LT_INSTR_RELEASE_INPUTS), 42,
+               "a value another task holds is copied");
+  cr_assert_not(s->done[2].got, "the other reader still waits, holding the value");
+  stop(s);
+  zmq_close(silent);
+  zmq_ctx_term(ctx);
+  free(s);
+}
+
 Test(protocol, ref_chain_parks_and_fetch) {
   st_t *s = calloc(1, sizeof *s);
   start(s, NULL);

@@ -10,12 +10,15 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define LT_KERNEL_ABI        1
+/* 2: lt_call_output_from_input (ops.output_from_input); a kernel built against this header
+ * still runs on a runtime of ABI 1, where it falls back to a fresh output and a copy. */
+#define LT_KERNEL_ABI        2
 #define LT_KERNEL_ERRMSG_MAX 512
 
 typedef struct lt_call lt_call_t;
@@ -29,6 +32,7 @@ typedef struct lt_call_ops {
   void *(*output)(lt_call_t *c, size_t len);
   int (*answer)(lt_call_t *c, int truth);
   int (*fail)(lt_call_t *c, const char *msg);
+  void *(*output_from_input)(lt_call_t *c, int i, size_t len); /* abi >= 2 */
 } lt_call_ops_t;
 
 struct lt_call {
@@ -64,6 +68,26 @@ static inline const void *lt_call_param(const lt_call_t *c, size_t *len) {
  * memory (the kernel should then fail). */
 static inline void *lt_call_output(lt_call_t *c, size_t len) {
   return c->ops->output(c, len);
+}
+
+/* lt_call_output_from_input makes the next output, of `len` bytes, holding input `i`'s bytes
+ * (its first min(len, input size) bytes as they are now; the rest uninitialised), for a
+ * kernel that transforms its input in place. When the call owns input i's buffer (the call
+ * is the value's last reader, nobody else holds it, and it is a kernel's output with room
+ * for len bytes), the output is that very buffer, without a copy: the pointer returned is
+ * then lt_call_input(c, i), and writing the output changes what the input shows. Otherwise
+ * the runtime makes a fresh output and copies the input into it. Either way the kernel may
+ * write the output at once, element by element over what it reads. The runtime owns it, as
+ * with lt_call_output. NULL when `i` is out of range or out of memory (the kernel should
+ * then fail). */
+static inline void *lt_call_output_from_input(lt_call_t *c, int i, size_t len) {
+  if (c->ops->abi >= 2) return c->ops->output_from_input(c, i, len);
+  /* A runtime older than this header: a fresh output and a copy. */
+  size_t n = 0;
+  const void *in = c->ops->input(c, i, &n);
+  void *out = in != NULL ? c->ops->output(c, len) : NULL;
+  if (out != NULL && n > 0) memcpy(out, in, n < len ? n : len);
+  return out;
 }
 
 /* lt_call_answer records the truth value of a condition kernel; returns 0. */
