@@ -110,6 +110,15 @@ int lt__module_kernel(void *handle, const char *kernel, lt_kernel_fn *fn, char *
   return LT_OK;
 }
 
+int lt__module_in_place(void *handle, const char *kernel) {
+  const char *colon = strchr(kernel, ':');
+  char symbol[NAME_MAX_LEN + sizeof "lt_in_place__"];
+  snprintf(symbol, sizeof symbol, "lt_in_place__%s", colon != NULL ? colon + 1 : kernel);
+  dlerror();
+  const int *flag = dlsym(handle, symbol);
+  return flag != NULL && *flag == 1;
+}
+
 int lt__modules_new(lt_modules_t **out) {
   lt_modules_t *m = calloc(1, sizeof *m);
   if (m == NULL) return LT_ENOMEM;
@@ -284,6 +293,19 @@ int lt__modules_resolve(lt_modules_t *m, const char *name, lt_kernel_fn *fn, cha
   if (rc == LT_OK) rc = lt__module_kernel(handle, name, fn, err, errlen);
   pthread_mutex_unlock(&m->mu);
   return rc;
+}
+
+int lt__modules_in_place(lt_modules_t *m, const char *name) {
+  char module[LT_MODULE_NAME_MAX + 1];
+  char err[8];
+  if (!lt__kernel_name_valid(name)) return 0;
+  lt__kernel_module(name, module);
+  pthread_mutex_lock(&m->mu);
+  void *handle = NULL;
+  int in_place =
+      load(m, module, &handle, err, sizeof err) == LT_OK && lt__module_in_place(handle, name);
+  pthread_mutex_unlock(&m->mu);
+  return in_place;
 }
 
 void lt__modules_free(lt_modules_t *m) {

@@ -78,4 +78,12 @@ int lt__module_open(const char *path, const char *name, void **handle, char *err
  * `handle`: its symbol lt_kernel_<function>. LT_ENOKERNEL with a message. */
 int lt__module_kernel(void *handle, const char *kernel, lt_kernel_fn *fn, char *err, size_t errlen);
 
+/* lt__module_in_place tells whether kernel `kernel` ("module:function") of the loaded module
+ * `handle` is declared to write in place (LT_KERNEL_IN_PLACE). */
+int lt__module_in_place(void *handle, const char *kernel);
+
+/* lt__modules_in_place tells the same of a kernel of the registry's modules (0 when its
+ * module does not load). */
+int lt__modules_in_place(lt_modules_t *m, const char *name);
+
 #endif

@@ -109,6 +109,7 @@ void lt__program_unref(lt_program_t *p) {
   free(p->mods);
   free(p->names);
   free(p->fns);
+  free(p->in_place);
   free(p->status);
   free(p->err);
   free(p);
@@ -137,13 +138,20 @@ static int resolve(lt_server_t *srv, const lt_session_t *s, lt_program_t *p, uin
   char module[LT_MODULE_NAME_MAX + 1];
   const lt_session_module_t *sm =
       lt__kernel_module(p->names[i], module) == LT_OK ? lt__session_shipped(s, module) : NULL;
-  if (sm == NULL) return lt__modules_resolve(srv->mods, p->names[i], &p->fns[i], err, errlen);
+  if (sm == NULL) {
+    int rc = lt__modules_resolve(srv->mods, p->names[i], &p->fns[i], err, errlen);
+    if (rc == LT_OK) p->in_place[i] = lt__modules_in_place(srv->mods, p->names[i]);
+    return rc;
+  }
   if (sm->mod == NULL) {
     snprintf(err, errlen, "%s", sm->err != NULL ? sm->err : "module refused");
     return sm->status != LT_OK ? sm->status : LT_ENOMODULE;
   }
   int rc = lt__shipped_kernel(sm->mod, p->names[i], &p->fns[i], err, errlen);
-  if (rc == LT_OK) p->mods[i] = lt__shipped_ref(sm->mod);
+  if (rc == LT_OK) {
+    p->mods[i] = lt__shipped_ref(sm->mod);
+    p->in_place[i] = lt__shipped_in_place(sm->mod, p->names[i]);
+  }
   return rc;
 }
 
@@ -155,12 +163,13 @@ static int build(lt_server_t *srv, const lt_session_t *s, const char *const *nam
   p->refs = 1;
   p->n = n;
   p->fns = calloc(n ? n : 1, sizeof *p->fns);
+  p->in_place = calloc(n ? n : 1, sizeof *p->in_place);
   p->status = calloc(n ? n : 1, sizeof *p->status);
   p->err = calloc(n ? n : 1, sizeof *p->err);
   p->names = calloc(n ? n : 1, sizeof *p->names);
   p->mods = calloc(n ? n : 1, sizeof *p->mods);
-  if (p->fns == NULL || p->status == NULL || p->err == NULL || p->names == NULL ||
-      p->mods == NULL) {
+  if (p->fns == NULL || p->in_place == NULL || p->status == NULL || p->err == NULL ||
+      p->names == NULL || p->mods == NULL) {
     lt__program_unref(p);
     return LT_ENOMEM;
   }

@@ -30,6 +30,8 @@ typedef struct lt_program {
   uint32_t n;
   char **names;      /* "module:function" */
   lt_kernel_fn *fns; /* resolved, or NULL with status/err */
+  bool *in_place;    /* declared to write in place (LT_KERNEL_IN_PLACE): its inputs may be
+                        granted (task.c) */
   int *status;
   char **err;
   lt_shipped_t **mods; /* the shipped module each kernel resolved in (a reference), or NULL

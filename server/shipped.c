@@ -163,3 +163,7 @@ int lt__shipped_kernel(lt_shipped_t *m, const char *kernel, lt_kernel_fn *fn, ch
                        size_t errlen) {
   return lt__module_kernel(m->handle, kernel, fn, err, errlen);
 }
+
+int lt__shipped_in_place(lt_shipped_t *m, const char *kernel) {
+  return lt__module_in_place(m->handle, kernel);
+}

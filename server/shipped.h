@@ -47,4 +47,8 @@ const char *lt__shipped_sha256(const lt_shipped_t *m);
 int lt__shipped_kernel(lt_shipped_t *m, const char *kernel, lt_kernel_fn *fn, char *err,
                        size_t errlen);
 
+/* lt__shipped_in_place tells whether kernel `kernel` of the module writes in place
+ * (LT_KERNEL_IN_PLACE). */
+int lt__shipped_in_place(lt_shipped_t *m, const char *kernel);
+
 #endif

@@ -167,15 +167,19 @@ static bool queue_job(lt_server_t *srv, lt_task_t *t) {
   return true;
 }
 
-/* grant_inputs gives t's kernel the inputs it may write over (lt_call_output_from_input):
- * t is their last reader (LT_INSTR_RELEASE_INPUTS, one run, an op that does not pass its
+/* grant_inputs gives t's kernel, when it is declared to write in place (LT_KERNEL_IN_PLACE:
+ * any other keeps its inputs readable until it has run, so that a copy of it elsewhere may
+ * still fetch them), the inputs it may write over (lt_call_output_from_input): t is their
+ * last reader (LT_INSTR_RELEASE_INPUTS, one run, an op that does not pass its
  * inputs on), and each is a kernel's output buffer (LT_VALUE_POOL) held on this server by
  * nobody but the store and t (no other reader, no send in flight). Such a value leaves the
  * store now rather than when t ends, and its buffer becomes t's; from then on a CANCEL
  * cannot take t back before it runs (exec_cancel), since a retry elsewhere would find its
  * input gone. Without memory for the array nothing is granted. */
 static void grant_inputs(lt_server_t *srv, lt_task_t *t) {
-  if (!(t->flags & LT_INSTR_RELEASE_INPUTS) || t->pack > 1 || lt__op(t->op)->keeps_inputs) return;
+  if (!(t->flags & LT_INSTR_RELEASE_INPUTS) || t->pack > 1 || lt__op(t->op)->keeps_inputs ||
+      t->nstages == 0 || !t->prog->in_place[t->kidx[0]])
+    return;
   for (uint32_t i = 0; i < t->ninputs; i++) {
     task_input_t *in = &t->inputs[i];
     lt_value_t *v = in->val;

@@ -181,7 +181,7 @@ LT_KERNEL(xform, call) {
 
 /* data:xform_inplace is data:xform written over its input when the call owns it
  * (lt_call_output_from_input; a copy otherwise). */
-LT_KERNEL(xform_inplace, call) {
+LT_KERNEL_IN_PLACE(xform_inplace, call) {
   size_t len = 0;
   lt_call_input(call, 0, &len);
   if (lt_call_ninputs(call) != 1 || len % WORD != 0)

@@ -31,7 +31,9 @@
  *   abort_if   1 input, int64; param: the name of an environment variable: a server started
  *              with it set aborts on every call (a flaky host); elsewhere input + 1.
  *   inplace    1 input, int64; its output from the input (lt_call_output_from_input):
- *              input + 1000000 when made in the input's own buffer, input + 1 when copied.
+ *              input + 1000000 when made in the input's own buffer, input + 1 when copied;
+ *              declared to write in place (LT_KERNEL_IN_PLACE).
+ *   rewrite    the same, not declared so: always input + 1 (a copy).
  */
 #include <errno.h>
 #include <signal.h>
@@ -364,13 +366,25 @@ LT_KERNEL(abort_if, call) {
 /* The mark testk:inplace adds when its output is its input's own buffer. */
 #define INPLACE_MARK 1000000
 
-LT_KERNEL(inplace, call) {
+LT_KERNEL_IN_PLACE(inplace, call) {
   int64_t v = 0;
   if (int_input(call, "inplace", &v) != 0) return 1;
   const void *in = lt_call_input(call, 0, NULL);
   unsigned char *out = lt_call_output_from_input(call, 0, 8);
   if (out == NULL) return lt_call_fail(call, "out of memory");
   if (get_i64(out) != v) return lt_call_fail(call, "inplace: the output does not hold the input");
+  put_i64(out, (int64_t)((uint64_t)v + ((const void *)out == in ? INPLACE_MARK : 1)));
+  return 0;
+}
+
+/* testk:rewrite is testk:inplace not declared to write in place: its output is a copy. */
+LT_KERNEL(rewrite, call) {
+  int64_t v = 0;
+  if (int_input(call, "rewrite", &v) != 0) return 1;
+  const void *in = lt_call_input(call, 0, NULL);
+  unsigned char *out = lt_call_output_from_input(call, 0, 8);
+  if (out == NULL) return lt_call_fail(call, "out of memory");
+  if (get_i64(out) != v) return lt_call_fail(call, "rewrite: the output does not hold the input");
   put_i64(out, (int64_t)((uint64_t)v + ((const void *)out == in ? INPLACE_MARK : 1)));
   return 0;
 }

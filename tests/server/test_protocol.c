@@ -131,11 +131,11 @@ static void start_peers(st_t *s, const char *const *extra, const char *const *pe
   cr_assert_eq(th_server_start_default(&s->srv, extra), 0, "server did not start");
   cr_assert_eq(th_client_open(&s->c, s->srv.endpoint), 0);
   cr_assert_eq(th_hello_ok(&s->c, CLIENT), 0);
-  const char *kernels[] = {"testk:inc",   "testk:sleep",     "testk:fail",  "testk:two",
-                           "testk:none",  "testk:echo",      "nosuchmod:f", "testk:positive",
-                           "testk:dbl",   "testk:neg_fails", "testk:busy",  "testk:inplace",
-                           "testk:concat"};
-  cr_assert_eq(th_program_peers(&s->c, kernels, 13, peers, npeers), 0);
+  const char *kernels[] = {"testk:inc",    "testk:sleep",     "testk:fail",  "testk:two",
+                           "testk:none",   "testk:echo",      "nosuchmod:f", "testk:positive",
+                           "testk:dbl",    "testk:neg_fails", "testk:busy",  "testk:inplace",
+                           "testk:concat", "testk:rewrite"};
+  cr_assert_eq(th_program_peers(&s->c, kernels, 14, peers, npeers), 0);
 }
 
 static void start(st_t *s, const char *const *extra) {
@@ -155,7 +155,8 @@ enum {
   K_NEG,
   K_BUSY,
   K_INPLACE,
-  K_CONCAT
+  K_CONCAT,
+  K_REWRITE
 };
 
 static void stop(st_t *s) {
@@ -336,14 +337,36 @@ static void make_value(st_t *s, uint64_t seq, uint64_t id, int64_t v) {
 
 /* run_inplace runs testk:inplace on the kept id `id` with `flags` (LT_INSTR_RETURN and more)
  * and returns its result. */
-static int64_t run_inplace(st_t *s, uint64_t seq, uint64_t id, uint64_t out_id, uint32_t flags) {
+static int64_t run_kernel_inplace(st_t *s, uint32_t kernel, uint64_t seq, uint64_t id,
+                                  uint64_t out_id, uint32_t flags) {
   lt_input_t in = ref(id);
   lt_oid_t out = oid(out_id);
-  lt_instr_t i = instr(seq, K_INPLACE, &in, 1, &out, 1, flags, NULL);
+  lt_instr_t i = instr(seq, kernel, &in, 1, &out, 1, flags, NULL);
   execute(s, &i, 1, NULL, 0);
   WAIT_FOR(s, s->done[seq].got);
   cr_assert_eq(s->done[seq].status, LT_OK, "%s", s->done[seq].msg);
   return s->done[seq].v[0];
+}
+
+static int64_t run_inplace(st_t *s, uint64_t seq, uint64_t id, uint64_t out_id, uint32_t flags) {
+  return run_kernel_inplace(s, K_INPLACE, seq, id, out_id, flags);
+}
+
+/* Only a kernel declared to write in place (LT_KERNEL_IN_PLACE) is given its input's buffer:
+ * testk:rewrite, the same kernel declared with LT_KERNEL, gets a copy even as the last
+ * reader, and its input stays readable until it has run (a copy of a straggler elsewhere may
+ * fetch it meanwhile). */
+Test(protocol, output_from_input_needs_the_kernel_s_declaration) {
+  st_t *s = calloc(1, sizeof *s);
+  start(s, NULL);
+  make_value(s, 1, 15, 41);
+  cr_assert_eq(
+      run_kernel_inplace(s, K_REWRITE, 2, 15, 16, LT_INSTR_RETURN | LT_INSTR_RELEASE_INPUTS), 42,
+      "not declared: a copy");
+  heartbeat(s, 22);
+  cr_assert_eq(s->load.values_held, 0, "the input still left with its last reader");
+  stop(s);
+  free(s);
 }
 
 /* The last reader of a kernel's output held by nobody else writes its output over the input

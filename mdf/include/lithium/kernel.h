@@ -47,6 +47,18 @@ struct lt_call {
   LT_KERNEL_EXPORT int lt_kernel_##name(lt_call_t *call);                                          \
   LT_KERNEL_EXPORT int lt_kernel_##name(lt_call_t *call)
 
+/* LT_KERNEL_IN_PLACE(name, call) { ... } defines the kernel "name" as LT_KERNEL does, and
+ * declares that it writes its output over an input (lt_call_output_from_input): a server may
+ * then give it, when it is an input's last reader, that input's buffer as soon as it is
+ * queued (the value leaves the store then). Only kernels declared so get their inputs' own
+ * buffers; any other kernel's lt_call_output_from_input gets a fresh output holding a copy,
+ * and the values it reads stay readable until it has run (a copy of a straggler elsewhere
+ * may still fetch them). */
+#define LT_KERNEL_IN_PLACE(name, call)                                                             \
+  LT_KERNEL_EXPORT extern const int lt_in_place__##name;                                           \
+  LT_KERNEL_EXPORT const int lt_in_place__##name = 1;                                              \
+  LT_KERNEL(name, call)
+
 /* lt_call_ninputs returns the number of input tokens. */
 static inline int lt_call_ninputs(const lt_call_t *c) {
   return c->ops->ninputs(c);
