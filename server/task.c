@@ -915,9 +915,8 @@ void lt__task_on_done(lt_executor_t *ex, lt_job_t *done, void *data) {
     srv->inexec--;
     srv->completed += t->pack; /* tasks: a pack's members each */
     t->ran = true;
-    /* Past its deadline before the timer saw it run (between ticks, or on the loop thread,
-     * which no tick interrupts): it fails as the timer would have failed it. A pack (never
-     * run on the loop thread) is timed member by member by the ticks alone. */
+    /* Past its deadline before the timer saw it run (between ticks): it fails as the timer
+     * would have failed it. A pack is timed member by member by the ticks alone. */
     if (!t->timed_out && t->pack <= 1 && t->timeout_us != 0 && j->service_us > t->timeout_us)
       time_out(srv, t, 0);
     finish(srv, t, j->result.status, j->result.status == LT_OK ? "" : j->result.errmsg);

@@ -5,11 +5,14 @@
  * aborts or faults as the second stage of a lazy pipeline, in a map body and in a dc leaf,
  * where values of every task stay on the servers it takes down (crash charging across
  * lineage, issue 21 item 4); a kernel that never returns fails its task with LT_ETIMEDOUT
- * under task_timeout_ms, and its server, recycled, serves again. */
+ * under task_timeout_ms, and its server, recycled, serves again. No kernel runs on a
+ * server's loop thread, however fast its last runs: a slow run of such a kernel holds no other
+ * session's round trips up and restarts nothing. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "harness.h"
 
@@ -177,9 +180,9 @@ Test(deadline, kernel_that_never_returns_times_out_and_its_server_comes_back, .t
     lt__proc_stop(&p[i], 5000);
 }
 
-/* ---- kernels run on the server's loop thread (issue 24, fewer hand-offs) -------------------
- * One task at a time on a server of 2 idle workers: after a few runs the server runs a short
- * chain's kernel on its loop thread instead of a worker. */
+/* ---- no kernel runs on the server's loop thread (issue 36 item 1) -------------------------
+ * One task at a time on a server of 2 idle workers, the way a learnt "short" chain once ran on
+ * the loop thread: every kernel runs on a worker, however fast its last runs were. */
 
 /* round_trip submits v alone and waits for its result. */
 static lt_buf_t *round_trip(lt_eval_t *ev, int64_t v) {
@@ -192,9 +195,91 @@ static lt_buf_t *round_trip(lt_eval_t *ev, int64_t v) {
   return b;
 }
 
-/* A kernel that crashes on the loop thread is charged the crash alone, as on a worker: its
- * task fails with LT_ECRASH, not retried, and the restarted server serves the rest. */
-Test(inline, crash_on_the_loop_thread_fails_its_task_alone, .timeout = 120) {
+/* timed_inc makes one round trip of v through an evaluator of testk:inc and returns how long
+ * it took, in us. */
+static double timed_inc(lt_eval_t *ev, int64_t v) {
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  lt_buf_t *b = round_trip(ev, v);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  cr_assert_eq(lt_buf_error(b), LT_OK, "%s", lt_buf_errmsg(b));
+  cr_assert_eq(get_i64(lt_buf_data(b)), v + 1);
+  lt_buf_free(b);
+  return (double)(t1.tv_sec - t0.tv_sec) * 1e6 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e3;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* incarnation_of copies the incarnation of the one server in ev's stats into buf. */
+static void incarnation_of(lt_eval_t *ev, char *buf, size_t len) {
+  char *st = stats_of(ev);
+  const char *k = strstr(st, "\"incarnation\"");
+  cr_assert_not_null(k, "%s", st);
+  const char *q = strchr(k + 13, '"');
+  cr_assert_not_null(q);
+  snprintf(buf, len, "%.16s", q + 1);
+  free(st);
+}
+
+/* A kernel fast 10 times, then 1.5 s long (its time follows its input: the chain a server
+ * once learnt "short" and ran on its loop thread): another session's round trips while it
+ * runs stay under 10 ms (or 20 times their median measured just before, in the same run,
+ * on a machine where that is longer), the long task's result is right, and the server is
+ * the same process throughout (same incarnation, no session lost). */
+Test(loop, a_slow_run_of_a_fast_kernel_holds_no_other_session, .timeout = 120) {
+  lt_proc_t p;
+  start_server(&p, "supervised", 2);
+  lt_eval_t *a = eval_on_procs(lt_farm(lt_seq_with("testk:stall_on", "10:1500", 7)), &p, 1, NULL);
+  lt_eval_t *b = eval_on_procs(lt_farm(lt_seq("testk:inc")), &p, 1, NULL);
+  enum { CALIB = 50 };
+  double before[CALIB];
+  for (int i = 0; i < CALIB; i++)
+    before[i] = timed_inc(b, i);
+  qsort(before, CALIB, sizeof *before, cmp_double);
+  double bound = 20 * before[CALIB / 2] > 10000 ? 20 * before[CALIB / 2] : 10000;
+  char inc0[20], inc1[20];
+  incarnation_of(b, inc0, sizeof inc0);
+  for (int i = 0; i < 10; i++) {
+    lt_buf_t *r = round_trip(a, i);
+    cr_assert_eq(lt_buf_error(r), LT_OK, "task %d: %s", i, lt_buf_errmsg(r));
+    lt_buf_free(r);
+  }
+  unsigned char tok[8];
+  put_i64(tok, 10);
+  cr_assert_eq(lt_eval_submit(a, tok, 8, NULL), LT_OK);
+  lt_buf_t *slow = NULL;
+  int during = 0;
+  double worst = 0;
+  while (lt_eval_next_timeout(a, 0, &slow) == LT_ETIMEDOUT) {
+    double us = timed_inc(b, 1000 + during);
+    during++;
+    if (us > worst) worst = us;
+  }
+  cr_assert_eq(lt_buf_error(slow), LT_OK, "%s", lt_buf_errmsg(slow));
+  cr_assert_eq(get_i64(lt_buf_data(slow)), 10);
+  lt_buf_free(slow);
+  cr_log_info("%d round trips of the other session during the 1.5 s kernel, the worst %.0f us "
+              "(median before %.0f us, bound %.0f us)",
+              during, worst, before[CALIB / 2], bound);
+  cr_assert_gt(during, 10, "only %d round trips of the other session in 1.5 s", during);
+  cr_assert_lt(worst, bound,
+               "a round trip of the other session took %.0f us during the 1.5 s "
+               "kernel (median before %.0f us)",
+               worst, before[CALIB / 2]);
+  incarnation_of(b, inc1, sizeof inc1);
+  cr_assert_str_eq(inc0, inc1, "the server restarted");
+  cr_assert_eq(server_stat(b, "completed", 0), (uint64_t)(CALIB + during));
+  lt_eval_free(a);
+  lt_eval_free(b);
+  lt__proc_stop(&p, 5000);
+}
+
+/* A kernel that crashes after 40 fast runs alone is charged the crash alone: its task fails
+ * with LT_ECRASH, not retried, and the restarted server serves the rest. */
+Test(loop, a_fast_kernel_s_crash_fails_its_task_alone, .timeout = 120) {
   lt_proc_t p;
   start_server(&p, "supervised", 2);
   lt_eval_t *ev = eval_on_procs(lt_farm(lt_seq_with("testk:crash_on", "40:segv", 7)), &p, 1, NULL);
@@ -216,11 +301,10 @@ Test(inline, crash_on_the_loop_thread_fails_its_task_alone, .timeout = 120) {
   lt__proc_stop(&p, 5000);
 }
 
-/* A kernel that never returns on the loop thread (fast 30 times, then stuck): the loop's own
- * timer is stuck with it, so the sentinel thread recycles the worker process after
- * LT_INLINE_STUCK_MS; the task runs again on the restarted server, on a worker this time,
- * and fails with LT_ETIMEDOUT; the same endpoint serves the tasks after it. */
-Test(inline, a_kernel_stuck_on_the_loop_thread_recycles_the_server, .timeout = 120) {
+/* A kernel fast 30 times, then stuck for good: it is stuck on a worker, so the loop's
+ * deadline timer fails its task with LT_ETIMEDOUT and recycles the worker process; the same
+ * endpoint serves the tasks after it. */
+Test(loop, a_fast_kernel_stuck_fails_by_its_deadline, .timeout = 120) {
   lt_proc_t p;
   start_server(&p, "supervised", 2);
   const char *opts[] = {"task_timeout_ms", "500", "heartbeat_ms", "300", NULL};
@@ -241,9 +325,9 @@ Test(inline, a_kernel_stuck_on_the_loop_thread_recycles_the_server, .timeout = 1
   lt__proc_stop(&p, 5000);
 }
 
-/* A kernel that runs long on the loop thread (no deadline tick can interrupt it) still fails
- * its task with LT_ETIMEDOUT when it returns past task_timeout_ms; the tasks after it run. */
-Test(inline, deadline_holds_on_the_loop_thread, .timeout = 120) {
+/* A kernel fast 30 times, then long past task_timeout_ms, fails its task with LT_ETIMEDOUT;
+ * the tasks after it run. */
+Test(loop, a_fast_kernel_run_long_fails_by_its_deadline, .timeout = 120) {
   lt_proc_t p;
   start_server(&p, "supervised", 2);
   const char *opts[] = {"task_timeout_ms", "150", NULL};
