@@ -1,8 +1,8 @@
 /* journal.c: the results journal of a run (journal.h): opening (the header against this
- * run's, a torn tail cut off, the index of the records), lookups, reading a result back and
- * appending new ones. Records are appended with stdio and made durable by lt__journal_sync,
- * once per batch of results. The file format is journal_record.c's; compaction is
- * journal_compact.c's. Caller's lock (ev->mu), but for lt__journal_read. */
+ * run's, a torn tail cut off, damage in the middle told from it, the index of the records),
+ * lookups, reading a result back and appending new ones. Records are appended with stdio and made
+ * durable by lt__journal_sync, once per batch of results. The file format is journal_record.c's;
+ * compaction is journal_compact.c's. Caller's lock (ev->mu), but for lt__journal_read. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,30 +81,42 @@ static int check_header(lt_journal_t *j, const char *header, int refuse, uint64_
   return 1;
 }
 
-/* load_index reads the head of every record from `off` on into the index; a torn tail (a
- * head that runs past the end, or a last record whose checksum fails) is cut off. */
+/* load_index reads the head of every record from `off` on into the index. A torn tail (a
+ * head that runs past the end with no intact record after it, or a last record whose
+ * checksum fails) is cut off; damage to a record in the middle (lt__jrec_step) costs that
+ * record alone: it is indexed under the digest its head still names, so that its task reads
+ * it back as LT_EIO, and the records after it are indexed as usual. */
 static int load_index(lt_journal_t *j, uint64_t off) {
   struct stat sb;
   if (fstat(j->fd, &sb) != 0) return LT_EIO;
-  uint64_t size = (uint64_t)sb.st_size;
+  uint64_t size = (uint64_t)sb.st_size, next;
   lt_jrec_t r, last = {0};
-  int got, any = 0;
-  while ((got = lt__jrec_head(j->fd, off, size, &r)) == 1) {
-    if (lt__jidx_add(&j->index, r.d.h[0], r.off) != LT_OK) return LT_ENOMEM;
-    last = r;
-    any = 1;
-    off += r.size;
+  int got, any = 0, named, damaged = 0;
+  while ((got = lt__jrec_step(j->fd, off, size, &r, &next, &named)) > 0) {
+    if (got == LT_JSTEP_RECORD || named) {
+      if (lt__jidx_add(&j->index, r.d.h[0], r.off) != LT_OK) return LT_ENOMEM;
+    }
+    any = got == LT_JSTEP_RECORD;
+    if (any) last = r;
+    damaged += got == LT_JSTEP_DAMAGED;
+    off = next;
   }
+  if (damaged > 0)
+    lt__log(LT_LOG_WARN,
+            "journal %s: %d damaged record%s in the middle (a length that does not hold): "
+            "their tasks read back LT_EIO, the records after them are used; `lithium journal "
+            "compact %s` drops them",
+            j->path, damaged, damaged > 1 ? "s" : "", j->path);
   char *msg = NULL;
   lt_value_t *data = NULL;
-  if (any && lt__jrec_body(j->fd, &last, &msg, &data) == LT_EIO) {
+  if (any && got == LT_JSTEP_END && lt__jrec_body(j->fd, &last, &msg, &data) == LT_EIO) {
     j->index.n--; /* the last record was torn inside: its bytes are not all there */
     off = last.off;
-    got = -1;
+    got = LT_JSTEP_TORN;
   }
   free(msg);
   lt__value_unref(data);
-  if (got < 0) {
+  if (got == LT_JSTEP_TORN) {
     lt__log(LT_LOG_WARN, "journal %s: a torn record at its end (%llu bytes) is cut off", j->path,
             (unsigned long long)(size - off));
     if (ftruncate(j->fd, (off_t)off) != 0) return LT_EIO;
@@ -156,16 +168,23 @@ int lt__journal_open(lt_journal_t **out, const char *path, const char *header, i
 }
 
 int lt__journal_find(lt_journal_t *j, lt_digest_t d, uint64_t *off) {
+  /* An intact record of the input first; one whose head is damaged only when there is no
+   * other (its task then reads back LT_EIO). */
+  int found = 0;
   for (size_t i = lt__jidx_first(&j->index, d.h[0]); i < j->index.n && j->index.v[i].key == d.h[0];
        i++) {
     lt_jrec_t r;
-    if (lt__jrec_head(j->fd, j->index.v[i].off, j->indexed_end, &r) == 1 &&
-        memcmp(r.d.h, d.h, sizeof d.h) == 0) {
+    if (lt__jrec_peek(j->fd, j->index.v[i].off, j->indexed_end, &r) != 1 ||
+        memcmp(r.d.h, d.h, sizeof d.h) != 0)
+      continue;
+    if (lt__jrec_head(j->fd, r.off, j->indexed_end, &r) == 1) {
       *off = r.off;
       return 1;
     }
+    if (!found) *off = j->index.v[i].off;
+    found = 1;
   }
-  return 0;
+  return found;
 }
 
 int lt__journal_read(lt_journal_t *j, uint64_t off, lt_buf_t **out, char *err, size_t errlen) {
@@ -183,7 +202,8 @@ int lt__journal_read(lt_journal_t *j, uint64_t off, lt_buf_t **out, char *err, s
   lt__value_unref(data);
   if (rc == LT_EIO)
     snprintf(err, errlen,
-             "journal %s: the record at offset %llu is damaged (its checksum fails): "
+             "journal %s: the record at offset %llu is damaged (its length or its checksum "
+             "does not hold): "
              "`lithium journal compact %s` drops it",
              j->path, (unsigned long long)off, j->path);
   return rc;

@@ -6,7 +6,10 @@
  * fails) is cut off; a journal of another program, or made with another build of a module
  * (the two copies of shipk), is started again by default and refused under
  * journal_mismatch=refuse; a journal of format 1 is refused; `lithium journal compact`
- * (lt_journal_compact) drops a torn tail, a damaged record and duplicates, atomically. */
+ * (lt_journal_compact) drops a torn tail, a damaged record and duplicates, atomically. A
+ * damaged length in the middle (past the end with intact records after it, or over the
+ * format's bounds anywhere) costs that record's task LT_EIO alone: the records after it are
+ * replayed, and compact keeps them. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <glob.h>
@@ -449,5 +452,114 @@ Test(journal, compact_drops_a_torn_tail_damaged_records_and_duplicates, .timeout
                                   "of 2 bytes"),
                      "%s", line);
   expect_counts(run_inc(path, 60, NULL), 60, 0);
+  unlink(path);
+}
+
+/* record_of returns the index (in offs, of n) of the record whose result is input v's
+ * (v + 1, from testk:inc). */
+static int record_of(const char *path, const long *offs, int n, int64_t v) {
+  for (int r = 0; r < n; r++) {
+    unsigned char b[8];
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f);
+    cr_assert_eq(fseek(f, offs[r] + 36, SEEK_SET), 0);
+    cr_assert_eq(fread(b, 1, 8, f), 8);
+    fclose(f);
+    if (get_i64(b) == v + 1) return r;
+  }
+  cr_assert_fail("no record of input %lld", (long long)v);
+  return -1;
+}
+
+/* poke writes the `len`-byte little-endian integer x at `off` of the file. */
+static void poke(const char *path, long off, uint64_t x, int len) {
+  unsigned char b[8];
+  for (int i = 0; i < len; i++)
+    b[i] = (unsigned char)(x >> (8 * i));
+  int fd = open(path, O_RDWR);
+  cr_assert_geq(fd, 0);
+  cr_assert_eq(pwrite(fd, b, (size_t)len, off), len);
+  close(fd);
+}
+
+/* run_expecting_eio runs tasks 0..n-1 on the journal: input `bad` (and `bad2`, -1: none)
+ * must read back LT_EIO naming the compaction, every other one its result; returns the
+ * stats. */
+static char *run_expecting_eio(const char *journal, int n, int bad, int bad2) {
+  const char *o[] = {"journal", journal, "backup", "off", NULL};
+  lt_eval_t *ev = new_eval_with(lt_farm(lt_seq("testk:inc")), 2, o);
+  submit_i64s(ev, n);
+  lt_eval_close(ev);
+  for (int i = 0; i < n; i++) {
+    lt_buf_t *b = NULL;
+    cr_assert_eq(lt_eval_next_timeout(ev, 30000, &b), LT_OK, "result %d", i);
+    if (i == bad || i == bad2) {
+      cr_assert_eq(lt_buf_error(b), LT_EIO, "task %d: %s", i, lt_buf_errmsg(b));
+      cr_assert_not_null(strstr(lt_buf_errmsg(b), "journal compact"), "%s", lt_buf_errmsg(b));
+    } else {
+      cr_assert_eq(lt_buf_error(b), LT_OK, "task %d: %s", i, lt_buf_errmsg(b));
+      cr_assert_eq(get_i64(lt_buf_data(b)), i + 1, "task %d", i);
+    }
+    lt_buf_free(b);
+  }
+  char *json = stats_of(ev);
+  lt_eval_free(ev);
+  return json;
+}
+
+/* Issue 36 item 3. In a journal of 40 records: one in the middle given a data length that
+ * runs past the end (intact records follow it, so it is no torn tail), and one given an error
+ * length over the format's bound (65536: no write makes it, torn or not), the last record of
+ * the file. A resume replays all 40: those two tasks read back LT_EIO and the other 38 their
+ * results, nothing is computed, nothing is cut off; compact keeps the 38 intact records and
+ * counts 2 damaged; the next run computes those 2 alone. */
+Test(journal, a_damaged_length_costs_that_record_alone, .timeout = 120) {
+  char path[128];
+  journal_path(path, sizeof path);
+  enum { M = 40 };
+  expect_counts(run_inc(path, M, NULL), 0, M);
+  long offs[64];
+  cr_assert_eq(record_offsets(path, offs, 64), M);
+  int64_t mid_input = 9;
+  int mid = record_of(path, offs, M, mid_input);
+  if (mid == M - 1) mid = record_of(path, offs, M, ++mid_input); /* one in the middle */
+  unsigned char last_b[8];
+  FILE *f = fopen(path, "rb");
+  cr_assert_eq(fseek(f, offs[M - 1] + 36, SEEK_SET), 0);
+  cr_assert_eq(fread(last_b, 1, 8, f), 8);
+  fclose(f);
+  int last_input = (int)get_i64(last_b) - 1;
+  long size = file_size(path);
+  poke(path, offs[mid] + 12, (uint64_t)1 << 39, 8); /* data length: 512 GiB */
+  poke(path, offs[M - 1] + 8, 1u << 30, 4);         /* error length: 1 GiB */
+  expect_counts(run_expecting_eio(path, M, (int)mid_input, last_input), M, 0);
+  cr_assert_eq(file_size(path), size, "nothing cut off");
+  lt_journal_stats_t st;
+  char err[600];
+  cr_assert_eq(lt_journal_compact(path, &st, err, sizeof err), LT_OK, "%s", err);
+  cr_assert_eq(st.records, M - 2);
+  cr_assert_eq(st.damaged, 2);
+  cr_assert_eq(st.torn_bytes, 0);
+  cr_assert_eq(record_offsets(path, offs, 64), M - 2);
+  expect_counts(run_inc(path, M, NULL), M - 2, 2);
+  unlink(path);
+}
+
+/* A head in the middle that is no record's head at all (its magic overwritten), with intact
+ * records after it, is damage too: its own task finds no record and is computed again, the
+ * others are replayed; the tool's compaction keeps every intact record. */
+Test(journal, garbage_in_the_middle_is_no_torn_tail, .timeout = 120) {
+  char path[128];
+  journal_path(path, sizeof path);
+  enum { M = 40 };
+  expect_counts(run_inc(path, M, NULL), 0, M);
+  long offs[64];
+  cr_assert_eq(record_offsets(path, offs, 64), M);
+  poke(path, offs[M / 2], 0x21212121u, 4);
+  expect_counts(run_inc(path, M, NULL), M - 1, 1);
+  char line[300];
+  tool_compact(path, line, sizeof line);
+  cr_assert_not_null(strstr(line, "40 records kept; dropped 0 duplicates, 1 damaged"), "%s", line);
+  expect_counts(run_inc(path, M, NULL), M, 0);
   unlink(path);
 }
