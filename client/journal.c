@@ -4,6 +4,7 @@
  * durable by lt__journal_sync, once per batch of results. The file format is journal_record.c's;
  * compaction is journal_compact.c's. Caller's lock (ev->mu), but for lt__journal_read. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,14 +127,26 @@ static int load_index(lt_journal_t *j, uint64_t off) {
   return LT_OK;
 }
 
-/* open_file opens `path` for appending and reading, locked against other runs. */
+/* open_file opens `path` for appending and reading, locked against other runs. A symbolic
+ * link is refused (O_NOFOLLOW), dangling or not: a journal is written, and a link planted at
+ * its path would have the run write wherever it points. */
 static int open_file(lt_journal_t *j, char *err, size_t errlen) {
-  j->f = fopen(j->path, "a+be"); /* close-on-exec: spawned servers must not hold the lock */
+  /* Close-on-exec: spawned servers must not hold the lock. */
+  int fd = open(j->path, O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0 && errno == ELOOP) {
+    snprintf(err, errlen,
+             "journal %s is a symbolic link: refused (a journal is written; name the file "
+             "itself)",
+             j->path);
+    return LT_EINVAL;
+  }
+  j->f = fd >= 0 ? fdopen(fd, "a+b") : NULL;
   if (j->f == NULL) {
     snprintf(err, errlen, "journal %s: %s", j->path, strerror(errno));
+    if (fd >= 0) close(fd);
     return LT_EIO;
   }
-  j->fd = fileno(j->f);
+  j->fd = fd;
   if (flock(j->fd, LOCK_EX | LOCK_NB) != 0) {
     snprintf(err, errlen, "journal %s is in use by another run", j->path);
     return errno == EWOULDBLOCK ? LT_EAGAIN : LT_EIO;

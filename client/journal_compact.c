@@ -132,7 +132,11 @@ LT_API int lt_journal_compact(const char *path, lt_journal_stats_t *stats, char 
     return LT_EINVAL;
   }
   compact_t c = {.path = path, .st = stats};
-  c.fd = open(path, O_RDONLY | O_CLOEXEC);
+  c.fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (c.fd < 0 && errno == ELOOP) {
+    snprintf(err, errlen, "journal %s is a symbolic link: refused (name the file itself)", path);
+    return LT_EINVAL;
+  }
   if (c.fd < 0) {
     snprintf(err, errlen, "journal %s: %s", path, strerror(errno));
     return errno == ENOENT ? LT_ENOENT : LT_EIO;

@@ -102,9 +102,10 @@ Test(journal, killed_client_resumes_and_redoes_only_what_was_in_flight, .timeout
 /* ---------------------------------------------------------------------------------------
  * Helpers of the tests below. */
 
-/* run_inc runs tasks 0..n-1 through farm(testk:inc) on 2 servers with `journal` (and the
- * options `opts`, may be NULL), checks every result in order and returns the stats. */
-static char *run_inc(const char *journal, int n, const char *const *opts) {
+/* run_inc_eio runs tasks 0..n-1 through farm(testk:inc) on 2 servers with `journal` (and
+ * the options `opts`, may be NULL), checks every result in order — input `bad` and `bad2`
+ * (-1: none) must read back LT_EIO naming the compaction — and returns the stats. */
+static char *run_inc_eio(const char *journal, int n, const char *const *opts, int bad, int bad2) {
   const char *o[16] = {"journal", journal, "backup", "off"};
   int k = 4;
   for (int i = 0; opts != NULL && opts[i] != NULL && k < 14; i++)
@@ -116,14 +117,24 @@ static char *run_inc(const char *journal, int n, const char *const *opts) {
   for (int i = 0; i < n; i++) {
     lt_buf_t *b = NULL;
     cr_assert_eq(lt_eval_next_timeout(ev, 30000, &b), LT_OK, "result %d", i);
-    cr_assert_eq(lt_buf_error(b), LT_OK, "result %d: %s", i, lt_buf_errmsg(b));
-    cr_assert_eq(get_i64(lt_buf_data(b)), i + 1, "result %d", i);
     cr_assert_eq(lt_buf_task(b), (uint64_t)i);
+    if (i == bad || i == bad2) {
+      cr_assert_eq(lt_buf_error(b), LT_EIO, "result %d: %s", i, lt_buf_errmsg(b));
+      cr_assert_not_null(strstr(lt_buf_errmsg(b), "journal compact"), "%s", lt_buf_errmsg(b));
+    } else {
+      cr_assert_eq(lt_buf_error(b), LT_OK, "result %d: %s", i, lt_buf_errmsg(b));
+      cr_assert_eq(get_i64(lt_buf_data(b)), i + 1, "result %d", i);
+    }
     lt_buf_free(b);
   }
   char *json = stats_of(ev);
   lt_eval_free(ev);
   return json;
+}
+
+/* run_inc is run_inc_eio with every result expected right. */
+static char *run_inc(const char *journal, int n, const char *const *opts) {
+  return run_inc_eio(journal, n, opts, -1, -1);
 }
 
 /* expect_counts checks that the run of `json` took `replayed` results from the journal and
@@ -210,6 +221,33 @@ static int files_beside(const char *path) {
   int n = glob(pattern, 0, NULL, &g) == 0 ? (int)g.gl_pathc : 0;
   globfree(&g);
   return n;
+}
+
+/* record_of returns the index (in offs, of n) of the record whose result is input v's
+ * (v + 1, from testk:inc). */
+static int record_of(const char *path, const long *offs, int n, int64_t v) {
+  for (int r = 0; r < n; r++) {
+    unsigned char b[8];
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f);
+    cr_assert_eq(fseek(f, offs[r] + 36, SEEK_SET), 0);
+    cr_assert_eq(fread(b, 1, 8, f), 8);
+    fclose(f);
+    if (get_i64(b) == v + 1) return r;
+  }
+  cr_assert_fail("no record of input %lld", (long long)v);
+  return -1;
+}
+
+/* poke writes the `len`-byte little-endian integer x at `off` of the file. */
+static void poke(const char *path, long off, uint64_t x, int len) {
+  unsigned char b[8];
+  for (int i = 0; i < len; i++)
+    b[i] = (unsigned char)(x >> (8 * i));
+  int fd = open(path, O_RDWR);
+  cr_assert_geq(fd, 0);
+  cr_assert_eq(pwrite(fd, b, (size_t)len, off), len);
+  close(fd);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -396,16 +434,7 @@ Test(journal, compact_drops_a_torn_tail_damaged_records_and_duplicates, .timeout
   cr_assert_eq(record_offsets(path, offs, 200), 100);
   /* A damaged record among them (the first run's of some input in 40..59, which has no
    * duplicate), and a torn tail. */
-  int damaged = -1;
-  for (int r = 0; r < 100 && damaged < 0; r++) {
-    unsigned char b[8];
-    FILE *f = fopen(path, "rb");
-    cr_assert_eq(fseek(f, offs[r] + 36, SEEK_SET), 0);
-    cr_assert_eq(fread(b, 1, 8, f), 8);
-    fclose(f);
-    if (get_i64(b) == 51) damaged = r; /* the result of input 50 */
-  }
-  cr_assert_geq(damaged, 0);
+  int damaged = record_of(path, offs, 100, 50); /* the first run's: it comes first */
   flip_byte(path, offs[damaged] + 36 + 1);
   append_bytes(path, "LTJR\x01\x02\x03\x04\x05", 9);
   /* Read back in its turn, the damaged record is an error naming the fix. */
@@ -455,58 +484,6 @@ Test(journal, compact_drops_a_torn_tail_damaged_records_and_duplicates, .timeout
   unlink(path);
 }
 
-/* record_of returns the index (in offs, of n) of the record whose result is input v's
- * (v + 1, from testk:inc). */
-static int record_of(const char *path, const long *offs, int n, int64_t v) {
-  for (int r = 0; r < n; r++) {
-    unsigned char b[8];
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f);
-    cr_assert_eq(fseek(f, offs[r] + 36, SEEK_SET), 0);
-    cr_assert_eq(fread(b, 1, 8, f), 8);
-    fclose(f);
-    if (get_i64(b) == v + 1) return r;
-  }
-  cr_assert_fail("no record of input %lld", (long long)v);
-  return -1;
-}
-
-/* poke writes the `len`-byte little-endian integer x at `off` of the file. */
-static void poke(const char *path, long off, uint64_t x, int len) {
-  unsigned char b[8];
-  for (int i = 0; i < len; i++)
-    b[i] = (unsigned char)(x >> (8 * i));
-  int fd = open(path, O_RDWR);
-  cr_assert_geq(fd, 0);
-  cr_assert_eq(pwrite(fd, b, (size_t)len, off), len);
-  close(fd);
-}
-
-/* run_expecting_eio runs tasks 0..n-1 on the journal: input `bad` (and `bad2`, -1: none)
- * must read back LT_EIO naming the compaction, every other one its result; returns the
- * stats. */
-static char *run_expecting_eio(const char *journal, int n, int bad, int bad2) {
-  const char *o[] = {"journal", journal, "backup", "off", NULL};
-  lt_eval_t *ev = new_eval_with(lt_farm(lt_seq("testk:inc")), 2, o);
-  submit_i64s(ev, n);
-  lt_eval_close(ev);
-  for (int i = 0; i < n; i++) {
-    lt_buf_t *b = NULL;
-    cr_assert_eq(lt_eval_next_timeout(ev, 30000, &b), LT_OK, "result %d", i);
-    if (i == bad || i == bad2) {
-      cr_assert_eq(lt_buf_error(b), LT_EIO, "task %d: %s", i, lt_buf_errmsg(b));
-      cr_assert_not_null(strstr(lt_buf_errmsg(b), "journal compact"), "%s", lt_buf_errmsg(b));
-    } else {
-      cr_assert_eq(lt_buf_error(b), LT_OK, "task %d: %s", i, lt_buf_errmsg(b));
-      cr_assert_eq(get_i64(lt_buf_data(b)), i + 1, "task %d", i);
-    }
-    lt_buf_free(b);
-  }
-  char *json = stats_of(ev);
-  lt_eval_free(ev);
-  return json;
-}
-
 /* Issue 36 item 3. In a journal of 40 records: one in the middle given a data length that
  * runs past the end (intact records follow it, so it is no torn tail), and one given an error
  * length over the format's bound (65536: no write makes it, torn or not), the last record of
@@ -532,7 +509,7 @@ Test(journal, a_damaged_length_costs_that_record_alone, .timeout = 120) {
   long size = file_size(path);
   poke(path, offs[mid] + 12, (uint64_t)1 << 39, 8); /* data length: 512 GiB */
   poke(path, offs[M - 1] + 8, 1u << 30, 4);         /* error length: 1 GiB */
-  expect_counts(run_expecting_eio(path, M, (int)mid_input, last_input), M, 0);
+  expect_counts(run_inc_eio(path, M, NULL, (int)mid_input, last_input), M, 0);
   cr_assert_eq(file_size(path), size, "nothing cut off");
   lt_journal_stats_t st;
   char err[600];
@@ -562,4 +539,27 @@ Test(journal, garbage_in_the_middle_is_no_torn_tail, .timeout = 120) {
   cr_assert_not_null(strstr(line, "40 records kept; dropped 0 duplicates, 1 damaged"), "%s", line);
   expect_counts(run_inc(path, M, NULL), M, 0);
   unlink(path);
+}
+
+/* A journal path that is a symbolic link is refused (issue 36 item 5), dangling or to an
+ * empty file: nothing is written where it points, and compact refuses it too, saying so. */
+Test(journal, a_symbolic_link_is_refused, .timeout = 60) {
+  char path[128], target[160];
+  journal_path(path, sizeof path);
+  snprintf(target, sizeof target, "%s.target", path);
+  unlink(target);
+  cr_assert_eq(symlink(target, path), 0);
+  cr_assert_eq(local_start(lt_farm(lt_seq("testk:inc")), path, NULL, LT_TEST_MODULES), LT_EINVAL);
+  struct stat sb;
+  cr_assert_neq(stat(target, &sb), 0, "the dangling link's target was created");
+  int fd = open(target, O_WRONLY | O_CREAT | O_EXCL, 0644);
+  cr_assert_geq(fd, 0);
+  close(fd);
+  cr_assert_eq(local_start(lt_farm(lt_seq("testk:inc")), path, NULL, LT_TEST_MODULES), LT_EINVAL);
+  cr_assert_eq(file_size(target), 0, "the link's target was written");
+  char err[600];
+  cr_assert_eq(lt_journal_compact(path, NULL, err, sizeof err), LT_EINVAL, "%s", err);
+  cr_assert_not_null(strstr(err, "symbolic link"), "%s", err);
+  unlink(path);
+  unlink(target);
 }
