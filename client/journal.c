@@ -56,9 +56,9 @@ static int start_again(lt_journal_t *j, const char *header, char *err, size_t er
 }
 
 /* check_header compares the journal's header with `header`: LT_OK when they agree (or the
- * file was empty and got it); 1 when the journal is another run's and was not refused (it is
- * to be replaced); LT_EINVAL with err set otherwise. *end gets the first record's offset. */
-static int check_header(lt_journal_t *j, const char *header, int refuse, uint64_t *end, char *err,
+ * file was empty and got it); 1 when the journal is another run's and `policy` has it
+ * replaced; LT_EINVAL with err set otherwise. *end gets the first record's offset. */
+static int check_header(lt_journal_t *j, const char *header, int policy, uint64_t *end, char *err,
                         size_t errlen) {
   struct stat sb;
   if (fstat(j->fd, &sb) != 0) return LT_EIO;
@@ -70,11 +70,18 @@ static int check_header(lt_journal_t *j, const char *header, int refuse, uint64_
   char *theirs = NULL;
   int rc = lt__jheader_read(j->fd, j->path, &theirs, end, err, errlen);
   if (rc != LT_OK) return rc;
-  int same = strcmp(theirs, header) == 0;
-  if (!same) lt__jheader_diff(j->path, theirs, header, err, errlen);
+  int same = strcmp(theirs, header) == 0, other_program = 0;
+  if (!same) other_program = lt__jheader_diff(j->path, theirs, header, err, errlen);
   free(theirs);
   if (same) return LT_OK;
-  if (refuse) return LT_EINVAL;
+  if (policy == LT_JOURNAL_MISMATCH_REFUSE) return LT_EINVAL;
+  if (policy == LT_JOURNAL_MISMATCH_REBUILT && other_program) {
+    size_t used = strlen(err);
+    snprintf(err + used, errlen - used,
+             ": refused, its results are another run's (journal_mismatch=recompute replaces "
+             "it; or give this run another journal)");
+    return LT_EINVAL;
+  }
   lt__log(LT_LOG_WARN,
           "%s: its results are not used, the journal starts again "
           "(journal_mismatch=refuse refuses instead)",
@@ -154,7 +161,7 @@ static int open_file(lt_journal_t *j, char *err, size_t errlen) {
   return LT_OK;
 }
 
-int lt__journal_open(lt_journal_t **out, const char *path, const char *header, int refuse,
+int lt__journal_open(lt_journal_t **out, const char *path, const char *header, int policy,
                      char *err, size_t errlen) {
   *out = NULL;
   err[0] = '\0';
@@ -163,11 +170,11 @@ int lt__journal_open(lt_journal_t **out, const char *path, const char *header, i
   snprintf(j->path, sizeof j->path, "%s", path);
   uint64_t end = 0;
   int rc = open_file(j, err, errlen);
-  if (rc == LT_OK) rc = check_header(j, header, refuse, &end, err, errlen);
+  if (rc == LT_OK) rc = check_header(j, header, policy, &end, err, errlen);
   if (rc == 1) { /* another run's journal, not refused: a new one takes its place */
     err[0] = '\0';
     rc = start_again(j, header, err, errlen);
-    if (rc == LT_OK) rc = check_header(j, header, 1, &end, err, errlen);
+    if (rc == LT_OK) rc = check_header(j, header, LT_JOURNAL_MISMATCH_REFUSE, &end, err, errlen);
   }
   if (rc == LT_OK) rc = load_index(j, end);
   if (rc == LT_OK && fseeko(j->f, 0, SEEK_END) != 0) rc = LT_EIO;

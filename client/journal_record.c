@@ -343,15 +343,15 @@ static void line_of(const char *text, const char *prefix, char *buf, size_t len)
   }
 }
 
-void lt__jheader_diff(const char *path, const char *theirs, const char *ours, char *err,
-                      size_t errlen) {
+int lt__jheader_diff(const char *path, const char *theirs, const char *ours, char *err,
+                     size_t errlen) {
   char a[512], b[512];
   line_of(theirs, "program ", a, sizeof a);
   line_of(ours, "program ", b, sizeof b);
   if (strcmp(a, b) != 0) {
     snprintf(err, errlen, "journal %s belongs to another program (%.200s), not %.200s", path,
              a + (a[0] ? 8 : 0), b + 8);
-    return;
+    return 1;
   }
   /* The first module line of ours that the journal does not have word for word. */
   for (const char *p = strstr(ours, "\nmodule "); p != NULL; p = strstr(p + 1, "\nmodule ")) {
@@ -367,9 +367,10 @@ void lt__jheader_diff(const char *path, const char *theirs, const char *ours, ch
              "journal %s: module '%.*s' is not the build that made its results (sha256 %.16s "
              "in the journal, %.16s now)",
              path, (int)(sp - name), name, a[0] ? a + plen : "none", mine + plen);
-    return;
+    return 0;
   }
   snprintf(err, errlen, "journal %s was made with other modules than this run uses", path);
+  return 0;
 }
 
 /* ---- replacing a journal file ------------------------------------------------------------- */

@@ -94,9 +94,10 @@ int lt__jheader_read(int fd, const char *path, char **text, uint64_t *end, char 
                      size_t errlen);
 
 /* lt__jheader_diff writes into err what differs between the header texts `theirs` (the
- * file's) and `ours` (this run's): the program, or the first module whose hash changed. */
-void lt__jheader_diff(const char *path, const char *theirs, const char *ours, char *err,
-                      size_t errlen);
+ * file's) and `ours` (this run's): the program, or the first module whose hash changed; it
+ * returns 1 when the programs differ, 0 when only modules do. */
+int lt__jheader_diff(const char *path, const char *theirs, const char *ours, char *err,
+                     size_t errlen);
 
 /* A journal is replaced whole (a new journal, a compacted copy): the new file is written
  * beside it, made durable and renamed over it, so that a crash leaves the old file or the new

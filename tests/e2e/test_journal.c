@@ -3,13 +3,14 @@
  * it gets every result, in order, and computes again only what it had not been given. A
  * resume from the journal's index gives the fresh run's results, in order, unordered and
  * through futures; a torn tail (garbage, a record cut short, a last record whose checksum
- * fails) is cut off; a journal of another program, or made with another build of a module
- * (the two copies of shipk), is started again by default and refused under
- * journal_mismatch=refuse; a journal of format 1 is refused; `lithium journal compact`
- * (lt_journal_compact) drops a torn tail, a damaged record and duplicates, atomically. A
+ * fails) is cut off; a journal of another program is refused by default, naming both
+ * programs and the option, and started again under journal_mismatch=recompute; one made
+ * with another build of a module (the two copies of shipk) is started again by default and
+ * refused under journal_mismatch=refuse; a journal of format 1 is refused; `lithium journal
+ * compact` (lt_journal_compact) drops a torn tail, a damaged record and duplicates, atomically. A
  * damaged length in the middle (past the end with intact records after it, or over the
  * format's bounds anywhere) costs that record's task LT_EIO alone: the records after it are
- * replayed, and compact keeps them. */
+ * replayed, and compact keeps them. A journal path that is a symbolic link is refused. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <glob.h>
@@ -212,6 +213,17 @@ static int local_start(lt_skel_t *program, const char *journal, const char *poli
   return rc;
 }
 
+/* local_start_logged is local_start with what the run logs on stderr meanwhile copied into
+ * out (at most len bytes, NUL-terminated). */
+static int local_start_logged(lt_skel_t *program, const char *journal, const char *policy,
+                              const char *modules, char *out, size_t len) {
+  stderr_capture_t cap;
+  stderr_capture_begin(&cap);
+  int rc = local_start(program, journal, policy, modules);
+  stderr_capture_end(&cap, out, len);
+  return rc;
+}
+
 /* files_beside counts the files named `path`.* in path's directory (what a replacement of
  * the journal writes beside it, and must rename). */
 static int files_beside(const char *path) {
@@ -321,7 +333,7 @@ Test(journal, a_torn_tail_is_cut_off, .timeout = 120) {
   unlink(path);
 }
 
-Test(journal, another_program_starts_again_or_is_refused, .timeout = 120) {
+Test(journal, another_program_is_refused_or_started_again, .timeout = 120) {
   char path[128];
   journal_path(path, sizeof path);
   expect_counts(run_inc(path, 50, NULL), 0, 50);
@@ -329,8 +341,19 @@ Test(journal, another_program_starts_again_or_is_refused, .timeout = 120) {
   cr_assert_eq(local_start(lt_farm(lt_seq("testk:dbl")), path, "refuse", LT_TEST_MODULES),
                LT_EINVAL);
   cr_assert_eq(file_size(path), size, "a refused journal is left as it was");
-  /* By default the other program's results are not used: a new journal takes its place. */
-  const char *dbl[] = {"journal", path, NULL};
+  /* By default too (issue 36 item 5: a path reused by another program is another run's
+   * work), with both programs and the option named. */
+  char log[4096];
+  cr_assert_eq(local_start_logged(lt_farm(lt_seq("testk:dbl")), path, NULL, LT_TEST_MODULES, log,
+                                  sizeof log),
+               LT_EINVAL);
+  cr_assert_eq(file_size(path), size, "a refused journal is left as it was");
+  cr_assert_not_null(strstr(log, "testk:inc"), "%s", log);
+  cr_assert_not_null(strstr(log, "testk:dbl"), "%s", log);
+  cr_assert_not_null(strstr(log, "journal_mismatch=recompute"), "%s", log);
+  /* Under journal_mismatch=recompute the other program's results are not used: a new
+   * journal takes its place. */
+  const char *dbl[] = {"journal", path, "journal_mismatch", "recompute", NULL};
   lt_eval_t *ev = new_eval_with(lt_farm(lt_seq("testk:dbl")), 2, dbl);
   /* The journal that took the old one's place is this run's alone from the start: it was
    * locked before it was renamed into place. */
