@@ -26,6 +26,7 @@ static void leave(lt_server_t *srv, int code) {
     zmq_ctx_term(srv->zctx);
   }
   fflush(NULL);
+  lt__crashlog_leaving();
   _exit(code);
 }
 

@@ -1,5 +1,5 @@
 /* test_contain.c: one bad kernel never takes the servers down (issue "containment"), with
- * supervised lithium-server processes: a kernel that segfaults or aborts on one input of a
+ * supervised lithium-server processes: a kernel that segfaults, aborts or exits on one input of a
  * farm fails that task alone with LT_ECRASH naming the kernel and the signal, every other
  * result is right, and the same endpoints serve the next evaluation; so does one that
  * aborts or faults as the second stage of a lazy pipeline, in a map body and in a dc leaf,
@@ -76,6 +76,13 @@ Test(poison, segfaulting_kernel_fails_its_task_alone, .timeout = 180) {
 
 Test(poison, aborting_kernel_fails_its_task_alone, .timeout = 180) {
   poison("abort", "SIGABRT");
+}
+
+/* A kernel that ends the process with _exit(0) (issue 36 item 5: it took the whole server
+ * down, its supervisor too, which took the status for its worker's own) is a crash like a
+ * signal: its task fails with LT_ECRASH naming the exit, and the restarted servers serve. */
+Test(poison, exiting_kernel_fails_its_task_alone, .timeout = 180) {
+  poison("exit", "exit(0)");
 }
 
 /* A program whose task i reads K int64s from i * K and answers each one plus ADD, with
