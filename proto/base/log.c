@@ -1,6 +1,7 @@
 /* log.c: the shared stderr logger (see log.h). The level is one atomic int, read lazily
  * from LITHIUM_LOG; the name prefix is guarded by a mutex. Each line is formatted into a
- * stack buffer and written with a single write(2). Any thread. */
+ * stack buffer, its control characters escaped, and written with a single write(2). Any
+ * thread. */
 #include "log.h"
 
 #include <errno.h>
@@ -17,6 +18,7 @@
 #include <lithium/error.h>
 
 #include "clock.h"
+#include "utf8.h"
 
 #define LOG_LINE_MAX 2048
 #define LOG_NAME_MAX 64
@@ -122,8 +124,11 @@ static void vlog(int level, const char *fmt, va_list ap) {
                    level_names[level], log_name, log_name[0] ? ": " : "");
   pthread_mutex_unlock(&name_lock);
   if (k > 0) n += (size_t)k < sizeof line - n ? (size_t)k : sizeof line - n - 1;
-  k = vsnprintf(line + n, sizeof line - n, fmt, ap);
-  if (k > 0) n += (size_t)k < sizeof line - n ? (size_t)k : sizeof line - n - 1;
+  /* The message names text from files and peers (error messages, names): its control
+   * characters are escaped, so that none reaches a terminal. */
+  char msg[LOG_LINE_MAX];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  n += lt__text_escape(msg, line + n, sizeof line - n);
   /* Room for the newline: overwrite the last byte of a cut line. */
   if (n >= sizeof line - 1) n = sizeof line - 2;
   line[n++] = '\n';

@@ -10,7 +10,8 @@
  * compact` (lt_journal_compact) drops a torn tail, a damaged record and duplicates, atomically. A
  * damaged length in the middle (past the end with intact records after it, or over the
  * format's bounds anywhere) costs that record's task LT_EIO alone: the records after it are
- * replayed, and compact keeps them. A journal path that is a symbolic link is refused. */
+ * replayed, and compact keeps them. A journal path that is a symbolic link is refused, and
+ * the control characters of a journaled message are escaped when it is read back. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <glob.h>
@@ -21,8 +22,10 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "harness.h"
+#include "log.h"
 
 #define SHIP_A LT_TEST_SHIP_DIR "/a/libshipk.so" /* shipk:tag adds 1000 */
 #define SHIP_B LT_TEST_SHIP_DIR "/b/libshipk.so" /* shipk:tag adds 2000 */
@@ -585,4 +588,59 @@ Test(journal, a_symbolic_link_is_refused, .timeout = 60) {
   cr_assert_not_null(strstr(err, "symbolic link"), "%s", err);
   unlink(path);
   unlink(target);
+}
+
+/* Text read back from a journal reaches no terminal raw (issue 36 item 5: an ESC sequence in
+ * an error message got through): a journaled failure whose message is given "\x1b[2J" (its
+ * checksum made right again, so the record is intact) reads back with the control
+ * character escaped, in the result's message and in what the run logs. */
+Test(journal, control_characters_from_a_journal_are_escaped, .timeout = 60) {
+  char path[128];
+  journal_path(path, sizeof path);
+  const char *o[] = {"journal", path, "backup", "off", NULL};
+  for (int run = 0; run < 2; run++) {
+    if (run == 1) {
+      long offs[4];
+      cr_assert_eq(record_offsets(path, offs, 4), 1);
+      FILE *f = fopen(path, "r+b");
+      cr_assert_not_null(f);
+      static unsigned char rec[4096];
+      cr_assert_eq(fseek(f, offs[0], SEEK_SET), 0);
+      size_t len = fread(rec, 1, sizeof rec, f);
+      uint32_t errlen = rec[8] | rec[9] << 8 | rec[10] << 16 | (uint32_t)rec[11] << 24;
+      cr_assert_eq(len, 36 + errlen + 4, "a failure: no data");
+      char *at = memmem(rec + 36, errlen, "aske", 4);
+      cr_assert_not_null(at);
+      memcpy(at, "\x1b[2J", 4);
+      uLong crc = crc32(0, rec, 36 + errlen);
+      for (int i = 0; i < 4; i++)
+        rec[36 + errlen + i] = (unsigned char)(crc >> (8 * i));
+      cr_assert_eq(fseek(f, offs[0], SEEK_SET), 0);
+      cr_assert_eq(fwrite(rec, 1, len, f), len);
+      fclose(f);
+    }
+    stderr_capture_t cap;
+    stderr_capture_begin(&cap);
+    lt_eval_t *ev = new_eval_with(lt_farm(lt_seq("testk:fail")), 2, o);
+    submit_i64s(ev, 1);
+    lt_eval_close(ev);
+    lt_buf_t *b = NULL;
+    cr_assert_eq(lt_eval_next_timeout(ev, 30000, &b), LT_OK);
+    char msg[600];
+    snprintf(msg, sizeof msg, "%s", lt_buf_errmsg(b));
+    lt__log(LT_LOG_WARN, "the result: %s", msg); /* as a program would print it */
+    cr_assert_eq(lt_buf_error(b), LT_EKERNEL);
+    lt_buf_free(b);
+    char *json = stats_of(ev);
+    lt_eval_free(ev);
+    static char log[1 << 16];
+    stderr_capture_end(&cap, log, sizeof log);
+    cr_assert_eq(stats_u64(json, "journal_replayed"), (uint64_t)run, "%s", json);
+    free(json);
+    if (run == 0) continue;
+    cr_assert_null(strchr(msg, '\x1b'), "%s", msg);
+    cr_assert_not_null(strstr(msg, "fail: \\x1b[2Jd to fail"), "%s", msg);
+    cr_assert_null(strchr(log, '\x1b'), "%s", log);
+  }
+  unlink(path);
 }
