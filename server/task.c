@@ -345,6 +345,8 @@ static int store_outputs(lt_server_t *srv, lt_task_t *t, lt_oid_t first, uint32_
              (unsigned long long)max, (unsigned long long)held, (unsigned long long)more);
     return LT_EQUOTA;
   }
+  int room = lt__quota_server_room(srv, more, n - 1, err, errlen);
+  if (room != LT_OK) return room;
   /* Outputs beyond the first (parts of a split) are new ids: the first was expected. */
   uint64_t nids = lt__quota_ids(srv, first.client), maxids = lt__quota_max_values(srv);
   if (n > 1 && nids + n - 1 > maxids) {
@@ -561,6 +563,8 @@ static int check(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m, const lt_
              lt__quota_max_values(srv));
     return LT_EQUOTA;
   }
+  int room = lt__quota_server_room(srv, 0, k, err, errlen);
+  if (room != LT_OK) return room;
   /* Sessions are isolated: an instruction names outputs in its own session's id space
    * only and reads only its own session's values. (An id that exists is never overwritten
    * either: the store's single assignment fails the second producer with LT_EEXIST.) */
