@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "utf8.h"
 
 lt_buf_t *lt__buf_ok(lt_value_t *v) {
   lt_buf_t *b = calloc(1, sizeof *b);
@@ -21,7 +22,8 @@ lt_buf_t *lt__buf_fail(int err, const char *msg) {
   lt_buf_t *b = calloc(1, sizeof *b);
   if (b == NULL) return NULL;
   b->err = err;
-  b->errmsg = strdup(msg != NULL && *msg != '\0' ? msg : lt_strerror(err));
+  /* The message may be a server's, or read from a journal: never a control character. */
+  b->errmsg = lt__text_escape_dup(msg != NULL && *msg != '\0' ? msg : lt_strerror(err));
   if (b->errmsg == NULL) {
     free(b);
     return NULL;

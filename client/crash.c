@@ -39,9 +39,13 @@ static const char *kernel_of(const lt_sched_t *s, const void *key) {
   return st->kernel < s->tmpl->nkernels ? s->tmpl->kernels[st->kernel] : "?";
 }
 
+/* signal_name names the welcome's crash_signal: a signal, or 256 + the status of an exit the
+ * worker had not decided on (a kernel that called exit: proto/msg.h). */
 static void signal_name(int sig, char *buf, size_t len) {
-  const char *abbrev = sig > 0 ? sigabbrev_np(sig) : NULL;
-  if (abbrev != NULL)
+  const char *abbrev = sig > 0 && sig < 256 ? sigabbrev_np(sig) : NULL;
+  if (sig >= 256)
+    snprintf(buf, len, "exit(%d)", sig - 256);
+  else if (abbrev != NULL)
     snprintf(buf, len, "SIG%s", abbrev);
   else
     snprintf(buf, len, "signal %d", sig);

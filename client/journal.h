@@ -19,12 +19,22 @@
 
 typedef struct lt_journal lt_journal_t;
 
+/* What a run does with a journal whose header is not its own (option journal_mismatch, in
+ * the order of its values). */
+enum {
+  LT_JOURNAL_MISMATCH_RECOMPUTE = 0, /* replace it with an empty one (logged) */
+  LT_JOURNAL_MISMATCH_REFUSE = 1,    /* refuse it */
+  LT_JOURNAL_MISMATCH_REBUILT = 2,   /* replace it when only module builds differ, refuse a
+                                        journal of another program (the default: a path
+                                        reused by another program is another run's work) */
+};
+
 /* lt__journal_open opens (or creates) the journal at `path` for a run whose header text is
- * `header` (lt__jheader_text). A journal with another header is refused with LT_EINVAL when
- * `refuse` is set, else replaced by an empty one (logged). LT_EINVAL with a message in err
- * also for a file that is not a journal of this format; LT_EAGAIN when another run has it
- * open; LT_EIO when it cannot be read or written; LT_ENOMEM. */
-int lt__journal_open(lt_journal_t **out, const char *path, const char *header, int refuse,
+ * `header` (lt__jheader_text). A journal with another header is refused with LT_EINVAL or
+ * replaced by an empty one (logged), as `policy` (an LT_JOURNAL_MISMATCH_*) says. LT_EINVAL with a
+ * message in err also for a file that is not a journal of this format; LT_EAGAIN when another run
+ * has it open; LT_EIO when it cannot be read or written; LT_ENOMEM. */
+int lt__journal_open(lt_journal_t **out, const char *path, const char *header, int policy,
                      char *err, size_t errlen);
 
 /* lt__journal_find looks up a result journaled for an input with digest `d`: 1 with its

@@ -1,6 +1,7 @@
 /* journal_compact.c: lt_journal_compact (lithium.h), `lithium journal compact FILE`. The
  * journal is copied record by record into a new file beside it — the records whose checksum
- * holds, the first of each input, none of a torn tail — which is made durable and renamed
+ * holds, the first of each input, none of a torn tail, every intact one after damage in the
+ * middle — which is made durable and renamed
  * over it, so that a crash leaves the old journal or the new one. It holds the journal's
  * lock meanwhile: a run cannot append to it. Memory: the index (16 bytes a record) and the
  * largest record. Any thread. */
@@ -29,13 +30,15 @@ typedef struct compact {
   lt_journal_stats_t *st;
 } compact_t;
 
-/* index_all reads every record's head; the first that is torn or is not one ends them. */
+/* index_all reads every record's head up to a torn tail; damage in the middle
+ * (lt__jrec_step) is skipped, and the records after it are indexed. */
 static int index_all(compact_t *c, uint64_t size) {
-  uint64_t off = c->first;
+  uint64_t off = c->first, next;
   lt_jrec_t r;
-  while (lt__jrec_head(c->fd, off, size, &r) == 1) {
-    if (lt__jidx_add(&c->index, r.d.h[0], off) != LT_OK) return LT_ENOMEM;
-    off += r.size;
+  int got, named;
+  while ((got = lt__jrec_step(c->fd, off, size, &r, &next, &named)) > 0) {
+    if (got == LT_JSTEP_RECORD && lt__jidx_add(&c->index, r.d.h[0], off) != LT_OK) return LT_ENOMEM;
+    off = next;
   }
   c->end = off;
   c->st->torn_bytes = size - off;
@@ -63,7 +66,14 @@ static int seen_before(compact_t *c, const lt_jrec_t *r) {
 /* copy_records copies the records worth keeping to c->out. */
 static int copy_records(compact_t *c) {
   lt_jrec_t r;
-  for (uint64_t off = c->first; lt__jrec_head(c->fd, off, c->end, &r) == 1; off += r.size) {
+  uint64_t next;
+  int got, named;
+  for (uint64_t off = c->first; (got = lt__jrec_step(c->fd, off, c->end, &r, &next, &named)) > 0;
+       off = next) {
+    if (got == LT_JSTEP_DAMAGED) {
+      c->st->damaged++;
+      continue;
+    }
     char *msg = NULL;
     lt_value_t *data = NULL;
     int rc = lt__jrec_body(c->fd, &r, &msg, &data);
@@ -122,7 +132,11 @@ LT_API int lt_journal_compact(const char *path, lt_journal_stats_t *stats, char 
     return LT_EINVAL;
   }
   compact_t c = {.path = path, .st = stats};
-  c.fd = open(path, O_RDONLY | O_CLOEXEC);
+  c.fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (c.fd < 0 && errno == ELOOP) {
+    snprintf(err, errlen, "journal %s is a symbolic link: refused (name the file itself)", path);
+    return LT_EINVAL;
+  }
   if (c.fd < 0) {
     snprintf(err, errlen, "journal %s: %s", path, strerror(errno));
     return errno == ENOENT ? LT_ENOENT : LT_EIO;

@@ -132,6 +132,78 @@ int lt__jrec_head(int fd, uint64_t off, uint64_t file_size, lt_jrec_t *r) {
   return r->size <= file_size - off ? 1 : -1;
 }
 
+int lt__jrec_peek(int fd, uint64_t off, uint64_t file_size, lt_jrec_t *r) {
+  unsigned char head[LT_JREC_HEAD];
+  if (off > file_size || file_size - off < sizeof head ||
+      read_at(fd, head, sizeof head, off) != LT_OK || get32(head) != REC_MAGIC)
+    return 0;
+  r->off = off;
+  r->status = (int)(int32_t)get32(head + 4);
+  r->errlen = get32(head + 8);
+  r->datalen = get64(head + 12);
+  memcpy(r->d.h, head + 20, 16);
+  return 1;
+}
+
+/* intact_at tells whether a whole record whose checksum holds starts at `off`. */
+static int intact_at(int fd, uint64_t off, uint64_t file_size) {
+  lt_jrec_t r;
+  if (lt__jrec_head(fd, off, file_size, &r) != 1) return 0;
+  char *msg = NULL;
+  lt_value_t *data = NULL;
+  int ok = lt__jrec_body(fd, &r, &msg, &data) == LT_OK;
+  free(msg);
+  lt__value_unref(data);
+  return ok;
+}
+
+/* next_intact returns the offset of the first intact record that starts after `off`, or
+ * file_size when there is none: it looks for the record magic block by block and checks
+ * each candidate whole (a result's data may hold the magic, not a record whose checksum
+ * holds but by a 2^-32 chance). */
+static uint64_t next_intact(int fd, uint64_t off, uint64_t file_size) {
+  static const unsigned char magic[4] = {'L', 'T', 'J', 'R'};
+  unsigned char buf[65536];
+  for (uint64_t at = off + 1; at + LT_JREC_HEAD <= file_size;) {
+    uint64_t want = file_size - at < sizeof buf ? file_size - at : sizeof buf;
+    if (read_at(fd, buf, (size_t)want, at) != LT_OK) return file_size;
+    size_t i = 0;
+    for (; i + sizeof magic <= want; i++)
+      if (memcmp(buf + i, magic, sizeof magic) == 0 && intact_at(fd, at + i, file_size))
+        return at + i;
+    at += i; /* the last 3 bytes are looked at again with what follows */
+  }
+  return file_size;
+}
+
+int lt__jrec_step(int fd, uint64_t off, uint64_t file_size, lt_jrec_t *r, uint64_t *next,
+                  int *has_digest) {
+  *has_digest = 0;
+  int got = lt__jrec_head(fd, off, file_size, r);
+  if (got == 0) {
+    *next = off;
+    return LT_JSTEP_END;
+  }
+  if (got == 1) {
+    *next = off + r->size;
+    return LT_JSTEP_RECORD;
+  }
+  lt_jrec_t h;
+  int magic = lt__jrec_peek(fd, off, file_size, &h);
+  int impossible = magic && (h.errlen > LT_JREC_MAX_ERR || h.datalen > MAX_DATA);
+  uint64_t after = next_intact(fd, off, file_size);
+  if (after == file_size && !impossible) {
+    *next = off;
+    return LT_JSTEP_TORN;
+  }
+  if (magic) *r = h;
+  r->off = off;
+  r->size = after - off;
+  *has_digest = magic;
+  *next = after;
+  return LT_JSTEP_DAMAGED;
+}
+
 int lt__jrec_body(int fd, const lt_jrec_t *r, char **msg, lt_value_t **data) {
   *msg = NULL;
   *data = NULL;
@@ -271,15 +343,15 @@ static void line_of(const char *text, const char *prefix, char *buf, size_t len)
   }
 }
 
-void lt__jheader_diff(const char *path, const char *theirs, const char *ours, char *err,
-                      size_t errlen) {
+int lt__jheader_diff(const char *path, const char *theirs, const char *ours, char *err,
+                     size_t errlen) {
   char a[512], b[512];
   line_of(theirs, "program ", a, sizeof a);
   line_of(ours, "program ", b, sizeof b);
   if (strcmp(a, b) != 0) {
     snprintf(err, errlen, "journal %s belongs to another program (%.200s), not %.200s", path,
              a + (a[0] ? 8 : 0), b + 8);
-    return;
+    return 1;
   }
   /* The first module line of ours that the journal does not have word for word. */
   for (const char *p = strstr(ours, "\nmodule "); p != NULL; p = strstr(p + 1, "\nmodule ")) {
@@ -295,9 +367,10 @@ void lt__jheader_diff(const char *path, const char *theirs, const char *ours, ch
              "journal %s: module '%.*s' is not the build that made its results (sha256 %.16s "
              "in the journal, %.16s now)",
              path, (int)(sp - name), name, a[0] ? a + plen : "none", mine + plen);
-    return;
+    return 0;
   }
   snprintf(err, errlen, "journal %s was made with other modules than this run uses", path);
+  return 0;
 }
 
 /* ---- replacing a journal file ------------------------------------------------------------- */

@@ -43,6 +43,31 @@ typedef struct lt_jrec {
  * past the end) or is not one (bad magic, impossible lengths). */
 int lt__jrec_head(int fd, uint64_t off, uint64_t file_size, lt_jrec_t *r);
 
+/* lt__jrec_peek reads the head at `off` without judging its lengths: 1 when it has the
+ * record magic (*r filled, r->size unset), 0 when it has not or is cut short. */
+int lt__jrec_peek(int fd, uint64_t off, uint64_t file_size, lt_jrec_t *r);
+
+/* What lt__jrec_step found at its offset. */
+enum {
+  LT_JSTEP_END = 0,     /* the end of the file */
+  LT_JSTEP_RECORD = 1,  /* a record whose head holds (its checksum is checked when read) */
+  LT_JSTEP_DAMAGED = 2, /* damage to one record: see lt__jrec_step */
+  LT_JSTEP_TORN = -1,   /* a torn tail: nothing intact from here to the end */
+};
+
+/* lt__jrec_step reads what starts at `off` of the file `fd` of `file_size` bytes and sets
+ * *next to where the next thing starts. A head that runs past the end of the file, or that
+ * is not a record's, is a torn tail only when no intact record (its head and its checksum
+ * hold) follows it: with one after it, it is damage to that one record (its length field,
+ * most likely), and so is a head whose lengths no record can have (over LT_JREC_MAX_ERR of
+ * error text or 2^40 bytes of data: no write makes them, torn or not), wherever it is.
+ * LT_JSTEP_DAMAGED then has r->off = off, r->size = *next - off (the damaged bytes, up to
+ * the next intact record or the end) and r->d the digest the head still names, when it
+ * still has the record magic (*has_digest; false for bytes that are no head at all).
+ * Finding the next intact record reads the file on from `off` (only on damage). */
+int lt__jrec_step(int fd, uint64_t off, uint64_t file_size, lt_jrec_t *r, uint64_t *next,
+                  int *has_digest);
+
 /* lt__jrec_body reads the error text (into *msg, malloc'd, NUL-terminated) and the data
  * (into *data, a new value) of record `r` and checks its CRC. LT_OK; LT_EIO for a record
  * that cannot be read or whose CRC does not hold; LT_ENOMEM. Nothing is returned on failure. */
@@ -69,9 +94,10 @@ int lt__jheader_read(int fd, const char *path, char **text, uint64_t *end, char 
                      size_t errlen);
 
 /* lt__jheader_diff writes into err what differs between the header texts `theirs` (the
- * file's) and `ours` (this run's): the program, or the first module whose hash changed. */
-void lt__jheader_diff(const char *path, const char *theirs, const char *ours, char *err,
-                      size_t errlen);
+ * file's) and `ours` (this run's): the program, or the first module whose hash changed; it
+ * returns 1 when the programs differ, 0 when only modules do. */
+int lt__jheader_diff(const char *path, const char *theirs, const char *ours, char *err,
+                     size_t errlen);
 
 /* A journal is replaced whole (a new journal, a compacted copy): the new file is written
  * beside it, made durable and renamed over it, so that a crash leaves the old file or the new

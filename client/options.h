@@ -90,8 +90,9 @@ typedef enum lt_opt_type {
     "none)")                                                                                       \
   X(journal, LT_OPT_PATH, journal, NULL, 0, 0, "FILE",                                             \
     "the results journal: finished tasks are not computed again")                                  \
-  X(journal_mismatch, LT_OPT_ENUM, journal_mismatch, "recompute", 0, 0, "recompute|refuse",        \
-    "a journal of another program or other module builds: start it again, or refuse")              \
+  X(journal_mismatch, LT_OPT_ENUM, journal_mismatch, "rebuilt", 0, 0, "recompute|refuse|rebuilt",  \
+    "a journal of another program or other module builds: start it again, refuse, or start "       \
+    "it again for a rebuilt module and refuse another program's")                                  \
   X(trace, LT_OPT_PATH, trace, NULL, 0, 0, "FILE", "write a trace-event JSON of the run")          \
   X(curve_key, LT_OPT_KEY, curve_pub, NULL, 0, 0, "FILE",                                          \
     "the client's CURVE key pair file (lithium keygen)")                                           \
@@ -134,7 +135,7 @@ typedef struct lt_options {
   char *server;                /* lithium-server program for spawn_local */
   char *trace;                 /* trace=FILE: trace-event JSON (trace.c); NULL = off */
   char *journal;               /* journal=FILE: the results journal (journal.c); NULL = off */
-  int journal_mismatch;        /* 0 recompute: another run's journal starts again; 1 refuse */
+  int journal_mismatch;        /* an LT_JOURNAL_MISMATCH_* (journal.h) */
   char curve_pub[41];          /* curve_key: the client's key pair (Z85), "" when none */
   char curve_sec[41];
   char curve_server[41]; /* curve_server: the key of hosts given without one, or "" */

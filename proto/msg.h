@@ -191,7 +191,8 @@ typedef struct lt_msg {
       uint64_t incarnation; /* as lt_load_t.incarnation */
       uint32_t ncrashed;    /* the last crash: this client's instructions it is charged to */
       uint64_t *crashed;    /* (instruction seqs), the signal and the incarnation that died */
-      int32_t crash_signal;
+      int32_t crash_signal; /* > 0: a crash; 256 + N: an exit with status N that the worker
+                               had not decided on (a kernel called exit) */
       uint64_t crashed_incarnation;
       uint64_t crash_culprit;    /* the one whose thread got the signal, when this client's; 0 */
       double cpus;               /* the CPU it may use, in cores (cgroup quota); 0: not said */

@@ -42,6 +42,8 @@ enum {
   OPT_MAX_VALUES,
   OPT_MAX_FETCHES,
   OPT_MAX_SESSIONS,
+  OPT_MAX_BYTES,
+  OPT_MAX_TOTAL_VALUES,
   OPT_CURVE_KEY,
   OPT_ALLOW,
   OPT_INSECURE,
@@ -71,6 +73,8 @@ static const struct option long_opts[] = {
     {"max-session-values", required_argument, NULL, OPT_MAX_VALUES},
     {"max-session-fetches", required_argument, NULL, OPT_MAX_FETCHES},
     {"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
+    {"max-bytes", required_argument, NULL, OPT_MAX_BYTES},
+    {"max-values", required_argument, NULL, OPT_MAX_TOTAL_VALUES},
     {"curve-key", required_argument, NULL, OPT_CURVE_KEY},
     {"allow", required_argument, NULL, OPT_ALLOW},
     {"insecure", no_argument, NULL, OPT_INSECURE},
@@ -113,6 +117,9 @@ void lt__args_usage(FILE *f) {
           "                         (default %d)\n"
           "      --max-sessions N   sessions at once; more hellos are refused\n"
           "                         (default min(%d, open-file limit / 2))\n"
+          "      --max-bytes BYTES  values all sessions together may hold, k/m/g (default\n"
+          "                         half the physical memory)\n"
+          "      --max-values N     values all sessions together may hold (default %d)\n"
           "      --curve-key FILE   CURVE key pair (lithium keygen): clients must use CURVE\n"
           "                         and a key the server allows\n"
           "      --allow FILE       allowed client public keys, one Z85 key a line, optional\n"
@@ -136,7 +143,8 @@ void lt__args_usage(FILE *f) {
           "On start the server prints \"READY <endpoint>\" on stdout.\n",
           LT_SRV_MAX_THREADS, LT_SRV_DEFAULT_IDLE_MS, LT_SRV_DEFAULT_FETCH_MS, LT_SRV_MAX_PEERS,
           LT_SRV_DEFAULT_MAX_PEERS, LT_SRV_DEFAULT_MAX_PARKED, LT_SRV_DEFAULT_MAX_QUEUED,
-          LT_SRV_DEFAULT_MAX_VALUES, LT_SRV_DEFAULT_MAX_FETCHES, LT_SRV_MAX_SESSIONS_CAP);
+          LT_SRV_DEFAULT_MAX_VALUES, LT_SRV_DEFAULT_MAX_FETCHES, LT_SRV_MAX_SESSIONS_CAP,
+          LT_SRV_DEFAULT_MAX_TOTAL_VALUES);
 }
 
 int lt__args_parse_size(const char *s, uint64_t *out) {
@@ -229,6 +237,7 @@ int lt__args_parse(lt_srv_args_t *a, int argc, char **argv, FILE *out, FILE *err
   a->max_queued = LT_SRV_DEFAULT_MAX_QUEUED;
   a->max_values = LT_SRV_DEFAULT_MAX_VALUES;
   a->max_fetches = LT_SRV_DEFAULT_MAX_FETCHES;
+  a->max_total_values = LT_SRV_DEFAULT_MAX_TOTAL_VALUES;
   if (replace_str(&a->listen, LT_SRV_DEFAULT_LISTEN) != LT_OK)
     return usage_error(err, "%s", "out of memory");
 
@@ -309,6 +318,15 @@ int lt__args_parse(lt_srv_args_t *a, int argc, char **argv, FILE *out, FILE *err
     case OPT_MAX_SESSION_BYTES:
       if (lt__args_parse_size(optarg, &a->max_session_bytes) != LT_OK)
         return usage_error(err, "bad --max-session-bytes '%s'", optarg);
+      break;
+    case OPT_MAX_BYTES:
+      if (lt__args_parse_size(optarg, &a->max_bytes) != LT_OK || a->max_bytes == 0)
+        return usage_error(err, "bad --max-bytes '%s'", optarg);
+      break;
+    case OPT_MAX_TOTAL_VALUES:
+      if (parse_uint(optarg, 1, UINT64_MAX, &v) != LT_OK)
+        return usage_error(err, "bad count '%s' (at least 1)", optarg);
+      a->max_total_values = v;
       break;
     case OPT_POOL_BYTES:
       /* 0 turns the pool off; lt__args_parse_size refuses it, as a quota of 0 is a mistake. */

@@ -23,8 +23,10 @@
 #define LT_SRV_DEFAULT_MAX_PARKED    100000
 #define LT_SRV_DEFAULT_MAX_QUEUED    100000
 #define LT_SRV_DEFAULT_MAX_VALUES    1000000
-#define LT_SRV_DEFAULT_MAX_FETCHES   100000
-#define LT_SRV_MAX_SESSIONS_CAP      1000
+/* Server-wide, beside the per-session quotas: four sessions at their whole quota of ids. */
+#define LT_SRV_DEFAULT_MAX_TOTAL_VALUES 4000000
+#define LT_SRV_DEFAULT_MAX_FETCHES      100000
+#define LT_SRV_MAX_SESSIONS_CAP         1000
 
 /* What lt__args_parse tells main to do; the value is also the exit code. */
 enum {
@@ -54,6 +56,9 @@ typedef struct lt_srv_args {
   uint32_t max_values;        /* ids (values pending, ready or failed) one session may hold */
   uint32_t max_fetches;       /* fetches of one session waiting for their values */
   uint32_t max_sessions;      /* sessions at once; 0 = min(1000, RLIMIT_NOFILE / 2) */
+  uint64_t max_bytes;         /* bytes of values all sessions together may hold; 0 = half the
+                                 physical memory (issue 36: 1000 sessions x each quota) */
+  uint64_t max_total_values;  /* ids all sessions together may hold (--max-values) */
   char *curve_key;            /* --curve-key: the server's key pair file, or NULL (owned) */
   char *allow;                /* --allow: allowed client public keys file, or NULL (owned) */
   bool insecure;              /* --insecure: a non-loopback listen without CURVE is allowed */

@@ -50,6 +50,7 @@ struct lt_conns {
   int ncut;     /* cut and not yet ended */
   int limit, reserve, max_unbound;
   uint64_t last_cut;
+  lt_log_rate_t cut_log; /* the warnings of cuts, rate-limited */
   uint64_t cuts;
   int nclosed;
   bool closing;
@@ -88,8 +89,9 @@ static void cut(struct lt_conns *c, conn_ent_t *e, const char *why) {
   c->ncut++;
   c->cuts++;
   c->last_cut = uv_now(&c->srv->loop);
-  lt__log_limited(LT_LOG_WARN, "cut a connection without a session (descriptor %d): %s", e->fd,
-                  why);
+  /* One attack cuts hundreds: the first line says it, later ones how many more. */
+  lt__log_rated(&c->cut_log, (int64_t)c->last_cut, LT_LOG_WARN,
+                "cut a connection without a session (descriptor %d): %s", e->fd, why);
 }
 
 /* relieve cuts a batch of the oldest unbound connections, never `keep` (the one just

@@ -26,6 +26,7 @@ struct lt_crashlog {
   char endpoint[256];
   slot_t running[LT_CRASHLOG_SLOTS];
   _Atomic uint32_t culprit; /* 1 + the slot whose thread got a fatal signal; 0: none yet */
+  _Atomic int leaving;      /* the worker decided to exit (lt__crashlog_leaving) */
   /* The last death, written by the supervisor while no worker runs. */
   int crash_signal;
   uint64_t crashed_incarnation;
@@ -64,6 +65,14 @@ void lt__crashlog_free(lt_crashlog_t *cl) {
 
 void lt__crashlog_attach(lt_crashlog_t *cl) {
   self = cl;
+}
+
+void lt__crashlog_leaving(void) {
+  if (self != NULL) atomic_store(&self->leaving, 1);
+}
+
+bool lt__crashlog_left(lt_crashlog_t *cl) {
+  return atomic_exchange(&cl->leaving, 0) != 0;
 }
 
 /* on_fatal names the receiving thread's slot as the culprit, unless another thread got there

@@ -75,9 +75,25 @@ bool lt__crashlog_started(uint64_t incarnation, const char *endpoint);
 void lt__crashlog_take(uint64_t client, int *sig, uint64_t *incarnation, uint64_t *culprit,
                        uint64_t **seqs, uint32_t *n);
 
+/* The "signal" of a worker that exited with status N when it had not decided to
+ * (lt__crashlog_leaving): LT_CRASH_EXIT + N, never a signal number. A kernel that calls
+ * exit() or _exit() ends the process as a fatal signal would: it is a crash, charged to what
+ * was running, and the worker is restarted. The welcome's crash_signal carries it as is. */
+#define LT_CRASH_EXIT 256
+
+/* lt__crashlog_leaving marks the attached worker's coming exit as its own decision (a stop,
+ * a recycle, a failed start): the supervisor then ends or restarts as that exit says. Any
+ * thread, async-signal-safe; nothing when no log is attached. */
+void lt__crashlog_leaving(void);
+
+/* lt__crashlog_left tells, in the supervisor after its worker exited, whether that worker
+ * had marked its exit (lt__crashlog_leaving), and clears the mark. */
+bool lt__crashlog_left(lt_crashlog_t *cl);
+
 /* lt__crashlog_record, in the supervisor after the worker died: `sig` > 0 (a death by
- * that signal) copies the running slots and the culprit into the last crash; 0 (a recycle)
- * records the death without instructions. Clears the running slots and the culprit. */
+ * that signal, or an unexpected exit: LT_CRASH_EXIT + status) copies the running slots and the
+ * culprit into the last crash; 0 (a recycle) records the death without instructions. Clears the
+ * running slots and the culprit. */
 void lt__crashlog_record(lt_crashlog_t *cl, int sig);
 
 /* lt__crashlog_endpoint returns the endpoint the last worker bound ("" before one did), and

@@ -3,7 +3,6 @@
  * process whose threads are stuck for good. */
 #include "deadline.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include "clock.h"
@@ -27,6 +26,7 @@ static void leave(lt_server_t *srv, int code) {
     zmq_ctx_term(srv->zctx);
   }
   fflush(NULL);
+  lt__crashlog_leaving();
   _exit(code);
 }
 
@@ -58,84 +58,15 @@ static void on_tick(uv_timer_t *h) {
   }
 }
 
-/* The sentinel: the thread that watches the loop thread for a kernel stuck on it. */
-struct lt_sentinel {
-  pthread_t thread;
-  pthread_mutex_t mu;
-  pthread_cond_t cv; /* on CLOCK_MONOTONIC */
-  bool stop;
-  lt_executor_t *ex;
-};
-
-/* sentinel_main looks every tick at what the loop thread runs; a kernel there for
- * LT_INLINE_STUCK_MS ends the process as leave() would, without its sockets: they belong to
- * the stuck thread. */
-static void *sentinel_main(void *arg) {
-  struct lt_sentinel *st = arg;
-  pthread_mutex_lock(&st->mu);
-  while (!st->stop) {
-    struct timespec until = lt__clock_deadline(LT_DEADLINE_TICK_MS);
-    pthread_cond_timedwait(&st->cv, &st->mu, &until);
-    uint64_t since = lt__executor_inline_since(st->ex);
-    if (since == 0 || lt__executor_now_us() - since <= (uint64_t)LT_INLINE_STUCK_MS * 1000u)
-      continue;
-    lt__log(LT_LOG_WARN,
-            "a kernel has held the loop thread for more than %d ms: recycling the worker "
-            "process%s",
-            LT_INLINE_STUCK_MS, lt__crashlog_attached() ? "" : " (exit status 75)");
-    fflush(NULL);
-    _exit(LT_EXIT_RECYCLE);
-  }
-  pthread_mutex_unlock(&st->mu);
-  return NULL;
-}
-
-/* sentinel_start starts the sentinel over executor ex; NULL (and a logged error) when it
- * cannot: the server then runs without it, as before inline runs. */
-static struct lt_sentinel *sentinel_start(lt_executor_t *ex) {
-  struct lt_sentinel *st = calloc(1, sizeof *st);
-  if (st == NULL) return NULL;
-  st->ex = ex;
-  pthread_condattr_t attr;
-  pthread_condattr_init(&attr);
-  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-  pthread_cond_init(&st->cv, &attr);
-  pthread_condattr_destroy(&attr);
-  pthread_mutex_init(&st->mu, NULL);
-  if (pthread_create(&st->thread, NULL, sentinel_main, st) != 0) {
-    lt__log(LT_LOG_ERROR, "cannot start the loop thread's sentinel");
-    pthread_cond_destroy(&st->cv);
-    pthread_mutex_destroy(&st->mu);
-    free(st);
-    return NULL;
-  }
-  return st;
-}
-
-static void sentinel_stop(struct lt_sentinel *st) {
-  if (st == NULL) return;
-  pthread_mutex_lock(&st->mu);
-  st->stop = true;
-  pthread_cond_signal(&st->cv);
-  pthread_mutex_unlock(&st->mu);
-  pthread_join(st->thread, NULL);
-  pthread_cond_destroy(&st->cv);
-  pthread_mutex_destroy(&st->mu);
-  free(st);
-}
-
 void lt__deadline_start(lt_server_t *srv) {
   uv_timer_init(&srv->loop, &srv->deadline_timer);
   srv->deadline_timer.data = srv;
   uv_timer_start(&srv->deadline_timer, on_tick, LT_DEADLINE_TICK_MS, LT_DEADLINE_TICK_MS);
   srv->deadline_started = true;
-  srv->sentinel = sentinel_start(srv->ex);
 }
 
 void lt__deadline_close(lt_server_t *srv) {
   if (!srv->deadline_started) return;
-  sentinel_stop(srv->sentinel);
-  srv->sentinel = NULL;
   uv_close((uv_handle_t *)&srv->deadline_timer, NULL);
   srv->deadline_started = false;
 }

@@ -3,11 +3,8 @@
  * LT_ETIMEDOUT (its worker thread stays stuck in the kernel; the late result is dropped),
  * recycles the worker process when such a kernel overran by more than a second (exit status
  * LT_EXIT_RECYCLE: the supervisor restarts it), and bounds a graceful stop: a stop that
- * still waits for kernels after LT_STOP_MAX_MS exits anyway. A kernel run on the loop thread
- * itself (executor.c's inline runs) stops that timer too: a thread of its own, the sentinel,
- * recycles the worker process when one has held the loop thread for LT_INLINE_STUCK_MS (its
- * chain ran 8 times in at most 50 us before; its clients have missed heartbeats by then).
- * Loop thread only. */
+ * still waits for kernels after LT_STOP_MAX_MS exits anyway. No kernel runs on the loop thread
+ * (executor.h), so nothing but our own code can hold this timer up. Loop thread only. */
 #ifndef LT_DEADLINE_H
 #define LT_DEADLINE_H
 
@@ -16,7 +13,6 @@
 #define LT_DEADLINE_TICK_MS    100
 #define LT_DEADLINE_RECYCLE_MS 1000
 #define LT_STOP_MAX_MS         10000
-#define LT_INLINE_STUCK_MS     2000
 
 /* lt__deadline_start starts the timer. */
 void lt__deadline_start(lt_server_t *srv);

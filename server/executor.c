@@ -4,10 +4,13 @@
  * whole finished list at once. A worker takes a unit, runs its jobs back to back and hands
  * them back together: one wake-up and one completion hand-off for the whole gang. Workers
  * touch only the jobs they run and their slot in the crash log; they never see the store, the
- * sessions or the socket. */
+ * sessions or the socket. The hot hand-offs (executor.h) are here too: a worker's hot wait in
+ * worker_main, the loop's in on_prepare, both budgets from the estimates in `struct
+ * lt_executor`, measured in this run. */
 #include "executor.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,13 +25,44 @@
  * a worker has its gang and runs it next; it can no longer be canceled. */
 enum { JOB_IDLE = 0, JOB_QUEUED, JOB_TAKEN, JOB_RUNNING };
 
-/* Inline runs (see executor.h): a chain runs on the loop thread only after this many runs in
- * a row of at most INLINE_MAX_US each, and never again once a run there took longer. The
- * executor remembers INLINE_CHAINS chains, each in the slot its key picks (a chain that
- * takes another's slot starts learning afresh). */
-#define INLINE_MIN_RUNS 8u
-#define INLINE_MAX_US   50u
-#define INLINE_CHAINS   64u
+/* Hot waits (executor.h). Every budget is a multiple of a time measured in this run:
+ * - A worker that runs out of work waits hot for the next job as long as the gaps measured
+ *   between the pool running dry and the next submit say one comes: their mean plus
+ *   GAP_DEVS mean deviations (TCP's retransmission timeout over its RTT, RFC 6298: most
+ *   gaps of a steady stream of lone jobs fall inside it). It does so only when that budget
+ *   is at most SPIN_WORTH measured wake-ups of a sleeping worker: a hot wait is bought with
+ *   a core, and the latency it saves is one such wake-up, so a longer wait would cost more
+ *   CPU than a client's round trip is worth (and a machine where wake-ups are slow, loaded
+ *   or virtual, gets a longer budget, not a cliff).
+ * - The loop thread, before it sleeps, waits hot for a job it submitted in that turn for at
+ *   most one measured wake-up of the loop (ski rental: a job back sooner saves the wake-up,
+ *   a later one costs at most one wake-up more than sleeping at once).
+ * - SPIN_MAX_US bounds both whatever was measured: not a speed guess but the scheduler's
+ *   tick (1 ms at CONFIG_HZ=1000, 4 ms at 250), past which a sleeping thread's wake-up is
+ *   no longer dearer than the time spun, and the most a hot wait may hold the loop thread
+ *   from the sockets.
+ * Until the first measurements nothing waits hot. */
+#define GAP_DEVS    4
+#define SPIN_WORTH  8
+#define SPIN_MAX_US 1000u
+
+/* A measured time's smoothed mean and mean deviation, with TCP's gains (RFC 6298: 1/8 and
+ * 1/4), so that old samples fade and one outlier moves it little. */
+typedef struct estimate {
+  double mean, dev;
+  uint64_t n;
+} estimate_t;
+
+static void estimate_add(estimate_t *e, double x) {
+  if (e->n++ == 0) {
+    e->mean = x;
+    e->dev = x / 2;
+    return;
+  }
+  double d = x > e->mean ? x - e->mean : e->mean - x;
+  e->dev += (d - e->dev) / 4;
+  e->mean += (x - e->mean) / 8;
+}
 
 /* A worker reads its thread's CPU clock (a system call, not a vDSO read) once per this much
  * kernel time, or after any job this long, and gives the jobs in between the CPU share of
@@ -36,15 +70,11 @@ enum { JOB_IDLE = 0, JOB_QUEUED, JOB_TAKEN, JOB_RUNNING };
 #define CPU_SPAN_US 2000u
 #define CPU_LONG_US 500u
 
-/* What the executor has learnt of one chain (an op with its kernels and parameters). */
-typedef struct chain_stat {
-  uint64_t key;  /* chain_key; 0: the slot is free */
-  uint32_t fast; /* runs in a row of at most INLINE_MAX_US */
-  bool banned;   /* a run on the loop thread took longer: never inline again */
-} chain_stat_t;
-
 struct lt_executor {
   uv_async_t async;
+  uv_prepare_t prepare; /* the loop's hot wait, before it polls */
+  uv_check_t check;     /* after the poll: the loop is awake */
+  int open_handles;     /* of the three, not yet closed */
   lt_executor_done_cb cb;
   void *data;
   double slowdown;
@@ -54,14 +84,30 @@ struct lt_executor {
   lt_exgroup_t nogroup; /* jobs submitted without a group */
   lt_exgroup_t *groups; /* groups with queued jobs */
   uint64_t vclock;      /* service time of the group served last: where idle ones restart */
-  lt_job_t **running;   /* by worker index (the loop thread's inline run last), under qlock */
-  chain_stat_t chains[INLINE_CHAINS]; /* under qlock */
-  void *loop_altstack;                /* the loop thread's, for a crash of an inline kernel */
-  int idle; /* workers waiting on qcond: a submit signals only when one is */
+  lt_job_t **running;   /* by worker index, under qlock */
+  int idle;             /* workers sleeping on qcond: a submit signals only when one is */
+  int spinning;         /* workers waiting hot (at most one), under qlock */
   bool stop;
+  /* Bumped by every submit, widened limit and stop: what a hot worker watches. */
+  atomic_uint gen;
+  estimate_t wake;          /* a sleeping worker's wake-up: submit to take, under qlock */
+  estimate_t gap;           /* the pool running dry to the next submit, under qlock */
+  uint64_t dry_us;          /* when the pool last ran dry (nothing running or queued), 0: not */
+  _Atomic uint64_t spin_us; /* a worker's hot-wait budget, from wake and gap */
+  _Atomic uint64_t n_hot, n_woken, n_spins, n_loop_hot;
+
+  /* The loop thread's side. */
+  bool submitted;                /* a unit was submitted this turn (loop thread) */
+  estimate_t loop_wake;          /* hand-back to delivery, the loop asleep (loop thread) */
+  _Atomic uint64_t loop_wake_ns; /* loop_wake.mean in ns, for lt__executor_handoffs */
+  atomic_bool polling;           /* the loop is in (or on its way to) its poll */
 
   pthread_mutex_t dlock;
   lt_job_t *dhead, *dtail;
+  bool loop_hot;      /* the loop waits hot for the done list: no async send (dlock) */
+  atomic_bool dready; /* the done list is not empty: what the hot loop watches */
+  uint64_t dsince_us; /* when the done list last went from empty to not (dlock) */
+  bool dasleep;       /* the loop was polling then: the delivery measures its wake-up */
 
   /* The jobs running (high 32 bits) and queued (low 32 bits), one word so that a reader of
    * the load report sees a job move from queued to running in one step, never in neither. */
@@ -100,9 +146,8 @@ typedef struct run_times {
   uint64_t service_us, start_us, cpu_us;
 } run_times_t;
 
-/* run_chain runs the job's stages on `n` inputs into *r on worker `worker` (the loop
- * thread: nthreads), the crash log naming `seq`; `cpu` is the worker's CPU share, NULL for a
- * run on the loop thread. */
+/* run_chain runs the job's stages on `n` inputs into *r on worker `worker`, the crash log
+ * naming `seq`; `cpu` is the worker's CPU share. */
 static run_times_t run_chain(lt_executor_t *ex, const lt_job_t *job, const lt_bytes_t *in,
                              uint32_t n, uint64_t seq, uint32_t worker, cpu_share_t *cpu,
                              lt_exec_result_t *r) {
@@ -117,8 +162,7 @@ static run_times_t run_chain(lt_executor_t *ex, const lt_job_t *job, const lt_by
     while ((t1 = lt__executor_now_us()) < until) {
     }
   }
-  /* A run on the loop thread (cpu NULL) is charged its service time. */
-  return (run_times_t){t1 - t0, t0, cpu != NULL ? cpu_of(cpu, t1 - t0) : t1 - t0};
+  return (run_times_t){t1 - t0, t0, cpu_of(cpu, t1 - t0)};
 }
 
 /* member_take keeps what member m's run made: its one output, or its failure. */
@@ -184,45 +228,6 @@ static void run_job(lt_executor_t *ex, lt_job_t *job, uint32_t worker, cpu_share
   job->cpu_us = t.cpu_us;
   job->start_us = t.start_us;
   job->worker = worker;
-}
-
-/* mix folds `len` bytes into the FNV-1a hash `h`. */
-static uint64_t mix(uint64_t h, const void *p, size_t len) {
-  const unsigned char *b = p;
-  for (size_t i = 0; i < len; i++)
-    h = (h ^ b[i]) * 1099511628211ull;
-  return h;
-}
-
-/* chain_key names a job's chain: its op, its kernels and their parameters; never 0. */
-static uint64_t chain_key(const lt_job_t *job) {
-  uint64_t h = mix(14695981039346656037ull, &job->op, sizeof job->op);
-  for (uint32_t i = 0; i < job->nstages; i++) {
-    const lt_exec_stage_t *st = &job->stages[i];
-    h = mix(h, &st->fn, sizeof st->fn);
-    h = mix(h, &st->param.len, sizeof st->param.len);
-    if (st->param.len > 0) h = mix(h, st->param.data, st->param.len);
-  }
-  return h != 0 ? h : 1;
-}
-
-/* learn counts a finished run of job's chain: a short one lengthens its streak of short
- * runs, a long one ends it, and bans the chain from the loop thread when it ran there.
- * Under qlock. */
-static void learn(lt_executor_t *ex, const lt_job_t *job, bool on_loop) {
-  uint64_t key = chain_key(job);
-  chain_stat_t *c = &ex->chains[key % INLINE_CHAINS];
-  if (c->key != key) *c = (chain_stat_t){.key = key};
-  if (job->service_us > INLINE_MAX_US) {
-    c->fast = 0;
-    if (on_loop) {
-      c->banned = true;
-      lt__log(LT_LOG_INFO, "%s: ran %llu us on the loop thread; it runs on workers from now on",
-              job->stages[0].name, (unsigned long long)job->service_us);
-    }
-  } else if (c->fast < UINT32_MAX) {
-    c->fast++;
-  }
 }
 
 /* group_of returns the group a job queues in. */
@@ -307,7 +312,6 @@ static void start_job(lt_executor_t *ex, lt_job_t *job, uint32_t self) {
 
 /* end_job counts a job that ran out of its group. Under qlock. */
 static void end_job(lt_executor_t *ex, lt_job_t *job, uint32_t self) {
-  learn(ex, job, self == (uint32_t)ex->nthreads);
   if (job->group != NULL) {
     job->group->running--;
     job->group->vtime += job->service_us;
@@ -332,17 +336,22 @@ static void take(lt_executor_t *ex, lt_job_t *job) {
 }
 
 /* hand_back appends the finished jobs first..last (linked by `next`) to the done list and
- * wakes the loop. */
+ * wakes the loop, unless it waits hot for them. */
 static void hand_back(lt_executor_t *ex, lt_job_t *first, lt_job_t *last, uint32_t n) {
   pthread_mutex_lock(&ex->dlock);
-  if (ex->dtail)
+  if (ex->dtail) {
     ex->dtail->next = first;
-  else
+  } else {
     ex->dhead = first;
+    ex->dsince_us = lt__executor_now_us();
+    ex->dasleep = atomic_load(&ex->polling);
+  }
   ex->dtail = last;
   atomic_fetch_sub(&ex->counts, (uint64_t)n << 32);
+  atomic_store(&ex->dready, true);
+  bool wake = !ex->loop_hot;
   pthread_mutex_unlock(&ex->dlock);
-  uv_async_send(&ex->async);
+  if (wake) uv_async_send(&ex->async);
 }
 
 /* run_unit runs a taken unit's jobs in order, under qlock only between them, and returns
@@ -372,6 +381,36 @@ static void run_unit(lt_executor_t *ex, lt_job_t *unit, uint32_t self, cpu_share
   hand_back(ex, first, last, n);
 }
 
+/* spin_budget is a worker's hot-wait budget in us from what was measured (see SPIN_WORTH),
+ * 0 when it should sleep at once. Under qlock. */
+static uint64_t spin_budget(const lt_executor_t *ex) {
+  if (ex->wake.n == 0 || ex->gap.n == 0) return 0;
+  double want = ex->gap.mean + GAP_DEVS * ex->gap.dev;
+  if (want > SPIN_WORTH * ex->wake.mean || want > SPIN_MAX_US) return 0;
+  return (uint64_t)want + 1;
+}
+
+/* wait_hot waits, qlock released, until a submit or a stop bumps ex->gen or `budget` us have
+ * passed, yielding the CPU between looks (a loaded machine's other threads run meanwhile).
+ * Called and returns under qlock, as the one worker counted in ex->spinning. */
+static void wait_hot(lt_executor_t *ex, uint64_t budget) {
+  unsigned seen = atomic_load(&ex->gen);
+  ex->spinning++;
+  atomic_fetch_add(&ex->n_spins, 1);
+  pthread_mutex_unlock(&ex->qlock);
+  uint64_t end = lt__executor_now_us() + budget;
+  while (atomic_load(&ex->gen) == seen && lt__executor_now_us() < end)
+    sched_yield();
+  pthread_mutex_lock(&ex->qlock);
+  ex->spinning--;
+}
+
+/* ran_dry notes when the pool has nothing running or queued: the start of a gap. Under
+ * qlock. */
+static void ran_dry(lt_executor_t *ex) {
+  if (atomic_load(&ex->counts) == 0 && ex->dry_us == 0) ex->dry_us = lt__executor_now_us();
+}
+
 static void *worker_main(void *arg) {
   lt_executor_t *ex = arg;
   uint32_t self = atomic_fetch_add(&ex->next_worker, 1);
@@ -379,35 +418,110 @@ static void *worker_main(void *arg) {
   void *altstack = lt__crashlog_thread_start(); /* a kernel's stack overflow is named too */
   pthread_mutex_lock(&ex->qlock);
   for (;;) {
-    lt_job_t *job;
+    lt_job_t *job = NULL;
+    bool hot = false;
+    uint64_t slept_at = 0; /* when this worker last went to sleep, 0: it did not */
+    if (!ex->stop && (job = eligible(ex)) == NULL && ex->spinning == 0) {
+      /* Out of work: one worker at a time waits hot for the next lone job. */
+      uint64_t budget = atomic_load(&ex->spin_us);
+      if (budget > 0) {
+        wait_hot(ex, budget);
+        hot = true;
+      }
+    }
     while (!ex->stop && (job = eligible(ex)) == NULL) {
+      hot = false;
       ex->idle++;
+      slept_at = lt__executor_now_us();
       pthread_cond_wait(&ex->qcond, &ex->qlock);
       ex->idle--;
     }
     if (ex->stop) break;
+    if (hot) {
+      atomic_fetch_add(&ex->n_hot, 1);
+    } else if (slept_at != 0) {
+      atomic_fetch_add(&ex->n_woken, 1);
+      uint64_t now = lt__executor_now_us();
+      if (job->queued_us >= slept_at && now >= job->queued_us) {
+        estimate_add(&ex->wake, (double)(now - job->queued_us));
+        atomic_store(&ex->spin_us, spin_budget(ex));
+      }
+    }
     take(ex, job);
     run_unit(ex, job, self, &cpu);
+    ran_dry(ex);
   }
   pthread_mutex_unlock(&ex->qlock);
   lt__crashlog_thread_end(altstack);
   return NULL;
 }
 
-static void on_async(uv_async_t *h) {
-  lt_executor_t *ex = h->data;
+/* deliver takes the done list and hands it to the callback; `hot`: the loop waited hot for
+ * it, else a delivery after the loop slept measures the loop's wake-up. */
+static void deliver(lt_executor_t *ex, bool hot) {
   pthread_mutex_lock(&ex->dlock);
   lt_job_t *list = ex->dhead;
+  uint64_t since = ex->dsince_us;
+  bool asleep = ex->dasleep;
   ex->dhead = ex->dtail = NULL;
+  atomic_store(&ex->dready, false);
   pthread_mutex_unlock(&ex->dlock);
+  if (list == NULL) return;
+  if (hot) {
+    atomic_fetch_add(&ex->n_loop_hot, 1);
+  } else if (asleep) {
+    uint64_t now = lt__executor_now_us();
+    if (now >= since) {
+      estimate_add(&ex->loop_wake, (double)(now - since));
+      atomic_store(&ex->loop_wake_ns, (uint64_t)(ex->loop_wake.mean * 1000.0));
+    }
+  }
   for (lt_job_t *j = list; j; j = j->next)
     j->state = JOB_IDLE;
-  if (list) ex->cb(ex, list, ex->data);
+  ex->cb(ex, list, ex->data);
+}
+
+static void on_async(uv_async_t *h) {
+  lt_executor_t *ex = h->data;
+  atomic_store(&ex->polling, false);
+  deliver(ex, false);
+}
+
+/* on_prepare runs as the loop is about to poll. After a turn that submitted work it waits
+ * hot for a completion for at most one measured wake-up of the loop (see SPIN_MAX_US), and
+ * delivers what came back; then it marks the loop as polling, so that a hand-back measures
+ * the wake-up it causes. */
+static void on_prepare(uv_prepare_t *h) {
+  lt_executor_t *ex = h->data;
+  if (ex->submitted) {
+    ex->submitted = false;
+    uint64_t budget = (uint64_t)ex->loop_wake.mean;
+    if (budget > SPIN_MAX_US) budget = SPIN_MAX_US;
+    if (budget > 0 && ex->loop_wake.n > 0 && atomic_load(&ex->counts) != 0) {
+      pthread_mutex_lock(&ex->dlock);
+      ex->loop_hot = true;
+      pthread_mutex_unlock(&ex->dlock);
+      uint64_t end = lt__executor_now_us() + budget;
+      while (!atomic_load(&ex->dready) && lt__executor_now_us() < end)
+        sched_yield();
+      pthread_mutex_lock(&ex->dlock);
+      ex->loop_hot = false; /* from here a hand-back sends the async again */
+      pthread_mutex_unlock(&ex->dlock);
+      if (atomic_load(&ex->dready)) deliver(ex, true);
+    }
+  }
+  atomic_store(&ex->polling, true);
+}
+
+static void on_check(uv_check_t *h) {
+  lt_executor_t *ex = h->data;
+  atomic_store(&ex->polling, false);
 }
 
 static void stop_workers(lt_executor_t *ex) {
   pthread_mutex_lock(&ex->qlock);
   ex->stop = true;
+  atomic_fetch_add(&ex->gen, 1);
   pthread_cond_broadcast(&ex->qcond);
   pthread_mutex_unlock(&ex->qlock);
   for (int i = 0; i < ex->nthreads; i++)
@@ -425,7 +539,15 @@ static void destroy(lt_executor_t *ex) {
 }
 
 static void on_closed(uv_handle_t *h) {
-  destroy(h->data);
+  lt_executor_t *ex = h->data;
+  if (--ex->open_handles == 0) destroy(ex);
+}
+
+/* close_handles closes the loop's handles of the executor; the last close frees it. */
+static void close_handles(lt_executor_t *ex) {
+  uv_close((uv_handle_t *)&ex->async, on_closed);
+  uv_close((uv_handle_t *)&ex->prepare, on_closed);
+  uv_close((uv_handle_t *)&ex->check, on_closed);
 }
 
 int lt__executor_new(lt_executor_t **out, uv_loop_t *loop, int nthreads, double slowdown,
@@ -435,7 +557,7 @@ int lt__executor_new(lt_executor_t **out, uv_loop_t *loop, int nthreads, double 
   lt_executor_t *ex = calloc(1, sizeof *ex);
   if (ex == NULL) return LT_ENOMEM;
   ex->threads = calloc((size_t)nthreads, sizeof *ex->threads);
-  ex->running = calloc((size_t)nthreads + 1, sizeof *ex->running);
+  ex->running = calloc((size_t)nthreads, sizeof *ex->running);
   if (ex->threads == NULL || ex->running == NULL) {
     free(ex->threads);
     free(ex->running);
@@ -450,22 +572,37 @@ int lt__executor_new(lt_executor_t **out, uv_loop_t *loop, int nthreads, double 
   pthread_mutex_init(&ex->dlock, NULL);
   atomic_init(&ex->counts, 0);
   atomic_init(&ex->next_worker, 0);
+  atomic_init(&ex->gen, 0);
+  atomic_init(&ex->spin_us, 0);
+  atomic_init(&ex->n_hot, 0);
+  atomic_init(&ex->n_woken, 0);
+  atomic_init(&ex->n_spins, 0);
+  atomic_init(&ex->n_loop_hot, 0);
+  atomic_init(&ex->loop_wake_ns, 0);
+  atomic_init(&ex->polling, false);
+  atomic_init(&ex->dready, false);
   int rc = uv_async_init(loop, &ex->async, on_async);
   if (rc != 0) {
     lt__log(LT_LOG_ERROR, "uv_async_init: %s", uv_strerror(rc));
     destroy(ex);
     return LT_EIO;
   }
-  ex->async.data = ex;
-  ex->loop_altstack = lt__crashlog_thread_start();
+  /* Neither keeps the loop alive: they only watch its turns. */
+  uv_prepare_init(loop, &ex->prepare);
+  uv_check_init(loop, &ex->check);
+  uv_prepare_start(&ex->prepare, on_prepare);
+  uv_check_start(&ex->check, on_check);
+  uv_unref((uv_handle_t *)&ex->prepare);
+  uv_unref((uv_handle_t *)&ex->check);
+  ex->async.data = ex->prepare.data = ex->check.data = ex;
+  ex->open_handles = 3;
   for (int i = 0; i < nthreads; i++) {
     rc = pthread_create(&ex->threads[i], NULL, worker_main, ex);
     if (rc != 0) {
       lt__log(LT_LOG_ERROR, "cannot start worker thread %d of %d: %s", i + 1, nthreads,
               strerror(rc));
       stop_workers(ex);
-      lt__crashlog_thread_end(ex->loop_altstack);
-      uv_close((uv_handle_t *)&ex->async, on_closed);
+      close_handles(ex);
       return LT_EIO;
     }
     ex->nthreads = i + 1;
@@ -475,50 +612,17 @@ int lt__executor_new(lt_executor_t **out, uv_loop_t *loop, int nthreads, double 
 }
 
 /* queue_unit queues `job` and the gang riding with it. Under qlock. */
-static void queue_unit(lt_executor_t *ex, lt_job_t *job) {
+static void queue_unit(lt_executor_t *ex, lt_job_t *job, uint64_t now) {
   uint32_t n = 0;
   for (lt_job_t *m = job; m != NULL; m = m->gang) {
     m->state = JOB_QUEUED;
     m->cut = false;
     m->leader = m == job ? NULL : job;
+    m->queued_us = now;
     n++;
   }
   enqueue(ex, job);
   atomic_fetch_add(&ex->counts, n);
-}
-
-/* may_inline tells whether the loop thread may run unit `job` itself: a lone job (not a
- * pack, whose k kernels would hold the loop k times as long) of a chain
- * whose last INLINE_MIN_RUNS runs or more were short and that never ran long on the loop
- * thread, with room in its group, while the executor has nothing else to do (every worker
- * idle, nothing queued: no other session waits behind it) and emulates no slower host.
- * Under qlock. */
-static bool may_inline(lt_executor_t *ex, lt_job_t *job) {
-  if (job->gang != NULL || job->npack > 1 || ex->slowdown > 1.0 || ex->idle != ex->nthreads ||
-      ex->groups != NULL || !has_room(group_of(ex, job)))
-    return false;
-  uint64_t key = chain_key(job);
-  const chain_stat_t *c = &ex->chains[key % INLINE_CHAINS];
-  return c->key == key && !c->banned && c->fast >= INLINE_MIN_RUNS;
-}
-
-/* run_inline runs `job` on the calling loop thread as a worker would: counted running in its
- * group and in the load, in the crash log's slot after the workers' (a crash is charged to
- * it), handed back through the done list. Called under qlock; returns without it. */
-static void run_inline(lt_executor_t *ex, lt_job_t *job) {
-  uint32_t self = (uint32_t)ex->nthreads;
-  if (job->group == NULL) job->group = &ex->nogroup; /* as take() does */
-  job->leader = NULL;
-  job->state = JOB_TAKEN;
-  atomic_fetch_add(&ex->counts, (uint64_t)1 << 32);
-  start_job(ex, job, self);
-  pthread_mutex_unlock(&ex->qlock);
-  run_job(ex, job, self, NULL);
-  pthread_mutex_lock(&ex->qlock);
-  end_job(ex, job, self);
-  pthread_mutex_unlock(&ex->qlock);
-  job->next = NULL;
-  hand_back(ex, job, job, 1);
 }
 
 void lt__executor_submit(lt_executor_t *ex, lt_job_t *job) {
@@ -527,19 +631,27 @@ void lt__executor_submit(lt_executor_t *ex, lt_job_t *job) {
 
 void lt__executor_submit_list(lt_executor_t *ex, lt_job_t *const *units, uint32_t n) {
   if (n == 0) return;
+  uint64_t now = lt__executor_now_us();
   pthread_mutex_lock(&ex->qlock);
-  if (n == 1 && may_inline(ex, units[0])) {
-    run_inline(ex, units[0]); /* no worker to wake, none to wake the loop */
-    return;
+  if (ex->dry_us != 0) {
+    /* The gap a hot worker would have had to bridge; one longer than any budget counts as
+     * the longest (an idle hour must not weigh as much as an hour). */
+    uint64_t gap = now >= ex->dry_us ? now - ex->dry_us : 0;
+    estimate_add(&ex->gap, (double)(gap < 2 * SPIN_MAX_US ? gap : 2 * SPIN_MAX_US));
+    atomic_store(&ex->spin_us, spin_budget(ex));
+    ex->dry_us = 0;
   }
   for (uint32_t i = 0; i < n; i++)
-    queue_unit(ex, units[i]);
-  /* A busy worker takes a unit when it finishes its own: waking one costs a futex call, so
-   * wake no more workers than there are units. */
-  uint32_t wake = (uint32_t)ex->idle < n ? (uint32_t)ex->idle : n;
+    queue_unit(ex, units[i], now);
+  atomic_fetch_add(&ex->gen, 1);
+  /* A busy worker takes a unit when it finishes its own, and a hot one takes one with no
+   * wake-up: waking one costs a futex call, so wake no more workers than the units left. */
+  uint32_t left = n > (uint32_t)ex->spinning ? n - (uint32_t)ex->spinning : 0;
+  uint32_t wake = (uint32_t)ex->idle < left ? (uint32_t)ex->idle : left;
   for (uint32_t i = 0; i < wake; i++)
     pthread_cond_signal(&ex->qcond);
   pthread_mutex_unlock(&ex->qlock);
+  ex->submitted = true;
 }
 
 /* ungang takes queued member `job` out of its leader's gang. Under qlock. */
@@ -600,6 +712,7 @@ void lt__executor_set_limit(lt_executor_t *ex, lt_exgroup_t *g, uint32_t limit) 
    * every EXECUTE would cost each message a round of context switches. */
   bool wider = g->limit != 0 && (limit == 0 || limit > g->limit);
   g->limit = limit;
+  if (wider) atomic_fetch_add(&ex->gen, 1);
   if (wider && ex->idle > 0) pthread_cond_broadcast(&ex->qcond);
   pthread_mutex_unlock(&ex->qlock);
 }
@@ -612,12 +725,24 @@ void lt__executor_detach(lt_executor_t *ex, lt_job_t *job) {
   pthread_mutex_unlock(&ex->qlock);
 }
 
-uint64_t lt__executor_inline_since(lt_executor_t *ex) {
+void lt__executor_handoffs(lt_executor_t *ex, lt_executor_handoffs_t *out) {
   pthread_mutex_lock(&ex->qlock);
-  const lt_job_t *j = ex->running[ex->nthreads];
-  uint64_t since = j != NULL ? j->since_us : 0;
+  out->wake_us = ex->wake.mean;
+  out->gap_us = ex->gap.mean;
+  out->spin_us = atomic_load(&ex->spin_us);
   pthread_mutex_unlock(&ex->qlock);
-  return since;
+  out->hot = atomic_load(&ex->n_hot);
+  out->woken = atomic_load(&ex->n_woken);
+  out->loop_hot = atomic_load(&ex->n_loop_hot);
+  out->spins = atomic_load(&ex->n_spins);
+  out->loop_wake_us = (double)atomic_load(&ex->loop_wake_ns) / 1000.0;
+}
+
+uint32_t lt__executor_spinning(lt_executor_t *ex) {
+  pthread_mutex_lock(&ex->qlock);
+  uint32_t n = (uint32_t)ex->spinning;
+  pthread_mutex_unlock(&ex->qlock);
+  return n;
 }
 
 uint32_t lt__executor_running(lt_executor_t *ex, lt_job_running_t *runs, uint32_t cap) {
@@ -663,7 +788,5 @@ int lt__executor_threads(const lt_executor_t *ex) {
 void lt__executor_free(lt_executor_t *ex) {
   if (ex == NULL) return;
   stop_workers(ex);
-  lt__crashlog_thread_end(ex->loop_altstack);
-  ex->loop_altstack = NULL;
-  uv_close((uv_handle_t *)&ex->async, on_closed);
+  close_handles(ex);
 }

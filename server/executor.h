@@ -2,13 +2,15 @@
  * op and kernel stages over borrowed inputs) to a locked FIFO, one at a time or as a gang
  * (jobs one worker runs back to back: the grain of short kernels); worker threads run them
  * with lt__exec_run and hand them back through a locked completion list plus uv_async_send,
- * so the loop thread gets every finished job of a turn in one callback. A lone job of a chain
- * learnt to be very short (its last runs each at most 50 us, never longer on the loop thread)
- * submitted while every worker is idle and nothing is queued runs on the loop thread itself,
- * inside lt__executor_submit_list, and comes back the same way: no worker is woken and none
- * wakes the loop (it counts as worker `threads`, with a crash log slot of its own). The
- * executor never owns a job's memory. Loop thread only, except lt__executor_counts/active/queued
- * (any thread). */
+ * so the loop thread gets every finished job of a turn in one callback. The loop thread never
+ * runs a kernel, however short its last runs were: someone else's code could hold every
+ * session's messages for as long as it runs. A lone job still costs no wake-up when it can
+ * be helped: a worker that runs out of work waits hot for the next job (at most one worker at
+ * a time, for as long as the gaps between lone jobs measured in this run say one comes, and
+ * only while that costs less than a few wake-ups measured in this run), and the loop thread,
+ * before it sleeps, waits hot for a job it just submitted (at most one measured wake-up of the
+ * loop), taking it with no async wake. The executor never owns a job's memory. Loop thread
+ * only, except lt__executor_counts/active/queued/handoffs (any thread). */
 #ifndef LT_EXECUTOR_H
 #define LT_EXECUTOR_H
 
@@ -83,8 +85,7 @@ struct lt_job {
   lt_exec_result_t result;
   uint64_t service_us; /* kernel run time (CLOCK_MONOTONIC), slowdown included */
   uint64_t start_us;   /* when the kernel started, lt__executor_now_us (for traces) */
-  uint32_t worker;     /* index of the worker thread that ran it, 0..threads-1; threads:
-                          the loop thread (an inline run) */
+  uint32_t worker;     /* index of the worker thread that ran it, 0..threads-1 */
   uint64_t cpu_us;     /* CPU time of the worker thread while it ran (slowdown included): read
                           per job of 0.5 ms or more, else its service time times the CPU
                           share its worker's kernels got over the last 2 ms of them */
@@ -95,6 +96,7 @@ struct lt_job {
   lt_job_t *leader;     /* a queued member: the job its gang rides with */
   uint64_t since_us;    /* when a worker took it, or started its current member
                            (lt__executor_now_us), under the queue lock */
+  uint64_t queued_us;   /* when it was queued (lt__executor_now_us), under the queue lock */
   uint32_t member;      /* a pack's member running now, under the queue lock */
   bool cut;             /* run no member of the pack after the current one (queue lock) */
   int state;
@@ -107,10 +109,9 @@ typedef struct lt_job_running {
   uint32_t member;   /* a pack's member running then (0 otherwise) */
 } lt_job_running_t;
 
-/* lt__executor_new starts `nthreads` workers; the calling thread is `loop`'s, which gets an
- * alternate signal stack for a crash of an inline kernel. Finished jobs are delivered to `cb`
- * on it. `slowdown` >= 1 emulates a slower host: a kernel that took t keeps its
- * worker busy (slowdown - 1) * t longer. LT_ENOMEM, LT_EIO (thread creation failed). */
+/* lt__executor_new starts `nthreads` workers; the calling thread is `loop`'s. Finished jobs
+ * are delivered to `cb` on it. `slowdown` >= 1 emulates a slower host: a kernel that took t keeps
+ * its worker busy (slowdown - 1) * t longer. LT_ENOMEM, LT_EIO (thread creation failed). */
 int lt__executor_new(lt_executor_t **out, uv_loop_t *loop, int nthreads, double slowdown,
                      lt_executor_done_cb cb, void *data);
 
@@ -118,7 +119,7 @@ int lt__executor_new(lt_executor_t **out, uv_loop_t *loop, int nthreads, double 
 void lt__executor_submit(lt_executor_t *ex, lt_job_t *job);
 
 /* lt__executor_submit_list appends the n units (each a job and its gang) under one lock and
- * wakes at most n idle workers; a lone short job may run inline instead (see above). */
+ * wakes at most n sleeping workers, none for the unit a hot worker takes. */
 void lt__executor_submit_list(lt_executor_t *ex, lt_job_t *const *units, uint32_t n);
 
 /* lt__executor_set_limit sets how many jobs of group `g` may run at once (0: no limit);
@@ -160,9 +161,25 @@ uint32_t lt__executor_queued(lt_executor_t *ex);
 /* lt__executor_threads returns the number of workers. */
 int lt__executor_threads(const lt_executor_t *ex);
 
-/* lt__executor_inline_since returns when the kernel the loop thread runs now (an inline
- * run) started, in lt__executor_now_us's clock, or 0 when it runs none. Any thread. */
-uint64_t lt__executor_inline_since(lt_executor_t *ex);
+/* How jobs reached a worker and came back, counted since the executor started. */
+typedef struct lt_executor_handoffs {
+  uint64_t hot;        /* units taken by a worker that was waiting hot: no wake-up */
+  uint64_t woken;      /* units taken by a worker woken from its sleep */
+  uint64_t loop_hot;   /* completions the loop took while it waited hot: no async wake */
+  uint64_t spins;      /* hot waits of a worker begun */
+  double wake_us;      /* a sleeping worker's measured wake-up: submit to take (mean) */
+  double gap_us;       /* the measured gap from the pool running dry to the next job (mean) */
+  double loop_wake_us; /* the loop's measured wake-up: hand-back to delivery (mean) */
+  uint64_t spin_us;    /* a worker's hot-wait budget now (0: it sleeps at once) */
+} lt_executor_handoffs_t;
+
+/* lt__executor_handoffs reads the counts and the measurements the hot waits use. Any
+ * thread. */
+void lt__executor_handoffs(lt_executor_t *ex, lt_executor_handoffs_t *out);
+
+/* lt__executor_spinning returns the number of workers waiting hot now (0 or 1). Any
+ * thread. */
+uint32_t lt__executor_spinning(lt_executor_t *ex);
 
 /* lt__executor_now_us returns the clock of job start times: CLOCK_MONOTONIC in
  * microseconds, also sent in welcome and heartbeat answers so that a client can align its

@@ -72,9 +72,11 @@ static void send_value(lt_server_t *srv, lt_session_t *s, lt_oid_t id, int statu
   if (rc == LT_OK && v != NULL && lt__peer_session(s)) srv->peer_out += v->len;
 }
 
-/* reply answers fetch f with the value v (status LT_OK) or its failure; a value over the
- * asker's frame limit is refused with LT_ETOOBIG, as sent it would cost the asker its link. */
-static void reply(lt_fetch_t *f, int status, const char *errmsg, lt_value_t *v) {
+/* reply answers fetch f with the value v (status LT_OK) or its failure, and returns true; a
+ * value over the asker's frame limit is refused with LT_ETOOBIG, as sent it would cost the
+ * asker its link, and reply returns false: the asker did not get it, so a release that came
+ * with the fetch must not drop it (a fetch with a larger limit may still get it). */
+static bool reply(lt_fetch_t *f, int status, const char *errmsg, lt_value_t *v) {
   if (status == LT_OK && f->max_frame > 0 && v->len > f->max_frame) {
     char text[400];
     snprintf(text, sizeof text,
@@ -82,9 +84,10 @@ static void reply(lt_fetch_t *f, int status, const char *errmsg, lt_value_t *v) 
              " bytes",
              v->len, f->sess->name, f->max_frame);
     send_value(f->srv, f->sess, f->id, LT_ETOOBIG, text, NULL);
-    return;
+    return false;
   }
   send_value(f->srv, f->sess, f->id, status, errmsg, status == LT_OK ? v : NULL);
+  return true;
 }
 
 static void send_unknown(lt_server_t *srv, lt_session_t *s, lt_oid_t id) {
@@ -202,11 +205,11 @@ static void on_fetch_ready(lt_waiter_t *w, lt_oid_t id, int status, lt_value_t *
   lt_fetch_t *f = (lt_fetch_t *)w;
   fetch_unlink(f->sess, f);
   if (status != LT_OK && (errmsg == NULL || errmsg[0] == '\0')) errmsg = lt_strerror(status);
-  reply(f, status, errmsg, v);
+  bool answered = reply(f, status, errmsg, v);
   /* Set or failed: the last reader has it. Released or shut down: nothing left to drop.
-   * The store woke this waiter from a detached list, so other readers woken by the same
-   * set still get the value. */
-  if (f->release && status != LT_ECANCELED && status != LT_ESHUTDOWN)
+   * Refused: the reader has nothing, the value stays. The store woke this waiter from a
+   * detached list, so other readers woken by the same set still get the value. */
+  if (f->release && answered && status != LT_ECANCELED && status != LT_ESHUTDOWN)
     lt__store_release(f->srv->store, id);
   free(f);
 }
@@ -233,7 +236,7 @@ static bool answer(lt_server_t *srv, lt_fetch_t *f) {
   }
   bool release = f->release;
   if (rc == LT_OK) {
-    reply(f, LT_OK, "", v);
+    release = reply(f, LT_OK, "", v) && release; /* refused: the value stays */
     lt__value_unref(v);
   } else if (rc == LT_EAGAIN) {
     send_value(srv, s, id, LT_ESHUTDOWN, "server shutting down", NULL);

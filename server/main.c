@@ -27,6 +27,7 @@ static void on_shutdown_overdue(int sig) {
   static const char msg[] = "lithium-server: shutdown did not finish in 10 s: exiting\n";
   ssize_t n = write(STDERR_FILENO, msg, sizeof msg - 1);
   (void)n;
+  lt__crashlog_leaving();
   _exit(exit_code);
 }
 
@@ -37,6 +38,49 @@ static void free_bounded(lt_server_t *srv, int rc) {
   alarm(SHUTDOWN_S);
   lt__server_free(srv);
   alarm(0);
+}
+
+/* serve runs the worker (the process itself under --no-supervise) until it stops, and
+ * returns its exit status. */
+static int serve(lt_srv_args_t *args) {
+  lt_server_t *srv;
+  char err[512];
+  int rc = lt__server_new(&srv, args, err, sizeof err);
+  if (rc != LT_OK) {
+    fprintf(stderr, "lithium-server: %s\n", err[0] ? err : lt_strerror(rc));
+    if (rc == LT_EINVAL) lt__args_usage(stderr);
+    /* A server that would run unprotected (or cannot set up its protection) is refused
+     * like a bad flag: exit 2. */
+    return rc == LT_EINVAL || rc == LT_EAUTH ? LT_ARGS_EXIT_USAGE : 1;
+  }
+  char announced[4096] = "";
+  if (args->announce != NULL) {
+    char ep[512];
+    rc = lt__announce_endpoint(lt__server_endpoint(srv), args->advertise, ep, sizeof ep);
+    if (rc != LT_OK) {
+      snprintf(err, sizeof err, "--announce: cannot make an endpoint to announce from %s",
+               lt__server_endpoint(srv));
+    } else {
+      rc = lt__announce_write(args->announce, srv->server_id, ep, announced, sizeof announced, err,
+                              sizeof err);
+    }
+    if (rc != LT_OK) {
+      fprintf(stderr, "lithium-server: %s\n", err);
+      lt__server_free(srv);
+      return 1;
+    }
+    lt__log(LT_LOG_INFO, "announced %s in %s", ep, announced);
+  }
+  /* Under a supervisor only the first worker announces itself: a restart is the same
+   * server to whoever reads our stdout. */
+  if (lt__crashlog_started(srv->incarnation, lt__server_endpoint(srv))) {
+    printf("READY %s\n", lt__server_endpoint(srv));
+    fflush(stdout);
+  }
+  rc = lt__server_run(srv);
+  lt__announce_remove(announced);
+  free_bounded(srv, rc);
+  return rc;
 }
 
 int main(int argc, char **argv) {
@@ -53,46 +97,10 @@ int main(int argc, char **argv) {
     lt__args_free(&args);
     return rc;
   }
-
-  lt_server_t *srv;
-  char err[512];
-  rc = lt__server_new(&srv, &args, err, sizeof err);
-  if (rc != LT_OK) {
-    fprintf(stderr, "lithium-server: %s\n", err[0] ? err : lt_strerror(rc));
-    if (rc == LT_EINVAL) lt__args_usage(stderr);
-    lt__args_free(&args);
-    /* A server that would run unprotected (or cannot set up its protection) is refused
-     * like a bad flag: exit 2. */
-    return rc == LT_EINVAL || rc == LT_EAUTH ? LT_ARGS_EXIT_USAGE : 1;
-  }
-  char announced[4096] = "";
-  if (args.announce != NULL) {
-    char ep[512];
-    rc = lt__announce_endpoint(lt__server_endpoint(srv), args.advertise, ep, sizeof ep);
-    if (rc != LT_OK) {
-      snprintf(err, sizeof err, "--announce: cannot make an endpoint to announce from %s",
-               lt__server_endpoint(srv));
-    } else {
-      rc = lt__announce_write(args.announce, srv->server_id, ep, announced, sizeof announced, err,
-                              sizeof err);
-    }
-    if (rc != LT_OK) {
-      fprintf(stderr, "lithium-server: %s\n", err);
-      lt__server_free(srv);
-      lt__args_free(&args);
-      return 1;
-    }
-    lt__log(LT_LOG_INFO, "announced %s in %s", ep, announced);
-  }
-  /* Under a supervisor only the first worker announces itself: a restart is the same
-   * server to whoever reads our stdout. */
-  if (lt__crashlog_started(srv->incarnation, lt__server_endpoint(srv))) {
-    printf("READY %s\n", lt__server_endpoint(srv));
-    fflush(stdout);
-  }
-  rc = lt__server_run(srv);
-  lt__announce_remove(announced);
-  free_bounded(srv, rc);
+  rc = serve(&args);
   lt__args_free(&args);
+  /* Every exit of the worker through here is its own decision: any other (a kernel that
+   * calls exit) is a crash to its supervisor. */
+  lt__crashlog_leaving();
   return rc;
 }

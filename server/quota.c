@@ -1,11 +1,13 @@
-/* quota.c: per-session quotas and the session limit (see quota.h). Bytes held are counted
- * by client id, as the store names values, in a small table fed by the store's accounting
- * callback; the other counts live in the session (task.c keeps them). */
+/* quota.c: per-session quotas, their server-wide caps and the session limit (see quota.h). Bytes
+ * held are counted by client id, as the store names values, in a small table fed by the store's
+ * accounting callback; the other counts live in the session (task.c keeps them). */
 #include "quota.h"
 
 #include <malloc.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
+#include <unistd.h>
 #include <lithium/error.h>
 #include "log.h"
 #include "session.h"
@@ -22,6 +24,8 @@ typedef struct held {
 
 struct lt_quota {
   uint64_t max_bytes;
+  uint64_t max_total_bytes, max_total_values; /* all sessions together */
+  uint64_t total_bytes, total_ids;            /* held now, all clients together */
   uint32_t max_parked, max_queued, max_sessions, max_values, max_fetches;
   held_t *held;
   uint64_t freed; /* bytes that left the store since the last trim */
@@ -49,6 +53,8 @@ static void on_account(uint64_t client, int64_t bytes, int64_t ids, void *data) 
   }
   add(&h->bytes, bytes);
   add(&h->ids, ids);
+  add(&q->total_bytes, bytes);
+  add(&q->total_ids, ids);
   if (h->bytes == 0 && h->ids == 0) {
     HASH_DEL(q->held, h);
     free(h);
@@ -70,6 +76,14 @@ static uint64_t raise_nofile(void) {
   return rl.rlim_cur == RLIM_INFINITY ? 1048576 : (uint64_t)rl.rlim_cur;
 }
 
+/* half_the_memory is the default of --max-bytes: half the physical memory, so that values
+ * held for all sessions together leave the rest to the kernels and the system. */
+static uint64_t half_the_memory(void) {
+  long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || size <= 0) return UINT64_MAX; /* not known: no cap but the sessions' */
+  return (uint64_t)pages * (uint64_t)size / 2;
+}
+
 int lt__quota_new(lt_server_t *srv, const lt_srv_args_t *a) {
   lt_quota_t *q = calloc(1, sizeof *q);
   if (q == NULL) return LT_ENOMEM;
@@ -78,6 +92,8 @@ int lt__quota_new(lt_server_t *srv, const lt_srv_args_t *a) {
   q->max_queued = a->max_queued;
   q->max_values = a->max_values;
   q->max_fetches = a->max_fetches;
+  q->max_total_values = a->max_total_values;
+  q->max_total_bytes = a->max_bytes != 0 ? a->max_bytes : half_the_memory();
   uint64_t nofile = raise_nofile();
   uint64_t room = nofile / 2; /* the rest: modules, peers, the loop, libzmq's own */
   if (room < 1) room = 1;
@@ -88,8 +104,11 @@ int lt__quota_new(lt_server_t *srv, const lt_srv_args_t *a) {
             a->max_sessions, (unsigned long long)nofile);
   srv->quota = q;
   lt__store_set_account(srv->store, on_account, q);
-  lt__log(LT_LOG_INFO, "open-file limit %llu; at most %u sessions", (unsigned long long)nofile,
-          q->max_sessions);
+  lt__log(LT_LOG_INFO,
+          "open-file limit %llu; at most %u sessions, %llu values and %llu bytes of values held "
+          "for all of them",
+          (unsigned long long)nofile, q->max_sessions, (unsigned long long)q->max_total_values,
+          (unsigned long long)q->max_total_bytes);
   return LT_OK;
 }
 
@@ -118,6 +137,26 @@ uint64_t lt__quota_ids(const lt_server_t *srv, uint64_t client) {
   if (srv->quota == NULL) return 0;
   HASH_FIND(hh, srv->quota->held, &client, sizeof client, h);
   return h != NULL ? h->ids : 0;
+}
+
+/* over says in err that the server-wide cap `flag` (of `max` `what`) would be crossed. */
+static int over(char *err, size_t errlen, const char *what, const char *flag, uint64_t max,
+                uint64_t held, uint64_t adds) {
+  snprintf(err, errlen,
+           "server over its cap of %s held for all sessions (%s %llu): holds %llu, this adds %llu",
+           what, flag, (unsigned long long)max, (unsigned long long)held, (unsigned long long)adds);
+  return LT_EQUOTA;
+}
+
+int lt__quota_server_room(const lt_server_t *srv, uint64_t bytes, uint64_t ids, char *err,
+                          size_t errlen) {
+  const lt_quota_t *q = srv->quota;
+  if (q == NULL) return LT_OK;
+  if (ids > 0 && q->total_ids + ids > q->max_total_values)
+    return over(err, errlen, "values", "--max-values", q->max_total_values, q->total_ids, ids);
+  if (bytes > 0 && q->total_bytes + bytes > q->max_total_bytes)
+    return over(err, errlen, "bytes", "--max-bytes", q->max_total_bytes, q->total_bytes, bytes);
+  return LT_OK;
 }
 
 uint32_t lt__quota_max_values(const lt_server_t *srv) {

@@ -1,13 +1,15 @@
 /* quota.h: what one session may take of a server: bytes of values held in the store and
  * how many ids (values pending, ready or failed), instructions parked and instructions
  * queued (checked by task.c), fetches waiting (fetch.c), and how many sessions there may
- * be at once (checked at hello). A refusal is LT_EQUOTA with a message naming the flag. Also raises
+ * be at once (checked at hello); and what all sessions together may hold (--max-bytes,
+ * --max-values). A refusal is LT_EQUOTA with a message naming the flag. Also raises
  * the open-file limit at start, so that the session limit stays below it, and gives memory back to
  * the system after large releases. Loop thread only. */
 #ifndef LT_QUOTA_H
 #define LT_QUOTA_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include "server.h"
 
@@ -26,6 +28,13 @@ uint64_t lt__quota_held(const lt_server_t *srv, uint64_t client);
 
 /* lt__quota_ids returns the ids (pending, ready or failed) held under client id `client`. */
 uint64_t lt__quota_ids(const lt_server_t *srv, uint64_t client);
+
+/* lt__quota_server_room tells whether `bytes` more bytes and `ids` more ids fit under the
+ * server-wide caps (--max-bytes, --max-values: all sessions together, so that a thousand
+ * sessions at their own quotas cannot hold a thousand times one). LT_OK, or LT_EQUOTA with a
+ * message naming the flag in err. */
+int lt__quota_server_room(const lt_server_t *srv, uint64_t bytes, uint64_t ids, char *err,
+                          size_t errlen);
 
 /* lt__quota_max_bytes, _max_values, _max_fetches, _max_parked, _max_queued, _max_sessions
  * return the limits. */

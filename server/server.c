@@ -646,6 +646,7 @@ static void on_signal(uv_signal_t *h, int signum) {
      * later is someone insisting. */
     if (uv_now(&srv->loop) - srv->stop_ms < 1000) return;
     lt__log(LT_LOG_WARN, "signal %d again: exiting without waiting for running kernels", signum);
+    lt__crashlog_leaving();
     _exit(1);
   }
   srv->stop_ms = uv_now(&srv->loop);

@@ -119,7 +119,6 @@ typedef struct lt_server {
   struct lt_quota *quota;
   uv_timer_t deadline_timer;
   bool deadline_started;
-  struct lt_sentinel *sentinel; /* the thread that watches the loop thread (deadline.c) */
   uint64_t stop_at_us;          /* when the deadline timer first saw the stop */
 
   bool zuv_started;

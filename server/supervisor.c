@@ -21,8 +21,10 @@
 #include "log.h"
 
 static const char *sig_name(int sig, char *buf, size_t len) {
-  const char *abbrev = sig > 0 ? sigabbrev_np(sig) : NULL;
-  if (abbrev != NULL)
+  const char *abbrev = sig > 0 && sig < LT_CRASH_EXIT ? sigabbrev_np(sig) : NULL;
+  if (sig >= LT_CRASH_EXIT)
+    snprintf(buf, len, "exit(%d)", sig - LT_CRASH_EXIT);
+  else if (abbrev != NULL)
     snprintf(buf, len, "SIG%s", abbrev);
   else
     snprintf(buf, len, "signal %d", sig);
@@ -115,8 +117,13 @@ int lt__supervise(lt_srv_args_t *a) {
     pid_t p = waitpid(worker, &st, WNOHANG);
     if (p != worker) continue;
     char name[32];
-    bool recycle = WIFEXITED(st) && WEXITSTATUS(st) == LT_EXIT_RECYCLE && stop_sig == 0;
-    if (WIFEXITED(st) && !recycle) {
+    /* An exit the worker did not decide on (a kernel called exit or _exit), whatever its
+     * status, is a crash like a fatal signal; one it decided on ends us too, but a
+     * recycle. */
+    bool decided = lt__crashlog_left(cl);
+    bool recycle = WIFEXITED(st) && WEXITSTATUS(st) == LT_EXIT_RECYCLE && stop_sig == 0 && decided;
+    bool unexpected = WIFEXITED(st) && stop_sig == 0 && !decided;
+    if (WIFEXITED(st) && !recycle && !unexpected) {
       rc = WEXITSTATUS(st);
       goto out;
     }
@@ -124,15 +131,16 @@ int lt__supervise(lt_srv_args_t *a) {
       rc = WTERMSIG(st) == stop_sig ? die_like(stop_sig, &oldmask) : 128 + WTERMSIG(st);
       goto out;
     }
-    int sig = recycle ? 0 : WTERMSIG(st);
+    int sig = recycle ? 0 : unexpected ? LT_CRASH_EXIT + WEXITSTATUS(st) : WTERMSIG(st);
     uint64_t dead = lt__crashlog_incarnation(cl);
     lt__crashlog_record(cl, sig);
     if (recycle)
       lt__log(LT_LOG_WARN, "worker %d (incarnation %016llx) recycled after a stuck kernel",
               (int)worker, (unsigned long long)dead);
     else
-      lt__log(LT_LOG_WARN, "worker %d (incarnation %016llx) died of %s: restarting", (int)worker,
-              (unsigned long long)dead, sig_name(sig, name, sizeof name));
+      lt__log(LT_LOG_WARN, "worker %d (incarnation %016llx) died of %s%s: restarting", (int)worker,
+              (unsigned long long)dead, sig_name(sig, name, sizeof name),
+              unexpected ? ", which it had not decided on (a kernel ended the process)" : "");
     uint64_t now = (uint64_t)lt__clock_ms();
     if (nrestarts == LT_SUPERVISE_MAX_RESTARTS && now - restarts[0] < LT_SUPERVISE_WINDOW_MS) {
       fprintf(stderr,

@@ -384,6 +384,8 @@ static int store_outputs(lt_server_t *srv, lt_task_t *t, lt_oid_t first, uint32_
              (unsigned long long)max, (unsigned long long)held, (unsigned long long)more);
     return LT_EQUOTA;
   }
+  int room = lt__quota_server_room(srv, more, n - 1, err, errlen);
+  if (room != LT_OK) return room;
   /* Outputs beyond the first (parts of a split) are new ids: the first was expected. */
   uint64_t nids = lt__quota_ids(srv, first.client), maxids = lt__quota_max_values(srv);
   if (n > 1 && nids + n - 1 > maxids) {
@@ -600,6 +602,8 @@ static int check(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m, const lt_
              lt__quota_max_values(srv));
     return LT_EQUOTA;
   }
+  int room = lt__quota_server_room(srv, 0, k, err, errlen);
+  if (room != LT_OK) return room;
   /* Sessions are isolated: an instruction names outputs in its own session's id space
    * only and reads only its own session's values. (An id that exists is never overwritten
    * either: the store's single assignment fails the second producer with LT_EEXIST.) */
@@ -954,9 +958,8 @@ void lt__task_on_done(lt_executor_t *ex, lt_job_t *done, void *data) {
     srv->inexec--;
     srv->completed += t->pack; /* tasks: a pack's members each */
     t->ran = true;
-    /* Past its deadline before the timer saw it run (between ticks, or on the loop thread,
-     * which no tick interrupts): it fails as the timer would have failed it. A pack (never
-     * run on the loop thread) is timed member by member by the ticks alone. */
+    /* Past its deadline before the timer saw it run (between ticks): it fails as the timer
+     * would have failed it. A pack is timed member by member by the ticks alone. */
     if (!t->timed_out && t->pack <= 1 && t->timeout_us != 0 && j->service_us > t->timeout_us)
       time_out(srv, t, 0);
     finish(srv, t, j->result.status, j->result.status == LT_OK ? "" : j->result.errmsg);

@@ -289,7 +289,7 @@ LT_API void lt_status_free(lt_server_status_t *st, size_t n);
 typedef struct lt_journal_stats {
   uint64_t records;      /* records kept */
   uint64_t duplicates;   /* records dropped: the same input was journaled before */
-  uint64_t damaged;      /* records dropped: their checksum fails */
+  uint64_t damaged;      /* records dropped: their checksum or their lengths fail */
   uint64_t torn_bytes;   /* bytes of a torn tail dropped (a record cut short by a crash) */
   uint64_t bytes_before; /* the file's size before */
   uint64_t bytes_after;  /* and after */

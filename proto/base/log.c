@@ -1,6 +1,7 @@
 /* log.c: the shared stderr logger (see log.h). The level is one atomic int, read lazily
  * from LITHIUM_LOG; the name prefix is guarded by a mutex. Each line is formatted into a
- * stack buffer and written with a single write(2). Any thread. */
+ * stack buffer, its control characters escaped, and written with a single write(2). Any
+ * thread. */
 #include "log.h"
 
 #include <errno.h>
@@ -17,6 +18,7 @@
 #include <lithium/error.h>
 
 #include "clock.h"
+#include "utf8.h"
 
 #define LOG_LINE_MAX 2048
 #define LOG_NAME_MAX 64
@@ -110,7 +112,38 @@ void lt__log_limited(int level, const char *fmt, ...) {
   va_end(ap);
 }
 
+static void vlog_tail(int level, const char *tail, const char *fmt, va_list ap);
+
+bool lt__log_rated(lt_log_rate_t *r, int64_t now_ms, int level, const char *fmt, ...) {
+  if (!lt__log_enabled(level)) return false;
+  if (r->until_ms != 0 && now_ms < r->until_ms) {
+    r->missed++;
+    return false;
+  }
+  char tail[96] = "";
+  if (r->until_ms == 0 || r->missed == 0) {
+    r->window_ms = LT_LOG_RATE_MIN_MS; /* the first, or after a quiet window */
+  } else {
+    snprintf(tail, sizeof tail, " (and %llu more like it in the last %lld s)",
+             (unsigned long long)r->missed,
+             (long long)((now_ms - (r->until_ms - r->window_ms) + 999) / 1000));
+    r->window_ms = r->window_ms * 2 < LT_LOG_RATE_MAX_MS ? r->window_ms * 2 : LT_LOG_RATE_MAX_MS;
+  }
+  r->missed = 0;
+  r->until_ms = now_ms + r->window_ms;
+  va_list ap;
+  va_start(ap, fmt);
+  vlog_tail(level, tail, fmt, ap);
+  va_end(ap);
+  return true;
+}
+
 static void vlog(int level, const char *fmt, va_list ap) {
+  vlog_tail(level, "", fmt, ap);
+}
+
+/* vlog_tail writes one line: the prefix, the message of fmt and ap, then `tail`. */
+static void vlog_tail(int level, const char *tail, const char *fmt, va_list ap) {
   int saved_errno = errno;
   char line[LOG_LINE_MAX];
   struct timespec ts = lt__clock_wall();
@@ -122,8 +155,13 @@ static void vlog(int level, const char *fmt, va_list ap) {
                    level_names[level], log_name, log_name[0] ? ": " : "");
   pthread_mutex_unlock(&name_lock);
   if (k > 0) n += (size_t)k < sizeof line - n ? (size_t)k : sizeof line - n - 1;
-  k = vsnprintf(line + n, sizeof line - n, fmt, ap);
-  if (k > 0) n += (size_t)k < sizeof line - n ? (size_t)k : sizeof line - n - 1;
+  /* The message names text from files and peers (error messages, names): its control
+   * characters are escaped, so that none reaches a terminal. */
+  char msg[LOG_LINE_MAX];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  n += lt__text_escape(msg, line + n, sizeof line - n);
+  int t = snprintf(line + n, sizeof line - n, "%s", tail);
+  if (t > 0) n += (size_t)t < sizeof line - n ? (size_t)t : sizeof line - n - 1;
   /* Room for the newline: overwrite the last byte of a cut line. */
   if (n >= sizeof line - 1) n = sizeof line - 2;
   line[n++] = '\n';

@@ -2,6 +2,8 @@
  * validator and the sanitizer. Touches nothing but the bytes given. */
 #include "utf8.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 size_t lt__utf8_seq(const unsigned char *s, size_t n) {
@@ -51,4 +53,41 @@ void lt__utf8_sanitize(char *str) {
     }
     i += k;
   }
+}
+
+/* escape_of writes the escape of the sequence at s (k bytes, k = 0: a bad byte) into e (8
+ * bytes) and returns its length, or 0 when the sequence stands for itself. */
+static size_t escape_of(const unsigned char *s, size_t k, char *e) {
+  if (k == 0 || (k == 1 && (s[0] < 0x20 || s[0] == 0x7f)))
+    return (size_t)snprintf(e, 8, "\\x%02x", s[0]);
+  if (k == 2 && s[0] == 0xc2 && s[1] < 0xa0) return (size_t)snprintf(e, 8, "\\u%04x", s[1]);
+  return 0;
+}
+
+size_t lt__text_escape(const char *in, char *out, size_t len) {
+  if (len == 0) return 0;
+  const unsigned char *s = (const unsigned char *)in;
+  size_t n = strlen(in), i = 0, o = 0;
+  while (i < n) {
+    size_t k = lt__utf8_seq(s + i, n - i), w;
+    char e[8];
+    const char *from = e;
+    if ((w = escape_of(s + i, k, e)) == 0) {
+      from = in + i;
+      w = k;
+    }
+    if (o + w >= len) break;
+    memcpy(out + o, from, w);
+    o += w;
+    i += k > 0 ? k : 1;
+  }
+  out[o] = '\0';
+  return o;
+}
+
+char *lt__text_escape_dup(const char *in) {
+  size_t len = strlen(in) * 6 + 1; /* at most "\u009b" (6 bytes) for 2, "\xff" for 1 */
+  char *out = malloc(len);
+  if (out != NULL) lt__text_escape(in, out, len);
+  return out;
 }

@@ -240,3 +240,25 @@ int run_on_hosts(const char *const *hosts, int nhosts, const char *const *opts, 
   lt_eval_free(ev);
   return rc;
 }
+
+void stderr_capture_begin(stderr_capture_t *c) {
+  snprintf(c->path, sizeof c->path, "/tmp/lt-stderr-XXXXXX");
+  c->fd = mkstemp(c->path);
+  cr_assert_geq(c->fd, 0);
+  fflush(stderr);
+  c->saved = dup(2);
+  cr_assert_geq(c->saved, 0);
+  cr_assert_geq(dup2(c->fd, 2), 0);
+}
+
+size_t stderr_capture_end(stderr_capture_t *c, char *out, size_t len) {
+  fflush(stderr);
+  dup2(c->saved, 2);
+  close(c->saved);
+  ssize_t n = pread(c->fd, out, len - 1, 0);
+  size_t got = n > 0 ? (size_t)n : 0;
+  out[got] = '\0';
+  close(c->fd);
+  unlink(c->path);
+  return got;
+}

@@ -89,4 +89,17 @@ int64_t next_i64(lt_eval_t *ev);
  * and returns lt_eval_start's code; *ms is how long the start took. */
 int run_on_hosts(const char *const *hosts, int nhosts, const char *const *opts, int64_t *ms);
 
+/* A capture of this process's stderr (what the client logs) in a temporary file. */
+typedef struct stderr_capture {
+  int fd, saved;
+  char path[32];
+} stderr_capture_t;
+
+/* stderr_capture_begin sends stderr to a new temporary file; the test fails when it cannot. */
+void stderr_capture_begin(stderr_capture_t *c);
+
+/* stderr_capture_end gives stderr back, copies what was written meanwhile into out (at most
+ * len - 1 bytes, NUL-terminated), removes the file and returns the length copied. */
+size_t stderr_capture_end(stderr_capture_t *c, char *out, size_t len);
+
 #endif

@@ -1,15 +1,18 @@
 /* test_contain.c: one bad kernel never takes the servers down (issue "containment"), with
- * supervised lithium-server processes: a kernel that segfaults or aborts on one input of a
+ * supervised lithium-server processes: a kernel that segfaults, aborts or exits on one input of a
  * farm fails that task alone with LT_ECRASH naming the kernel and the signal, every other
  * result is right, and the same endpoints serve the next evaluation; so does one that
  * aborts or faults as the second stage of a lazy pipeline, in a map body and in a dc leaf,
  * where values of every task stay on the servers it takes down (crash charging across
  * lineage, issue 21 item 4); a kernel that never returns fails its task with LT_ETIMEDOUT
- * under task_timeout_ms, and its server, recycled, serves again. */
+ * under task_timeout_ms, and its server, recycled, serves again. No kernel runs on a
+ * server's loop thread, however fast its last runs: a slow run of such a kernel holds no other
+ * session's round trips up and restarts nothing. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "harness.h"
 
@@ -73,6 +76,13 @@ Test(poison, segfaulting_kernel_fails_its_task_alone, .timeout = 180) {
 
 Test(poison, aborting_kernel_fails_its_task_alone, .timeout = 180) {
   poison("abort", "SIGABRT");
+}
+
+/* A kernel that ends the process with _exit(0) (issue 36 item 5: it took the whole server
+ * down, its supervisor too, which took the status for its worker's own) is a crash like a
+ * signal: its task fails with LT_ECRASH naming the exit, and the restarted servers serve. */
+Test(poison, exiting_kernel_fails_its_task_alone, .timeout = 180) {
+  poison("exit", "exit(0)");
 }
 
 /* A program whose task i reads K int64s from i * K and answers each one plus ADD, with
@@ -177,9 +187,9 @@ Test(deadline, kernel_that_never_returns_times_out_and_its_server_comes_back, .t
     lt__proc_stop(&p[i], 5000);
 }
 
-/* ---- kernels run on the server's loop thread (issue 24, fewer hand-offs) -------------------
- * One task at a time on a server of 2 idle workers: after a few runs the server runs a short
- * chain's kernel on its loop thread instead of a worker. */
+/* ---- no kernel runs on the server's loop thread (issue 36 item 1) -------------------------
+ * One task at a time on a server of 2 idle workers, the way a learnt "short" chain once ran on
+ * the loop thread: every kernel runs on a worker, however fast its last runs were. */
 
 /* round_trip submits v alone and waits for its result. */
 static lt_buf_t *round_trip(lt_eval_t *ev, int64_t v) {
@@ -192,9 +202,96 @@ static lt_buf_t *round_trip(lt_eval_t *ev, int64_t v) {
   return b;
 }
 
-/* A kernel that crashes on the loop thread is charged the crash alone, as on a worker: its
- * task fails with LT_ECRASH, not retried, and the restarted server serves the rest. */
-Test(inline, crash_on_the_loop_thread_fails_its_task_alone, .timeout = 120) {
+/* timed_inc makes one round trip of v through an evaluator of testk:inc and returns how long
+ * it took, in us. */
+static double timed_inc(lt_eval_t *ev, int64_t v) {
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  lt_buf_t *b = round_trip(ev, v);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  cr_assert_eq(lt_buf_error(b), LT_OK, "%s", lt_buf_errmsg(b));
+  cr_assert_eq(get_i64(lt_buf_data(b)), v + 1);
+  lt_buf_free(b);
+  return (double)(t1.tv_sec - t0.tv_sec) * 1e6 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e3;
+}
+
+/* incarnation_of copies the incarnation of the one server in ev's stats into buf. */
+static void incarnation_of(lt_eval_t *ev, char *buf, size_t len) {
+  char *st = stats_of(ev);
+  const char *k = strstr(st, "\"incarnation\"");
+  cr_assert_not_null(k, "%s", st);
+  const char *q = strchr(k + 13, '"');
+  cr_assert_not_null(q);
+  snprintf(buf, len, "%.16s", q + 1);
+  free(st);
+}
+
+/* now_us reads CLOCK_MONOTONIC in us. */
+static double now_us(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
+}
+
+/* A kernel fast 10 times, then 1.5 s long (its time follows its input: the chain a server
+ * once learnt "short" and ran on its loop thread): another session's round trips while it
+ * runs stay under 10 ms — or, on a machine loaded enough that its round trips have longer
+ * hiccups anyway, under twice the worst of an equally long run of them just before, with
+ * nothing else running (a calibration in the same run) — the long task's result is right,
+ * and the server is the same process throughout (same incarnation, no session lost). On
+ * the loop thread the kernel held every round trip of the other session for 1.5 s. */
+Test(loop, a_slow_run_of_a_fast_kernel_holds_no_other_session, .timeout = 120) {
+  lt_proc_t p;
+  start_server(&p, "supervised", 2);
+  lt_eval_t *a = eval_on_procs(lt_farm(lt_seq_with("testk:stall_on", "10:1500", 7)), &p, 1, NULL);
+  lt_eval_t *b = eval_on_procs(lt_farm(lt_seq("testk:inc")), &p, 1, NULL);
+  int calib = 0;
+  double worst_calib = 0;
+  for (double end = now_us() + 1.5e6; now_us() < end; calib++) {
+    double us = timed_inc(b, calib);
+    if (us > worst_calib) worst_calib = us;
+  }
+  double bound = 2 * worst_calib > 10000 ? 2 * worst_calib : 10000;
+  char inc0[20], inc1[20];
+  incarnation_of(b, inc0, sizeof inc0);
+  for (int i = 0; i < 10; i++) {
+    lt_buf_t *r = round_trip(a, i);
+    cr_assert_eq(lt_buf_error(r), LT_OK, "task %d: %s", i, lt_buf_errmsg(r));
+    lt_buf_free(r);
+  }
+  unsigned char tok[8];
+  put_i64(tok, 10);
+  cr_assert_eq(lt_eval_submit(a, tok, 8, NULL), LT_OK);
+  lt_buf_t *slow = NULL;
+  int during = 0;
+  double worst = 0;
+  while (lt_eval_next_timeout(a, 0, &slow) == LT_ETIMEDOUT) {
+    double us = timed_inc(b, 1000 + during);
+    during++;
+    if (us > worst) worst = us;
+  }
+  cr_assert_eq(lt_buf_error(slow), LT_OK, "%s", lt_buf_errmsg(slow));
+  cr_assert_eq(get_i64(lt_buf_data(slow)), 10);
+  lt_buf_free(slow);
+  cr_log_info("%d round trips of the other session during the 1.5 s kernel, the worst %.0f us "
+              "(%d in 1.5 s before, the worst %.0f us; bound %.0f us)",
+              during, worst, calib, worst_calib, bound);
+  cr_assert_gt(during, 10, "only %d round trips of the other session in 1.5 s", during);
+  cr_assert_lt(worst, bound,
+               "a round trip of the other session took %.0f us during the 1.5 s kernel (the "
+               "worst of %d in 1.5 s before: %.0f us)",
+               worst, calib, worst_calib);
+  incarnation_of(b, inc1, sizeof inc1);
+  cr_assert_str_eq(inc0, inc1, "the server restarted");
+  cr_assert_eq(server_stat(b, "completed", 0), (uint64_t)(calib + during));
+  lt_eval_free(a);
+  lt_eval_free(b);
+  lt__proc_stop(&p, 5000);
+}
+
+/* A kernel that crashes after 40 fast runs alone is charged the crash alone: its task fails
+ * with LT_ECRASH, not retried, and the restarted server serves the rest. */
+Test(loop, a_fast_kernel_s_crash_fails_its_task_alone, .timeout = 120) {
   lt_proc_t p;
   start_server(&p, "supervised", 2);
   lt_eval_t *ev = eval_on_procs(lt_farm(lt_seq_with("testk:crash_on", "40:segv", 7)), &p, 1, NULL);
@@ -216,11 +313,10 @@ Test(inline, crash_on_the_loop_thread_fails_its_task_alone, .timeout = 120) {
   lt__proc_stop(&p, 5000);
 }
 
-/* A kernel that never returns on the loop thread (fast 30 times, then stuck): the loop's own
- * timer is stuck with it, so the sentinel thread recycles the worker process after
- * LT_INLINE_STUCK_MS; the task runs again on the restarted server, on a worker this time,
- * and fails with LT_ETIMEDOUT; the same endpoint serves the tasks after it. */
-Test(inline, a_kernel_stuck_on_the_loop_thread_recycles_the_server, .timeout = 120) {
+/* A kernel fast 30 times, then stuck for good: it is stuck on a worker, so the loop's
+ * deadline timer fails its task with LT_ETIMEDOUT and recycles the worker process; the same
+ * endpoint serves the tasks after it. */
+Test(loop, a_fast_kernel_stuck_fails_by_its_deadline, .timeout = 120) {
   lt_proc_t p;
   start_server(&p, "supervised", 2);
   const char *opts[] = {"task_timeout_ms", "500", "heartbeat_ms", "300", NULL};
@@ -241,9 +337,9 @@ Test(inline, a_kernel_stuck_on_the_loop_thread_recycles_the_server, .timeout = 1
   lt__proc_stop(&p, 5000);
 }
 
-/* A kernel that runs long on the loop thread (no deadline tick can interrupt it) still fails
- * its task with LT_ETIMEDOUT when it returns past task_timeout_ms; the tasks after it run. */
-Test(inline, deadline_holds_on_the_loop_thread, .timeout = 120) {
+/* A kernel fast 30 times, then long past task_timeout_ms, fails its task with LT_ETIMEDOUT;
+ * the tasks after it run. */
+Test(loop, a_fast_kernel_run_long_fails_by_its_deadline, .timeout = 120) {
   lt_proc_t p;
   start_server(&p, "supervised", 2);
   const char *opts[] = {"task_timeout_ms", "150", NULL};

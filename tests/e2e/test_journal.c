@@ -3,10 +3,15 @@
  * it gets every result, in order, and computes again only what it had not been given. A
  * resume from the journal's index gives the fresh run's results, in order, unordered and
  * through futures; a torn tail (garbage, a record cut short, a last record whose checksum
- * fails) is cut off; a journal of another program, or made with another build of a module
- * (the two copies of shipk), is started again by default and refused under
- * journal_mismatch=refuse; a journal of format 1 is refused; `lithium journal compact`
- * (lt_journal_compact) drops a torn tail, a damaged record and duplicates, atomically. */
+ * fails) is cut off; a journal of another program is refused by default, naming both
+ * programs and the option, and started again under journal_mismatch=recompute; one made
+ * with another build of a module (the two copies of shipk) is started again by default and
+ * refused under journal_mismatch=refuse; a journal of format 1 is refused; `lithium journal
+ * compact` (lt_journal_compact) drops a torn tail, a damaged record and duplicates, atomically. A
+ * damaged length in the middle (past the end with intact records after it, or over the
+ * format's bounds anywhere) costs that record's task LT_EIO alone: the records after it are
+ * replayed, and compact keeps them. A journal path that is a symbolic link is refused, and
+ * the control characters of a journaled message are escaped when it is read back. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <glob.h>
@@ -17,8 +22,10 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "harness.h"
+#include "log.h"
 
 #define SHIP_A LT_TEST_SHIP_DIR "/a/libshipk.so" /* shipk:tag adds 1000 */
 #define SHIP_B LT_TEST_SHIP_DIR "/b/libshipk.so" /* shipk:tag adds 2000 */
@@ -99,9 +106,10 @@ Test(journal, killed_client_resumes_and_redoes_only_what_was_in_flight, .timeout
 /* ---------------------------------------------------------------------------------------
  * Helpers of the tests below. */
 
-/* run_inc runs tasks 0..n-1 through farm(testk:inc) on 2 servers with `journal` (and the
- * options `opts`, may be NULL), checks every result in order and returns the stats. */
-static char *run_inc(const char *journal, int n, const char *const *opts) {
+/* run_inc_eio runs tasks 0..n-1 through farm(testk:inc) on 2 servers with `journal` (and
+ * the options `opts`, may be NULL), checks every result in order — input `bad` and `bad2`
+ * (-1: none) must read back LT_EIO naming the compaction — and returns the stats. */
+static char *run_inc_eio(const char *journal, int n, const char *const *opts, int bad, int bad2) {
   const char *o[16] = {"journal", journal, "backup", "off"};
   int k = 4;
   for (int i = 0; opts != NULL && opts[i] != NULL && k < 14; i++)
@@ -113,14 +121,24 @@ static char *run_inc(const char *journal, int n, const char *const *opts) {
   for (int i = 0; i < n; i++) {
     lt_buf_t *b = NULL;
     cr_assert_eq(lt_eval_next_timeout(ev, 30000, &b), LT_OK, "result %d", i);
-    cr_assert_eq(lt_buf_error(b), LT_OK, "result %d: %s", i, lt_buf_errmsg(b));
-    cr_assert_eq(get_i64(lt_buf_data(b)), i + 1, "result %d", i);
     cr_assert_eq(lt_buf_task(b), (uint64_t)i);
+    if (i == bad || i == bad2) {
+      cr_assert_eq(lt_buf_error(b), LT_EIO, "result %d: %s", i, lt_buf_errmsg(b));
+      cr_assert_not_null(strstr(lt_buf_errmsg(b), "journal compact"), "%s", lt_buf_errmsg(b));
+    } else {
+      cr_assert_eq(lt_buf_error(b), LT_OK, "result %d: %s", i, lt_buf_errmsg(b));
+      cr_assert_eq(get_i64(lt_buf_data(b)), i + 1, "result %d", i);
+    }
     lt_buf_free(b);
   }
   char *json = stats_of(ev);
   lt_eval_free(ev);
   return json;
+}
+
+/* run_inc is run_inc_eio with every result expected right. */
+static char *run_inc(const char *journal, int n, const char *const *opts) {
+  return run_inc_eio(journal, n, opts, -1, -1);
 }
 
 /* expect_counts checks that the run of `json` took `replayed` results from the journal and
@@ -198,6 +216,17 @@ static int local_start(lt_skel_t *program, const char *journal, const char *poli
   return rc;
 }
 
+/* local_start_logged is local_start with what the run logs on stderr meanwhile copied into
+ * out (at most len bytes, NUL-terminated). */
+static int local_start_logged(lt_skel_t *program, const char *journal, const char *policy,
+                              const char *modules, char *out, size_t len) {
+  stderr_capture_t cap;
+  stderr_capture_begin(&cap);
+  int rc = local_start(program, journal, policy, modules);
+  stderr_capture_end(&cap, out, len);
+  return rc;
+}
+
 /* files_beside counts the files named `path`.* in path's directory (what a replacement of
  * the journal writes beside it, and must rename). */
 static int files_beside(const char *path) {
@@ -207,6 +236,33 @@ static int files_beside(const char *path) {
   int n = glob(pattern, 0, NULL, &g) == 0 ? (int)g.gl_pathc : 0;
   globfree(&g);
   return n;
+}
+
+/* record_of returns the index (in offs, of n) of the record whose result is input v's
+ * (v + 1, from testk:inc). */
+static int record_of(const char *path, const long *offs, int n, int64_t v) {
+  for (int r = 0; r < n; r++) {
+    unsigned char b[8];
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f);
+    cr_assert_eq(fseek(f, offs[r] + 36, SEEK_SET), 0);
+    cr_assert_eq(fread(b, 1, 8, f), 8);
+    fclose(f);
+    if (get_i64(b) == v + 1) return r;
+  }
+  cr_assert_fail("no record of input %lld", (long long)v);
+  return -1;
+}
+
+/* poke writes the `len`-byte little-endian integer x at `off` of the file. */
+static void poke(const char *path, long off, uint64_t x, int len) {
+  unsigned char b[8];
+  for (int i = 0; i < len; i++)
+    b[i] = (unsigned char)(x >> (8 * i));
+  int fd = open(path, O_RDWR);
+  cr_assert_geq(fd, 0);
+  cr_assert_eq(pwrite(fd, b, (size_t)len, off), len);
+  close(fd);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -280,7 +336,7 @@ Test(journal, a_torn_tail_is_cut_off, .timeout = 120) {
   unlink(path);
 }
 
-Test(journal, another_program_starts_again_or_is_refused, .timeout = 120) {
+Test(journal, another_program_is_refused_or_started_again, .timeout = 120) {
   char path[128];
   journal_path(path, sizeof path);
   expect_counts(run_inc(path, 50, NULL), 0, 50);
@@ -288,8 +344,19 @@ Test(journal, another_program_starts_again_or_is_refused, .timeout = 120) {
   cr_assert_eq(local_start(lt_farm(lt_seq("testk:dbl")), path, "refuse", LT_TEST_MODULES),
                LT_EINVAL);
   cr_assert_eq(file_size(path), size, "a refused journal is left as it was");
-  /* By default the other program's results are not used: a new journal takes its place. */
-  const char *dbl[] = {"journal", path, NULL};
+  /* By default too (issue 36 item 5: a path reused by another program is another run's
+   * work), with both programs and the option named. */
+  char log[4096];
+  cr_assert_eq(local_start_logged(lt_farm(lt_seq("testk:dbl")), path, NULL, LT_TEST_MODULES, log,
+                                  sizeof log),
+               LT_EINVAL);
+  cr_assert_eq(file_size(path), size, "a refused journal is left as it was");
+  cr_assert_not_null(strstr(log, "testk:inc"), "%s", log);
+  cr_assert_not_null(strstr(log, "testk:dbl"), "%s", log);
+  cr_assert_not_null(strstr(log, "journal_mismatch=recompute"), "%s", log);
+  /* Under journal_mismatch=recompute the other program's results are not used: a new
+   * journal takes its place. */
+  const char *dbl[] = {"journal", path, "journal_mismatch", "recompute", NULL};
   lt_eval_t *ev = new_eval_with(lt_farm(lt_seq("testk:dbl")), 2, dbl);
   /* The journal that took the old one's place is this run's alone from the start: it was
    * locked before it was renamed into place. */
@@ -393,16 +460,7 @@ Test(journal, compact_drops_a_torn_tail_damaged_records_and_duplicates, .timeout
   cr_assert_eq(record_offsets(path, offs, 200), 100);
   /* A damaged record among them (the first run's of some input in 40..59, which has no
    * duplicate), and a torn tail. */
-  int damaged = -1;
-  for (int r = 0; r < 100 && damaged < 0; r++) {
-    unsigned char b[8];
-    FILE *f = fopen(path, "rb");
-    cr_assert_eq(fseek(f, offs[r] + 36, SEEK_SET), 0);
-    cr_assert_eq(fread(b, 1, 8, f), 8);
-    fclose(f);
-    if (get_i64(b) == 51) damaged = r; /* the result of input 50 */
-  }
-  cr_assert_geq(damaged, 0);
+  int damaged = record_of(path, offs, 100, 50); /* the first run's: it comes first */
   flip_byte(path, offs[damaged] + 36 + 1);
   append_bytes(path, "LTJR\x01\x02\x03\x04\x05", 9);
   /* Read back in its turn, the damaged record is an error naming the fix. */
@@ -449,5 +507,140 @@ Test(journal, compact_drops_a_torn_tail_damaged_records_and_duplicates, .timeout
                                   "of 2 bytes"),
                      "%s", line);
   expect_counts(run_inc(path, 60, NULL), 60, 0);
+  unlink(path);
+}
+
+/* Issue 36 item 3. In a journal of 40 records: one in the middle given a data length that
+ * runs past the end (intact records follow it, so it is no torn tail), and one given an error
+ * length over the format's bound (65536: no write makes it, torn or not), the last record of
+ * the file. A resume replays all 40: those two tasks read back LT_EIO and the other 38 their
+ * results, nothing is computed, nothing is cut off; compact keeps the 38 intact records and
+ * counts 2 damaged; the next run computes those 2 alone. */
+Test(journal, a_damaged_length_costs_that_record_alone, .timeout = 120) {
+  char path[128];
+  journal_path(path, sizeof path);
+  enum { M = 40 };
+  expect_counts(run_inc(path, M, NULL), 0, M);
+  long offs[64];
+  cr_assert_eq(record_offsets(path, offs, 64), M);
+  int64_t mid_input = 9;
+  int mid = record_of(path, offs, M, mid_input);
+  if (mid == M - 1) mid = record_of(path, offs, M, ++mid_input); /* one in the middle */
+  unsigned char last_b[8];
+  FILE *f = fopen(path, "rb");
+  cr_assert_eq(fseek(f, offs[M - 1] + 36, SEEK_SET), 0);
+  cr_assert_eq(fread(last_b, 1, 8, f), 8);
+  fclose(f);
+  int last_input = (int)get_i64(last_b) - 1;
+  long size = file_size(path);
+  poke(path, offs[mid] + 12, (uint64_t)1 << 39, 8); /* data length: 512 GiB */
+  poke(path, offs[M - 1] + 8, 1u << 30, 4);         /* error length: 1 GiB */
+  expect_counts(run_inc_eio(path, M, NULL, (int)mid_input, last_input), M, 0);
+  cr_assert_eq(file_size(path), size, "nothing cut off");
+  lt_journal_stats_t st;
+  char err[600];
+  cr_assert_eq(lt_journal_compact(path, &st, err, sizeof err), LT_OK, "%s", err);
+  cr_assert_eq(st.records, M - 2);
+  cr_assert_eq(st.damaged, 2);
+  cr_assert_eq(st.torn_bytes, 0);
+  cr_assert_eq(record_offsets(path, offs, 64), M - 2);
+  expect_counts(run_inc(path, M, NULL), M - 2, 2);
+  unlink(path);
+}
+
+/* A head in the middle that is no record's head at all (its magic overwritten), with intact
+ * records after it, is damage too: its own task finds no record and is computed again, the
+ * others are replayed; the tool's compaction keeps every intact record. */
+Test(journal, garbage_in_the_middle_is_no_torn_tail, .timeout = 120) {
+  char path[128];
+  journal_path(path, sizeof path);
+  enum { M = 40 };
+  expect_counts(run_inc(path, M, NULL), 0, M);
+  long offs[64];
+  cr_assert_eq(record_offsets(path, offs, 64), M);
+  poke(path, offs[M / 2], 0x21212121u, 4);
+  expect_counts(run_inc(path, M, NULL), M - 1, 1);
+  char line[300];
+  tool_compact(path, line, sizeof line);
+  cr_assert_not_null(strstr(line, "40 records kept; dropped 0 duplicates, 1 damaged"), "%s", line);
+  expect_counts(run_inc(path, M, NULL), M, 0);
+  unlink(path);
+}
+
+/* A journal path that is a symbolic link is refused (issue 36 item 5), dangling or to an
+ * empty file: nothing is written where it points, and compact refuses it too, saying so. */
+Test(journal, a_symbolic_link_is_refused, .timeout = 60) {
+  char path[128], target[160];
+  journal_path(path, sizeof path);
+  snprintf(target, sizeof target, "%s.target", path);
+  unlink(target);
+  cr_assert_eq(symlink(target, path), 0);
+  cr_assert_eq(local_start(lt_farm(lt_seq("testk:inc")), path, NULL, LT_TEST_MODULES), LT_EINVAL);
+  struct stat sb;
+  cr_assert_neq(stat(target, &sb), 0, "the dangling link's target was created");
+  int fd = open(target, O_WRONLY | O_CREAT | O_EXCL, 0644);
+  cr_assert_geq(fd, 0);
+  close(fd);
+  cr_assert_eq(local_start(lt_farm(lt_seq("testk:inc")), path, NULL, LT_TEST_MODULES), LT_EINVAL);
+  cr_assert_eq(file_size(target), 0, "the link's target was written");
+  char err[600];
+  cr_assert_eq(lt_journal_compact(path, NULL, err, sizeof err), LT_EINVAL, "%s", err);
+  cr_assert_not_null(strstr(err, "symbolic link"), "%s", err);
+  unlink(path);
+  unlink(target);
+}
+
+/* Text read back from a journal reaches no terminal raw (issue 36 item 5: an ESC sequence in
+ * an error message got through): a journaled failure whose message is given "\x1b[2J" (its
+ * checksum made right again, so the record is intact) reads back with the control
+ * character escaped, in the result's message and in what the run logs. */
+Test(journal, control_characters_from_a_journal_are_escaped, .timeout = 60) {
+  char path[128];
+  journal_path(path, sizeof path);
+  const char *o[] = {"journal", path, "backup", "off", NULL};
+  for (int run = 0; run < 2; run++) {
+    if (run == 1) {
+      long offs[4];
+      cr_assert_eq(record_offsets(path, offs, 4), 1);
+      FILE *f = fopen(path, "r+b");
+      cr_assert_not_null(f);
+      static unsigned char rec[4096];
+      cr_assert_eq(fseek(f, offs[0], SEEK_SET), 0);
+      size_t len = fread(rec, 1, sizeof rec, f);
+      uint32_t errlen = rec[8] | rec[9] << 8 | rec[10] << 16 | (uint32_t)rec[11] << 24;
+      cr_assert_eq(len, 36 + errlen + 4, "a failure: no data");
+      char *at = memmem(rec + 36, errlen, "aske", 4);
+      cr_assert_not_null(at);
+      memcpy(at, "\x1b[2J", 4);
+      uLong crc = crc32(0, rec, 36 + errlen);
+      for (int i = 0; i < 4; i++)
+        rec[36 + errlen + i] = (unsigned char)(crc >> (8 * i));
+      cr_assert_eq(fseek(f, offs[0], SEEK_SET), 0);
+      cr_assert_eq(fwrite(rec, 1, len, f), len);
+      fclose(f);
+    }
+    stderr_capture_t cap;
+    stderr_capture_begin(&cap);
+    lt_eval_t *ev = new_eval_with(lt_farm(lt_seq("testk:fail")), 2, o);
+    submit_i64s(ev, 1);
+    lt_eval_close(ev);
+    lt_buf_t *b = NULL;
+    cr_assert_eq(lt_eval_next_timeout(ev, 30000, &b), LT_OK);
+    char msg[600];
+    snprintf(msg, sizeof msg, "%s", lt_buf_errmsg(b));
+    lt__log(LT_LOG_WARN, "the result: %s", msg); /* as a program would print it */
+    cr_assert_eq(lt_buf_error(b), LT_EKERNEL);
+    lt_buf_free(b);
+    char *json = stats_of(ev);
+    lt_eval_free(ev);
+    static char log[1 << 16];
+    stderr_capture_end(&cap, log, sizeof log);
+    cr_assert_eq(stats_u64(json, "journal_replayed"), (uint64_t)run, "%s", json);
+    free(json);
+    if (run == 0) continue;
+    cr_assert_null(strchr(msg, '\x1b'), "%s", msg);
+    cr_assert_not_null(strstr(msg, "fail: \\x1b[2Jd to fail"), "%s", msg);
+    cr_assert_null(strchr(log, '\x1b'), "%s", log);
+  }
   unlink(path);
 }

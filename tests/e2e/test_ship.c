@@ -348,25 +348,14 @@ Test(ship, hash_mismatch_refused) {
  * many lines of it say `needle`. */
 static int run_captured(const char *moddir, int ship, const th_server_t *hosts, int n, int64_t add,
                         const char *needle) {
-  char path[] = "/tmp/lt-ship-log-XXXXXX";
-  int fd = mkstemp(path);
-  cr_assert_geq(fd, 0);
-  fflush(stderr);
-  int saved = dup(2);
-  cr_assert_geq(saved, 0);
-  cr_assert_geq(dup2(fd, 2), 0);
+  stderr_capture_t cap;
+  stderr_capture_begin(&cap);
   lt__log_set_level(LT_LOG_WARN);
   lt_eval_t *ev = ship_eval(moddir, ship, hosts, n);
   expect_tags(ev, 40, add);
   lt_eval_free(ev);
-  fflush(stderr);
-  dup2(saved, 2);
-  close(saved);
-  close(fd);
   static char log[1 << 16];
-  size_t len = read_all(path, (unsigned char *)log, sizeof log - 1);
-  log[len] = '\0';
-  unlink(path);
+  stderr_capture_end(&cap, log, sizeof log);
   int count = 0;
   for (const char *p = log; (p = strstr(p, needle)) != NULL; p += strlen(needle))
     count++;

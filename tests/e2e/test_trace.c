@@ -274,10 +274,8 @@ Test(trace, farm_on_two_servers, .timeout = 180) {
     int s = e->pid == pids[0] ? 0 : e->pid == pids[1] ? 1 : -1;
     cr_assert_geq(s, 0, "span %s on process %ld, not a server of the run", e->name, e->pid);
     per[s]++;
-    /* Track 3 is the loop thread's, which runs a learnt short kernel itself when both
-     * workers are idle. */
-    cr_assert(e->tid >= 1 && e->tid <= 3,
-              "span on track %ld: servers have 2 workers and a loop thread", e->tid);
+    /* Tracks 1 and 2 are the workers': no kernel runs on the loop thread. */
+    cr_assert(e->tid >= 1 && e->tid <= 2, "span on track %ld: servers have 2 workers", e->tid);
     cr_assert_geq(e->dur, 0);
     cr_assert_geq(e->ts, 0);
     cr_assert_leq(e->ts + e->dur, r.run_us, "span %lld+%lld past the run (%lld us)", e->ts, e->dur,

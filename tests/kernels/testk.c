@@ -22,9 +22,10 @@
  *   two        1 input; two outputs, each a copy of it (arity tests).
  *   none       any inputs (ignored); no output at all (arity tests).
  *   positive   condition kernel: 1 input, int64; answers input > 0, no output.
- *   crash_on   1 input, int64; param "V" or "V:abort" / "V:segv" / "V:fault": an input equal
- *              to V crashes the server (SIGSEGV by default, or abort(), or a real fault
- *              through a null pointer that signal handlers see); else copies it.
+ *   crash_on   1 input, int64; param "V" or "V:abort" / "V:segv" / "V:fault" / "V:exit": an
+ *              input equal to V crashes the server (SIGSEGV by default, or abort(), or a real
+ *              fault through a null pointer that signal handlers see, or _exit(0)); else
+ *              copies it.
  *   stall_on   1 input, int64; param "V:MS": the input V sleeps MS milliseconds; copies it.
  *   forever    any inputs; never returns (sleeps in a loop: holds its thread for good).
  *   hog_mem    any inputs; param: MiB as decimal text; one output of that many bytes.
@@ -301,15 +302,20 @@ static void fault(void) {
 
 LT_KERNEL(crash_on, call) {
   char buf[64];
-  if (param_text(call, "crash_on", "V, V:abort, V:segv or V:fault", buf, sizeof buf) != 0) return 1;
+  if (param_text(call, "crash_on", "V, V:abort, V:segv, V:fault or V:exit", buf, sizeof buf) != 0)
+    return 1;
   char *end;
   long long at = strtoll(buf, &end, 10);
   int how_abort = strcmp(end, ":abort") == 0, how_fault = strcmp(end, ":fault") == 0;
-  if (end == buf || (*end != '\0' && !how_abort && !how_fault && strcmp(end, ":segv") != 0))
-    return lt_call_fail(call, "crash_on: parameter '%s' is not V, V:abort, V:segv or V:fault", buf);
+  int how_exit = strcmp(end, ":exit") == 0;
+  if (end == buf ||
+      (*end != '\0' && !how_abort && !how_fault && !how_exit && strcmp(end, ":segv") != 0))
+    return lt_call_fail(
+        call, "crash_on: parameter '%s' is not V, V:abort, V:segv, V:fault or V:exit", buf);
   int64_t v = 0;
   if (int_input(call, "crash_on", &v) != 0) return 1;
   if (v == at) {
+    if (how_exit) _exit(0);
     if (how_abort) abort();
     if (how_fault) fault();
     die_of_segv();

@@ -294,6 +294,8 @@ Test(args, containment_flags) {
   cr_assert_eq(a.max_values, 1000000);
   cr_assert_eq(a.max_fetches, 100000);
   cr_assert_eq(a.max_sessions, 0, "0: derived from the open-file limit at start");
+  cr_assert_eq(a.max_bytes, 0, "0: half the physical memory, at start");
+  cr_assert_eq(a.max_total_values, 4000000);
   lt__args_free(&a);
   streams_free(&s);
   const char *argv[] = {"lithium-server",
@@ -310,6 +312,10 @@ Test(args, containment_flags) {
                         "40",
                         "--max-session-fetches",
                         "50",
+                        "--max-bytes",
+                        "2g",
+                        "--max-values",
+                        "60",
                         NULL};
   cr_assert_eq(parse(&a, &s, argv), LT_ARGS_RUN);
   cr_assert(a.no_supervise);
@@ -319,6 +325,8 @@ Test(args, containment_flags) {
   cr_assert_eq(a.max_sessions, 30);
   cr_assert_eq(a.max_values, 40);
   cr_assert_eq(a.max_fetches, 50);
+  cr_assert_eq(a.max_bytes, (uint64_t)2 << 30);
+  cr_assert_eq(a.max_total_values, 60);
   lt__args_free(&a);
   streams_free(&s);
   const char *bad[] = {"lithium-server", "--max-parked", "0", NULL};

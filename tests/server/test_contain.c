@@ -410,6 +410,43 @@ Test(contain, stop_does_not_wait_forever_for_a_stuck_kernel, .timeout = 60) {
   bye(&a);
 }
 
+/* start_two starts a server with the `extra` flags and greets sessions a (CLIENT_A) and b
+ * (CLIENT_B) on it. */
+static void start_two(th_server_t *srv, const char *const *extra, peer_t *a, peer_t *b) {
+  cr_assert_eq(th_server_start_default(srv, extra), 0);
+  greet(a, srv->endpoint, CLIENT_A, NULL, NULL);
+  greet(b, srv->endpoint, CLIENT_B, NULL, NULL);
+}
+
+/* keep runs a 1 ms sleep as instruction `seq` of p, its output kept, and waits for it. */
+static void keep(peer_t *p, uint64_t seq) {
+  run(p, seq, K_SLEEP, "1", 1, 0);
+  WAIT_FOR(p, p->got[seq], 5000);
+}
+
+/* hog keeps one value of `mib` MiB made by testk:hog_mem as instruction `seq` of p and waits
+ * for its completion. */
+static void hog(peer_t *p, uint64_t seq, const char *mib) {
+  lt_input_t in = {.kind = LT_INPUT_INLINE, .frame = 0, .holder = ""};
+  lt_oid_t out = {p->client, seq};
+  lt_instr_t ins = {.seq = seq,
+                    .kernel = K_HOG,
+                    .param = {mib, strlen(mib)},
+                    .ninputs = 1,
+                    .inputs = &in,
+                    .noutputs = 1,
+                    .outputs = &out};
+  lt_msg_t m;
+  memset(&m, 0, sizeof m);
+  m.type = LT_MSG_EXECUTE;
+  m.u.execute.ninstrs = 1;
+  m.u.execute.instrs = &ins;
+  unsigned char one[8] = {0};
+  lt_bytes_t pay = {one, 8};
+  cr_assert_eq(th_send(&p->c, &m, &pay, 1), LT_OK);
+  WAIT_FOR(p, p->got[seq], 10000);
+}
+
 Test(contain, bytes_quota_fails_the_instruction_that_crosses_it, .timeout = 60) {
   const char *extra[] = {"--max-session-bytes", "40m", NULL};
   th_server_t srv;
@@ -420,24 +457,7 @@ Test(contain, bytes_quota_fails_the_instruction_that_crosses_it, .timeout = 60) 
   /* 10 MiB values kept: the fourth fits (40 MiB), the fifth crosses the quota. */
   int bad = 0, good = 0;
   for (uint64_t i = 1; i <= 6; i++) {
-    lt_input_t in = {.kind = LT_INPUT_INLINE, .frame = 0, .holder = ""};
-    lt_oid_t out = {hoard.client, i};
-    lt_instr_t ins = {.seq = i,
-                      .kernel = K_HOG,
-                      .param = {"10", 2},
-                      .ninputs = 1,
-                      .inputs = &in,
-                      .noutputs = 1,
-                      .outputs = &out};
-    lt_msg_t m;
-    memset(&m, 0, sizeof m);
-    m.type = LT_MSG_EXECUTE;
-    m.u.execute.ninstrs = 1;
-    m.u.execute.instrs = &ins;
-    unsigned char one[8] = {0};
-    lt_bytes_t pay = {one, 8};
-    cr_assert_eq(th_send(&hoard.c, &m, &pay, 1), LT_OK);
-    WAIT_FOR(&hoard, hoard.got[i], 10000);
+    hog(&hoard, i, "10");
     if (hoard.status[i] == LT_OK) {
       good++;
     } else {
@@ -495,14 +515,10 @@ Test(contain, parked_and_queued_quotas, .timeout = 60) {
 Test(contain, count_quotas, .timeout = 60) {
   const char *extra[] = {"--max-session-values", "4", "--max-session-fetches", "3", NULL};
   th_server_t srv;
-  cr_assert_eq(th_server_start_default(&srv, extra), 0);
   peer_t a, b;
-  greet(&a, srv.endpoint, CLIENT_A, NULL, NULL);
-  greet(&b, srv.endpoint, CLIENT_B, NULL, NULL);
-  for (uint64_t i = 1; i <= 5; i++) {
-    run(&a, i, K_SLEEP, "1", 1, 0);
-    WAIT_FOR(&a, a.got[i], 5000);
-  }
+  start_two(&srv, extra, &a, &b);
+  for (uint64_t i = 1; i <= 5; i++)
+    keep(&a, i);
   for (uint64_t i = 1; i <= 4; i++)
     cr_assert_eq(a.status[i], LT_OK, "%s", a.msg[i]);
   cr_assert_eq(a.status[5], LT_EQUOTA, "%s", a.msg[5]);
@@ -788,4 +804,42 @@ Test(contain, fair_between_long_and_short_tasks, .timeout = 120) {
   bye(&tiny);
   bye(&big);
   cr_assert_eq(th_server_stop(&srv, SIGKILL, 10000), 128 + SIGKILL);
+}
+
+/* Issue 36 item 5: the per-session quotas have server-wide caps beside them, or a thousand
+ * sessions hold a thousand times each quota. Under --max-values 6, a session holding 4
+ * values leaves another room for 2 (its third is refused, LT_EQUOTA naming the flag, though
+ * that session is far under its own quota); under --max-bytes 25m, two values of 10 MiB of
+ * one session leave no room for a third of another's. */
+Test(contain, server_wide_caps_beside_the_session_quotas, .timeout = 60) {
+  const char *extra[] = {"--max-values", "6", NULL};
+  th_server_t srv;
+  peer_t a, b;
+  start_two(&srv, extra, &a, &b);
+  for (uint64_t i = 1; i <= 4; i++) {
+    keep(&a, i);
+    cr_assert_eq(a.status[i], LT_OK, "%s", a.msg[i]);
+  }
+  for (uint64_t i = 1; i <= 3; i++)
+    keep(&b, i);
+  cr_assert_eq(b.status[1], LT_OK, "%s", b.msg[1]);
+  cr_assert_eq(b.status[2], LT_OK, "%s", b.msg[2]);
+  cr_assert_eq(b.status[3], LT_EQUOTA, "%s", b.msg[3]);
+  cr_assert(strstr(b.msg[3], "--max-values 6") != NULL, "%s", b.msg[3]);
+  bye(&a);
+  bye(&b);
+  cr_assert_eq(th_server_stop(&srv, SIGTERM, 10000), 0);
+  const char *bytes[] = {"--max-bytes", "25m", NULL};
+  peer_t c, d;
+  start_two(&srv, bytes, &c, &d);
+  hog(&c, 1, "10");
+  hog(&c, 2, "10");
+  cr_assert_eq(c.status[1], LT_OK, "%s", c.msg[1]);
+  cr_assert_eq(c.status[2], LT_OK, "%s", c.msg[2]);
+  hog(&d, 1, "10");
+  cr_assert_eq(d.status[1], LT_EQUOTA, "%s", d.msg[1]);
+  cr_assert(strstr(d.msg[1], "--max-bytes 26214400") != NULL, "%s", d.msg[1]);
+  bye(&c);
+  bye(&d);
+  cr_assert_eq(th_server_stop(&srv, SIGTERM, 10000), 0);
 }

@@ -1,10 +1,10 @@
 /* test_executor.c: the worker pool alone, with kernels of the test module testk: results
  * and service times come back on the loop thread, fused stages and splits run whole,
  * failures carry the kernel's message, queued jobs can be canceled and running ones cannot,
- * the active/queued counters move, and the slowdown emulation stretches service time. A
- * lone job of a learnt instant chain runs on the loop thread when every worker is idle,
- * never a slow chain's, never again a chain's that ran long there. Each test closes its
- * loop. */
+ * the active/queued counters move, and the slowdown emulation stretches service time. No
+ * kernel runs on the loop thread, however fast its chain's last runs were; lone jobs hand off
+ * hot by budgets from what the run measured, never from a machine's speed. Each test closes
+ * its loop. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
@@ -430,133 +430,174 @@ Test(executor, bad_arguments) {
   cr_assert_eq(uv_loop_close(&loop), 0);
 }
 
-/* ---- inline runs on the loop thread ---------------------------------------------------- */
+/* ---- no kernel on the loop thread; hot hand-offs ----------------------------------------- */
 
-/* run_one submits `job` alone and runs the loop until it is back; true when it ran on the
- * loop thread (worker index `threads`). */
-static bool run_one(fixture_t *f, lt_job_t *job, int threads) {
+/* run_one submits `job` alone and runs the loop until it is back. */
+static void run_one(fixture_t *f, lt_job_t *job) {
   f->ndone = 0;
   lt__executor_submit(f->ex, job);
   run_until(f, 1);
   cr_assert_eq(job->result.status, LT_OK, "%s", job->result.errmsg);
-  cr_assert_leq(job->worker, (uint32_t)threads);
   lt__exec_result_clear(&job->result);
-  return job->worker == (uint32_t)threads;
 }
 
-/* learn_inline runs jobs of stage `st` on `in` one at a time until one runs on the loop
- * thread: never among the first 8 (a chain must be learnt first), and within 5 s (a worker
- * thread of a loaded machine may take a while to start and be idle). */
-static void learn_inline(fixture_t *f, const lt_exec_stage_t *st, const lt_bytes_t *in, int threads,
-                         lt_exgroup_t *g) {
-  uint64_t until = lt__executor_now_us() + 5000000u;
-  for (int i = 0; lt__executor_now_us() < until; i++) {
+typedef struct ticker {
+  fixture_t *f;
+  int ticks;
+} ticker_t;
+
+static void on_tick(uv_timer_t *t) {
+  ticker_t *k = t->data;
+  if (k->f->ndone == 0) k->ticks++; /* while the job is out */
+}
+
+/* A chain fast 30 times in a row (what once made a lone job of it run on the loop thread),
+ * then slow (a 300 ms sleep on one input): every run is a worker's, the slow one included.
+ * The submit returns before the kernel ran (the job is queued or running, not done), and the
+ * loop turns (its timer fires) while the kernel runs. No timing bound: an order of events. */
+Test(executor, no_kernel_runs_on_the_loop_thread) {
+  fixture_t f;
+  setup(&f, 2, 1.0);
+  lt_exec_stage_t st = stage(&f, "testk:stall_on", "7:300");
+  unsigned char v[8];
+  lt_bytes_t in = {v, 8};
+  for (int i = 0; i < 30; i++) {
+    put_i64(v, i < 7 ? i : i + 1);
     lt_job_t j;
-    job_init(&j, st, 1, in, 1);
-    j.group = g;
-    bool inl = run_one(f, &j, threads);
-    if (i < 8) cr_assert(!inl, "run %d of a new chain ran on the loop thread", i);
-    if (inl) {
-      cr_assert_eq(j.cpu_us, j.service_us);
-      cr_assert_eq(lt__executor_active(f->ex), 0);
-      if (g != NULL) cr_assert_eq(g->running, 0);
-      return;
-    }
+    job_init(&j, &st, 1, &in, 1);
+    run_one(&f, &j);
+    cr_assert_lt(j.worker, 2, "run %d ran on worker %u", i, j.worker);
   }
-  cr_assert_fail("a chain of instant kernels never ran on the loop thread");
+  put_i64(v, 7);
+  lt_job_t slow;
+  job_init(&slow, &st, 1, &in, 1);
+  f.ndone = 0;
+  ticker_t k = {.f = &f};
+  uv_timer_t t;
+  uv_timer_init(&f.loop, &t);
+  t.data = &k;
+  uv_timer_start(&t, on_tick, 1, 1);
+  lt__executor_submit(f.ex, &slow);
+  uint32_t active, queued;
+  lt__executor_counts(f.ex, &active, &queued);
+  cr_assert_eq(active + queued, 1, "the kernel ran inside the submit");
+  cr_assert_eq(f.ndone, 0);
+  run_until(&f, 1);
+  uv_close((uv_handle_t *)&t, NULL);
+  cr_assert_eq(slow.result.status, LT_OK);
+  cr_assert_lt(slow.worker, 2);
+  cr_assert_geq(slow.service_us, 300000);
+  cr_assert_geq(k.ticks, 2, "the loop turned %d times while the kernel ran", k.ticks);
+  lt__exec_result_clear(&slow.result);
+  teardown(&f);
 }
 
-/* A lone instant job, once its chain is learnt, runs on the loop thread: right result,
- * counted in and out of its group, and the next one too. */
-Test(executor, learnt_instant_chain_runs_inline) {
+/* chained: every job that comes back submits the next (as a client whose next task waits for
+ * the last result would), until `left` is 0. */
+typedef struct chained {
+  fixture_t *f;
+  lt_job_t job;
+  int left;
+  uint32_t max_worker;
+} chained_t;
+
+static void on_chained(lt_executor_t *ex, lt_job_t *done, void *data) {
+  chained_t *c = data;
+  for (lt_job_t *j = done; j != NULL; j = j->next) {
+    cr_assert_eq(j->result.status, LT_OK, "%s", j->result.errmsg);
+    lt__exec_result_clear(&j->result);
+    if (j->worker > c->max_worker) c->max_worker = j->worker;
+    c->f->ndone++;
+  }
+  if (--c->left > 0)
+    lt__executor_submit(ex, &c->job);
+  else
+    uv_stop(&c->f->loop);
+}
+
+/* A stream of lone jobs, each submitted as the last comes back: the first ones wake a
+ * sleeping worker (nothing was measured yet, so nothing waits hot), and once wake-ups and
+ * gaps are measured the hot-wait budget is what they say: at most SPIN_WORTH (8) measured
+ * wake-ups and at most 1 ms, and either 0 or the gap's mean or more. Every job is taken by a
+ * worker, hot or woken (never run by the loop thread), and once the stream ends no worker
+ * stays hot. Counts and ratios of the run's own measurements only. */
+Test(executor, lone_jobs_hand_off_by_measured_budgets) {
   fixture_t f;
   setup(&f, 2, 1.0);
   lt_exec_stage_t inc = stage(&f, "testk:inc", NULL);
-  lt_exgroup_t g;
-  memset(&g, 0, sizeof g);
-  lt__executor_set_limit(f.ex, &g, 1);
-  unsigned char v[8];
-  put_i64(v, 41);
-  lt_bytes_t in = {v, 8};
-  learn_inline(&f, &inc, &in, 2, &g);
-  lt_job_t j;
-  job_init(&j, &inc, 1, &in, 1);
-  j.group = &g;
-  f.ndone = 0;
-  lt__executor_submit(f.ex, &j);
-  run_until(&f, 1);
-  cr_assert_eq(j.result.status, LT_OK);
-  cr_assert_eq(get_i64(j.result.out[0]), 42);
-  lt__exec_result_clear(&j.result);
-  cr_assert_eq(g.running, 0);
-  cr_assert_gt(g.vtime, 0);
-  teardown(&f);
-}
-
-/* A chain slower than the limit (a 1 ms sleep) never runs on the loop thread. */
-Test(executor, slow_chain_never_runs_inline) {
-  fixture_t f;
-  setup(&f, 1, 1.0);
-  lt_exec_stage_t sl = stage(&f, "testk:sleep", "1");
-  unsigned char x = 'x';
-  lt_bytes_t in = {&x, 1};
-  for (int i = 0; i < 20; i++) {
-    lt_job_t j;
-    job_init(&j, &sl, 1, &in, 1);
-    cr_assert(!run_one(&f, &j, 1), "run %d of a 1 ms kernel ran on the loop thread", i);
-  }
-  teardown(&f);
-}
-
-/* A chain whose run on the loop thread took longer than the limit never runs there again,
- * however short its later runs. The same kernel with another parameter is another chain. */
-Test(executor, chain_long_on_the_loop_thread_is_banned) {
-  fixture_t f;
-  setup(&f, 1, 1.0);
-  lt_exec_stage_t busy = stage(&f, "testk:busy", NULL);
-  unsigned char zero[8], two[8];
-  put_i64(zero, 0);
-  put_i64(two, 2);
-  lt_bytes_t in0 = {zero, 8}, in2 = {two, 8};
-  learn_inline(&f, &busy, &in0, 1, NULL);
-  lt_job_t j;
-  job_init(&j, &busy, 1, &in2, 1); /* 2 ms of CPU, on the loop thread */
-  cr_assert(run_one(&f, &j, 1));
-  cr_assert_geq(j.service_us, 2000);
-  for (int i = 0; i < 20; i++) {
-    job_init(&j, &busy, 1, &in0, 1);
-    cr_assert(!run_one(&f, &j, 1), "run %d after the ban ran on the loop thread", i);
-  }
-  lt_exec_stage_t other = stage(&f, "testk:busy", "p");
-  learn_inline(&f, &other, &in0, 1, NULL);
-  teardown(&f);
-}
-
-/* While a worker is busy (with a 300 ms sleep), a learnt instant chain goes to a free
- * worker: the loop thread runs a kernel only when the executor has nothing else to do. */
-Test(executor, no_inline_while_a_worker_is_busy) {
-  fixture_t f;
-  setup(&f, 2, 1.0);
-  lt_exec_stage_t inc = stage(&f, "testk:inc", NULL), sl = stage(&f, "testk:sleep", "300");
+  lt__executor_free(f.ex); /* again, with the chaining callback */
+  uv_run(&f.loop, UV_RUN_DEFAULT);
+  enum { N = 2000 };
+  static chained_t c;
+  memset(&c, 0, sizeof c);
+  c.f = &f;
+  c.left = N;
+  cr_assert_eq(lt__executor_new(&f.ex, &f.loop, 2, 1.0, on_chained, &c), LT_OK);
+  lt_executor_handoffs_t h;
+  lt__executor_handoffs(f.ex, &h);
+  cr_assert_eq(h.spin_us, 0, "a budget before anything was measured");
   unsigned char v[8];
   put_i64(v, 1);
   lt_bytes_t in = {v, 8};
-  learn_inline(&f, &inc, &in, 2, NULL);
-  lt_job_t slow, j;
-  job_init(&slow, &sl, 1, &in, 1);
-  lt__executor_submit(f.ex, &slow);
-  for (int i = 0; i < 5000 && lt__executor_active(f.ex) == 0; i++)
-    usleep(1000); /* until a worker has it */
-  cr_assert_eq(lt__executor_active(f.ex), 1);
-  job_init(&j, &inc, 1, &in, 1);
-  lt__executor_submit(f.ex, &j);
-  f.ndone = 0;
-  run_until(&f, 2);
-  cr_assert_eq(j.result.status, LT_OK);
-  cr_assert_lt(j.worker, 2);
-  cr_assert_lt(slow.worker, 2);
-  cr_assert_neq(j.worker, slow.worker);
-  lt__exec_result_clear(&j.result);
-  lt__exec_result_clear(&slow.result);
+  job_init(&c.job, &inc, 1, &in, 1);
+  lt__executor_submit(f.ex, &c.job);
+  uv_timer_t t;
+  uv_timer_init(&f.loop, &t);
+  uv_timer_start(&t, on_timeout, 60000, 0);
+  uv_run(&f.loop, UV_RUN_DEFAULT);
+  uv_close((uv_handle_t *)&t, NULL);
+  uv_run(&f.loop, UV_RUN_NOWAIT);
+  cr_assert_eq(f.ndone, N);
+  cr_assert_lt(c.max_worker, 2);
+  lt__executor_handoffs(f.ex, &h);
+  cr_log_info("hand-offs of %d chained jobs: %llu hot, %llu woken, %llu by the loop's hot wait; "
+              "wake-up %.1f us, gap %.1f us, loop wake-up %.1f us, budget %llu us",
+              N, (unsigned long long)h.hot, (unsigned long long)h.woken,
+              (unsigned long long)h.loop_hot, h.wake_us, h.gap_us, h.loop_wake_us,
+              (unsigned long long)h.spin_us);
+  cr_assert_geq(h.woken, 1, "the first job woke a worker");
+  cr_assert_leq(h.hot + h.woken, N, "hot %llu woken %llu", (unsigned long long)h.hot,
+                (unsigned long long)h.woken);
+  cr_assert_gt(h.wake_us, 0);
+  cr_assert_leq(h.spin_us, 1000);
+  cr_assert_leq((double)h.spin_us, 8 * h.wake_us + 1, "budget %llu us, wake-up %.1f us",
+                (unsigned long long)h.spin_us, h.wake_us);
+  if (h.spin_us > 0) cr_assert_geq((double)h.spin_us, h.gap_us);
+  if (h.hot > 0) cr_assert_gt(h.spins, 0);
+  /* The stream is over: a hot worker gives up within its budget (1 ms at most). */
+  for (int i = 0; i < 5000 && lt__executor_spinning(f.ex) > 0; i++)
+    usleep(1000);
+  cr_assert_eq(lt__executor_spinning(f.ex), 0, "a worker still waits hot with nothing to come");
+  teardown(&f);
+}
+
+/* The loop thread waits hot, before it polls, for a job it submitted that turn, for at most
+ * one wake-up of its own as measured: with an instant kernel and a wake-up of the loop as
+ * measured, some of a stream's completions are taken that way, and each that is not woke
+ * the loop; the loop's wake-up is measured at all. A job longer than any budget (a 50 ms
+ * sleep) comes back by the async wake-up whatever the loop waited. */
+Test(executor, the_loop_waits_hot_for_its_lone_job_then_sleeps) {
+  fixture_t f;
+  setup(&f, 1, 1.0);
+  lt_exec_stage_t inc = stage(&f, "testk:inc", NULL), sl = stage(&f, "testk:sleep", "50");
+  unsigned char v[8];
+  put_i64(v, 1);
+  lt_bytes_t in = {v, 8};
+  for (int i = 0; i < 200; i++) {
+    lt_job_t j;
+    job_init(&j, &inc, 1, &in, 1);
+    run_one(&f, &j);
+  }
+  lt_executor_handoffs_t h;
+  lt__executor_handoffs(f.ex, &h);
+  cr_assert_gt(h.loop_wake_us, 0, "the loop's wake-up was never measured");
+  cr_assert_leq(h.loop_hot, 200);
+  uint64_t hot0 = h.loop_hot;
+  lt_job_t j;
+  job_init(&j, &sl, 1, &in, 1);
+  run_one(&f, &j);
+  cr_assert_geq(j.service_us, 50000);
+  lt__executor_handoffs(f.ex, &h);
+  cr_assert_eq(h.loop_hot, hot0, "a 50 ms job was taken by the loop's hot wait");
   teardown(&f);
 }

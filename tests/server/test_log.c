@@ -156,3 +156,31 @@ Test(log, limited_lines) {
   cr_assert_not_null(strstr(out, "refused again"));
   free(out);
 }
+
+/* A warning that repeats (issue 36 item 5: one attack's 320 cuts of idle connections logged
+ * 320 lines) writes its first line, then one a window that doubles while lines keep coming
+ * (1, 2, 4, 8 s), each saying how many were left out; after a quiet window it starts again
+ * at 1 s, with nothing to say. Times are given: no clock, no sleep. Control characters of
+ * the message are escaped. */
+Test(log, rated_repeats_say_how_many_were_left_out) {
+  lt__log_set_level(LT_LOG_WARN);
+  capture_start();
+  lt_log_rate_t r = {0};
+  const int64_t t = 1000000;
+  int written = 0;
+  for (int i = 0; i < 320; i++) /* 20 a second for 16 s */
+    written += lt__log_rated(&r, t + 50 * i, LT_LOG_WARN, "cut %d", i);
+  cr_assert_eq(written, 5, "at 0, 1, 3, 7 and 15 s");
+  cr_assert(lt__log_rated(&r, t + 40000, LT_LOG_WARN, "cut late"));
+  cr_assert(lt__log_rated(&r, t + 200000, LT_LOG_WARN, "cut \x1b[2J after a quiet while"));
+  cr_assert_eq(r.window_ms, LT_LOG_RATE_MIN_MS);
+  char *out = capture_end();
+  cr_assert_eq(count_lines(out), 7, "%s", out);
+  cr_assert_not_null(strstr(out, "cut 0\n"), "%s", out);
+  cr_assert_not_null(strstr(out, "cut 20 (and 19 more like it in the last 1 s)\n"), "%s", out);
+  cr_assert_not_null(strstr(out, "cut 300 (and 159 more like it in the last 8 s)\n"), "%s", out);
+  cr_assert_not_null(strstr(out, "cut late (and 19 more like it in the last 25 s)\n"), "%s", out);
+  cr_assert_not_null(strstr(out, "cut \\x1b[2J after a quiet while\n"), "%s", out);
+  cr_assert_null(strchr(out, '\x1b'), "%s", out);
+  free(out);
+}

@@ -69,6 +69,8 @@ static void record(conn_t *k, th_rx_t *r) {
     v->got = true;
     v->status = r->m.u.value.status;
     snprintf(v->msg, sizeof v->msg, "%s", r->m.u.value.errmsg);
+    v->frame = r->m.u.value.frame;
+    v->size = v->frame >= 0 ? r->m.frames[v->frame].len : 0;
     break;
   }
   case LT_MSG_HEARTBEAT:
@@ -501,11 +503,26 @@ Test(peer, failed_input_releases_the_others) {
   close_both(ka, kb, &a, &b);
 }
 
+/* fetch_on sends a FETCH of `seq` with `release` and frame limit `max_frame` on k and waits
+ * for its answer. */
+static rec_t *fetch_on(conn_t *k, uint64_t seq, bool release, uint64_t max_frame) {
+  k->value[seq].got = false;
+  lt_msg_t f = {.type = LT_MSG_FETCH};
+  f.u.fetch.id = oid(seq);
+  f.u.fetch.release = release;
+  f.u.fetch.max_frame = max_frame;
+  send_msg(k, &f, NULL, 0);
+  WAIT_FOR(k, k->value[seq].got, 5000);
+  return &k->value[seq];
+}
+
 /* A value over the asker's frame limit is refused by its holder, not sent: sent, it cost the
  * asker its link to the holder (its socket drops a frame over --max-frame), so that this
  * fetch and every other one on that link waited out --fetch-timeout. The reader fails at once
- * with LT_ETOOBIG naming both sizes, the holder drops the value (its last reader asked), and
- * the link serves the next fetch. Parked too: a reader dispatched before the value was set. */
+ * with LT_ETOOBIG naming both sizes, and the link serves the next fetch. Parked too: a reader
+ * dispatched before the value was set. A refused fetch releases nothing, though it asked to
+ * (issue 36 item 4): the holder keeps the value, a fetch under a limit too small is refused
+ * again, and one with a limit large enough gets it whole (and, with release, drops it). */
 Test(peer, a_value_over_the_asker_s_frame_limit_is_refused) {
   th_server_t a, b;
   const char *bextra[] = {"--max-frame", "4096", NULL};
@@ -526,6 +543,13 @@ Test(peer, a_value_over_the_asker_s_frame_limit_is_refused) {
   cr_assert_not_null(strstr(kb->done[2].msg, "5000 bytes"), "%s", kb->done[2].msg);
   cr_assert_not_null(strstr(kb->done[2].msg, "frame limit of 4096"), "%s", kb->done[2].msg);
   cr_assert_lt(th_now_ms() - t0, 3000, "at once, not at the fetch timeout");
+  wait_held(ka, 1);
+  rec_t *r = fetch_on(ka, 10, true, 4096);
+  cr_assert_eq(r->status, LT_ETOOBIG, "%d %s", r->status, r->msg);
+  wait_held(ka, 1);
+  r = fetch_on(ka, 10, true, sizeof big);
+  cr_assert_eq(r->status, LT_OK, "%d %s", r->status, r->msg);
+  cr_assert_eq(r->size, sizeof big);
   wait_held(ka, 0);
   /* Parked on B before A made the value: refused when it is set. */
   exec(kb, 3, K_CONCAT, NULL, ref_at(12, a.endpoint), 13, LT_INSTR_RETURN | LT_INSTR_RELEASE_INPUTS,
@@ -534,6 +558,10 @@ Test(peer, a_value_over_the_asker_s_frame_limit_is_refused) {
   exec(ka, 4, K_CONCAT, NULL, in0, 12, 0, &pay);
   WAIT_FOR(kb, kb->done[3].got, 5000);
   cr_assert_eq(kb->done[3].status, LT_ETOOBIG, "%d %s", kb->done[3].status, kb->done[3].msg);
+  wait_held(ka, 1);
+  r = fetch_on(ka, 12, true, 0);
+  cr_assert_eq(r->status, LT_OK, "%d %s", r->status, r->msg);
+  cr_assert_eq(r->size, sizeof big);
   wait_held(ka, 0);
   /* The link still serves. */
   produce(ka, 5, K_INC, NULL, 41, 14);
