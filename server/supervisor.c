@@ -124,7 +124,9 @@ int lt__supervise(lt_srv_args_t *a) {
     bool recycle = WIFEXITED(st) && WEXITSTATUS(st) == LT_EXIT_RECYCLE && stop_sig == 0 && decided;
     bool unexpected = WIFEXITED(st) && stop_sig == 0 && !decided;
     if (WIFEXITED(st) && !recycle && !unexpected) {
-      rc = WEXITSTATUS(st);
+      /* A worker that left to be recycled (a kernel far past its deadline) while a stop was
+       * on its way has stopped: the stop's answer is a clean exit, not the recycle's 75. */
+      rc = stop_sig != 0 && WEXITSTATUS(st) == LT_EXIT_RECYCLE ? 0 : WEXITSTATUS(st);
       goto out;
     }
     if (WIFSIGNALED(st) && stop_sig != 0) {

@@ -410,6 +410,21 @@ Test(contain, stop_does_not_wait_forever_for_a_stuck_kernel, .timeout = 60) {
   bye(&a);
 }
 
+/* A stop that meets a recycle (a kernel more than a second past its deadline while the
+ * worker waits for it to end) is a clean stop: the server exits 0, not with the recycle's
+ * 75. The stop comes 100 ms into a kernel of 300 ms deadline that never ends, so the
+ * recycle, 1.3 s in, always finds it on its way. */
+Test(contain, a_stop_that_meets_a_recycle_exits_0, .timeout = 60) {
+  th_server_t srv;
+  cr_assert_eq(th_server_start_default(&srv, NULL), 0);
+  peer_t a;
+  greet(&a, srv.endpoint, CLIENT_A, NULL, NULL);
+  run(&a, 1, K_FOREVER, NULL, 1, 300);
+  usleep(100 * 1000);
+  cr_assert_eq(th_server_stop(&srv, SIGTERM, 20000), 0, "a stop exits 0");
+  bye(&a);
+}
+
 /* start_two starts a server with the `extra` flags and greets sessions a (CLIENT_A) and b
  * (CLIENT_B) on it. */
 static void start_two(th_server_t *srv, const char *const *extra, peer_t *a, peer_t *b) {
