@@ -69,7 +69,7 @@ typedef struct batch {
 /* keep_inputs copies the instruction's input tokens into the record (value references
  * included): they outlive the frame, which may go on at once. */
 static int keep_inputs(lt_instr_rec_t *r, const lt_fire_t *fi) {
-  r->ins = calloc(fi->ninputs ? fi->ninputs : 1, sizeof *r->ins);
+  r->ins = lt__rec_ins_alloc(r, fi->ninputs);
   if (r->ins == NULL) return LT_ENOMEM;
   for (uint32_t i = 0; i < fi->ninputs; i++) {
     r->ins[i] = fi->inputs[i];

@@ -43,8 +43,12 @@ void lt__rec_to(lt_instr_rec_t *r, lt_ir_state_t to) {
   if (to == LT_IR_QUEUED) r->conn = -1;
 }
 
+/* Records kept for reuse, at most: a few windows' worth of instructions. */
+#define RECS_KEPT 4096
+
 lt_instr_rec_t *lt__rec_new(lt_sched_t *s, lt_job_rec_t *j) {
-  lt_instr_rec_t *r = calloc(1, sizeof *r);
+  if (s->recs.size == 0) s->recs = LT_FREELIST_INIT(sizeof(lt_instr_rec_t), RECS_KEPT);
+  lt_instr_rec_t *r = lt__freelist_get(&s->recs);
   if (r == NULL) return NULL;
   /* Output i of this instruction is named seq + i: ids are spaced for the most parts. */
   r->seq = s->next_seq;
@@ -225,11 +229,20 @@ int lt__rec_copyable(const lt_sched_t *s, const lt_instr_rec_t *r) {
   return 1;
 }
 
+lt_token_t *lt__rec_ins_alloc(lt_instr_rec_t *r, uint32_t n) {
+  return n <= LT_REC_SMALL_INS ? r->ins_small : calloc(n, sizeof(lt_token_t));
+}
+
+void lt__rec_ins_free(lt_instr_rec_t *r) {
+  if (r->ins != r->ins_small) free(r->ins);
+  r->ins = NULL;
+}
+
 lt_instr_rec_t *lt__rec_copy(lt_sched_t *s, const lt_instr_rec_t *r) {
-  lt_token_t *ins = calloc(r->nins ? r->nins : 1, sizeof *ins);
-  lt_instr_rec_t *c = ins != NULL ? lt__rec_new(s, r->job) : NULL;
-  if (c == NULL) {
-    free(ins);
+  lt_instr_rec_t *c = lt__rec_new(s, r->job);
+  lt_token_t *ins = c != NULL ? lt__rec_ins_alloc(c, r->nins) : NULL;
+  if (ins == NULL) {
+    if (c != NULL) lt__sched_rec_done(s, c);
     return NULL;
   }
   for (uint32_t i = 0; i < r->nins; i++) {

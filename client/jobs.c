@@ -21,13 +21,21 @@
 
 /* ---- jobs --------------------------------------------------------------------------- */
 
+/* Jobs kept for reuse, at most. */
+#define JOBS_KEPT 4096
+
+void lt__sched_pools_clear(lt_sched_t *s) {
+  lt__freelist_clear(&s->recs);
+  lt__freelist_clear(&s->jobs_free);
+}
+
 static void job_release(lt_sched_t *s, lt_job_rec_t *j) {
   if (j->live > 0 || !j->finished) return;
   HASH_DEL(s->jobs, j);
   lt__instance_free(j->inst);
   lt__value_unref(j->input);
   lt__value_unref(j->input2);
-  free(j);
+  lt__freelist_put(&s->jobs_free, j);
 }
 
 /* drop_input lets go of the task's input, which lineage no longer needs (the instruction
@@ -97,9 +105,9 @@ void lt__sched_rec_done(lt_sched_t *s, lt_instr_rec_t *r) {
   lt_job_rec_t *j = r->job;
   for (uint32_t i = 0; i < r->nins; i++)
     lt__value_unref(r->ins[i].value);
-  free(r->ins);
+  lt__rec_ins_free(r);
   j->live--;
-  free(r);
+  lt__freelist_put(&s->recs, r);
   job_release(s, j);
 }
 
@@ -139,13 +147,14 @@ void lt__sched_take_intake(lt_sched_t *s) {
   while (t != NULL) {
     lt_task_t *next = t->next;
     t->next = NULL;
-    lt_job_rec_t *j = calloc(1, sizeof *j);
+    if (s->jobs_free.size == 0) s->jobs_free = LT_FREELIST_INIT(sizeof(lt_job_rec_t), JOBS_KEPT);
+    lt_job_rec_t *j = lt__freelist_get(&s->jobs_free);
     int rc = j != NULL ? lt__instance_new(&j->inst, s->tmpl, t->seq) : LT_ENOMEM;
     if (rc != LT_OK) {
       t->result = lt__buf_fail(rc, "cannot instantiate the program");
       s->door->deliver(s->ev, t, LT_EVAL_SYNC_NOW);
       if (j != NULL) lt__instance_free(j->inst);
-      free(j);
+      lt__freelist_put(&s->jobs_free, j);
     } else {
       j->task = t;
       j->inst->user = j;

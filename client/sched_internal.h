@@ -13,6 +13,7 @@
 #include <lithium/error.h>
 
 #include "clock.h"
+#include "freelist.h"
 #include "log.h"
 #include "vec.h"
 #include "conn.h"
@@ -64,6 +65,9 @@ typedef struct lt_job_rec {
   UT_hash_handle hh;     /* s->jobs, by task number */
 } lt_job_rec_t;
 
+/* Input tokens a record holds inside itself: most instructions read one or two. */
+#define LT_REC_SMALL_INS 2
+
 /* Where an instruction record is (instr.c holds the legal moves between these states, in
  * lt__rec_to). A record that is out is in s->inflight and counted in its server's window
  * and backlog; when its completion comes or its server is lost it is taken off
@@ -93,8 +97,10 @@ typedef struct lt_instr_rec {
   int chained;         /* fired by a predecessor's dispatch: placed as a successor (placement.c) */
   int moved;           /* its frame went on at dispatch: the completion only reports status */
   int final;           /* its output is the task's result: returned with done */
-  lt_token_t *ins;     /* its input tokens (copies holding value references) */
+  lt_token_t *ins;     /* its input tokens (copies holding value references): ins_small when
+                          they fit, else their own allocation */
   uint32_t nins;
+  lt_token_t ins_small[LT_REC_SMALL_INS];
   const lt_tstage_t *stages; /* borrowed from the template, for a re-dispatch */
   uint32_t nstages;
   int64_t sent_ms;           /* when it was last dispatched */
@@ -333,6 +339,10 @@ struct lt_sched {
   uint64_t instructions;
   uint64_t completions;   /* completions taken (jobs.c), with instructions the hand-offs */
   lt_own_cost_t own_cost; /* the dispatcher's CPU per hand-off (dispatch.c, grain=auto) */
+  /* Records and jobs kept for reuse (a task makes and drops one of each at least): made
+   * on first use (instr.c, jobs.c), cleared by lt__sched_pools_clear. */
+  lt_freelist_t recs;
+  lt_freelist_t jobs_free;
   uint64_t retries;
   uint64_t migrations;  /* cancels sent to move queued instructions (migrate.c) */
   uint64_t migrated;    /* of those, confirmed and placed again */
@@ -390,6 +400,8 @@ void lt__rec_to(lt_instr_rec_t *r, lt_ir_state_t to);
 /* lt__rec_new makes a queued record of job j under a fresh instruction id, counted live in
  * j; NULL without memory. Caller owns the record (lt__sched_rec_done frees it). */
 lt_instr_rec_t *lt__rec_new(lt_sched_t *s, lt_job_rec_t *j);
+/* lt__sched_pools_clear frees the records and jobs kept for reuse (jobs.c). */
+void lt__sched_pools_clear(lt_sched_t *s);
 /* lt__rec_stale tells whether r belongs to an older generation of its task's instance (it
  * was recomputed) or its task is over: such a record touches no frame. */
 int lt__rec_stale(const lt_instr_rec_t *r);
@@ -414,6 +426,10 @@ int lt__token_made(const lt_sched_t *s, const lt_token_t *t);
 /* lt__rec_copy makes a queued copy of r (the same work under an instruction id of its own,
  * marked `backup`); NULL without memory. */
 lt_instr_rec_t *lt__rec_copy(lt_sched_t *s, const lt_instr_rec_t *r);
+/* lt__rec_ins_alloc returns room for n input tokens of r: inside r when they fit, else
+ * calloc'd; lt__rec_ins_free frees r->ins (either way) and clears it. */
+lt_token_t *lt__rec_ins_alloc(lt_instr_rec_t *r, uint32_t n);
+void lt__rec_ins_free(lt_instr_rec_t *r);
 /* lt__sched_push_fireable queues r for placement, at the front or the back. */
 void lt__sched_push_fireable(lt_sched_t *s, lt_instr_rec_t *r, int front);
 lt_instr_rec_t *lt__sched_pop_fireable(lt_sched_t *s);

@@ -75,6 +75,7 @@ static void sched_free(void *self) {
   }
   free(s->srv);
   lt__links_free(s);
+  lt__sched_pools_clear(s);
   free(s);
 }
 

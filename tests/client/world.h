@@ -32,6 +32,7 @@ static inline void world_init(world_t *w) {
 }
 
 static inline void world_fini(world_t *w) {
+  lt__sched_pools_clear(&w->s);
   lt__options_clear(&w->opts);
 }
 
