@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,7 @@
 #include "replayq.h"
 #include "ship.h"
 #include "json.h"
+#include "lasterr.h"
 #include "spawn.h"
 #include "sreduce.h"
 #include "vec.h"
@@ -92,6 +94,7 @@ struct lt_eval {
   atomic_uint puts;  /* results put in the stream so far (stream_put), read without mu */
   bool lone_slow;    /* the last wait for a lone task's result took over LT_READER_SPIN_US */
   int space_waiters; /* threads in lt_eval_submit's wait (under mu) */
+  bool idle_warned;  /* lt_eval_next warned of a wait on an open, idle stream (under mu) */
   pthread_t thread;
   int thread_started;
   lt_journal_t *journal;           /* journal=FILE, opened at the first submit or start */
@@ -380,17 +383,41 @@ static const lt_eval_door_t door = {
 
 /* ---- the public API ---------------------------------------------------------------------- */
 
+/* fail makes `rc` the failure of the current call on `ev` (NULL: a call without one): its
+ * message, which names the call and the argument, goes to the thread's lt_last_error and to
+ * ev's lt_eval_error, so that no older text survives it. Not under ev->mu. Returns rc. */
+__attribute__((format(printf, 3, 4))) static int fail(lt_eval_t *ev, int rc, const char *fmt, ...) {
+  char text[LT_LASTERR_MAX];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(text, sizeof text, fmt, ap);
+  va_end(ap);
+  lt__fail(rc, "%s", text);
+  if (ev != NULL) {
+    pthread_mutex_lock(&ev->mu);
+    snprintf(ev->opts.error, sizeof ev->opts.error, "%s", text);
+    pthread_mutex_unlock(&ev->mu);
+  }
+  return rc;
+}
+
+/* NO_SERVER_HINT is what to do when an evaluator has no server to start with. */
+#define NO_SERVER_HINT                                                                             \
+  "add one with lt_eval_add_host (\"tcp://HOST:PORT\"), start local ones with "                    \
+  "lt_eval_spawn_local, or set option hosts (a hosts file or an announce directory; "              \
+  "LITHIUM_HOSTS in the environment); lt_eval_run_local runs without servers"
+
 LT_API int lt_eval_new(lt_eval_t **out, lt_skel_t *program) {
   if (out == NULL) {
     lt_skel_free(program);
-    return LT_EINVAL;
+    return lt__fail_null("lt_eval_new", "out", 0);
   }
   *out = NULL;
-  if (program == NULL) return LT_EINVAL;
+  if (program == NULL) return lt__fail_null("lt_eval_new", "program", 0);
   lt_eval_t *ev = calloc(1, sizeof *ev);
   if (ev == NULL) {
     lt_skel_free(program);
-    return LT_ENOMEM;
+    return fail(NULL, LT_ENOMEM, "lt_eval_new: out of memory");
   }
   ev->program = program;
   ev->wake_fd = -1;
@@ -403,13 +430,21 @@ LT_API int lt_eval_new(lt_eval_t **out, lt_skel_t *program) {
   pthread_cond_init(&ev->cv_start, &attr);
   pthread_cond_init(&ev->cv_result, &attr);
   pthread_condattr_destroy(&attr);
-  int rc = lt__skel_valid(program) ? LT_OK : LT_EINVAL;
-  if (rc == LT_OK && lt__skel_reduces(program)) rc = lt__sreduce_new(&ev->sreduce);
-  if (rc == LT_OK && (rc = lt__options_from_env(&ev->opts)) != LT_OK)
+  int rc = lt__skel_valid(program)
+               ? LT_OK
+               : fail(NULL, LT_EINVAL,
+                      "lt_eval_new: program is no valid skeleton tree (not made by the builders "
+                      "or lt_skel_parse, or changed since)");
+  if (rc == LT_OK && lt__skel_reduces(program) && (rc = lt__sreduce_new(&ev->sreduce)) != LT_OK)
+    fail(NULL, rc, "lt_eval_new: out of memory");
+  if (rc == LT_OK && (rc = lt__options_from_env(&ev->opts)) != LT_OK) {
+    fail(NULL, rc, "lt_eval_new: the environment: %s", ev->opts.error);
     lt__log(LT_LOG_ERROR, "%s", ev->opts.error); /* the evaluator is gone: say it here */
+  }
   if (rc == LT_OK) {
     ev->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (ev->wake_fd < 0) rc = LT_EIO;
+    if (ev->wake_fd < 0)
+      rc = fail(NULL, LT_EIO, "lt_eval_new: cannot make an eventfd: %s", strerror(errno));
   }
   if (rc != LT_OK) {
     lt_eval_free(ev);
@@ -422,12 +457,9 @@ LT_API int lt_eval_new(lt_eval_t **out, lt_skel_t *program) {
 }
 
 LT_API int lt_eval_set(lt_eval_t *ev, const char *key, const char *value) {
-  if (ev == NULL) return LT_EINVAL;
-  if (ev->state != LT_EVAL_NEW) {
-    snprintf(ev->opts.error, sizeof ev->opts.error, "option '%.200s' set after start",
-             key != NULL ? key : "(null)");
-    return LT_ESTATE;
-  }
+  if (ev == NULL) return lt__fail_null("lt_eval_set", "ev", 0);
+  if (ev->state != LT_EVAL_NEW)
+    return fail(ev, LT_ESTATE, "option '%.200s' set after start", key != NULL ? key : "(null)");
   return lt__options_set(&ev->opts, key, value);
 }
 
@@ -451,13 +483,17 @@ static int grow_hosts(lt_eval_t *ev) {
 int lt__eval_add_host(lt_eval_t *ev, const char *host, int fd) {
   /* A host string is "ENDPOINT [Z85 server public key]"; one endpoint is one server. */
   char endpoint[LT_HOST_EP_MAX + 1], key[LT_Z85_KEY_LEN + 1];
-  if (ev == NULL || host == NULL || lt__host_parse(host, endpoint, key) != LT_OK) {
-    lt__log(LT_LOG_ERROR, "bad host '%.300s': expected 'tcp://HOST:PORT [Z85 server key]'",
-            host != NULL ? host : "(null)");
-    return LT_EINVAL;
+  if (ev == NULL || host == NULL)
+    return lt__fail_null("lt_eval_add_host", ev == NULL ? "ev" : "endpoint", 0);
+  if (lt__host_parse(host, endpoint, key) != LT_OK) {
+    lt__log(LT_LOG_ERROR, "bad host '%.300s': expected 'tcp://HOST:PORT [Z85 server key]'", host);
+    return fail(ev, LT_EINVAL,
+                "lt_eval_add_host: endpoint '%.300s' is malformed: expected 'tcp://HOST:PORT' "
+                "and an optional CURVE server key (%d Z85 characters)",
+                host, LT_Z85_KEY_LEN);
   }
   char *copy = strdup(endpoint);
-  if (copy == NULL) return LT_ENOMEM;
+  if (copy == NULL) return fail(ev, LT_ENOMEM, "lt_eval_add_host: out of memory");
   pthread_mutex_lock(&ev->mu);
   for (size_t i = 0; i < ev->nhosts; i++) {
     if (strcmp(ev->hosts[i], endpoint) == 0) {
@@ -472,7 +508,7 @@ int lt__eval_add_host(lt_eval_t *ev, const char *host, int fd) {
   if (grow_hosts(ev) != LT_OK) {
     pthread_mutex_unlock(&ev->mu);
     free(copy);
-    return LT_ENOMEM;
+    return fail(ev, LT_ENOMEM, "lt_eval_add_host: out of memory");
   }
   ev->host_fds[ev->nhosts] = fd;
   ev->host_gone[ev->nhosts] = 0;
@@ -495,7 +531,13 @@ LT_API int lt_eval_add_host(lt_eval_t *ev, const char *endpoint) {
 
 LT_API int lt_eval_remove_host(lt_eval_t *ev, const char *host) {
   char endpoint[LT_HOST_EP_MAX + 1], key[LT_Z85_KEY_LEN + 1];
-  if (ev == NULL || host == NULL || lt__host_parse(host, endpoint, key) != LT_OK) return LT_EINVAL;
+  if (ev == NULL || host == NULL)
+    return lt__fail_null("lt_eval_remove_host", ev == NULL ? "ev" : "endpoint", 0);
+  if (lt__host_parse(host, endpoint, key) != LT_OK)
+    return fail(ev, LT_EINVAL,
+                "lt_eval_remove_host: endpoint '%.300s' is malformed: expected "
+                "'tcp://HOST:PORT'",
+                host);
   pthread_mutex_lock(&ev->mu);
   int rc = LT_ENOENT;
   for (size_t i = 0; i < ev->nhosts; i++) {
@@ -506,7 +548,12 @@ LT_API int lt_eval_remove_host(lt_eval_t *ev, const char *host) {
   }
   int started = ev->state == LT_EVAL_STARTED;
   pthread_mutex_unlock(&ev->mu);
-  if (rc == LT_OK && started) wake(ev);
+  if (rc != LT_OK)
+    return fail(ev, rc,
+                "lt_eval_remove_host: endpoint '%s' was never added to this evaluator, or was "
+                "removed already",
+                endpoint);
+  if (started) wake(ev);
   return rc;
 }
 
@@ -550,9 +597,12 @@ static const char *server_program(const lt_eval_t *ev, char *buf, size_t len) {
 }
 
 LT_API int lt_eval_spawn_local(lt_eval_t *ev, int nservers) {
-  if (ev == NULL || nservers <= 0 || nservers > 256) return LT_EINVAL;
+  if (ev == NULL) return lt__fail_null("lt_eval_spawn_local", "ev", 0);
+  if (nservers <= 0 || nservers > 256)
+    return fail(ev, LT_EINVAL, "lt_eval_spawn_local: nservers %d is out of range (1 to 256)",
+                nservers);
   if (LT_VEC_RESERVE(ev->procs, ev->capprocs, ev->nprocs + (size_t)nservers) != LT_OK)
-    return LT_ENOMEM;
+    return fail(ev, LT_ENOMEM, "lt_eval_spawn_local: out of memory");
   for (int i = 0; i < nservers; i++) {
     lt_proc_t *p = &ev->procs[ev->nprocs];
     char name[32], err[256], buf[PATH_MAX];
@@ -562,7 +612,10 @@ LT_API int lt_eval_spawn_local(lt_eval_t *ev, int nservers) {
                             (int)ev->opts.connect_timeout_ms * 2, err, sizeof err);
     if (rc != LT_OK) {
       lt__log(LT_LOG_ERROR, "cannot start %s: %s", program, err);
-      return rc;
+      return fail(ev, rc,
+                  "lt_eval_spawn_local: cannot start server %d of %d (%s, option server; "
+                  "modules=%s): %s",
+                  i + 1, nservers, program, ev->opts.modules ? ev->opts.modules : "not set", err);
     }
     ev->nprocs++;
     rc = lt__eval_add_host(ev, p->endpoint, p->out_fd);
@@ -607,12 +660,16 @@ static char *journal_header(lt_eval_t *ev) {
 static int open_journal(lt_eval_t *ev) {
   if (ev->opts.journal == NULL || ev->journal != NULL) return LT_OK;
   char *header = journal_header(ev);
-  if (header == NULL) return LT_ENOMEM;
+  if (header == NULL) return lt__fail(LT_ENOMEM, "option journal: out of memory");
   char err[1024];
   int rc = lt__journal_open(&ev->journal, ev->opts.journal, header, ev->opts.journal_mismatch, err,
                             sizeof err);
   free(header);
-  if (rc != LT_OK) lt__log(LT_LOG_ERROR, "%s", err);
+  if (rc != LT_OK) {
+    lt__log(LT_LOG_ERROR, "%s", err);
+    /* Under ev->mu: the thread's text now, ev's by the caller (journal_failed). */
+    lt__fail(rc, "option journal '%s': %s", ev->opts.journal, err);
+  }
   return rc;
 }
 
@@ -641,7 +698,8 @@ static int use_hosts_option(lt_eval_t *ev) {
   }
   if (n < 0) {
     lt__log(LT_LOG_ERROR, "hosts: %s", err[0] != '\0' ? err : lt_strerror(n));
-    return n;
+    return fail(ev, n, "lt_eval_start: option hosts '%s': %s", path,
+                err[0] != '\0' ? err : lt_strerror(n));
   }
   return LT_OK;
 }
@@ -676,16 +734,18 @@ static int start_backend(lt_eval_t *ev, const lt_backend_ops_t *ops) {
 }
 
 LT_API int lt_eval_start(lt_eval_t *ev) {
-  if (ev == NULL) return LT_EINVAL;
+  if (ev == NULL) return lt__fail_null("lt_eval_start", "ev", 0);
   pthread_mutex_lock(&ev->mu);
   int jrc = ev->state == LT_EVAL_NEW ? open_journal(ev) : LT_OK;
   pthread_mutex_unlock(&ev->mu);
-  if (jrc != LT_OK) return jrc;
+  if (jrc != LT_OK) return fail(ev, jrc, "lt_eval_start: %s", lt_last_error());
   pthread_mutex_lock(&ev->mu);
   int state = ev->state;
   size_t nhosts = ev->nhosts;
   pthread_mutex_unlock(&ev->mu);
-  if (state != LT_EVAL_NEW) return LT_ESTATE;
+  if (state != LT_EVAL_NEW)
+    return fail(ev, LT_ESTATE, "lt_eval_start: ev was started already%s",
+                state == LT_EVAL_FAILED ? " and failed: make a new evaluator" : "");
   if (ev->opts.hosts != NULL) {
     int rc = use_hosts_option(ev);
     if (rc != LT_OK) return rc;
@@ -693,14 +753,20 @@ LT_API int lt_eval_start(lt_eval_t *ev) {
     nhosts = ev->nhosts;
     pthread_mutex_unlock(&ev->mu);
   }
-  if (nhosts == 0) return LT_ENOSERVER;
-  if (lt__options_check(&ev->opts) != LT_OK) return LT_EINVAL;
+  if (nhosts == 0)
+    return fail(ev, LT_ENOSERVER,
+                "lt_eval_start: no server to start with: " NO_SERVER_HINT
+                ". Nothing started: tasks submitted wait for a later lt_eval_start");
+  if (lt__options_check(&ev->opts) != LT_OK)
+    return fail(ev, LT_EINVAL, "%s", ev->opts.error); /* as lt_eval_set says it */
   lt__template_free(ev->tmpl);
   int rc = lt__template_compile(&ev->tmpl, ev->program, ev->opts.normal_form);
-  if (rc != LT_OK) return rc;
+  if (rc != LT_OK)
+    return fail(ev, rc, "lt_eval_start: cannot compile the program: %s", lt_strerror(rc));
 
   rc = start_backend(ev, &lt__sched_backend);
-  if (rc != LT_OK) return rc;
+  if (rc != LT_OK)
+    return fail(ev, rc, "lt_eval_start: cannot start the dispatcher: %s", lt_strerror(rc));
   ev->thread_started = 1;
 
   /* Wait until one initial host welcomed us, or every one was given up on: the others join
@@ -713,27 +779,43 @@ LT_API int lt_eval_start(lt_eval_t *ev) {
   pthread_mutex_unlock(&ev->mu);
   if (ready == 0 && auth > 0) {
     lt__log(LT_LOG_ERROR, "no server accepted us: authentication failed (see above)");
-    return LT_EAUTH;
+    return fail(ev, LT_EAUTH,
+                "lt_eval_start: none of the %zu servers accepted us: authentication failed "
+                "(the log names each; see options curve_key and curve_server)",
+                nhosts);
   }
   if (ready == 0) {
     lt__log(LT_LOG_ERROR, "no server answered");
-    return LT_ENOSERVER;
+    return fail(ev, LT_ENOSERVER,
+                "lt_eval_start: none of the %zu servers answered within connect_timeout_ms "
+                "(%u ms): are they running (lithium status ENDPOINT)? Else " NO_SERVER_HINT,
+                nhosts, (unsigned)ev->opts.connect_timeout_ms);
   }
   wake(ev); /* tasks submitted before start */
   return LT_OK;
 }
 
 LT_API int lt_eval_run_local(lt_eval_t *ev) {
-  if (ev == NULL) return LT_EINVAL;
-  if (ev->state != LT_EVAL_NEW) return LT_ESTATE;
+  if (ev == NULL) return lt__fail_null("lt_eval_run_local", "ev", 0);
+  if (ev->state != LT_EVAL_NEW)
+    return fail(ev, LT_ESTATE, "lt_eval_run_local: ev was started already");
   pthread_mutex_lock(&ev->mu);
   int jrc = open_journal(ev);
   pthread_mutex_unlock(&ev->mu);
-  if (jrc != LT_OK) return jrc;
+  if (jrc != LT_OK) return fail(ev, jrc, "lt_eval_run_local: %s", lt_last_error());
   lt__template_free(ev->tmpl);
   int rc = lt__template_compile(&ev->tmpl, ev->program, ev->opts.normal_form);
-  if (rc == LT_OK) rc = start_backend(ev, &lt__local_backend);
-  if (rc != LT_OK) return rc;
+  if (rc != LT_OK)
+    return fail(ev, rc, "lt_eval_run_local: cannot compile the program: %s", lt_strerror(rc));
+  rc = start_backend(ev, &lt__local_backend);
+  if (rc == LT_EINVAL)
+    return fail(ev, rc,
+                "lt_eval_run_local: option modules '%s' is not a readable directory (the "
+                "kernels' modules are loaded from it)",
+                ev->opts.modules != NULL ? ev->opts.modules : "");
+  if (rc != LT_OK)
+    return fail(ev, rc, "lt_eval_run_local: cannot start the sequential evaluator: %s",
+                lt_strerror(rc));
   pthread_mutex_lock(&ev->mu);
   ev->state = LT_EVAL_STARTED;
   pthread_mutex_unlock(&ev->mu);
@@ -782,23 +864,25 @@ static int replay(lt_eval_t *ev, lt_task_t *t) {
 static int submit(lt_eval_t *ev, lt_value_t *input, lt_future_t **out) {
   if (out != NULL && ev->sreduce != NULL) { /* one result: lt_eval_next */
     lt__value_unref(input);
-    return LT_EINVAL;
+    return fail(ev, LT_EINVAL,
+                "lt_eval_submit: out must be NULL: this program reduces its stream to one "
+                "result, read with lt_eval_next");
   }
   lt_task_t *t = calloc(1, sizeof *t);
   if (t == NULL) {
     lt__value_unref(input);
-    return LT_ENOMEM;
+    return fail(ev, LT_ENOMEM, "lt_eval_submit: out of memory");
   }
   t->input = input;
   if (out != NULL && (t->future = lt__future_new()) == NULL) {
     lt__task_free(t);
-    return LT_ENOMEM;
+    return fail(ev, LT_ENOMEM, "lt_eval_submit: out of memory");
   }
   if (ev->opts.journal != NULL) t->digest = lt__digest(input->data, input->len);
   pthread_mutex_lock(&ev->mu);
   int rc = LT_OK;
   if (ev->closed || ev->state == LT_EVAL_FAILED) rc = ev->closed ? LT_ECLOSED : LT_ESTATE;
-  if (rc == LT_OK) rc = open_journal(ev);
+  int jrc = rc == LT_OK ? (rc = open_journal(ev)) : LT_OK;
   /* Before start nothing can finish, so nothing blocks: Lithium's submit-all-then-parDo
    * pattern must work. */
   while (rc == LT_OK && ev->state == LT_EVAL_STARTED && ev->pending >= ev->opts.max_pending) {
@@ -819,12 +903,18 @@ static int submit(lt_eval_t *ev, lt_value_t *input, lt_future_t **out) {
     }
     t->future = NULL;
     lt__task_free(t);
-    return rc;
+    if (jrc != LT_OK) return fail(ev, rc, "lt_eval_submit: %s", lt_last_error());
+    return fail(ev, rc, "lt_eval_submit: %s",
+                rc == LT_ECLOSED ? "the stream of ev is closed (lt_eval_close was called)"
+                : rc == LT_EAGAIN
+                    ? "max_pending tasks are unfinished (option nonblocking is on): read "
+                      "results, then submit again"
+                    : "ev failed to start: make a new evaluator");
   }
   if (ev->sreduce != NULL && (rc = lt__sreduce_add(ev->sreduce)) != LT_OK) {
     pthread_mutex_unlock(&ev->mu);
     lt__task_free(t);
-    return rc;
+    return fail(ev, rc, "lt_eval_submit: out of memory");
   }
   t->seq = ev->next_task++;
   if (ev->sreduce != NULL) {
@@ -854,9 +944,12 @@ static int submit(lt_eval_t *ev, lt_value_t *input, lt_future_t **out) {
 
 LT_API int lt_eval_submit(lt_eval_t *ev, const void *data, size_t len, lt_future_t **out) {
   if (out != NULL) *out = NULL;
-  if (ev == NULL || (data == NULL && len > 0)) return LT_EINVAL;
+  if (ev == NULL) return lt__fail_null("lt_eval_submit", "ev", 0);
+  if (data == NULL && len > 0)
+    return fail(ev, LT_EINVAL, "lt_eval_submit: data is NULL with len %zu (NULL needs len 0)", len);
   lt_value_t *input = lt__value_copy(data, len);
-  return input != NULL ? submit(ev, input, out) : LT_ENOMEM;
+  return input != NULL ? submit(ev, input, out)
+                       : fail(ev, LT_ENOMEM, "lt_eval_submit: out of memory for %zu bytes", len);
 }
 
 LT_API int lt_eval_submit_owned(lt_eval_t *ev, void *data, size_t len,
@@ -865,14 +958,17 @@ LT_API int lt_eval_submit_owned(lt_eval_t *ev, void *data, size_t len,
   if (out != NULL) *out = NULL;
   if (ev == NULL || (data == NULL && len > 0)) {
     if (free_fn != NULL) free_fn(data, hint); /* taken, also on failure */
-    return LT_EINVAL;
+    if (ev == NULL) return lt__fail_null("lt_eval_submit_owned", "ev", 0);
+    return fail(ev, LT_EINVAL, "lt_eval_submit_owned: data is NULL with len %zu (NULL needs len 0)",
+                len);
   }
   lt_value_t *input = lt__value_user(data, len, free_fn, hint);
-  return input != NULL ? submit(ev, input, out) : LT_ENOMEM;
+  return input != NULL ? submit(ev, input, out)
+                       : fail(ev, LT_ENOMEM, "lt_eval_submit_owned: out of memory");
 }
 
 LT_API int lt_eval_close(lt_eval_t *ev) {
-  if (ev == NULL) return LT_EINVAL;
+  if (ev == NULL) return lt__fail_null("lt_eval_close", "ev", 0);
   pthread_mutex_lock(&ev->mu);
   ev->closed = 1;
   if (ev->sreduce != NULL) sreduce_end(ev, NULL); /* every result may be in already */
@@ -943,7 +1039,7 @@ LT_API int lt_eval_next(lt_eval_t *ev, lt_buf_t **out) {
 }
 
 LT_API int lt_eval_next_timeout(lt_eval_t *ev, int timeout_ms, lt_buf_t **out) {
-  if (ev == NULL || out == NULL) return LT_EINVAL;
+  if (ev == NULL || out == NULL) return lt__fail_null("lt_eval_next", ev == NULL ? "ev" : "out", 0);
   *out = NULL;
   struct timespec until = lt__clock_deadline(timeout_ms);
   pthread_mutex_lock(&ev->mu);
@@ -971,10 +1067,31 @@ LT_API int lt_eval_next_timeout(lt_eval_t *ev, int timeout_ms, lt_buf_t **out) {
       spin_for_result(ev);
       continue; /* look again under the lock before sleeping */
     }
+    /* A wait on a stream not closed with nothing pending may be for ever (a forgotten
+     * lt_eval_close): it wakes after idle_warn_ms to say so, once. */
+    bool idle = !ev->closed && ev->pending == 0 && !ev->idle_warned && ev->opts.idle_warn_ms > 0;
+    struct timespec idle_until = lt__clock_deadline((int)ev->opts.idle_warn_ms);
+    bool idle_first =
+        idle && (timeout_ms < 0 || idle_until.tv_sec < until.tv_sec ||
+                 (idle_until.tv_sec == until.tv_sec && idle_until.tv_nsec < until.tv_nsec));
     ev->result_waiters++;
-    int w = timeout_ms < 0 ? pthread_cond_wait(&ev->cv_result, &ev->mu)
-                           : pthread_cond_timedwait(&ev->cv_result, &ev->mu, &until);
+    int w = idle_first       ? pthread_cond_timedwait(&ev->cv_result, &ev->mu, &idle_until)
+            : timeout_ms < 0 ? pthread_cond_wait(&ev->cv_result, &ev->mu)
+                             : pthread_cond_timedwait(&ev->cv_result, &ev->mu, &until);
     ev->result_waiters--;
+    if (idle_first && w == ETIMEDOUT) {
+      if (!ev->closed && ev->pending == 0 && !ev->idle_warned) {
+        ev->idle_warned = true;
+        lt__log(LT_LOG_WARN,
+                "lt_eval_next has waited %u ms on a stream that is not closed, with no task "
+                "pending: no result can come until more is submitted; call lt_eval_close "
+                "after the last lt_eval_submit (this warning comes once; option "
+                "idle_warn_ms)",
+                (unsigned)ev->opts.idle_warn_ms);
+      }
+      if ((got = take_result(ev, &t, &r))) break;
+      continue;
+    }
     if (w == ETIMEDOUT && !(got = take_result(ev, &t, &r))) {
       rc = LT_ETIMEDOUT;
       break;
@@ -990,11 +1107,20 @@ LT_API int lt_eval_next_timeout(lt_eval_t *ev, int timeout_ms, lt_buf_t **out) {
     t->result = NULL;
     lt__task_free(t);
   }
+  if (rc == LT_ECLOSED)
+    fail(ev, rc, "lt_eval_next: the stream is closed and every result was read");
+  else if (rc == LT_ESTATE)
+    fail(ev, rc,
+         "lt_eval_next: ev is not started (lt_eval_start or lt_eval_run_local), or its "
+         "start failed: no result can come");
+  else if (rc == LT_ETIMEDOUT)
+    fail(ev, rc, "lt_eval_next_timeout: no result within timeout_ms %d", timeout_ms);
   return rc;
 }
 
 LT_API int lt_eval_stats_json(lt_eval_t *ev, char **json) {
-  if (ev == NULL || json == NULL) return LT_EINVAL;
+  if (ev == NULL || json == NULL)
+    return lt__fail_null("lt_eval_stats_json", ev == NULL ? "ev" : "json", 0);
   lt_json_t j = {0};
   lt__json_object_open(&j, NULL);
   pthread_mutex_lock(&ev->mu);
@@ -1016,7 +1142,7 @@ LT_API int lt_eval_stats_json(lt_eval_t *ev, char **json) {
   }
   lt__json_object_close(&j);
   *json = lt__json_take(&j);
-  return *json != NULL ? LT_OK : LT_ENOMEM;
+  return *json != NULL ? LT_OK : fail(ev, LT_ENOMEM, "lt_eval_stats_json: out of memory");
 }
 
 static void free_task_list(lt_task_t *t) {
