@@ -31,6 +31,7 @@
 #include "replayq.h"
 #include "ship.h"
 #include "json.h"
+#include "strbuf.h"
 #include "lasterr.h"
 #include "spawn.h"
 #include "sreduce.h"
@@ -79,9 +80,11 @@ struct lt_eval {
   uint64_t stream_left; /* stream tasks not yet returned by lt_eval_next */
   uint64_t submitted;
   uint64_t completed;
-  int start_waiting; /* initial hosts that have neither welcomed nor died */
-  int start_ready;   /* initial hosts that welcomed */
-  int start_auth;    /* initial hosts that refused our authentication (or we theirs) */
+  int start_waiting;       /* initial hosts that have neither welcomed nor died */
+  int start_ready;         /* initial hosts that welcomed */
+  int start_auth;          /* initial hosts that refused our authentication (or we theirs) */
+  int start_lacking;       /* initial hosts that welcomed without a module of the program */
+  lt_strbuf_t start_lacks; /* theirs: "ENDPOINT\tm1,m2\n" a host */
 
   int wake_fd;             /* eventfd: wakes the dispatcher */
   atomic_int wake_pending; /* a wake was written and not yet consumed */
@@ -262,6 +265,8 @@ uint64_t lt__eval_client_id(const lt_eval_t *ev) {
 static lt_task_t *door_take(lt_eval_t *ev, size_t max) {
   lt_task_t *head = NULL, *tail = NULL, *t;
   pthread_mutex_lock(&ev->mu);
+  /* Nothing goes out before lt_eval_start has found every kernel, nor after it failed. */
+  if (ev->state != LT_EVAL_STARTED) max = 0;
   for (size_t n = 0; n < max && ev->intake_head != NULL; n++) {
     LT_QUEUE_POP(ev->intake_head, ev->intake_tail, t, next);
     LT_QUEUE_PUSH(head, tail, t, next);
@@ -360,6 +365,15 @@ static void door_host_answered(lt_eval_t *ev, int ready) {
   pthread_mutex_unlock(&ev->mu);
 }
 
+static void door_host_lacks(lt_eval_t *ev, const char *endpoint, const char *modules) {
+  pthread_mutex_lock(&ev->mu);
+  if (ev->state == LT_EVAL_NEW) {
+    ev->start_lacking++;
+    lt__strbuf_printf(&ev->start_lacks, "%s\t%s\n", endpoint, modules);
+  }
+  pthread_mutex_unlock(&ev->mu);
+}
+
 static void door_host_auth_failed(lt_eval_t *ev) {
   pthread_mutex_lock(&ev->mu);
   ev->start_auth++;
@@ -378,6 +392,7 @@ static const lt_eval_door_t door = {
     .hosts_free = door_hosts_free,
     .poll_hosts = door_poll_hosts,
     .host_answered = door_host_answered,
+    .host_lacks = door_host_lacks,
     .host_auth_failed = door_host_auth_failed,
 };
 
@@ -704,6 +719,101 @@ static int use_hosts_option(lt_eval_t *ev) {
   return LT_OK;
 }
 
+/* kernels_of appends to `b` the program's kernels of module `mod` (`n` bytes), quoted. */
+static void kernels_of(const lt_eval_t *ev, lt_strbuf_t *b, const char *mod, size_t n) {
+  int first = 1;
+  for (uint32_t i = 0; i < ev->tmpl->nkernels; i++) {
+    const char *k = ev->tmpl->kernels[i];
+    if (strncmp(k, mod, n) != 0 || k[n] != ':') continue;
+    lt__strbuf_printf(b, "%s'%s'", first ? "" : ", ", k);
+    first = 0;
+  }
+}
+
+/* modules_missing fails lt_eval_start once, with LT_ENOMODULE, when every initial host that
+ * welcomed us lacks a module of the program: it names each host, each module it lacks and
+ * the kernels that need it. Nothing was sent: the dispatcher takes no task before start. */
+static int modules_missing(lt_eval_t *ev) {
+  lt_strbuf_t b = {0};
+  pthread_mutex_lock(&ev->mu);
+  char *lacks = lt__strbuf_take(&ev->start_lacks);
+  pthread_mutex_unlock(&ev->mu);
+  lt__strbuf_printf(&b, "lt_eval_start: no server has every module of the program, nothing "
+                        "was sent:");
+  for (char *line = lacks, *next; line != NULL && *line != '\0'; line = next) {
+    next = strchr(line, '\n');
+    if (next != NULL) *next++ = '\0';
+    char *mods = strchr(line, '\t');
+    if (mods == NULL) continue;
+    *mods++ = '\0';
+    lt__strbuf_printf(&b, " server %s has no module", line);
+    for (char *m = mods; *m != '\0';) {
+      size_t n = strcspn(m, ",");
+      lt__strbuf_printf(&b, " '%.*s' (for ", (int)n, m);
+      kernels_of(ev, &b, m, n);
+      lt__strbuf_puts(&b, ")");
+      m += n;
+      if (*m == ',') m++;
+      if (*m != '\0') lt__strbuf_puts(&b, ",");
+    }
+    lt__strbuf_puts(&b, ";");
+  }
+  free(lacks);
+  lt__strbuf_printf(&b,
+                    " looked in each server's module directories (lithium-server --modules)%s%s. "
+                    "Check the names (lithium check EXPR --modules DIR), or install the modules "
+                    "on the servers, or send them: ship_modules=on with a local copy in option "
+                    "modules and servers started with --accept-modules",
+                    ev->opts.modules != NULL ? " and in modules=" : "",
+                    ev->opts.modules != NULL ? ev->opts.modules : "");
+  char *text = lt__strbuf_take(&b);
+  int rc = fail(ev, LT_ENOMODULE, "%s", text != NULL ? text : "lt_eval_start: unknown module");
+  lt__log(LT_LOG_ERROR, "%s", lt_last_error());
+  free(text);
+  return rc;
+}
+
+/* What local_kernels_check found: the kernels whose module has no such function. */
+typedef struct kernel_misses {
+  lt_strbuf_t text;
+  int n;
+} kernel_misses_t;
+
+static void kernel_missed(void *ud, const char *kernel, int err, const char *msg) {
+  kernel_misses_t *m = ud;
+  if (err != LT_ENOKERNEL) return; /* a module with no local copy is the servers' to judge */
+  lt__strbuf_printf(&m->text, "%s kernel '%s': %s", m->n++ ? ";" : "", kernel, msg);
+}
+
+/* local_kernels_check fails lt_eval_start at once, before any server is asked, with
+ * LT_ENOKERNEL when the local copy of a module of the program (option modules) has no
+ * function a kernel names, e.g. a typo in "mandelk:rwo": each such kernel is named, with
+ * where it looked (as `lithium check --modules` does). */
+static int local_kernels_check(lt_eval_t *ev) {
+  if (ev->opts.modules == NULL || !lt__hosts_is_dir(ev->opts.modules)) return LT_OK;
+  kernel_misses_t m = {0};
+  int rc = lt_skel_check_kernels(ev->program, ev->opts.modules, kernel_missed, &m);
+  char *text = lt__strbuf_take(&m.text);
+  if (rc >= 0 && m.n > 0) {
+    pthread_mutex_lock(&ev->mu);
+    ev->state = LT_EVAL_FAILED; /* the program cannot run: submits are refused */
+    pthread_mutex_unlock(&ev->mu);
+    rc = fail(ev, LT_ENOKERNEL,
+              "lt_eval_start: %d kernel(s) of the program are not in their module, nothing was "
+              "sent:%s (looked in modules=%s; lithium check EXPR --modules DIR checks a "
+              "program)",
+              m.n, text != NULL ? text : "", ev->opts.modules);
+    lt__log(LT_LOG_ERROR, "%s", lt_last_error());
+  } else if (rc < 0) {
+    rc = fail(ev, rc, "lt_eval_start: cannot check the kernels in modules=%s: %s", ev->opts.modules,
+              lt_strerror(rc));
+  } else {
+    rc = LT_OK;
+  }
+  free(text);
+  return rc;
+}
+
 /* start_backend creates `ops`'s backend and starts its thread; the initial hosts (those
  * added so far) each answer once before lt_eval_start returns. */
 static int start_backend(lt_eval_t *ev, const lt_backend_ops_t *ops) {
@@ -711,6 +821,7 @@ static int start_backend(lt_eval_t *ev, const lt_backend_ops_t *ops) {
   ev->start_waiting = (int)ev->nhosts;
   ev->start_ready = 0;
   ev->start_auth = 0;
+  ev->start_lacking = 0;
   lt_backend_env_t env = {.ev = ev,
                           .door = &door,
                           .opts = &ev->opts,
@@ -764,19 +875,24 @@ LT_API int lt_eval_start(lt_eval_t *ev) {
   if (rc != LT_OK)
     return fail(ev, rc, "lt_eval_start: cannot compile the program: %s", lt_strerror(rc));
 
+  rc = local_kernels_check(ev);
+  if (rc != LT_OK) return rc;
+
   rc = start_backend(ev, &lt__sched_backend);
   if (rc != LT_OK)
     return fail(ev, rc, "lt_eval_start: cannot start the dispatcher: %s", lt_strerror(rc));
   ev->thread_started = 1;
 
-  /* Wait until one initial host welcomed us, or every one was given up on: the others join
-   * when they answer. */
+  /* Wait until one initial host that has every module of the program welcomed us, or every
+   * one was given up on: the others join when they answer. */
   pthread_mutex_lock(&ev->mu);
-  while (ev->start_waiting > 0 && ev->start_ready == 0)
+  while (ev->start_waiting > 0 && ev->start_ready - ev->start_lacking <= 0)
     pthread_cond_wait(&ev->cv_start, &ev->mu);
   int ready = ev->start_ready, auth = ev->start_auth;
-  ev->state = ready > 0 ? LT_EVAL_STARTED : LT_EVAL_FAILED;
+  int complete = ready - ev->start_lacking;
+  ev->state = complete > 0 ? LT_EVAL_STARTED : LT_EVAL_FAILED;
   pthread_mutex_unlock(&ev->mu);
+  if (ready > 0 && complete <= 0) return modules_missing(ev);
   if (ready == 0 && auth > 0) {
     lt__log(LT_LOG_ERROR, "no server accepted us: authentication failed (see above)");
     return fail(ev, LT_EAUTH,
@@ -1192,6 +1308,7 @@ LT_API void lt_eval_free(lt_eval_t *ev) {
   lt__sreduce_free(ev->sreduce);
   lt__template_free(ev->tmpl);
   lt_skel_free(ev->program);
+  free(lt__strbuf_take(&ev->start_lacks));
   lt__options_clear(&ev->opts);
   pthread_mutex_destroy(&ev->mu);
   pthread_cond_destroy(&ev->cv_result);

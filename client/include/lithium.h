@@ -69,7 +69,13 @@ LT_API int lt_eval_remove_host(lt_eval_t *ev, const char *endpoint);
 LT_API int lt_eval_spawn_local(lt_eval_t *ev, int nservers);
 
 /* lt_eval_start connects to every host and starts dispatching (Lithium's parDo). Tasks may
- * be submitted before or after. */
+ * be submitted before or after. It first checks every kernel of the program: a kernel whose
+ * module's local copy (option modules) lacks its function fails it with LT_ENOKERNEL before
+ * any server is asked; then it waits for a server that has every module of the program (its
+ * welcome says which it has; one it will be sent under ship_modules counts), and fails with
+ * LT_ENOMODULE when none has, naming each server, module and kernel. Either way nothing is
+ * sent and the evaluator is failed. A server lacking a module (also one that joins later)
+ * gets no work, with one warning. */
 LT_API int lt_eval_start(lt_eval_t *ev);
 
 /* lt_eval_run_local is lt_eval_start's alternative: the sequential reference evaluator runs

@@ -278,3 +278,119 @@ Test(errors, next_on_an_open_idle_stream_warns_once) {
   unlink(path);
   cr_assert_eq(n, 1, "%d warnings", n);
 }
+
+/* ---- fail fast (issue 35, item 1): lt_eval_start checks every kernel ------------------- */
+
+/* server_completed asks server `p` how many instructions it finished since it started,
+ * from any client (lithium status). */
+static uint64_t server_completed(const lt_proc_t *p) {
+  lt_server_status_t *st = NULL;
+  size_t n = 0;
+  const char *ep = p->endpoint;
+  cr_assert_eq(lt_status_query(&st, &n, &ep, NULL, 1, NULL, NULL, 10000), LT_OK);
+  cr_assert_eq(n, 1);
+  cr_assert(st[0].answered, "%s", st[0].error);
+  uint64_t done = st[0].completed;
+  lt_status_free(st, n);
+  return done;
+}
+
+/* submit_some submits n int64 tasks before the start, as Lithium's submit-then-parDo does. */
+static void submit_some(lt_eval_t *ev, int n) {
+  for (int i = 0; i < n; i++) {
+    unsigned char tok[8];
+    put_i64(tok, i);
+    cr_assert_eq(lt_eval_submit(ev, tok, sizeof tok, NULL), LT_OK, "%s", lt_eval_error(ev));
+  }
+}
+
+/* eval_on makes an evaluator of `program` on server `p`, with option modules `modules`
+ * (NULL: unset), 200 tasks submitted, not started. */
+static lt_eval_t *eval_on(lt_skel_t *program, const lt_proc_t *p, const char *modules) {
+  lt_eval_t *ev = NULL;
+  cr_assert_eq(lt_eval_new(&ev, program), LT_OK, "%s", lt_last_error());
+  if (modules != NULL) cr_assert_eq(lt_eval_set(ev, "modules", modules), LT_OK);
+  cr_assert_eq(lt_eval_add_host(ev, p->endpoint), LT_OK);
+  submit_some(ev, 200);
+  return ev;
+}
+
+/* A typo in a kernel's function ("testk:icn") fails lt_eval_start once, with LT_ENOKERNEL,
+ * naming the kernel, the module and where it looked; no server ran anything, and later
+ * submits are refused. */
+Test(failfast, typo_in_a_kernel_fails_the_start_once, .timeout = 60) {
+  lt_proc_t srv;
+  start_server(&srv, "failfast-kernel", 2);
+  lt_eval_t *ev = eval_on(
+      lt_farm(lt_pipeline(lt_seq("testk:inc"), lt_seq("testk:icn"), lt_seq("testk:dlb"), NULL)),
+      &srv, LT_TEST_MODULES);
+  cr_assert_eq(lt_eval_start(ev), LT_ENOKERNEL, "%s", lt_eval_error(ev));
+  HAS(lt_eval_error(ev), "lt_eval_start: 2 kernel(s)", "'testk:icn'", "'testk:dlb'",
+      "module 'testk' has no lt_kernel_icn", "modules=" LT_TEST_MODULES, "nothing was sent");
+  cr_assert_null(strstr(lt_eval_error(ev), "'testk:inc'"), "%s", lt_eval_error(ev));
+  char *json = stats_of(ev);
+  cr_assert_eq(stats_u64(json, "instructions"), 0, "%s", json);
+  free(json);
+  unsigned char tok[8] = {0};
+  cr_assert_neq(lt_eval_submit(ev, tok, sizeof tok, NULL), LT_OK);
+  lt_eval_free(ev);
+  cr_assert_eq(server_completed(&srv), 0);
+  lt__proc_stop(&srv, 5000);
+}
+
+/* A module no server has ("nomod") fails lt_eval_start once, with LT_ENOMODULE, naming the
+ * server, the module and its kernels, also without a local modules directory; nothing was
+ * sent to the server that did welcome us. */
+Test(failfast, missing_module_fails_the_start_once, .timeout = 60) {
+  lt_proc_t srv;
+  start_server(&srv, "failfast-module", 2);
+  const char *modules[] = {NULL, LT_TEST_MODULES};
+  for (int k = 0; k < 2; k++) {
+    lt_eval_t *ev =
+        eval_on(lt_pipeline(lt_seq("testk:inc"), lt_seq("nomod:f"), lt_seq("nomod:g"), NULL), &srv,
+                modules[k]);
+    cr_assert_eq(lt_eval_start(ev), LT_ENOMODULE, "%s", lt_eval_error(ev));
+    HAS(lt_eval_error(ev), "lt_eval_start: no server has every module", srv.endpoint,
+        "no module 'nomod' (for 'nomod:f', 'nomod:g')", "--modules", "nothing was sent");
+    cr_assert_null(strstr(lt_eval_error(ev), "'testk'"), "%s", lt_eval_error(ev));
+    char *json = stats_of(ev);
+    cr_assert_eq(stats_u64(json, "instructions"), 0, "%s", json);
+    free(json);
+    lt_eval_free(ev);
+  }
+  cr_assert_eq(server_completed(&srv), 0);
+  lt__proc_stop(&srv, 5000);
+}
+
+/* A server that joins later without the program's module gets no work, with one warning;
+ * the run ends right on the server that has it. */
+Test(failfast, late_server_without_the_module_gets_no_work, .timeout = 120) {
+  char empty[] = "/tmp/lt_test_nomods_XXXXXX";
+  cr_assert_not_null(mkdtemp(empty));
+  lt_proc_t a, b;
+  start_server(&a, "failfast-a", 2);
+  char err[256];
+  cr_assert_eq(
+      lt__proc_spawn(&b, LT_TEST_SERVER, empty, 2, "failfast-b", NULL, 10000, err, sizeof err),
+      LT_OK, "%s", err);
+  lt_eval_t *ev = eval_on(lt_farm(lt_seq("testk:inc")), &a, NULL);
+  cr_assert_eq(lt_eval_start(ev), LT_OK, "%s", lt_eval_error(ev));
+  cr_assert_eq(lt_eval_add_host(ev, b.endpoint), LT_OK);
+  cr_assert(wait_stat(ev, 1, "threads", 1, 30000), "server b never welcomed us");
+  submit_some(ev, 200);
+  cr_assert_eq(lt_eval_close(ev), LT_OK);
+  int64_t sum = 0;
+  lt_buf_t *r = NULL;
+  while (lt_eval_next(ev, &r) == LT_OK) {
+    cr_assert_eq(lt_buf_error(r), LT_OK, "%s", lt_buf_errmsg(r));
+    sum += get_i64(lt_buf_data(r));
+    lt_buf_free(r);
+  }
+  cr_assert_eq(sum, 2 * (199 * 200 / 2 + 200), "every result of the 2 x 200 tasks, right");
+  cr_assert_eq(server_stat(ev, "completed", 1), 0);
+  lt_eval_free(ev);
+  cr_assert_eq(server_completed(&b), 0);
+  lt__proc_stop(&a, 5000);
+  lt__proc_stop(&b, 5000);
+  rmdir(empty);
+}
