@@ -114,6 +114,43 @@ Test(errors, options_calls_name_the_key) {
   lt_options_free(o);
 }
 
+/* A bad LITHIUM_<KEY> variable fails lt_eval_new and lt_options_from_env, naming it. */
+Test(errors, environment_names_the_variable) {
+  cr_assert_eq(setenv("LITHIUM_MAX_PENDING", "0", 1), 0);
+  lt_eval_t *ev = (lt_eval_t *)1;
+  cr_assert_eq(lt_eval_new(&ev, lt_seq("testk:inc")), LT_EINVAL);
+  cr_assert_null(ev);
+  HAS(lt_last_error(), "lt_eval_new: the environment:", "LITHIUM_MAX_PENDING");
+  lt_options_t *o = NULL;
+  cr_assert_eq(lt_options_new(&o), LT_OK);
+  cr_assert_eq(lt_options_from_env(o), LT_EINVAL);
+  HAS(lt_last_error(), "LITHIUM_MAX_PENDING");
+  lt_options_free(o);
+  cr_assert_eq(lt_options_from_env(NULL), LT_EINVAL);
+  HAS(lt_last_error(), "lt_options_from_env: o is NULL");
+  unsetenv("LITHIUM_MAX_PENDING");
+}
+
+/* With nonblocking on, a submit over max_pending says so: a task that sleeps 1 s keeps the
+ * one pending place taken (tried again should the machine stall that long). */
+Test(errors, nonblocking_submit_says_why) {
+  lt_eval_t *ev = NULL;
+  cr_assert_eq(lt_eval_new(&ev, lt_seq_with("testk:sleep", "1000", 4)), LT_OK);
+  cr_assert_eq(lt_eval_set(ev, "modules", LT_TEST_MODULES), LT_OK);
+  cr_assert_eq(lt_eval_set(ev, "nonblocking", "on"), LT_OK);
+  cr_assert_eq(lt_eval_set(ev, "max_pending", "1"), LT_OK);
+  cr_assert_eq(lt_eval_run_local(ev), LT_OK);
+  unsigned char tok[8];
+  put_i64(tok, 1);
+  int rc = LT_OK;
+  for (int i = 0; i < 100 && rc == LT_OK; i++)
+    rc = lt_eval_submit(ev, tok, sizeof tok, NULL);
+  cr_assert_eq(rc, LT_EAGAIN);
+  HAS(lt_eval_error(ev), "lt_eval_submit: max_pending tasks are unfinished",
+      "option nonblocking is on");
+  lt_eval_free(ev);
+}
+
 Test(errors, tool_calls_name_the_path) {
   char err[512], ep[LT_ENDPOINT_MAX + 1], key[LT_KEY_LEN + 1], pub[41], sec[41];
   cr_assert_lt(lt_hosts_read("/nonexistent/hosts", (lt_hosts_fn)1, NULL, err, sizeof err), 0);
