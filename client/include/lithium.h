@@ -25,7 +25,8 @@ typedef struct lt_future lt_future_t;
 typedef struct lt_buf lt_buf_t;
 
 /* lt_eval_new creates an evaluator for `program`. Takes ownership of `program`, also on
- * failure. */
+ * failure. LT_EINVAL for a NULL program, lt_last_error quoting the reason of the builder
+ * that made the NULL (a malformed kernel name, ...). */
 LT_API int lt_eval_new(lt_eval_t **out, lt_skel_t *program);
 
 /* lt_eval_set sets option `key` to `value` (see docs/guide.md, "Options"); '-' and '_' are
