@@ -101,6 +101,10 @@ struct lt_eval_door {
    * welcomed us. host_auth_failed notes, first, that it failed authentication, so that a
    * start with no server left says LT_EAUTH. */
   void (*host_answered)(lt_eval_t *ev, int ready);
+  /* host_lacks tells, before its host_answered, that an initial host welcomed us without
+   * a copy of the program's `modules` (comma-separated) that it will not be sent either:
+   * it gets no work, and lt_eval_start fails naming them when no server has them all. */
+  void (*host_lacks)(lt_eval_t *ev, const char *endpoint, const char *modules);
   void (*host_auth_failed)(lt_eval_t *ev);
 };
 

@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,8 @@
 #include "replayq.h"
 #include "ship.h"
 #include "json.h"
+#include "strbuf.h"
+#include "lasterr.h"
 #include "spawn.h"
 #include "sreduce.h"
 #include "spin.h"
@@ -78,9 +81,11 @@ struct lt_eval {
   uint64_t stream_left; /* stream tasks not yet returned by lt_eval_next */
   uint64_t submitted;
   uint64_t completed;
-  int start_waiting; /* initial hosts that have neither welcomed nor died */
-  int start_ready;   /* initial hosts that welcomed */
-  int start_auth;    /* initial hosts that refused our authentication (or we theirs) */
+  int start_waiting;       /* initial hosts that have neither welcomed nor died */
+  int start_ready;         /* initial hosts that welcomed */
+  int start_auth;          /* initial hosts that refused our authentication (or we theirs) */
+  int start_lacking;       /* initial hosts that welcomed without a module of the program */
+  lt_strbuf_t start_lacks; /* theirs: "ENDPOINT\tm1,m2\n" a host */
 
   int wake_fd;             /* eventfd: wakes the dispatcher */
   atomic_int wake_pending; /* a wake was written and not yet consumed */
@@ -101,6 +106,7 @@ struct lt_eval {
   _Atomic(double) wake_us;
   atomic_llong woke_at_us;
   int space_waiters; /* threads in lt_eval_submit's wait (under mu) */
+  bool idle_warned;  /* lt_eval_next warned of a wait on an open, idle stream (under mu) */
   pthread_t thread;
   int thread_started;
   lt_journal_t *journal;           /* journal=FILE, opened at the first submit or start */
@@ -277,6 +283,8 @@ uint64_t lt__eval_client_id(const lt_eval_t *ev) {
 static lt_task_t *door_take(lt_eval_t *ev, size_t max) {
   lt_task_t *head = NULL, *tail = NULL, *t;
   pthread_mutex_lock(&ev->mu);
+  /* Nothing goes out before lt_eval_start has found every kernel, nor after it failed. */
+  if (ev->state != LT_EVAL_STARTED) max = 0;
   for (size_t n = 0; n < max && ev->intake_head != NULL; n++) {
     LT_QUEUE_POP(ev->intake_head, ev->intake_tail, t, next);
     LT_QUEUE_PUSH(head, tail, t, next);
@@ -378,6 +386,15 @@ static void door_host_answered(lt_eval_t *ev, int ready) {
   pthread_mutex_unlock(&ev->mu);
 }
 
+static void door_host_lacks(lt_eval_t *ev, const char *endpoint, const char *modules) {
+  pthread_mutex_lock(&ev->mu);
+  if (ev->state == LT_EVAL_NEW) {
+    ev->start_lacking++;
+    lt__strbuf_printf(&ev->start_lacks, "%s\t%s\n", endpoint, modules);
+  }
+  pthread_mutex_unlock(&ev->mu);
+}
+
 static void door_host_auth_failed(lt_eval_t *ev) {
   pthread_mutex_lock(&ev->mu);
   ev->start_auth++;
@@ -396,22 +413,47 @@ static const lt_eval_door_t door = {
     .hosts_free = door_hosts_free,
     .poll_hosts = door_poll_hosts,
     .host_answered = door_host_answered,
+    .host_lacks = door_host_lacks,
     .host_auth_failed = door_host_auth_failed,
 };
 
 /* ---- the public API ---------------------------------------------------------------------- */
 
+/* fail makes `rc` the failure of the current call on `ev` (NULL: a call without one): its
+ * message, which names the call and the argument, goes to the thread's lt_last_error and to
+ * ev's lt_eval_error, so that no older text survives it. Not under ev->mu. Returns rc. */
+__attribute__((format(printf, 3, 4))) static int fail(lt_eval_t *ev, int rc, const char *fmt, ...) {
+  char text[LT_LASTERR_MAX];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(text, sizeof text, fmt, ap);
+  va_end(ap);
+  lt__fail(rc, "%s", text);
+  if (ev != NULL) {
+    pthread_mutex_lock(&ev->mu);
+    snprintf(ev->opts.error, sizeof ev->opts.error, "%s", text);
+    pthread_mutex_unlock(&ev->mu);
+  }
+  return rc;
+}
+
+/* NO_SERVER_HINT is what to do when an evaluator has no server to start with. */
+#define NO_SERVER_HINT                                                                             \
+  "add one with lt_eval_add_host (\"tcp://HOST:PORT\"), start local ones with "                    \
+  "lt_eval_spawn_local, or set option hosts (a hosts file or an announce directory; "              \
+  "LITHIUM_HOSTS in the environment); lt_eval_run_local runs without servers"
+
 LT_API int lt_eval_new(lt_eval_t **out, lt_skel_t *program) {
   if (out == NULL) {
     lt_skel_free(program);
-    return LT_EINVAL;
+    return lt__fail_null("lt_eval_new", "out", 0);
   }
   *out = NULL;
-  if (program == NULL) return LT_EINVAL;
+  if (program == NULL) return lt__fail_null("lt_eval_new", "program", 0);
   lt_eval_t *ev = calloc(1, sizeof *ev);
   if (ev == NULL) {
     lt_skel_free(program);
-    return LT_ENOMEM;
+    return fail(NULL, LT_ENOMEM, "lt_eval_new: out of memory");
   }
   ev->program = program;
   ev->wake_fd = -1;
@@ -424,13 +466,21 @@ LT_API int lt_eval_new(lt_eval_t **out, lt_skel_t *program) {
   pthread_cond_init(&ev->cv_start, &attr);
   pthread_cond_init(&ev->cv_result, &attr);
   pthread_condattr_destroy(&attr);
-  int rc = lt__skel_valid(program) ? LT_OK : LT_EINVAL;
-  if (rc == LT_OK && lt__skel_reduces(program)) rc = lt__sreduce_new(&ev->sreduce);
-  if (rc == LT_OK && (rc = lt__options_from_env(&ev->opts)) != LT_OK)
+  int rc = lt__skel_valid(program)
+               ? LT_OK
+               : fail(NULL, LT_EINVAL,
+                      "lt_eval_new: program is no valid skeleton tree (not made by the builders "
+                      "or lt_skel_parse, or changed since)");
+  if (rc == LT_OK && lt__skel_reduces(program) && (rc = lt__sreduce_new(&ev->sreduce)) != LT_OK)
+    fail(NULL, rc, "lt_eval_new: out of memory");
+  if (rc == LT_OK && (rc = lt__options_from_env(&ev->opts)) != LT_OK) {
+    fail(NULL, rc, "lt_eval_new: the environment: %s", ev->opts.error);
     lt__log(LT_LOG_ERROR, "%s", ev->opts.error); /* the evaluator is gone: say it here */
+  }
   if (rc == LT_OK) {
     ev->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (ev->wake_fd < 0) rc = LT_EIO;
+    if (ev->wake_fd < 0)
+      rc = fail(NULL, LT_EIO, "lt_eval_new: cannot make an eventfd: %s", strerror(errno));
   }
   if (rc != LT_OK) {
     lt_eval_free(ev);
@@ -443,12 +493,9 @@ LT_API int lt_eval_new(lt_eval_t **out, lt_skel_t *program) {
 }
 
 LT_API int lt_eval_set(lt_eval_t *ev, const char *key, const char *value) {
-  if (ev == NULL) return LT_EINVAL;
-  if (ev->state != LT_EVAL_NEW) {
-    snprintf(ev->opts.error, sizeof ev->opts.error, "option '%.200s' set after start",
-             key != NULL ? key : "(null)");
-    return LT_ESTATE;
-  }
+  if (ev == NULL) return lt__fail_null("lt_eval_set", "ev", 0);
+  if (ev->state != LT_EVAL_NEW)
+    return fail(ev, LT_ESTATE, "option '%.200s' set after start", key != NULL ? key : "(null)");
   return lt__options_set(&ev->opts, key, value);
 }
 
@@ -472,13 +519,17 @@ static int grow_hosts(lt_eval_t *ev) {
 int lt__eval_add_host(lt_eval_t *ev, const char *host, int fd) {
   /* A host string is "ENDPOINT [Z85 server public key]"; one endpoint is one server. */
   char endpoint[LT_HOST_EP_MAX + 1], key[LT_Z85_KEY_LEN + 1];
-  if (ev == NULL || host == NULL || lt__host_parse(host, endpoint, key) != LT_OK) {
-    lt__log(LT_LOG_ERROR, "bad host '%.300s': expected 'tcp://HOST:PORT [Z85 server key]'",
-            host != NULL ? host : "(null)");
-    return LT_EINVAL;
+  if (ev == NULL || host == NULL)
+    return lt__fail_null("lt_eval_add_host", ev == NULL ? "ev" : "endpoint", 0);
+  if (lt__host_parse(host, endpoint, key) != LT_OK) {
+    lt__log(LT_LOG_ERROR, "bad host '%.300s': expected 'tcp://HOST:PORT [Z85 server key]'", host);
+    return fail(ev, LT_EINVAL,
+                "lt_eval_add_host: endpoint '%.300s' is malformed: expected 'tcp://HOST:PORT' "
+                "and an optional CURVE server key (%d Z85 characters)",
+                host, LT_Z85_KEY_LEN);
   }
   char *copy = strdup(endpoint);
-  if (copy == NULL) return LT_ENOMEM;
+  if (copy == NULL) return fail(ev, LT_ENOMEM, "lt_eval_add_host: out of memory");
   pthread_mutex_lock(&ev->mu);
   for (size_t i = 0; i < ev->nhosts; i++) {
     if (strcmp(ev->hosts[i], endpoint) == 0) {
@@ -493,7 +544,7 @@ int lt__eval_add_host(lt_eval_t *ev, const char *host, int fd) {
   if (grow_hosts(ev) != LT_OK) {
     pthread_mutex_unlock(&ev->mu);
     free(copy);
-    return LT_ENOMEM;
+    return fail(ev, LT_ENOMEM, "lt_eval_add_host: out of memory");
   }
   ev->host_fds[ev->nhosts] = fd;
   ev->host_gone[ev->nhosts] = 0;
@@ -516,7 +567,13 @@ LT_API int lt_eval_add_host(lt_eval_t *ev, const char *endpoint) {
 
 LT_API int lt_eval_remove_host(lt_eval_t *ev, const char *host) {
   char endpoint[LT_HOST_EP_MAX + 1], key[LT_Z85_KEY_LEN + 1];
-  if (ev == NULL || host == NULL || lt__host_parse(host, endpoint, key) != LT_OK) return LT_EINVAL;
+  if (ev == NULL || host == NULL)
+    return lt__fail_null("lt_eval_remove_host", ev == NULL ? "ev" : "endpoint", 0);
+  if (lt__host_parse(host, endpoint, key) != LT_OK)
+    return fail(ev, LT_EINVAL,
+                "lt_eval_remove_host: endpoint '%.300s' is malformed: expected "
+                "'tcp://HOST:PORT'",
+                host);
   pthread_mutex_lock(&ev->mu);
   int rc = LT_ENOENT;
   for (size_t i = 0; i < ev->nhosts; i++) {
@@ -527,7 +584,12 @@ LT_API int lt_eval_remove_host(lt_eval_t *ev, const char *host) {
   }
   int started = ev->state == LT_EVAL_STARTED;
   pthread_mutex_unlock(&ev->mu);
-  if (rc == LT_OK && started) wake(ev);
+  if (rc != LT_OK)
+    return fail(ev, rc,
+                "lt_eval_remove_host: endpoint '%s' was never added to this evaluator, or was "
+                "removed already",
+                endpoint);
+  if (started) wake(ev);
   return rc;
 }
 
@@ -571,9 +633,12 @@ static const char *server_program(const lt_eval_t *ev, char *buf, size_t len) {
 }
 
 LT_API int lt_eval_spawn_local(lt_eval_t *ev, int nservers) {
-  if (ev == NULL || nservers <= 0 || nservers > 256) return LT_EINVAL;
+  if (ev == NULL) return lt__fail_null("lt_eval_spawn_local", "ev", 0);
+  if (nservers <= 0 || nservers > 256)
+    return fail(ev, LT_EINVAL, "lt_eval_spawn_local: nservers %d is out of range (1 to 256)",
+                nservers);
   if (LT_VEC_RESERVE(ev->procs, ev->capprocs, ev->nprocs + (size_t)nservers) != LT_OK)
-    return LT_ENOMEM;
+    return fail(ev, LT_ENOMEM, "lt_eval_spawn_local: out of memory");
   for (int i = 0; i < nservers; i++) {
     lt_proc_t *p = &ev->procs[ev->nprocs];
     char name[32], err[256], buf[PATH_MAX];
@@ -583,7 +648,10 @@ LT_API int lt_eval_spawn_local(lt_eval_t *ev, int nservers) {
                             (int)ev->opts.connect_timeout_ms * 2, err, sizeof err);
     if (rc != LT_OK) {
       lt__log(LT_LOG_ERROR, "cannot start %s: %s", program, err);
-      return rc;
+      return fail(ev, rc,
+                  "lt_eval_spawn_local: cannot start server %d of %d (%s, option server; "
+                  "modules=%s): %s",
+                  i + 1, nservers, program, ev->opts.modules ? ev->opts.modules : "not set", err);
     }
     ev->nprocs++;
     rc = lt__eval_add_host(ev, p->endpoint, p->out_fd);
@@ -628,12 +696,16 @@ static char *journal_header(lt_eval_t *ev) {
 static int open_journal(lt_eval_t *ev) {
   if (ev->opts.journal == NULL || ev->journal != NULL) return LT_OK;
   char *header = journal_header(ev);
-  if (header == NULL) return LT_ENOMEM;
+  if (header == NULL) return lt__fail(LT_ENOMEM, "option journal: out of memory");
   char err[1024];
   int rc = lt__journal_open(&ev->journal, ev->opts.journal, header, ev->opts.journal_mismatch, err,
                             sizeof err);
   free(header);
-  if (rc != LT_OK) lt__log(LT_LOG_ERROR, "%s", err);
+  if (rc != LT_OK) {
+    lt__log(LT_LOG_ERROR, "%s", err);
+    /* Under ev->mu: the thread's text now, ev's by the caller (journal_failed). */
+    lt__fail(rc, "option journal '%s': %s", ev->opts.journal, err);
+  }
   return rc;
 }
 
@@ -662,9 +734,105 @@ static int use_hosts_option(lt_eval_t *ev) {
   }
   if (n < 0) {
     lt__log(LT_LOG_ERROR, "hosts: %s", err[0] != '\0' ? err : lt_strerror(n));
-    return n;
+    return fail(ev, n, "lt_eval_start: option hosts '%s': %s", path,
+                err[0] != '\0' ? err : lt_strerror(n));
   }
   return LT_OK;
+}
+
+/* kernels_of appends to `b` the program's kernels of module `mod` (`n` bytes), quoted. */
+static void kernels_of(const lt_eval_t *ev, lt_strbuf_t *b, const char *mod, size_t n) {
+  int first = 1;
+  for (uint32_t i = 0; i < ev->tmpl->nkernels; i++) {
+    const char *k = ev->tmpl->kernels[i];
+    if (strncmp(k, mod, n) != 0 || k[n] != ':') continue;
+    lt__strbuf_printf(b, "%s'%s'", first ? "" : ", ", k);
+    first = 0;
+  }
+}
+
+/* modules_missing fails lt_eval_start once, with LT_ENOMODULE, when every initial host that
+ * welcomed us lacks a module of the program: it names each host, each module it lacks and
+ * the kernels that need it. Nothing was sent: the dispatcher takes no task before start. */
+static int modules_missing(lt_eval_t *ev) {
+  lt_strbuf_t b = {0};
+  pthread_mutex_lock(&ev->mu);
+  char *lacks = lt__strbuf_take(&ev->start_lacks);
+  pthread_mutex_unlock(&ev->mu);
+  lt__strbuf_printf(&b, "lt_eval_start: no server has every module of the program, nothing "
+                        "was sent:");
+  for (char *line = lacks, *next; line != NULL && *line != '\0'; line = next) {
+    next = strchr(line, '\n');
+    if (next != NULL) *next++ = '\0';
+    char *mods = strchr(line, '\t');
+    if (mods == NULL) continue;
+    *mods++ = '\0';
+    lt__strbuf_printf(&b, " server %s has no module", line);
+    for (char *m = mods; *m != '\0';) {
+      size_t n = strcspn(m, ",");
+      lt__strbuf_printf(&b, " '%.*s' (for ", (int)n, m);
+      kernels_of(ev, &b, m, n);
+      lt__strbuf_puts(&b, ")");
+      m += n;
+      if (*m == ',') m++;
+      if (*m != '\0') lt__strbuf_puts(&b, ",");
+    }
+    lt__strbuf_puts(&b, ";");
+  }
+  free(lacks);
+  lt__strbuf_printf(&b,
+                    " looked in each server's module directories (lithium-server --modules)%s%s. "
+                    "Check the names (lithium check EXPR --modules DIR), or install the modules "
+                    "on the servers, or send them: ship_modules=on with a local copy in option "
+                    "modules and servers started with --accept-modules",
+                    ev->opts.modules != NULL ? " and in modules=" : "",
+                    ev->opts.modules != NULL ? ev->opts.modules : "");
+  char *text = lt__strbuf_take(&b);
+  int rc = fail(ev, LT_ENOMODULE, "%s", text != NULL ? text : "lt_eval_start: unknown module");
+  lt__log(LT_LOG_ERROR, "%s", lt_last_error());
+  free(text);
+  return rc;
+}
+
+/* What local_kernels_check found: the kernels whose module has no such function. */
+typedef struct kernel_misses {
+  lt_strbuf_t text;
+  int n;
+} kernel_misses_t;
+
+static void kernel_missed(void *ud, const char *kernel, int err, const char *msg) {
+  kernel_misses_t *m = ud;
+  if (err != LT_ENOKERNEL) return; /* a module with no local copy is the servers' to judge */
+  lt__strbuf_printf(&m->text, "%s kernel '%s': %s", m->n++ ? ";" : "", kernel, msg);
+}
+
+/* local_kernels_check fails lt_eval_start at once, before any server is asked, with
+ * LT_ENOKERNEL when the local copy of a module of the program (option modules) has no
+ * function a kernel names, e.g. a typo in "mandelk:rwo": each such kernel is named, with
+ * where it looked (as `lithium check --modules` does). */
+static int local_kernels_check(lt_eval_t *ev) {
+  if (ev->opts.modules == NULL || !lt__hosts_is_dir(ev->opts.modules)) return LT_OK;
+  kernel_misses_t m = {0};
+  int rc = lt_skel_check_kernels(ev->program, ev->opts.modules, kernel_missed, &m);
+  char *text = lt__strbuf_take(&m.text);
+  if (rc >= 0 && m.n > 0) {
+    pthread_mutex_lock(&ev->mu);
+    ev->state = LT_EVAL_FAILED; /* the program cannot run: submits are refused */
+    pthread_mutex_unlock(&ev->mu);
+    rc = fail(ev, LT_ENOKERNEL,
+              "lt_eval_start: %d kernel(s) of the program are not in their module, nothing was "
+              "sent:%s (looked in modules=%s; lithium check EXPR --modules DIR checks a "
+              "program)",
+              m.n, text != NULL ? text : "", ev->opts.modules);
+    lt__log(LT_LOG_ERROR, "%s", lt_last_error());
+  } else if (rc < 0) {
+    rc = fail(ev, rc, "lt_eval_start: cannot check the kernels in modules=%s: %s", ev->opts.modules,
+              lt_strerror(rc));
+  } else {
+    rc = LT_OK;
+  }
+  free(text);
+  return rc;
 }
 
 /* start_backend creates `ops`'s backend and starts its thread; the initial hosts (those
@@ -674,6 +842,7 @@ static int start_backend(lt_eval_t *ev, const lt_backend_ops_t *ops) {
   ev->start_waiting = (int)ev->nhosts;
   ev->start_ready = 0;
   ev->start_auth = 0;
+  ev->start_lacking = 0;
   lt_backend_env_t env = {.ev = ev,
                           .door = &door,
                           .opts = &ev->opts,
@@ -697,16 +866,18 @@ static int start_backend(lt_eval_t *ev, const lt_backend_ops_t *ops) {
 }
 
 LT_API int lt_eval_start(lt_eval_t *ev) {
-  if (ev == NULL) return LT_EINVAL;
+  if (ev == NULL) return lt__fail_null("lt_eval_start", "ev", 0);
   pthread_mutex_lock(&ev->mu);
   int jrc = ev->state == LT_EVAL_NEW ? open_journal(ev) : LT_OK;
   pthread_mutex_unlock(&ev->mu);
-  if (jrc != LT_OK) return jrc;
+  if (jrc != LT_OK) return fail(ev, jrc, "lt_eval_start: %s", lt_last_error());
   pthread_mutex_lock(&ev->mu);
   int state = ev->state;
   size_t nhosts = ev->nhosts;
   pthread_mutex_unlock(&ev->mu);
-  if (state != LT_EVAL_NEW) return LT_ESTATE;
+  if (state != LT_EVAL_NEW)
+    return fail(ev, LT_ESTATE, "lt_eval_start: ev was started already%s",
+                state == LT_EVAL_FAILED ? " and failed: make a new evaluator" : "");
   if (ev->opts.hosts != NULL) {
     int rc = use_hosts_option(ev);
     if (rc != LT_OK) return rc;
@@ -714,47 +885,74 @@ LT_API int lt_eval_start(lt_eval_t *ev) {
     nhosts = ev->nhosts;
     pthread_mutex_unlock(&ev->mu);
   }
-  if (nhosts == 0) return LT_ENOSERVER;
-  if (lt__options_check(&ev->opts) != LT_OK) return LT_EINVAL;
+  if (nhosts == 0)
+    return fail(ev, LT_ENOSERVER,
+                "lt_eval_start: no server to start with: " NO_SERVER_HINT
+                ". Nothing started: tasks submitted wait for a later lt_eval_start");
+  if (lt__options_check(&ev->opts) != LT_OK)
+    return fail(ev, LT_EINVAL, "%s", ev->opts.error); /* as lt_eval_set says it */
   lt__template_free(ev->tmpl);
   int rc = lt__template_compile(&ev->tmpl, ev->program, ev->opts.normal_form);
+  if (rc != LT_OK)
+    return fail(ev, rc, "lt_eval_start: cannot compile the program: %s", lt_strerror(rc));
+
+  rc = local_kernels_check(ev);
   if (rc != LT_OK) return rc;
 
   rc = start_backend(ev, &lt__sched_backend);
-  if (rc != LT_OK) return rc;
+  if (rc != LT_OK)
+    return fail(ev, rc, "lt_eval_start: cannot start the dispatcher: %s", lt_strerror(rc));
   ev->thread_started = 1;
 
-  /* Wait until one initial host welcomed us, or every one was given up on: the others join
-   * when they answer. */
+  /* Wait until one initial host that has every module of the program welcomed us, or every
+   * one was given up on: the others join when they answer. */
   pthread_mutex_lock(&ev->mu);
-  while (ev->start_waiting > 0 && ev->start_ready == 0)
+  while (ev->start_waiting > 0 && ev->start_ready - ev->start_lacking <= 0)
     pthread_cond_wait(&ev->cv_start, &ev->mu);
   int ready = ev->start_ready, auth = ev->start_auth;
-  ev->state = ready > 0 ? LT_EVAL_STARTED : LT_EVAL_FAILED;
+  int complete = ready - ev->start_lacking;
+  ev->state = complete > 0 ? LT_EVAL_STARTED : LT_EVAL_FAILED;
   pthread_mutex_unlock(&ev->mu);
+  if (ready > 0 && complete <= 0) return modules_missing(ev);
   if (ready == 0 && auth > 0) {
     lt__log(LT_LOG_ERROR, "no server accepted us: authentication failed (see above)");
-    return LT_EAUTH;
+    return fail(ev, LT_EAUTH,
+                "lt_eval_start: none of the %zu servers accepted us: authentication failed "
+                "(the log names each; see options curve_key and curve_server)",
+                nhosts);
   }
   if (ready == 0) {
     lt__log(LT_LOG_ERROR, "no server answered");
-    return LT_ENOSERVER;
+    return fail(ev, LT_ENOSERVER,
+                "lt_eval_start: none of the %zu servers answered within connect_timeout_ms "
+                "(%u ms): are they running (lithium status ENDPOINT)? Else " NO_SERVER_HINT,
+                nhosts, (unsigned)ev->opts.connect_timeout_ms);
   }
   wake(ev); /* tasks submitted before start */
   return LT_OK;
 }
 
 LT_API int lt_eval_run_local(lt_eval_t *ev) {
-  if (ev == NULL) return LT_EINVAL;
-  if (ev->state != LT_EVAL_NEW) return LT_ESTATE;
+  if (ev == NULL) return lt__fail_null("lt_eval_run_local", "ev", 0);
+  if (ev->state != LT_EVAL_NEW)
+    return fail(ev, LT_ESTATE, "lt_eval_run_local: ev was started already");
   pthread_mutex_lock(&ev->mu);
   int jrc = open_journal(ev);
   pthread_mutex_unlock(&ev->mu);
-  if (jrc != LT_OK) return jrc;
+  if (jrc != LT_OK) return fail(ev, jrc, "lt_eval_run_local: %s", lt_last_error());
   lt__template_free(ev->tmpl);
   int rc = lt__template_compile(&ev->tmpl, ev->program, ev->opts.normal_form);
-  if (rc == LT_OK) rc = start_backend(ev, &lt__local_backend);
-  if (rc != LT_OK) return rc;
+  if (rc != LT_OK)
+    return fail(ev, rc, "lt_eval_run_local: cannot compile the program: %s", lt_strerror(rc));
+  rc = start_backend(ev, &lt__local_backend);
+  if (rc == LT_EINVAL)
+    return fail(ev, rc,
+                "lt_eval_run_local: option modules '%s' is not a readable directory (the "
+                "kernels' modules are loaded from it)",
+                ev->opts.modules != NULL ? ev->opts.modules : "");
+  if (rc != LT_OK)
+    return fail(ev, rc, "lt_eval_run_local: cannot start the sequential evaluator: %s",
+                lt_strerror(rc));
   pthread_mutex_lock(&ev->mu);
   ev->state = LT_EVAL_STARTED;
   pthread_mutex_unlock(&ev->mu);
@@ -803,23 +1001,25 @@ static int replay(lt_eval_t *ev, lt_task_t *t) {
 static int submit(lt_eval_t *ev, lt_value_t *input, lt_future_t **out) {
   if (out != NULL && ev->sreduce != NULL) { /* one result: lt_eval_next */
     lt__value_unref(input);
-    return LT_EINVAL;
+    return fail(ev, LT_EINVAL,
+                "lt_eval_submit: out must be NULL: this program reduces its stream to one "
+                "result, read with lt_eval_next");
   }
   lt_task_t *t = calloc(1, sizeof *t);
   if (t == NULL) {
     lt__value_unref(input);
-    return LT_ENOMEM;
+    return fail(ev, LT_ENOMEM, "lt_eval_submit: out of memory");
   }
   t->input = input;
   if (out != NULL && (t->future = lt__future_new()) == NULL) {
     lt__task_free(t);
-    return LT_ENOMEM;
+    return fail(ev, LT_ENOMEM, "lt_eval_submit: out of memory");
   }
   if (ev->opts.journal != NULL) t->digest = lt__digest(input->data, input->len);
   pthread_mutex_lock(&ev->mu);
   int rc = LT_OK;
   if (ev->closed || ev->state == LT_EVAL_FAILED) rc = ev->closed ? LT_ECLOSED : LT_ESTATE;
-  if (rc == LT_OK) rc = open_journal(ev);
+  int jrc = rc == LT_OK ? (rc = open_journal(ev)) : LT_OK;
   /* Before start nothing can finish, so nothing blocks: Lithium's submit-all-then-parDo
    * pattern must work. */
   while (rc == LT_OK && ev->state == LT_EVAL_STARTED && ev->pending >= ev->opts.max_pending) {
@@ -840,12 +1040,18 @@ static int submit(lt_eval_t *ev, lt_value_t *input, lt_future_t **out) {
     }
     t->future = NULL;
     lt__task_free(t);
-    return rc;
+    if (jrc != LT_OK) return fail(ev, rc, "lt_eval_submit: %s", lt_last_error());
+    return fail(ev, rc, "lt_eval_submit: %s",
+                rc == LT_ECLOSED ? "the stream of ev is closed (lt_eval_close was called)"
+                : rc == LT_EAGAIN
+                    ? "max_pending tasks are unfinished (option nonblocking is on): read "
+                      "results, then submit again"
+                    : "ev failed to start: make a new evaluator");
   }
   if (ev->sreduce != NULL && (rc = lt__sreduce_add(ev->sreduce)) != LT_OK) {
     pthread_mutex_unlock(&ev->mu);
     lt__task_free(t);
-    return rc;
+    return fail(ev, rc, "lt_eval_submit: out of memory");
   }
   t->seq = ev->next_task++;
   if (ev->sreduce != NULL) {
@@ -875,9 +1081,12 @@ static int submit(lt_eval_t *ev, lt_value_t *input, lt_future_t **out) {
 
 LT_API int lt_eval_submit(lt_eval_t *ev, const void *data, size_t len, lt_future_t **out) {
   if (out != NULL) *out = NULL;
-  if (ev == NULL || (data == NULL && len > 0)) return LT_EINVAL;
+  if (ev == NULL) return lt__fail_null("lt_eval_submit", "ev", 0);
+  if (data == NULL && len > 0)
+    return fail(ev, LT_EINVAL, "lt_eval_submit: data is NULL with len %zu (NULL needs len 0)", len);
   lt_value_t *input = lt__value_copy(data, len);
-  return input != NULL ? submit(ev, input, out) : LT_ENOMEM;
+  return input != NULL ? submit(ev, input, out)
+                       : fail(ev, LT_ENOMEM, "lt_eval_submit: out of memory for %zu bytes", len);
 }
 
 LT_API int lt_eval_submit_owned(lt_eval_t *ev, void *data, size_t len,
@@ -886,14 +1095,17 @@ LT_API int lt_eval_submit_owned(lt_eval_t *ev, void *data, size_t len,
   if (out != NULL) *out = NULL;
   if (ev == NULL || (data == NULL && len > 0)) {
     if (free_fn != NULL) free_fn(data, hint); /* taken, also on failure */
-    return LT_EINVAL;
+    if (ev == NULL) return lt__fail_null("lt_eval_submit_owned", "ev", 0);
+    return fail(ev, LT_EINVAL, "lt_eval_submit_owned: data is NULL with len %zu (NULL needs len 0)",
+                len);
   }
   lt_value_t *input = lt__value_user(data, len, free_fn, hint);
-  return input != NULL ? submit(ev, input, out) : LT_ENOMEM;
+  return input != NULL ? submit(ev, input, out)
+                       : fail(ev, LT_ENOMEM, "lt_eval_submit_owned: out of memory");
 }
 
 LT_API int lt_eval_close(lt_eval_t *ev) {
-  if (ev == NULL) return LT_EINVAL;
+  if (ev == NULL) return lt__fail_null("lt_eval_close", "ev", 0);
   pthread_mutex_lock(&ev->mu);
   ev->closed = 1;
   if (ev->sreduce != NULL) sreduce_end(ev, NULL); /* every result may be in already */
@@ -969,7 +1181,7 @@ LT_API int lt_eval_next(lt_eval_t *ev, lt_buf_t **out) {
 }
 
 LT_API int lt_eval_next_timeout(lt_eval_t *ev, int timeout_ms, lt_buf_t **out) {
-  if (ev == NULL || out == NULL) return LT_EINVAL;
+  if (ev == NULL || out == NULL) return lt__fail_null("lt_eval_next", ev == NULL ? "ev" : "out", 0);
   *out = NULL;
   struct timespec until = lt__clock_deadline(timeout_ms);
   pthread_mutex_lock(&ev->mu);
@@ -997,12 +1209,33 @@ LT_API int lt_eval_next_timeout(lt_eval_t *ev, int timeout_ms, lt_buf_t **out) {
       spin_for_result(ev);
       continue; /* look again under the lock before sleeping */
     }
+    /* A wait on a stream not closed with nothing pending may be for ever (a forgotten
+     * lt_eval_close): it wakes after idle_warn_ms to say so, once. */
+    bool idle = !ev->closed && ev->pending == 0 && !ev->idle_warned && ev->opts.idle_warn_ms > 0;
+    struct timespec idle_until = lt__clock_deadline((int)ev->opts.idle_warn_ms);
+    bool idle_first =
+        idle && (timeout_ms < 0 || idle_until.tv_sec < until.tv_sec ||
+                 (idle_until.tv_sec == until.tv_sec && idle_until.tv_nsec < until.tv_nsec));
     ev->result_waiters++;
     int64_t slept = lt__clock_us();
-    int w = timeout_ms < 0 ? pthread_cond_wait(&ev->cv_result, &ev->mu)
-                           : pthread_cond_timedwait(&ev->cv_result, &ev->mu, &until);
+    int w = idle_first       ? pthread_cond_timedwait(&ev->cv_result, &ev->mu, &idle_until)
+            : timeout_ms < 0 ? pthread_cond_wait(&ev->cv_result, &ev->mu)
+                             : pthread_cond_timedwait(&ev->cv_result, &ev->mu, &until);
     ev->result_waiters--;
     woke_up(ev, slept);
+    if (idle_first && w == ETIMEDOUT) {
+      if (!ev->closed && ev->pending == 0 && !ev->idle_warned) {
+        ev->idle_warned = true;
+        lt__log(LT_LOG_WARN,
+                "lt_eval_next has waited %u ms on a stream that is not closed, with no task "
+                "pending: no result can come until more is submitted; call lt_eval_close "
+                "after the last lt_eval_submit (this warning comes once; option "
+                "idle_warn_ms)",
+                (unsigned)ev->opts.idle_warn_ms);
+      }
+      if ((got = take_result(ev, &t, &r))) break;
+      continue;
+    }
     if (w == ETIMEDOUT && !(got = take_result(ev, &t, &r))) {
       rc = LT_ETIMEDOUT;
       break;
@@ -1018,11 +1251,20 @@ LT_API int lt_eval_next_timeout(lt_eval_t *ev, int timeout_ms, lt_buf_t **out) {
     t->result = NULL;
     lt__task_free(t);
   }
+  if (rc == LT_ECLOSED)
+    fail(ev, rc, "lt_eval_next: the stream is closed and every result was read");
+  else if (rc == LT_ESTATE)
+    fail(ev, rc,
+         "lt_eval_next: ev is not started (lt_eval_start or lt_eval_run_local), or its "
+         "start failed: no result can come");
+  else if (rc == LT_ETIMEDOUT)
+    fail(ev, rc, "lt_eval_next_timeout: no result within timeout_ms %d", timeout_ms);
   return rc;
 }
 
 LT_API int lt_eval_stats_json(lt_eval_t *ev, char **json) {
-  if (ev == NULL || json == NULL) return LT_EINVAL;
+  if (ev == NULL || json == NULL)
+    return lt__fail_null("lt_eval_stats_json", ev == NULL ? "ev" : "json", 0);
   lt_json_t j = {0};
   lt__json_object_open(&j, NULL);
   pthread_mutex_lock(&ev->mu);
@@ -1044,7 +1286,7 @@ LT_API int lt_eval_stats_json(lt_eval_t *ev, char **json) {
   }
   lt__json_object_close(&j);
   *json = lt__json_take(&j);
-  return *json != NULL ? LT_OK : LT_ENOMEM;
+  return *json != NULL ? LT_OK : fail(ev, LT_ENOMEM, "lt_eval_stats_json: out of memory");
 }
 
 static void free_task_list(lt_task_t *t) {
@@ -1094,6 +1336,7 @@ LT_API void lt_eval_free(lt_eval_t *ev) {
   lt__sreduce_free(ev->sreduce);
   lt__template_free(ev->tmpl);
   lt_skel_free(ev->program);
+  free(lt__strbuf_take(&ev->start_lacks));
   lt__options_clear(&ev->opts);
   pthread_mutex_destroy(&ev->mu);
   pthread_cond_destroy(&ev->cv_result);

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "future.h"
+#include "lasterr.h"
 #include "clock.h"
 
 static void unref(lt_future_t *f) {
@@ -48,7 +49,7 @@ void lt__future_resolve(lt_future_t *f, lt_buf_t *b) {
 }
 
 LT_API int lt_future_wait(lt_future_t *f, int timeout_ms, lt_buf_t **out) {
-  if (f == NULL || out == NULL) return LT_EINVAL;
+  if (f == NULL || out == NULL) return lt__fail_null("lt_future_wait", f == NULL ? "f" : "out", 0);
   *out = NULL;
   struct timespec deadline = lt__clock_deadline(timeout_ms);
   int rc = LT_OK;
@@ -69,6 +70,9 @@ LT_API int lt_future_wait(lt_future_t *f, int timeout_ms, lt_buf_t **out) {
     }
   }
   pthread_mutex_unlock(&f->mu);
+  if (rc == LT_ESTATE) lt__fail(rc, "lt_future_wait: the result of f was taken already");
+  if (rc == LT_ETIMEDOUT)
+    lt__fail(rc, "lt_future_wait: no result within timeout_ms %d", timeout_ms);
   return rc;
 }
 
@@ -120,12 +124,12 @@ static void unlink_all(lt_future_t *const *fs, size_t n, lt_future_link_t *links
 static int wait_any(lt_future_t *const *fs, size_t n, int timeout_ms, size_t *which,
                     lt_buf_t **out) {
   for (size_t i = 0; i < n; i++)
-    if (fs[i] == NULL) return LT_EINVAL;
+    if (fs[i] == NULL) return lt__fail(LT_EINVAL, "lt_future_wait_any: fs[%zu] is NULL", i);
   int rc = take_any(fs, n, NULL, which, out);
   if (rc != LT_EAGAIN) return rc;
   if (timeout_ms == 0) return LT_ETIMEDOUT;
   lt_future_link_t *links = calloc(n, sizeof *links);
-  if (links == NULL) return LT_ENOMEM;
+  if (links == NULL) return lt__fail(LT_ENOMEM, "lt_future_wait_any: out of memory");
   lt_future_any_t any = {.fired = 0};
   pthread_mutex_init(&any.mu, NULL);
   pthread_condattr_t attr;
@@ -169,9 +173,19 @@ LT_API void lt_future_release(lt_future_t *f) {
 
 LT_API int lt_future_wait_any(lt_future_t **fs, int n, int timeout_ms, int *which, lt_buf_t **out) {
   if (out != NULL) *out = NULL;
-  if (fs == NULL || n <= 0 || which == NULL || out == NULL) return LT_EINVAL;
+  if (fs == NULL || which == NULL || out == NULL)
+    return lt__fail_null("lt_future_wait_any",
+                         fs == NULL      ? "fs"
+                         : which == NULL ? "which"
+                                         : "out",
+                         0);
+  if (n <= 0) return lt__fail(LT_EINVAL, "lt_future_wait_any: n %d is not positive", n);
   size_t w = 0;
   int rc = wait_any(fs, (size_t)n, timeout_ms, &w, out);
   if (rc == LT_OK) *which = (int)w;
+  if (rc == LT_ESTATE)
+    lt__fail(rc, "lt_future_wait_any: the results of all %d futures of fs were taken already", n);
+  if (rc == LT_ETIMEDOUT)
+    lt__fail(rc, "lt_future_wait_any: no result within timeout_ms %d", timeout_ms);
   return rc;
 }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <lithium.h>
+#include "lasterr.h"
 #include <lithium/error.h>
 #include "journal_index.h"
 #include "journal_record.h"
@@ -122,8 +123,8 @@ static int rewrite(compact_t *c, const char *header, mode_t mode, char *err, siz
   return rc;
 }
 
-LT_API int lt_journal_compact(const char *path, lt_journal_stats_t *stats, char *err,
-                              size_t errlen) {
+/* journal_compact is lt_journal_compact but for the thread's last failure. */
+static int journal_compact(const char *path, lt_journal_stats_t *stats, char *err, size_t errlen) {
   lt_journal_stats_t dummy;
   if (stats == NULL) stats = &dummy;
   memset(stats, 0, sizeof *stats);
@@ -161,5 +162,19 @@ LT_API int lt_journal_compact(const char *path, lt_journal_stats_t *stats, char 
   free(header);
   lt__jidx_clear(&c.index);
   close(c.fd);
+  return rc;
+}
+
+LT_API int lt_journal_compact(const char *path, lt_journal_stats_t *stats, char *err,
+                              size_t errlen) {
+  /* The caller's buffer, or one of the thread's size when it gave none. */
+  char *mine = err != NULL && errlen > 0 ? NULL : calloc(1, LT_LASTERR_MAX);
+  if (mine != NULL) {
+    err = mine;
+    errlen = LT_LASTERR_MAX;
+  }
+  int rc = err != NULL ? journal_compact(path, stats, err, errlen) : LT_ENOMEM;
+  if (rc != LT_OK) lt__fail(rc, "lt_journal_compact: %s", err != NULL ? err : "out of memory");
+  free(mine);
   return rc;
 }

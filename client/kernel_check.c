@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include <lithium.h>
+#include "lasterr.h"
 #include "local.h"
 #include "template.h"
 
@@ -35,10 +36,17 @@ static int resolve_all(const lt_template_t *t, const char *dir, lt_kernel_report
 
 LT_API int lt_skel_check_kernels(const lt_skel_t *s, const char *dir, lt_kernel_report_fn fn,
                                  void *ud) {
-  if (s == NULL) return LT_EINVAL;
+  if (s == NULL) return lt__fail_null("lt_skel_check_kernels", "s", 0);
   lt_template_t *t = NULL;
   int rc = lt__template_compile(&t, s, 0);
-  if (rc == LT_OK) rc = resolve_all(t, dir, fn, ud);
+  if (rc != LT_OK)
+    return lt__fail(rc, "lt_skel_check_kernels: s is no valid program: %s", lt_strerror(rc));
+  rc = resolve_all(t, dir, fn, ud);
   lt__template_free(t);
+  if (rc == LT_EINVAL)
+    lt__fail(rc, "lt_skel_check_kernels: dir '%.300s' is not a readable directory",
+             dir != NULL ? dir : "(null)");
+  else if (rc < 0)
+    lt__fail(rc, "lt_skel_check_kernels: %s", lt_strerror(rc));
   return rc;
 }

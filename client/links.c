@@ -340,6 +340,23 @@ int lt__links_takers(const lt_sched_t *s) {
 
 static void ping(lt_sched_t *s, size_t i, int64_t now);
 
+/* lacking keeps work off server idx when its welcome `m` lacks a module of the program that
+ * it will not be sent (one warning a server), and tells lt_eval_start of an initial host. */
+static void lacking(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
+  lt_slot_t *sl = &s->srv[idx].slot;
+  char names[1024];
+  sl->lacks = lt__ship_lacking(s->ship, m, names, sizeof names) > 0;
+  if (!sl->lacks) return;
+  if (!sl->answered) s->door->host_lacks(s->ev, s->srv[idx].conn.endpoint, names);
+  if (sl->lacks_warned) return;
+  sl->lacks_warned = 1;
+  lt__log(LT_LOG_WARN,
+          "server %s has no copy of module(s) %s of the program (in its --modules "
+          "directories) and will not be sent one (option ship_modules, lithium-server "
+          "--accept-modules): it gets no work of this evaluation",
+          s->srv[idx].conn.endpoint, names);
+}
+
 static void on_welcome(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
   lt_conn_t *c = &s->srv[idx].conn;
   lt_slot_t *sl = &s->srv[idx].slot;
@@ -357,6 +374,7 @@ static void on_welcome(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
   lt__pace_welcome(&s->srv[idx].pace, m->u.welcome.cores, m->u.welcome.cpus);
   /* Modules go before any instruction: the session takes work from now on. */
   lt__ship_welcome(s->ship, c, m, lt__clock_ms());
+  lacking(s, idx, m);
   c->state = LT_CONN_READY;
   sl->was_ready = 1;
   sl->backoff_ms = 0;

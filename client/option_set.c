@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include <lithium.h>
+#include "lasterr.h"
 #include "options.h"
 
 LT_API size_t lt_option_count(void) {
@@ -20,7 +21,8 @@ LT_API int lt_option_info(size_t i, const char **key, const char **arg, const ch
                           const char **help) {
   size_t n;
   const lt_option_t *t = lt__options_table(&n);
-  if (i >= n) return LT_EINVAL;
+  if (i >= n)
+    return lt__fail(LT_EINVAL, "lt_option_info: i %zu is out of range (%zu options)", i, n);
   if (key != NULL) *key = t[i].key;
   if (arg != NULL) *arg = t[i].arg;
   if (def != NULL) *def = t[i].def;
@@ -29,23 +31,23 @@ LT_API int lt_option_info(size_t i, const char **key, const char **arg, const ch
 }
 
 LT_API int lt_options_new(lt_options_t **out) {
-  if (out == NULL) return LT_EINVAL;
+  if (out == NULL) return lt__fail_null("lt_options_new", "out", 0);
   *out = malloc(sizeof **out);
-  if (*out == NULL) return LT_ENOMEM;
+  if (*out == NULL) return lt__fail(LT_ENOMEM, "lt_options_new: out of memory");
   lt__options_init(*out);
   return LT_OK;
 }
 
 LT_API int lt_options_from_env(lt_options_t *o) {
-  return o != NULL ? lt__options_from_env(o) : LT_EINVAL;
+  return o != NULL ? lt__options_from_env(o) : lt__fail_null("lt_options_from_env", "o", 0);
 }
 
 LT_API int lt_options_set(lt_options_t *o, const char *key, const char *value) {
-  return o != NULL ? lt__options_set(o, key, value) : LT_EINVAL;
+  return o != NULL ? lt__options_set(o, key, value) : lt__fail_null("lt_options_set", "o", 0);
 }
 
 LT_API int lt_options_check(lt_options_t *o) {
-  return o != NULL ? lt__options_check(o) : LT_EINVAL;
+  return o != NULL ? lt__options_check(o) : lt__fail_null("lt_options_check", "o", 0);
 }
 
 /* enum_name writes the `index`th of the '|'-separated names of `arg` into buf. */
@@ -58,12 +60,13 @@ static void enum_name(const char *arg, int index, char *buf, size_t len) {
 }
 
 LT_API int lt_options_get(lt_options_t *o, const char *key, char *buf, size_t len) {
-  if (o == NULL || buf == NULL || len == 0) return LT_EINVAL;
+  if (o == NULL || buf == NULL) return lt__fail_null("lt_options_get", o == NULL ? "o" : "buf", 0);
+  if (len == 0) return lt__fail(LT_EINVAL, "lt_options_get: len is 0 (no room for the value)");
   buf[0] = '\0';
   const lt_option_t *r = key != NULL ? lt__option_find(key) : NULL;
   if (r == NULL) {
     snprintf(o->error, sizeof o->error, "unknown option '%.200s'", key != NULL ? key : "(null)");
-    return LT_EINVAL;
+    return lt__fail(LT_EINVAL, "lt_options_get: %s", o->error);
   }
   const void *f = (const char *)o + r->offset;
   switch (r->type) {

@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include <lithium/error.h>
+#include "lasterr.h"
 #include "options.h"
 #include "curve.h"
 #include "log.h"
@@ -101,7 +102,7 @@ __attribute__((format(printf, 2, 3))) static int fail(lt_options_t *o, const cha
   va_start(ap, fmt);
   vsnprintf(o->error, sizeof o->error, fmt, ap);
   va_end(ap);
-  return LT_EINVAL;
+  return lt__fail(LT_EINVAL, "%s", o->error); /* also the thread's (lt_last_error) */
 }
 
 static int bad_value(lt_options_t *o, const lt_option_t *r, const char *name, const char *v) {
@@ -240,7 +241,7 @@ static int set_row(lt_options_t *o, const lt_option_t *r, const char *name, cons
     char *copy = strdup(v);
     if (copy == NULL) {
       fail(o, "%s: out of memory", name);
-      return LT_ENOMEM;
+      return lt__fail(LT_ENOMEM, "%s", o->error);
     }
     free(*(char **)f);
     *(char **)f = copy;

@@ -88,6 +88,8 @@ typedef enum lt_opt_type {
   X(task_timeout_ms, LT_OPT_UINT, task_timeout_ms, "0", 0, 86400000, "MS",                         \
     "an instruction running longer fails with LT_ETIMEDOUT, on the server or the client (0: "      \
     "none)")                                                                                       \
+  X(idle_warn_ms, LT_OPT_UINT, idle_warn_ms, "10000", 0, 86400000, "MS",                           \
+    "lt_eval_next waiting this long on an open stream with nothing pending warns once (0: never)") \
   X(journal, LT_OPT_PATH, journal, NULL, 0, 0, "FILE",                                             \
     "the results journal: finished tasks are not computed again")                                  \
   X(journal_mismatch, LT_OPT_ENUM, journal_mismatch, "rebuilt", 0, 0, "recompute|refuse|rebuilt",  \
@@ -130,20 +132,21 @@ typedef struct lt_options {
   uint32_t heartbeat_ms;       /* heartbeat period; a server silent 3 periods is dead */
   uint32_t connect_timeout_ms; /* wait for a server's welcome */
   uint32_t task_timeout_ms;    /* an instruction running longer fails (LT_ETIMEDOUT); 0 none */
-  uint32_t server_threads;     /* --threads for spawned servers, 0 = server default */
-  char *modules;               /* module directory handed to spawned servers */
-  char *server;                /* lithium-server program for spawn_local */
-  char *trace;                 /* trace=FILE: trace-event JSON (trace.c); NULL = off */
-  char *journal;               /* journal=FILE: the results journal (journal.c); NULL = off */
-  int journal_mismatch;        /* an LT_JOURNAL_MISMATCH_* (journal.h) */
-  char curve_pub[41];          /* curve_key: the client's key pair (Z85), "" when none */
+  uint32_t idle_warn_ms;   /* lt_eval_next idle on an open stream this long warns once; 0 never */
+  uint32_t server_threads; /* --threads for spawned servers, 0 = server default */
+  char *modules;           /* module directory handed to spawned servers */
+  char *server;            /* lithium-server program for spawn_local */
+  char *trace;             /* trace=FILE: trace-event JSON (trace.c); NULL = off */
+  char *journal;           /* journal=FILE: the results journal (journal.c); NULL = off */
+  int journal_mismatch;    /* an LT_JOURNAL_MISMATCH_* (journal.h) */
+  char curve_pub[41];      /* curve_key: the client's key pair (Z85), "" when none */
   char curve_sec[41];
   char curve_server[41]; /* curve_server: the key of hosts given without one, or "" */
   char *hosts;           /* hosts file or announce directory (hosts.c); NULL = none */
   int ship_modules;      /* send the program's modules (from `modules`) to servers whose copy
                             differs or is missing, for this evaluation's sessions (ship.c) */
   uint64_t given;        /* bit i: option i of LT_OPTIONS was set (not a default) */
-  char error[640];       /* why the last set failed ("" before any failure) */
+  char error[2048];      /* why the last set failed ("" before any failure) */
 } lt_options_t;
 
 /* lt_option_t describes one row of LT_OPTIONS. */

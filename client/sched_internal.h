@@ -206,6 +206,8 @@ typedef struct lt_slot {
   int watch_fd;        /* read end of a spawned server's stdout (EOF: it exited), or -1 */
   int answered;        /* counted out of lt_eval_start's wait */
   int was_ready;       /* its session was welcomed */
+  int lacks;           /* its last welcome lacks a module of the program: it gets no work */
+  int lacks_warned;    /* that was said */
   int spoke;           /* and it sent something after its welcome (links.c) */
   int mute;            /* its session ended for never speaking after its welcome */
   uint32_t mute_ms;    /* the wait before greeting this host again after a session of it

@@ -210,6 +210,23 @@ void lt__ship_welcome(lt_ship_t *sh, lt_conn_t *c, const lt_msg_t *w, int64_t no
     compare(sh, &sh->v[i], c, w, now_ms);
 }
 
+uint32_t lt__ship_lacking(const lt_ship_t *sh, const lt_msg_t *w, char *buf, size_t len) {
+  uint32_t n = 0;
+  size_t at = 0;
+  if (len > 0) buf[0] = '\0';
+  for (uint32_t i = 0; i < sh->n; i++) {
+    const entry_t *e = &sh->v[i];
+    int stated = 0; /* a welcome that states nothing of a module lacks nothing we know of */
+    for (uint32_t k = 0; k < w->u.welcome.nmodules && !stated; k++)
+      stated = strcmp(w->u.welcome.modules[k].name, e->name) == 0 &&
+               w->u.welcome.modules[k].sha256[0] == '\0';
+    if (!stated || (sh->ship && w->u.welcome.accept_modules && e->bytes != NULL)) continue;
+    n++;
+    if (at < len) at += (size_t)snprintf(buf + at, len - at, "%s%s", n > 1 ? "," : "", e->name);
+  }
+  return n;
+}
+
 void lt__ship_free(lt_ship_t *sh) {
   if (sh == NULL) return;
   for (uint32_t i = 0; i < sh->n; i++) {

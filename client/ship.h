@@ -33,6 +33,12 @@ const char *lt__ship_sha256(const lt_ship_t *sh, uint32_t i);
  * and warns or ships (see above) on connection `c`. */
 void lt__ship_welcome(lt_ship_t *sh, lt_conn_t *c, const lt_msg_t *w, int64_t now_ms);
 
+/* lt__ship_lacking writes into buf (len bytes) the names, comma-separated, of the program's
+ * modules that welcome `w` says the server has no copy of and that will not be shipped to it
+ * (ship_modules off, the server does not accept modules, or there is no local copy), and
+ * returns how many. */
+uint32_t lt__ship_lacking(const lt_ship_t *sh, const lt_msg_t *w, char *buf, size_t len);
+
 /* lt__ship_free frees it; accepts NULL. */
 void lt__ship_free(lt_ship_t *sh);
 

@@ -14,6 +14,7 @@
 #include "clock.h"
 #include "codec.h"
 #include "json.h"
+#include "lasterr.h"
 
 /* A server asked: its public entry, its socket and its key. */
 typedef struct ask {
@@ -216,7 +217,12 @@ static int add_entry(lt_server_status_t *st, ask_t *asks, size_t *n, const char 
 LT_API int lt_status_query(lt_server_status_t **out, size_t *nout, const char *const *endpoints,
                            const char *const *keys, size_t n, const char *pub, const char *sec,
                            int timeout_ms) {
-  if (out == NULL || nout == NULL || (endpoints == NULL && n > 0)) return LT_EINVAL;
+  if (out == NULL || nout == NULL || (endpoints == NULL && n > 0))
+    return lt__fail_null("lt_status_query",
+                         out == NULL    ? "out"
+                         : nout == NULL ? "nout"
+                                        : "endpoints",
+                         0);
   *out = NULL;
   *nout = 0;
   lt_server_status_t *st = calloc(n ? n : 1, sizeof *st);
@@ -230,7 +236,10 @@ LT_API int lt_status_query(lt_server_status_t **out, size_t *nout, const char *c
   free(asks);
   if (rc != LT_OK) {
     lt_status_free(st, m);
-    return rc;
+    return lt__fail(rc, "lt_status_query: %s",
+                    rc == LT_EINVAL ? "an endpoint of endpoints is NULL"
+                    : rc == LT_EIO  ? "no ZeroMQ context can be made"
+                                    : lt_strerror(rc));
   }
   *out = st;
   *nout = m;

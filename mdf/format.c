@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <lithium/error.h>
 #include "kind.h"
+#include "lasterr.h"
 #include "skel.h"
 #include "strbuf.h"
 
@@ -100,8 +102,14 @@ static void put_skel(lt_strbuf_t *b, const lt_skel_t *s) {
 
 LT_API char *lt_skel_format(const lt_skel_t *s) {
   /* Trees come from the builders or the parser; a malformed one has no expression. */
-  if (!lt__skel_valid(s)) return NULL;
+  if (s == NULL) return lt__fail_null("lt_skel_format", "s", 0), NULL;
+  if (!lt__skel_valid(s)) {
+    lt__fail(LT_EINVAL, "lt_skel_format: s is no valid skeleton tree");
+    return NULL;
+  }
   lt_strbuf_t b = {0};
   put_skel(&b, s);
-  return lt__strbuf_take(&b);
+  char *text = lt__strbuf_take(&b);
+  if (text == NULL) lt__fail(LT_ENOMEM, "lt_skel_format: out of memory");
+  return text;
 }

@@ -7,6 +7,7 @@
 
 #include <lithium/error.h>
 #include "kind.h"
+#include "lasterr.h"
 #include "module.h"
 #include "skel.h"
 #include "vec.h"
@@ -360,9 +361,11 @@ LT_API int lt_skel_parse(const char *expr, lt_skel_t **out, char *err, size_t er
     if (err != NULL && errlen > 0)
       snprintf(err, errlen, "offset 0: expected an expression, found %s",
                expr == NULL ? "NULL" : "a NULL result pointer");
-    return LT_EINVAL;
+    return lt__fail_null("lt_skel_parse", expr == NULL ? "expr" : "out", 1);
   }
-  parser_t ps = {.start = expr, .p = expr, .err = err, .errlen = errlen};
+  char mine[512]; /* the message, also when the caller wants none */
+  mine[0] = '\0';
+  parser_t ps = {.start = expr, .p = expr, .err = mine, .errlen = sizeof mine};
   lt_skel_t *s = NULL;
   int rc = parse_skel(&ps, 1, 0, &s);
   if (rc == LT_OK) {
@@ -374,8 +377,10 @@ LT_API int lt_skel_parse(const char *expr, lt_skel_t **out, char *err, size_t er
   }
   if (rc != LT_OK) {
     lt_skel_free(s);
-    if (rc == LT_ENOMEM && err != NULL && errlen > 0) snprintf(err, errlen, "out of memory");
-    return rc;
+    if (rc == LT_ENOMEM) snprintf(mine, sizeof mine, "out of memory");
+    if (err != NULL && errlen > 0) snprintf(err, errlen, "%s", mine);
+    return lt__fail_skel(rc, "lt_skel_parse: expr '%.200s%s': %s", expr,
+                         strlen(expr) > 200 ? "..." : "", mine);
   }
   *out = s;
   return LT_OK;

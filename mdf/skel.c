@@ -2,11 +2,13 @@
  * ownership of their children and free them when they fail; which kernels a kind takes and
  * how many children is the kinds table's (kind.h). Knows nothing of running. Any thread. */
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <lithium/error.h>
 #include "kind.h"
+#include "lasterr.h"
 #include "module.h"
 #include "skel.h"
 
@@ -25,27 +27,82 @@ static lt_skel_t *node_new(lt_skel_kind_t kind, size_t nchildren) {
   return s;
 }
 
+/* name_flaw says what is wrong with kernel name `name` (NULL: nothing), as a phrase that
+ * follows the quoted name in a message. */
+static const char *name_flaw(const char *name, char *buf, size_t len) {
+  if (lt__kernel_name_valid(name)) return NULL;
+  size_t n = strnlen(name, LT_MODULE_NAME_MAX + 1);
+  const char *colon = strchr(name, ':');
+  if (n > LT_MODULE_NAME_MAX)
+    snprintf(buf, len, "is longer than %d bytes", LT_MODULE_NAME_MAX);
+  else if (colon == NULL)
+    snprintf(buf, len, "has no ':' (expected module:function, e.g. \"mandelk:row\")");
+  else if (colon == name)
+    snprintf(buf, len, "has no module before ':' (expected module:function)");
+  else if (colon[1] == '\0')
+    snprintf(buf, len, "has no function after ':' (expected module:function)");
+  else {
+    const char *p = name;
+    for (; p < colon; p++)
+      if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+            *p == '_' || *p == '-' || *p == '.'))
+        break;
+    if (p < colon) {
+      snprintf(buf, len,
+               "has '%c' at offset %d in its module name (a module name is letters, digits, "
+               "'_', '-' and '.')",
+               *p, (int)(p - name));
+    } else {
+      for (p = colon + 1; *p != '\0'; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '_'))
+          break;
+      snprintf(buf, len,
+               "has '%c' at offset %d in its function name (a function name is letters, "
+               "digits and '_', a C identifier's characters)",
+               *p, (int)(p - name));
+    }
+  }
+  return buf;
+}
+
 /* kernels_valid tells whether `kernels` holds a valid name for each kernel argument of the
  * kind `d`, in argument order; NULL stands for a skeleton in place of the kernel where the
- * argument allows one. */
-static int kernels_valid(const lt_skel_kind_desc_t *d, const char *const *kernels) {
+ * argument allows one. A failure is the thread's last (lt__fail_skel), naming builder `fn`
+ * and the argument. */
+static int kernels_valid(const char *fn, const lt_skel_kind_desc_t *d, const char *const *kernels) {
   size_t k = 0;
   for (uint32_t i = 0; i < d->nargs; i++) {
     if (d->args[i].kind != LT_ARG_KERNEL) continue;
-    if (kernels[k] == NULL ? d->args[i].instead == 0 : !lt__kernel_name_valid(kernels[k])) return 0;
+    const char *role = d->args[i].role != NULL ? d->args[i].role : "kernel";
+    char why[160];
+    const char *flaw;
+    if (kernels[k] == NULL) {
+      if (d->args[i].instead == 0) return lt__fail_null(fn, role, 1), 0;
+    } else if ((flaw = name_flaw(kernels[k], why, sizeof why)) != NULL) {
+      lt__fail_skel(LT_EINVAL, "%s: %s name '%.300s' %s", fn, role, kernels[k], flaw);
+      return 0;
+    }
     k++;
   }
   return 1;
 }
 
+/* oom notes an out-of-memory failure of builder `fn` and returns NULL. */
+static lt_skel_t *oom(const char *fn) {
+  lt__fail_skel(LT_ENOMEM, "%s: out of memory", fn);
+  return NULL;
+}
+
 /* node_with returns a node of `kind` holding copies of `kernels` (one per kernel argument,
  * in argument order) with room for `nchildren` children; NULL on a malformed name or out of
- * memory. */
-static lt_skel_t *node_with(lt_skel_kind_t kind, const char *const *kernels, size_t nchildren) {
+ * memory, the reason set for builder `fn`. */
+static lt_skel_t *node_with(const char *fn, lt_skel_kind_t kind, const char *const *kernels,
+                            size_t nchildren) {
   const lt_skel_kind_desc_t *d = lt__skel_kind(kind);
-  if (!kernels_valid(d, kernels)) return NULL;
+  if (!kernels_valid(fn, d, kernels)) return NULL;
   lt_skel_t *s = node_new(kind, nchildren);
-  if (s == NULL) return NULL;
+  if (s == NULL) return oom(fn);
   size_t k = 0;
   for (uint32_t i = 0; i < d->nargs; i++) {
     if (d->args[i].kind != LT_ARG_KERNEL) continue;
@@ -53,18 +110,22 @@ static lt_skel_t *node_with(lt_skel_kind_t kind, const char *const *kernels, siz
     lt_skel_kernel_t *slot = lt__skel_slot(s, d->args[i].slot);
     if (name != NULL && (slot->name = strdup(name)) == NULL) {
       lt_skel_free(s);
-      return NULL;
+      return oom(fn);
     }
   }
   return s;
 }
 
-/* with_children returns `s` holding the `n` `kids`, or frees them all when `s` or one of
- * them is NULL. */
-static lt_skel_t *with_children(lt_skel_t *s, lt_skel_t **kids, size_t n) {
-  int whole = s != NULL;
-  for (size_t i = 0; i < n; i++)
-    whole = whole && kids[i] != NULL;
+/* with_children returns `s` holding the `n` `kids` (named `names` in messages), or frees
+ * them all when `s` or one of them is NULL, saying which for builder `fn`. */
+static lt_skel_t *with_children(const char *fn, lt_skel_t *s, lt_skel_t **kids,
+                                const char *const *names, size_t n) {
+  int whole = s != NULL; /* a NULL `s` has said why */
+  for (size_t i = 0; i < n && whole; i++)
+    if (kids[i] == NULL) {
+      lt__fail_null(fn, names[i], 1);
+      whole = 0;
+    }
   if (!whole) {
     lt_skel_free(s);
     for (size_t i = 0; i < n; i++)
@@ -75,9 +136,9 @@ static lt_skel_t *with_children(lt_skel_t *s, lt_skel_t **kids, size_t n) {
   return s;
 }
 
-/* with_child returns `s` holding `child`, or frees both when either is NULL. */
-static lt_skel_t *with_child(lt_skel_t *s, lt_skel_t *child) {
-  return with_children(s, &child, 1);
+/* with_child returns `s` holding `child` (named `name`), or frees both when either is NULL. */
+static lt_skel_t *with_child(const char *fn, lt_skel_t *s, lt_skel_t *child, const char *name) {
+  return with_children(fn, s, &child, &name, 1);
 }
 
 int lt__skel_param_set(lt_skel_kernel_t *k, const void *param, size_t len) {
@@ -93,13 +154,16 @@ int lt__skel_param_set(lt_skel_kernel_t *k, const void *param, size_t len) {
 }
 
 LT_API lt_skel_t *lt_seq_with(const char *kernel, const void *param, size_t len) {
-  if (len > 0 && param == NULL) return NULL;
-  if (kernel == NULL) return NULL;
-  lt_skel_t *s = node_with(LT_SKEL_SEQ, &kernel, 0);
+  if (len > 0 && param == NULL) {
+    lt__fail_skel(LT_EINVAL, "lt_seq_with: param is NULL with len %zu (NULL needs len 0)", len);
+    return NULL;
+  }
+  if (kernel == NULL) return lt__fail_null("lt_seq", "kernel", 1), NULL;
+  lt_skel_t *s = node_with("lt_seq", LT_SKEL_SEQ, &kernel, 0);
   if (s == NULL || len == 0) return s;
   if (lt__skel_param_set(&s->k[LT_SLOT_KERNEL], param, len) != LT_OK) {
     lt_skel_free(s);
-    return NULL;
+    return oom("lt_seq_with");
   }
   return s;
 }
@@ -109,8 +173,9 @@ LT_API lt_skel_t *lt_seq(const char *kernel) {
 }
 
 LT_API lt_skel_t *lt_farm(lt_skel_t *worker) {
-  if (worker == NULL) return NULL;
-  return with_child(node_new(LT_SKEL_FARM, 1), worker);
+  if (worker == NULL) return lt__fail_null("lt_farm", "worker", 1), NULL;
+  lt_skel_t *s = node_new(LT_SKEL_FARM, 1);
+  return with_child("lt_farm", s != NULL ? s : oom("lt_farm"), worker, "worker");
 }
 
 LT_API lt_skel_t *lt_pipeline(lt_skel_t *first, ...) {
@@ -120,9 +185,10 @@ LT_API lt_skel_t *lt_pipeline(lt_skel_t *first, ...) {
   for (lt_skel_t *c = first; c != NULL; c = va_arg(ap, lt_skel_t *))
     n++;
   va_end(ap);
-  if (n == 0) return NULL;
+  if (n == 0) return lt__fail_null("lt_pipeline", "the first stage", 1), NULL;
 
   lt_skel_t *s = node_new(LT_SKEL_PIPE, n);
+  if (s == NULL) oom("lt_pipeline");
   va_start(ap, first);
   size_t i = 0;
   for (lt_skel_t *c = first; c != NULL; c = va_arg(ap, lt_skel_t *)) {
@@ -138,49 +204,74 @@ LT_API lt_skel_t *lt_pipeline(lt_skel_t *first, ...) {
 LT_API lt_skel_t *lt_map(const char *split, lt_skel_t *body, const char *merge) {
   if (body == NULL || merge == NULL) {
     lt_skel_free(body);
-    return NULL;
+    return lt__fail_null("lt_map", body == NULL ? "body" : "merge", 1), NULL;
   }
   const char *kernels[] = {split, merge};
-  return with_child(node_with(LT_SKEL_MAP, kernels, 1), body);
+  return with_child("lt_map", node_with("lt_map", LT_SKEL_MAP, kernels, 1), body, "body");
 }
 
 LT_API lt_skel_t *lt_reduce(const char *combine) {
-  if (combine == NULL) return NULL;
-  return node_with(LT_SKEL_REDUCE, &combine, 0);
+  if (combine == NULL) return lt__fail_null("lt_reduce", "combine", 1), NULL;
+  return node_with("lt_reduce", LT_SKEL_REDUCE, &combine, 0);
 }
 
 LT_API lt_skel_t *lt_map_reduce(const char *split, lt_skel_t *body, lt_skel_t *reduce) {
   const char *kernels[] = {split, NULL};
   lt_skel_t *kids[] = {body, reduce};
+  const char *names[] = {"body", "reduce"};
   if (reduce != NULL && reduce->kind != LT_SKEL_REDUCE) {
     lt_skel_free(reduce);
-    kids[1] = NULL;
+    lt_skel_free(body);
+    lt__fail_skel(LT_EINVAL, "lt_map_reduce: reduce is no lt_reduce(...)");
+    return NULL;
   }
-  return with_children(node_with(LT_SKEL_MAP, kernels, 2), kids, 2);
+  if (body == NULL || reduce == NULL) {
+    lt_skel_free(body);
+    lt_skel_free(reduce);
+    return lt__fail_null("lt_map_reduce", body == NULL ? "body" : "reduce", 1), NULL;
+  }
+  return with_children("lt_map_reduce", node_with("lt_map_reduce", LT_SKEL_MAP, kernels, 2), kids,
+                       names, 2);
 }
 
 LT_API lt_skel_t *lt_dc(const char *cond, const char *divide, lt_skel_t *base,
                         const char *combine) {
   const char *kernels[] = {cond, divide, combine};
-  if (cond == NULL || divide == NULL || combine == NULL) {
+  if (cond == NULL || divide == NULL || combine == NULL || base == NULL) {
     lt_skel_free(base);
-    return NULL;
+    return lt__fail_null("lt_dc",
+                         cond == NULL     ? "cond"
+                         : divide == NULL ? "divide"
+                         : base == NULL   ? "base"
+                                          : "combine",
+                         1),
+           NULL;
   }
-  return with_child(node_with(LT_SKEL_DC, kernels, 1), base);
+  return with_child("lt_dc", node_with("lt_dc", LT_SKEL_DC, kernels, 1), base, "base");
 }
 
 LT_API lt_skel_t *lt_while(const char *cond, lt_skel_t *body) {
-  if (cond == NULL) {
+  if (cond == NULL || body == NULL) {
     lt_skel_free(body);
-    return NULL;
+    return lt__fail_null("lt_while", cond == NULL ? "cond" : "body", 1), NULL;
   }
-  return with_child(node_with(LT_SKEL_WHILE, &cond, 1), body);
+  return with_child("lt_while", node_with("lt_while", LT_SKEL_WHILE, &cond, 1), body, "body");
 }
 
 LT_API lt_skel_t *lt_if(const char *cond, lt_skel_t *then_branch, lt_skel_t *else_branch) {
   lt_skel_t *kids[] = {then_branch, else_branch};
-  lt_skel_t *s = cond != NULL ? node_with(LT_SKEL_IF, &cond, 2) : NULL;
-  return with_children(s, kids, 2);
+  const char *names[] = {"then_branch", "else_branch"};
+  if (cond == NULL) {
+    lt_skel_free(then_branch);
+    lt_skel_free(else_branch);
+    return lt__fail_null("lt_if", "cond", 1), NULL;
+  }
+  if (then_branch == NULL || else_branch == NULL) {
+    lt_skel_free(then_branch);
+    lt_skel_free(else_branch);
+    return lt__fail_null("lt_if", then_branch == NULL ? "then_branch" : "else_branch", 1), NULL;
+  }
+  return with_children("lt_if", node_with("lt_if", LT_SKEL_IF, &cond, 2), kids, names, 2);
 }
 
 /* role_slot finds the kernel argument of kind `d` whose DOT role is `role` ("kernel" for a
@@ -195,10 +286,26 @@ static const lt_skel_arg_t *role_arg(const lt_skel_kind_desc_t *d, const char *r
 }
 
 LT_API lt_skel_t *lt_skel_param(lt_skel_t *s, const char *role, const void *param, size_t len) {
-  const lt_skel_arg_t *a =
-      s != NULL && role != NULL ? role_arg(lt__skel_kind(s->kind), role) : NULL;
-  if (a == NULL || (len > 0 && param == NULL) || lt__skel_arg_instead(s, a) ||
-      lt__skel_param_set(lt__skel_slot(s, a->slot), param, len) != LT_OK) {
+  if (s == NULL || role == NULL) {
+    lt_skel_free(s);
+    return lt__fail_null("lt_skel_param", s == NULL ? "s" : "role", 1), NULL;
+  }
+  const lt_skel_kind_desc_t *d = lt__skel_kind(s->kind);
+  const lt_skel_arg_t *a = role_arg(d, role);
+  int rc = LT_OK;
+  if (a == NULL)
+    rc = lt__fail_skel(LT_EINVAL, "lt_skel_param: a %s has no kernel of role '%.100s'", d->name,
+                       role);
+  else if (len > 0 && param == NULL)
+    rc = lt__fail_skel(LT_EINVAL, "lt_skel_param: param is NULL with len %zu", len);
+  else if (lt__skel_arg_instead(s, a))
+    rc = lt__fail_skel(LT_EINVAL,
+                       "lt_skel_param: the %s of this %s is a skeleton, not a kernel: it takes "
+                       "no parameter",
+                       role, d->name);
+  else if (lt__skel_param_set(lt__skel_slot(s, a->slot), param, len) != LT_OK)
+    rc = lt__fail_skel(LT_ENOMEM, "lt_skel_param: out of memory");
+  if (rc != LT_OK) {
     lt_skel_free(s);
     return NULL;
   }

@@ -25,7 +25,8 @@ typedef struct lt_future lt_future_t;
 typedef struct lt_buf lt_buf_t;
 
 /* lt_eval_new creates an evaluator for `program`. Takes ownership of `program`, also on
- * failure. */
+ * failure. LT_EINVAL for a NULL program, lt_last_error quoting the reason of the builder
+ * that made the NULL (a malformed kernel name, ...). */
 LT_API int lt_eval_new(lt_eval_t **out, lt_skel_t *program);
 
 /* lt_eval_set sets option `key` to `value` (see docs/guide.md, "Options"); '-' and '_' are
@@ -34,12 +35,23 @@ LT_API int lt_eval_new(lt_eval_t **out, lt_skel_t *program);
  * options that shape the run give LT_ESTATE after start. */
 LT_API int lt_eval_set(lt_eval_t *ev, const char *key, const char *value);
 
-/* lt_eval_error returns the message of the last option error of `ev` (from lt_eval_set, or
- * lt_eval_start's LT_EINVAL for options that contradict each other), e.g. "unknown option
- * 'x'" or "bad value 'v' for ordered (expected on/off, true/false, yes/no or 1/0)"; "" when
- * there was none. Borrowed from `ev` until lt_eval_free; the next error overwrites it; ""
- * for NULL. Same thread as lt_eval_set. */
+/* lt_eval_error returns why the last failed call on `ev` failed, naming the call's argument
+ * and what to do, e.g. "unknown option 'x'", "bad value 'v' for ordered (expected on/off,
+ * true/false, yes/no or 1/0)" or "lt_eval_start: no server to start with: add one with
+ * ..."; "" when no call on it failed. Every failing lt_eval_* call on `ev` sets it, so no
+ * older text survives a later failure. Borrowed from `ev` until lt_eval_free (the next
+ * failure overwrites it); "" for NULL. Same thread as lt_eval_set. */
 LT_API const char *lt_eval_error(const lt_eval_t *ev);
+
+/* lt_last_error returns why the calling thread's last failed call of this library failed,
+ * naming the argument and why: every public call that fails sets it, also those without an
+ * evaluator (lt_eval_new, lt_seq and the other builders, lt_skel_parse, lt_options_*,
+ * lt_hosts_read, ...), e.g. "lt_seq: kernel name 'mandelk row' has no ':' (expected
+ * module:function, ...)". A builder given the NULL another builder made quotes that one's
+ * reason, so lt_eval_new(&ev, lt_seq("mandelk row")) says what was wrong with the name. A
+ * successful call leaves it as it was (like errno); "" before the thread's first failure.
+ * Borrowed, thread-local: valid until the thread's next failing call. Any thread. */
+LT_API const char *lt_last_error(void);
 
 /* lt_eval_add_host connects to a running lithium-server at `endpoint`
  * ("tcp://host:port"). Before start it only records the endpoint. */
@@ -58,7 +70,13 @@ LT_API int lt_eval_remove_host(lt_eval_t *ev, const char *endpoint);
 LT_API int lt_eval_spawn_local(lt_eval_t *ev, int nservers);
 
 /* lt_eval_start connects to every host and starts dispatching (Lithium's parDo). Tasks may
- * be submitted before or after. */
+ * be submitted before or after. It first checks every kernel of the program: a kernel whose
+ * module's local copy (option modules) lacks its function fails it with LT_ENOKERNEL before
+ * any server is asked; then it waits for a server that has every module of the program (its
+ * welcome says which it has; one it will be sent under ship_modules counts), and fails with
+ * LT_ENOMODULE when none has, naming each server, module and kernel. Either way nothing is
+ * sent and the evaluator is failed. A server lacking a module (also one that joins later)
+ * gets no work, with one warning. */
 LT_API int lt_eval_start(lt_eval_t *ev);
 
 /* lt_eval_run_local is lt_eval_start's alternative: the sequential reference evaluator runs

@@ -56,7 +56,7 @@ static int setup(run_t *r, lt_skel_t *program) {
   const lt_cli_t *cli = r->cli;
   int rc = lt_eval_new(&r->ev, program);
   if (rc != LT_OK) {
-    report(r, "%s", lt_strerror(rc));
+    report(r, "%s", lt_last_error());
     return rc == LT_EINVAL ? LT_EXIT_USAGE : LT_EXIT_FAILED;
   }
   for (size_t i = 0; i < cli->nopts; i++) {
@@ -79,7 +79,7 @@ static int setup(run_t *r, lt_skel_t *program) {
   }
   if (cli->local) {
     rc = lt_eval_run_local(r->ev);
-    if (rc != LT_OK) report(r, "cannot run the sequential evaluator: %s", lt_strerror(rc));
+    if (rc != LT_OK) report(r, "cannot run the sequential evaluator: %s", lt_eval_error(r->ev));
     return rc == LT_OK ? -1 : LT_EXIT_FAILED;
   }
   /* Local servers by default only when no servers are named anywhere. */
@@ -88,12 +88,13 @@ static int setup(run_t *r, lt_skel_t *program) {
     named |= strcmp(cli->opts[i].key, "hosts") == 0;
   int spawn = cli->servers > 0 ? cli->servers : named ? 0 : DEFAULT_SERVERS;
   if (spawn > 0 && (rc = lt_eval_spawn_local(r->ev, spawn)) != LT_OK) {
-    report(r, "cannot start %d local server%s: %s", spawn, spawn == 1 ? "" : "s", lt_strerror(rc));
+    report(r, "cannot start %d local server%s: %s", spawn, spawn == 1 ? "" : "s",
+           lt_eval_error(r->ev));
     return LT_EXIT_FAILED;
   }
   rc = lt_eval_start(r->ev);
   if (rc != LT_OK) {
-    report(r, "cannot start the evaluator: %s", lt_strerror(rc));
+    report(r, "cannot start the evaluator: %s (%s)", lt_eval_error(r->ev), lt_strerror(rc));
     return LT_EXIT_FAILED;
   }
   return -1;

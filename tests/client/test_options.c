@@ -44,7 +44,7 @@ Test(options, defaults_are_the_old_ones) {
   want.quarantine = 1, want.quarantine_crashes = 3;
   want.max_threads = 6, want.min_threads = 2, want.backup_factor = 2.0;
   want.inline_max = 64 * 1024, want.max_pending = 1024, want.max_retries = 3;
-  want.heartbeat_ms = 1000, want.connect_timeout_ms = 5000;
+  want.heartbeat_ms = 1000, want.connect_timeout_ms = 5000, want.idle_warn_ms = 10000;
   want.journal_mismatch = 2; /* rebuilt (issue 36): another program's journal is refused */
   lt__options_init(&o);
   size_t n;

@@ -425,11 +425,12 @@ Test(api, next_timeout_ends_the_wait, .timeout = 60) {
 
 /* ---- 9. errors do not depend on the mode ------------------------------------------- */
 
-/* first_error runs the pipeline inc | fail | (a kernel that does not exist) over one task in
- * `mode` ("local": the sequential evaluator) and returns its error and message. */
+/* first_error runs the pipeline inc | fail | dbl over one task in `mode` ("local": the
+ * sequential evaluator) and returns its error and message: the first failure's, the stage
+ * after it never runs. (A kernel that does not exist fails lt_eval_start now.) */
 static int first_error(const char *mode, char *msg, size_t msglen) {
   lt_skel_t *prog =
-      lt_pipeline(lt_seq("testk:inc"), lt_seq("testk:fail"), lt_seq("testk:no_such_kernel"), NULL);
+      lt_pipeline(lt_seq("testk:inc"), lt_seq("testk:fail"), lt_seq("testk:dbl"), NULL);
   lt_eval_t *ev = NULL;
   if (strcmp(mode, "local") == 0) {
     cr_assert_eq(lt_eval_new(&ev, prog), LT_OK);

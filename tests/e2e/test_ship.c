@@ -99,6 +99,23 @@ static lt_eval_t *ship_eval(const char *moddir, int ship, const th_server_t *hos
   return ev;
 }
 
+/* ship_eval_refused expects lt_eval_start of farm(shipk:tag) on server `host` with local
+ * modules `moddir` and ship_modules on or off to fail at once with LT_ENOMODULE naming
+ * shipk and the server (issue 35: fail fast, not one error per task). */
+static void ship_eval_refused(const char *moddir, int ship, const th_server_t *host) {
+  lt_eval_t *ev;
+  cr_assert_eq(lt_eval_new(&ev, lt_farm(lt_seq("shipk:tag"))), LT_OK);
+  cr_assert_eq(lt_eval_set(ev, "modules", moddir), LT_OK);
+  cr_assert_eq(lt_eval_set(ev, "ship_modules", ship ? "on" : "off"), LT_OK);
+  cr_assert_eq(lt_eval_add_host(ev, host->endpoint), LT_OK);
+  cr_assert_eq(lt_eval_submit(ev, "12345678", 8, NULL), LT_OK);
+  cr_assert_eq(lt_eval_start(ev), LT_ENOMODULE, "%s", lt_eval_error(ev));
+  cr_assert_not_null(strstr(lt_eval_error(ev), "no module 'shipk' (for 'shipk:tag')"), "%s",
+                     lt_eval_error(ev));
+  cr_assert_not_null(strstr(lt_eval_error(ev), host->endpoint), "%s", lt_eval_error(ev));
+  lt_eval_free(ev);
+}
+
 /* expect_tags runs tasks 0..n-1 and expects each result to be i + add. */
 static void expect_tags(lt_eval_t *ev, int n, int64_t add) {
   submit_i64s(ev, n);
@@ -142,11 +159,9 @@ Test(ship, to_an_empty_module_directory) {
   cr_assert_eq(stat(store, &sb), 0);
   cr_assert_eq(sb.st_mode & 0777, 0700);
 
-  /* Another client, which ships nothing, while the first one's session is still open. */
-  lt_eval_t *other = ship_eval(SHIP_A, 0, &s, 1);
-  const char *why[] = {"shipk", NULL};
-  expect_error(other, why);
-  lt_eval_free(other);
+  /* Another client, which ships nothing, while the first one's session is still open: its
+   * start fails, the server has no copy for it. */
+  ship_eval_refused(SHIP_A, 0, &s);
   lt_eval_free(ev);
   cr_assert_eq(th_server_stop(&s, SIGTERM, 5000), 0);
   remove_dir(empty);
@@ -277,12 +292,9 @@ Test(ship, bad_modules_fail_their_tasks) {
   lt_eval_free(ev);
   cr_assert_eq(th_server_stop(&s, SIGTERM, 5000), 0);
 
-  /* A server without --accept-modules runs its own copy (none here): the client warns. */
+  /* A server without --accept-modules runs its own copy (none here): the start fails. */
   start_ship_server(&s, empty, NULL, NULL);
-  ev = ship_eval(SHIP_A, 1, &s, 1);
-  const char *none[] = {"shipk", NULL};
-  expect_error(ev, none);
-  lt_eval_free(ev);
+  ship_eval_refused(SHIP_A, 1, &s);
   cr_assert_eq(th_server_stop(&s, SIGTERM, 5000), 0);
   remove_dir(empty);
   remove_dir(store);

@@ -70,14 +70,16 @@ static inline const void *lt_call_input(const lt_call_t *c, int i, size_t *len) 
   return c->ops->input(c, i, len);
 }
 
-/* lt_call_param returns the constant parameter given with lt_seq_with (borrowed). */
+/* lt_call_param returns the constant parameter given with lt_seq_with (borrowed). Without
+ * one it returns a valid, non-NULL pointer to no bytes, with *len = 0. */
 static inline const void *lt_call_param(const lt_call_t *c, size_t *len) {
   return c->ops->param(c, len);
 }
 
 /* lt_call_output allocates the next output of `len` bytes and returns it for the kernel to
- * fill; the runtime owns it. A stage makes one output; split/divide make k. NULL when out of
- * memory (the kernel should then fail). */
+ * fill; the runtime owns it. A stage makes one output; split/divide make k. `len` 0 makes an
+ * empty output and returns a valid pointer not to be written. NULL when out of memory (the
+ * kernel should then fail). */
 static inline void *lt_call_output(lt_call_t *c, size_t len) {
   return c->ops->output(c, len);
 }

@@ -26,7 +26,7 @@ extern "C" {
   XX(ENOSERVER, -12, "no server available")                                                        \
   XX(ESTATE, -13, "operation not valid in this state")                                             \
   XX(EIO, -14, "input/output error")                                                               \
-  XX(ENOENT, -15, "no such object")                                                                \
+  XX(ENOENT, -15, "not found")                                                                     \
   XX(EVERSION, -16, "protocol version mismatch")                                                   \
   XX(ESHUTDOWN, -17, "server shutting down")                                                       \
   XX(ESPAWN, -18, "cannot start server")                                                           \
