@@ -1,0 +1,73 @@
+/* main.c: the simulator's command (scripts/sim runs it): seeds from --from on, each run to
+ * its end or its first violation; one summary line, and the replay command of each seed
+ * that found a violation. Exit status 1 when any did.
+ *   lithium-sim --seeds N [--from S] [--servers K] [--tasks T] [--verbose] */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim.h"
+
+static void usage(void) {
+  fprintf(stderr,
+          "usage: lithium-sim --seeds N [--from S] [--servers K] [--tasks T] [--verbose]\n");
+  exit(2);
+}
+
+static uint64_t num(const char *s) {
+  char *end;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (*s == '\0' || *end != '\0') usage();
+  return v;
+}
+
+int main(int argc, char **argv) {
+  uint64_t seeds = 1, from = 1;
+  sim_params_t p = {0};
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--verbose") == 0) {
+      p.verbose++;
+      continue;
+    }
+    if (i + 1 >= argc) usage();
+    if (strcmp(argv[i], "--seeds") == 0)
+      seeds = num(argv[++i]);
+    else if (strcmp(argv[i], "--from") == 0)
+      from = num(argv[++i]);
+    else if (strcmp(argv[i], "--servers") == 0)
+      p.servers = (uint32_t)num(argv[++i]);
+    else if (strcmp(argv[i], "--tasks") == 0)
+      p.tasks = (uint32_t)num(argv[++i]);
+    else
+      usage();
+  }
+  if (p.servers > SIM_MAX_SERVERS) p.servers = SIM_MAX_SERVERS;
+  uint64_t events = 0, faults = 0, tasks = 0, violations = 0;
+  char(*replay)[160] = calloc(seeds < 64 ? seeds : 64, sizeof *replay);
+  for (uint64_t k = 0; k < seeds; k++) {
+    p.seed = from + k;
+    sim_result_t r = {0};
+    sim_run(&p, &r);
+    events += r.events;
+    faults += r.faults;
+    tasks += r.tasks;
+    if (!r.violation) continue;
+    if (violations < 64) {
+      int n = snprintf(replay[violations], sizeof replay[0], "scripts/sim --seeds 1 --from %llu",
+                       (unsigned long long)p.seed);
+      if (p.servers)
+        n += snprintf(replay[violations] + n, sizeof replay[0] - (size_t)n, " --servers %u",
+                      p.servers);
+      if (p.tasks)
+        snprintf(replay[violations] + n, sizeof replay[0] - (size_t)n, " --tasks %u", p.tasks);
+    }
+    violations++;
+  }
+  printf("SIM seeds=%llu events=%llu faults=%llu tasks=%llu violations=%llu\n",
+         (unsigned long long)seeds, (unsigned long long)events, (unsigned long long)faults,
+         (unsigned long long)tasks, (unsigned long long)violations);
+  for (uint64_t i = 0; i < violations && i < 64; i++)
+    printf("replay: %s --verbose\n", replay[i]);
+  free(replay);
+  return violations > 0;
+}
