@@ -20,7 +20,12 @@
 
 #define BASE_US  1000000000LL /* the virtual clock starts here (the dispatcher's 0 is "unset") */
 #define LIMIT_US (600LL * 1000000) /* a run longer than this (virtual) is a hang */
-#define CALM_US  (3LL * 1000000)   /* after the last result: releases settle, then the check */
+/* After the last result the run goes on until nothing of the client is out or waiting on a
+ * server (stale records of recomputed tasks end too: a fetch from a holder that lost the
+ * value waits out its grace, one from a paused holder its pause) and CALM_US have passed for
+ * the releases to land, at most CALM_MAX_US; then the values left are checked. */
+#define CALM_US     (3LL * 1000000)
+#define CALM_MAX_US (45LL * 1000000)
 
 static sim_world_t *current; /* the world whose clock the process reads */
 
@@ -233,6 +238,14 @@ static int setup(sim_world_t *w, sim_prog_t *p, lt_template_t **tmpl) {
   return rc;
 }
 
+/* quiet: no record of the dispatcher is out, and no server holds an instruction. */
+static int quiet(const sim_world_t *w, const lt_sched_t *s) {
+  if (HASH_COUNT(s->inflight) > 0) return 0;
+  for (uint32_t i = 0; i < w->nsrv; i++)
+    if (sim_server_up(w, (int)i) && sim_server_tasks(w, (int)i) > 0) return 0;
+  return 1;
+}
+
 /* loop runs the dispatcher's turns until every task is done and the world is calm, or a
  * violation. */
 static void loop(sim_world_t *w, lt_sched_t *s, sim_door_t *d, const sim_prog_t *p) {
@@ -248,7 +261,8 @@ static void loop(sim_world_t *w, lt_sched_t *s, sim_door_t *d, const sim_prog_t 
       w->calm = 1;
       sim_note(w, "every task is done");
     }
-    if (calm_at != 0 && w->now >= calm_at) break;
+    if (calm_at != 0 && w->now >= calm_at && (quiet(w, s) || w->now >= calm_at + CALM_MAX_US))
+      break;
     if (w->now > LIMIT_US) {
       sim_violation(w, "the run did not end: %llu of %u tasks done after %lld s (virtual)",
                     (unsigned long long)sim_door_delivered(d), p->ntasks,
