@@ -134,6 +134,18 @@ int sim_draw(sim_world_t *w, sim_prog_t *p, const char *modules) {
     else
       p->inputs[i] = random_bytes(w, 1 + sim_below(&w->rng, 48), k == SH_POISON);
   }
+  /* From the second stream: in a third of the byte shapes, one or two tasks whose input
+   * crashes whichever server runs a kernel on it (their task must fail LT_ECRASH, no other
+   * task may pay for it). */
+  p->poison = calloc(p->ntasks, 1);
+  if (k != SH_FIB && sim_chance(&w->more, 1, 3)) {
+    w->crashy = 1;
+    for (uint32_t n = 1 + (uint32_t)sim_below(&w->more, 2); n > 0; n--) {
+      uint32_t i = (uint32_t)sim_below(&w->more, p->ntasks);
+      ((unsigned char *)p->inputs[i]->data)[sim_below(&w->more, p->inputs[i]->len)] = SIM_POISON;
+      p->poison[i] = 1;
+    }
+  }
   return LT_OK;
 }
 
@@ -141,6 +153,7 @@ void sim_prog_free(sim_prog_t *p) {
   for (uint32_t i = 0; p->inputs != NULL && i < p->ntasks; i++)
     lt__value_unref(p->inputs[i]);
   free(p->inputs);
+  free(p->poison);
   lt_skel_free(p->skel);
   lt__options_clear(&p->opts);
 }

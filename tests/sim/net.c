@@ -202,6 +202,8 @@ void sim_to_client(sim_world_t *w, sim_link_t *l, sim_msg_t *m) {
     return;
   }
   int64_t at = w->now + sim_delay(w);
+  /* A stalled link (a mute fault) delivers nothing until it flows again, then in order. */
+  if (at < w->mute_until[l->srv]) at = w->mute_until[l->srv] + (at - w->now);
   if (at < l->last_to_cli) at = l->last_to_cli;
   l->last_to_cli = at;
   m->at = at;

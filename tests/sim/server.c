@@ -132,7 +132,20 @@ static void hello(sim_world_t *w, sim_server_t *v, int link, const lt_msg_t *m) 
   r.u.welcome.speed = v->speed;
   r.u.welcome.now_us = (uint64_t)w->now;
   r.u.welcome.incarnation = v->incarnation;
+  if (v->crashed_incarnation != 0) { /* told once, to the next session (lt__crashlog_take) */
+    r.u.welcome.crash_signal = 11;
+    r.u.welcome.crashed_incarnation = v->crashed_incarnation;
+    r.u.welcome.crash_culprit = v->crash_culprit;
+    r.u.welcome.crashed = v->crashed;
+    r.u.welcome.ncrashed = v->ncrashed;
+  }
   sv_send(w, v, link, &r, NULL);
+  if (v->crashed_incarnation != 0) {
+    free(v->crashed);
+    v->crashed = NULL;
+    v->ncrashed = 0;
+    v->crash_culprit = v->crashed_incarnation = 0;
+  }
 }
 
 static void trace(sim_world_t *w, sim_server_t *v, int link, const lt_msg_t *m, const char *how) {
@@ -327,6 +340,7 @@ static void clear(sim_server_t *v) {
 void sim_server_free(sim_server_t *v) {
   if (v == NULL) return;
   clear(v);
+  free(v->crashed);
   while (v->held != NULL) {
     struct held *h = v->held;
     v->held = h->next;
@@ -380,6 +394,37 @@ void sim_server_stop(sim_world_t *w, int srv) {
     free(f);
   }
   sv_recheck(w, v);
+}
+
+static void on_supervised(sim_world_t *w, void *arg) {
+  uint64_t *a = arg;
+  if (!w->tearing && !sim_server_up(w, (int)a[0]) && sv_of(w, (int)a[0])->gen == a[1]) {
+    sim_note(w, "server %d: its supervisor starts it again", (int)a[0]);
+    sim_server_restart(w, (int)a[0]);
+  }
+  free(a);
+}
+
+void sim_server_crash(sim_world_t *w, int srv, uint64_t culprit) {
+  sim_server_t *v = sv_of(w, srv);
+  free(v->crashed);
+  v->crashed = NULL;
+  v->ncrashed = 0;
+  for (stask_t *t = v->tasks; t != NULL; t = t->next)
+    for (uint32_t i = 0; t->state == T_RUNNING && t->link >= 0 && i < (t->pack > 1 ? t->pack : 1);
+         i++) {
+      v->crashed = realloc(v->crashed, (v->ncrashed + 1) * sizeof *v->crashed);
+      v->crashed[v->ncrashed++] = t->outs[i].seq;
+    }
+  v->crash_culprit = culprit;
+  v->crashed_incarnation = v->incarnation;
+  sim_note(w, "server %d: crashed (SIGSEGV) running %llu, %u of the client's running", srv,
+           ID(culprit), v->ncrashed);
+  sim_server_kill(w, srv);
+  uint64_t *a = malloc(2 * sizeof *a);
+  a[0] = (uint64_t)srv;
+  a[1] = v->gen;
+  sim_at(w, w->now + 200 + (int64_t)sim_below(&w->rng, 5000), on_supervised, a);
 }
 
 static void on_resume(sim_world_t *w, void *arg) {

@@ -82,6 +82,11 @@ struct sim_server {
   double speed;
   uint32_t threads, running, completed;
   int64_t paused_until;
+  /* The last crash, for the welcome of the client's next session (crashlog.c): the
+   * client's instructions running then, the culprit, the incarnation that died. */
+  uint64_t *crashed;
+  uint32_t ncrashed;
+  uint64_t crash_culprit, crashed_incarnation;
   int in_recheck, again;
   uint32_t ndoomed; /* store entries doomed */
   int exiting;      /* stopping, idle: its exit is scheduled */

@@ -94,6 +94,9 @@ void sim_server_deliver(sim_world_t *w, int srv, sim_link_t *l, sim_msg_t *m);
 void sim_server_kill(sim_world_t *w, int srv);
 void sim_server_stop(sim_world_t *w, int srv);
 void sim_server_pause(sim_world_t *w, int srv, int64_t until);
+/* sim_server_crash: a worker got SIGSEGV running instruction `culprit`; the process dies, its
+ * supervisor starts it again at once, and its next welcome to the client says so. */
+void sim_server_crash(sim_world_t *w, int srv, uint64_t culprit);
 void sim_server_restart(sim_world_t *w, int srv);
 int sim_server_up(const sim_world_t *w, int srv);
 int sim_server_stopping(const sim_world_t *w, int srv); /* up, and ends once idle */
@@ -111,6 +114,7 @@ typedef struct sim_prog {
   char options[300]; /* the options set, "key=value ..." */
   lt_options_t opts;
   lt_value_t **inputs; /* one per task */
+  uint8_t *poison;     /* per task: its input crashes the server that runs it (crashy) */
   uint32_t ntasks;
   uint32_t waves; /* tasks arrive in this many waves */
 } sim_prog_t;
@@ -138,7 +142,8 @@ void sim_door_stop(sim_door_t *d);
 /* ---- world.c ------------------------------------------------------------------------------ */
 
 #define SIM_MAX_SERVERS 16
-#define SIM_LOG         64 /* last events kept for a violation's report */
+#define SIM_LOG         64  /* last events kept for a violation's report */
+#define SIM_POISON      '#' /* in a crashy world, a byte that crashes the kernel reading it */
 
 /* A run's parameters: the seed and what the command line forces (0: drawn). */
 typedef struct sim_params {
@@ -160,6 +165,8 @@ typedef struct sim_result {
 struct sim_world {
   sim_params_t p;
   sim_rng_t rng;
+  sim_rng_t more;  /* faults added since the first seeds were kept: a stream of their own, so
+                      that what `rng` draws (and a kept seed's run without them) is unchanged */
   int64_t now;     /* virtual µs */
   uint64_t events; /* run so far */
   void *heap;      /* the event queue (net.c) */
@@ -176,13 +183,15 @@ struct sim_world {
   double *kcost; /* each kernel's virtual cost (µs on a server of speed 1) */
   lt_modules_t *mods;
   uint64_t client_id, secret;
-  int64_t delay_max; /* the largest message delay (µs) */
+  int64_t delay_max;                   /* the largest message delay (µs) */
+  int64_t mute_until[SIM_MAX_SERVERS]; /* a server's messages to the client stall until then */
   int64_t fetch_timeout_us;
   int violated;
   int64_t violated_at;
   int tearing; /* the run is over: events only free what they own */
   int calm;    /* every task is done: no more faults */
   uint32_t max_retries;
+  int crashy; /* a kernel run on an input holding SIM_POISON crashes its server */
   char why[512];
   char log[SIM_LOG][160];
   uint64_t nlog;

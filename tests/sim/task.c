@@ -222,6 +222,19 @@ static void on_finish(sim_world_t *w, void *arg) {
   sv_settle(w, v);
 }
 
+typedef struct crash {
+  int srv;
+  uint64_t gen, culprit;
+} crash_t;
+
+static void on_crash(sim_world_t *w, void *arg) {
+  crash_t *c = arg;
+  if (!w->tearing && sim_server_up(w, c->srv) && sv_of(w, c->srv)->gen == c->gen &&
+      w->now >= sv_of(w, c->srv)->paused_until)
+    sim_server_crash(w, c->srv, c->culprit);
+  free(c);
+}
+
 /* start runs t's kernels now (their time is virtual: it finishes later). */
 static void start(sim_world_t *w, sim_server_t *v, stask_t *t) {
   uint32_t k = members(t), n_in = t->nin / k;
@@ -258,6 +271,17 @@ static void start(sim_world_t *w, sim_server_t *v, stask_t *t) {
     }
     lt__exec_run(t->op, st, t->nst, in, n_in, &t->res[i]);
     cost += cost * (double)bytes / 65536.0;
+  }
+  for (uint32_t i = 0; w->crashy && i < k; i++) {
+    int bad = 0;
+    for (uint32_t j = i * n_in; j < i * n_in + n_in; j++)
+      bad |= t->in[j].val != NULL && memchr(t->in[j].val->data, SIM_POISON, t->in[j].val->len);
+    if (bad) {
+      crash_t *c = malloc(sizeof *c);
+      *c = (crash_t){v->idx, v->gen, t->outs[i].seq};
+      sim_at(w, w->now + 50, on_crash, c);
+      break;
+    }
   }
   double jitter = 0.7 + 0.6 * (double)sim_below(&w->rng, 1000) / 1000.0;
   int64_t us = (int64_t)(cost * (double)k * jitter / v->speed) + 1;

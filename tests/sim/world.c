@@ -56,7 +56,7 @@ void sim_violation(sim_world_t *w, const char *fmt, ...) {
 
 /* ---- faults -------------------------------------------------------------------------------- */
 
-enum { F_KILL, F_RESTART, F_PAUSE, F_STOP, F_NKINDS };
+enum { F_KILL, F_RESTART, F_PAUSE, F_STOP, F_NKINDS, F_MUTE = F_NKINDS };
 
 typedef struct fault {
   int kind, srv;
@@ -66,7 +66,7 @@ typedef struct fault {
 static void on_fault(sim_world_t *w, void *arg) {
   fault_t *f = arg;
   if (!w->tearing && !w->calm) {
-    static const char *const names[] = {"kill", "restart", "pause", "stop"};
+    static const char *const names[] = {"kill", "restart", "pause", "stop", "mute"};
     int was_up = sim_server_up(w, f->srv);
     if (f->kind == F_RESTART && sim_server_stopping(w, f->srv)) {
       sim_at(w, w->now + 1000, on_fault, f); /* it restarts once the stop is over */
@@ -86,14 +86,18 @@ static void on_fault(sim_world_t *w, void *arg) {
     case F_PAUSE:
       sim_server_pause(w, f->srv, w->now + f->len);
       break;
+    case F_MUTE:
+      if (w->mute_until[f->srv] < w->now + f->len) w->mute_until[f->srv] = w->now + f->len;
+      break;
     default:
       sim_server_restart(w, f->srv);
       break;
     }
-    if (was_up != sim_server_up(w, f->srv) || f->kind == F_PAUSE || f->kind == F_STOP) {
+    if (was_up != sim_server_up(w, f->srv) || f->kind == F_PAUSE || f->kind == F_STOP ||
+        f->kind == F_MUTE) {
       w->faults += f->kind != F_RESTART;
-      sim_note(w, "fault: %s server %d%s", names[f->kind], f->srv,
-               f->kind == F_PAUSE ? " (paused)" : "");
+      sim_note(w, "fault: %s server %d for %lld ms", names[f->kind], f->srv,
+               (long long)(f->len / 1000));
     }
     if ((f->kind == F_KILL || f->kind == F_STOP) && f->len > 0) {
       fault_t *r = malloc(sizeof *r);
@@ -128,6 +132,17 @@ static void draw_faults(sim_world_t *w, int64_t horizon) {
              : alone || sim_chance(&w->rng, 4, 5) ? back
                                                   : 0;
     sim_at(w, (int64_t)sim_below(&w->rng, (uint64_t)horizon), on_fault, f);
+  }
+  /* From the second stream: in half the seeds, up to 3 stalls of a server's link to the
+   * client (its heartbeats and completions come late, all at once, or after it was taken
+   * for dead and greeted again). */
+  uint32_t mutes =
+      w->nsrv > 1 && sim_chance(&w->more, 1, 2) ? 1 + (uint32_t)sim_below(&w->more, 3) : 0;
+  for (uint32_t i = 0; i < mutes; i++) {
+    fault_t *f = malloc(sizeof *f);
+    *f = (fault_t){F_MUTE, 1 + (int)sim_below(&w->more, w->nsrv - 1),
+                   100000 + (int64_t)sim_below(&w->more, 4000000)};
+    sim_at(w, (int64_t)sim_below(&w->more, (uint64_t)horizon), on_fault, f);
   }
 }
 
@@ -279,6 +294,7 @@ void sim_run(const sim_params_t *prm, sim_result_t *out) {
   sim_world_t *w = calloc(1, sizeof *w);
   w->p = *prm;
   w->rng.s = prm->seed;
+  w->more.s = prm->seed ^ 0x6a09e667f3bcc909ull;
   lt__log_set_level(prm->verbose > 1 ? LT_LOG_DEBUG
                     : prm->verbose   ? LT_LOG_INFO
                                      : LT_LOG_ERROR + 1);
