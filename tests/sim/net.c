@@ -149,6 +149,7 @@ typedef struct to_srv {
 static void arrive(sim_world_t *w, void *arg) {
   to_srv_t *t = arg;
   sim_link_t *l = w->links[t->link];
+  w->in_transit--;
   sim_server_deliver(w, l->srv, l, t->m); /* the server judges whether it is up */
   free(t);
 }
@@ -192,6 +193,7 @@ static int nsend(lt_conn_t *c, zmq_msg_t *parts, size_t n) {
   m->at = at;
   to_srv_t *t = malloc(sizeof *t);
   *t = (to_srv_t){l->id, m};
+  w->in_transit++;
   sim_at(w, at, arrive, t);
   return LT_OK;
 }
@@ -286,6 +288,13 @@ void sim_link_lost(sim_world_t *w, int srv) {
     l->disconnected = 1;
     l->disc_at = w->now + sim_delay(w);
   }
+}
+
+int sim_net_quiet(const sim_world_t *w) {
+  if (w->in_transit > 0) return 0;
+  for (size_t i = 0; i < w->nlinks; i++)
+    if (w->links[i]->open && w->links[i]->in != NULL) return 0;
+  return 1;
 }
 
 void sim_links_free(sim_world_t *w) {

@@ -79,6 +79,9 @@ int64_t sim_delay(sim_world_t *w);
 void sim_to_client(sim_world_t *w, sim_link_t *l, sim_msg_t *m);
 /* sim_link_lost tells the client links of server srv that its process went away. */
 void sim_link_lost(sim_world_t *w, int srv);
+/* sim_net_quiet: no message is on its way between the client and a server (one held for a
+ * server that is down or paused is not on its way). */
+int sim_net_quiet(const sim_world_t *w);
 void sim_links_free(sim_world_t *w);
 
 /* ---- server.c: the model of lithium-server ---------------------------------------------- */
@@ -171,8 +174,9 @@ struct sim_world {
   uint64_t events; /* run so far */
   void *heap;      /* the event queue (net.c) */
   size_t nheap, capheap;
-  uint64_t next_ev;   /* tie-break of the queue */
-  sim_link_t **links; /* every client link made, by id */
+  uint64_t next_ev;    /* tie-break of the queue */
+  uint64_t in_transit; /* messages sent to a server, not arrived yet */
+  sim_link_t **links;  /* every client link made, by id */
   size_t nlinks, caplinks;
   sim_server_t *srv[SIM_MAX_SERVERS];
   uint32_t nsrv;

@@ -96,8 +96,11 @@ static void on_fault(sim_world_t *w, void *arg) {
     if (was_up != sim_server_up(w, f->srv) || f->kind == F_PAUSE || f->kind == F_STOP ||
         f->kind == F_MUTE) {
       w->faults += f->kind != F_RESTART;
-      sim_note(w, "fault: %s server %d for %lld ms", names[f->kind], f->srv,
-               (long long)(f->len / 1000));
+      if (f->kind == F_PAUSE || f->kind == F_MUTE)
+        sim_note(w, "fault: %s server %d for %lld ms", names[f->kind], f->srv,
+                 (long long)(f->len / 1000));
+      else
+        sim_note(w, "fault: %s server %d", names[f->kind], f->srv);
     }
     if ((f->kind == F_KILL || f->kind == F_STOP) && f->len > 0) {
       fault_t *r = malloc(sizeof *r);
@@ -253,9 +256,10 @@ static int setup(sim_world_t *w, sim_prog_t *p, lt_template_t **tmpl) {
   return rc;
 }
 
-/* quiet: no record of the dispatcher is out, and no server holds an instruction. */
+/* quiet: no record of the dispatcher is out, no server holds an instruction, and no message
+ * is on its way (a stray completion's release, say). */
 static int quiet(const sim_world_t *w, const lt_sched_t *s) {
-  if (HASH_COUNT(s->inflight) > 0) return 0;
+  if (HASH_COUNT(s->inflight) > 0 || !sim_net_quiet(w)) return 0;
   for (uint32_t i = 0; i < w->nsrv; i++)
     if (sim_server_up(w, (int)i) && sim_server_tasks(w, (int)i) > 0) return 0;
   return 1;
