@@ -1,7 +1,9 @@
 /* main.c: the simulator's command (scripts/sim runs it): seeds from --from on, each run to
  * its end or its first violation; one summary line, and the replay command of each seed
  * that found a violation. Exit status 1 when any did.
- *   lithium-sim --seeds N [--from S] [--servers K] [--tasks T] [--verbose] */
+ *   lithium-sim --seeds N [--from S] [--servers K] [--tasks T] [--skip S,S...] [--verbose]
+ * --skip leaves out seeds known to fail for a bug not fixed yet (each kept as a disabled
+ * test of its own in CMakeLists.txt), so that a range stays a check of everything else. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,8 +23,21 @@ static uint64_t num(const char *s) {
   return v;
 }
 
+/* skipped tells whether seed is in the comma-separated list `skip` (NULL: none). */
+static int skipped(const char *skip, uint64_t seed) {
+  for (const char *p = skip; p != NULL && *p != '\0';) {
+    char *end;
+    unsigned long long v = strtoull(p, &end, 10);
+    if (end == p) usage();
+    if (v == seed) return 1;
+    p = *end == ',' ? end + 1 : end;
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
-  uint64_t seeds = 1, from = 1;
+  uint64_t seeds = 1, from = 1, skips = 0;
+  const char *skip = NULL;
   sim_params_t p = {0};
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--verbose") == 0) {
@@ -38,6 +53,8 @@ int main(int argc, char **argv) {
       p.servers = (uint32_t)num(argv[++i]);
     else if (strcmp(argv[i], "--tasks") == 0)
       p.tasks = (uint32_t)num(argv[++i]);
+    else if (strcmp(argv[i], "--skip") == 0)
+      skip = argv[++i];
     else
       usage();
   }
@@ -46,6 +63,10 @@ int main(int argc, char **argv) {
   char(*replay)[160] = calloc(seeds < 64 ? seeds : 64, sizeof *replay);
   for (uint64_t k = 0; k < seeds; k++) {
     p.seed = from + k;
+    if (skipped(skip, p.seed)) {
+      skips++;
+      continue;
+    }
     sim_result_t r = {0};
     sim_run(&p, &r);
     events += r.events;
@@ -66,6 +87,7 @@ int main(int argc, char **argv) {
   printf("SIM seeds=%llu events=%llu faults=%llu tasks=%llu violations=%llu\n",
          (unsigned long long)seeds, (unsigned long long)events, (unsigned long long)faults,
          (unsigned long long)tasks, (unsigned long long)violations);
+  if (skips > 0) printf("skipped %llu known seeds: %s\n", (unsigned long long)skips, skip);
   for (uint64_t i = 0; i < violations && i < 64; i++)
     printf("replay: %s --verbose\n", replay[i]);
   free(replay);
