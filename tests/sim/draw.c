@@ -146,6 +146,20 @@ int sim_draw(sim_world_t *w, sim_prog_t *p, const char *modules) {
       p->poison[i] = 1;
     }
   }
+  /* From the third stream: in a third of the byte shapes, a deadline (task_timeout_ms) and
+   * one or two tasks whose kernels run far over it (they must fail LT_ETIMEDOUT, nothing
+   * else may). */
+  p->slow = calloc(p->ntasks, 1);
+  if (k != SH_FIB && sim_chance(&w->third, 1, 3)) {
+    rc = set(p, "task_timeout_ms", sim_chance(&w->third, 1, 2) ? "200" : "500");
+    if (rc != LT_OK) return rc;
+    w->slowing = 1;
+    for (uint32_t n = 1 + (uint32_t)sim_below(&w->third, 2); n > 0; n--) {
+      uint32_t i = (uint32_t)sim_below(&w->third, p->ntasks);
+      ((unsigned char *)p->inputs[i]->data)[sim_below(&w->third, p->inputs[i]->len)] = SIM_SLOW;
+      p->slow[i] = 1;
+    }
+  }
   return LT_OK;
 }
 
@@ -154,6 +168,7 @@ void sim_prog_free(sim_prog_t *p) {
     lt__value_unref(p->inputs[i]);
   free(p->inputs);
   free(p->poison);
+  free(p->slow);
   lt_skel_free(p->skel);
   lt__options_clear(&p->opts);
 }

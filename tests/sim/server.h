@@ -53,6 +53,8 @@ typedef struct stask {
   lt_oid_t *outs; /* pack entries: one each */
   int state;
   uint64_t start_us;
+  uint64_t tid;          /* names it for its events (its pointer may be freed first) */
+  uint64_t timeout_us;   /* its session's deadline when it came (0: none) */
   lt_exec_result_t *res; /* per member once run */
   struct stask *next;
 } stask_t;
@@ -61,6 +63,7 @@ typedef struct sess {
   int link;
   uint64_t client, secret, inline_max;
   uint32_t max_active;
+  uint32_t timeout_ms; /* the deadline of an instruction (EXECUTE), 0: none */
   struct sess *next;
 } sess_t;
 
@@ -88,6 +91,7 @@ struct sim_server {
   uint32_t ncrashed;
   uint64_t crash_culprit, crashed_incarnation;
   int in_recheck, again;
+  uint64_t next_tid;
   uint32_t ndoomed; /* store entries doomed */
   int exiting;      /* stopping, idle: its exit is scheduled */
   sess_t *sessions;

@@ -118,6 +118,7 @@ typedef struct sim_prog {
   lt_options_t opts;
   lt_value_t **inputs; /* one per task */
   uint8_t *poison;     /* per task: its input crashes the server that runs it (crashy) */
+  uint8_t *slow;       /* per task: its input makes kernels slow (slowing) */
   uint32_t ntasks;
   uint32_t waves; /* tasks arrive in this many waves */
 } sim_prog_t;
@@ -145,8 +146,10 @@ void sim_door_stop(sim_door_t *d);
 /* ---- world.c ------------------------------------------------------------------------------ */
 
 #define SIM_MAX_SERVERS 16
-#define SIM_LOG         64  /* last events kept for a violation's report */
-#define SIM_POISON      '#' /* in a crashy world, a byte that crashes the kernel reading it */
+#define SIM_LOG         64      /* last events kept for a violation's report */
+#define SIM_POISON      '#'     /* in a crashy world, a byte that crashes the kernel reading it */
+#define SIM_SLOW        '%'     /* in a slow world, a byte that makes the kernel reading it slow */
+#define SIM_SLOW_US     1000000 /* how much slower: far over any deadline draw.c sets */
 
 /* A run's parameters: the seed and what the command line forces (0: drawn). */
 typedef struct sim_params {
@@ -168,6 +171,7 @@ typedef struct sim_result {
 struct sim_world {
   sim_params_t p;
   sim_rng_t rng;
+  sim_rng_t third; /* the deadlines' draws, after `more`'s, for the same reason */
   sim_rng_t more;  /* faults added since the first seeds were kept: a stream of their own, so
                       that what `rng` draws (and a kept seed's run without them) is unchanged */
   int64_t now;     /* virtual µs */
@@ -195,7 +199,8 @@ struct sim_world {
   int tearing; /* the run is over: events only free what they own */
   int calm;    /* every task is done: no more faults */
   uint32_t max_retries;
-  int crashy; /* a kernel run on an input holding SIM_POISON crashes its server */
+  int crashy;  /* a kernel run on an input holding SIM_POISON crashes its server */
+  int slowing; /* a kernel run on an input holding SIM_SLOW takes SIM_SLOW_US more */
   char why[512];
   char log[SIM_LOG][160];
   uint64_t nlog;

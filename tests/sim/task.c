@@ -65,6 +65,7 @@ static uint32_t members(const stask_t *t) {
 /* One member's outcome, to be sent. */
 typedef struct outc {
   int status;
+  int keep; /* it never ran: its inputs stay for its retry */
   char err[ERRLEN];
 } outc_t;
 
@@ -140,11 +141,11 @@ static void sv_complete(sim_world_t *w, sim_server_t *v, stask_t *t, outc_t *o, 
     }
   }
   if (k > 1) cp[0].pack = k;
-  /* Inputs: a run, or an input that failed it, lets go of them; a cancel or a stop keeps
-   * them for the retry (copies only lose their reader). */
+  /* Inputs: a run, or an input that failed it, lets go of them; a cancel, a stop or a cut
+   * pack's member never run keeps them for the retry (copies only lose their reader). */
   int release = (t->flags & LT_INSTR_RELEASE_INPUTS) != 0;
   for (uint32_t i = 0; i < k; i++) {
-    int gone = ran || (o[i].status != LT_ECANCELED && o[i].status != LT_ESHUTDOWN);
+    int gone = !o[i].keep;
     for (uint32_t j = i * n_in; j < i * n_in + n_in; j++)
       unread(v, t, j, release && gone);
   }
@@ -179,6 +180,7 @@ void sv_fail_all(sim_world_t *w, sim_server_t *v, stask_t *t, int status, const 
   outc_t *o = calloc(k, sizeof *o);
   for (uint32_t i = 0; i < k; i++) {
     o[i].status = status;
+    o[i].keep = status == LT_ECANCELED || status == LT_ESHUTDOWN;
     sv_set_err(o[i].err, sizeof o[i].err, err);
   }
   sv_complete(w, v, t, o, 0);
@@ -187,9 +189,15 @@ void sv_fail_all(sim_world_t *w, sim_server_t *v, stask_t *t, int status, const 
 
 typedef struct fin {
   int srv;
-  uint64_t gen;
-  stask_t *t;
+  uint64_t gen, tid;
+  uint32_t member; /* on_deadline: the member over it */
 } fin_t;
+
+static stask_t *by_tid(sim_server_t *v, uint64_t tid) {
+  for (stask_t *t = v->tasks; t != NULL; t = t->next)
+    if (t->tid == tid) return t;
+  return NULL;
+}
 
 static void on_finish(sim_world_t *w, void *arg) {
   fin_t *f = arg;
@@ -202,9 +210,13 @@ static void on_finish(sim_world_t *w, void *arg) {
     sim_at(w, v->paused_until, on_finish, f);
     return;
   }
-  stask_t *t = f->t;
+  stask_t *t = by_tid(v, f->tid);
   free(f);
-  v->running--;
+  v->running--; /* its worker is free, whether or not its deadline answered it already */
+  if (t == NULL) {
+    sv_settle(w, v);
+    return;
+  }
   v->completed += members(t);
   uint32_t k = members(t);
   outc_t *o = calloc(k, sizeof *o);
@@ -233,6 +245,73 @@ static void on_crash(sim_world_t *w, void *arg) {
       w->now >= sv_of(w, c->srv)->paused_until)
     sim_server_crash(w, c->srv, c->culprit);
   free(c);
+}
+
+/* on_deadline: member f->member of a task ran longer than its deadline (task.c, time_out):
+ * the members before it keep their results, it fails LT_ETIMEDOUT, those after it never run
+ * (LT_ECANCELED, their inputs kept); its worker stays busy until the kernel returns. */
+static void on_deadline(sim_world_t *w, void *arg) {
+  fin_t *f = arg;
+  sim_server_t *v = sv_of(w, f->srv);
+  stask_t *t = v->up && v->gen == f->gen && !w->tearing ? by_tid(v, f->tid) : NULL;
+  if (t != NULL && w->now < v->paused_until) { /* a stopped process times nothing */
+    sim_at(w, v->paused_until, on_deadline, f);
+    return;
+  }
+  if (t == NULL || t->state != T_RUNNING || t->link < 0) {
+    free(f);
+    return;
+  }
+  uint32_t k = members(t), m = f->member;
+  unsigned long long ms = (unsigned long long)(t->timeout_us / 1000);
+  outc_t *o = calloc(k, sizeof *o);
+  for (uint32_t i = 0; i < k; i++) {
+    if (i < m) {
+      o[i].status = t->res[i].status;
+      sv_set_err(o[i].err, sizeof o[i].err, t->res[i].errmsg);
+    } else if (i == m) {
+      o[i].status = LT_ETIMEDOUT;
+      snprintf(o[i].err, sizeof o[i].err, "ran longer than %llu ms (task_timeout_ms)", ms);
+    } else {
+      o[i].status = LT_ECANCELED;
+      o[i].keep = 1;
+      snprintf(o[i].err, sizeof o[i].err, "not run: member %u of its pack ran longer than %llu ms",
+               m, ms);
+    }
+  }
+  sim_note(w, "server %d: %llu over its deadline", v->idx, ID(t->seq));
+  free(f);
+  sv_complete(w, v, t, o, 1);
+  free(o);
+  sv_settle(w, v);
+}
+
+/* slow_down adds SIM_SLOW_US to each member of t whose input holds SIM_SLOW, and when a
+ * member then runs longer than its deadline, schedules the deadline's answer; returns the
+ * time t holds its worker. Members share the run's time evenly otherwise. */
+static int64_t slow_down(sim_world_t *w, sim_server_t *v, stask_t *t, int64_t us) {
+  uint32_t k = members(t), n_in = t->nin / k;
+  int64_t each = us / k, at = 0, total = us;
+  int cut = 0;
+  for (uint32_t i = 0; i < k; i++) {
+    int64_t d = each;
+    for (uint32_t j = i * n_in; j < i * n_in + n_in; j++) {
+      const lt_value_t *val = t->in[j].val;
+      if (val != NULL && memchr(val->data, SIM_SLOW, val->len) != NULL) {
+        d += SIM_SLOW_US;
+        total += SIM_SLOW_US;
+        break;
+      }
+    }
+    if (!cut && t->timeout_us > 0 && (uint64_t)d > t->timeout_us) {
+      cut = 1;
+      fin_t *f = malloc(sizeof *f);
+      *f = (fin_t){v->idx, v->gen, t->tid, i};
+      sim_at(w, w->now + at + (int64_t)t->timeout_us, on_deadline, f);
+    }
+    at += d;
+  }
+  return total;
 }
 
 /* start runs t's kernels now (their time is virtual: it finishes later). */
@@ -285,8 +364,9 @@ static void start(sim_world_t *w, sim_server_t *v, stask_t *t) {
   }
   double jitter = 0.7 + 0.6 * (double)sim_below(&w->rng, 1000) / 1000.0;
   int64_t us = (int64_t)(cost * (double)k * jitter / v->speed) + 1;
+  if (w->slowing) us = slow_down(w, v, t, us);
   fin_t *f = malloc(sizeof *f);
-  *f = (fin_t){v->idx, v->gen, t};
+  *f = (fin_t){v->idx, v->gen, t->tid, 0};
   sim_at(w, w->now + us, on_finish, f);
 }
 
@@ -394,10 +474,13 @@ void sv_recheck(sim_world_t *w, sim_server_t *v) {
 
 void sv_execute(sim_world_t *w, sim_server_t *v, sess_t *s, const lt_msg_t *m) {
   s->max_active = m->u.execute.max_active;
+  s->timeout_ms = m->u.execute.timeout_ms;
   for (uint32_t i = 0; i < m->u.execute.ninstrs; i++) {
     const lt_instr_t *ins = &m->u.execute.instrs[i];
     stask_t *t = calloc(1, sizeof *t);
     t->seq = ins->seq;
+    t->tid = ++v->next_tid;
+    t->timeout_us = (uint64_t)s->timeout_ms * 1000;
     t->link = s->link;
     t->op = ins->op;
     t->flags = ins->flags;

@@ -299,6 +299,7 @@ void sim_run(const sim_params_t *prm, sim_result_t *out) {
   w->p = *prm;
   w->rng.s = prm->seed;
   w->more.s = prm->seed ^ 0x6a09e667f3bcc909ull;
+  w->third.s = prm->seed ^ 0xbb67ae8584caa73bull;
   lt__log_set_level(prm->verbose > 1 ? LT_LOG_DEBUG
                     : prm->verbose   ? LT_LOG_INFO
                                      : LT_LOG_ERROR + 1);
