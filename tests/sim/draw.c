@@ -160,6 +160,9 @@ int sim_draw(sim_world_t *w, sim_prog_t *p, const char *modules) {
       p->slow[i] = 1;
     }
   }
+  /* A shrunk seed: everything drawn as before, the tasks after the first `keep` left out. */
+  while (w->p.keep > 0 && p->ntasks > w->p.keep)
+    lt__value_unref(p->inputs[--p->ntasks]);
   return LT_OK;
 }
 

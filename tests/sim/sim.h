@@ -157,6 +157,8 @@ typedef struct sim_params {
   uint32_t servers;
   uint32_t tasks;
   int verbose;
+  uint32_t keep; /* run only the first `keep` tasks of those drawn (a shrunk seed), 0: all */
+  int quiet;     /* no report of a violation (a shrinking attempt) */
 } sim_params_t;
 
 /* What a run did. */
@@ -164,7 +166,8 @@ typedef struct sim_result {
   uint64_t events;
   uint64_t faults;
   uint64_t tasks;
-  int violation; /* 0 or 1: it stopped at the first */
+  uint32_t drawn; /* the tasks the run had */
+  int violation;  /* 0 or 1: it stopped at the first */
   char what[512];
 } sim_result_t;
 

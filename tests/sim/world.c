@@ -351,7 +351,8 @@ void sim_run(const sim_params_t *prm, sim_result_t *out) {
   out->faults = w->faults;
   out->tasks = d != NULL ? sim_door_delivered(d) : 0;
   out->violation = w->violated;
-  if (w->violated) {
+  out->drawn = p.ntasks;
+  if (w->violated && !prm->quiet) {
     snprintf(out->what, sizeof out->what, "%s", w->why);
     fprintf(stderr, "sim: seed %llu: VIOLATION at %.3f ms (virtual): %s\n",
             (unsigned long long)prm->seed, (double)w->violated_at / 1000.0, w->why);
