@@ -1,7 +1,8 @@
 /* server.h: the insides of the simulator's model of lithium-server, shared by its three
  * files: server.c (sessions, messages, the process: kill, stop, pause, restart), store.c
- * (values, fetches waiting here, peer fetches) and task.c (instructions from EXECUTE to
- * DONE). What the model is and what it mirrors: server.c's header comment. */
+ * (values, fetches waiting here, peer fetches), execute.c (an EXECUTE's instructions taken
+ * in) and task.c (tasks run and finished into DONE). What the model is and what it mirrors:
+ * server.c's header comment. */
 #ifndef LT_SIM_SERVER_H
 #define LT_SIM_SERVER_H
 
@@ -122,6 +123,21 @@ static inline sim_server_t *sv_of(sim_world_t *w, int i) {
   return w->srv[i];
 }
 
+/* kept: its outputs go into the store (not only back to the client). */
+static inline int sv_kept(const stask_t *t) {
+  return !(t->flags & LT_INSTR_RETURN) || (t->flags & LT_INSTR_KEEP);
+}
+
+/* one_output: its op makes exactly one output, whose id is known before it runs. */
+static inline int sv_one_output(const stask_t *t) {
+  return lt__op(t->op)->outputs == LT_OP_OUT_ONE;
+}
+
+/* members: a pack's k members, or 1. */
+static inline uint32_t sv_members(const stask_t *t) {
+  return t->pack > 1 ? t->pack : 1;
+}
+
 /* server.c */
 int sv_server_of(const sim_world_t *w, const char *ep); /* -2: not a server of the world */
 sess_t *sv_session(sim_server_t *v, int link);
@@ -144,8 +160,10 @@ void sv_wait_fetch(sim_world_t *w, sim_server_t *v, wfetch_t f);
 void sv_fetch_from(sim_world_t *w, sim_server_t *v, lt_oid_t id, int holder, uint64_t secret,
                    int release);
 
-/* task.c */
+/* execute.c */
 void sv_execute(sim_world_t *w, sim_server_t *v, sess_t *s, const lt_msg_t *m);
+
+/* task.c */
 void sv_task_free(stask_t *t);
 void sv_task_unlink(sim_server_t *v, stask_t *t);
 void sv_fail_all(sim_world_t *w, sim_server_t *v, stask_t *t, int status, const char *err);

@@ -1,11 +1,11 @@
-/* task.c: the simulated server's instructions (server.h), as task.c of the server: an
- * EXECUTE's instructions are refused, parked until their inputs exist (a peer's fetched
- * first), queued, run at most the threads and the session's window at once, and finished
- * into one DONE each (a pack: its members' completions as one entry) with the outputs
- * stored (kept) and returned (asked for, or small). Inputs of the last reader go once it
- * ran; a cancelled or stopped one keeps them for its retry. The kernels run for real
- * (lt__exec_run), in no time; the time they take is virtual: their cost times a jitter, over
- * the server's speed. */
+/* task.c: the simulated server's tasks once taken in (execute.c), as task.c of the server:
+ * parked until their inputs exist, queued, run at most the threads and the session's window
+ * at once, and finished into one DONE each (a pack: its members' completions as one entry)
+ * with the outputs stored (kept) and returned (asked for, or small); a member over its
+ * deadline is answered then, a poison input crashes the server. Inputs of the last reader
+ * go once it ran; a cancelled or stopped one keeps them for its retry. The kernels run for
+ * real (lt__exec_run), in no time; the time they take is virtual: their cost times a
+ * jitter, over the server's speed. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,14 +38,6 @@ void sv_task_unlink(sim_server_t *v, stask_t *t) {
     }
 }
 
-static int kept(const stask_t *t) {
-  return !(t->flags & LT_INSTR_RETURN) || (t->flags & LT_INSTR_KEEP);
-}
-
-static int one_output(const stask_t *t) {
-  return lt__op(t->op)->outputs == LT_OP_OUT_ONE;
-}
-
 /* unread lets go of input i: a copy loses a reader; the last reader's local value goes. */
 static void unread(sim_server_t *v, stask_t *t, uint32_t i, int release) {
   sin_t *in = &t->in[i];
@@ -56,10 +48,6 @@ static void unread(sim_server_t *v, stask_t *t, uint32_t i, int release) {
   } else if (release && e != NULL) {
     sv_drop(v, e);
   }
-}
-
-static uint32_t members(const stask_t *t) {
-  return t->pack > 1 ? t->pack : 1;
 }
 
 /* One member's outcome, to be sent. */
@@ -75,7 +63,7 @@ static void sv_complete(sim_world_t *w, sim_server_t *v, stask_t *t, outc_t *o, 
   /* What its outputs wake is looked at once it is sent (recheck). */
   int outer = !v->in_recheck;
   v->in_recheck = 1;
-  uint32_t k = members(t), n_in = t->nin / k;
+  uint32_t k = sv_members(t), n_in = t->nin / k;
   sess_t *s = t->link >= 0 ? sv_session(v, t->link) : NULL;
   lt_completion_t *cp = calloc(k, sizeof *cp);
   lt_output_info_t *infos[k];
@@ -87,7 +75,7 @@ static void sv_complete(sim_world_t *w, sim_server_t *v, stask_t *t, outc_t *o, 
     int status = o[i].status;
     const char *err = o[i].err;
     uint32_t n = status == LT_OK && r != NULL ? r->nout : 0;
-    if (status == LT_OK && one_output(t) && n != 1) {
+    if (status == LT_OK && sv_one_output(t) && n != 1) {
       status = LT_EKERNEL;
       snprintf(o[i].err, sizeof o[i].err, "kernel made %u outputs, expected 1", n);
       n = 0;
@@ -104,7 +92,7 @@ static void sv_complete(sim_world_t *w, sim_server_t *v, stask_t *t, outc_t *o, 
     cp[i].cpu_us = cp[i].service_us;
     if (status == LT_OK && r != NULL && lt__op(t->op)->answers) cp[i].answer = r->answer;
     if (status != LT_OK) {
-      if (one_output(t) && kept(t)) {
+      if (sv_one_output(t) && sv_kept(t)) {
         sval_t *e = sv_find(v, t->outs[i]);
         if (e != NULL && !e->copy) {
           /* Its readers see the failure first; a cancelled or stopped one then goes: the
@@ -122,7 +110,7 @@ static void sv_complete(sim_world_t *w, sim_server_t *v, stask_t *t, outc_t *o, 
       lt_value_t *val = lt__value_wrap(r->out[j], r->outlen[j]);
       r->out[j] = NULL;
       lt_oid_t id = {t->outs[i].client, t->outs[i].seq + j};
-      if (kept(t) && s != NULL) sv_set(w, v, sv_put(v, id), val);
+      if (sv_kept(t) && s != NULL) sv_set(w, v, sv_put(v, id), val);
       infos[i][j].size = val->len;
       infos[i][j].frame = -1;
       int small =
@@ -176,7 +164,7 @@ static void sv_complete(sim_world_t *w, sim_server_t *v, stask_t *t, outc_t *o, 
 
 /* fail_all completes every member of t with one status. */
 void sv_fail_all(sim_world_t *w, sim_server_t *v, stask_t *t, int status, const char *err) {
-  uint32_t k = members(t);
+  uint32_t k = sv_members(t);
   outc_t *o = calloc(k, sizeof *o);
   for (uint32_t i = 0; i < k; i++) {
     o[i].status = status;
@@ -217,8 +205,8 @@ static void on_finish(sim_world_t *w, void *arg) {
     sv_settle(w, v);
     return;
   }
-  v->completed += members(t);
-  uint32_t k = members(t);
+  v->completed += sv_members(t);
+  uint32_t k = sv_members(t);
   outc_t *o = calloc(k, sizeof *o);
   for (uint32_t i = 0; i < k; i++) {
     o[i].status = t->res[i].status;
@@ -262,7 +250,7 @@ static void on_deadline(sim_world_t *w, void *arg) {
     free(f);
     return;
   }
-  uint32_t k = members(t), m = f->member;
+  uint32_t k = sv_members(t), m = f->member;
   unsigned long long ms = (unsigned long long)(t->timeout_us / 1000);
   outc_t *o = calloc(k, sizeof *o);
   for (uint32_t i = 0; i < k; i++) {
@@ -290,7 +278,7 @@ static void on_deadline(sim_world_t *w, void *arg) {
  * member then runs longer than its deadline, schedules the deadline's answer; returns the
  * time t holds its worker. Members share the run's time evenly otherwise. */
 static int64_t slow_down(sim_world_t *w, sim_server_t *v, stask_t *t, int64_t us) {
-  uint32_t k = members(t), n_in = t->nin / k;
+  uint32_t k = sv_members(t), n_in = t->nin / k;
   int64_t each = us / k, at = 0, total = us;
   int cut = 0;
   for (uint32_t i = 0; i < k; i++) {
@@ -316,7 +304,7 @@ static int64_t slow_down(sim_world_t *w, sim_server_t *v, stask_t *t, int64_t us
 
 /* start runs t's kernels now (their time is virtual: it finishes later). */
 static void start(sim_world_t *w, sim_server_t *v, stask_t *t) {
-  uint32_t k = members(t), n_in = t->nin / k;
+  uint32_t k = sv_members(t), n_in = t->nin / k;
   t->state = T_RUNNING;
   t->start_us = (uint64_t)w->now;
   t->res = calloc(k, sizeof *t->res);
@@ -403,7 +391,7 @@ void sv_settle(sim_world_t *w, sim_server_t *v) {
 }
 
 static int bind(sim_server_t *v, stask_t *t) {
-  uint32_t k = members(t), n_in = t->nin / k, wait = 0, dead = 0;
+  uint32_t k = sv_members(t), n_in = t->nin / k, wait = 0, dead = 0;
   for (uint32_t i = 0; i < t->nin; i++) {
     sin_t *in = &t->in[i];
     if (in->bound || in->failed) continue;
@@ -452,7 +440,7 @@ void sv_recheck(sim_world_t *w, sim_server_t *v) {
           char err[ERRLEN];
           sv_set_err(err, sizeof err, bad->err);
           t->state = T_QUEUED;
-          if (members(t) == 1) sv_fail_all(w, v, t, bad->failed, err);
+          if (sv_members(t) == 1) sv_fail_all(w, v, t, bad->failed, err);
         }
       }
       t = next;
@@ -468,77 +456,4 @@ void sv_recheck(sim_world_t *w, sim_server_t *v) {
     v->ndoomed = 0;
   }
   sv_settle(w, v);
-}
-
-/* ---- an EXECUTE ------------------------------------------------------------------------------ */
-
-void sv_execute(sim_world_t *w, sim_server_t *v, sess_t *s, const lt_msg_t *m) {
-  s->max_active = m->u.execute.max_active;
-  s->timeout_ms = m->u.execute.timeout_ms;
-  for (uint32_t i = 0; i < m->u.execute.ninstrs; i++) {
-    const lt_instr_t *ins = &m->u.execute.instrs[i];
-    stask_t *t = calloc(1, sizeof *t);
-    t->seq = ins->seq;
-    t->tid = ++v->next_tid;
-    t->timeout_us = (uint64_t)s->timeout_ms * 1000;
-    t->link = s->link;
-    t->op = ins->op;
-    t->flags = ins->flags;
-    t->pack = ins->pack;
-    t->nst = 1 + ins->nmore;
-    int bad = t->nst > MAX_STAGES;
-    for (uint32_t j = 0; !bad && j < t->nst; j++) {
-      uint32_t kx = j == 0 ? ins->kernel : ins->more[j - 1].kernel;
-      lt_bytes_t p = j == 0 ? ins->param : ins->more[j - 1].param;
-      bad |= kx >= w->nkernels;
-      t->kidx[j] = kx;
-      t->param[j] = p.len > 0 ? lt__value_copy(p.data, p.len) : NULL;
-    }
-    t->outs = calloc(ins->noutputs ? ins->noutputs : 1, sizeof *t->outs);
-    memcpy(t->outs, ins->outputs, ins->noutputs * sizeof *t->outs);
-    t->nin = ins->ninputs;
-    t->in = calloc(t->nin ? t->nin : 1, sizeof *t->in);
-    /* The tail of the list: the server runs a session's work in the order it came. */
-    stask_t **tail = &v->tasks;
-    while (*tail != NULL)
-      tail = &(*tail)->next;
-    *tail = t;
-    if (bad || v->stopping) {
-      t->state = T_QUEUED;
-      sv_fail_all(w, v, t, bad ? LT_ENOKERNEL : LT_ESHUTDOWN,
-                  bad ? "kernel index not in program" : "the server is shutting down");
-      continue;
-    }
-    for (uint32_t j = 0; one_output(t) && kept(t) && j < members(t); j++) {
-      sval_t *e = sv_put(v, t->outs[j]);
-      if (e->state == V_FAILED) e->state = V_PENDING;
-      e->doomed = 0; /* run again under the same id */
-    }
-    for (uint32_t j = 0; j < t->nin; j++) {
-      const lt_input_t *src = &ins->inputs[j];
-      sin_t *in = &t->in[j];
-      in->kind = src->kind;
-      in->id = src->id;
-      in->holder = -1;
-      if (src->kind == LT_INPUT_INLINE) {
-        const lt_bytes_t *f = &m->frames[src->frame];
-        in->val = lt__value_copy(f->data, f->len);
-        in->bound = 1;
-        continue;
-      }
-      int h = src->holder[0] != '\0' ? sv_server_of(w, src->holder) : -1;
-      if (h == v->idx) h = -1;
-      in->holder = h;
-      if (h < 0) continue;
-      sval_t *e = sv_find(v, in->id);
-      if (e != NULL && e->copy)
-        e->readers++;
-      else if (e != NULL)
-        in->holder = -1;
-      else
-        sv_fetch_from(w, v, in->id, h, s->secret, (t->flags & LT_INSTR_RELEASE_INPUTS) != 0);
-    }
-    t->state = T_PARKED;
-  }
-  sv_recheck(w, v);
 }
