@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "conn.h"
 #include "eval.h"
 #include "json.h"
 #include "options.h"
@@ -33,6 +34,7 @@ typedef struct lt_backend_env {
   uint64_t secret;            /* told only to our servers (hello) */
   int wake_fd;                /* readable when the evaluator woke the backend */
   size_t initial_hosts;       /* hosts known at start: each answers lt_eval_start once */
+  const lt_net_t *net;        /* the dispatcher's transport (conn.h); NULL: ZeroMQ */
 } lt_backend_env_t;
 
 /* The operations a backend implements. */

@@ -1,9 +1,8 @@
-/* conn.c: one DEALER link to a server. Encodes with the codec, sends header + payload
- * frames as one multipart message, receives whole multipart messages. Knows nothing of
- * instructions or scheduling. Dispatcher thread only. */
+/* conn.c: one link to a server over its transport (conn.h: ZeroMQ, net_zmq.c, or the
+ * simulator's). Encodes with the codec, sends header + payload frames as one multipart
+ * message, receives whole multipart messages. Knows nothing of instructions or scheduling.
+ * Dispatcher thread only. */
 #include <assert.h>
-#include <errno.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,26 +19,6 @@ static void free_header(void *data, void *hint) {
   free(data);
 }
 
-/* open_monitor watches the TCP connection of c->sock through an inproc PAIR socket, so
- * that a server that goes away is noticed at once, not after missed heartbeats. */
-static int open_monitor(lt_conn_t *c, void *zctx) {
-  static atomic_uint next = 0;
-  char addr[64];
-  snprintf(addr, sizeof addr, "inproc://lt-monitor-%u", atomic_fetch_add(&next, 1));
-  int events = ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_CONNECT_DELAYED |
-               ZMQ_EVENT_CONNECT_RETRIED | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
-               ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
-  if (zmq_socket_monitor(c->sock, addr, events) != 0) return LT_EIO;
-  c->mon = zmq_socket(zctx, ZMQ_PAIR);
-  if (c->mon == NULL) {
-    zmq_socket_monitor(c->sock, NULL, 0); /* no reader: see close_monitor */
-    return LT_EIO;
-  }
-  int zero = 0;
-  zmq_setsockopt(c->mon, ZMQ_LINGER, &zero, sizeof zero);
-  return zmq_connect(c->mon, addr) == 0 ? LT_OK : LT_EIO;
-}
-
 int lt__conn_program(lt_conn_t *c, char *const *kernels, uint32_t nkernels,
                      const char *const *peers, uint32_t npeers, int64_t now_ms) {
   lt_msg_t prog = {.type = LT_MSG_PROGRAM};
@@ -50,36 +29,15 @@ int lt__conn_program(lt_conn_t *c, char *const *kernels, uint32_t nkernels,
   return lt__conn_send(c, &prog, NULL, now_ms);
 }
 
-int lt__conn_open(lt_conn_t *c, void *zctx, const char *endpoint, uint64_t client_id,
+int lt__conn_open(lt_conn_t *c, const lt_net_t *net, const char *endpoint, uint64_t client_id,
                   uint64_t inline_max, const lt_conn_program_t *prog, const lt_conn_auth_t *auth,
                   int64_t now_ms) {
   memset(c, 0, sizeof *c);
+  c->net = net;
   c->endpoint = strdup(endpoint);
   if (c->endpoint == NULL) return LT_ENOMEM;
-  c->sock = zmq_socket(zctx, ZMQ_DEALER);
-  if (c->sock == NULL) return LT_EIO;
-  int zero = 0, hwm = 0;
-  zmq_setsockopt(c->sock, ZMQ_LINGER, &zero, sizeof zero);
-  zmq_setsockopt(c->sock, ZMQ_SNDHWM, &hwm, sizeof hwm);
-  zmq_setsockopt(c->sock, ZMQ_RCVHWM, &hwm, sizeof hwm);
-  if (auth->server[0] != '\0') {
-    /* A server with a key is spoken to under CURVE only, and only with our own key pair:
-     * without one the connection could not authenticate. */
-    if (auth->sec[0] == '\0') {
-      lt__log(LT_LOG_ERROR, "server %s has a CURVE key but this client has none (curve_key)",
-              endpoint);
-      return LT_EAUTH;
-    }
-    if (zmq_setsockopt(c->sock, ZMQ_CURVE_SERVERKEY, auth->server, 40) != 0 ||
-        zmq_setsockopt(c->sock, ZMQ_CURVE_PUBLICKEY, auth->pub, 40) != 0 ||
-        zmq_setsockopt(c->sock, ZMQ_CURVE_SECRETKEY, auth->sec, 40) != 0)
-      return LT_EAUTH;
-  }
-  if (open_monitor(c, zctx) != LT_OK) return LT_EIO;
-  if (zmq_connect(c->sock, endpoint) != 0) {
-    lt__log(LT_LOG_ERROR, "cannot connect to %s: %s", endpoint, zmq_strerror(errno));
-    return LT_EINVAL;
-  }
+  int rc = net->ops->open(net->ctx, c, endpoint, auth);
+  if (rc != LT_OK) return rc;
   c->opened_ms = c->last_recv_ms = now_ms;
   c->state = LT_CONN_HELLO;
 
@@ -91,7 +49,7 @@ int lt__conn_open(lt_conn_t *c, void *zctx, const char *endpoint, uint64_t clien
   hello.u.hello.secret = auth->secret;
   hello.u.hello.modules = (const char **)prog->modules;
   hello.u.hello.nmodules = prog->nmodules;
-  int rc = lt__conn_send(c, &hello, NULL, now_ms);
+  rc = lt__conn_send(c, &hello, NULL, now_ms);
   if (rc != LT_OK) return rc;
   return lt__conn_program(c, prog->kernels, prog->nkernels, auth->peers, auth->npeers, now_ms);
 }
@@ -127,18 +85,11 @@ static int build_parts(zmq_msg_t *parts, void *hdr, size_t hdrlen, const lt_msg_
 
 /* send_parts sends parts[0..n) as one message; every part is sent or closed. */
 static int send_parts(lt_conn_t *c, zmq_msg_t *parts, size_t n) {
-  int rc = LT_OK;
-  for (size_t i = 0; i < n; i++) {
-    size_t len = zmq_msg_size(&parts[i]);
-    int more = i + 1 < n ? ZMQ_SNDMORE : 0;
-    /* A DEALER takes all parts of a message or none: once the first part went, the rest go. */
-    if (rc == LT_OK && zmq_msg_send(&parts[i], c->sock, ZMQ_DONTWAIT | more) >= 0) {
-      c->bytes_out += len;
-      continue;
-    }
-    if (rc == LT_OK) rc = errno == EAGAIN ? LT_EAGAIN : LT_EIO;
-    zmq_msg_close(&parts[i]);
-  }
+  size_t len = 0;
+  for (size_t i = 0; i < n; i++)
+    len += zmq_msg_size(&parts[i]);
+  int rc = c->net->ops->send(c, parts, n);
+  if (rc == LT_OK) c->bytes_out += len;
   return rc;
 }
 
@@ -162,25 +113,25 @@ int lt__conn_send(lt_conn_t *c, const lt_msg_t *m, lt_value_t *const *values, in
 }
 
 /* drop_rest discards the remaining parts of a multipart message. */
-static void drop_rest(lt_conn_t *c) {
-  int more = 1;
-  size_t sz = sizeof more;
-  while (zmq_getsockopt(c->sock, ZMQ_RCVMORE, &more, &sz) == 0 && more) {
+static void drop_rest(lt_conn_t *c, int more) {
+  while (more) {
     zmq_msg_t part;
     zmq_msg_init(&part);
-    if (zmq_msg_recv(&part, c->sock, 0) >= 0) c->bytes_in += zmq_msg_size(&part);
+    if (c->net->ops->recv(c, &part, 0, &more) != LT_OK) more = 0;
+    c->bytes_in += zmq_msg_size(&part);
     zmq_msg_close(&part);
   }
 }
 
 int lt__conn_recv(lt_conn_t *c, lt_rx_t *rx, const lt_codec_limits_t *lim, int64_t now_ms) {
   rx->nparts = 0;
+  int more = 1;
   for (;;) {
     if (rx->nparts == rx->cap) {
       size_t cap = rx->cap ? rx->cap * 2 : 8;
       if (cap > (size_t)lim->max_frames + 1) cap = (size_t)lim->max_frames + 1;
       if (cap == rx->cap) {
-        drop_rest(c);
+        drop_rest(c, more);
         lt__rx_clear(rx);
         return LT_ETOOBIG;
       }
@@ -188,7 +139,7 @@ int lt__conn_recv(lt_conn_t *c, lt_rx_t *rx, const lt_codec_limits_t *lim, int64
       zmq_msg_t *parts = malloc(cap * sizeof *parts);
       if (LT_VEC_RESIZE(rx->frames, rx->cap, cap) != LT_OK || parts == NULL) {
         free(parts);
-        drop_rest(c);
+        drop_rest(c, more);
         lt__rx_clear(rx);
         return LT_ENOMEM;
       }
@@ -203,16 +154,15 @@ int lt__conn_recv(lt_conn_t *c, lt_rx_t *rx, const lt_codec_limits_t *lim, int64
     }
     zmq_msg_t *part = &rx->parts[rx->nparts];
     zmq_msg_init(part);
-    int flags = rx->nparts == 0 ? ZMQ_DONTWAIT : 0;
-    if (zmq_msg_recv(part, c->sock, flags) < 0) {
+    int rc = c->net->ops->recv(c, part, rx->nparts == 0, &more);
+    if (rc != LT_OK) {
       zmq_msg_close(part);
-      int err = errno;
       lt__rx_clear(rx);
-      return err == EAGAIN ? LT_EAGAIN : LT_EIO;
+      return rc;
     }
     c->bytes_in += zmq_msg_size(part);
     rx->nparts++;
-    if (!zmq_msg_more(part)) break;
+    if (!more) break;
   }
   c->last_recv_ms = now_ms;
   for (size_t i = 0; i < rx->nparts; i++) {
@@ -228,64 +178,15 @@ int lt__conn_recv(lt_conn_t *c, lt_rx_t *rx, const lt_codec_limits_t *lim, int64
 }
 
 lt_conn_event_t lt__conn_monitor(lt_conn_t *c) {
-  for (;;) {
-    if (c->mon == NULL) return LT_CONN_EV_NONE;
-    zmq_msg_t ev, addr;
-    zmq_msg_init(&ev);
-    if (zmq_msg_recv(&ev, c->mon, ZMQ_DONTWAIT) < 0) {
-      zmq_msg_close(&ev);
-      return LT_CONN_EV_NONE;
-    }
-    /* An event is two frames: 16-bit event and 32-bit value, then the endpoint. */
-    uint16_t code = 0;
-    if (zmq_msg_size(&ev) >= sizeof code) memcpy(&code, zmq_msg_data(&ev), sizeof code);
-    int more = zmq_msg_more(&ev);
-    zmq_msg_close(&ev);
-    if (more) {
-      zmq_msg_init(&addr);
-      zmq_msg_recv(&addr, c->mon, 0);
-      zmq_msg_close(&addr);
-    }
-    switch (code) {
-    case ZMQ_EVENT_CONNECTED:
-      c->connected = 1;
-      return LT_CONN_EV_CONNECTED;
-    case ZMQ_EVENT_DISCONNECTED:
-      return LT_CONN_EV_DISCONNECTED;
-    case ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL:
-    case ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL:
-    case ZMQ_EVENT_HANDSHAKE_FAILED_AUTH:
-      return LT_CONN_EV_AUTH_FAILED;
-    case ZMQ_EVENT_CONNECT_DELAYED:
-      c->tried = 1; /* the name resolved and a connect is under way */
-      break;
-    case ZMQ_EVENT_CONNECT_RETRIED:
-      if (c->tried)
-        c->refused = 1;
-      else
-        c->unresolvable = 1;
-      break;
-    default:
-      break;
-    }
-  }
+  return c->sock != NULL ? c->net->ops->monitor(c) : LT_CONN_EV_NONE;
 }
 
-/* close_monitor stops the socket's monitor before closing our end of it. The order matters:
- * libzmq sends monitor events from its I/O thread with blocking sends, so an event for a
- * monitor whose reader is gone (a reconnect attempt, a disconnect while the socket closes)
- * would hang that thread, and with it every connection of the context (libzmq issue 3575). */
-static void close_monitor(lt_conn_t *c) {
-  if (c->mon == NULL) return;
-  if (c->sock != NULL) zmq_socket_monitor(c->sock, NULL, 0);
-  zmq_close(c->mon);
-  c->mon = NULL;
+int lt__conn_readable(lt_conn_t *c) {
+  return c->sock != NULL && c->net->ops->readable(c);
 }
 
 void lt__conn_shut(lt_conn_t *c) {
-  close_monitor(c);
-  if (c->sock != NULL) zmq_close(c->sock);
-  c->sock = NULL;
+  if (c->sock != NULL) c->net->ops->close(c, 0);
 }
 
 lt_value_t *lt__rx_value(lt_rx_t *rx, const lt_bytes_t *frame) {
@@ -315,17 +216,16 @@ void lt__rx_free(lt_rx_t *rx) {
 }
 
 void lt__conn_close(lt_conn_t *c) {
-  close_monitor(c);
   if (c->sock != NULL) {
+    int linger = 0;
     if (c->state != LT_CONN_DEAD) {
       lt_msg_t bye = {.type = LT_MSG_BYE};
       lt__conn_send(c, &bye, NULL, 0);
       /* Give the bye a moment to leave; linger is otherwise 0 so a dead server never
        * holds up the close. */
-      int linger = 200;
-      zmq_setsockopt(c->sock, ZMQ_LINGER, &linger, sizeof linger);
+      linger = 200;
     }
-    zmq_close(c->sock);
+    c->net->ops->close(c, linger);
   }
   free(c->endpoint);
   free(c->server_id);

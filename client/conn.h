@@ -1,8 +1,9 @@
-/* conn.h: the client's link to one session on one lithium-server: a DEALER socket and a
- * monitor of its TCP connection, the session state (hello sent, welcome seen, stopping,
- * dead), what the welcome said (incarnation, frame limit), the server's last load report and
- * byte counters. Sends and receives whole messages through the codec. Dispatcher thread
- * only. */
+/* conn.h: the client's link to one session on one lithium-server: a link of its transport
+ * (a DEALER socket and a monitor of its TCP connection under ZeroMQ), the session state (hello
+ * sent, welcome seen, stopping, dead), what the welcome said (incarnation, frame limit), the
+ * server's last load report and byte counters. Sends and receives whole messages through the codec,
+ * over the transport it is given (lt_net_t: ZeroMQ, net_zmq.c, or the simulator's in-memory
+ * network). Dispatcher thread only. */
 #ifndef LT_CONN_H
 #define LT_CONN_H
 
@@ -38,10 +39,13 @@ typedef struct lt_conn_auth {
   const char *server;    /* the server's public key, or "": no CURVE */
 } lt_conn_auth_t;
 
+typedef struct lt_net lt_net_t;
+
 typedef struct lt_conn {
   char *endpoint;
-  void *sock;
-  void *mon; /* PAIR socket receiving sock's connection events */
+  const lt_net_t *net; /* its transport (set by lt__conn_open) */
+  void *sock;          /* the transport's link: a DEALER under ZeroMQ; NULL once closed */
+  void *mon;           /* ZeroMQ: PAIR socket receiving sock's connection events */
   lt_conn_state_t state;
   char *server_id;
   uint64_t incarnation; /* of the server process that welcomed us; 0 before */
@@ -72,6 +76,38 @@ typedef struct lt_rx {
   lt_msg_t msg;
 } lt_rx_t;
 
+/* The transport door (STYLE 24): the calls a connection makes of the network, so that the
+ * simulator (tests/sim) runs the dispatcher over an in-memory network. Parts are zmq_msg_t
+ * either way (they need no socket). Every call is the dispatcher thread's. */
+typedef struct lt_net_ops {
+  /* open makes c's link to `endpoint` (c->sock, and c->mon if it has one), with the CURVE
+   * keys of `auth`: LT_OK, LT_EAUTH (keys), LT_EINVAL (a bad endpoint), LT_EIO. */
+  int (*open)(void *ctx, lt_conn_t *c, const char *endpoint, const lt_conn_auth_t *auth);
+  /* send sends parts[0..n) as one message without blocking: every part is sent or closed;
+   * LT_OK, LT_EAGAIN (it cannot take the message now) or LT_EIO. */
+  int (*send)(lt_conn_t *c, zmq_msg_t *parts, size_t n);
+  /* recv receives the next part (initialised by the caller) into *part: of a new message
+   * without blocking (`first`), else the rest of the current one; *more tells whether more
+   * parts follow. LT_OK, LT_EAGAIN (no message waits) or LT_EIO. */
+  int (*recv)(lt_conn_t *c, zmq_msg_t *part, int first, int *more);
+  /* readable tells whether a message waits unread. */
+  int (*readable)(lt_conn_t *c);
+  /* monitor reads one event of the link without blocking and updates c's connected, tried,
+   * refused and unresolvable (lt__conn_monitor). */
+  lt_conn_event_t (*monitor)(lt_conn_t *c);
+  /* close closes the link (c->sock, c->mon: NULL after), first letting what was sent leave
+   * for up to `linger_ms`. */
+  void (*close)(lt_conn_t *c, int linger_ms);
+} lt_net_ops_t;
+
+struct lt_net {
+  const lt_net_ops_t *ops;
+  void *ctx; /* the transport's: the ZeroMQ context, or the simulated network */
+};
+
+/* lt__net_zmq is the ZeroMQ transport (net_zmq.c); its ctx is a ZeroMQ context. */
+extern const lt_net_ops_t lt__net_zmq;
+
 /* What the session runs: the kernel names (PROGRAM) and the modules they name, whose copy
  * on the server the welcome states. Borrowed for the call. */
 typedef struct lt_conn_program {
@@ -81,12 +117,12 @@ typedef struct lt_conn_program {
   uint32_t nmodules;
 } lt_conn_program_t;
 
-/* lt__conn_open creates the DEALER and its monitor, connects it to `endpoint` and sends
- * hello (asking for stored outputs up to `inline_max` bytes to come back too, and for the
+/* lt__conn_open opens a link of `net` (a DEALER and its monitor), connects it to `endpoint` and
+ * sends hello (asking for stored outputs up to `inline_max` bytes to come back too, and for the
  * server's copy of the program's modules) + program. The connection starts in
  * LT_CONN_HELLO. On failure the connection keeps its endpoint (or has none after
  * LT_ENOMEM) and may be closed. */
-int lt__conn_open(lt_conn_t *c, void *zctx, const char *endpoint, uint64_t client_id,
+int lt__conn_open(lt_conn_t *c, const lt_net_t *net, const char *endpoint, uint64_t client_id,
                   uint64_t inline_max, const lt_conn_program_t *prog, const lt_conn_auth_t *auth,
                   int64_t now_ms);
 
@@ -111,7 +147,10 @@ int lt__conn_recv(lt_conn_t *c, lt_rx_t *rx, const lt_codec_limits_t *lim, int64
  * updates connected/tried/refused; LT_CONN_EV_NONE when nothing (more) is waiting. */
 lt_conn_event_t lt__conn_monitor(lt_conn_t *c);
 
-/* lt__conn_shut closes the sockets (no bye) and keeps the rest for the stats. */
+/* lt__conn_readable tells whether a message waits unread on c. */
+int lt__conn_readable(lt_conn_t *c);
+
+/* lt__conn_shut closes the link (no bye) and keeps the rest for the stats. */
 void lt__conn_shut(lt_conn_t *c);
 
 /* lt__rx_value returns a value of the payload `frame` (one of rx->msg.frames) of the received

@@ -289,6 +289,10 @@ static void lost(lt_sched_t *s, lt_instr_rec_t *r, const char *endpoint, const c
       snprintf(msg, sizeof msg, "instruction lost on %s (%s)", endpoint, why);
     else /* it was never out: its input was lost */
       snprintf(msg, sizeof msg, "%s", why);
+    /* Its frame's inputs live on in r alone (dropped from the frame at dispatch): the
+     * task's end or its new generation reads none of them, so they are released where
+     * they are held (a second release of one its server read and dropped is a no-op). */
+    release_kept(s, r);
     if (movable) {
       lt__sched_job_fail(s, j, LT_ELOST, msg);
       lt__sched_rec_done(s, r);

@@ -102,7 +102,7 @@ static void greet(lt_sched_t *s, size_t idx) {
                          .server = key};
   lt_conn_program_t prog = {.kernels = s->tmpl->kernels, .nkernels = s->tmpl->nkernels};
   lt__ship_modules(s->ship, &prog.modules, &prog.nmodules);
-  int rc = lt__conn_open(c, s->zctx, ep, s->client_id, lt__binding(s, NULL).inline_max, &prog,
+  int rc = lt__conn_open(c, &s->net, ep, s->client_id, lt__binding(s, NULL).inline_max, &prog,
                          &auth, lt__clock_ms());
   if (rc != LT_OK) {
     if (rc == LT_EAUTH) count_auth(s, idx);
@@ -504,10 +504,7 @@ static void beat(lt_sched_t *s, size_t i, int64_t now) {
     }
   }
   /* Messages waiting unread mean the server is alive and this loop was late. */
-  int events = 0;
-  size_t len = sizeof events;
-  if (zmq_getsockopt(c->sock, ZMQ_EVENTS, &events, &len) == 0 && (events & ZMQ_POLLIN))
-    c->last_recv_ms = now;
+  if (lt__conn_readable(c)) c->last_recv_ms = now;
   if (now - c->last_recv_ms > 3 * (int64_t)o->heartbeat_ms) {
     v->slot.mute = !v->slot.spoke;
     lt__server_mark_dead(s, i, v->slot.mute ? "silent since its welcome" : "missed 3 heartbeats",

@@ -305,7 +305,8 @@ struct lt_sched {
   uint64_t client_id;
   uint64_t secret;
   int wake_fd;
-  void *zctx;
+  void *zctx;       /* the ZeroMQ context when the transport is ZeroMQ (owned), else NULL */
+  lt_net_t net;     /* the transport of every connection (backend env, else ZeroMQ) */
   lt_server_t *srv; /* the server table: one entry per connection slot (servers.h) */
   size_t nsrv, capsrv;
   size_t initial;    /* hosts known at start: they answer lt_eval_start */
@@ -364,6 +365,23 @@ struct lt_sched {
   size_t npolicies;
   lt_req_queue_t requests; /* what they asked, for the loop's apply phase (requests.c) */
 };
+
+/* scheduler.c: the loop, in turns (the real thread waits in zmq_poll between them; the
+ * simulator, tests/sim, delivers a virtual instant's events instead). */
+/* What the wait before a turn saw: the intake woken, and the poll items of the npolled
+ * servers then (wake fd, then each server's socket, its monitor, its process's stdout); no
+ * items: every server is read and its monitor looked at. */
+typedef struct lt_turn_in {
+  int woken;
+  const zmq_pollitem_t *items;
+  size_t npolled;
+} lt_turn_in_t;
+/* lt__sched_start greets the first hosts and starts the clock of the ticks. */
+void lt__sched_start(lt_sched_t *s);
+/* lt__sched_turn runs one turn in its phases; 1 when the evaluator asked it to stop. */
+int lt__sched_turn(lt_sched_t *s, const lt_turn_in_t *in);
+/* lt__sched_stop fails what is left, closes every session and publishes the stats. */
+void lt__sched_stop(lt_sched_t *s);
 
 /* pace.c */
 /* lt__pace_init starts a server's pacing, admitting `first_cap` at once until it has

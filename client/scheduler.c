@@ -42,10 +42,15 @@ static int sched_new(void **out, const lt_backend_env_t *env) {
   s->next_seq = (uint64_t)LT_MAX_PARTS + 1;
   lt__codec_limits_default(&s->limits);
   lt__stats_init(&s->stats);
-  s->zctx = zmq_ctx_new();
-  if (s->zctx == NULL) {
-    sched_free(s);
-    return LT_EIO;
+  if (env->net != NULL) {
+    s->net = *env->net;
+  } else {
+    s->zctx = zmq_ctx_new();
+    if (s->zctx == NULL) {
+      sched_free(s);
+      return LT_EIO;
+    }
+    s->net = (lt_net_t){&lt__net_zmq, s->zctx};
   }
   int rc = lt__policies_init(s);
   if (rc == LT_OK && o->trace != NULL) rc = lt__trace_open(&s->trace, o->trace);
@@ -202,15 +207,68 @@ static void run_policies(lt_sched_t *s, int64_t now, int ticked) {
   reap(s);
 }
 
-/* sched_main is the dispatcher thread's body (arg: the lt_sched_t); it runs until the
- * evaluator stops it and wakes it. */
-static void *sched_main(void *arg) {
-  lt_sched_t *s = arg;
-  lt_eval_t *ev = s->ev;
+void lt__sched_start(lt_sched_t *s) {
   lt__links_open_new(s);
   s->t0_ms = lt__clock_ms();
   s->next_tick = s->t0_ms + LT_PING_MS; /* pings and the throttle start at once */
+}
 
+int lt__sched_turn(lt_sched_t *s, const lt_turn_in_t *in) {
+  lt_eval_t *ev = s->ev;
+  /* Intake: new tasks and hosts. */
+  if (in->woken) {
+    s->door->woken(ev);
+    lt__links_open_new(s);
+    lt__sched_take_intake(s);
+  }
+  /* Read: session messages, completions, values; monitors and spawned servers. */
+  const zmq_pollitem_t *it = in->items;
+  size_t np = it != NULL ? in->npolled : s->nsrv;
+  for (size_t i = 0; i < np; i++) {
+    if (it == NULL || (it[1 + i].revents & ZMQ_POLLIN)) read_server(s, i);
+    if (it == NULL || (it[1 + np + i].revents & ZMQ_POLLIN)) lt__link_watch(s, i);
+    if (it != NULL && (it[1 + 2 * np + i].revents & (ZMQ_POLLIN | ZMQ_POLLERR)))
+      lt__link_watch_child(s, i);
+  }
+  int64_t now = lt__clock_ms();
+  lt__sched_fetch_results(s); /* tasks that ended on a value left on a server */
+  /* What the policies asked while messages were read (a welcome's crash report, a
+   * quarantine's limit) holds before anything is dispatched. */
+  lt__sched_apply_requests(s);
+  /* hosts=DIR: servers that announced since the last look join now. */
+  if (s->door->poll_hosts(ev, now)) lt__links_open_new(s);
+  /* Reap what was found dead, then the tick: heartbeats and greetings. */
+  reap(s);
+  int ticked = now >= s->next_tick;
+  if (ticked) {
+    lt__links_tick(s, now);
+    int64_t period = s->opts->heartbeat_ms / 4 + 1;
+    s->next_tick = now + (period < LT_PING_MS ? period : LT_PING_MS);
+    reap(s);
+  }
+  /* Dispatch, then the policies (they see this turn's dispatch and completions). */
+  lt__sched_dispatch(s);
+  reap(s);
+  run_policies(s, now, ticked);
+  fail_unplaceable(s);
+  lt__servers_flush_releases(s);
+  reap(s);
+  /* Published before the results go: a reader that saw a result sees its counts. */
+  lt__stats_publish(s);
+  lt__sched_deliver(s);
+  lt__trace_turn(s->trace, s);
+  return s->door->stopping(ev);
+}
+
+void lt__sched_stop(lt_sched_t *s) {
+  shutdown_all(s);
+}
+
+/* sched_main is the dispatcher thread's body (arg: the lt_sched_t); it runs until the
+ * evaluator stops it and wakes it: a wait in zmq_poll, then a turn. */
+static void *sched_main(void *arg) {
+  lt_sched_t *s = arg;
+  lt__sched_start(s);
   zmq_pollitem_t *items = NULL;
   size_t capitems = 0;
   for (;;) {
@@ -218,56 +276,21 @@ static void *sched_main(void *arg) {
     size_t npolled = s->nsrv;
     size_t nitems = poll_items(s, items);
     long timeout = (long)(s->next_tick - lt__clock_ms());
-    if (timeout < 0 || s->door->await_wake(ev)) timeout = 0;
+    if (timeout < 0 || s->door->await_wake(s->ev)) timeout = 0;
     int n = zmq_poll(items, (int)nitems, timeout);
     if (n < 0 && errno != EINTR) {
       lt__log(LT_LOG_ERROR, "dispatcher: zmq_poll: %s", zmq_strerror(errno));
       break;
     }
-    /* Intake: new tasks and hosts. */
-    if (n > 0 && (items[0].revents & ZMQ_POLLIN)) {
-      s->door->woken(ev);
-      lt__links_open_new(s);
-      lt__sched_take_intake(s);
-    }
-    /* Read: session messages, completions, values; monitors and spawned servers. */
-    for (size_t i = 0; n > 0 && i < npolled; i++) {
-      if (items[1 + i].revents & ZMQ_POLLIN) read_server(s, i);
-      if (items[1 + npolled + i].revents & ZMQ_POLLIN) lt__link_watch(s, i);
-      if (items[1 + 2 * npolled + i].revents & (ZMQ_POLLIN | ZMQ_POLLERR))
-        lt__link_watch_child(s, i);
-    }
-    int64_t now = lt__clock_ms();
-    lt__sched_fetch_results(s); /* tasks that ended on a value left on a server */
-    /* What the policies asked while messages were read (a welcome's crash report, a
-     * quarantine's limit) holds before anything is dispatched. */
-    lt__sched_apply_requests(s);
-    /* hosts=DIR: servers that announced since the last look join now. */
-    if (s->door->poll_hosts(ev, now)) lt__links_open_new(s);
-    /* Reap what was found dead, then the tick: heartbeats and greetings. */
-    reap(s);
-    int ticked = now >= s->next_tick;
-    if (ticked) {
-      lt__links_tick(s, now);
-      int64_t period = s->opts->heartbeat_ms / 4 + 1;
-      s->next_tick = now + (period < LT_PING_MS ? period : LT_PING_MS);
-      reap(s);
-    }
-    /* Dispatch, then the policies (they see this turn's dispatch and completions). */
-    lt__sched_dispatch(s);
-    reap(s);
-    run_policies(s, now, ticked);
-    fail_unplaceable(s);
-    lt__servers_flush_releases(s);
-    reap(s);
-    /* Published before the results go: a reader that saw a result sees its counts. */
-    lt__stats_publish(s);
-    lt__sched_deliver(s);
-    lt__trace_turn(s->trace, s);
-    if (s->door->stopping(s->ev)) break;
+    if (n < 0) n = 0;
+    for (size_t i = 0; n == 0 && i < nitems; i++)
+      items[i].revents = 0;
+    lt_turn_in_t in = {
+        .woken = n > 0 && (items[0].revents & ZMQ_POLLIN), .items = items, .npolled = npolled};
+    if (lt__sched_turn(s, &in)) break;
   }
   free(items);
-  shutdown_all(s);
+  lt__sched_stop(s);
   return NULL;
 }
 

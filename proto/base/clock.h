@@ -1,6 +1,7 @@
 /* clock.h: the one clock of Lithium-C. Durations and deadlines come from CLOCK_MONOTONIC in
- * ms, us or ns; the wall clock is for log stamps and seeds only; the thread CPU clock is for
- * the executor's accounting. Any thread. */
+ * ms, us or ns, or from a virtual clock that a simulator installs (lt__clock_virtual); the wall
+ * clock is for log stamps and seeds only; the thread CPU clock is for the executor's accounting.
+ * Any thread. */
 #ifndef LT_CLOCK_H
 #define LT_CLOCK_H
 
@@ -15,6 +16,13 @@ int64_t lt__clock_us(void);
 
 /* lt__clock_ns returns the monotonic clock in nanoseconds. */
 int64_t lt__clock_ns(void);
+
+/* lt__clock_virtual makes lt__clock_ms, _us and _ns (and lt__clock_deadline) read `now_us`
+ * instead of CLOCK_MONOTONIC, in microseconds; NULL puts the monotonic clock back. The
+ * door of STYLE 24 for time: the simulator (tests/sim) runs the dispatcher on its virtual
+ * clock. Process-wide: call it before any thread reads the clock, and only in a process
+ * that runs nothing real (the simulator). */
+void lt__clock_virtual(int64_t (*now_us)(void));
 
 /* lt__clock_thread_cpu_us returns the CPU time of the calling thread in microseconds. */
 int64_t lt__clock_thread_cpu_us(void);

@@ -62,9 +62,10 @@ Test(conn, shutting_retrying_connections_keeps_the_context_alive, .timeout = 60)
   static lt_conn_t conns[CONNS];
   lt_conn_auth_t auth = {.pub = "", .sec = "", .server = ""};
   lt_conn_program_t prog = {0};
+  lt_net_t net = {&lt__net_zmq, ctx};
   for (int round = 0; round < ROUNDS; round++) {
     for (int k = 0; k < CONNS; k++)
-      cr_assert_eq(lt__conn_open(&conns[k], ctx, dead, 1, 0, &prog, &auth, 0), LT_OK);
+      cr_assert_eq(lt__conn_open(&conns[k], &net, dead, 1, 0, &prog, &auth, 0), LT_OK);
     /* Shut them while their first reconnect attempts fire (and emit monitor events). */
     usleep(90 * 1000);
     for (int k = 0; k < CONNS; k++) {
@@ -98,7 +99,8 @@ Test(conn, a_sent_value_is_released_once_zeromq_is_done_with_it, .timeout = 60) 
   lt_conn_t c;
   lt_conn_auth_t auth = {.pub = "", .sec = "", .server = ""};
   lt_conn_program_t prog = {0};
-  cr_assert_eq(lt__conn_open(&c, ctx, dead, 1, 0, &prog, &auth, 0), LT_OK);
+  lt_net_t net = {&lt__net_zmq, ctx};
+  cr_assert_eq(lt__conn_open(&c, &net, dead, 1, 0, &prog, &auth, 0), LT_OK);
   static char bytes[1 << 16];
   lt_value_t *v = lt__value_user(bytes, sizeof bytes, count_free, NULL);
   cr_assert_not_null(v);
