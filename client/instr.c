@@ -239,12 +239,16 @@ void lt__rec_ins_free(lt_instr_rec_t *r) {
 }
 
 lt_instr_rec_t *lt__rec_copy(lt_sched_t *s, const lt_instr_rec_t *r) {
+  /* Tokens beyond what a record holds inside are allocated first: a record once made can
+   * only end through its job (jobs.c). */
+  lt_token_t *big = r->nins > LT_REC_SMALL_INS ? calloc(r->nins, sizeof *big) : NULL;
+  if (r->nins > LT_REC_SMALL_INS && big == NULL) return NULL;
   lt_instr_rec_t *c = lt__rec_new(s, r->job);
-  lt_token_t *ins = c != NULL ? lt__rec_ins_alloc(c, r->nins) : NULL;
-  if (ins == NULL) {
-    if (c != NULL) lt__sched_rec_done(s, c);
+  if (c == NULL) {
+    free(big);
     return NULL;
   }
+  lt_token_t *ins = big != NULL ? big : c->ins_small;
   for (uint32_t i = 0; i < r->nins; i++) {
     ins[i] = r->ins[i];
     if (ins[i].value != NULL) lt__value_ref(ins[i].value);
