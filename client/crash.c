@@ -27,6 +27,7 @@ typedef struct charge {
   const void *key;
   uint32_t crashes;
   size_t host;
+  uint32_t spared; /* second crashes on the same host not counted (another server soon may) */
   UT_hash_handle hh;
 } charge_t;
 
@@ -62,7 +63,8 @@ static uint32_t takers(const lt_sched_t *s) {
 /* charge counts a crash on `host` against the chain of l's task. The chain is poison, and
  * the task fails with LT_ECRASH (its record, if still out, cancelled), at its second crash;
  * a second crash on the same host as the first counts only while no other server is there
- * to tell a poison input from a flaky host (quarantine.c). */
+ * to tell a poison input from a flaky host (quarantine.c), or once that was so max_retries
+ * times. */
 static void charge(lt_policy_t *p, const lt_loss_t *l, int sig, size_t host) {
   crash_state_t *st = p->state;
   const lt_sched_t *s = p->s;
@@ -78,9 +80,13 @@ static void charge(lt_policy_t *p, const lt_loss_t *l, int sig, size_t host) {
   }
   if (c->key != l->key) {
     c->key = l->key;
-    c->crashes = 0;
+    c->crashes = c->spared = 0;
   }
-  if (c->crashes > 0 && c->host == host && takers(s) > 1) return;
+  /* Spared at most max_retries times: servers that only greet may never come back, and the
+   * retry, with nowhere else to go, lands on the same host again (a livelock: the
+   * simulator's seed 3461). */
+  if (c->crashes > 0 && c->host == host && takers(s) > 1 && c->spared++ < s->opts->max_retries)
+    return;
   c->host = host;
   if (++c->crashes < POISON_CRASHES) return;
   char sname[32];

@@ -7,9 +7,9 @@
  * late: hostile, buggy or wedged. The instruction is taken back (cancelled there and placed
  * again, charged as a loss), and so is what waits behind it on that server; once a task's
  * instructions were taken back for this max_retries times, or when one more loss would fail
- * it anyway or no other server takes work, the task fails with LT_ETIMEDOUT, naming the
- * kernel. A late server gets no new work for a cool-down (COOL_FIRST_MS, doubled each time
- * it is found late again, at most COOL_MAX_MS), then one instruction at a time until it
+ * it anyway or no other server takes work or is being greeted, the task fails with LT_ETIMEDOUT,
+ * naming the kernel. A late server gets no new work for a cool-down (COOL_FIRST_MS, doubled each
+ * time it is found late again, at most COOL_MAX_MS), then one instruction at a time until it
  * reports one. Under an explicit `grain` an instruction may wait behind the rest of its
  * group on one worker, so the allowance is grain times the deadline; and while the server's
  * latest load report shows work waiting for a thread or for its inputs (a server shared
@@ -99,10 +99,12 @@ static int would_fail(const lt_sched_t *s, const lt_instr_rec_t *r) {
   return r->moved && !r->final && j->restarts - j->restarts_held >= max;
 }
 
-/* elsewhere tells whether a server other than idx takes work now. */
+/* elsewhere tells whether a server other than idx takes work now, or soon may (its session
+ * is being greeted: a server restarting, or one that lost its link): a task taken back
+ * waits for it rather than failing for a fault of its server (the simulator's seed 8290). */
 static int elsewhere(const lt_sched_t *s, size_t idx) {
   for (size_t k = 0; k < s->nsrv; k++)
-    if (k != idx && lt__server_takes(s, k)) return 1;
+    if (k != idx && (lt__server_takes(s, k) || s->srv[k].conn.state == LT_CONN_HELLO)) return 1;
   return 0;
 }
 
