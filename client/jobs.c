@@ -498,14 +498,17 @@ void lt__sched_on_completion(lt_sched_t *s, size_t idx, const lt_completion_t *c
   HASH_FIND(hh, s->inflight, &cp->seq, sizeof cp->seq, r);
   if (r == NULL || r->conn != (int)idx || cp->noutputs > LT_MAX_PARTS) {
     /* Not running there for us: taken back as overdue, or a server that is wrong. Values it
-     * says it kept are released (ids of our own space only). */
+     * says it kept, or failed, are released (ids of our own space only). */
     s->stray++;
     lt__log(s->stray == 1 ? LT_LOG_WARN : LT_LOG_DEBUG,
             "server %s: completion of instruction %llu, which it was not running for us "
             "(%llu so far)",
             c->endpoint, (unsigned long long)cp->seq, (unsigned long long)s->stray);
-    if (cp->status == LT_OK && lt__binding(s, NULL).outputs_stay && cp->noutputs <= LT_MAX_PARTS)
-      for (uint32_t i = 0; i < cp->noutputs; i++)
+    /* A failed one too: its output stays there as a failed value for readers until its
+     * client drops it (the simulator's seed 1020363). */
+    uint32_t n = cp->noutputs > 0 ? cp->noutputs : 1;
+    if (lt__binding(s, NULL).outputs_stay && n <= LT_MAX_PARTS)
+      for (uint32_t i = 0; i < n; i++)
         lt__server_release(s, (int)idx, (lt_oid_t){s->client_id, cp->seq + i});
     return;
   }
