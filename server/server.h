@@ -119,7 +119,7 @@ typedef struct lt_server {
   struct lt_quota *quota;
   uv_timer_t deadline_timer;
   bool deadline_started;
-  uint64_t stop_at_us;          /* when the deadline timer first saw the stop */
+  uint64_t stop_at_us; /* when the deadline timer first saw the stop */
 
   bool zuv_started;
   bool stopping; /* SIGINT/SIGTERM seen: no new instructions; every load report says so */
