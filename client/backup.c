@@ -101,9 +101,14 @@ static double speed_ratio(const lt_sched_t *s, const lt_instr_rec_t *r, size_t i
 
 /* redo_us is what server i takes at least to redo `done_us` of work done on r's server:
  * the work does not shrink by moving, only by a faster server, at the share of its CPU its
- * instructions usually get (a machine loaded for all is no faster elsewhere). */
+ * instructions usually get there (a machine loaded for all is no faster elsewhere). That
+ * share is taken as at least the straggler's own now: a server whose kernels wait (a sleep,
+ * a call out) uses little CPU without being slow, and must not look slower than r's. */
 static double redo_us(const lt_sched_t *s, const lt_instr_rec_t *r, size_t i, double done_us) {
-  return speed_ratio(s, r, i) * done_us / lt__pace_usual_share(&s->srv[i].pace);
+  double there = lt__pace_usual_share(&s->srv[i].pace);
+  double here = s->srv[r->conn].pace.share_now;
+  double share = there > here ? there : here;
+  return share > 0 ? speed_ratio(s, r, i) * done_us / share : 0;
 }
 
 /* ran_us is how long r has run on its server, now (the time it came into a thread there). */

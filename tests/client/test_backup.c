@@ -257,6 +257,21 @@ Test(backup, a_machine_loaded_for_all_is_no_faster_elsewhere) {
   teardown(&f.w);
 }
 
+/* An idle server whose kernels wait (a sleep, a call out) uses little CPU without being
+ * slow: the little share its reports showed does not make it look slower than the
+ * straggler's server, and, being five times faster, it gets the copy. */
+Test(backup, a_server_whose_kernels_wait_is_not_slow) {
+  fixture_t f;
+  int64_t t = straggling(&f, 1.0);
+  f.w.srv[2].conn.speed = 5.0;
+  for (int k = 0; k < 20; k++) /* its kernels slept: 2 running, next to no CPU */
+    computing(&f.w, 2, 2, 0.01);
+  computing(&f.w, 2, 0, 0.0);
+  computing(&f.w, 0, 2, 1.0);
+  cr_assert_eq(lt__sched_backup_target(&f.w.s, f.b, t), 2, "five times faster");
+  teardown(&f.w);
+}
+
 /* An original whose input was gone where it was to be read (LT_ENOENT: released, or its
  * holder restarted) failed for no fault of its kernel: like a loss, it leaves its copy to
  * carry on rather than deciding the task. */
