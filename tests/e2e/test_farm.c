@@ -31,8 +31,8 @@ Test(farm, ten_thousand_tasks_on_three_servers_in_order, .timeout = 120) {
   cr_assert_eq(lt_eval_stats_json(ev, &json), LT_OK);
   cr_assert_not_null(strstr(json, "\"tasks_completed\":10000"), "%s", json);
   /* One instruction per task; one moved off a slower server at the end is dispatched twice,
-   * and a straggler's copy on an idle server is one more. */
-  cr_assert_eq(distinct_instructions(json), 10000, "%s", json);
+   * a straggler's copy on an idle server is one more, and so is a task run again. */
+  cr_assert_eq(distinct_instructions(json) - stats_u64(json, "reruns"), 10000, "%s", json);
   /* Every server took part. */
   uint64_t done[3];
   cr_assert_eq(stats_each(json, "completed", done, 3), 3, "%s", json);

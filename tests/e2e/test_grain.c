@@ -62,7 +62,9 @@ Test(grain, groups_keep_each_result_error_and_order, .timeout = 120) {
   cr_assert_gt(groups, 0, "%s", json);
   cr_assert_geq(grouped, 2 * groups, "%s", json);
   cr_assert_leq(grouped, 8 * groups, "no group above the grain: %s", json);
-  cr_assert_eq(distinct_instructions(json), (uint64_t)n, "%s", json);
+  /* a task run again (a stand-in for a straggler's pack member) sends its one instruction
+   * again */
+  cr_assert_eq(distinct_instructions(json) - stats_u64(json, "reruns"), (uint64_t)n, "%s", json);
   cr_assert_eq(stats_u64(json, "packs"), groups, "every group of this farm goes packed: %s", json);
   free(json);
   lt_eval_free(ev);
