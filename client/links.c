@@ -9,16 +9,16 @@
  *
  * A server that welcomes and then never sends anything (hostile, or wedged right after its
  * welcome) is found by the one failure detector there is, 3 missed heartbeats (a healthy
- * server answers every ping at once, and is pinged at least once a heartbeat period). Such
- * a session is mute: greeting its host again at once, as after any other session's end,
- * would draw new work into another silent session, cycle after cycle, each one costing the
- * tasks a try. So a mute session's host is greeted again only after MUTE_WAITS ×
- * connect_timeout_ms, doubled at each mute session in a row (at most MUTE_MAX_MS), and the
- * wait ends when a session of it speaks. Its work goes elsewhere at once, or, with no
- * server to take it, fails LT_ENOSERVER after connect_timeout_ms as always: the wait is
- * longer than that, so nothing waits for the mute host. This is the smallest change that
- * bounds the case (no new timer, no new state in the records): the silent server is given
- * up after 3 heartbeats, its tasks within connect_timeout_ms more. */
+ * server answers every ping at once, and is pinged at its welcome and at least once a
+ * heartbeat period). Such a session is mute: a new session with its host, welcomed at once
+ * as after any other session's end, would draw new work into another silent session, cycle
+ * after cycle, each one costing the tasks a try. So the host of a mute session is on
+ * probation: greeted again after the usual backoff (doubling, at most RETRY_MAX_MS), but
+ * its new session takes no work until it has spoken after its welcome (the answer to the
+ * welcome's ping; lt__server_takes). A server that was only paused or slow at that moment
+ * (SIGSTOP, a swapping host) takes work again as soon as it answers, and a silent one costs
+ * no task a try, only a greeting per backoff. With no other server to take it, the work
+ * fails LT_ENOSERVER after connect_timeout_ms as always. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,10 +30,8 @@
 #include "sched_internal.h"
 #include "vec.h"
 
-#define RETRY_FIRST_MS 100   /* the first wait before greeting a server again */
-#define RETRY_MAX_MS   2000  /* the longest */
-#define MUTE_WAITS     2     /* a mute session's host waits this many connect_timeout_ms */
-#define MUTE_MAX_MS    60000 /* at most this long (or MUTE_WAITS × connect_timeout_ms) */
+#define RETRY_FIRST_MS 100  /* the first wait before greeting a server again */
+#define RETRY_MAX_MS   2000 /* the longest */
 
 void lt__links_free(lt_sched_t *s) {
   for (size_t i = 0; i < s->npeers; i++) {
@@ -270,12 +268,12 @@ int lt__link_close(lt_sched_t *s, size_t idx) {
   if (sl->backoff_ms > RETRY_MAX_MS) sl->backoff_ms = RETRY_MAX_MS;
   sl->retry_at_ms = v->final ? 0 : lt__clock_ms() + (was_hello ? sl->backoff_ms : 0);
   if (sl->mute && !v->final && !sl->removed) {
-    uint32_t first = MUTE_WAITS * s->opts->connect_timeout_ms;
-    uint32_t most = first > MUTE_MAX_MS ? first : MUTE_MAX_MS;
-    sl->mute_ms = sl->mute_ms == 0 ? first : sl->mute_ms > most / 2 ? most : sl->mute_ms * 2;
-    sl->retry_at_ms = lt__clock_ms() + sl->mute_ms;
-    lt__log(LT_LOG_WARN, "server %s sent nothing after its welcome: greeted again in %u ms",
-            c->endpoint, sl->mute_ms);
+    sl->probation = 1;
+    sl->retry_at_ms = lt__clock_ms() + sl->backoff_ms;
+    lt__log(LT_LOG_WARN,
+            "server %s sent nothing after its welcome: greeted again in %u ms, no work "
+            "until it answers",
+            c->endpoint, sl->backoff_ms);
   }
   if (was_hello && sl->sessions > 1) {
     /* A greeting again that found nobody yet: quiet, it goes on. */
@@ -327,7 +325,7 @@ static void greet_again(lt_sched_t *s, size_t idx, int64_t now) {
   s->srv[next].slot.predecessor = (long)idx;
   memcpy(s->srv[next].slot.why, sl->why, sizeof sl->why);
   s->srv[next].slot.sessions = sl->sessions + 1;
-  s->srv[next].slot.mute_ms = sl->mute_ms;
+  s->srv[next].slot.probation = sl->probation;
   s->srv[next].slot.answered = 1;
 }
 
@@ -415,7 +413,7 @@ int lt__link_on_message(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
   lt_slot_t *sl = &s->srv[idx].slot;
   if (c->state != LT_CONN_HELLO && !sl->spoke) { /* a session that speaks after its welcome */
     sl->spoke = 1;
-    sl->mute_ms = 0;
+    sl->probation = 0;
   }
   if (m->has_load) {
     if (c->incarnation != 0 && m->load.incarnation != 0 && m->load.incarnation != c->incarnation) {

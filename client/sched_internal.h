@@ -210,8 +210,8 @@ typedef struct lt_slot {
   int lacks_warned;    /* that was said */
   int spoke;           /* and it sent something after its welcome (links.c) */
   int mute;            /* its session ended for never speaking after its welcome */
-  uint32_t mute_ms;    /* the wait before greeting this host again after a session of it
-                          that never spoke after its welcome; 0 when the latest one spoke */
+  int probation;       /* a session of this host never spoke after its welcome, nor has
+                          one since: no work until this one speaks (links.c) */
   int64_t retry_at_ms; /* dead: when to greet the server again; 0: never */
   uint32_t backoff_ms; /* the wait before the next greeting */
   long successor;      /* the slot that took over this server, or -1 */

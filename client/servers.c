@@ -20,7 +20,8 @@ int lt__server_alive(const lt_sched_t *s, size_t i) {
 
 int lt__server_takes(const lt_sched_t *s, size_t i) {
   const lt_server_t *v = &s->srv[i];
-  return !v->gone && !v->slot.lacks && v->conn.state == LT_CONN_READY && lt__server_cap(s, i) > 0;
+  return !v->gone && !v->slot.lacks && !v->slot.probation && v->conn.state == LT_CONN_READY &&
+         lt__server_cap(s, i) > 0;
 }
 
 uint32_t lt__server_cap(const lt_sched_t *s, size_t i) {

@@ -39,6 +39,8 @@ static void answer(lt_hostile_t *h, zmq_msg_t *rid, const lt_msg_t *in, uint64_t
     atomic_fetch_add(&h->welcomes, 1);
     hostile_send(h, rid, &out);
   } else if (h->mode == LT_HOSTILE_MUTE) {
+    if (in->type == LT_MSG_EXECUTE && atomic_load(&h->welcomes) > 1)
+      atomic_fetch_add(&h->reworks, 1);
     return;
   } else if (in->type == LT_MSG_HEARTBEAT) {
     out.type = LT_MSG_HEARTBEAT;

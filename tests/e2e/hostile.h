@@ -25,6 +25,7 @@ typedef struct lt_hostile {
   atomic_int stop;
   atomic_int welcomes; /* hellos it welcomed */
   atomic_int fetches;  /* fetches it answered astray */
+  atomic_int reworks;  /* EXECUTE messages it got after its second welcome or later */
   pthread_t thread;
 } lt_hostile_t;
 

@@ -72,8 +72,11 @@ static void judge(sim_door_t *d, const lt_task_t *t) {
   /* A poison or slow task fails of its own kernel: a crash, or its deadline. */
   int own = (d->p->poison[t->seq] || d->p->slow[t->seq]) && got->value == NULL;
   if (own && (got->err == LT_ECRASH || got->err == LT_ETIMEDOUT)) return;
-  /* Faults may have used up a task's retries: only then is a loss its result. */
-  int fault = got->err == LT_ELOST || got->err == LT_ENOSERVER;
+  /* Faults may have used up a task's retries: only then is a loss its result. A deadline
+   * missed on a paused server, or behind a stalled link, counts as a try (the client cannot
+   * tell a late server from a slow kernel), so a run of such faults may end a task with
+   * LT_ETIMEDOUT too. */
+  int fault = got->err == LT_ELOST || got->err == LT_ENOSERVER || got->err == LT_ETIMEDOUT;
   if (got->value == NULL && fault && w->faults > w->max_retries) {
     sim_note(w, "task %llu lost after %llu faults (max_retries %u): %s", (unsigned long long)t->seq,
              (unsigned long long)w->faults, w->max_retries, got->errmsg);
@@ -130,11 +133,11 @@ static int input_closed(lt_eval_t *ev) {
 
 static long hosts(lt_eval_t *ev, lt_host_t **out) {
   sim_world_t *w = D(ev)->w;
-  lt_host_t *h = calloc(w->nsrv, sizeof *h);
-  for (uint32_t i = 0; i < w->nsrv; i++)
-    h[i] = (lt_host_t){.endpoint = strdup(w->eps[i]), .fd = -1};
+  lt_host_t *h = calloc(w->nhosts, sizeof *h);
+  for (uint32_t i = 0; i < w->nhosts; i++)
+    h[i] = (lt_host_t){.endpoint = strdup(w->eps[i]), .fd = -1, .gone = w->gone[i]};
   *out = h;
-  return (long)w->nsrv;
+  return (long)w->nhosts;
 }
 
 static void hosts_free(lt_host_t *h, size_t n) {
@@ -144,9 +147,8 @@ static void hosts_free(lt_host_t *h, size_t n) {
 }
 
 static int poll_hosts(lt_eval_t *ev, int64_t now_ms) {
-  (void)ev;
   (void)now_ms;
-  return 0;
+  return sim_hosts_poll(D(ev)->w);
 }
 
 static void host_answered(lt_eval_t *ev, int ready) {

@@ -34,7 +34,20 @@ static lt_skel_t *dc_bytes(const char *cut) {
   return lt_skel_param(d, "cond", cut, strlen(cut));
 }
 
-enum { SH_FARM, SH_PIPE, SH_DC, SH_FIB, SH_MAP, SH_NESTED, SH_POISON, SH_NSHAPES };
+enum {
+  SH_FARM,
+  SH_PIPE,
+  SH_DC,
+  SH_FIB,
+  SH_MAP,
+  SH_NESTED,
+  SH_POISON,
+  SH_DRAW1, /* the shapes of draw 1 are those above; draw 2 adds these: */
+  SH_WHILE = SH_DRAW1,
+  SH_IF,
+  SH_REDUCE,
+  SH_NSHAPES
+};
 
 static const char *const shape_names[SH_NSHAPES] = {
     "farm(seq(rev))",
@@ -43,7 +56,10 @@ static const char *const shape_names[SH_NSHAPES] = {
     "dc(fib_cut, fib_div, seq(fib_seq), add)",
     "map(chunks, seq(rev), cat)",
     "pipeline(farm(seq(rev)), dc(small, halves, seq(rev), cat))",
-    "pipeline(seq(rev), seq(fail_on z), seq(app !))"};
+    "pipeline(seq(rev), seq(fail_on z), seq(app !))",
+    "farm(while(long 3, seq(shrink)))",
+    "if(small 16, seq(rev), pipeline(seq(xor k), seq(app !)))",
+    "map_reduce(chunks 4, seq(rev), reduce(cat2))"};
 
 static lt_skel_t *shape(int k) {
   switch (k) {
@@ -62,9 +78,20 @@ static lt_skel_t *shape(int k) {
     return lt_skel_param(lt_map("skelk:chunks", lt_seq("skelk:rev"), "skelk:cat"), "split", "5", 1);
   case SH_NESTED:
     return lt_pipeline(lt_farm(lt_seq("skelk:rev")), dc_bytes("16"), NULL);
-  default:
+  case SH_POISON:
     return lt_pipeline(lt_seq("skelk:rev"), lt_seq_with("skelk:fail_on", "z", 1),
                        lt_seq_with("skelk:app", "!", 1), NULL);
+  case SH_WHILE:
+    return lt_farm(lt_skel_param(lt_while("skelk:long", lt_seq("skelk:shrink")), "cond", "3", 1));
+  case SH_IF:
+    return lt_skel_param(lt_if("skelk:small", lt_seq("skelk:rev"),
+                               lt_pipeline(lt_seq_with("skelk:xor", "k", 1),
+                                           lt_seq_with("skelk:app", "!", 1), NULL)),
+                         "cond", "16", 2);
+  default:
+    return lt_skel_param(
+        lt_map_reduce("skelk:chunks", lt_seq("skelk:rev"), lt_reduce("skelk:cat2")), "split", "4",
+        1);
   }
 }
 
@@ -105,7 +132,10 @@ static int set(sim_prog_t *p, const char *key, const char *value) {
 int sim_draw(sim_world_t *w, sim_prog_t *p, const char *modules) {
   memset(p, 0, sizeof *p);
   lt__options_init(&p->opts);
-  int k = (int)sim_below(&w->rng, SH_NSHAPES);
+  int k = (int)sim_below(&w->rng, SH_DRAW1);
+  /* Draw 2, from a stream of its own: three tenths of the seeds run one of its shapes. */
+  if (w->p.draw != 1 && sim_chance(&w->fourth, 3, 10))
+    k = SH_DRAW1 + (int)sim_below(&w->fourth, SH_NSHAPES - SH_DRAW1);
   snprintf(p->shape, sizeof p->shape, "%s", shape_names[k]);
   p->skel = shape(k);
   if (p->skel == NULL) return LT_ENOMEM;

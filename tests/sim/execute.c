@@ -68,9 +68,10 @@ void sv_execute(sim_world_t *w, sim_server_t *v, sess_t *s, const lt_msg_t *m) {
       in->holder = h;
       if (h < 0) continue;
       sval_t *e = sv_find(v, in->id);
-      if (e != NULL && e->copy)
+      if (e != NULL && e->copy) {
         e->readers++;
-      else if (e != NULL)
+        if (t->flags & LT_INSTR_RELEASE_INPUTS) sv_last_reader(w, v, e, s->secret);
+      } else if (e != NULL)
         in->holder = -1;
       else
         sv_fetch_from(w, v, in->id, h, s->secret, (t->flags & LT_INSTR_RELEASE_INPUTS) != 0);

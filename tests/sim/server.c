@@ -471,6 +471,10 @@ size_t sim_server_values(const sim_world_t *w, int srv, char *first, size_t len)
   return n;
 }
 
+int sim_server_holds(const sim_world_t *w, int srv) {
+  return w->srv[srv]->up && w->srv[srv]->held != NULL;
+}
+
 size_t sim_server_tasks(const sim_world_t *w, int srv) {
   size_t n = 0;
   for (const stask_t *t = w->srv[srv]->tasks; t != NULL; t = t->next)

@@ -27,6 +27,9 @@ typedef struct sval {
   int copy;         /* fetched from a peer for local readers */
   int holder;       /* copy: the server it is fetched from */
   uint32_t readers; /* copy: the readers holding it */
+  int want_release; /* copy on its way when its last reader came: the holder drops the
+                       value once it is here (server/peer.c, lt__peer_need) */
+  uint64_t secret;  /* want_release: the reader's session's, which the RELEASE carries */
   int doomed;       /* failed, and dropped once its readers and fetches saw it (recheck) */
   UT_hash_handle hh;
 } sval_t;
@@ -156,6 +159,10 @@ void sv_fail(sim_world_t *w, sim_server_t *v, sval_t *e, int status, const char 
 void sv_answer(sim_world_t *w, sim_server_t *v, wfetch_t *f, sval_t *e);
 void sv_wake(sim_world_t *w, sim_server_t *v);
 void sv_wait_fetch(sim_world_t *w, sim_server_t *v, wfetch_t f);
+/* sv_last_reader: a last reader (LT_INSTR_RELEASE_INPUTS) of `id` shares copy e fetched
+ * earlier: the holder is told to drop the value, at once or, while e is on its way, once it
+ * is here (server/peer.c, lt__peer_need). */
+void sv_last_reader(sim_world_t *w, sim_server_t *v, sval_t *e, uint64_t secret);
 /* sv_fetch_from makes a pending copy of id for a reader and asks its holder for it. */
 void sv_fetch_from(sim_world_t *w, sim_server_t *v, lt_oid_t id, int holder, uint64_t secret,
                    int release);

@@ -106,8 +106,19 @@ int sim_server_stopping(const sim_world_t *w, int srv); /* up, and ends once idl
 /* sim_server_values counts the values of the client held by the server's sessions (not
  * copies fetched for a reader); sim_server_busy counts its tasks. */
 size_t sim_server_values(const sim_world_t *w, int srv, char *first, size_t len);
+/* sim_server_holds tells whether server srv is up with messages waiting for it to read them
+ * (it is paused). */
+int sim_server_holds(const sim_world_t *w, int srv);
 size_t sim_server_tasks(const sim_world_t *w, int srv);
 /* sim_server_peer_lost fails the server's fetches from holder `holder` (a LOST message). */
+
+/* ---- hosts.c: the hosts the evaluator knows, and draw 2's changes to them ------------- */
+/* sim_draw_hosts draws, from the stream `fourth` (draw 2 only), a server added to the
+ * evaluation at a time within `horizon` (lt_eval_add_host) and a host other than server 0
+ * removed from it (lt_eval_remove_host); call it after every other draw. */
+int sim_draw_hosts(sim_world_t *w, int64_t horizon);
+/* sim_hosts_poll tells whether the hosts changed since it last said so. */
+int sim_hosts_poll(sim_world_t *w);
 
 /* ---- draw.c: the program, its options and its tasks, drawn by the seed ------------------- */
 
@@ -159,6 +170,9 @@ typedef struct sim_params {
   int verbose;
   uint32_t keep; /* run only the first `keep` tasks of those drawn (a shrunk seed), 0: all */
   int quiet;     /* no report of a violation (a shrinking attempt) */
+  uint32_t draw; /* what a seed draws: 1, the first version (the seeds kept before 2 came);
+                    2 (0: the default) adds the shapes while, if and map_reduce, and servers
+                    added mid-run, each from a stream of its own */
 } sim_params_t;
 
 /* What a run did. */
@@ -174,20 +188,24 @@ typedef struct sim_result {
 struct sim_world {
   sim_params_t p;
   sim_rng_t rng;
-  sim_rng_t third; /* the deadlines' draws, after `more`'s, for the same reason */
-  sim_rng_t more;  /* faults added since the first seeds were kept: a stream of their own, so
-                      that what `rng` draws (and a kept seed's run without them) is unchanged */
-  int64_t now;     /* virtual µs */
-  uint64_t events; /* run so far */
-  void *heap;      /* the event queue (net.c) */
+  sim_rng_t third;  /* the deadlines' draws, after `more`'s, for the same reason */
+  sim_rng_t more;   /* faults added since the first seeds were kept: a stream of their own, so
+                       that what `rng` draws (and a kept seed's run without them) is unchanged */
+  sim_rng_t fourth; /* draw 2's: the shapes and the servers it adds, same reason */
+  int64_t now;      /* virtual µs */
+  uint64_t events;  /* run so far */
+  void *heap;       /* the event queue (net.c) */
   size_t nheap, capheap;
   uint64_t next_ev;    /* tie-break of the queue */
   uint64_t in_transit; /* messages sent to a server, not arrived yet */
   sim_link_t **links;  /* every client link made, by id */
   size_t nlinks, caplinks;
   sim_server_t *srv[SIM_MAX_SERVERS];
-  uint32_t nsrv;
+  uint32_t nsrv; /* the servers, those added mid-run among them */
   char eps[SIM_MAX_SERVERS][64];
+  uint32_t nhosts;                     /* the hosts the evaluator knows (hosts.c): a prefix */
+  unsigned char gone[SIM_MAX_SERVERS]; /* removed from the evaluation (lt_eval_remove_host) */
+  int hosts_changed;                   /* since the dispatcher last polled the hosts */
   /* The program's kernels, resolved in this process: the simulated servers run them. */
   lt_kernel_fn *fns;
   uint32_t nkernels;

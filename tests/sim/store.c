@@ -192,12 +192,43 @@ static void on_peer_fetch(sim_world_t *w, void *arg) {
   free(a);
 }
 
+/* on_peer_release: a peer's RELEASE of a value it read reaches the holder. */
+static void on_peer_release(sim_world_t *w, void *arg) {
+  peer_ask_t *a = arg;
+  sim_server_t *h = sv_of(w, a->holder);
+  if (!w->tearing && h->up && w->now < h->paused_until) {
+    sim_at(w, h->paused_until, on_peer_release, a); /* read once it runs again */
+    return;
+  }
+  if (!w->tearing && h->up && has_client(h, a->id) && may_touch(h, a->id, a->secret)) {
+    sim_note(w, "server %d <- peer %d: release %llu", a->holder, a->asker,
+             (unsigned long long)a->id.seq);
+    sv_release(h, a->id);
+  }
+  free(a);
+}
+
+static void release_at_holder(sim_world_t *w, sim_server_t *v, const sval_t *e, uint64_t secret) {
+  peer_ask_t *a = malloc(sizeof *a);
+  *a = (peer_ask_t){e->holder, v->idx, v->gen, e->id, secret, 1};
+  sim_at(w, w->now + sim_delay(w), on_peer_release, a);
+}
+
+void sv_last_reader(sim_world_t *w, sim_server_t *v, sval_t *e, uint64_t secret) {
+  if (e->state == V_PENDING) {
+    e->want_release = 1;
+    e->secret = secret;
+  } else
+    release_at_holder(w, v, e, secret);
+}
+
 static void on_peer_answer(sim_world_t *w, void *arg) {
   peer_ans_t *a = arg;
   sim_server_t *v = sv_of(w, a->asker);
   sval_t *e = v->up && v->gen == a->gen && !w->tearing ? sv_find(v, a->id) : NULL;
   if (e != NULL && e->copy && e->state == V_PENDING) {
     if (a->status == LT_OK) {
+      if (e->want_release) release_at_holder(w, v, e, e->secret);
       sv_set(w, v, e, a->v);
     } else {
       char msg[ERRLEN];

@@ -243,6 +243,7 @@ static int setup(sim_world_t *w, sim_prog_t *p, lt_template_t **tmpl) {
   w->mods = mods;
   w->nsrv = w->p.servers ? w->p.servers : 1 + (uint32_t)sim_below(&w->rng, 5);
   if (w->nsrv > SIM_MAX_SERVERS) w->nsrv = SIM_MAX_SERVERS;
+  w->nhosts = w->nsrv;
   static const double speeds[] = {0.5, 1, 1, 2, 4};
   for (uint32_t i = 0; rc == LT_OK && i < w->nsrv; i++) {
     snprintf(w->eps[i], sizeof w->eps[i], "tcp://sim%u:9000", i);
@@ -257,11 +258,13 @@ static int setup(sim_world_t *w, sim_prog_t *p, lt_template_t **tmpl) {
 }
 
 /* quiet: no record of the dispatcher is out, no server holds an instruction, and no message
- * is on its way (a stray completion's release, say). */
+ * is on its way (a stray completion's release, say) nor waits for a paused server to read it. */
 static int quiet(const sim_world_t *w, const lt_sched_t *s) {
   if (HASH_COUNT(s->inflight) > 0 || !sim_net_quiet(w)) return 0;
   for (uint32_t i = 0; i < w->nsrv; i++)
-    if (sim_server_up(w, (int)i) && sim_server_tasks(w, (int)i) > 0) return 0;
+    if (sim_server_up(w, (int)i) &&
+        (sim_server_tasks(w, (int)i) > 0 || sim_server_holds(w, (int)i)))
+      return 0;
   return 1;
 }
 
@@ -300,6 +303,7 @@ void sim_run(const sim_params_t *prm, sim_result_t *out) {
   w->rng.s = prm->seed;
   w->more.s = prm->seed ^ 0x6a09e667f3bcc909ull;
   w->third.s = prm->seed ^ 0xbb67ae8584caa73bull;
+  w->fourth.s = prm->seed ^ 0x3c6ef372fe94f82bull;
   lt__log_set_level(prm->verbose > 1 ? LT_LOG_DEBUG
                     : prm->verbose   ? LT_LOG_INFO
                                      : LT_LOG_ERROR + 1);
@@ -333,6 +337,7 @@ void sim_run(const sim_params_t *prm, sim_result_t *out) {
       sim_at(w, k == 0 ? 0 : (int64_t)sim_below(&w->rng, 2000000), on_wave, v);
     }
     draw_faults(w, 3000000);
+    if (sim_draw_hosts(w, 3000000) != LT_OK) sim_violation(w, "cannot add a server");
     lt__sched_start(s);
     loop(w, s, d, &p);
     sim_door_stop(d);
