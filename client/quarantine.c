@@ -5,9 +5,10 @@
  * knows); a host on which instructions of `quarantine_crashes` different tasks crashed the
  * worker within a minute gets no new work (a limit of 0 on its entry) for a cool-down that
  * starts at 10 s and doubles at each quarantine of that host. Work already there finishes;
- * the others take the rest. Stats: each server's `quarantined`, and `quarantines` in all.
- * It reads what each ended session was running from the entry's losses (losses.c). State:
- * per host its recent crashes and its cool-down. Dispatcher thread only. */
+ * the others take the rest. A host is spared its cool-down while no other server takes work. Stats:
+ * each server's `quarantined`, and `quarantines` in all. It reads what each ended session was
+ * running from the entry's losses (losses.c). State: per host its recent crashes and its cool-down.
+ * Dispatcher thread only. */
 #include <stdlib.h>
 
 #include "log.h"
@@ -87,6 +88,21 @@ static void crashed(lt_policy_t *p, size_t prev, q_host_t *h, const lt_msg_t *w,
     record(h, task_of(sl, w->u.welcome.crashed[i]), now);
 }
 
+/* spared_as_the_last tells whether entry idx, due a cool-down, is spared it as no other
+ * server takes work: the work would wait for it, or fail LT_ENOSERVER after
+ * connect_timeout_ms, and an innocent task must not pay for crashes that, on every server,
+ * may well be one poison task's (the crash policy ends that task at its second crash). Its
+ * crashes stay counted: it cools down at its next welcome that finds another server. */
+static int spared_as_the_last(const lt_sched_t *s, size_t idx) {
+  for (size_t k = 0; k < s->nsrv; k++)
+    if (k != idx && lt__server_takes(s, k)) return 0;
+  lt__log(LT_LOG_WARN,
+          "server %s: its worker crashed for %u different tasks within a minute, but no other "
+          "server takes work: no cool-down",
+          s->srv[idx].conn.endpoint, s->opts->quarantine_crashes);
+  return 1;
+}
+
 static void on_server_ready(lt_policy_t *p, size_t idx, const lt_msg_t *w) {
   const lt_sched_t *s = p->s;
   q_host_t *h = s->opts->quarantine ? host_of(p, idx) : NULL;
@@ -101,6 +117,9 @@ static void on_server_ready(lt_policy_t *p, size_t idx, const lt_msg_t *w) {
       crashed(p, (size_t)prev, h, w, now);
   }
   q_state_t *st = p->state;
+  if (h->until_ms == 0 && distinct_recent(h, now - WINDOW_MS) >= s->opts->quarantine_crashes &&
+      spared_as_the_last(s, idx))
+    return;
   if (h->until_ms == 0 && distinct_recent(h, now - WINDOW_MS) >= s->opts->quarantine_crashes) {
     h->cool_ms = h->cool_ms ? h->cool_ms * 2 : COOL_FIRST_MS;
     if (h->cool_ms > COOL_MAX_MS) h->cool_ms = COOL_MAX_MS;
@@ -115,14 +134,19 @@ static void on_server_ready(lt_policy_t *p, size_t idx, const lt_msg_t *w) {
   if (h->until_ms != 0) limit(p, idx, 0);
 }
 
+/* On a tick, cool-downs end when due, or at once when no server takes work any more (the
+ * others died or left since): the run is not left without a server by this policy. */
 static void on_tick(lt_policy_t *p, int64_t now_ms) {
   q_state_t *st = p->state;
+  int none = lt__links_takers(p->s) == 0;
   for (size_t k = 0; k < st->cap; k++) {
     q_host_t *h = &st->hosts[k];
-    if (h->until_ms == 0 || now_ms < h->until_ms) continue;
+    if (h->until_ms == 0 || (now_ms < h->until_ms && !none)) continue;
+    int early = now_ms < h->until_ms;
     h->until_ms = 0;
     if (h->entry < p->s->nsrv) {
-      lt__log(LT_LOG_INFO, "server %s: its cool-down is over", p->s->srv[h->entry].conn.endpoint);
+      lt__log(early ? LT_LOG_WARN : LT_LOG_INFO, "server %s: its cool-down is over%s",
+              p->s->srv[h->entry].conn.endpoint, early ? " (no other server takes work)" : "");
       limit(p, h->entry, LT_NO_LIMIT);
     }
   }

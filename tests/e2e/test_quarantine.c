@@ -2,7 +2,9 @@
  * issue "One core for the dispatcher"). A supervised server whose worker aborts on every
  * call, beside two healthy ones: every task's result is right (no task fails for the
  * host's crashes), the host is quarantined, gets no new work, and the stats say so; with
- * quarantine=off the stats still carry the keys, false and 0. */
+ * quarantine=off the stats still carry the keys, false and 0. The last server taking work is
+ * spared its cool-down: a poison task that crashes the only server fails alone, LT_ECRASH,
+ * and the others' results come (they used to fail LT_ENOSERVER after connect_timeout_ms). */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,4 +107,31 @@ Test(quarantine, off_keeps_the_stats_keys, .timeout = 120) {
   lt_eval_free(ev);
   for (int i = 0; i < 2; i++)
     lt__proc_stop(&p[i], 5000);
+}
+
+Test(quarantine, the_only_server_is_spared_its_cool_down, .timeout = 120) {
+  lt_proc_t p;
+  start_server(&p, "alone", 2);
+  const char *opts[] = {"quarantine_crashes", "1", "connect_timeout_ms", "1000", NULL};
+  lt_eval_t *ev = eval_on_procs(lt_farm(lt_seq_with("testk:crash_on", "5", 1)), &p, 1, opts);
+  enum { N = 20 };
+  submit_i64s(ev, N);
+  lt_eval_close(ev);
+  for (int i = 0; i < N; i++) {
+    lt_buf_t *b = NULL;
+    cr_assert_eq(lt_eval_next_timeout(ev, READ_MS, &b), LT_OK, "result %d", i);
+    if (i == 5) {
+      cr_assert_eq(lt_buf_error(b), LT_ECRASH, "task 5: %s", lt_buf_errmsg(b));
+    } else {
+      cr_assert_eq(lt_buf_error(b), LT_OK, "task %d: %s: %s", i, lt_strerror(lt_buf_error(b)),
+                   lt_buf_errmsg(b));
+      cr_assert_eq(get_i64(lt_buf_data(b)), i, "task %d", i);
+    }
+    lt_buf_free(b);
+  }
+  char *json = stats_of(ev);
+  cr_assert_eq(stats_u64(json, "quarantines"), 0, "%s", json);
+  free(json);
+  lt_eval_free(ev);
+  lt__proc_stop(&p, 5000);
 }

@@ -150,6 +150,13 @@ int sim_draw(sim_world_t *w, sim_prog_t *p, const char *modules) {
       n++;
     rc = set(p, c->key, c->values[sim_below(&w->rng, n)]);
   }
+  /* Draw 2, from its stream: quarantine on or off whatever the mode, after 1 to 3 crashes
+   * (the poison tasks of a seed are 1 or 2). */
+  if (rc == LT_OK && w->p.draw != 1) {
+    static const char *const crashes[] = {"1", "2", "3"};
+    rc = set(p, "quarantine", sim_chance(&w->fourth, 1, 2) ? "on" : "off");
+    if (rc == LT_OK) rc = set(p, "quarantine_crashes", crashes[sim_below(&w->fourth, 3)]);
+  }
   /* LT_SIM_TRACE=FILE: the dispatcher's trace of the run (option trace), to read a seed. */
   if (rc == LT_OK && getenv("LT_SIM_TRACE") != NULL)
     rc = lt__options_set(&p->opts, "trace", getenv("LT_SIM_TRACE"));
