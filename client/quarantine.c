@@ -88,14 +88,20 @@ static void crashed(lt_policy_t *p, size_t prev, q_host_t *h, const lt_msg_t *w,
     record(h, task_of(sl, w->u.welcome.crashed[i]), now);
 }
 
+/* others_take tells whether a server other than entry idx takes work (SIZE_MAX: any). */
+static int others_take(const lt_sched_t *s, size_t idx) {
+  for (size_t k = 0; k < s->nsrv; k++)
+    if (k != idx && lt__server_takes(s, k)) return 1;
+  return 0;
+}
+
 /* spared_as_the_last tells whether entry idx, due a cool-down, is spared it as no other
  * server takes work: the work would wait for it, or fail LT_ENOSERVER after
  * connect_timeout_ms, and an innocent task must not pay for crashes that, on every server,
  * may well be one poison task's (the crash policy ends that task at its second crash). Its
  * crashes stay counted: it cools down at its next welcome that finds another server. */
 static int spared_as_the_last(const lt_sched_t *s, size_t idx) {
-  for (size_t k = 0; k < s->nsrv; k++)
-    if (k != idx && lt__server_takes(s, k)) return 0;
+  if (others_take(s, idx)) return 0;
   lt__log(LT_LOG_WARN,
           "server %s: its worker crashed for %u different tasks within a minute, but no other "
           "server takes work: no cool-down",
@@ -138,7 +144,7 @@ static void on_server_ready(lt_policy_t *p, size_t idx, const lt_msg_t *w) {
  * others died or left since): the run is not left without a server by this policy. */
 static void on_tick(lt_policy_t *p, int64_t now_ms) {
   q_state_t *st = p->state;
-  int none = lt__links_takers(p->s) == 0;
+  int none = !others_take(p->s, SIZE_MAX);
   for (size_t k = 0; k < st->cap; k++) {
     q_host_t *h = &st->hosts[k];
     if (h->until_ms == 0 || (now_ms < h->until_ms && !none)) continue;
