@@ -173,19 +173,29 @@ static int peer_is_us(int fd) {
 #endif
 }
 
-/* accept_all takes every waiting connection: into a free slot when there is one and the
- * peer is our user, else closed at once. */
+/* free_slot returns a free reader slot, closing the oldest reader when all are taken: a
+ * reader that connected and went silent gives way to a new one. */
+static reader_t *free_slot(lt_statsock_t *ss) {
+  reader_t *oldest = &ss->readers[0];
+  for (size_t i = 0; i < LT_STATSOCK_CONNS; i++) {
+    if (ss->readers[i].fd < 0) return &ss->readers[i];
+    if (ss->readers[i].until_ms < oldest->until_ms) oldest = &ss->readers[i];
+  }
+  reader_close(oldest);
+  return oldest;
+}
+
+/* accept_all takes the waiting connections of our user into reader slots, any other closed
+ * at once; at most LT_STATSOCK_CONNS a turn, so that a flood of them cannot hold the loop. */
 static void accept_all(lt_statsock_t *ss, int64_t now_ms) {
-  for (;;) {
+  for (int k = 0; k < LT_STATSOCK_CONNS; k++) {
     int fd = accept(ss->fd, NULL, NULL);
     if (fd < 0) return; /* EAGAIN, or a connection that went away meanwhile */
-    reader_t *slot = NULL;
-    for (size_t i = 0; i < LT_STATSOCK_CONNS && slot == NULL; i++)
-      if (ss->readers[i].fd < 0) slot = &ss->readers[i];
-    if (slot == NULL || !peer_is_us(fd) || nonblocking(fd) != 0) {
+    if (!peer_is_us(fd) || nonblocking(fd) != 0) {
       close(fd);
       continue;
     }
+    reader_t *slot = free_slot(ss);
     slot->fd = fd;
     slot->until_ms = now_ms + LT_STATSOCK_MS;
   }
