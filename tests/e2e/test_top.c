@@ -16,11 +16,18 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "harness.h"
 
 #define TASKS 120
+
+static int64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 static char tmpdir[48];
 static char sock_path[96];
@@ -283,13 +290,84 @@ Test(top, the_tool_fails_at_once_where_nothing_listens, .timeout = 60) {
    * test's own timeout is 60 s for the two). */
   stale_socket(sock_path);
   snprintf(args, sizeof args, "top --timeout 30000 %s", sock_path);
+  int64_t t0 = now_ms();
   out = tool(args, &status);
+  cr_assert_lt(now_ms() - t0, 20000, "the tool waited on a socket nothing listens on");
   cr_assert_eq(status, 1, "%s", out);
   cr_assert_not_null(strstr(out, "nothing listens there"), "%s", out);
   free(out);
   /* No path: usage. */
   out = tool("top --once", &status);
   cr_assert_eq(status, 2, "%s", out);
+  free(out);
+  remove_tmpdir();
+}
+
+/* fake_server listens at sock_path in a child process that answers one connection with
+ * `answer` and exits; returns its pid. */
+static pid_t fake_server(const char *answer) {
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  memcpy(sa.sun_path, sock_path, strlen(sock_path));
+  cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+  cr_assert_eq(listen(fd, 4), 0);
+  pid_t pid = fork();
+  cr_assert_geq(pid, 0);
+  if (pid == 0) {
+    alarm(20); /* every wait has an end, also the child's */
+    int c = accept(fd, NULL, NULL);
+    char req[64];
+    if (c >= 0 && recv(c, req, sizeof req, 0) > 0) send(c, answer, strlen(answer), MSG_NOSIGNAL);
+    _exit(0);
+  }
+  close(fd);
+  return pid;
+}
+
+Test(top, the_tool_refuses_an_answer_that_is_no_snapshot, .timeout = 60) {
+  const char *answers[] = {"{\"tasks_submitted\":1,", "[1,2]\n", "{\"a\":\"\\u12\"}\n",
+                           "{\"a\":1}{\n", "{\"error\":\"unknown request\"}\n"};
+  const char *says[] = {"not a stats snapshot", "not a JSON object", "not a stats snapshot",
+                        "not a stats snapshot", "unknown request"};
+  for (size_t i = 0; i < sizeof answers / sizeof answers[0]; i++) {
+    make_tmpdir();
+    pid_t pid = fake_server(answers[i]);
+    char args[256];
+    snprintf(args, sizeof args, "top --once --json --timeout 10000 %s", sock_path);
+    int status;
+    char *out = tool(args, &status);
+    cr_assert_eq(status, 1, "%s: %s", answers[i], out);
+    cr_assert_not_null(strstr(out, says[i]), "%s: %s", answers[i], out);
+    free(out);
+    cr_assert_eq(waitpid(pid, NULL, 0), pid);
+    remove_tmpdir();
+  }
+}
+
+Test(top, the_screen_shows_frames_until_the_evaluation_ends, .timeout = 120) {
+  make_tmpdir();
+  lt_eval_t *ev = slow_farm(sock_path);
+  submit_i64s(ev, TASKS);
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "%s top --interval 100 --timeout 10000 %s 2>&1", LT_TEST_TOOL,
+           sock_path);
+  FILE *p = popen(cmd, "r");
+  cr_assert_not_null(p);
+  /* The first frame is out (the tool flushes each): the evaluation ends after it. */
+  char line[512];
+  cr_assert_not_null(fgets(line, sizeof line, p));
+  cr_assert_not_null(strstr(line, "lithium top"), "%s", line);
+  lt_eval_close(ev);
+  read_results(ev);
+  lt_eval_free(ev);
+  size_t cap = 1 << 20, n = 0, got;
+  char *out = calloc(1, cap);
+  while ((got = fread(out + n, 1, cap - 1 - n, p)) > 0)
+    n += got;
+  int st = pclose(p);
+  cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d: %s", st, out);
+  cr_assert_not_null(strstr(out, "SERVER"), "%s", out);
+  cr_assert_not_null(strstr(out, "the evaluation ended"), "%s", out);
   free(out);
   remove_tmpdir();
 }
