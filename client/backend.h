@@ -20,6 +20,7 @@
 #include "eval.h"
 #include "json.h"
 #include "options.h"
+#include "stats_socket.h"
 #include "template.h"
 
 typedef struct lt_eval_door lt_eval_door_t;
@@ -35,6 +36,7 @@ typedef struct lt_backend_env {
   int wake_fd;                /* readable when the evaluator woke the backend */
   size_t initial_hosts;       /* hosts known at start: each answers lt_eval_start once */
   const lt_net_t *net;        /* the dispatcher's transport (conn.h); NULL: ZeroMQ */
+  lt_statsock_t *statsock;    /* stats_socket: served by the dispatcher's loop, or NULL */
 } lt_backend_env_t;
 
 /* The operations a backend implements. */

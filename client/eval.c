@@ -39,6 +39,7 @@
 #include "vec.h"
 
 static int add_host(void *ud, const char *host);
+static int stats_text(void *self, char **json);
 
 /* The task numbers of the stream reduce's combines, apart from the submission indices. */
 #define LT_COMBINE_SEQ (UINT64_C(1) << 63)
@@ -81,6 +82,7 @@ struct lt_eval {
   uint64_t stream_left; /* stream tasks not yet returned by lt_eval_next */
   uint64_t submitted;
   uint64_t completed;
+  uint64_t failed;         /* of those, failures */
   int start_waiting;       /* initial hosts that have neither welcomed nor died */
   int start_ready;         /* initial hosts that welcomed */
   int start_auth;          /* initial hosts that refused our authentication (or we theirs) */
@@ -117,10 +119,11 @@ struct lt_eval {
                                       evaluator (lt_eval_run_local); NULL before */
   void *be;                        /* its state */
   struct lt_hosts_watch *hosts_watch; /* hosts=DIR: new announcements join (dispatcher) */
-  lt_sreduce_t *sreduce; /* a program that reduces its stream: its one result's making */
-  int sreduce_done;      /* that result went to the stream */
-  uint64_t combines;     /* combines of the stream reduce run */
-  uint64_t combines_out; /* combines handed to the backend */
+  lt_sreduce_t *sreduce;   /* a program that reduces its stream: its one result's making */
+  int sreduce_done;        /* that result went to the stream */
+  uint64_t combines;       /* combines of the stream reduce run */
+  uint64_t combines_out;   /* combines handed to the backend */
+  lt_statsock_t *statsock; /* stats_socket=PATH: served by the dispatcher, closed after it */
 };
 
 void lt__task_free(lt_task_t *t) {
@@ -255,6 +258,7 @@ static void finish(lt_eval_t *ev, lt_task_t *t, lt_buf_t *b) {
   lt__buf_set_task(b, t->seq); /* every result, also a failure or a replay, names its task */
   ev->pending--;
   ev->completed++;
+  if (b != NULL && lt_buf_error(b) != LT_OK) ev->failed++;
   if (ev->journal != NULL && !t->replayed && b != NULL && journaled(b) &&
       lt__journal_append(ev->journal, t->digest, b) != LT_OK)
     lt__log(LT_LOG_ERROR, "journal %s: cannot append: %s", ev->opts.journal, strerror(errno));
@@ -850,7 +854,8 @@ static int start_backend(lt_eval_t *ev, const lt_backend_ops_t *ops) {
                           .client_id = ev->client_id,
                           .secret = ev->secret,
                           .wake_fd = ev->wake_fd,
-                          .initial_hosts = ev->nhosts};
+                          .initial_hosts = ev->nhosts,
+                          .statsock = ev->statsock};
   pthread_mutex_unlock(&ev->mu);
   int rc = ops->create(&ev->be, &env);
   if (rc != LT_OK) return rc;
@@ -862,6 +867,16 @@ static int start_backend(lt_eval_t *ev, const lt_backend_ops_t *ops) {
     return LT_ENOMEM;
   }
   ev->thread_started = 1;
+  return LT_OK;
+}
+
+/* open_stats_socket opens the stats_socket option's socket, if any; a failure is the
+ * start's, with the reason in lt_eval_error. */
+static int open_stats_socket(lt_eval_t *ev) {
+  if (ev->opts.stats_socket == NULL || ev->statsock != NULL) return LT_OK;
+  char err[512];
+  int rc = lt__statsock_open(&ev->statsock, ev->opts.stats_socket, stats_text, ev, err, sizeof err);
+  if (rc != LT_OK) return fail(ev, rc, "lt_eval_start: option stats_socket: %s", err);
   return LT_OK;
 }
 
@@ -897,6 +912,8 @@ LT_API int lt_eval_start(lt_eval_t *ev) {
     return fail(ev, rc, "lt_eval_start: cannot compile the program: %s", lt_strerror(rc));
 
   rc = local_kernels_check(ev);
+  if (rc != LT_OK) return rc;
+  rc = open_stats_socket(ev);
   if (rc != LT_OK) return rc;
 
   rc = start_backend(ev, &lt__sched_backend);
@@ -944,6 +961,9 @@ LT_API int lt_eval_run_local(lt_eval_t *ev) {
   int rc = lt__template_compile(&ev->tmpl, ev->program, ev->opts.normal_form);
   if (rc != LT_OK)
     return fail(ev, rc, "lt_eval_run_local: cannot compile the program: %s", lt_strerror(rc));
+  if (ev->opts.stats_socket != NULL)
+    lt__log(LT_LOG_WARN, "option stats_socket: lt_eval_run_local does not serve it (the "
+                         "dispatcher of lt_eval_start does)");
   rc = start_backend(ev, &lt__local_backend);
   if (rc == LT_EINVAL)
     return fail(ev, rc,
@@ -1262,16 +1282,20 @@ LT_API int lt_eval_next_timeout(lt_eval_t *ev, int timeout_ms, lt_buf_t **out) {
   return rc;
 }
 
-LT_API int lt_eval_stats_json(lt_eval_t *ev, char **json) {
-  if (ev == NULL || json == NULL)
-    return lt__fail_null("lt_eval_stats_json", ev == NULL ? "ev" : "json", 0);
+/* stats_text writes the stats' text into *json (the caller frees it): the evaluator's counts
+ * under ev->mu, then the backend's latest published snapshot under its own lock. LT_OK or
+ * LT_ENOMEM. Any thread holding no lock (the stats socket calls it on the dispatcher's). */
+static int stats_text(void *self, char **json) {
+  lt_eval_t *ev = self;
   lt_json_t j = {0};
   lt__json_object_open(&j, NULL);
   pthread_mutex_lock(&ev->mu);
   lt__json_u64(&j, "tasks_submitted", ev->submitted);
   lt__json_u64(&j, "tasks_completed", ev->completed);
+  lt__json_u64(&j, "tasks_failed", ev->failed);
   if (ev->sreduce != NULL) lt__json_u64(&j, "combines", ev->combines);
   lt__json_u64(&j, "tasks_pending", ev->pending);
+  lt__json_bool(&j, "input_closed", ev->closed);
   lt__json_u64(&j, "journal_replayed", ev->replayed);
   pthread_mutex_unlock(&ev->mu);
   if (ev->be != NULL) {
@@ -1286,7 +1310,15 @@ LT_API int lt_eval_stats_json(lt_eval_t *ev, char **json) {
   }
   lt__json_object_close(&j);
   *json = lt__json_take(&j);
-  return *json != NULL ? LT_OK : fail(ev, LT_ENOMEM, "lt_eval_stats_json: out of memory");
+  return *json != NULL ? LT_OK : LT_ENOMEM;
+}
+
+LT_API int lt_eval_stats_json(lt_eval_t *ev, char **json) {
+  if (ev == NULL || json == NULL)
+    return lt__fail_null("lt_eval_stats_json", ev == NULL ? "ev" : "json", 0);
+  if (stats_text(ev, json) != LT_OK)
+    return fail(ev, LT_ENOMEM, "lt_eval_stats_json: out of memory");
+  return LT_OK;
 }
 
 static void free_task_list(lt_task_t *t) {
@@ -1313,6 +1345,7 @@ LT_API void lt_eval_free(lt_eval_t *ev) {
     pthread_join(ev->thread, NULL);
   }
   if (ev->backend != NULL) ev->backend->destroy(ev->be);
+  lt__statsock_close(ev->statsock); /* its server, the dispatcher, was joined */
   lt__hosts_watch_free(ev->hosts_watch);
   for (size_t i = 0; i < ev->nprocs; i++)
     lt__proc_stop(&ev->procs[i], 5000);

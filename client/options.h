@@ -96,6 +96,8 @@ typedef enum lt_opt_type {
     "a journal of another program or other module builds: start it again, refuse, or start "       \
     "it again for a rebuilt module and refuse another program's")                                  \
   X(trace, LT_OPT_PATH, trace, NULL, 0, 0, "FILE", "write a trace-event JSON of the run")          \
+  X(stats_socket, LT_OPT_PATH, stats_socket, NULL, 0, 0, "PATH",                                   \
+    "serve the live stats on this Unix socket (mode 0600) for lithium top")                        \
   X(curve_key, LT_OPT_KEY, curve_pub, NULL, 0, 0, "FILE",                                          \
     "the client's CURVE key pair file (lithium keygen)")                                           \
   X(curve_server, LT_OPT_KEY, curve_server, NULL, 0, 0, "KEY|FILE",                                \
@@ -138,6 +140,7 @@ typedef struct lt_options {
   char *server;            /* lithium-server program for spawn_local */
   char *trace;             /* trace=FILE: trace-event JSON (trace.c); NULL = off */
   char *journal;           /* journal=FILE: the results journal (journal.c); NULL = off */
+  char *stats_socket;      /* stats_socket=PATH: the live stats (stats_socket.c); NULL = off */
   int journal_mismatch;    /* an LT_JOURNAL_MISMATCH_* (journal.h) */
   char curve_pub[41];      /* curve_key: the client's key pair (Z85), "" when none */
   char curve_sec[41];

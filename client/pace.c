@@ -131,6 +131,7 @@ static double per_of(const lt_pace_t *p, double cpu_us, double svc_us) {
 void lt__pace_service(lt_pace_t *p, const void *key, double svc_us, double cpu_us) {
   if (svc_us < 1) svc_us = 1; /* a clock tick: empty kernels still cost a dispatch */
   p->svc_us = ewma(p->svc_us, svc_us);
+  p->svc_last[p->svc_n++ % LT_TAIL] = (float)svc_us;
   /* A slow mean, weighing each instruction alike: a burst of cheap ones between expensive
    * ones must not make the server look fast (the depth would queue seconds of work). */
   double per = per_of(p, cpu_us, svc_us);

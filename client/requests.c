@@ -43,6 +43,7 @@ static void copy(lt_sched_t *s, const lt_req_t *q) {
     return;
   }
   s->backups++;
+  s->srv[q->server].copies++;
   lt__log(LT_LOG_INFO, "instruction %llu: out %lld ms on %s, a copy goes to %s",
           (unsigned long long)r->seq, (long long)(now - r->sent_ms), s->srv[r->conn].conn.endpoint,
           s->srv[q->server].conn.endpoint);

@@ -135,6 +135,7 @@ typedef struct lt_instr_rec {
 #define LT_PER_SPAN    64  /* completions over which a server's mean time per instruction runs */
 #define LT_SPARE_QUIET 5   /* control periods without a starvation before the spare depth shrinks */
 #define LT_SPARE_US    5000.0 /* the spare depth covers at most this much of a server's time */
+#define LT_TAIL        64     /* latest service times kept per server, for its tail in the stats */
 
 /* One chain of the template (its tstage array is the key) on one server. */
 typedef struct lt_cost {
@@ -185,6 +186,8 @@ typedef struct lt_pace {
   int starved_now;  /* a starvation in the current control period */
   int64_t hist_ms[LT_HISTORY];
   uint32_t hist_w[LT_HISTORY];
+  float svc_last[LT_TAIL]; /* the latest LT_TAIL service times (µs), a ring */
+  uint64_t svc_n;          /* service times taken so far */
 } lt_pace_t;
 
 /* An instruction lost with a session, or a restart of a task that the session's loss
@@ -245,6 +248,7 @@ typedef struct lt_server {
   lt_slot_t slot;
   lt_relq_t relq;    /* ids to release there this turn */
   uint32_t admitted; /* instructions counted in its window */
+  uint64_t copies;   /* copies of stragglers sent here (requests.c) */
   lt_pace_t pace;
   /* Marked dead (servers.c): the loop's reap phase ends the session once per turn. */
   int gone;
@@ -278,6 +282,10 @@ typedef struct lt_stats_server {
   uint32_t hist_w[LT_HISTORY];
   double rtt_us, service_us, cores;
   uint64_t starved;
+  uint32_t running, queued; /* of inflight: seen in its threads, and the rest */
+  uint64_t copies;
+  float svc_last[LT_TAIL]; /* the pace's ring of service times, copied when it grew */
+  uint64_t svc_n;
   lt_stat_t pstats[LT_POLICY_MAX * LT_POLICY_STATS]; /* the policies' own of this server */
   size_t npstats;
 } lt_stats_server_t;
@@ -288,6 +296,7 @@ typedef struct lt_stats_snap {
   pthread_mutex_t mu;
   uint64_t instructions, bytes_to, bytes_from, retries, migrations, migrated, stray, overdue;
   uint64_t backups, backups_won, reruns, groups, grouped, packs, packed;
+  int64_t t0_ms; /* when the dispatcher started: elapsed_ms counts from it */
   lt_stat_t pstats[LT_POLICY_MAX * LT_POLICY_STATS]; /* the policies' own (policy.h) */
   size_t npstats;
   lt_stats_server_t *servers; /* the slots no later session stands for, in slot order; cap of
@@ -305,9 +314,10 @@ struct lt_sched {
   uint64_t client_id;
   uint64_t secret;
   int wake_fd;
-  void *zctx;       /* the ZeroMQ context when the transport is ZeroMQ (owned), else NULL */
-  lt_net_t net;     /* the transport of every connection (backend env, else ZeroMQ) */
-  lt_server_t *srv; /* the server table: one entry per connection slot (servers.h) */
+  lt_statsock_t *statsock; /* stats_socket: served after each turn (borrowed), or NULL */
+  void *zctx;              /* the ZeroMQ context when the transport is ZeroMQ (owned), else NULL */
+  lt_net_t net;            /* the transport of every connection (backend env, else ZeroMQ) */
+  lt_server_t *srv;        /* the server table: one entry per connection slot (servers.h) */
   size_t nsrv, capsrv;
   size_t initial;    /* hosts known at start: they answer lt_eval_start */
   size_t hosts_seen; /* the evaluator's hosts opened so far */

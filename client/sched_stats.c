@@ -61,6 +61,17 @@ static void snap_server(const lt_sched_t *s, size_t i, lt_stats_server_t *out) {
   out->service_us = pc->svc_us;
   out->cores = pc->cores;
   out->starved = pc->starved;
+  out->copies = s->srv[i].copies;
+  /* The running ones lead the server's list (instr.c): O(window), not O(inflight). */
+  uint32_t running = 0;
+  for (const lt_instr_rec_t *r = s->srv[i].slot.out; r != NULL && r->run_ms >= 0; r = r->out_next)
+    running++;
+  out->running = running;
+  out->queued = c->inflight > running ? c->inflight - running : 0;
+  if (out->slot != i || out->svc_n != pc->svc_n) {
+    out->svc_n = pc->svc_n;
+    memcpy(out->svc_last, pc->svc_last, sizeof out->svc_last);
+  }
   size_t max = sizeof out->pstats / sizeof out->pstats[0];
   out->npstats = lt__policies_stats(s, i, out->pstats, max);
   /* A server's history only grows with its count of changes. */
@@ -88,6 +99,7 @@ void lt__stats_publish(lt_sched_t *s) {
   st->grouped = s->grouped;
   st->packs = s->packs;
   st->packed = s->packed;
+  st->t0_ms = s->t0_ms;
   st->npstats =
       lt__policies_stats(s, SIZE_MAX, st->pstats, sizeof st->pstats / sizeof st->pstats[0]);
   st->bytes_to = st->bytes_from = 0;
@@ -126,6 +138,23 @@ static void stats_json(const lt_stat_t *st, size_t n, lt_json_t *j) {
   }
 }
 
+static int cmp_float(const void *a, const void *b) {
+  float x = *(const float *)a, y = *(const float *)b;
+  return (x > y) - (x < y);
+}
+
+/* p95_us returns the 95th percentile of the server's latest LT_TAIL service times, 0 before
+ * the first. */
+static double p95_us(const lt_stats_server_t *sv) {
+  size_t n = sv->svc_n < LT_TAIL ? (size_t)sv->svc_n : LT_TAIL;
+  if (n == 0) return 0;
+  float v[LT_TAIL];
+  memcpy(v, sv->svc_last, n * sizeof v[0]);
+  qsort(v, n, sizeof v[0], cmp_float);
+  size_t k = (95 * n + 99) / 100; /* the rank of the 95th percentile, from 1 */
+  return v[k - 1];
+}
+
 /* server_json appends one server's object. */
 static void server_json(const lt_stats_server_t *sv, lt_json_t *j) {
   lt__json_object_open(j, NULL);
@@ -144,6 +173,8 @@ static void server_json(const lt_stats_server_t *sv, lt_json_t *j) {
   lt__json_double(j, "cpu_s", sv->cpu_s);          /* of those, as the server measured them */
   lt__json_u64(j, "executed", sv->load.completed); /* by the server, for every client */
   lt__json_u64(j, "inflight", sv->inflight);
+  lt__json_u64(j, "running", sv->running);
+  lt__json_u64(j, "queued", sv->queued);
   lt__json_u64(j, "active_threads", sv->load.active);
   lt__json_u64(j, "threads", sv->threads);
   lt__json_u64(j, "window", sv->window);
@@ -160,6 +191,8 @@ static void server_json(const lt_stats_server_t *sv, lt_json_t *j) {
   lt__json_array_close(j);
   lt__json_double(j, "rtt_us", sv->rtt_us);
   lt__json_double(j, "service_us", sv->service_us);
+  lt__json_double(j, "service_p95_us", p95_us(sv));
+  lt__json_u64(j, "copies", sv->copies);
   lt__json_double(j, "cores", sv->cores);  /* the CPU it gets, learnt */
   lt__json_u64(j, "starved", sv->starved); /* reports of a free thread and nothing queued */
   lt__json_double(j, "speed", sv->speed);
@@ -177,6 +210,7 @@ void lt__sched_stats_json(void *self, lt_json_t *j) {
   const lt_options_t *o = s->opts; /* fixed from start on */
   lt_stats_snap_t *st = &s->stats;
   pthread_mutex_lock(&st->mu);
+  lt__json_u64(j, "elapsed_ms", st->t0_ms > 0 ? (uint64_t)(lt__clock_ms() - st->t0_ms) : 0);
   lt__json_u64(j, "instructions", st->instructions);
   lt__json_u64(j, "bytes_to_servers", st->bytes_to);
   lt__json_u64(j, "bytes_from_servers", st->bytes_from);

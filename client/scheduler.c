@@ -5,8 +5,9 @@
  * apply their requests (requests.c), dispatch (dispatch.c), the tick (links' heartbeats,
  * the policies' on_tick), flush releases, publish stats, deliver results. Nothing below
  * calls back into the loop. Object ids are named by the client ({client id, instruction
- * seq}), so every output has its reference when it is dispatched. Dispatcher thread only,
- * except the stats lock. */
+ * seq}), so every output has its reference when it is dispatched. The loop also serves the
+ * stats socket (stats_socket.h), after each turn. Dispatcher thread only, except the stats
+ * lock. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,7 @@ static int sched_new(void **out, const lt_backend_env_t *env) {
   s->secret = env->secret;
   s->wake_fd = env->wake_fd;
   s->initial = env->initial_hosts;
+  s->statsock = env->statsock;
   /* Lookahead admits the thread window per server until the server's first completion
    * tells its speed (a slow one given more at once would hold it all); pacing adds the
    * depth that covers the round trip from then on. Plain Lithium keeps one. */
@@ -272,9 +274,14 @@ static void *sched_main(void *arg) {
   zmq_pollitem_t *items = NULL;
   size_t capitems = 0;
   for (;;) {
-    if (LT_VEC_RESERVE(items, capitems, 3 * s->nsrv + 1) != LT_OK) break;
+    if (LT_VEC_RESERVE(items, capitems, 3 * s->nsrv + 1 + LT_STATSOCK_ITEMS) != LT_OK) break;
     size_t npolled = s->nsrv;
     size_t nitems = poll_items(s, items);
+    zmq_pollitem_t *stats_items = items + nitems;
+    if (s->statsock != NULL) {
+      lt__statsock_items(s->statsock, stats_items);
+      nitems += LT_STATSOCK_ITEMS;
+    }
     long timeout = (long)(s->next_tick - lt__clock_ms());
     if (timeout < 0 || s->door->await_wake(s->ev)) timeout = 0;
     int n = zmq_poll(items, (int)nitems, timeout);
@@ -288,6 +295,8 @@ static void *sched_main(void *arg) {
     lt_turn_in_t in = {
         .woken = n > 0 && (items[0].revents & ZMQ_POLLIN), .items = items, .npolled = npolled};
     if (lt__sched_turn(s, &in)) break;
+    /* Readers of the stats get the snapshot this turn published, without a wait. */
+    if (s->statsock != NULL) lt__statsock_serve(s->statsock, stats_items, lt__clock_ms());
   }
   free(items);
   lt__sched_stop(s);

@@ -71,6 +71,7 @@ void lt__cli_usage(FILE *f) {
         "       lithium status [--hosts FILE|DIR] [ENDPOINT...] [--json]  (see status --help)\n"
         "       lithium up HOSTS [--key F] [--allow F] [--modules DIR] [--port P]  (up --help)\n"
         "       lithium down HOSTS                 (ssh launch; see up --help)\n"
+        "       lithium top [--once [--json]] SOCKET  (a running evaluation; see top --help)\n"
         "commands:\n"
         "  run      run every FILE through the skeleton program EXPR, one task per file\n"
         "           (- reads stdin as one task); results go to stdout in input order;\n"

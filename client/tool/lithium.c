@@ -1,7 +1,8 @@
 /* lithium.c: the `lithium` command-line tool: `check` (parse and print the canonical form;
  * with --modules, also load every kernel the way the sequential evaluator does),
  * `graph` (the compiled MDF template as Graphviz DOT), `run` (run.c), `status` (status.c),
- * `up` and `down` (up.c), `journal compact` (lt_journal_compact). Options are judged
+ * `up` and `down` (up.c), `top` (top.c: a running evaluation's stats socket), `journal
+ * compact` (lt_journal_compact). Options are judged
  * by the evaluator's own table before anything starts, so every command refuses a bad one.
  * Exit status: 0 success, 1 a task or the run failed, 2 bad usage, expression or input. */
 #include <signal.h>
@@ -13,6 +14,7 @@
 #include "cli.h"
 #include "run.h"
 #include "status.h"
+#include "top.h"
 #include "up.h"
 
 /* Tasks submitted ahead of the one being written, at most (and at most max_pending). */
@@ -215,6 +217,7 @@ int main(int argc, char **argv) {
   if (argc >= 2 && strcmp(argv[1], "journal") == 0) return journal(argc, argv);
   /* Commands about servers rather than programs have command lines of their own. */
   if (argc >= 2 && strcmp(argv[1], "status") == 0) return lt__status_main(argc - 1, argv + 1);
+  if (argc >= 2 && strcmp(argv[1], "top") == 0) return lt__top_main(argc - 1, argv + 1);
   if (argc >= 2 && strcmp(argv[1], "up") == 0) return lt__up_main(argc - 1, argv + 1, 0);
   if (argc >= 2 && strcmp(argv[1], "down") == 0) return lt__up_main(argc - 1, argv + 1, 1);
   lt_cli_t cli;

@@ -241,7 +241,7 @@ def check_sources(args):
             fail('lithium-server --help gave only %d flags' % len(want))
     if args.tool:
         want = set()
-        for sub in ([], ['status'], ['up']):
+        for sub in ([], ['status'], ['up'], ['top']):
             want |= help_flags([args.tool] + sub + ['--help'])
         have = page_flags(os.path.join(args.man, 'man1', 'lithium.1'))
         for f in sorted(want - have):
