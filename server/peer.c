@@ -665,7 +665,14 @@ int lt__peer_need(lt_server_t *srv, const char *holder, const char *key, uint64_
   pfetch_t *f = p != NULL ? fetch_find(p, id) : NULL;
   lt_copy_t *c = copy_find(srv, id);
   if (lt__store_get(srv->store, id, NULL, NULL, NULL) != LT_ENOENT) {
-    if (c == NULL) return LT_OK; /* made here: a plain local read */
+    if (c == NULL) {
+      /* Made here: a plain local read. The client named another holder, so that one holds
+       * the value too (an instruction taken back from here and run again there under the
+       * same ids, whose first run here completed all the same): its last reader has the
+       * holder drop it, or nothing would. */
+      if (last) lt__peer_release(srv, holder, key, secret, id);
+      return LT_OK;
+    }
     /* A copy fetched earlier, or on its way: share it. The last reader still has the
      * holder drop the value. */
     c->readers++;

@@ -252,6 +252,30 @@ Test(peer, chain_across_servers) {
   close_both(ka, kb, &a, &b);
 }
 
+/* An instruction taken back from A and run again on B under the same ids, whose first run on A
+ * completed all the same: A and B both hold X. A reader on A named B as the holder, as its
+ * last reader: A reads its own X, and has B drop its X (it used to stay on B until the
+ * session ended: the simulator's seed 3004965 of draw 2 with --servers 4). */
+Test(peer, a_last_reader_of_a_value_made_here_has_the_named_holder_drop_it) {
+  th_server_t a, b;
+  start2(&a, &b, NULL);
+  conn_t *ka = session_on(&a), *kb = session_on(&b);
+  produce(ka, 1, K_INC, NULL, 41, 10);
+  produce(kb, 2, K_INC, NULL, 41, 10);
+  WAIT_FOR(ka, ka->done[1].got, 5000);
+  WAIT_FOR(kb, kb->done[2].got, 5000);
+  wait_held(kb, 1);
+  exec(ka, 3, K_INC, NULL, ref_at(10, b.endpoint), 11, LT_INSTR_RETURN | LT_INSTR_RELEASE_INPUTS,
+       NULL);
+  WAIT_FOR(ka, ka->done[3].got, 5000);
+  cr_assert_eq(ka->done[3].status, LT_OK, "%s", ka->done[3].msg);
+  cr_assert_eq(ka->done[3].v, 43);
+  wait_held(ka, 0);
+  wait_held(kb, 0);
+  cr_assert_eq(kb->load.peer_out, 0, "A read its own X: nothing was fetched from B");
+  close_both(ka, kb, &a, &b);
+}
+
 /* Consumers dispatched while their producer still runs park on B; two readers of the same
  * remote id share one fetch, and the last one has A drop the value. */
 Test(peer, consumer_before_producer_shares_one_fetch) {

@@ -71,9 +71,10 @@ void sv_execute(sim_world_t *w, sim_server_t *v, sess_t *s, const lt_msg_t *m) {
       if (e != NULL && e->copy) {
         e->readers++;
         if (t->flags & LT_INSTR_RELEASE_INPUTS) sv_last_reader(w, v, e, s->secret);
-      } else if (e != NULL)
-        in->holder = -1;
-      else
+      } else if (e != NULL) {
+        in->holder = -1; /* made here: read here; the holder named drops its own (peer.c) */
+        if (t->flags & LT_INSTR_RELEASE_INPUTS) sv_release_at(w, v, in->id, h, s->secret);
+      } else
         sv_fetch_from(w, v, in->id, h, s->secret, (t->flags & LT_INSTR_RELEASE_INPUTS) != 0);
     }
     t->state = T_PARKED;

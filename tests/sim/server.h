@@ -159,6 +159,8 @@ void sv_fail(sim_world_t *w, sim_server_t *v, sval_t *e, int status, const char 
 void sv_answer(sim_world_t *w, sim_server_t *v, wfetch_t *f, sval_t *e);
 void sv_wake(sim_world_t *w, sim_server_t *v);
 void sv_wait_fetch(sim_world_t *w, sim_server_t *v, wfetch_t f);
+/* sv_release_at tells server `holder` (a peer's RELEASE) to drop its value `id`. */
+void sv_release_at(sim_world_t *w, sim_server_t *v, lt_oid_t id, int holder, uint64_t secret);
 /* sv_last_reader: a last reader (LT_INSTR_RELEASE_INPUTS) of `id` shares copy e fetched
  * earlier: the holder is told to drop the value, at once or, while e is on its way, once it
  * is here (server/peer.c, lt__peer_need). */

@@ -208,9 +208,9 @@ static void on_peer_release(sim_world_t *w, void *arg) {
   free(a);
 }
 
-static void release_at_holder(sim_world_t *w, sim_server_t *v, const sval_t *e, uint64_t secret) {
+void sv_release_at(sim_world_t *w, sim_server_t *v, lt_oid_t id, int holder, uint64_t secret) {
   peer_ask_t *a = malloc(sizeof *a);
-  *a = (peer_ask_t){e->holder, v->idx, v->gen, e->id, secret, 1};
+  *a = (peer_ask_t){holder, v->idx, v->gen, id, secret, 1};
   sim_at(w, w->now + sim_delay(w), on_peer_release, a);
 }
 
@@ -219,7 +219,7 @@ void sv_last_reader(sim_world_t *w, sim_server_t *v, sval_t *e, uint64_t secret)
     e->want_release = 1;
     e->secret = secret;
   } else
-    release_at_holder(w, v, e, secret);
+    sv_release_at(w, v, e->id, e->holder, secret);
 }
 
 static void on_peer_answer(sim_world_t *w, void *arg) {
@@ -228,7 +228,7 @@ static void on_peer_answer(sim_world_t *w, void *arg) {
   sval_t *e = v->up && v->gen == a->gen && !w->tearing ? sv_find(v, a->id) : NULL;
   if (e != NULL && e->copy && e->state == V_PENDING) {
     if (a->status == LT_OK) {
-      if (e->want_release) release_at_holder(w, v, e, e->secret);
+      if (e->want_release) sv_release_at(w, v, e->id, e->holder, e->secret);
       sv_set(w, v, e, a->v);
     } else {
       char msg[ERRLEN];
