@@ -100,11 +100,14 @@ static int would_fail(const lt_sched_t *s, const lt_instr_rec_t *r) {
 }
 
 /* elsewhere tells whether a server other than idx takes work now, or soon may (its session
- * is being greeted: a server restarting, or one that lost its link): a task taken back
- * waits for it rather than failing for a fault of its server (the simulator's seed 8290). */
+ * is being greeted: a server restarting, or one that lost its link; or a policy holds it back
+ * for a while: a cool-down, another late server's): a task taken back waits for it rather
+ * than failing for a fault of its server (the simulator's seeds 8290 and 3019804). */
 static int elsewhere(const lt_sched_t *s, size_t idx) {
   for (size_t k = 0; k < s->nsrv; k++)
-    if (k != idx && (lt__server_takes(s, k) || s->srv[k].conn.state == LT_CONN_HELLO)) return 1;
+    if (k != idx &&
+        (lt__server_takes(s, k) || lt__server_held(s, k) || s->srv[k].conn.state == LT_CONN_HELLO))
+      return 1;
   return 0;
 }
 

@@ -564,6 +564,9 @@ void lt__sched_stats_json(void *self, lt_json_t *j);
 int lt__server_alive(const lt_sched_t *s, size_t i);
 /* lt__server_takes: it may be given new work (ready, not marked, no policy limit of 0). */
 int lt__server_takes(const lt_sched_t *s, size_t i);
+/* lt__server_held: it would take work but for a policy's limit of 0 (a cool-down, a late
+ * server's): it may take work again soon. */
+int lt__server_held(const lt_sched_t *s, size_t i);
 /* lt__server_cap: the instructions it may have admitted at once: its pacing's cap, lowered
  * by the policies' limits. */
 uint32_t lt__server_cap(const lt_sched_t *s, size_t i);

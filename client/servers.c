@@ -24,6 +24,12 @@ int lt__server_takes(const lt_sched_t *s, size_t i) {
          lt__server_cap(s, i) > 0;
 }
 
+int lt__server_held(const lt_sched_t *s, size_t i) {
+  const lt_server_t *v = &s->srv[i];
+  return !v->gone && !v->slot.lacks && !v->slot.probation && !v->slot.removed &&
+         v->conn.state == LT_CONN_READY && v->pace.cap > 0 && lt__server_cap(s, i) == 0;
+}
+
 uint32_t lt__server_cap(const lt_sched_t *s, size_t i) {
   const lt_server_t *v = &s->srv[i];
   uint32_t cap = v->pace.cap;
