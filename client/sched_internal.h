@@ -476,7 +476,8 @@ void lt__sched_mark_running(lt_sched_t *s, size_t idx, int64_t now_ms);
 /* done_check.c: lt__done_check tells whether the completions of DONE `m` from server idx
  * can be reports of what the client sent there (1), or are a protocol error of that server
  * (0, the reason written to why): a packed one naming a member twice, an id the client never
- * made, or another count or order than the pack still out there had. */
+ * made, or another count or order than the pack still out there had; a single one for a
+ * member of a pack still out there. */
 int lt__done_check(const lt_sched_t *s, size_t idx, const lt_msg_t *m, char *why, size_t len);
 
 /* jobs.c */
