@@ -387,8 +387,12 @@ static void pack(lt_sched_t *s, batch_t *b, uint32_t lead, lt_instr_rec_t **mem,
   for (uint32_t i = 0; i < n; i++)
     if (!packable(s, &b->instrs[lead], &b->instrs[lead + i], mem[i])) return;
   b->instrs[lead].pack = n;
-  for (uint32_t i = 0; i < n; i++)
+  for (uint32_t i = 0; i < n; i++) {
     mem[i]->packed = 1;
+    mem[i]->pack_lead = mem[0]->seq; /* what its completion must match (done_check.c) */
+    mem[i]->pack_i = i;
+    mem[i]->pack_n = n;
+  }
   s->packs++;
   s->packed += n;
 }

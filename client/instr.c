@@ -78,6 +78,7 @@ lt_instr_rec_t *lt__sched_pop_fireable(lt_sched_t *s) {
 void lt__sched_put_on(lt_sched_t *s, lt_instr_rec_t *r, int idx) {
   r->conn = idx;
   r->packed = 0; /* dispatch.c marks it again when it goes in a pack */
+  r->pack_lead = 0;
   lt__rec_to(r, LT_IR_OUT);
   HASH_ADD(hh, s->inflight, seq, sizeof r->seq, r);
   r->run_ms = -1;

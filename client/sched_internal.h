@@ -116,6 +116,8 @@ typedef struct lt_instr_rec {
                                 (binding.c): released by the client when it wins */
   int packed;                /* out as a member of a packed instruction (dispatch.c): it runs
                                 with the others there, so it is neither copied nor moved */
+  uint64_t pack_lead;        /* packed: the seq of its pack's member 0, its pack's name */
+  uint32_t pack_i, pack_n;   /* packed: its place in the pack, and the pack's members */
   struct lt_instr_rec *next;
   struct lt_instr_rec *out_prev, *out_next; /* out: its server's list, in the order sent */
   UT_hash_handle hh;                        /* s->inflight, by seq */
@@ -295,6 +297,7 @@ typedef struct lt_stats_server {
 typedef struct lt_stats_snap {
   pthread_mutex_t mu;
   uint64_t instructions, bytes_to, bytes_from, retries, migrations, migrated, stray, overdue;
+  uint64_t protocol_errors;
   uint64_t backups, backups_won, reruns, groups, grouped, packs, packed;
   int64_t t0_ms; /* when the dispatcher started: elapsed_ms counts from it */
   lt_stat_t pstats[LT_POLICY_MAX * LT_POLICY_STATS]; /* the policies' own (policy.h) */
@@ -371,6 +374,9 @@ struct lt_sched {
   uint64_t grouped;     /* instructions in those groups */
   uint64_t packs;       /* of those groups, the ones sent as one packed instruction */
   uint64_t packed;      /* tasks in those packs */
+
+  /* servers dropped for a completion that was not of what was sent them (done_check.c) */
+  uint64_t protocol_errors;
   lt_policy_t policies[LT_POLICY_MAX]; /* the enabled policies, in registry order */
   size_t npolicies;
   lt_req_queue_t requests; /* what they asked, for the loop's apply phase (requests.c) */
@@ -476,6 +482,13 @@ void lt__sched_take_off(lt_sched_t *s, lt_instr_rec_t *r);
  * that many of its out list run; one that was waiting began when a completion or a larger
  * window freed a thread for it, no later than when the client saw that. */
 void lt__sched_mark_running(lt_sched_t *s, size_t idx, int64_t now_ms);
+
+/* done_check.c: lt__done_check tells whether the completions of DONE `m` from server idx
+ * can be reports of what the client sent there (1), or are a protocol error of that server
+ * (0, the reason written to why): a packed one naming a member twice, an id the client never
+ * made, or another count or order than the pack still out there had; a single one for a
+ * member of a pack still out there. */
+int lt__done_check(const lt_sched_t *s, size_t idx, const lt_msg_t *m, char *why, size_t len);
 
 /* jobs.c */
 /* lt__sched_on_fire queues a fired instruction at the back; lt__sched_on_fire_chained, for
@@ -592,6 +605,10 @@ uint64_t lt__server_least_frame(const lt_sched_t *s);
  * tells whether it is dead or marked. */
 void lt__server_mark_dead(lt_sched_t *s, size_t i, const char *why, int final);
 int lt__server_gone(const lt_sched_t *s, size_t i);
+/* lt__server_misbehaved drops server i for a protocol error (`why`): a message it sent was
+ * malformed or did not match what the client sent it. It is marked dead and not greeted again
+ * in this evaluation (its work is placed elsewhere at the reap), counted and logged. */
+void lt__server_misbehaved(lt_sched_t *s, size_t i, const char *why);
 /* lt__server_limit sets policy `policy`'s limit on server i (LT_NO_LIMIT lifts it). */
 void lt__server_limit(lt_sched_t *s, size_t i, size_t policy, uint32_t n);
 /* lt__server_cancel asks server i to drop the `n` instructions `seqs` (those that started

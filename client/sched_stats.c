@@ -91,6 +91,7 @@ void lt__stats_publish(lt_sched_t *s) {
   st->migrations = s->migrations;
   st->migrated = s->migrated;
   st->stray = s->stray;
+  st->protocol_errors = s->protocol_errors;
   st->overdue = s->overdue;
   st->backups = s->backups;
   st->backups_won = s->backups_won;
@@ -218,6 +219,7 @@ void lt__sched_stats_json(void *self, lt_json_t *j) {
   lt__json_u64(j, "migrations", st->migrations);
   lt__json_u64(j, "migrated", st->migrated);
   lt__json_u64(j, "stray_completions", st->stray);
+  lt__json_u64(j, "protocol_errors", st->protocol_errors);
   lt__json_u64(j, "overdue", st->overdue);
   lt__json_u64(j, "backups", st->backups);
   lt__json_u64(j, "backups_won", st->backups_won);

@@ -95,6 +95,11 @@ static void on_message(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
     lt__sched_on_value(s, idx, m);
     return;
   }
+  char why[160];
+  if (!lt__done_check(s, idx, m, why, sizeof why)) {
+    lt__server_misbehaved(s, idx, why); /* none of its reports is taken */
+    return;
+  }
   for (uint32_t i = 0; i < m->u.done.ncompl && !lt__server_gone(s, idx); i++)
     lt__sched_on_completion(s, idx, &m->u.done.compl [i], m);
 }
@@ -108,6 +113,10 @@ static void read_server(lt_sched_t *s, size_t idx) {
     if (c->sock == NULL) return;
     int rc = lt__conn_recv(c, &s->rx, &s->limits, lt__clock_ms());
     if (rc == LT_EAGAIN) return;
+    if (rc == LT_EPROTO) { /* a shape the protocol forbids: the server, not the client */
+      lt__server_misbehaved(s, idx, "a malformed message");
+      return;
+    }
     if (rc != LT_OK) {
       lt__log(LT_LOG_WARN, "server %s: dropped a malformed message (%s)", c->endpoint,
               lt_strerror(rc));

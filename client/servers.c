@@ -105,6 +105,19 @@ void lt__server_mark_dead(lt_sched_t *s, size_t i, const char *why, int final) {
   v->final |= final;
 }
 
+void lt__server_misbehaved(lt_sched_t *s, size_t i, const char *why) {
+  if (lt__server_gone(s, i)) return;
+  /* Dead for the evaluation rather than quarantined: a server that reports what it was not
+   * given cannot be trusted with work or values again (quarantine would hand it work after
+   * its cool-down, to be held until the deadline once more); the others take its work. */
+  char msg[sizeof s->srv[i].why];
+  snprintf(msg, sizeof msg, "protocol error: %s", why);
+  lt__log(LT_LOG_WARN, "server %s: %s: no more work for it in this evaluation",
+          s->srv[i].conn.endpoint, msg);
+  s->protocol_errors++;
+  lt__server_mark_dead(s, i, msg, 1);
+}
+
 int lt__server_gone(const lt_sched_t *s, size_t i) {
   return s->srv[i].gone || s->srv[i].conn.state == LT_CONN_DEAD;
 }

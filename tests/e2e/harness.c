@@ -109,6 +109,12 @@ void wait_inflight(lt_eval_t *ev, int server, int nservers) {
             server);
 }
 
+int64_t mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 int64_t next_i64(lt_eval_t *ev) {
   return next_i64_within(ev, -1);
 }

@@ -80,6 +80,9 @@ void wait_inflight(lt_eval_t *ev, int server, int nservers);
  * returns the last total seen: 0 unless values leaked (test_lazy.c: why it polls). */
 uint64_t values_held_total(lt_eval_t *ev);
 
+/* mono_ms is the monotonic clock in milliseconds, for the tests' bounds. */
+int64_t mono_ms(void);
+
 /* next_i64 reads the next result, expects it to be a successful int64 and returns it. */
 int64_t next_i64(lt_eval_t *ev);
 

@@ -17,56 +17,23 @@
 
 #define N 20
 
-static int64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* A run's servers: the stand-in, and a real server beside it when `honest`. */
-typedef struct run {
-  lt_hostile_t h;
-  lt_proc_t p;
-  int honest;
-  lt_eval_t *ev;
-} run_t;
-
-/* run_start starts the servers and an evaluator for `prog` on them, with options `opts`
- * (key, value pairs, NULL-terminated). */
-static void run_start(run_t *r, lt_hostile_mode_t mode, int honest, lt_skel_t *prog,
-                      const char *const *opts) {
-  hostile_start(&r->h, mode);
-  r->honest = honest;
-  if (honest) start_server(&r->p, "honest", 2);
-  cr_assert_eq(lt_eval_new(&r->ev, prog), LT_OK);
-  for (size_t i = 0; opts[i] != NULL; i += 2)
-    cr_assert_eq(lt_eval_set(r->ev, opts[i], opts[i + 1]), LT_OK, "%s", opts[i]);
-  cr_assert_eq(lt_eval_add_host(r->ev, r->h.endpoint), LT_OK);
-  if (honest) cr_assert_eq(lt_eval_add_host(r->ev, r->p.endpoint), LT_OK);
-  cr_assert_eq(lt_eval_start(r->ev), LT_OK);
-}
-
-static void run_stop(run_t *r) {
-  lt_eval_free(r->ev);
-  if (r->honest) lt__proc_stop(&r->p, 5000);
-  hostile_stop(&r->h);
-}
+typedef lt_hostile_run_t run_t;
 
 /* run_right submits n tasks, expects every result right and returns the time taken (ms). */
 static int64_t run_right(run_t *r, int n) {
-  int64_t t0 = now_ms();
+  int64_t t0 = mono_ms();
   submit_i64s(r->ev, n);
   lt_eval_close(r->ev);
   for (int i = 0; i < n; i++)
     cr_assert_eq(next_i64_within(r->ev, 15000), i);
-  return now_ms() - t0;
+  return mono_ms() - t0;
 }
 
 /* run_failing submits n tasks, expects every one to fail, counts their errors that are
  * `want` and returns the time taken (ms); `msg` gets the last message. Errors other than
  * `want` and `also` fail the test. */
 static int64_t run_failing(run_t *r, int n, int want, int also, int *nwant, char *msg, size_t len) {
-  int64_t t0 = now_ms();
+  int64_t t0 = mono_ms();
   submit_i64s(r->ev, n);
   lt_eval_close(r->ev);
   *nwant = 0;
@@ -80,7 +47,7 @@ static int64_t run_failing(run_t *r, int n, int want, int also, int *nwant, char
     cr_assert(err == want || err == also, "task %d: %s: %s", i, lt_strerror(err), msg);
     *nwant += err == want;
   }
-  return now_ms() - t0;
+  return mono_ms() - t0;
 }
 
 static uint64_t eval_stat(lt_eval_t *ev, const char *key) {
@@ -97,17 +64,17 @@ Test(deadline, work_held_past_the_deadline_runs_on_the_healthy_server, .timeout 
   /* The deadline is 2 s and a grace of 2 heartbeats; the watchdog waits at least 5. */
   const char *opts[] = {"task_timeout_ms", "2000", "heartbeat_ms", "1000", NULL};
   run_t r;
-  run_start(&r, LT_HOSTILE_KEEPS, 1, lt_farm(lt_seq_with("testk:sleep", "200", 1)), opts);
+  hostile_run_start(&r, LT_HOSTILE_KEEPS, 1, lt_farm(lt_seq_with("testk:sleep", "200", 1)), opts);
   int64_t took = run_right(&r, N);
   cr_assert_lt(took, 15000, "took %lld ms", (long long)took);
   cr_assert_gt(eval_stat(r.ev, "deadline_misses"), 0);
-  run_stop(&r);
+  hostile_run_stop(&r);
 }
 
 Test(deadline, a_task_no_server_reports_fails_etimedout, .timeout = 120) {
   const char *opts[] = {"task_timeout_ms", "1000", "heartbeat_ms", "200", NULL};
   run_t r;
-  run_start(&r, LT_HOSTILE_KEEPS, 0, lt_farm(lt_seq_with("testk:sleep", "10", 1)), opts);
+  hostile_run_start(&r, LT_HOSTILE_KEEPS, 0, lt_farm(lt_seq_with("testk:sleep", "10", 1)), opts);
   char msg[512];
   int timedout;
   int64_t took = run_failing(&r, 2, LT_ETIMEDOUT, LT_ETIMEDOUT, &timedout, msg, sizeof msg);
@@ -115,21 +82,21 @@ Test(deadline, a_task_no_server_reports_fails_etimedout, .timeout = 120) {
   cr_assert_not_null(strstr(msg, "did not report in time"), "%s", msg);
   cr_assert_geq(took, 1000, "took %lld ms", (long long)took);
   cr_assert_lt(took, 6000, "took %lld ms", (long long)took);
-  run_stop(&r);
+  hostile_run_stop(&r);
 }
 
 Test(deadline, a_stream_on_a_server_that_never_reports_ends_in_bounded_time, .timeout = 120) {
   const char *opts[] = {
       "task_timeout_ms", "1000", "heartbeat_ms", "200", "connect_timeout_ms", "2000", NULL};
   run_t r;
-  run_start(&r, LT_HOSTILE_KEEPS, 0, lt_farm(lt_seq_with("testk:sleep", "10", 1)), opts);
+  hostile_run_start(&r, LT_HOSTILE_KEEPS, 0, lt_farm(lt_seq_with("testk:sleep", "10", 1)), opts);
   /* What ran there times out; what waited behind it finds no server to take it. */
   char msg[512];
   int timedout;
   int64_t took = run_failing(&r, N, LT_ETIMEDOUT, LT_ENOSERVER, &timedout, msg, sizeof msg);
   cr_assert_gt(timedout, 0);
   cr_assert_lt(took, 10000, "took %lld ms", (long long)took);
-  run_stop(&r);
+  hostile_run_stop(&r);
 }
 
 /* ---- a server silent after its welcome ---------------------------------------------- */
@@ -140,7 +107,7 @@ Test(deadline, a_stream_on_a_server_that_never_reports_ends_in_bounded_time, .ti
 Test(silent, a_mute_server_alone_fails_its_tasks_within_the_connect_timeout, .timeout = 120) {
   const char *opts[] = {"heartbeat_ms", "500", "connect_timeout_ms", "2000", NULL};
   run_t r;
-  run_start(&r, LT_HOSTILE_MUTE, 0, lt_farm(lt_seq_with("testk:sleep", "10", 1)), opts);
+  hostile_run_start(&r, LT_HOSTILE_MUTE, 0, lt_farm(lt_seq_with("testk:sleep", "10", 1)), opts);
   char msg[512];
   int noserver;
   int64_t took = run_failing(&r, N, LT_ENOSERVER, LT_ENOSERVER, &noserver, msg, sizeof msg);
@@ -148,14 +115,14 @@ Test(silent, a_mute_server_alone_fails_its_tasks_within_the_connect_timeout, .ti
   /* Greeted again, on probation: its later sessions never spoke, so they got no work. */
   cr_assert_gt(atomic_load(&r.h.welcomes), 1, "the silent server was not greeted again");
   cr_assert_eq(atomic_load(&r.h.reworks), 0, "a later silent session got work");
-  run_stop(&r);
+  hostile_run_stop(&r);
 }
 
 Test(silent, work_of_a_mute_server_runs_on_the_healthy_one, .timeout = 120) {
   const char *opts[] = {"heartbeat_ms", "500", "connect_timeout_ms", "2000", NULL};
   run_t r;
   /* The run outlasts the 3 heartbeats that find the stand-in silent. */
-  run_start(&r, LT_HOSTILE_MUTE, 1, lt_farm(lt_seq_with("testk:sleep", "200", 1)), opts);
+  hostile_run_start(&r, LT_HOSTILE_MUTE, 1, lt_farm(lt_seq_with("testk:sleep", "200", 1)), opts);
   int64_t took = run_right(&r, N);
   cr_assert_lt(took, SILENT_BOUND_MS, "took %lld ms", (long long)took);
   cr_assert_gt(eval_stat(r.ev, "retries"), 0, "the silent server got no work");
@@ -164,5 +131,5 @@ Test(silent, work_of_a_mute_server_runs_on_the_healthy_one, .timeout = 120) {
   nanosleep(&pause, NULL);
   cr_assert_gt(atomic_load(&r.h.welcomes), 1, "the silent server was not greeted again");
   cr_assert_eq(atomic_load(&r.h.reworks), 0, "a later silent session got work");
-  run_stop(&r);
+  hostile_run_stop(&r);
 }
