@@ -36,7 +36,7 @@ static const char *name_flaw(const char *name, char *buf, size_t len) {
   if (n > LT_MODULE_NAME_MAX)
     snprintf(buf, len, "is longer than %d bytes", LT_MODULE_NAME_MAX);
   else if (colon == NULL)
-    snprintf(buf, len, "has no ':' (expected module:function, e.g. \"mandelk:row\")");
+    snprintf(buf, len, "has no ':' (expected module:function, e.g. \"mandel:band\")");
   else if (colon == name)
     snprintf(buf, len, "has no module before ':' (expected module:function)");
   else if (colon[1] == '\0')
