@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -21,28 +22,36 @@
 #define STOP_MS 30
 #define RUN_MS  10
 
-/* A thread that stops and continues one server process until told to stop. */
-typedef struct duty {
-  pid_t pid;
-  atomic_int stop;
-  pthread_t th;
-} duty_t;
-
 static void sleep_ms(int ms) {
   struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
   while (nanosleep(&ts, &ts) != 0) {
   }
 }
 
-static void *duty_cycle(void *arg) {
-  duty_t *d = arg;
-  while (!atomic_load(&d->stop)) {
-    kill(d->pid, SIGSTOP);
+/* start_duty_cycle starts a process that stops and continues process `pid` in turn until it
+ * is killed (stop_duty_cycle) or this process ends: then it continues `pid` once more and
+ * ends too, so that a failed test leaves no server stopped for good, deaf to the SIGTERM
+ * that this process's end sends it. */
+static pid_t start_duty_cycle(pid_t pid) {
+  pid_t parent = getpid();
+  pid_t c = fork();
+  cr_assert_neq(c, -1);
+  if (c != 0) return c;
+  signal(SIGTERM, SIG_DFL);
+  while (getppid() == parent) {
+    kill(pid, SIGSTOP);
     sleep_ms(STOP_MS);
-    kill(d->pid, SIGCONT);
+    kill(pid, SIGCONT);
     sleep_ms(RUN_MS);
   }
-  return NULL;
+  _exit(0);
+}
+
+/* stop_duty_cycle ends the process that start_duty_cycle made and continues `pid`. */
+static void stop_duty_cycle(pid_t c, pid_t pid) {
+  kill(c, SIGKILL);
+  waitpid(c, NULL, 0);
+  kill(pid, SIGCONT);
 }
 
 /* A feeder thread streams tasks until told to stop, then closes the input. */
@@ -95,8 +104,7 @@ Test(throttle, a_hogged_server_ends_with_a_smaller_window, .timeout = 240) {
   pthread_t th;
   cr_assert_eq(pthread_create(&th, NULL, feed, &f), 0);
 
-  duty_t d = {.pid = hosts[0].pid};
-  bool hogged = false;
+  pid_t duty = -1;
   uint64_t w[3] = {0};
   int64_t got = 0, hog_at = -1;
   for (;;) {
@@ -105,18 +113,13 @@ Test(throttle, a_hogged_server_ends_with_a_smaller_window, .timeout = 240) {
     if (got % 25 != 0) continue;
     windows_now(ev, w);
     if (hog_at < 0 && w[0] == 4) {
-      cr_assert_eq(pthread_create(&d.th, NULL, duty_cycle, &d), 0);
-      hogged = true;
+      duty = start_duty_cycle(hosts[0].pid);
       hog_at = got;
     }
     if (hog_at >= 0 && w[0] < w[1] && w[0] < w[2]) break; /* the end of the run */
     if (got >= (hog_at < 0 ? 4000 : hog_at + 6000)) break;
   }
-  if (hogged) {
-    atomic_store(&d.stop, 1);
-    pthread_join(d.th, NULL);
-    kill(hosts[0].pid, SIGCONT);
-  }
+  if (duty > 0) stop_duty_cycle(duty, hosts[0].pid);
   atomic_store(&f.stop, 1);
   lt_buf_t *b;
   while (lt_eval_next(ev, &b) == LT_OK)
@@ -124,7 +127,7 @@ Test(throttle, a_hogged_server_ends_with_a_smaller_window, .timeout = 240) {
   pthread_join(th, NULL);
   /* The run ended with the hogged window below both others (the loop's exit); every
    * window is within its bounds then and after the drain. */
-  cr_assert(hogged, "the window of server 0 never reached 4 in %lld tasks", (long long)got);
+  cr_assert(duty > 0, "the window of server 0 never reached 4 in %lld tasks", (long long)got);
   cr_assert(w[0] < w[1] && w[0] < w[2], "windows %llu %llu %llu after %lld tasks, %lld loaded",
             (unsigned long long)w[0], (unsigned long long)w[1], (unsigned long long)w[2],
             (long long)got, (long long)(got - hog_at));
