@@ -141,6 +141,24 @@ static uint64_t cpu_of(cpu_share_t *c, uint64_t svc) {
   return (uint64_t)((double)svc * c->ratio + 0.5);
 }
 
+/* slow_down emulates a host `f` times slower after a kernel that ran from t0 to t1 (wall
+ * clock, us) from thread CPU time c0: it stays busy until (f - 1) times the kernel's wall
+ * time has passed and it has used (f - 1) times the kernel's CPU time, as a slower CPU would.
+ * The CPU condition is what keeps the emulation true when threads share a CPU (a cgroup quota,
+ * other processes): a busy wait by the wall clock alone is paid for partly by the threads that
+ * run while it is preempted, and a server "4 x slower" among three on one CPU then did barely
+ * less work than the others. The wall condition stretches kernels that wait (sleep, call
+ * out), which use no CPU. Returns the wall clock when done. */
+static uint64_t slow_down(double f, uint64_t t0, uint64_t t1, uint64_t c0) {
+  uint64_t c1 = (uint64_t)lt__clock_thread_cpu_us();
+  uint64_t until = t1 + (uint64_t)((double)(t1 - t0) * (f - 1.0));
+  uint64_t cpu_until = c1 + (uint64_t)((double)(c1 - c0) * (f - 1.0));
+  uint64_t now;
+  while ((now = lt__executor_now_us()) < until || (uint64_t)lt__clock_thread_cpu_us() < cpu_until) {
+  }
+  return now;
+}
+
 /* A kernel chain's times. */
 typedef struct run_times {
   uint64_t service_us, start_us, cpu_us;
@@ -151,17 +169,14 @@ typedef struct run_times {
 static run_times_t run_chain(lt_executor_t *ex, const lt_job_t *job, const lt_bytes_t *in,
                              uint32_t n, uint64_t seq, uint32_t worker, cpu_share_t *cpu,
                              lt_exec_result_t *r) {
+  bool slow = ex->slowdown > 1.0;
+  uint64_t c0 = slow ? (uint64_t)lt__clock_thread_cpu_us() : 0;
   uint64_t t0 = lt__executor_now_us();
   lt__crashlog_enter(worker, job->owner, seq);
   lt__exec_run_owned(job->op, job->stages, job->nstages, in, job->grant, n, r);
   lt__crashlog_leave(worker);
   uint64_t t1 = lt__executor_now_us();
-  if (ex->slowdown > 1.0) {
-    /* Emulation of a slower host: stay busy, as a slower CPU would. */
-    uint64_t until = t1 + (uint64_t)((double)(t1 - t0) * (ex->slowdown - 1.0));
-    while ((t1 = lt__executor_now_us()) < until) {
-    }
-  }
+  if (slow) t1 = slow_down(ex->slowdown, t0, t1, c0);
   return (run_times_t){t1 - t0, t0, cpu_of(cpu, t1 - t0)};
 }
 

@@ -110,8 +110,9 @@ typedef struct lt_job_running {
 } lt_job_running_t;
 
 /* lt__executor_new starts `nthreads` workers; the calling thread is `loop`'s. Finished jobs
- * are delivered to `cb` on it. `slowdown` >= 1 emulates a slower host: a kernel that took t keeps
- * its worker busy (slowdown - 1) * t longer. LT_ENOMEM, LT_EIO (thread creation failed). */
+ * are delivered to `cb` on it. `slowdown` >= 1 emulates a slower host: a kernel that took t of
+ * wall time and c of CPU time keeps its worker busy until (slowdown - 1) * t more has passed
+ * and it has used (slowdown - 1) * c more CPU. LT_ENOMEM, LT_EIO (thread creation failed). */
 int lt__executor_new(lt_executor_t **out, uv_loop_t *loop, int nthreads, double slowdown,
                      lt_executor_done_cb cb, void *data);
 
