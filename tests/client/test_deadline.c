@@ -115,11 +115,25 @@ Test(deadline, with_no_retry_left_the_task_fails_etimedout_naming_the_kernel) {
 Test(deadline, with_no_other_server_the_task_fails_etimedout) {
   fixture_t f;
   setup(&f, "2000");
-  f.w.srv[1].limit[1] = 0; /* another policy keeps both others from new work */
-  f.w.srv[2].limit[1] = 0;
+  f.w.srv[1].gone = 1; /* the others are dead */
+  f.w.srv[2].gone = 1;
   lt__policy_deadline.on_tick(&f.p, 4001);
   cr_assert_not_null(asked(&f, LT_REQ_FAIL, f.r[0].seq));
   cr_assert_null(asked(&f, LT_REQ_TAKE_BACK, f.r[0].seq));
+  teardown(&f);
+}
+
+/* Servers another policy holds back for a while (a cool-down, another late server's) may
+ * take work soon: the task taken back waits for them instead of failing at its first
+ * take-back (the simulator's seed 3019804). */
+Test(deadline, a_task_waits_for_servers_a_policy_holds_back) {
+  fixture_t f;
+  setup(&f, "2000");
+  f.w.srv[1].limit[1] = 0;
+  f.w.srv[2].limit[1] = 0;
+  lt__policy_deadline.on_tick(&f.p, 4001);
+  cr_assert_null(asked(&f, LT_REQ_FAIL, f.r[0].seq));
+  cr_assert_not_null(asked(&f, LT_REQ_TAKE_BACK, f.r[0].seq));
   teardown(&f);
 }
 
