@@ -35,7 +35,11 @@
 #include "exec.h"
 #include "sched_internal.h"
 
-#define BACKUP_MIN_MS 20 /* nothing is a straggler before this */
+/* Nothing is a straggler before BACKUP_RTTS round trips to its server (a copy costs its
+ * hand-off, its twin's cancel and its result), nor before BACKUP_MIN_MS: the client sees
+ * run times to the millisecond. */
+#define BACKUP_MIN_MS 2
+#define BACKUP_RTTS   4
 
 typedef struct backup_state {
   int64_t looked_ms; /* when it last looked for stragglers */
@@ -142,11 +146,14 @@ static double due_us(const lt_sched_t *s, const lt_instr_rec_t *r) {
 }
 
 /* straggles returns how long r has run when it is a straggler (longer than BACKUP_MIN_MS
- * and than backup_factor times its expected time, its chain measured somewhere), else -1. */
+ * and BACKUP_RTTS round trips, and than backup_factor times its expected time, its chain
+ * measured somewhere), else -1. */
 static double straggles(const lt_sched_t *s, const lt_instr_rec_t *r, int64_t now_ms) {
   if (r->run_ms < 0 || lt__rec_stale(r) || lt__pace_known_us(s, r->stages) <= 0) return -1;
   double ran = ran_us(r, now_ms);
-  if (ran < BACKUP_MIN_MS * 1000.0 || ran < s->opts->backup_factor * due_us(s, r)) return -1;
+  double young = BACKUP_RTTS * s->srv[r->conn].pace.rtt_us;
+  if (young < BACKUP_MIN_MS * 1000.0) young = BACKUP_MIN_MS * 1000.0;
+  if (ran < young || ran < s->opts->backup_factor * due_us(s, r)) return -1;
   return ran;
 }
 

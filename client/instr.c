@@ -67,11 +67,13 @@ void lt__sched_push_fireable(lt_sched_t *s, lt_instr_rec_t *r, int front) {
     LT_QUEUE_PUSH_FRONT(s->fire_head, s->fire_tail, r, next);
   else
     LT_QUEUE_PUSH(s->fire_head, s->fire_tail, r, next);
+  s->nfire++;
 }
 
 lt_instr_rec_t *lt__sched_pop_fireable(lt_sched_t *s) {
   lt_instr_rec_t *r;
   LT_QUEUE_POP(s->fire_head, s->fire_tail, r, next);
+  if (r != NULL) s->nfire--;
   return r;
 }
 

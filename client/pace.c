@@ -316,6 +316,11 @@ double lt__pace_usual_share(const lt_pace_t *p) {
   return p->share > 0 ? p->share : 1;
 }
 
+double lt__pace_service_us(const lt_sched_t *s, size_t i, const void *key) {
+  const lt_cost_t *c = find_cost(&s->srv[i].pace, key);
+  return c != NULL && c->raw > 0 ? c->raw : lt__pace_known_us(s, key);
+}
+
 double lt__pace_known_us(const lt_sched_t *s, const void *key) {
   double best = 0;
   for (size_t k = 0; k < s->nsrv; k++) {

@@ -53,6 +53,25 @@ static int round_robin(lt_sched_t *s, const lt_fire_t *fi) {
   return -1;
 }
 
+/* sooner_take counts the instructions like this one that the servers would finish before
+ * `until_us` from now, after what each has admitted: what list scheduling would give them
+ * first. When at least as many wait behind this one in the fireable queue, holding it back
+ * for a server that is full now gains nothing (that server has work enough until then), so
+ * a slower one with a thread free may take it: in a long stream every server runs at its
+ * speed; near the end, the rule above keeps the last instructions off the slow ones. */
+static size_t sooner_take(lt_sched_t *s, const lt_fire_t *fi, const uint64_t *bytes, uint64_t total,
+                          double until_us) {
+  int64_t now = lt__clock_ms();
+  double n = 0;
+  for (size_t i = 0; i < s->nsrv && n <= (double)s->nfire; i++) {
+    if (!lt__server_takes(s, i) || !lt__server_fits(s, i, fi)) continue;
+    double c = lt__pace_cost_us(s, i, fi->stages) + (double)(total - bytes[i]) / LT_LINK_BPUS;
+    double free_us = until_us - lt__server_left_us(s, i, now);
+    if (c > 0 && free_us > c) n += free_us / c;
+  }
+  return n > (double)SIZE_MAX / 2 ? SIZE_MAX / 2 : (size_t)n;
+}
+
 /* earliest returns the server with room where the instruction would finish first, counting
  * the inputs it would have to fetch (DESIGN.md 7), or -1: what it has admitted, costed at
  * today's estimates less what its running instructions have done (servers.c), plus this
@@ -75,10 +94,13 @@ static int earliest(lt_sched_t *s, const lt_fire_t *fi, const uint64_t *bytes, u
     }
   }
   /* Under lookahead a busy server gets another instruction only if it would finish it no
-   * later than one that is full now: otherwise the instruction waits for that one. An idle
+   * later than one that is full now: otherwise the instruction waits for that one, unless
+   * the work queued behind it would keep those sooner servers busy anyway (below). An idle
    * server always gets work, so an estimate spoilt by one slow sample is corrected by the
    * next (no server starves). */
-  if (best >= 0 && s->srv[best].admitted > 0 && best_us > floor_us * 1.05 + 1) best = -1;
+  if (best >= 0 && s->srv[best].admitted > 0 && best_us > floor_us * 1.05 + 1 &&
+      sooner_take(s, fi, bytes, total, best_us) > s->nfire)
+    best = -1;
   return best;
 }
 

@@ -332,6 +332,7 @@ struct lt_sched {
   size_t npeers;
   int64_t none_since; /* since when no server could take work (ms), or 0 */
   lt_instr_rec_t *fire_head, *fire_tail;
+  size_t nfire; /* records in the fireable queue */
   lt_instr_rec_t *inflight;
   lt_job_rec_t *jobs;  /* every job, by task number */
   lt_fetch_t *fetches; /* results being fetched (fetch.c), by value sequence */
@@ -426,6 +427,9 @@ int lt__pace_control(lt_pace_t *p, const lt_options_t *o, int64_t now_ms, int64_
 /* lt__pace_known_us returns the shortest service time chain `key` has shown on any server,
  * or 0 when it never completed. */
 double lt__pace_known_us(const lt_sched_t *s, const void *key);
+/* lt__pace_service_us returns server i's service time of chain `key`, or when it never ran
+ * there the shortest it has shown on any server (0: never completed). */
+double lt__pace_service_us(const lt_sched_t *s, size_t i, const void *key);
 /* lt__pace_parallel returns how many instructions run at once there: window and workers. */
 double lt__pace_parallel(const lt_pace_t *p);
 

@@ -118,7 +118,7 @@ static const choice_t choices[] = {
     {"max_retries", {"3", "1000", NULL}},
 };
 
-static int set(sim_prog_t *p, const char *key, const char *value) {
+int sim_prog_set(sim_prog_t *p, const char *key, const char *value) {
   int rc = lt__options_set(&p->opts, key, value);
   if (rc != LT_OK) {
     fprintf(stderr, "sim: option %s=%s: %s\n", key, value, p->opts.error);
@@ -141,21 +141,21 @@ int sim_draw(sim_world_t *w, sim_prog_t *p, const char *modules) {
   if (p->skel == NULL) return LT_ENOMEM;
   int rc = lt__options_set(&p->opts, "modules", modules);
   /* Timings the simulated world can meet: a dead server is noticed within seconds. */
-  if (rc == LT_OK) rc = set(p, "heartbeat_ms", sim_chance(&w->rng, 1, 2) ? "200" : "1000");
-  if (rc == LT_OK) rc = set(p, "connect_timeout_ms", "5000");
+  if (rc == LT_OK) rc = sim_prog_set(p, "heartbeat_ms", sim_chance(&w->rng, 1, 2) ? "200" : "1000");
+  if (rc == LT_OK) rc = sim_prog_set(p, "connect_timeout_ms", "5000");
   for (size_t i = 0; rc == LT_OK && i < sizeof choices / sizeof choices[0]; i++) {
     const choice_t *c = &choices[i];
     size_t n = 0;
     while (n < 4 && c->values[n] != NULL)
       n++;
-    rc = set(p, c->key, c->values[sim_below(&w->rng, n)]);
+    rc = sim_prog_set(p, c->key, c->values[sim_below(&w->rng, n)]);
   }
   /* Draw 2, from its stream: quarantine on or off whatever the mode, after 1 to 3 crashes
    * (the poison tasks of a seed are 1 or 2). */
   if (rc == LT_OK && w->p.draw != 1) {
     static const char *const crashes[] = {"1", "2", "3"};
-    rc = set(p, "quarantine", sim_chance(&w->fourth, 1, 2) ? "on" : "off");
-    if (rc == LT_OK) rc = set(p, "quarantine_crashes", crashes[sim_below(&w->fourth, 3)]);
+    rc = sim_prog_set(p, "quarantine", sim_chance(&w->fourth, 1, 2) ? "on" : "off");
+    if (rc == LT_OK) rc = sim_prog_set(p, "quarantine_crashes", crashes[sim_below(&w->fourth, 3)]);
   }
   /* LT_SIM_TRACE=FILE: the dispatcher's trace of the run (option trace), to read a seed. */
   if (rc == LT_OK && getenv("LT_SIM_TRACE") != NULL)
@@ -188,7 +188,7 @@ int sim_draw(sim_world_t *w, sim_prog_t *p, const char *modules) {
    * else may). */
   p->slow = calloc(p->ntasks, 1);
   if (k != SH_FIB && sim_chance(&w->third, 1, 3)) {
-    rc = set(p, "task_timeout_ms", sim_chance(&w->third, 1, 2) ? "200" : "500");
+    rc = sim_prog_set(p, "task_timeout_ms", sim_chance(&w->third, 1, 2) ? "200" : "500");
     if (rc != LT_OK) return rc;
     w->slowing = 1;
     for (uint32_t n = 1 + (uint32_t)sim_below(&w->third, 2); n > 0; n--) {

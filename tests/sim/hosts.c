@@ -42,7 +42,7 @@ int sim_draw_hosts(sim_world_t *w, int64_t horizon) {
   sim_rng_t *r = &w->fourth;
   if (w->nhosts > 1 && sim_chance(r, 1, 5))
     schedule(w, (int64_t)sim_below(r, (uint64_t)horizon), 0, 1 + (int)sim_below(r, w->nhosts - 1));
-  if (w->nsrv < SIM_MAX_SERVERS && sim_chance(r, 1, 4)) {
+  if (w->nsrv < SIM_DRAW_MAX_SERVERS && sim_chance(r, 1, 4)) {
     uint32_t i = w->nsrv;
     snprintf(w->eps[i], sizeof w->eps[i], "tcp://sim%u:9000", i);
     int rc = sim_server_new(w, (int)i, speeds[sim_below(r, 4)], 1 + (uint32_t)sim_below(r, 4));

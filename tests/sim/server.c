@@ -451,6 +451,10 @@ int sim_server_up(const sim_world_t *w, int srv) {
   return w->srv[srv]->up;
 }
 
+double sim_server_speed(const sim_world_t *w, int srv) {
+  return w->srv[srv]->speed;
+}
+
 int sim_server_stopping(const sim_world_t *w, int srv) {
   return w->srv[srv]->up && w->srv[srv]->stopping;
 }

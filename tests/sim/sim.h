@@ -102,6 +102,7 @@ void sim_server_pause(sim_world_t *w, int srv, int64_t until);
 void sim_server_crash(sim_world_t *w, int srv, uint64_t culprit);
 void sim_server_restart(sim_world_t *w, int srv);
 int sim_server_up(const sim_world_t *w, int srv);
+double sim_server_speed(const sim_world_t *w, int srv);
 int sim_server_stopping(const sim_world_t *w, int srv); /* up, and ends once idle */
 /* sim_server_values counts the values of the client held by the server's sessions (not
  * copies fetched for a reader); sim_server_busy counts its tasks. */
@@ -136,6 +137,8 @@ typedef struct sim_prog {
 /* sim_draw draws the program; LT_OK, or an error with the reason printed. */
 int sim_draw(sim_world_t *w, sim_prog_t *p, const char *modules);
 void sim_prog_free(sim_prog_t *p);
+/* sim_prog_set sets option key=value of p, noted in p->options; an error is printed. */
+int sim_prog_set(sim_prog_t *p, const char *key, const char *value);
 
 /* ---- door.c: the evaluator's side (backend.h's door), results checked -------------------- */
 
@@ -154,13 +157,41 @@ uint64_t sim_door_delivered(const sim_door_t *d);
 int sim_door_waiting(const sim_door_t *d); /* tasks submitted, not taken yet */
 void sim_door_stop(sim_door_t *d);
 
+/* ---- scale.c: a scale run, no faults: many servers of uneven speeds ---------------------- */
+
+enum { SIM_SCALE_FARM = 1, SIM_SCALE_PIPELINE = 2 };
+/* sim_scale_draw makes a scale run's program: a farm of one kernel or a 3-stage lazy
+ * pipeline, over p->ntasks inputs (w->p.tasks, default 100 000), default options but the
+ * window (3 x cores). */
+int sim_scale_draw(sim_world_t *w, sim_prog_t *p, const char *modules);
+/* sim_scale_servers makes the servers: speeds 1, 2, 4, 8 in turn, `cores` threads each. */
+int sim_scale_servers(sim_world_t *w);
+/* sim_scale_cost is what a chain of kernels costs (µs on a server of speed 1) on one
+ * member's inputs: each stage 1 to 10 ms, drawn from a hash of the kernel and of the bytes
+ * it reads, so that a task costs the same wherever and however often it runs, fused into
+ * one instruction or not. */
+double sim_scale_cost(sim_world_t *w, const lt_exec_stage_t *st, const uint32_t *kidx, uint32_t nst,
+                      const lt_bytes_t *in, uint32_t nin);
+/* sim_scale_busy counts a kernel run of `us` from now on a server of speed `speed` in the
+ * run's profile: the work done in each virtual millisecond. */
+void sim_scale_busy(sim_world_t *w, int64_t us, double speed);
+/* sim_scale_profile prints the servers' use (work done / what the total speed could do)
+ * in each tenth of the run up to `end` (µs), to stderr. */
+void sim_scale_profile(const sim_world_t *w, int64_t end);
+/* sim_scale_use tells how much of what the servers of each speed (1, 2, 4, 8) could have
+ * done up to `end` (µs) they did. */
+void sim_scale_use(const sim_world_t *w, int64_t end, double use[4]);
+/* sim_scale_ideal is the program's work over the total speed (µs): the shortest run. */
+double sim_scale_ideal(sim_world_t *w, const sim_prog_t *p, const lt_template_t *t);
+
 /* ---- world.c ------------------------------------------------------------------------------ */
 
-#define SIM_MAX_SERVERS 16
-#define SIM_LOG         64      /* last events kept for a violation's report */
-#define SIM_POISON      '#'     /* in a crashy world, a byte that crashes the kernel reading it */
-#define SIM_SLOW        '%'     /* in a slow world, a byte that makes the kernel reading it slow */
-#define SIM_SLOW_US     1000000 /* how much slower: far over any deadline draw.c sets */
+#define SIM_MAX_SERVERS      1024 /* a scale run's (scale.c); the arrays of a world */
+#define SIM_DRAW_MAX_SERVERS 16   /* a seed's: --servers at most, servers added up to it */
+#define SIM_LOG              64   /* last events kept for a violation's report */
+#define SIM_POISON           '#'  /* in a crashy world, a byte that crashes the kernel reading it */
+#define SIM_SLOW             '%' /* in a slow world, a byte that makes the kernel reading it slow */
+#define SIM_SLOW_US          1000000 /* how much slower: far over any deadline draw.c sets */
 
 /* A run's parameters: the seed and what the command line forces (0: drawn). */
 typedef struct sim_params {
@@ -168,15 +199,24 @@ typedef struct sim_params {
   uint32_t servers;
   uint32_t tasks;
   int verbose;
-  uint32_t keep; /* run only the first `keep` tasks of those drawn (a shrunk seed), 0: all */
-  int quiet;     /* no report of a violation (a shrinking attempt) */
-  uint32_t draw; /* what a seed draws: 1, the first version (the seeds kept before 2 came);
-                    2 (0: the default) adds the shapes while, if and map_reduce, and servers
-                    added mid-run, each from a stream of its own */
+  uint32_t keep;  /* run only the first `keep` tasks of those drawn (a shrunk seed), 0: all */
+  int quiet;      /* no report of a violation (a shrinking attempt) */
+  uint32_t draw;  /* what a seed draws: 1, the first version (the seeds kept before 2 came);
+                     2 (0: the default) adds the shapes while, if and map_reduce, and servers
+                     added mid-run, each from a stream of its own */
+  uint32_t scale; /* a scale run (scale.c): SIM_SCALE_FARM or SIM_SCALE_PIPELINE, 0: a seed's */
+  uint32_t cores; /* a scale run's cores per server (its window is 3 x cores) */
 } sim_params_t;
 
 /* What a run did. */
 typedef struct sim_result {
+  double ideal_us, makespan_us; /* a scale run's: work / total speed, and the run's */
+  double work_us;               /* the program's work (µs on a server of speed 1) */
+  double use[4];                /* what the servers of speed 1, 2, 4, 8 did of what they could */
+  double work_run_us;           /* the kernels' work run, copies and reruns among it */
+  uint64_t turn_ns, turns;      /* the dispatcher's own CPU time in its turns, and how many */
+  uint64_t instrs;              /* instructions sent */
+  uint64_t backups, reruns, migrated; /* copies of stragglers, tasks run again, moved */
   uint64_t events;
   uint64_t faults;
   uint64_t tasks;
@@ -220,8 +260,14 @@ struct sim_world {
   int tearing; /* the run is over: events only free what they own */
   int calm;    /* every task is done: no more faults */
   uint32_t max_retries;
-  int crashy;  /* a kernel run on an input holding SIM_POISON crashes its server */
-  int slowing; /* a kernel run on an input holding SIM_SLOW takes SIM_SLOW_US more */
+  int crashy;         /* a kernel run on an input holding SIM_POISON crashes its server */
+  int slowing;        /* a kernel run on an input holding SIM_SLOW takes SIM_SLOW_US more */
+  double work_us;     /* a scale run's work (µs on a server of speed 1): its tasks' */
+  double work_run_us; /* ... and what its servers started, copies and reruns among it */
+  double speed;       /* ... and the total speed of its servers (speed x cores) */
+  double *busy;       /* ... and its profile: work done in each virtual millisecond */
+  double by_speed[4]; /* ... and the work done by the servers of speed 1, 2, 4, 8 */
+  size_t nbusy;
   char why[512];
   char log[SIM_LOG][160];
   uint64_t nlog;

@@ -302,6 +302,22 @@ static int64_t slow_down(sim_world_t *w, sim_server_t *v, stask_t *t, int64_t us
   return total;
 }
 
+/* scale_cost is what t's members cost in a scale run (scale.c), summed. */
+static double scale_cost(sim_world_t *w, const stask_t *t, const lt_exec_stage_t *st) {
+  uint32_t k = sv_members(t), n_in = t->nin / k;
+  double cost = 0;
+  for (uint32_t i = 0; i < k; i++) {
+    lt_bytes_t in[n_in ? n_in : 1];
+    for (uint32_t j = 0; j < n_in; j++) {
+      lt_value_t *val = t->in[i * n_in + j].val;
+      in[j] = (lt_bytes_t){val != NULL ? val->data : NULL, val != NULL ? val->len : 0};
+    }
+    cost += sim_scale_cost(w, st, t->kidx, t->nst, in, n_in);
+  }
+  w->work_run_us += cost;
+  return cost;
+}
+
 /* start runs t's kernels now (their time is virtual: it finishes later). */
 static void start(sim_world_t *w, sim_server_t *v, stask_t *t) {
   uint32_t k = sv_members(t), n_in = t->nin / k;
@@ -352,6 +368,10 @@ static void start(sim_world_t *w, sim_server_t *v, stask_t *t) {
   }
   double jitter = 0.7 + 0.6 * (double)sim_below(&w->rng, 1000) / 1000.0;
   int64_t us = (int64_t)(cost * (double)k * jitter / v->speed) + 1;
+  if (w->p.scale) { /* no jitter: a task costs the same wherever it runs */
+    us = (int64_t)(scale_cost(w, t, st) / v->speed) + 1;
+    sim_scale_busy(w, us, v->speed);
+  }
   if (w->slowing) us = slow_down(w, v, t, us);
   fin_t *f = malloc(sizeof *f);
   *f = (fin_t){v->idx, v->gen, t->tid, 0};

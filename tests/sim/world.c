@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <lithium/error.h>
 #include "clock.h"
@@ -220,9 +221,25 @@ static int64_t next_time(sim_world_t *w, const lt_sched_t *s) {
   return t > w->now ? t : w->now + 1;
 }
 
+/* draw_servers draws a seed's servers (speeds, threads) and the links' delays. */
+static int draw_servers(sim_world_t *w) {
+  int rc = LT_OK;
+  w->nsrv = w->p.servers ? w->p.servers : 1 + (uint32_t)sim_below(&w->rng, 5);
+  if (w->nsrv > SIM_DRAW_MAX_SERVERS) w->nsrv = SIM_DRAW_MAX_SERVERS;
+  w->nhosts = w->nsrv;
+  static const double speeds[] = {0.5, 1, 1, 2, 4};
+  for (uint32_t i = 0; rc == LT_OK && i < w->nsrv; i++) {
+    snprintf(w->eps[i], sizeof w->eps[i], "tcp://sim%u:9000", i);
+    rc = sim_server_new(w, (int)i, speeds[sim_below(&w->rng, 5)],
+                        1 + (uint32_t)sim_below(&w->rng, 4));
+  }
+  w->delay_max = 1000 + (int64_t)sim_below(&w->rng, 50000);
+  return rc;
+}
+
 static int setup(sim_world_t *w, sim_prog_t *p, lt_template_t **tmpl) {
   const char *dir = getenv("LT_SIM_MODULES") ? getenv("LT_SIM_MODULES") : LT_SIM_MODULES;
-  int rc = sim_draw(w, p, dir);
+  int rc = w->p.scale ? sim_scale_draw(w, p, dir) : sim_draw(w, p, dir);
   if (rc == LT_OK) rc = lt__template_compile(tmpl, p->skel, p->opts.normal_form);
   if (rc != LT_OK) return rc;
   w->nkernels = (*tmpl)->nkernels;
@@ -241,16 +258,10 @@ static int setup(sim_world_t *w, sim_prog_t *p, lt_template_t **tmpl) {
   free(errs);
   free(msgs);
   w->mods = mods;
-  w->nsrv = w->p.servers ? w->p.servers : 1 + (uint32_t)sim_below(&w->rng, 5);
-  if (w->nsrv > SIM_MAX_SERVERS) w->nsrv = SIM_MAX_SERVERS;
-  w->nhosts = w->nsrv;
-  static const double speeds[] = {0.5, 1, 1, 2, 4};
-  for (uint32_t i = 0; rc == LT_OK && i < w->nsrv; i++) {
-    snprintf(w->eps[i], sizeof w->eps[i], "tcp://sim%u:9000", i);
-    rc = sim_server_new(w, (int)i, speeds[sim_below(&w->rng, 5)],
-                        1 + (uint32_t)sim_below(&w->rng, 4));
-  }
-  w->delay_max = 1000 + (int64_t)sim_below(&w->rng, 50000);
+  if (w->p.scale) {
+    if (rc == LT_OK) rc = sim_scale_servers(w);
+  } else
+    rc = rc == LT_OK ? draw_servers(w) : rc;
   w->fetch_timeout_us = 30LL * 1000000;
   w->client_id = sim_rand(&w->rng) | 1;
   w->secret = sim_rand(&w->rng) | 1;
@@ -268,17 +279,31 @@ static int quiet(const sim_world_t *w, const lt_sched_t *s) {
   return 1;
 }
 
+/* timed_turn runs one turn of the dispatcher, its CPU time (real) counted in `out`. */
+static void timed_turn(sim_world_t *w, lt_sched_t *s, lt_turn_in_t *in, sim_result_t *out) {
+  struct timespec a, b;
+  if (w->p.scale) clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+  lt__sched_turn(s, in);
+  out->turns++;
+  if (!w->p.scale) return;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+  out->turn_ns += (uint64_t)((b.tv_sec - a.tv_sec) * 1000000000LL + (b.tv_nsec - a.tv_nsec));
+}
+
 /* loop runs the dispatcher's turns until every task is done and the world is calm, or a
  * violation. */
-static void loop(sim_world_t *w, lt_sched_t *s, sim_door_t *d, const sim_prog_t *p) {
+static void loop(sim_world_t *w, lt_sched_t *s, sim_door_t *d, const sim_prog_t *p,
+                 sim_result_t *out) {
   int64_t calm_at = 0;
   lt_turn_in_t in = {.woken = 1};
   while (!w->violated) {
     in.woken = sim_door_waiting(d);
-    lt__sched_turn(s, &in);
-    check_records(w, s);
+    timed_turn(w, s, &in, out);
+    /* A scale run checks now and then: every turn would cost more than the run. */
+    if (!w->p.scale || out->turns % 4096 == 0) check_records(w, s);
     if (w->violated) break;
     if (sim_door_delivered(d) == p->ntasks && calm_at == 0) {
+      out->makespan_us = (double)w->now;
       calm_at = w->now + CALM_US;
       w->calm = 1;
       sim_note(w, "every task is done");
@@ -336,10 +361,17 @@ void sim_run(const sim_params_t *prm, sim_result_t *out) {
       *v = (wave_t){d, k};
       sim_at(w, k == 0 ? 0 : (int64_t)sim_below(&w->rng, 2000000), on_wave, v);
     }
-    draw_faults(w, 3000000);
-    if (sim_draw_hosts(w, 3000000) != LT_OK) sim_violation(w, "cannot add a server");
+    if (!w->p.scale) draw_faults(w, 3000000);
+    if (!w->p.scale && sim_draw_hosts(w, 3000000) != LT_OK) sim_violation(w, "cannot add a server");
     lt__sched_start(s);
-    loop(w, s, d, &p);
+    if (w->p.scale) out->ideal_us = sim_scale_ideal(w, &p, tmpl);
+    loop(w, s, d, &p, out);
+    if (w->p.scale && w->p.verbose) sim_scale_profile(w, (int64_t)out->makespan_us);
+    if (w->p.scale) sim_scale_use(w, (int64_t)out->makespan_us, out->use);
+    out->instrs = s->instructions;
+    out->backups = s->backups;
+    out->reruns = s->reruns;
+    out->migrated = s->migrated;
     sim_door_stop(d);
     lt__sched_stop(s);
   }
@@ -353,6 +385,8 @@ void sim_run(const sim_params_t *prm, sim_result_t *out) {
   lt__clock_virtual(NULL);
   current = NULL;
   out->events = w->events;
+  out->work_run_us = w->work_run_us;
+  out->work_us = w->work_us;
   out->faults = w->faults;
   out->tasks = d != NULL ? sim_door_delivered(d) : 0;
   out->violation = w->violated;
@@ -376,5 +410,6 @@ void sim_run(const sim_params_t *prm, sim_result_t *out) {
   lt__modules_free(w->mods);
   free(w->fns);
   free(w->kcost);
+  free(w->busy);
   free(w);
 }
