@@ -148,26 +148,69 @@ void lt__pace_service(lt_pace_t *p, const void *key, double svc_us, double cpu_u
   recompute(p);
 }
 
+/* other_cost returns the cost of chain `key` on a server other than i that has run it, or
+ * NULL. The server found last for the key is tried first (a cache, not state: any server
+ * that ran the chain will do), so that costing a chain on a thousand servers that never ran
+ * it is not a thousand scans. */
+static const lt_cost_t *other_cost(const lt_sched_t *s, size_t i, const void *key) {
+  lt_pace_memo_t *m = s->pace_memo;
+  if (m != NULL && m->key == key && m->idx != i && m->idx < s->nsrv) {
+    const lt_cost_t *o = find_cost(&s->srv[m->idx].pace, key);
+    if (o != NULL && o->raw > 0) return o;
+  }
+  /* None had, this millisecond: none has yet (a first completion is seen a tick late). */
+  int64_t now = lt__clock_ms();
+  if (m != NULL && m->miss_key == key && m->miss_ms == now) return NULL;
+  for (size_t k = 0; k < s->nsrv; k++) {
+    const lt_cost_t *o = k != i ? find_cost(&s->srv[k].pace, key) : NULL;
+    if (o == NULL || o->raw <= 0) continue;
+    if (m != NULL) {
+      m->key = key;
+      m->idx = k;
+    }
+    return o;
+  }
+  const lt_cost_t *own = i < s->nsrv ? find_cost(&s->srv[i].pace, key) : NULL;
+  if (m != NULL && (own == NULL || own->raw <= 0)) { /* nobody at all */
+    m->miss_key = key;
+    m->miss_ms = now;
+  }
+  return NULL;
+}
+
+/* other_mean returns the time per instruction of a server other than i that has completed
+ * something, over its cores, or 0; the one found last is tried first (as other_cost). */
+static double other_mean(const lt_sched_t *s, size_t i) {
+  lt_pace_memo_t *m = s->pace_memo;
+  int64_t now = lt__clock_ms();
+  if (m != NULL && m->mean_miss_ms == now) return 0; /* none had, this millisecond */
+  size_t from = m != NULL && m->mean_idx < s->nsrv ? m->mean_idx : 0;
+  for (size_t n = 0; n < s->nsrv; n++) {
+    size_t k = (from + n) % s->nsrv;
+    const lt_pace_t *o = &s->srv[k].pace;
+    if (k == i || o->per_us <= 0) continue;
+    if (m != NULL) m->mean_idx = k;
+    return o->per_us * (o->cores > 0.01 ? o->cores : 0.01);
+  }
+  if (m != NULL && (i >= s->nsrv || s->srv[i].pace.per_us <= 0)) m->mean_miss_ms = now;
+  return 0;
+}
+
 double lt__pace_cost_us(const lt_sched_t *s, size_t i, const void *key) {
   const lt_pace_t *p = &s->srv[i].pace;
   const lt_cost_t *c = find_cost(p, key);
   if (c != NULL && c->raw > 0) return per_of(p, c->cpu, c->raw);
   /* Never run here: another server's CPU and wall time, on this server's cores. */
-  for (size_t k = 0; k < s->nsrv; k++) {
-    const lt_cost_t *o = k != i ? find_cost(&s->srv[k].pace, key) : NULL;
-    if (o != NULL && o->raw > 0) return per_of(p, o->cpu, o->raw);
-  }
+  const lt_cost_t *o = other_cost(s, i, key);
+  if (o != NULL) return per_of(p, o->cpu, o->raw);
   /* Nothing known of the chain: the server's mean; before its first completion, another
    * server's mean scaled by their cores (a tick over its cores when none has completed
    * anything), so that a server with a third of the CPU of another gets a third of the
    * first work, and a fresh server does not look free beside one whose costs are known. */
   if (p->per_us > 0) return p->per_us;
   double cores = p->cores > 0.01 ? p->cores : 0.01;
-  for (size_t k = 0; k < s->nsrv; k++) {
-    const lt_pace_t *o = &s->srv[k].pace;
-    if (k != i && o->per_us > 0) return o->per_us * (o->cores > 0.01 ? o->cores : 0.01) / cores;
-  }
-  return 1.0 / cores;
+  double mean = other_mean(s, i);
+  return (mean > 0 ? mean : 1.0) / cores;
 }
 
 double lt__pace_backlog_us(const lt_sched_t *s, size_t i) {
@@ -322,10 +365,21 @@ double lt__pace_service_us(const lt_sched_t *s, size_t i, const void *key) {
 }
 
 double lt__pace_known_us(const lt_sched_t *s, const void *key) {
+  /* Looked up once a millisecond per chain at most (the last chain asked): a dispatch asks
+   * for every instruction, and a scan of a thousand servers each time would cost more than
+   * the instruction. */
+  lt_pace_memo_t *m = s->pace_memo;
+  int64_t now = lt__clock_ms();
+  if (m != NULL && m->known_key == key && m->known_ms == now) return m->known_us;
   double best = 0;
   for (size_t k = 0; k < s->nsrv; k++) {
     const lt_cost_t *c = find_cost(&s->srv[k].pace, key);
     if (c != NULL && c->raw > 0 && (best == 0 || c->raw < best)) best = c->raw;
+  }
+  if (m != NULL) {
+    m->known_key = key;
+    m->known_ms = now;
+    m->known_us = best;
   }
   return best;
 }

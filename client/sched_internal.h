@@ -148,6 +148,21 @@ typedef struct lt_cost {
   double ref;        /* the lowest raw reached, slowly forgotten: the throttle's reference */
 } lt_cost_t;
 
+/* What pace.c looked up last (a cache, not state): the server found to have run a chain,
+ * and the shortest service time of the chain asked for last, with the millisecond it was
+ * looked up in. */
+typedef struct lt_pace_memo {
+  const void *key;
+  size_t idx;
+  const void *miss_key; /* no server had run it in millisecond miss_ms */
+  int64_t miss_ms;
+  size_t mean_idx;      /* a server that has completed something */
+  int64_t mean_miss_ms; /* none had, in this millisecond */
+  const void *known_key;
+  int64_t known_ms;
+  double known_us;
+} lt_pace_memo_t;
+
 typedef struct lt_pace {
   double rtt_us; /* smoothed ping round trip; 0 before the first */
   double svc_us; /* smoothed service time over all chains; 0 before the first completion */
@@ -332,7 +347,8 @@ struct lt_sched {
   size_t npeers;
   int64_t none_since; /* since when no server could take work (ms), or 0 */
   lt_instr_rec_t *fire_head, *fire_tail;
-  size_t nfire; /* records in the fireable queue */
+  size_t nfire;              /* records in the fireable queue */
+  lt_pace_memo_t *pace_memo; /* pace.c's lookups (a cache: reading it changes nothing) */
   lt_instr_rec_t *inflight;
   lt_job_rec_t *jobs;  /* every job, by task number */
   lt_fetch_t *fetches; /* results being fetched (fetch.c), by value sequence */

@@ -44,6 +44,7 @@ static int sched_new(void **out, const lt_backend_env_t *env) {
   s->next_seq = (uint64_t)LT_MAX_PARTS + 1;
   lt__codec_limits_default(&s->limits);
   lt__stats_init(&s->stats);
+  s->pace_memo = calloc(1, sizeof *s->pace_memo); /* none: pace.c looks everything up */
   if (env->net != NULL) {
     s->net = *env->net;
   } else {
@@ -75,6 +76,7 @@ static void sched_free(void *self) {
   lt__ship_free(s->ship);
   if (s->zctx != NULL) zmq_ctx_term(s->zctx);
   lt__stats_free(&s->stats);
+  free(s->pace_memo);
   lt__policies_free(s);
   for (size_t i = 0; i < s->capsrv && s->srv != NULL; i++) {
     free(s->srv[i].relq.ids);
