@@ -148,33 +148,36 @@ void lt__pace_service(lt_pace_t *p, const void *key, double svc_us, double cpu_u
   recompute(p);
 }
 
+/* memo_of returns the memo slot of chain `key` (taken over, cleared, from another chain),
+ * or NULL without a memo. */
+static lt_pace_memo_slot_t *memo_of(const lt_sched_t *s, const void *key) {
+  if (s->pace_memo == NULL) return NULL;
+  lt_pace_memo_slot_t *m = &s->pace_memo->slot[((uintptr_t)key >> 4) % LT_PACE_MEMO];
+  if (m->key != key) *m = (lt_pace_memo_slot_t){.key = key, .idx = SIZE_MAX};
+  return m;
+}
+
 /* other_cost returns the cost of chain `key` on a server other than i that has run it, or
  * NULL. The server found last for the key is tried first (a cache, not state: any server
  * that ran the chain will do), so that costing a chain on a thousand servers that never ran
  * it is not a thousand scans. */
 static const lt_cost_t *other_cost(const lt_sched_t *s, size_t i, const void *key) {
-  lt_pace_memo_t *m = s->pace_memo;
-  if (m != NULL && m->key == key && m->idx != i && m->idx < s->nsrv) {
+  lt_pace_memo_slot_t *m = memo_of(s, key);
+  if (m != NULL && m->idx != i && m->idx < s->nsrv) {
     const lt_cost_t *o = find_cost(&s->srv[m->idx].pace, key);
     if (o != NULL && o->raw > 0) return o;
   }
   /* None had, this millisecond: none has yet (a first completion is seen a tick late). */
   int64_t now = lt__clock_ms();
-  if (m != NULL && m->miss_key == key && m->miss_ms == now) return NULL;
+  if (m != NULL && m->miss_ms == now) return NULL;
   for (size_t k = 0; k < s->nsrv; k++) {
     const lt_cost_t *o = k != i ? find_cost(&s->srv[k].pace, key) : NULL;
     if (o == NULL || o->raw <= 0) continue;
-    if (m != NULL) {
-      m->key = key;
-      m->idx = k;
-    }
+    if (m != NULL) m->idx = k;
     return o;
   }
   const lt_cost_t *own = i < s->nsrv ? find_cost(&s->srv[i].pace, key) : NULL;
-  if (m != NULL && (own == NULL || own->raw <= 0)) { /* nobody at all */
-    m->miss_key = key;
-    m->miss_ms = now;
-  }
+  if (m != NULL && (own == NULL || own->raw <= 0)) m->miss_ms = now; /* nobody at all */
   return NULL;
 }
 
@@ -365,19 +368,18 @@ double lt__pace_service_us(const lt_sched_t *s, size_t i, const void *key) {
 }
 
 double lt__pace_known_us(const lt_sched_t *s, const void *key) {
-  /* Looked up once a millisecond per chain at most (the last chain asked): a dispatch asks
+  /* Looked up once a millisecond per chain at most: a dispatch asks
    * for every instruction, and a scan of a thousand servers each time would cost more than
    * the instruction. */
-  lt_pace_memo_t *m = s->pace_memo;
+  lt_pace_memo_slot_t *m = memo_of(s, key);
   int64_t now = lt__clock_ms();
-  if (m != NULL && m->known_key == key && m->known_ms == now) return m->known_us;
+  if (m != NULL && m->known_ms == now) return m->known_us;
   double best = 0;
   for (size_t k = 0; k < s->nsrv; k++) {
     const lt_cost_t *c = find_cost(&s->srv[k].pace, key);
     if (c != NULL && c->raw > 0 && (best == 0 || c->raw < best)) best = c->raw;
   }
   if (m != NULL) {
-    m->known_key = key;
     m->known_ms = now;
     m->known_us = best;
   }

@@ -148,19 +148,23 @@ typedef struct lt_cost {
   double ref;        /* the lowest raw reached, slowly forgotten: the throttle's reference */
 } lt_cost_t;
 
-/* What pace.c looked up last (a cache, not state): the server found to have run a chain,
- * and the shortest service time of the chain asked for last, with the millisecond it was
- * looked up in. */
-typedef struct lt_pace_memo {
+/* What pace.c looked up (a cache, not state), per chain in a few slots: a server found to
+ * have run it, the millisecond in which none had, and the shortest service time the chain
+ * has shown with the millisecond it was looked up in; and a server that has completed
+ * something, or the millisecond in which none had. */
+#define LT_PACE_MEMO 8
+typedef struct lt_pace_memo_slot {
   const void *key;
   size_t idx;
-  const void *miss_key; /* no server had run it in millisecond miss_ms */
   int64_t miss_ms;
-  size_t mean_idx;      /* a server that has completed something */
-  int64_t mean_miss_ms; /* none had, in this millisecond */
-  const void *known_key;
   int64_t known_ms;
   double known_us;
+} lt_pace_memo_slot_t;
+
+typedef struct lt_pace_memo {
+  lt_pace_memo_slot_t slot[LT_PACE_MEMO];
+  size_t mean_idx;
+  int64_t mean_miss_ms;
 } lt_pace_memo_t;
 
 typedef struct lt_pace {
