@@ -5,7 +5,8 @@
  * (the 16 MiB values stay on the servers: lazy binding), against the sequential evaluator
  * (lt_eval_run_local) in the same run, alternately, --runs times (default 3); the medians are
  * reported with where the time goes (databench.h). The servers' CPU against the kernels' own
- * is the figure of the output pool (target <= 1.3). Both sides must give the same sums.
+ * is the figure of the output pool (target <= 1.3). Both sides must give the same sums; the
+ * checksum line (FNV-1a 64 of the sums) is what scripts/bench/peers compares with Dask's.
  *
  *   build/examples/bench/bench_bigpipe [--runs 3] [--tasks 20]
  *   BENCH_BIGPIPE_MIB changes the size of the values (default 16); BENCH_BIGPIPE_INPLACE=1
@@ -107,6 +108,7 @@ int main(int argc, char **argv) {
            inplace != NULL && strcmp(inplace, "1") == 0 ? "xform_inplace" : "xform", tasks,
            mib != NULL && *mib != '\0' ? mib : "16", DATABENCH_SERVERS, runs);
     databench_report("bigpipe", par, seq, runs);
+    databench_checksum("bigpipe", databench_fnv1a(sums, (size_t)tasks * sizeof *sums));
   }
   free(sums);
   return status;

@@ -161,3 +161,17 @@ void databench_report(const char *bench, const databench_run_t *par, const datab
   bench_json(bench, "reruns", MEDIAN(par, runs, reruns), 0, "reruns");
   bench_json(bench, "copies", MEDIAN(par, runs, backups), 0, "copies");
 }
+
+uint64_t databench_fnv1a(const void *data, size_t len) {
+  const unsigned char *p = data;
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (size_t i = 0; i < len; i++)
+    h = (h ^ p[i]) * 0x100000001b3ULL;
+  return h;
+}
+
+void databench_checksum(const char *bench, uint64_t checksum) {
+  printf("{\"bench\": \"%s\", \"detail\": \"checksum\", \"checksum\": \"%016llx\"}\n", bench,
+         (unsigned long long)checksum);
+  fflush(stdout);
+}

@@ -7,6 +7,9 @@
 #ifndef LT_DATABENCH_H
 #define LT_DATABENCH_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include <lithium.h>
 
 #include "benchproc.h"
@@ -58,6 +61,15 @@ int databench_compare(const char *prog, int runs, databench_side_fn side, void *
 
 /* databench_log prints one run's figures on stderr, as "<prog>: <what> run <r>: ...". */
 void databench_log(const char *prog, const char *what, int r, const databench_run_t *x);
+
+/* databench_fnv1a returns FNV-1a 64 of data[0..len) (the checksum of bigpipe's sums and
+ * wordcount's table, which scripts/bench/peers.py computes the same way). */
+uint64_t databench_fnv1a(const void *data, size_t len);
+
+/* databench_checksum prints the checksum of a benchmark's result as a JSON line,
+ * {"bench": ..., "detail": "checksum", "checksum": "<16 hex digits>"}, for scripts/bench/peers
+ * to compare with the Dask side's. */
+void databench_checksum(const char *bench, uint64_t checksum);
 
 /* databench_report prints the JSON lines of `runs` runs on the servers against as many on
  * the sequential evaluator (medians): time and speed-up, the servers' CPU against the

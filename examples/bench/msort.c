@@ -4,7 +4,9 @@
  * qsort: one task, on 2 benchmark-owned local servers with the default options, against the
  * sequential evaluator (lt_eval_run_local) in the same run, alternately, --runs times
  * (default 3); the medians are reported with where the time goes (databench.h). Both sides'
- * results are checked: sorted, and the same values as the input (count, sum and xor).
+ * results are checked: sorted, and the same values as the input (count, sum and xor); the
+ * checksum line (the sum of (i + 1) x value i, mod 2^64) is what scripts/bench/peers compares
+ * with Dask's.
  *
  *   build/examples/bench/bench_msort [--runs 3]
  *   BENCH_MSORT_N and BENCH_MSORT_CUTOFF change the size and the leaves (defaults 20000000,
@@ -29,6 +31,7 @@ typedef struct msort {
   size_t len;
   size_t count;
   uint64_t sum, xor_;
+  uint64_t weighted; /* the last result's checksum: the sum of (i + 1) x value i, mod 2^64 */
 } msort_t;
 
 static long env_long(const char *name, long def, long min, long max) {
@@ -57,13 +60,13 @@ static int make_task(msort_t *m) {
   return 0;
 }
 
-/* check tells whether `data` is the input sorted. */
-static int check(const msort_t *m, const unsigned char *data, size_t len) {
+/* check tells whether `data` is the input sorted, and keeps its checksum. */
+static int check(msort_t *m, const unsigned char *data, size_t len) {
   if (len != m->count * 4) {
     fprintf(stderr, "%s: the result has %zu bytes, not %zu\n", PROG, len, m->count * 4);
     return -1;
   }
-  uint64_t sum = 0, xor_ = 0;
+  uint64_t sum = 0, xor_ = 0, weighted = 0;
   uint32_t prev = 0;
   for (size_t i = 0; i < m->count; i++) {
     uint32_t v;
@@ -75,7 +78,9 @@ static int check(const msort_t *m, const unsigned char *data, size_t len) {
     prev = v;
     sum += v;
     xor_ ^= v;
+    weighted += (uint64_t)(i + 1) * v;
   }
+  m->weighted = weighted;
   if (sum != m->sum || xor_ != m->xor_) {
     fprintf(stderr, "%s: the result does not hold the input's values\n", PROG);
     return -1;
@@ -109,7 +114,7 @@ static lt_skel_t *program(void) {
 
 /* run_side runs one side (srv NULL: sequential) and checks its result. */
 static int run_side(bench_server_t *srv, const char *hosts, databench_run_t *x, void *arg) {
-  const msort_t *m = arg;
+  msort_t *m = arg;
   side_t s = {m, NULL};
   int rc = databench_run(PROG, program(), NULL, srv, hosts, work, &s, x);
   if (rc == 0) rc = check(m, lt_buf_data(s.result), lt_buf_len(s.result));
@@ -136,6 +141,7 @@ int main(int argc, char **argv) {
            "default options against the sequential evaluator, median of %d alternating runs\"}\n",
            m.count, cutoff, DATABENCH_SERVERS, runs);
     databench_report("msort", par, seq, runs);
+    databench_checksum("msort", m.weighted);
   }
   free(m.task);
   return status;

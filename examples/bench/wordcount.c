@@ -5,7 +5,8 @@
  * the sequential evaluator (lt_eval_run_local) in the same run, alternately, --runs times
  * (default 3); the medians are reported with where the time goes (databench.h). Both sides
  * must give the same table of words and counts, whose counts must add up to the words of
- * the text.
+ * the text; the checksum line (FNV-1a 64 of the table) is what scripts/bench/peers compares
+ * with Dask's.
  *
  *   build/examples/bench/bench_wordcount [--runs 3]
  *   BENCH_WORDCOUNT_MIB and BENCH_WORDCOUNT_PARTS change the text's size and its parts
@@ -116,6 +117,7 @@ int main(int argc, char **argv) {
            (unsigned long long)(w.bytes >> 20), w.parts, (unsigned long long)words_of(w.par),
            DATABENCH_SERVERS, runs);
     databench_report("wordcount", par, seq, runs);
+    databench_checksum("wordcount", databench_fnv1a(lt_buf_data(w.par), lt_buf_len(w.par)));
   }
   lt_buf_free(w.par);
   return status;

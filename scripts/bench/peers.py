@@ -10,6 +10,12 @@ port, no dashboard), with the tasks of our side one for one:
           (DIR/inputs.bin: image tokens, a 16-byte header then RGB), our filter code through
           ctypes (liblt_filters_plain.so); every result is compared with DIR/outputs.bin, our
           side's results, byte for byte
+  msort, bigpipe, wordcount
+          issue 32's data-heavy benchmarks (peers_data.py) on the workers, then the same kernels
+          sequentially in this process: our `data` module's kernels on both (--kernels
+          BUILD/modules/libdata.so, through peers_kernels.py); prints both times and the
+          result's checksum, which must be the one our bench_msort, bench_bigpipe or
+          bench_wordcount prints
 
 Large inputs (chain, images) go to the workers with client.scatter(direct=True), inside the
 timed part, as our client sends them to the servers: of the ways tried (arguments in the
@@ -17,7 +23,8 @@ graph, scatter through the scheduler, direct scatter) the fastest for Dask here.
 result is checked. The time runs from the first submit to the last result gathered; the
 cluster's start, and one untimed warm-up round of the same functions on every worker (imports,
 the library loaded), are not timed. Prints one JSON line {"side": "dask", "workload", "tasks",
-"seconds", "threads_per_worker"[, "identical"]}; exit status 1 when a result is wrong.
+"seconds", "threads_per_worker"[, "identical"][, "sequential_seconds", "checksum"]}; exit
+status 1 when a result is wrong.
 
 Run with Debian's python3 (/usr/bin/python3, python3-distributed and python3-numpy)."""
 
@@ -31,17 +38,26 @@ import struct
 import sys
 import time
 
-import numpy as np
-from distributed import Client, LocalCluster
+try:
+    import numpy as np
+    from distributed import Client, LocalCluster
 
-import peers_tasks
+    import peers_data
+    import peers_kernels
+    import peers_tasks
+except ImportError as e:
+    sys.exit(f"peers.py: {e}: the Dask side needs Dask distributed and numpy (Debian: apt-get "
+             "install python3-distributed python3-numpy, which scripts/bench/peers does; run "
+             "with Debian's /usr/bin/python3)")
 
 WORKERS = 2
 HEADER = 16  # the image token's header: magic, width, height, channels (little-endian uint32)
 MAGIC = 0x4D49544C
 CHAIN_SIZE = 1 << 20
 CHAIN_STAGES = 4
-DEFAULTS = {"empty": 20000, "chain": 200, "images": 30}
+DEFAULTS = {"empty": 20000, "chain": 200, "images": 30, "msort": 1, "bigpipe": 20,
+            "wordcount": 1}
+DATA = ("msort", "bigpipe", "wordcount")
 
 
 def noop_task(i):
@@ -114,19 +130,67 @@ def run_images(client, tasks, args):
     return seconds, tasks - identical, {"identical": identical}
 
 
+def timed(fn, *args):
+    """timed returns (fn(*args), the seconds it took)."""
+    t0 = time.perf_counter()
+    result = fn(*args)
+    return result, time.perf_counter() - t0
+
+
+def run_data(client, tasks, args):
+    """run_data runs a data-heavy workload on the workers, then sequentially here (the
+    kernels loaded everywhere first, untimed), checks that both gave the same result and
+    returns the Dask side's time, the count of wrong results (0 or 1) and the sequential
+    time and checksum."""
+    lib, w = args.kernels, args.workload
+    client.run(peers_kernels.load, lib, peers_data.KERNELS[w])
+    peers_kernels.load(lib, peers_data.KERNELS[w])
+    if w == "msort":
+        task, count, cutoff = peers_data.msort_task()
+        ours, seconds = timed(peers_data.msort_dask, client, lib, task, count, cutoff)
+        seq, seq_seconds = timed(peers_data.msort_seq, lib, task, count, cutoff)
+        same = np.array_equal(ours, seq)
+        checksum = peers_data.msort_checksum(ours, count)
+        extra = {"values": count}
+    elif w == "bigpipe":
+        seeds = peers_data.bigpipe_seeds(tasks)
+        ours, seconds = timed(peers_data.bigpipe_dask, client, lib, seeds)
+        seq, seq_seconds = timed(peers_data.bigpipe_seq, lib, seeds)
+        same = ours == seq
+        checksum = peers_data.bigpipe_checksum(ours)
+        extra = {}
+    else:
+        task = peers_data.wordcount_task()
+        ours, seconds = timed(peers_data.wordcount_dask, client, lib, task)
+        seq, seq_seconds = timed(peers_data.wordcount_seq, lib, task)
+        same = np.array_equal(ours, seq)
+        checksum = peers_data.fnv1a(ours.tobytes())
+        extra = {"words": peers_data.wordcount_words(ours)}
+    if not same:
+        print(f"peers.py: {w}: the workers' result differs from the sequential one",
+              file=sys.stderr)
+    extra.update({"sequential_seconds": round(seq_seconds, 6), "checksum": f"{checksum:016x}"})
+    return seconds, 0 if same else 1, extra
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("workload", choices=sorted(DEFAULTS))
-    p.add_argument("--tasks", type=int, help="tasks (default 20000, 200, 30 images)")
+    p.add_argument("--tasks", type=int, help="tasks (default 20000, 200, 30 images, "
+                   "20 bigpipe seeds; msort and wordcount have one task)")
     p.add_argument("--threads", type=int, default=3 * (os.cpu_count() or 1),
                    help="threads per worker process (default 3 x cores, as lithium-server)")
     p.add_argument("--images", metavar="DIR", help="images: where bench_peers --save wrote "
                    "inputs.bin and outputs.bin")
     p.add_argument("--lib", help="images: the path of liblt_filters_plain.so")
     p.add_argument("--radius", type=int, default=5)
+    p.add_argument("--kernels", help="msort, bigpipe, wordcount: the path of our `data` "
+                   "kernel module (BUILD/modules/libdata.so)")
     args = p.parse_args()
     if args.workload == "images" and (args.images is None or args.lib is None):
         p.error("images needs --images DIR and --lib PATH")
+    if args.workload in DATA and args.kernels is None:
+        p.error(f"{args.workload} needs --kernels PATH")
     tasks = args.tasks or DEFAULTS[args.workload]
     # scripts/bench/peers stops a run with SIGTERM: leave the with-blocks, which close the
     # client and the cluster (workers and nannies), instead of dying with them running.
@@ -134,7 +198,8 @@ def main():
     # A run that hangs (Dask has had sporadic hangs) shows where on SIGUSR1, which
     # scripts/bench/peers sends before it stops a run that overran its time.
     faulthandler.register(signal.SIGUSR1, all_threads=True)
-    run = {"empty": run_empty, "chain": run_chain, "images": run_images}[args.workload]
+    run = {"empty": run_empty, "chain": run_chain, "images": run_images,
+           **{w: run_data for w in DATA}}[args.workload]
     with LocalCluster(n_workers=WORKERS, threads_per_worker=args.threads, processes=True,
                       host="127.0.0.1", scheduler_port=0, dashboard_address=None,
                       silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
