@@ -30,20 +30,30 @@ static int movable(const lt_instr_rec_t *r) {
   return r->state == LT_IR_OUT && lt__rec_portable(r);
 }
 
-/* slowest returns the server whose queued work (beyond its running window) would take
- * longest to drain, or -1 when none has any. */
-static int slowest(const lt_sched_t *s, double *drain_us) {
-  int worst = -1;
+/* A server with work queued beyond its running window, and how long that queue takes. */
+typedef struct queue_of {
+  size_t srv;
+  double drain_us;
+} queue_of_t;
+
+static int by_drain_desc(const void *a, const void *b) {
+  double x = ((const queue_of_t *)a)->drain_us, y = ((const queue_of_t *)b)->drain_us;
+  return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* queues returns the servers with work queued beyond their running window, the slowest to
+ * drain first (malloc'd; *n of them), or NULL when none has any. */
+static queue_of_t *queues(const lt_sched_t *s, size_t *n) {
+  *n = 0;
+  queue_of_t *q = NULL;
   for (size_t i = 0; i < s->nsrv; i++) {
     const lt_pace_t *p = &s->srv[i].pace;
     if (!lt__server_takes(s, i) || s->srv[i].admitted <= lt__pace_parallel(p)) continue;
-    double d = lt__pace_backlog_us(s, i);
-    if (worst < 0 || d > *drain_us) {
-      worst = (int)i;
-      *drain_us = d;
-    }
+    if (q == NULL && (q = malloc(s->nsrv * sizeof *q)) == NULL) return NULL;
+    q[(*n)++] = (queue_of_t){i, lt__pace_backlog_us(s, i)};
   }
-  return worst;
+  if (q != NULL) qsort(q, *n, sizeof *q, by_drain_desc);
+  return q;
 }
 
 /* newest collects up to `want` movable records of server `from`, newest (largest seq, so
@@ -64,8 +74,24 @@ static uint32_t newest(const lt_sched_t *s, int from, const lt_instr_rec_t **out
   return n;
 }
 
-/* look asks for the recall of work queued on the slowest server, as much as idle threads
- * elsewhere could take. */
+/* recall_from asks for the recall of up to `want` instructions queued on server `from`, the
+ * newest first; returns how many it asked for. */
+static uint32_t recall_from(lt_policy_t *p, size_t from, uint32_t want) {
+  const lt_sched_t *s = p->s;
+  uint32_t queued = s->srv[from].admitted - (uint32_t)lt__pace_parallel(&s->srv[from].pace);
+  if (want > queued) want = queued;
+  const lt_instr_rec_t **pick = calloc(want ? want : 1, sizeof *pick);
+  uint32_t n = pick != NULL ? newest(s, (int)from, pick, want) : 0;
+  for (uint32_t k = 0; k < n; k++)
+    lt__policy_ask(p, &(lt_req_t){.kind = LT_REQ_RECALL, .seq = pick[k]->seq});
+  free(pick);
+  return n;
+}
+
+/* look asks for the recall of work queued on the slowest servers, as much as idle threads
+ * elsewhere could take: from the slowest to drain on, every queue that takes clearly longer
+ * than a task on an idle server, in one round (on a thousand servers, a round per server
+ * would leave most queues where they are until the end). */
 static void look(lt_policy_t *p) {
   const lt_sched_t *s = p->s;
   if (s->cancels_out > 0 || s->fire_head != NULL) return;
@@ -78,17 +104,15 @@ static void look(lt_policy_t *p) {
     double c = s->srv[i].pace.svc_us > 0 ? s->srv[i].pace.svc_us : 1;
     if (fast_us < 0 || c < fast_us) fast_us = c;
   }
-  double drain_us = 0;
-  int from = idle > 0 ? slowest(s, &drain_us) : -1;
-  if (from < 0 || drain_us < MIGRATE_GAIN * fast_us) return;
-  if (!s->door->input_closed(s->ev) && drain_us < MIGRATE_MIN_MS * 1000.0) return;
-  uint32_t queued = s->srv[from].admitted - (uint32_t)lt__pace_parallel(&s->srv[from].pace);
-  uint32_t want = idle < queued ? idle : queued;
-  const lt_instr_rec_t **pick = calloc(want ? want : 1, sizeof *pick);
-  uint32_t n = pick != NULL ? newest(s, from, pick, want) : 0;
-  for (uint32_t k = 0; k < n; k++)
-    lt__policy_ask(p, &(lt_req_t){.kind = LT_REQ_RECALL, .seq = pick[k]->seq});
-  free(pick);
+  size_t n = 0;
+  queue_of_t *q = idle > 0 ? queues(s, &n) : NULL;
+  int closed = s->door->input_closed(s->ev);
+  for (size_t k = 0; k < n && idle > 0; k++) {
+    if (q[k].drain_us < MIGRATE_GAIN * fast_us) break;
+    if (!closed && q[k].drain_us < MIGRATE_MIN_MS * 1000.0) break;
+    idle -= recall_from(p, q[k].srv, idle);
+  }
+  free(q);
 }
 
 static void on_idle(lt_policy_t *p, int64_t now_ms) {
