@@ -33,7 +33,7 @@
 #include <string.h>
 
 #include "exec.h"
-#include "sched_internal.h"
+#include "policy_view.h"
 
 #define BACKUP_MIN_MS 20 /* nothing is a straggler before this */
 

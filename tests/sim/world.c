@@ -14,7 +14,7 @@
 #include "clock.h"
 #include "local.h"
 #include "log.h"
-#include "sched_internal.h"
+#include "sched_loop.h"
 #include "sim.h"
 #include "template.h"
 
