@@ -1,10 +1,11 @@
-/* backend.h: the door between the evaluator (eval.c) and the backend that runs its tasks:
- * the distributed dispatcher (scheduler.c and its files) or the sequential evaluator
- * (local.c). The evaluator owns the task stream (intake, results, backpressure, journal),
+/* backend.h: the door between the evaluator (eval.c and its parts, eval_state.h) and the backend
+ * that runs its tasks: the distributed dispatcher (scheduler.c and its files) or the sequential
+ * evaluator (local.c). The evaluator owns the task stream (intake, results, backpressure, journal),
  * the hosts and the options; a backend runs on a thread of its own, takes tasks, hands
  * finished ones back and reports how the servers answered. It sees the evaluator only as
  * the opaque handle in its lt_backend_env_t and through the calls below; no file but
- * eval.c reaches into struct lt_eval.
+ * the evaluator's (eval.c, eval_intake.c, eval_results.c, eval_hosts.c) reaches into struct
+ * lt_eval.
  *
  *   eval.c -> backend: create, run (the thread body), stats_json, destroy (lt_backend_ops_t)
  *   backend -> eval.c: take tasks, deliver results, wait for or consume a wake, whether to

@@ -33,7 +33,7 @@
 #include <string.h>
 
 #include "exec.h"
-#include "sched_internal.h"
+#include "policy_view.h"
 
 /* Nothing is a straggler before BACKUP_RTTS round trips to its server (a copy costs its
  * hand-off, its twin's cancel and its result), nor before BACKUP_MIN_MS: the client sees

@@ -6,7 +6,7 @@
  * still read them where they are held). It decides only; the dispatcher (dispatch.c)
  * and the completions (jobs.c) act. Dispatcher thread only. */
 #include "exec.h"
-#include "sched_internal.h"
+#include "sched_loop.h"
 
 lt_binding_t lt__binding(const lt_sched_t *s, const lt_instr_rec_t *r) {
   const lt_options_t *o = s->opts;

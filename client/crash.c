@@ -17,7 +17,7 @@
 
 #include <lithium/error.h>
 #include "log.h"
-#include "sched_internal.h"
+#include "policy_view.h"
 
 #define POISON_CRASHES 2
 

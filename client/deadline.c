@@ -24,7 +24,7 @@
 
 #include <lithium/error.h>
 #include "log.h"
-#include "sched_internal.h"
+#include "policy_view.h"
 
 #define GRACE_BEATS   2
 #define GRACE_MIN_MS  1000

@@ -18,7 +18,10 @@
 #include "exec.h"
 #include "placement.h"
 #include "queue.h"
-#include "sched_internal.h"
+#include "sched_jobs.h"
+#include "sched_loop.h"
+#include "sched_records.h"
+#include "sched_servers.h"
 #include "vec.h"
 
 /* An execute message being assembled for one server. Inputs, further stages and outputs of

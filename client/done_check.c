@@ -11,7 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "sched_internal.h"
+#include "sched_jobs.h"
+#include "sched_servers.h"
 
 /* Instruction ids are spaced this far (instr.c): a member's output id is its record's seq. */
 #define ID_STEP ((uint64_t)LT_MAX_PARTS + 1)

@@ -4,7 +4,7 @@
  * mark an entry `removed` when its host goes; this policy asks the core to drain it
  * (LT_REQ_DRAIN) and then to retire it (LT_REQ_RETIRE). State: how far each server is.
  * Dispatcher thread only. */
-#include "sched_internal.h"
+#include "policy_view.h"
 
 enum { DRAIN_NONE = 0, DRAIN_ASKED, DRAIN_RETIRED };
 

@@ -1,14 +1,15 @@
-/* eval.h: the evaluator behind lithium.h (eval.c): options, hosts, spawned servers, and
- * the user-facing side of the task stream (intake queue, finished results, backpressure),
- * all under one mutex (lt_eval_t.mu) shared by user threads and the backend's thread. Its
- * state is private to eval.c; backends reach it through backend.h, hosts.c through
- * lt__eval_add_host. This header holds what they share: the task record.
+/* eval.h: the evaluator behind lithium.h (eval.c and its parts): options, hosts, spawned servers,
+ * and the user-facing side of the task stream (intake queue, finished results, backpressure), all
+ * under one mutex (lt_eval_t.mu) shared by user threads and the backend's thread. Its state is
+ * private to the evaluator's files (eval_state.h); backends reach it through backend.h, the hosts
+ * option's reader (hosts.c) through the callback eval_hosts.c gives it. This header holds what they
+ * share: the task record.
  *
  * Lock order of the client, outermost first; a thread holding one may take only those
  * below it:
  *   1. lt_eval_t.mu          user threads, and the backend's thread inside the calls of
- *                            backend.h (eval.c takes it; a backend never holds it)
- *   2. lt_future_t.mu        lt__future_resolve, called under ev->mu (eval.c's finish)
+ *                            backend.h (the evaluator takes it; a backend never holds it)
+ *   2. lt_future_t.mu        lt__future_resolve, called under ev->mu (lt__eval_finish)
  *   3. lt_future_any_t.mu    a thread in lt_future_wait_any, woken under a future's mu
  * and, apart, a leaf: the dispatcher's stats snapshot lock (lt_stats_snap_t.mu, sched_stats.c),
  * held only to copy the snapshot in (dispatcher) or format it out (lt_eval_stats_json,
@@ -25,7 +26,7 @@
 #include "value.h"
 
 /* A submitted task. A backend reads seq and input, sets result and links finished tasks by
- * `next` (backend.h); the rest is eval.c's. */
+ * `next` (backend.h); the rest is the evaluator's. */
 typedef struct lt_task {
   uint64_t seq;        /* submission index (lt_buf_task), also the graph instance's name */
   uint64_t stream_seq; /* position in the result stream (tasks without future) */

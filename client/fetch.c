@@ -13,7 +13,7 @@
 #include <lithium/error.h>
 #include "clock.h"
 #include "log.h"
-#include "sched_internal.h"
+#include "sched_jobs.h"
 #include "vec.h"
 
 /* A FETCH on its way: the value's sequence number is the key. */

@@ -14,7 +14,9 @@
 #include <lithium/error.h>
 #include "log.h"
 #include "queue.h"
-#include "sched_internal.h"
+#include "sched_jobs.h"
+#include "sched_records.h"
+#include "sched_servers.h"
 
 /* The states each state may go to, as bit masks. A queued record may be put back at the
  * front of the queue; one that is out comes back to the queue when it is lost or its

@@ -16,7 +16,10 @@
 #include "log.h"
 #include "queue.h"
 #include "exec.h"
-#include "sched_internal.h"
+#include "sched_jobs.h"
+#include "sched_loop.h"
+#include "sched_records.h"
+#include "sched_servers.h"
 #include "vec.h"
 
 /* ---- jobs --------------------------------------------------------------------------- */

@@ -27,7 +27,9 @@
 
 #include <lithium/error.h>
 #include "log.h"
-#include "sched_internal.h"
+#include "sched_links.h"
+#include "sched_loop.h"
+#include "sched_servers.h"
 #include "vec.h"
 
 #define RETRY_FIRST_MS 100  /* the first wait before greeting a server again */
@@ -183,7 +185,7 @@ void lt__links_open_new(lt_sched_t *s) {
   /* Every server is told the session's servers first (the holders its instructions may
    * name): the new ones in their greeting, the others in a PROGRAM sent before any
    * instruction that names a new one. A greeting that fails at once reports to
-   * lt_eval_start, which takes the evaluator's lock: lt__eval_hosts has let go of it. */
+   * lt_eval_start, which takes the evaluator's lock: the door's `hosts` call has let go of it. */
   size_t old = s->nsrv;
   while (s->hosts_seen < (size_t)n) {
     if (add_entry(s, s->hosts_seen, hosts[s->hosts_seen].fd) < 0) break;

@@ -8,7 +8,7 @@
  * thread only. */
 #include <stdlib.h>
 
-#include "sched_internal.h"
+#include "sched_jobs.h"
 #include "vec.h"
 
 void lt__loss_note(lt_sched_t *s, size_t idx, lt_instr_rec_t *r) {

@@ -11,7 +11,7 @@
  * recalls is out at a time. No state of its own. Dispatcher thread only. */
 #include <stdlib.h>
 
-#include "sched_internal.h"
+#include "policy_view.h"
 
 #define MIGRATE_GAIN 1.5 /* move only when the queue to drain is this much longer than a task */
 #define MIGRATE_MIN_MS                                                                             \

@@ -2,7 +2,7 @@
  * Dispatcher thread only. */
 #include "own_cost.h"
 
-#include <time.h>
+#include "clock.h"
 
 /* A span gives a sample once it holds this many hand-offs: one alone is mostly the clock's
  * own cost and a loop turn's fixed part. A count, not a time. */
@@ -11,9 +11,7 @@
 #define SIDES         4.0 /* hand-offs per instruction: its send and completion, on both sides */
 
 static int64_t thread_cpu_ns(void) {
-  struct timespec ts;
-  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return -1;
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+  return lt__clock_thread_cpu_us() * 1000; /* the simulator's virtual one in a simulation */
 }
 
 void lt__own_cost_look(lt_own_cost_t *c, uint64_t handoffs) {

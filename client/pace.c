@@ -1,4 +1,5 @@
-/* pace.c: how much work one server gets (sched_internal.h, lt_pace_t), from what it reports.
+/* pace.c: how much work one server gets (lt_pace_t in sched_state.h; its calls in
+ * sched_servers.h, its figures in policy_view.h), from what it reports.
  *  - Costs: for each instruction chain of the template on this server (DESIGN.md 7: per
  *    kernel per server), EWMAs of its service time and of the CPU time it used, refined from
  *    every completion, and how many of the chain the server has been given. The server's
@@ -29,7 +30,7 @@
  * Pure arithmetic over the reports: it calls nothing of the dispatcher. Dispatcher thread. */
 #include <math.h>
 
-#include "sched_internal.h"
+#include "sched_servers.h"
 
 #define SMOOTH  0.2   /* weight of a new RTT or service-time sample */
 #define FORGET  1.002 /* a reference cost rises by this each period: a lucky sample fades */

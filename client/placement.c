@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "placement.h"
-#include "sched_internal.h"
+#include "policy_view.h"
 
 #define MOVE_GAIN 0.75 /* a successor leaves its predecessor's server for a 25 % gain */
 

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "policy.h"
-#include "sched_internal.h"
+#include "sched_loop.h"
 #include "vec.h"
 
 /* The registry: a new policy is one line here and one file. Their hooks run in this order. */

@@ -1,11 +1,11 @@
 /* policy.h: the dispatcher's policies behind one hook table (DESIGN.md 7a, "policies").
- * A policy reads the dispatcher's state (records, the server table, pacing) and never
- * writes it: it keeps its own state — once, and per server in a blob whose size it declares
- * and the core allocates with each server entry (nng's pipe_size) — and asks for what it
- * wants done with lt__policy_ask. The loop applies the asks between its phases (Go's
- * sysmon decides; the scheduler acts), after checking that they still make sense: a record
- * asked about may have completed in between. A new policy is one file and one line in the
- * registry (policy.c). Dispatcher thread only, except `stats`, which the dispatcher calls
+ * A policy includes policy_view.h and nothing of the core: it reads the dispatcher's state
+ * (records, the server table, pacing) and never writes it: it keeps its own state — once, and per
+ * server in a blob whose size it declares and the core allocates with each server entry (nng's
+ * pipe_size) — and asks for what it wants done with lt__policy_ask. The loop applies the asks
+ * between its phases (Go's sysmon decides; the scheduler acts), after checking that they still make
+ * sense: a record asked about may have completed in between. A new policy is one file and one line
+ * in the registry (policy.c). Dispatcher thread only, except `stats`, which the dispatcher calls
  * while it publishes. */
 #ifndef LT_POLICY_H
 #define LT_POLICY_H
@@ -121,7 +121,7 @@ typedef struct lt_req_queue {
 
 /* lt__policy_ask (queue a request of p for the loop's next apply phase; dropped, logged,
  * without memory) and lt__policy_server (p's blob for server idx, borrowed) are inline in
- * sched_internal.h, after the dispatcher's struct: a policy calls nothing of the core. */
+ * policy_view.h, after the dispatcher's struct: a policy calls nothing of the core. */
 
 /* The registry: every policy the dispatcher knows, in the order their hooks run. */
 extern const lt_policy_ops_t lt__policy_deadline;

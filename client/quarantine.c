@@ -12,7 +12,7 @@
 #include <stdlib.h>
 
 #include "log.h"
-#include "sched_internal.h"
+#include "policy_view.h"
 #include "vec.h"
 
 #define WINDOW_MS     60000 /* crashes count for a minute */

@@ -10,7 +10,11 @@
 
 #include <lithium/error.h>
 #include "log.h"
-#include "sched_internal.h"
+#include "sched_jobs.h"
+#include "sched_links.h"
+#include "sched_loop.h"
+#include "sched_records.h"
+#include "sched_servers.h"
 
 /* find_out returns the record `seq` while it is out, or NULL. */
 static lt_instr_rec_t *find_out(lt_sched_t *s, uint64_t seq) {

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "json.h"
-#include "sched_internal.h"
+#include "sched_loop.h"
 #include "vec.h"
 
 void lt__stats_init(lt_stats_snap_t *st) {

@@ -15,7 +15,11 @@
 
 #include <lithium/error.h>
 #include "log.h"
-#include "sched_internal.h"
+#include "sched_jobs.h"
+#include "sched_links.h"
+#include "sched_loop.h"
+#include "sched_records.h"
+#include "sched_servers.h"
 #include "scheduler.h"
 #include "vec.h"
 

@@ -2,7 +2,7 @@
  * alive, takes work, has room, is idle, or takes an instruction's frames is asked here and
  * only here; a server found dead in the middle of something (a send that failed, a message
  * that ends its session) is only marked, and the loop's reap phase ends its session once
- * per turn (lt__servers_reap), never re-entrantly. It owns the entries' `gone`, `final`,
+ * per turn (scheduler.c, reap), never re-entrantly. It owns the entries' `gone`, `final`,
  * `why` and `limit` fields; it never touches records, jobs or policies' state. Dispatcher
  * thread only. */
 #include <stdio.h>
@@ -10,7 +10,7 @@
 #include <lithium/error.h>
 #include "log.h"
 #include "placement.h"
-#include "sched_internal.h"
+#include "sched_servers.h"
 #include "vec.h"
 
 int lt__server_alive(const lt_sched_t *s, size_t i) {

@@ -1,5 +1,5 @@
 /* sreduce.c: the reduce of a task stream (sreduce.h): segments in submission order, paired
- * with a ready neighbour as soon as one arrives. Knows nothing of servers; eval.c queues
+ * with a ready neighbour as soon as one arrives. Knows nothing of servers; eval_results.c queues
  * the combines it hands out and gives back their results. Under the evaluator's lock. */
 #include <stdlib.h>
 #include <string.h>

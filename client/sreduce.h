@@ -5,7 +5,7 @@
  * one, named by its first part. The reducer only decides: it hands out the combines to run
  * (tasks of two inputs, run by the backend like any task, see lt__instance_feed_pair) and
  * takes their results back. A task that failed makes the stream's result its failure, the
- * earliest in submission order. Under the evaluator's lock (eval.c). */
+ * earliest in submission order. Under the evaluator's lock (eval_results.c). */
 #ifndef LT_SREDUCE_H
 #define LT_SREDUCE_H
 

@@ -14,7 +14,7 @@
 #include "json.h"
 #include "log.h"
 #include "exec.h"
-#include "sched_internal.h"
+#include "sched_state.h"
 #include "trace.h"
 #include "vec.h"
 

@@ -16,7 +16,7 @@
  * thread only. */
 #include <stdio.h>
 
-#include "sched_internal.h"
+#include "policy_view.h"
 
 #define LT_OVERDUE_FACTOR    50.0
 #define LT_OVERDUE_MIN_BEATS 5

@@ -10,6 +10,13 @@ void lt__clock_virtual(int64_t (*now_us)(void)) {
   virtual_us = now_us;
 }
 
+/* The simulator's CPU clock, or NULL: the thread's (lt__clock_virtual_cpu). */
+static int64_t (*virtual_cpu_us)(void);
+
+void lt__clock_virtual_cpu(int64_t (*cpu_us)(void)) {
+  virtual_cpu_us = cpu_us;
+}
+
 static struct timespec now(clockid_t id) {
   struct timespec ts;
   if (virtual_us != NULL && id == CLOCK_MONOTONIC) {
@@ -38,6 +45,7 @@ int64_t lt__clock_ns(void) {
 }
 
 int64_t lt__clock_thread_cpu_us(void) {
+  if (virtual_cpu_us != NULL) return virtual_cpu_us();
   struct timespec ts = now(CLOCK_THREAD_CPUTIME_ID);
   return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }

@@ -24,6 +24,12 @@ int64_t lt__clock_ns(void);
  * that runs nothing real (the simulator). */
 void lt__clock_virtual(int64_t (*now_us)(void));
 
+/* lt__clock_virtual_cpu makes lt__clock_thread_cpu_us read `cpu_us` instead of the thread's
+ * CPU clock; NULL puts it back. The simulator's, as lt__clock_virtual: a run's CPU time must
+ * come from the run (what the dispatcher handled), not from the machine, for a seed to
+ * replay exactly. */
+void lt__clock_virtual_cpu(int64_t (*cpu_us)(void));
+
 /* lt__clock_thread_cpu_us returns the CPU time of the calling thread in microseconds. */
 int64_t lt__clock_thread_cpu_us(void);
 

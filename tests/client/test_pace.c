@@ -5,7 +5,7 @@
  * quiet control periods take back. */
 #include <criterion/criterion.h>
 
-#include "sched_internal.h"
+#include "sched_servers.h"
 
 #define WINDOW 2
 #define KEY    ((const void *)1) /* a chain of the template, by its address */

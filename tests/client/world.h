@@ -1,12 +1,16 @@
-/* world.h: a hand-built dispatcher state for the tests of the client's scheduling policies
- * (test_placement.c, test_backup.c): WORLD_SERVERS ready servers, no sockets, the default
- * options. Header-only; one test's thread. */
+/* world.h: a hand-built dispatcher state for the unit tests of the client's dispatcher
+ * (test_placement.c, test_backup.c, test_servers.c, test_jobs.c, test_deadline.c):
+ * WORLD_SERVERS ready servers, no sockets, the default options. The tests act as the core
+ * does, so it includes the owner headers (records, jobs, servers), not only the policies'
+ * view. Header-only; one test's thread. */
 #ifndef LT_TEST_WORLD_H
 #define LT_TEST_WORLD_H
 
 #include <string.h>
 
-#include "sched_internal.h"
+#include "sched_jobs.h"
+#include "sched_records.h"
+#include "sched_servers.h"
 
 #define WORLD_SERVERS 3
 

@@ -177,6 +177,7 @@ static int nopen(void *ctx, lt_conn_t *c, const char *endpoint, const lt_conn_au
 static int nsend(lt_conn_t *c, zmq_msg_t *parts, size_t n) {
   sim_link_t *l = c->sock;
   sim_world_t *w = c->net->ctx;
+  w->handled++;
   sim_msg_t *m = calloc(1, sizeof *m);
   m->n = n;
   m->frames = calloc(n, sizeof *m->frames);
@@ -226,6 +227,7 @@ static int nrecv(lt_conn_t *c, zmq_msg_t *part, int first, int *more) {
   sim_msg_t *m = l->in;
   if (m == NULL || m->at > w->now) return first ? LT_EAGAIN : LT_EIO;
   if (first) reading = 0;
+  w->handled += first;
   const lt_bytes_t *f = &m->frames[reading];
   zmq_msg_close(part);
   if (zmq_msg_init_size(part, f->len) != 0) return LT_EIO;

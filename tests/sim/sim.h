@@ -238,6 +238,7 @@ struct sim_world {
   size_t nheap, capheap;
   uint64_t next_ev;    /* tie-break of the queue */
   uint64_t in_transit; /* messages sent to a server, not arrived yet */
+  uint64_t handled;    /* messages the dispatcher sent and read: its virtual CPU clock */
   sim_link_t **links;  /* every client link made, by id */
   size_t nlinks, caplinks;
   sim_server_t *srv[SIM_MAX_SERVERS];

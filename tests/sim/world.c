@@ -15,7 +15,7 @@
 #include "clock.h"
 #include "local.h"
 #include "log.h"
-#include "sched_internal.h"
+#include "sched_loop.h"
 #include "sim.h"
 #include "template.h"
 
@@ -32,6 +32,13 @@ static sim_world_t *current; /* the world whose clock the process reads */
 
 static int64_t virtual_us(void) {
   return BASE_US + current->now;
+}
+
+/* The dispatcher's CPU clock (its own cost per hand-off, grain=auto): SIM_CPU_US a message
+ * it sends or reads, about what a real one costs; from the run, so a seed replays exactly. */
+#define SIM_CPU_US 2
+static int64_t virtual_cpu_us(void) {
+  return (int64_t)current->handled * SIM_CPU_US;
 }
 
 void sim_note(sim_world_t *w, const char *fmt, ...) {
@@ -341,6 +348,7 @@ void sim_run(const sim_params_t *prm, sim_result_t *out) {
   sim_note(w, "%s, %u tasks, %u servers; %s", p.shape, p.ntasks, w->nsrv, p.options);
   current = w;
   lt__clock_virtual(virtual_us);
+  lt__clock_virtual_cpu(virtual_cpu_us);
   lt_net_t net = {&sim_net_ops, w};
   lt_backend_env_t env = {.ev = (lt_eval_t *)(void *)d,
                           .door = &sim_door_calls,
@@ -383,6 +391,7 @@ void sim_run(const sim_params_t *prm, sim_result_t *out) {
   w->now = INT64_MAX / 2;
   sim_run_due(w);
   lt__clock_virtual(NULL);
+  lt__clock_virtual_cpu(NULL);
   current = NULL;
   out->events = w->events;
   out->work_run_us = w->work_run_us;
