@@ -168,20 +168,11 @@ static int copy_target(const lt_sched_t *s, const lt_instr_rec_t *r, int64_t now
 /* chains_us estimates one run of each chain measured anywhere on server i (a pipeline's
  * stages are one chain each; a farm of it runs each once a task). */
 static double chains_us(const lt_sched_t *s, size_t i) {
-  const void *seen[LT_COSTS * 4];
-  size_t n = 0;
+  const void **keys;
+  size_t n = lt__pace_chains(s, &keys);
   double us = 0;
-  for (size_t k = 0; k < s->nsrv && n < sizeof seen / sizeof seen[0]; k++) {
-    const lt_pace_t *p = &s->srv[k].pace;
-    for (uint32_t c = 0; c < p->ncosts && n < sizeof seen / sizeof seen[0]; c++) {
-      size_t d = 0;
-      while (d < n && seen[d] != p->costs[c].key)
-        d++;
-      if (d < n || p->costs[c].raw <= 0) continue;
-      seen[n++] = p->costs[c].key;
-      us += lt__pace_cost_us(s, i, p->costs[c].key);
-    }
-  }
+  for (size_t k = 0; k < n; k++)
+    us += lt__pace_cost_us(s, i, keys[k]);
   return us > 0 ? us : -1; /* nothing measured yet: no estimate */
 }
 

@@ -368,6 +368,37 @@ double lt__pace_service_us(const lt_sched_t *s, size_t i, const void *key) {
   return c != NULL && c->raw > 0 ? c->raw : lt__pace_known_us(s, key);
 }
 
+/* scan_chains collects the chains measured on some server into keys (at most max). */
+static size_t scan_chains(const lt_sched_t *s, const void **keys, size_t max) {
+  size_t n = 0;
+  for (size_t k = 0; k < s->nsrv && n < max; k++) {
+    const lt_pace_t *p = &s->srv[k].pace;
+    for (uint32_t c = 0; c < p->ncosts && n < max; c++) {
+      size_t d = 0;
+      while (d < n && keys[d] != p->costs[c].key)
+        d++;
+      if (d == n && p->costs[c].raw > 0) keys[n++] = p->costs[c].key;
+    }
+  }
+  return n;
+}
+
+size_t lt__pace_chains(const lt_sched_t *s, const void ***keys) {
+  static const void *none[1];
+  lt_pace_memo_t *m = s->pace_memo;
+  if (m == NULL) {
+    *keys = none;
+    return 0;
+  }
+  int64_t now = lt__clock_ms();
+  if (m->chains_ms != now) {
+    m->nchains = scan_chains(s, m->chains, sizeof m->chains / sizeof m->chains[0]);
+    m->chains_ms = now;
+  }
+  *keys = m->chains;
+  return m->nchains;
+}
+
 double lt__pace_known_us(const lt_sched_t *s, const void *key) {
   /* Looked up once a millisecond per chain at most: a dispatch asks
    * for every instruction, and a scan of a thousand servers each time would cost more than

@@ -64,6 +64,9 @@ double lt__pace_known_us(const lt_sched_t *s, const void *key);
 /* lt__pace_service_us returns server i's service time of chain `key`, or when it never ran
  * there the shortest it has shown on any server (0: never completed). */
 double lt__pace_service_us(const lt_sched_t *s, size_t i, const void *key);
+/* lt__pace_chains points *keys at the chains measured on some server (looked up once a
+ * millisecond; without the memo, none) and returns how many. */
+size_t lt__pace_chains(const lt_sched_t *s, const void ***keys);
 /* lt__pace_parallel returns how many instructions run at once there: window and workers. */
 double lt__pace_parallel(const lt_pace_t *p);
 

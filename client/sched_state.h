@@ -158,6 +158,9 @@ typedef struct lt_pace_memo_slot {
 
 typedef struct lt_pace_memo {
   lt_pace_memo_slot_t slot[LT_PACE_MEMO];
+  const void *chains[LT_COSTS * 4]; /* the chains measured on some server ... */
+  size_t nchains;
+  int64_t chains_ms; /* ... as of this millisecond (0: never looked) */
   size_t mean_idx;
   int64_t mean_miss_ms;
 } lt_pace_memo_t;
