@@ -35,6 +35,7 @@ enum {
   OPT_SLOWDOWN,
   OPT_SPEED,
   OPT_NO_SUPERVISE,
+  OPT_NO_SHM,
   OPT_MAX_SESSION_BYTES,
   OPT_POOL_BYTES,
   OPT_MAX_PARKED,
@@ -66,6 +67,7 @@ static const struct option long_opts[] = {
     {"slowdown", required_argument, NULL, OPT_SLOWDOWN},
     {"speed", required_argument, NULL, OPT_SPEED},
     {"no-supervise", no_argument, NULL, OPT_NO_SUPERVISE},
+    {"no-shm", no_argument, NULL, OPT_NO_SHM},
     {"max-session-bytes", required_argument, NULL, OPT_MAX_SESSION_BYTES},
     {"pool-bytes", required_argument, NULL, OPT_POOL_BYTES},
     {"max-parked", required_argument, NULL, OPT_MAX_PARKED},
@@ -106,6 +108,8 @@ void lt__args_usage(FILE *f) {
           "                         the start-up calibration (1.0 ~ a typical core)\n"
           "      --no-supervise     run without a supervisor process (one that restarts a\n"
           "                         worker killed by a signal on the same endpoint)\n"
+          "      --no-shm           move values to peer servers of this host by ZeroMQ only,\n"
+          "                         not as memfds over a unix socket\n"
           "      --max-session-bytes BYTES  values one session may hold, k/m/g (default 1g)\n"
           "      --pool-bytes BYTES  idle output buffers kept mapped for reuse, k/m/g\n"
           "                         (default 256m; 0: every output malloc'd and freed)\n"
@@ -314,6 +318,9 @@ int lt__args_parse(lt_srv_args_t *a, int argc, char **argv, FILE *out, FILE *err
       break;
     case OPT_NO_SUPERVISE:
       a->no_supervise = true;
+      break;
+    case OPT_NO_SHM:
+      a->no_shm = true;
       break;
     case OPT_MAX_SESSION_BYTES:
       if (lt__args_parse_size(optarg, &a->max_session_bytes) != LT_OK)
