@@ -34,7 +34,7 @@ static void start_pair(lt_proc_t *p, const char *flag0) {
   start_server_with(&p[1], "b", 2, plain);
 }
 
-static lt_eval_t *start(lt_proc_t *p) {
+static lt_eval_t *start(const lt_proc_t *p) {
   const char *opts[] = {"mode", "optimized", "placement", "rr", "heartbeat_ms", "200", NULL};
   return eval_on_procs(lt_map("skelk:fill", lt_seq("skelk:csum"), "skelk:add"), p, 2, opts);
 }
@@ -173,6 +173,61 @@ Test(shm, a_holder_killed_loses_nothing_and_leaves_nothing, .timeout = 180) {
   cr_assert_eq(dev_shm_entries(), shm_before, "something was left in /dev/shm");
   lt_eval_free(ev);
   lt__proc_stop(&p[0], 1000);
+  lt__proc_stop(&p[1], 5000);
+}
+
+/* worker_of returns the worker process of supervised server `p` (its only child). */
+static pid_t worker_of(const lt_proc_t *p) {
+  char path[96];
+  snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)p->pid, (int)p->pid);
+  long w = 0;
+  for (int tries = 0; tries < 500 && w == 0; tries++) {
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "%s", path);
+    if (fscanf(f, "%ld", &w) != 1) w = 0;
+    fclose(f);
+    if (w == 0) usleep(10 * 1000);
+  }
+  cr_assert_gt(w, 0, "no worker under supervisor %d", (int)p->pid);
+  return (pid_t)w;
+}
+
+/* b_shm_in runs one task on the servers `p` with a new evaluator and returns the second
+ * server's shm_values_in (a count since its worker started) once a value moved by memfd. */
+static uint64_t b_shm_in(const lt_proc_t *p) {
+  lt_eval_t *ev = start(p);
+  run_one(ev, BIG_BYTES);
+  char *json = stats_until(ev, "shm_values_in", 1);
+  uint64_t in[2] = {0, 0};
+  cr_assert_eq(stats_each(json, "shm_values_in", in, 2), 2, "%s", json);
+  free(json);
+  lt_eval_free(ev);
+  return in[1];
+}
+
+/* A holder whose worker is killed and restarted by its supervisor on the same endpoint
+ * listens on a new unix socket: its peer greets it again over ZeroMQ, learns the new name
+ * from the welcome and attaches to it, and values move by memfd again. */
+Test(shm, a_restarted_holder_is_attached_again, .timeout = 180) {
+  lt_proc_t p[2];
+  start_server(&p[0], "a", 2);
+  start_server(&p[1], "b", 2);
+  uint64_t before = b_shm_in(p);
+  pid_t old = worker_of(&p[0]);
+  kill(old, SIGKILL);
+  pid_t now = old;
+  for (int tries = 0; tries < 500 && now == old; tries++) {
+    usleep(10 * 1000);
+    now = worker_of(&p[0]);
+  }
+  cr_assert_neq(now, old, "the supervisor did not restart the worker");
+  /* b fetches from a in about half of the runs (round robin): until one value came by memfd
+   * to b, a's new socket is not proven attached. */
+  uint64_t after = before;
+  for (int t = 0; t < 20 && after == before; t++)
+    after = b_shm_in(p);
+  cr_assert_gt(after, before, "b never received a value of the restarted a by memfd");
+  lt__proc_stop(&p[0], 5000);
   lt__proc_stop(&p[1], 5000);
 }
 
