@@ -112,6 +112,17 @@ Test(shm, a_big_value_moves_by_memfd, .timeout = 120) {
   uint64_t peer = stats_sum(json, "bytes_peer_in"), shm = stats_sum(json, "bytes_shm_in");
   cr_assert(peer >= shm && peer - shm < 64 * 1024, "%s", json);
   free(json);
+  /* lithium status says so too, from outside any session. */
+  lt_server_status_t *st = NULL;
+  size_t n = 0;
+  const char *eps[2] = {p[0].endpoint, p[1].endpoint};
+  cr_assert_eq(lt_status_query(&st, &n, eps, NULL, 2, NULL, NULL, 10000), LT_OK);
+  cr_assert_eq(n, 2);
+  cr_assert(st[0].answered && st[1].answered);
+  cr_assert_geq(st[0].shm_in + st[1].shm_in, (uint64_t)BIG_BYTES);
+  cr_assert_eq(st[0].shm_in + st[1].shm_in, st[0].shm_out + st[1].shm_out);
+  cr_assert_geq(st[0].peer_in + st[1].peer_in, st[0].shm_in + st[1].shm_in);
+  lt_status_free(st, n);
   cr_assert_eq(values_held_total(ev), 0);
   /* Released values leave no memfd open on either side, and nothing was named. */
   for (int i = 0; i < 2; i++) {
