@@ -201,6 +201,12 @@ static void server_json(const lt_stats_server_t *sv, lt_json_t *j) {
   lt__json_u64(j, "bytes_from", sv->bytes_from);
   lt__json_u64(j, "bytes_peer_in", sv->load.peer_in);
   lt__json_u64(j, "bytes_peer_out", sv->load.peer_out);
+  lt__json_u64(j, "bytes_shm_in", sv->load.shm_in); /* of bytes_peer_in: by memfd */
+  lt__json_u64(j, "bytes_shm_out", sv->load.shm_out);
+  lt__json_u64(j, "shm_values_in", sv->load.shm_values_in);
+  lt__json_u64(j, "shm_values_out", sv->load.shm_values_out);
+  lt__json_u64(j, "shm_fallbacks", sv->load.shm_fallbacks);
+  lt__json_u64(j, "shm_us", sv->load.shm_us);
   lt__json_u64(j, "values_held", sv->load.values_held);
   stats_json(sv->pstats, sv->npstats, j);
   lt__json_object_close(j);

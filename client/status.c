@@ -77,6 +77,11 @@ static void take_status(lt_server_status_t *st, const lt_msg_t *m) {
   st->cpu = m->load.cpu;
   st->values_held = m->load.values_held;
   st->stopping = m->load.stopping;
+  st->peer_in = m->load.peer_in;
+  st->peer_out = m->load.peer_out;
+  st->shm_in = m->load.shm_in;
+  st->shm_out = m->load.shm_out;
+  st->shm_fallbacks = m->load.shm_fallbacks;
   take_modules(st, m);
 }
 
@@ -276,6 +281,11 @@ static void entry_json(lt_json_t *j, const lt_server_status_t *w) {
   lt__json_double(j, "cpu", w->cpu);
   lt__json_u64(j, "values_held", w->values_held);
   lt__json_u64(j, "value_bytes", w->value_bytes);
+  lt__json_u64(j, "bytes_peer_in", w->peer_in);
+  lt__json_u64(j, "bytes_peer_out", w->peer_out);
+  lt__json_u64(j, "bytes_shm_in", w->shm_in);
+  lt__json_u64(j, "bytes_shm_out", w->shm_out);
+  lt__json_u64(j, "shm_fallbacks", w->shm_fallbacks);
   lt__json_bool(j, "stopping", w->stopping);
   lt__json_array_open(j, "modules");
   for (size_t k = 0; k < w->nmodules; k++) {

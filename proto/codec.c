@@ -347,6 +347,7 @@ static int body_in(dec *d, const Lithium__Envelope *env, lt_msg_t *m) {
     if ((rc = modinfo_in(d, env->welcome->modules, env->welcome->n_modules,
                          &m->u.welcome.modules)) != 0)
       return rc;
+    if ((rc = str_in(env->welcome->same_host, d->lim, &m->u.welcome.same_host)) != 0) return rc;
     return str_in(env->welcome->server_id, d->lim, &m->u.welcome.server_id);
   case LITHIUM__ENVELOPE__BODY_PROGRAM: {
     const Lithium__Program *p = env->program;
@@ -378,6 +379,7 @@ static int body_in(dec *d, const Lithium__Envelope *env, lt_msg_t *m) {
     m->u.fetch.release = env->fetch->release != 0;
     m->u.fetch.secret = env->fetch->secret;
     m->u.fetch.max_frame = env->fetch->max_frame;
+    m->u.fetch.shm = env->fetch->shm != 0;
     return oid_in(env->fetch->id, &m->u.fetch.id);
   case LITHIUM__ENVELOPE__BODY_VALUE: {
     const Lithium__Value *p = env->value;
@@ -509,6 +511,12 @@ int lt__msg_decode(lt_msg_t *msg, const lt_bytes_t *frames, size_t nframes,
       msg->load.peer_out = l->peer_out;
       msg->load.incarnation = l->incarnation;
       msg->load.stopping = l->stopping != 0;
+      msg->load.shm_in = l->shm_in;
+      msg->load.shm_out = l->shm_out;
+      msg->load.shm_values_in = l->shm_values_in;
+      msg->load.shm_values_out = l->shm_values_out;
+      msg->load.shm_fallbacks = l->shm_fallbacks;
+      msg->load.shm_us = l->shm_us;
     }
   }
   if (rc != 0) {
@@ -886,6 +894,9 @@ static int body_out_fill(arena *a, const lt_msg_t *m, body_out *b, Lithium__Enve
     b->welcome.crash_culprit = m->u.welcome.crash_culprit;
     b->welcome.accept_modules = m->u.welcome.accept_modules;
     if ((b->welcome.server_id = str_out(m->u.welcome.server_id)) == NULL) return LT_EINVAL;
+    if (m->u.welcome.same_host != NULL &&
+        (b->welcome.same_host = str_out(m->u.welcome.same_host)) == NULL)
+      return LT_EINVAL;
     b->welcome.n_modules = m->u.welcome.nmodules;
     env->welcome = &b->welcome;
     return modinfo_out(a, m->u.welcome.modules, m->u.welcome.nmodules, &b->welcome.modules);
@@ -934,6 +945,7 @@ static int body_out_fill(arena *a, const lt_msg_t *m, body_out *b, Lithium__Enve
     b->fetch.release = m->u.fetch.release;
     b->fetch.secret = m->u.fetch.secret;
     b->fetch.max_frame = m->u.fetch.max_frame;
+    b->fetch.shm = m->u.fetch.shm;
     env->fetch = &b->fetch;
     return 0;
   case LT_MSG_VALUE:
@@ -1045,6 +1057,12 @@ int lt__msg_encode(const lt_msg_t *msg, void **hdr, size_t *hdrlen) {
     load.peer_out = msg->load.peer_out;
     load.incarnation = msg->load.incarnation;
     load.stopping = msg->load.stopping;
+    load.shm_in = msg->load.shm_in;
+    load.shm_out = msg->load.shm_out;
+    load.shm_values_in = msg->load.shm_values_in;
+    load.shm_values_out = msg->load.shm_values_out;
+    load.shm_fallbacks = msg->load.shm_fallbacks;
+    load.shm_us = msg->load.shm_us;
     env.load = &load;
   }
   /* Only bodies with arrays of sub-messages need memory beyond the stack. */

@@ -55,17 +55,23 @@ typedef enum lt_msg_type {
 
 /* The load report every server->client message carries (DESIGN.md 5). */
 typedef struct lt_load {
-  uint32_t active;      /* instructions running on worker threads */
-  uint32_t queued;      /* fireable, waiting for a thread */
-  uint32_t parked;      /* waiting for inputs */
-  uint64_t completed;   /* instructions finished since start */
-  float cpu;            /* recent CPU utilisation of the process, 0..ncores */
-  uint64_t values_held; /* values in the store */
-  uint32_t threads;     /* worker threads */
-  uint64_t peer_in;     /* bytes of values fetched from peer servers */
-  uint64_t peer_out;    /* bytes of values served to peer servers */
-  uint64_t incarnation; /* random per server process; never 0 from a server */
-  bool stopping;        /* the server is shutting down: place no more work there */
+  uint32_t active;         /* instructions running on worker threads */
+  uint32_t queued;         /* fireable, waiting for a thread */
+  uint32_t parked;         /* waiting for inputs */
+  uint64_t completed;      /* instructions finished since start */
+  float cpu;               /* recent CPU utilisation of the process, 0..ncores */
+  uint64_t values_held;    /* values in the store */
+  uint32_t threads;        /* worker threads */
+  uint64_t peer_in;        /* bytes of values fetched from peer servers */
+  uint64_t peer_out;       /* bytes of values served to peer servers */
+  uint64_t incarnation;    /* random per server process; never 0 from a server */
+  bool stopping;           /* the server is shutting down: place no more work there */
+  uint64_t shm_in;         /* bytes of values received from peers as a memfd (server/shm.h) */
+  uint64_t shm_out;        /* bytes of values sent to peers as a memfd */
+  uint64_t shm_values_in;  /* values received so */
+  uint64_t shm_values_out; /* values sent so */
+  uint64_t shm_fallbacks;  /* same-host fetches that went by ZeroMQ after all */
+  uint64_t shm_us;         /* microseconds spent making the memfds of the values sent */
 } lt_load_t;
 
 typedef enum lt_input_kind {
@@ -199,6 +205,7 @@ typedef struct lt_msg {
       uint32_t nmodules;         /* one per hello module: the server's copy, sha256 "" when */
       lt_module_info_t *modules; /* it has none */
       bool accept_modules;       /* it takes shipped modules (--accept-modules) */
+      const char *same_host;     /* to a peer: "HOST NAME" of its unix socket, or "" */
     } welcome;
     struct {
       uint32_t nkernels;
@@ -222,6 +229,7 @@ typedef struct lt_msg {
       bool release;       /* the asker is the last reader: drop the value once it is sent */
       uint64_t secret;    /* a peer fetching for a session: that session's hello secret */
       uint64_t max_frame; /* the asker's frame limit (0: none): a larger value is refused */
+      bool shm;           /* a same-host peer: a large value may come as a memfd */
     } fetch;
     struct {
       lt_oid_t id;

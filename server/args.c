@@ -35,6 +35,8 @@ enum {
   OPT_SLOWDOWN,
   OPT_SPEED,
   OPT_NO_SUPERVISE,
+  OPT_NO_SHM,
+  OPT_SHM,
   OPT_MAX_SESSION_BYTES,
   OPT_POOL_BYTES,
   OPT_MAX_PARKED,
@@ -66,6 +68,8 @@ static const struct option long_opts[] = {
     {"slowdown", required_argument, NULL, OPT_SLOWDOWN},
     {"speed", required_argument, NULL, OPT_SPEED},
     {"no-supervise", no_argument, NULL, OPT_NO_SUPERVISE},
+    {"no-shm", no_argument, NULL, OPT_NO_SHM},
+    {"shm", no_argument, NULL, OPT_SHM},
     {"max-session-bytes", required_argument, NULL, OPT_MAX_SESSION_BYTES},
     {"pool-bytes", required_argument, NULL, OPT_POOL_BYTES},
     {"max-parked", required_argument, NULL, OPT_MAX_PARKED},
@@ -106,6 +110,10 @@ void lt__args_usage(FILE *f) {
           "                         the start-up calibration (1.0 ~ a typical core)\n"
           "      --no-supervise     run without a supervisor process (one that restarts a\n"
           "                         worker killed by a signal on the same endpoint)\n"
+          "      --shm              move large values to peer servers of this host as memfds\n"
+          "                         over a unix socket, not by ZeroMQ (off by default: no\n"
+          "                         faster than loopback TCP where fresh pages are dear)\n"
+          "      --no-shm           by ZeroMQ only (the default)\n"
           "      --max-session-bytes BYTES  values one session may hold, k/m/g (default 1g)\n"
           "      --pool-bytes BYTES  idle output buffers kept mapped for reuse, k/m/g\n"
           "                         (default 256m; 0: every output malloc'd and freed)\n"
@@ -229,6 +237,7 @@ int lt__args_parse(lt_srv_args_t *a, int argc, char **argv, FILE *out, FILE *err
   a->max_frame = LT_SRV_DEFAULT_MAX_FRAME;
   a->idle_ms = LT_SRV_DEFAULT_IDLE_MS;
   a->fetch_ms = LT_SRV_DEFAULT_FETCH_MS;
+  a->no_shm = true; /* --shm: docs/benchmarks.md, "Same-host transfers" */
   a->max_peers = LT_SRV_DEFAULT_MAX_PEERS;
   a->slowdown = 1.0;
   a->max_session_bytes = LT_SRV_DEFAULT_SESSION_BYTES;
@@ -314,6 +323,12 @@ int lt__args_parse(lt_srv_args_t *a, int argc, char **argv, FILE *out, FILE *err
       break;
     case OPT_NO_SUPERVISE:
       a->no_supervise = true;
+      break;
+    case OPT_NO_SHM:
+      a->no_shm = true;
+      break;
+    case OPT_SHM:
+      a->no_shm = false;
       break;
     case OPT_MAX_SESSION_BYTES:
       if (lt__args_parse_size(optarg, &a->max_session_bytes) != LT_OK)

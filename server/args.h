@@ -49,6 +49,7 @@ typedef struct lt_srv_args {
   double slowdown;    /* emulation: a kernel that took t keeps its worker (F-1)*t longer */
   double speed;       /* experiments: welcome speed instead of the calibration; 0 = calibrate */
   bool no_supervise;  /* run the worker alone, without a supervisor process */
+  bool no_shm;        /* no same-host transfers by memfd (shm.h) */
   uint64_t max_session_bytes; /* bytes of values one session may hold in the store */
   uint64_t pool_bytes;        /* idle output buffers kept mapped (bufpool.h); 0: no pool */
   uint32_t max_parked;        /* instructions one session may have parked */

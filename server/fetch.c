@@ -17,6 +17,7 @@
 #include "oid.h"
 #include "peer.h"
 #include "quota.h"
+#include "shm.h"
 
 /* How long a peer's fetch of an unknown id waits for the id to appear (capped at the fetch
  * timeout). */
@@ -48,6 +49,7 @@ struct lt_fetch {
   lt_oid_t id;
   bool release;              /* drop the value once it is sent */
   uint64_t max_frame;        /* the asker's frame limit (0: none) */
+  bool shm;                  /* the asker takes a large value by memfd (shm.h) */
   bool unknown;              /* waiting for its id: in srv->unknown and in its bucket */
   uint64_t deadline;         /* unknown: uv_now after which it is answered LT_ENOENT */
   lt_fetch_t *next, *prev;   /* in sess->fetches */
@@ -72,6 +74,11 @@ static void send_value(lt_server_t *srv, lt_session_t *s, lt_oid_t id, int statu
   if (rc == LT_OK && v != NULL && lt__peer_session(s)) srv->peer_out += v->len;
 }
 
+/* send_ok sends value `id` = `v` by ZeroMQ: a memfd transfer that could not finish. */
+static void send_ok(lt_server_t *srv, lt_session_t *s, lt_oid_t id, lt_value_t *v) {
+  send_value(srv, s, id, LT_OK, "", v);
+}
+
 /* reply answers fetch f with the value v (status LT_OK) or its failure, and returns true; a
  * value over the asker's frame limit is refused with LT_ETOOBIG, as sent it would cost the
  * asker its link, and reply returns false: the asker did not get it, so a release that came
@@ -86,6 +93,8 @@ static bool reply(lt_fetch_t *f, int status, const char *errmsg, lt_value_t *v) 
     send_value(f->srv, f->sess, f->id, LT_ETOOBIG, text, NULL);
     return false;
   }
+  /* A same-host peer's: by memfd, which sends the VALUE itself if the memfd cannot go. */
+  if (status == LT_OK && f->shm && lt__shm_offer(f->srv, f->sess, f->id, v, send_ok)) return true;
   send_value(f->srv, f->sess, f->id, status, errmsg, status == LT_OK ? v : NULL);
   return true;
 }
@@ -271,7 +280,7 @@ void lt__fetch_close(lt_server_t *srv) {
 }
 
 void lt__fetch_handle(lt_server_t *srv, lt_session_t *s, lt_oid_t id, bool release,
-                      uint64_t max_frame) {
+                      uint64_t max_frame, bool shm) {
   lt_fetch_t *f = calloc(1, sizeof *f);
   if (f == NULL) {
     send_value(srv, s, id, LT_ENOMEM, "out of memory", NULL);
@@ -283,6 +292,7 @@ void lt__fetch_handle(lt_server_t *srv, lt_session_t *s, lt_oid_t id, bool relea
   f->id = id;
   f->release = release;
   f->max_frame = max_frame;
+  f->shm = shm;
   if (answer(srv, f)) return;
   uint64_t grace = srv->fetch_ms < GRACE_MS ? srv->fetch_ms : GRACE_MS;
   f->deadline = uv_now(&srv->loop) + grace;

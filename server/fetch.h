@@ -17,8 +17,10 @@
  * reader) a ready or failed value is dropped from the store right after its VALUE is sent. A
  * value over `max_frame` is refused with LT_ETOOBIG, not sent: the asker's socket would drop
  * the link it came on. The bytes of values sent to peer sessions count in srv->peer_out. */
+/* With `shm` (a same-host peer attached to this server's unix socket) a ready value of at
+ * least LT_SHM_MIN bytes goes as a memfd (shm.h) instead of a VALUE. */
 void lt__fetch_handle(lt_server_t *srv, lt_session_t *s, lt_oid_t id, bool release,
-                      uint64_t max_frame);
+                      uint64_t max_frame, bool shm);
 
 /* lt__fetch_init initialises the timer of the fetches that wait for unknown ids. Call once
  * while setting up, before anything can close the server's handles. */

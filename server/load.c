@@ -50,4 +50,10 @@ void lt__load_fill(lt_server_t *srv, lt_load_t *load) {
   load->peer_out = srv->peer_out;
   load->incarnation = srv->incarnation;
   load->stopping = srv->stopping;
+  load->shm_in = srv->shm_in;
+  load->shm_out = srv->shm_out;
+  load->shm_values_in = srv->shm_values_in;
+  load->shm_values_out = srv->shm_values_out;
+  load->shm_fallbacks = srv->shm_fallbacks;
+  load->shm_us = srv->shm_us;
 }

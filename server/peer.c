@@ -19,6 +19,7 @@
 #include <lithium/error.h>
 #include "log.h"
 #include "oid.h"
+#include "shm.h"
 
 /* Parts of a message from a peer: a VALUE has two (header, value); more are dropped. */
 #define PEER_MAX_PARTS 8
@@ -64,8 +65,11 @@ struct lt_peer {
   uint64_t hb_sent;  /* uv_now of our last heartbeat to it */
   uint64_t used;     /* uv_now when it last had a fetch added or answered (idle eviction) */
   uint64_t hb_seq;
-  uint64_t opened; /* uv_now when the link was opened */
-  bool welcomed;   /* the holder answered our hello with a welcome: a Lithium server */
+  uint64_t opened;    /* uv_now when the link was opened */
+  bool welcomed;      /* the holder answered our hello with a welcome: a Lithium server */
+  bool same_host;     /* its welcome named this host: large values should come by memfd */
+  bool hold;          /* new fetches wait for the unix link to attach or fail (shm_attach) */
+  lt_shm_link_t *shm; /* the unix link values come on by memfd (shm.h), or NULL */
 };
 
 /* An endpoint whose link got no welcome in time (not a Lithium server, or none there): not
@@ -161,6 +165,7 @@ static int send_fetch(lt_peer_t *p, lt_oid_t id, bool release, uint64_t secret) 
   m.u.fetch.release = release;
   m.u.fetch.secret = secret;
   m.u.fetch.max_frame = p->srv->lim.max_frame;
+  m.u.fetch.shm = lt__shm_link_ready(p->shm);
   return peer_send(p, &m);
 }
 
@@ -252,6 +257,8 @@ static void link_drop(lt_peer_t *p, int status, const char *why) {
     local_fail(srv, f->id, status, why);
     free(f);
   }
+  lt__shm_link_close(p->shm);
+  p->shm = NULL;
   lt__zuv_close(&p->zuv, on_link_closed);
 }
 
@@ -400,6 +407,7 @@ static int link_open(lt_server_t *srv, const char *ep, const char *key, lt_peer_
   }
   srv->npeers++;
   p->heard = p->used = p->opened = uv_now(&srv->loop);
+  p->hold = lt__shm_same_host(srv)[0] != '\0';
   if ((rc = send_hello(p)) != LT_OK) {
     snprintf(err, errlen, "cannot say hello to peer %s: %s", ep, lt_strerror(rc));
     link_drop(p, rc, err);
@@ -418,6 +426,20 @@ static int link_open(lt_server_t *srv, const char *ep, const char *key, lt_peer_
 
 /* ---------------------------------------------------------------------------------------
  * Receiving. */
+
+/* land stores fetched value `v` (its reference is taken; NULL: none, its readers left or it
+ * failed) as the local copy of `id`. */
+static void land(lt_peer_t *p, lt_oid_t id, lt_value_t *v) {
+  char ids[48];
+  if (v == NULL) {
+    if (!local_pending(p->srv, id))
+      lt__log(LT_LOG_DEBUG, "peer %s: value %s came after its readers left", p->ep,
+              lt__oid_format(id, ids, sizeof ids));
+    return;
+  }
+  lt__store_set(p->srv->store, id, v);
+  lt__value_unref(v);
+}
 
 /* on_value stores the value a VALUE answer `m` carries (its payload frames are `payloads`,
  * whose contents it may take) or fails its readers with the error it carries. */
@@ -463,21 +485,66 @@ static void on_value(lt_peer_t *p, const lt_msg_t *m, zmq_msg_t *payloads) {
     if (release) send_release(p, id, secret); /* a failed value is dropped by its last reader */
     return;
   }
-  srv->peer_in += m->frames[m->u.value.frame].len;
-  if (local_pending(srv, id)) {
-    /* The message becomes the value: m's view of the frame is not read after this. */
-    lt_value_t *v = lt__value_from_msg(&payloads[m->u.value.frame]);
-    if (v == NULL) {
-      local_fail(srv, id, LT_ENOMEM, "out of memory for a fetched value");
-    } else {
-      lt__store_set(srv->store, id, v);
-      lt__value_unref(v);
-    }
+  size_t len = m->frames[m->u.value.frame].len;
+  srv->peer_in += len;
+  /* A large value from a holder of this host that came by ZeroMQ: the unix link was not
+   * there, not attached, or the holder could not make the memfd. */
+  if (p->same_host && len >= LT_SHM_MIN) srv->shm_fallbacks++;
+  lt_value_t *v = NULL;
+  /* The message becomes the value: m's view of the frame is not read after this. */
+  if (local_pending(srv, id) && (v = lt__value_from_msg(&payloads[m->u.value.frame])) == NULL)
+    local_fail(srv, id, LT_ENOMEM, "out of memory for a fetched value");
+  land(p, id, v);
+  if (release) send_release(p, id, secret);
+}
+
+static void retry_unsent(lt_peer_t *p, uint64_t now);
+
+/* on_shm_state hears that the unix link of p attached or ended (or never started): fetches
+ * held for it go now, with or without `shm`. */
+static void on_shm_state(void *data) {
+  lt_peer_t *p = data;
+  if (!p->hold) return;
+  p->hold = false;
+  retry_unsent(p, uv_now(&p->srv->loop));
+}
+
+/* on_shm_value takes a value that came by memfd on the unix link of p (shm.h), or fails
+ * the fetch of one that could not be mapped: as a lost holder's, its reader is retried. */
+static void on_shm_value(void *data, lt_oid_t id, lt_value_t *v) {
+  lt_peer_t *p = data, *q, *tmp;
+  lt_server_t *srv = p->srv;
+  pfetch_t *f = fetch_find(p, id);
+  /* Two links of one holder (two spellings of its endpoint) attach in either order. */
+  HASH_ITER(hh, srv->peers, q, tmp) {
+    if (f != NULL) break;
+    if ((f = fetch_find(q, id)) != NULL) p = q;
+  }
+  if (f == NULL) {
+    lt__value_unref(v);
+    return;
+  }
+  p->heard = uv_now(&srv->loop);
+  p->backoff = 0;
+  bool release = f->want_release;
+  uint64_t secret = f->secret;
+  fetch_del(p, f);
+  if (v == NULL) {
+    char why[LT_PEER_EP_MAX + 64];
+    snprintf(why, sizeof why, "peer %s sent a memfd that failed its checks", p->ep);
+    local_fail(srv, id, LT_ELOST, why);
   } else {
-    lt__log(LT_LOG_DEBUG, "peer %s: value %s came after its readers left", p->ep,
-            lt__oid_format(id, ids, sizeof ids));
+    srv->peer_in += v->len;
+    srv->shm_in += v->len;
+    srv->shm_values_in++;
+    if (!local_pending(srv, id)) {
+      lt__value_unref(v);
+      v = NULL;
+    }
+    land(p, id, v);
   }
   if (release) send_release(p, id, secret);
+  srv->settle(srv);
 }
 
 /* Re-greetings of one link back off from BACKOFF_MIN_MS to BACKOFF_MAX_MS while no value
@@ -506,6 +573,17 @@ static void rehello(lt_peer_t *p) {
   pfetch_t *f, *tmp;
   HASH_ITER(hh, p->fetches, f, tmp)
   f->unsent = send_fetch(p, f->id, f->asked_release, f->secret) != LT_OK;
+}
+
+/* shm_attach opens the unix link to a holder whose welcome named this host (again after it
+ * restarted, or when the link ended). */
+static void shm_attach(lt_peer_t *p, const char *same_host) {
+  p->same_host = lt__shm_local(p->srv, same_host);
+  if (p->same_host && !lt__shm_link_ready(p->shm)) {
+    lt__shm_link_close(p->shm);
+    p->shm = lt__shm_link_open(p->srv, same_host, on_shm_value, on_shm_state, p);
+  }
+  if (p->shm == NULL) on_shm_state(p);
 }
 
 static void on_peer_message(lt_zuv_t *z, zmq_msg_t *parts, size_t n, bool truncated) {
@@ -538,6 +616,7 @@ static void on_peer_message(lt_zuv_t *z, zmq_msg_t *parts, size_t n, bool trunca
       link_drop(p, LT_EVERSION, why);
     } else {
       welcomed(p);
+      shm_attach(p, m.u.welcome.same_host);
     }
     break;
   case LT_MSG_HEARTBEAT:
@@ -566,6 +645,7 @@ static void on_peer_message(lt_zuv_t *z, zmq_msg_t *parts, size_t n, bool trunca
  * the fetch timeout fails its readers with LT_ELOST. */
 static void retry_unsent(lt_peer_t *p, uint64_t now) {
   lt_server_t *srv = p->srv;
+  if (p->hold) return;
   pfetch_t *f, *tmp;
   HASH_ITER(hh, p->fetches, f, tmp) {
     if (!f->unsent) continue;
@@ -636,7 +716,7 @@ static void on_tick(uv_timer_t *h) {
       continue;
     }
     expire_fetches(p, now);
-    if (p->nfetches > 0 && now - p->hb_sent >= srv->fetch_ms / 3) {
+    if (p->nfetches > 0 && !p->hold && now - p->hb_sent >= srv->fetch_ms / 3) {
       /* By the clock of heartbeats alone: the holder tells what is still pending at each. */
       send_heartbeat(p);
     }
@@ -730,7 +810,9 @@ int lt__peer_need(lt_server_t *srv, const char *holder, const char *key, uint64_
   /* The silence that makes a peer unreachable counts from the start of a wait. */
   if (p->nfetches++ == 0) p->heard = uv_now(&srv->loop);
   p->used = uv_now(&srv->loop);
-  rc = send_fetch(p, id, last, secret);
+  /* A new link to a holder that may be of this host: its fetches wait (ATTACH_MS at most)
+   * for the welcome and the unix link, so that the first value too may come by memfd. */
+  rc = p->hold ? LT_EAGAIN : send_fetch(p, id, last, secret);
   if (rc == LT_EAGAIN) {
     /* The link's send queue is full: the fetch stays, and the tick sends it later or, after
      * the fetch timeout, fails it. */

@@ -33,6 +33,7 @@
 #include "safefile.h"
 #include "session.h"
 #include "shipped.h"
+#include "shm.h"
 #include "task.h"
 
 static void server_settle(lt_server_t *srv);
@@ -123,6 +124,7 @@ void lt__server_send_error(lt_server_t *srv, const void *rid, size_t rid_len, in
 
 void lt__server_drop_session(lt_server_t *srv, lt_session_t *s, const char *why) {
   lt__fetch_drop_session(srv, s, LT_OK);
+  lt__shm_session_gone(srv, s);
   lt__task_drop_session(srv, s);
   lt__session_flush(srv, s);
   /* A peer link's client id names no values: its fetched copies belong to the sessions
@@ -241,6 +243,8 @@ static void handle_hello(lt_server_t *srv, lt_session_t *s, const void *rid, siz
   lt__crashlog_take(s->client_id, &w.u.welcome.crash_signal, &w.u.welcome.crashed_incarnation,
                     &w.u.welcome.crash_culprit, &w.u.welcome.crashed, &w.u.welcome.ncrashed);
   w.u.welcome.accept_modules = srv->shipstore != NULL;
+  /* Only a peer server may learn the unix socket: a client never fetches by memfd. */
+  w.u.welcome.same_host = lt__peer_name(m->u.hello.name) ? lt__shm_same_host(srv) : "";
   welcome_modules(srv, m, &w);
   server_send(srv, rid, rid_len, &w, NULL, 0);
   free(w.u.welcome.crashed);
@@ -308,7 +312,7 @@ static void handle_fetch(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m) {
     refuse_fetch(srv, s, id, LT_EAUTH, "not a value of this session");
     return;
   }
-  lt__fetch_handle(srv, s, id, m->u.fetch.release, m->u.fetch.max_frame);
+  lt__fetch_handle(srv, s, id, m->u.fetch.release, m->u.fetch.max_frame, m->u.fetch.shm);
 }
 
 static void handle_release(lt_server_t *srv, lt_session_t *s, const lt_msg_t *m) {
@@ -600,6 +604,7 @@ static void close_handles(lt_server_t *srv) {
   lt__task_run_failq(srv);
   lt__peer_close_all(srv);
   lt__fetch_close(srv);
+  lt__shm_close(srv);
   lt__conns_close(srv);
   if (srv->zuv_started) lt__zuv_close(&srv->zuv, NULL);
   uv_close((uv_handle_t *)&srv->sigint, NULL);
@@ -857,6 +862,8 @@ int lt__server_new(lt_server_t **out, const lt_srv_args_t *a, char *err, size_t 
       srv->load_timer.data = srv;
   lt__peer_init(srv, a->fetch_ms, a->max_peers);
   lt__fetch_init(srv);
+  srv->no_shm = a->no_shm;
+  lt__shm_start(srv);
 
   lt__codec_limits_default(&srv->lim);
   srv->lim.max_frame = (size_t)a->max_frame;

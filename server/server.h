@@ -115,6 +115,11 @@ typedef struct lt_server {
   uint64_t peer_in;  /* bytes of values fetched from peer servers */
   uint64_t peer_out; /* bytes of values served to peer servers */
 
+  /* Same-host transfers (shm.h): the listener (NULL when off), and what moved so. */
+  struct lt_shm *shm;
+  bool no_shm; /* --no-shm */
+  uint64_t shm_in, shm_out, shm_values_in, shm_values_out, shm_fallbacks, shm_us;
+
   /* Containment (quota.c, deadline.c). */
   struct lt_quota *quota;
   uv_timer_t deadline_timer;

@@ -104,9 +104,10 @@ struct lt_session {
   /* Thread window (task.c): the executor runs at most execute.max_active (0: no limit)
    * of its tasks at once; queued ones beyond it hold no thread and start in order. */
   lt_exgroup_t group;
-  lt_fetch_t *fetches;   /* parked fetches, and a peer link's fetches of unknown ids */
-  uint32_t nfetches;     /* of them, against --max-session-fetches */
-  uint64_t pending_told; /* uv_now of the last "still pending" answers (fetch.c), 0: never */
+  lt_fetch_t *fetches;     /* parked fetches, and a peer link's fetches of unknown ids */
+  uint32_t nfetches;       /* of them, against --max-session-fetches */
+  uint64_t pending_told;   /* uv_now of the last "still pending" answers (fetch.c), 0: never */
+  struct lt_shm_conn *shm; /* a peer link's attached same-host connection (shm.c), or NULL */
 
   /* Quotas (quota.h) and the deadline per instruction (execute.timeout_ms, 0: none). */
   uint32_t nparked; /* its instructions waiting for inputs */

@@ -281,6 +281,9 @@ typedef struct lt_server_status {
   int stopping;         /* shutting down (SIGTERM, SIGUSR1) */
   size_t nmodules;      /* loaded kernel modules */
   lt_server_module_t *modules;
+  uint64_t peer_in, peer_out; /* bytes of values fetched from, served to other servers */
+  uint64_t shm_in, shm_out;   /* of those, moved within this host as memfds */
+  uint64_t shm_fallbacks;     /* large values from a server of this host that came by TCP */
 } lt_server_status_t;
 
 /* lt_status_query asks each of the `n` servers at `endpoints` (the same endpoint twice is

@@ -31,8 +31,7 @@ void databench_servers_stop(bench_server_t *srv) {
     bench_server_stop(&srv[i]);
 }
 
-/* stat_sum_double adds up every `"key":X` of a stats text (a per-server figure). */
-static double stat_sum_double(const char *json, const char *key) {
+double databench_stat_sum(const char *json, const char *key) {
   char pat[64];
   snprintf(pat, sizeof pat, "\"%s\":", key);
   double sum = 0;
@@ -93,7 +92,7 @@ int databench_run(const char *prog, lt_skel_t *program, const char *const *kv, b
   out->server_cpu_s = cpu1 - cpu0;
   out->server_faults = faults1 - faults0;
   /* Locally the kernels run in this process, one at a time, and nothing else does. */
-  out->kernel_cpu_s = srv != NULL ? stat_sum_double(json, "cpu_s") : out->client_cpu_s;
+  out->kernel_cpu_s = srv != NULL ? databench_stat_sum(json, "cpu_s") : out->client_cpu_s;
   out->client_bytes =
       (double)(ex_stat_u64(json, "bytes_to_servers") + ex_stat_u64(json, "bytes_from_servers"));
   out->peer_bytes = (double)ex_stat_sum(json, "bytes_peer_in");

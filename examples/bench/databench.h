@@ -59,6 +59,9 @@ typedef int (*databench_side_fn)(bench_server_t *srv, const char *hosts, databen
 int databench_compare(const char *prog, int runs, databench_side_fn side, void *arg,
                       databench_run_t *par, databench_run_t *seq);
 
+/* databench_stat_sum adds up every `"key":X` of a stats text (a per-server figure). */
+double databench_stat_sum(const char *json, const char *key);
+
 /* databench_log prints one run's figures on stderr, as "<prog>: <what> run <r>: ...". */
 void databench_log(const char *prog, const char *what, int r, const databench_run_t *x);
 

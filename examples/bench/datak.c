@@ -144,24 +144,53 @@ static int gen_bytes(lt_call_t *call, size_t *bytes) {
   return 0;
 }
 
-/* data:gen makes a value of uint32 words from its 8-byte seed (xorshift32 of the seed's low
- * word, never 0). */
-LT_KERNEL(gen, call) {
+/* gen_words makes `parts` outputs of uint32 words of data:gen's size from the 8-byte seed
+ * input (xorshift32 of the seed's low word, never 0, running on from one part to the next). */
+static int gen_words(lt_call_t *call, const char *name, int parts) {
   size_t len = 0, bytes = 0;
   const unsigned char *seed = lt_call_input(call, 0, &len);
   if (lt_call_ninputs(call) != 1 || len != 8)
-    return lt_call_fail(call, "data:gen expects one 8-byte seed");
+    return lt_call_fail(call, "data:%s expects one 8-byte seed", name);
   int rc = gen_bytes(call, &bytes);
   if (rc != 0) return rc;
-  uint32_t *out = lt_call_output(call, bytes);
-  if (out == NULL) return lt_call_fail(call, "data:gen: out of memory for %zu bytes", bytes);
   uint32_t x = get_u32(seed) | 1u;
-  for (size_t i = 0; i < bytes / WORD; i++) {
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    out[i] = x;
+  for (int p = 0; p < parts; p++) {
+    uint32_t *out = lt_call_output(call, bytes);
+    if (out == NULL) return lt_call_fail(call, "data:%s: out of memory for %zu bytes", name, bytes);
+    for (size_t i = 0; i < bytes / WORD; i++) {
+      x ^= x << 13;
+      x ^= x >> 17;
+      x ^= x << 5;
+      out[i] = x;
+    }
   }
+  return 0;
+}
+
+/* data:gen makes a value of uint32 words from its 8-byte seed. */
+LT_KERNEL(gen, call) {
+  return gen_words(call, "gen", 1);
+}
+
+/* data:gen2 is gen as a map's split: two such values (the shmcopy benchmark: round robin
+ * places the reader of the second on the other server, which fetches it). */
+LT_KERNEL(gen2, call) {
+  return gen_words(call, "gen2", 2);
+}
+
+/* data:add adds its inputs, little-endian uint64s (data:sum's), into one. */
+LT_KERNEL(add, call) {
+  uint64_t s = 0;
+  for (int k = 0; k < lt_call_ninputs(call); k++) {
+    size_t len = 0;
+    const unsigned char *in = lt_call_input(call, k, &len);
+    if (len != 8) return lt_call_fail(call, "data:add expects uint64 inputs");
+    s += (uint64_t)get_u32(in) | (uint64_t)get_u32(in + 4) << 32;
+  }
+  unsigned char *out = lt_call_output(call, 8);
+  if (out == NULL) return lt_call_fail(call, "data:add: out of memory");
+  put_u32(out, (uint32_t)s);
+  put_u32(out + 4, (uint32_t)(s >> 32));
   return 0;
 }
 

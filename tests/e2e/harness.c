@@ -268,3 +268,10 @@ size_t stderr_capture_end(stderr_capture_t *c, char *out, size_t len) {
   unlink(c->path);
   return got;
 }
+
+uint64_t skelk_fill_csum(uint64_t n, int part) {
+  uint64_t sum = 0;
+  for (uint64_t i = 0; i < n; i++)
+    sum += (uint64_t)(unsigned char)(i % 251 + (uint64_t)part) * (i % 13 + 1);
+  return sum;
+}

@@ -80,6 +80,9 @@ void wait_inflight(lt_eval_t *ev, int server, int nservers);
  * returns the last total seen: 0 unless values leaked (test_lazy.c: why it polls). */
 uint64_t values_held_total(lt_eval_t *ev);
 
+/* skelk_fill_csum is skelk:csum of part `part` of skelk:fill's output for n bytes. */
+uint64_t skelk_fill_csum(uint64_t n, int part);
+
 /* mono_ms is the monotonic clock in milliseconds, for the tests' bounds. */
 int64_t mono_ms(void);
 

@@ -146,6 +146,10 @@ static bool msg_equal(const lt_msg_t *a, const lt_msg_t *b, const char **why) {
              x->values_held != y->values_held || x->threads != y->threads,
          "load");
     DIFF(x->peer_in != y->peer_in || x->peer_out != y->peer_out, "load.peer");
+    DIFF(x->shm_in != y->shm_in || x->shm_out != y->shm_out ||
+             x->shm_values_in != y->shm_values_in || x->shm_values_out != y->shm_values_out ||
+             x->shm_fallbacks != y->shm_fallbacks || x->shm_us != y->shm_us,
+         "load.shm");
     DIFF(x->incarnation != y->incarnation || x->stopping != y->stopping, "load.incarnation");
   }
   DIFF(a->nframes != b->nframes, "nframes");
@@ -177,6 +181,7 @@ static bool msg_equal(const lt_msg_t *a, const lt_msg_t *b, const char **why) {
              a->u.welcome.crash_culprit != b->u.welcome.crash_culprit,
          "welcome.crash");
     DIFF(a->u.welcome.accept_modules != b->u.welcome.accept_modules, "welcome.accept_modules");
+    DIFF(!str_eq(a->u.welcome.same_host, b->u.welcome.same_host), "welcome.same_host");
     DIFF(a->u.welcome.nmodules != b->u.welcome.nmodules, "welcome.nmodules");
     for (uint32_t i = 0; i < a->u.welcome.nmodules; i++)
       DIFF(!str_eq(a->u.welcome.modules[i].name, b->u.welcome.modules[i].name) ||
@@ -237,6 +242,7 @@ static bool msg_equal(const lt_msg_t *a, const lt_msg_t *b, const char **why) {
     DIFF(a->u.fetch.release != b->u.fetch.release, "fetch.release");
     DIFF(a->u.fetch.secret != b->u.fetch.secret, "fetch.secret");
     DIFF(a->u.fetch.max_frame != b->u.fetch.max_frame, "fetch.max_frame");
+    DIFF(a->u.fetch.shm != b->u.fetch.shm, "fetch.shm");
     break;
   case LT_MSG_VALUE:
     DIFF(!oid_eq(a->u.value.id, b->u.value.id), "value.id");
@@ -393,8 +399,15 @@ static void sample(lt_msg_t *m, lt_msg_type_t t) {
   sample_frames[1] = (lt_bytes_t){frame_b, sizeof frame_b};
   sample_frames[2] = (lt_bytes_t){frame_c, 0};
   m->has_load = true;
-  m->load = (lt_load_t){
-      3, 7, 11, 1ull << 35, 1.75f, 123456789012ull, 8, 1ull << 41, 99, 0x8badf00ddeadbeefull, true};
+  m->load = (lt_load_t){3,     7,
+                        11,    1ull << 35,
+                        1.75f, 123456789012ull,
+                        8,     1ull << 41,
+                        99,    0x8badf00ddeadbeefull,
+                        true,  5,
+                        6,     7,
+                        8,     9,
+                        10};
   m->nframes = 3;
   m->frames = sample_frames;
   switch (t) {
@@ -423,6 +436,7 @@ static void sample(lt_msg_t *m, lt_msg_type_t t) {
     m->u.welcome.nmodules = 2;
     m->u.welcome.modules = welcome_modules;
     m->u.welcome.accept_modules = true;
+    m->u.welcome.same_host = "0b1c:net:[4026531840] lithium-shm-1-ab";
     break;
   case LT_MSG_PROGRAM:
     m->u.program.nkernels = 4;
@@ -485,6 +499,7 @@ static void sample(lt_msg_t *m, lt_msg_type_t t) {
     m->u.fetch.release = true;
     m->u.fetch.secret = 0x5ec2e7ull;
     m->u.fetch.max_frame = 4096;
+    m->u.fetch.shm = true;
     break;
   case LT_MSG_VALUE:
     m->u.value.id = (lt_oid_t){12, 13};
