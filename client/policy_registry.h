@@ -14,6 +14,7 @@
   X(quarantine)                                                                                    \
   X(backup)                                                                                        \
   X(migrate)                                                                                       \
-  X(drain)
+  X(drain)                                                                                         \
+  /* a new policy: X(NAME) above this line */
 
 #endif
