@@ -28,7 +28,10 @@
  * on a server as fast as the idle one (a dc step on a big input, a kernel whose time follows
  * its input: the only task of a merge sort) gets no stand-in; one on a slower server, or on
  * one whose CPU is taken from it, or stopped, or whose kernel waits, does. State: when it
- * last looked. Dispatcher thread only. */
+ * last looked, and its counters: copies sent (in all and per server), copies that won, tasks
+ * run again (stats `backups`, `backups_won`, `reruns`, each server's `copies`), counted as
+ * the loop applies its requests (on_applied) and as records end (on_end). Dispatcher thread
+ * only. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,8 +45,15 @@
 #define BACKUP_RTTS   4
 
 typedef struct backup_state {
-  int64_t looked_ms; /* when it last looked for stragglers */
+  int64_t looked_ms;    /* when it last looked for stragglers */
+  uint64_t backups;     /* copies of stragglers sent to idle servers */
+  uint64_t backups_won; /* of those, the ones that finished first */
+  uint64_t reruns;      /* tasks run again from their input for a straggling inner stage */
 } backup_state_t;
+
+typedef struct backup_srv {
+  uint64_t copies; /* copies of stragglers sent here */
+} backup_srv_t;
 
 /* eligible tells whether r may get a copy: out (a migration's cancel may be on its way:
  * it may have begun before the cancel arrives, and then runs where it is), one output, and
@@ -251,6 +261,39 @@ static void on_idle(lt_policy_t *p, int64_t now_ms) {
   if (ready(p->s) && any_idle(p->s, st->looked_ms)) look(p, now_ms);
 }
 
+/* A copy that went out, or a task that runs again. */
+static void on_applied(lt_policy_t *p, const lt_req_t *q) {
+  backup_state_t *st = p->state;
+  if (q->kind == LT_REQ_RERUN) {
+    st->reruns++;
+  } else if (q->kind == LT_REQ_COPY) {
+    st->backups++;
+    ((backup_srv_t *)lt__policy_server(p, q->server))->copies++;
+  }
+}
+
+/* A copy wins when its end decides the twins (lt__end_decides), or when the original's
+ * does not: the copy then carries on alone as the instruction. */
+static void on_end(lt_policy_t *p, const lt_instr_rec_t *r, size_t idx, lt_end_t why,
+                   const lt_completion_t *cp) {
+  (void)idx;
+  if (r->twin == NULL) return;
+  int decides = lt__end_decides(r, why, cp);
+  if (decides ? r->backup : r->twin->backup) ((backup_state_t *)p->state)->backups_won++;
+}
+
+static size_t stats(const lt_policy_t *p, size_t idx, lt_stat_t *out) {
+  if (idx != SIZE_MAX) {
+    out[0] = (lt_stat_t){"copies", 0, ((const backup_srv_t *)lt__policy_server(p, idx))->copies};
+    return 1;
+  }
+  const backup_state_t *st = p->state;
+  out[0] = (lt_stat_t){"backups", 0, st->backups};
+  out[1] = (lt_stat_t){"backups_won", 0, st->backups_won};
+  out[2] = (lt_stat_t){"reruns", 0, st->reruns};
+  return 3;
+}
+
 static int enabled(const lt_options_t *o) {
   return o->backup && o->lookahead;
 }
@@ -258,7 +301,11 @@ static int enabled(const lt_options_t *o) {
 const lt_policy_ops_t lt__policy_backup = {
     .name = "backup",
     .state_size = sizeof(backup_state_t),
+    .server_size = sizeof(backup_srv_t),
     .enabled = enabled,
     .on_idle = on_idle,
     .on_tick = on_tick,
+    .on_end = on_end,
+    .on_applied = on_applied,
+    .stats = stats,
 };

@@ -5,19 +5,20 @@
  * it come into the server's threads, `run_ms`) for that long plus a grace that covers the
  * server's report (GRACE_BEATS heartbeats, at least GRACE_MIN_MS) without any completion is
  * late: hostile, buggy or wedged. The instruction is taken back (cancelled there and placed
- * again, charged as a loss), and so is what waits behind it on that server; once a task's
- * instructions were taken back for this max_retries times, or when one more loss would fail
- * it anyway or no other server takes work or is being greeted, the task fails with LT_ETIMEDOUT,
- * naming the kernel. A late server gets no new work for a cool-down (COOL_FIRST_MS, doubled each
- * time it is found late again, at most COOL_MAX_MS), then one instruction at a time until it
- * reports one. Under an explicit `grain` an instruction may wait behind the rest of its
- * group on one worker, so the allowance is grain times the deadline; and while the server's
- * latest load report shows work waiting for a thread or for its inputs (a server shared
- * with other clients, a value on its way from a peer), the client cannot tell which of its
- * instructions started, so the allowance is WAITING_X times as long. Stats: `deadline_misses`
- * (times a server was found late) and each server's `late`. State: per task its misses
- * (forgotten once the task is over), per server its cool-down. It only reads the
- * dispatcher's state and asks (take back, fail, limit). Dispatcher thread only. */
+ * again, charged as a loss; stat `overdue`, with the watchdog's), and so is what waits behind
+ * it on that server; once a task's instructions were taken back for this max_retries times,
+ * or when one more loss would fail it anyway or no other server takes work or is being
+ * greeted, the task fails with LT_ETIMEDOUT, naming the kernel. A late server gets no new
+ * work for a cool-down (COOL_FIRST_MS, doubled each time it is found late again, at most
+ * COOL_MAX_MS), then one instruction at a time until it reports one. Under an explicit `grain` an
+ * instruction may wait behind the rest of its group on one worker, so the allowance is grain times
+ * the deadline; and while the server's latest load report shows work waiting for a thread or for
+ * its inputs (a server shared with other clients, a value on its way from a peer), the client
+ * cannot tell which of its instructions started, so the allowance is WAITING_X times as long.
+ * Stats: `deadline_misses` (times a server was found late), `overdue` and each server's `late`.
+ * State: per task its misses (forgotten once the task is over), per server its cool-down, and its
+ * counters. It only reads the dispatcher's state and asks (take back, fail, limit). Dispatcher
+ * thread only. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,7 +48,8 @@ typedef struct dl_task {
 
 typedef struct dl_state {
   dl_task_t *tasks;
-  uint64_t misses; /* times a server was found late (each starts a cool-down) */
+  uint64_t misses;  /* times a server was found late (each starts a cool-down) */
+  uint64_t overdue; /* instructions taken back (with the watchdog's, stat `overdue`) */
 } dl_state_t;
 
 /* allowance_ms returns how long a server may run an instruction before it is late. */
@@ -217,10 +219,17 @@ static void on_end(lt_policy_t *p, const lt_instr_rec_t *r, size_t idx, lt_end_t
   limit(p, idx, LT_NO_LIMIT);
 }
 
+/* An instruction taken back. */
+static void on_applied(lt_policy_t *p, const lt_req_t *q) {
+  if (q->kind == LT_REQ_TAKE_BACK) ((dl_state_t *)p->state)->overdue++;
+}
+
 static size_t stats(const lt_policy_t *p, size_t idx, lt_stat_t *out) {
   if (idx == SIZE_MAX) {
-    out[0] = (lt_stat_t){"deadline_misses", 0, ((const dl_state_t *)p->state)->misses};
-    return 1;
+    const dl_state_t *st = p->state;
+    out[0] = (lt_stat_t){"deadline_misses", 0, st->misses};
+    out[1] = (lt_stat_t){"overdue", 0, st->overdue};
+    return 2;
   }
   const dl_srv_t *v = lt__policy_server(p, idx);
   out[0] = (lt_stat_t){"late", 1, v->until_ms != 0 || v->probation};
@@ -237,6 +246,7 @@ const lt_policy_ops_t lt__policy_deadline = {
     .server_size = sizeof(dl_srv_t),
     .on_end = on_end,
     .on_tick = on_tick,
+    .on_applied = on_applied,
     .stats = stats,
     .fini = fini,
 };

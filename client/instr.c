@@ -104,10 +104,7 @@ void lt__sched_take_off(lt_sched_t *s, lt_instr_rec_t *r) {
   int64_t now = lt__clock_ms();
   lt__sched_mark_running(s, idx, now);
   s->freed = 1;
-  if (s->srv[idx].admitted == 0) {
-    s->srv[idx].slot.idle_ms = now;
-    s->went_idle = 1;
-  }
+  if (s->srv[idx].admitted == 0) s->srv[idx].slot.idle_ms = now;
 }
 
 /* running_slots returns how many of our instructions server idx runs at once: as many as
@@ -125,24 +122,37 @@ void lt__sched_mark_running(lt_sched_t *s, size_t idx, int64_t now_ms) {
     if (r->run_ms < 0) r->run_ms = now_ms;
 }
 
+int lt__end_status(lt_end_t why, const lt_completion_t *cp) {
+  return cp != NULL ? cp->status : why == LT_END_NOT_RUN ? LT_ECANCELED : LT_ELOST;
+}
+
+int lt__end_migrates(const lt_instr_rec_t *r, lt_end_t why, const lt_completion_t *cp) {
+  return r->state == LT_IR_MIGRATING && lt__end_status(why, cp) == LT_ECANCELED && r->twin == NULL;
+}
+
+int lt__end_decides(const lt_instr_rec_t *r, lt_end_t why, const lt_completion_t *cp) {
+  return why == LT_END_DONE ||
+         (why == LT_END_FAILED && !lt__status_lost(lt__end_status(why, cp)) && !r->backup);
+}
+
 /* migration_settled settles a migration of r (taken off its server already) by how its time
  * there ended: 1 when the server confirmed that r never ran (ECANCELED) and r is queued for
  * placement again; 0 when it had started, or when it got a copy meanwhile, which then
  * carries on alone (twin_settled). */
-static int migration_settled(lt_sched_t *s, lt_instr_rec_t *r, int status) {
+static int migration_settled(lt_sched_t *s, lt_instr_rec_t *r, lt_end_t why,
+                             const lt_completion_t *cp) {
   if (r->state != LT_IR_MIGRATING) return 0;
-  s->cancels_out--;
+  int status = lt__end_status(why, cp);
   lt__log(LT_LOG_DEBUG, "instruction %llu: its migration's cancel settled: %s",
           (unsigned long long)r->seq,
           status == LT_ECANCELED ? "it never ran there" : lt_strerror(status));
   /* It had started: its result stands. Or it got a copy while the cancel was on its way:
    * back out, so that settling the twins leaves the copy alone, as for any of them that
    * never ran. */
-  if (status != LT_ECANCELED || r->twin != NULL) {
+  if (!lt__end_migrates(r, why, cp)) {
     lt__rec_to(r, LT_IR_OUT);
     return 0;
   }
-  s->migrated++;
   lt__sched_push_fireable(s, r, 1);
   return 1;
 }
@@ -159,20 +169,13 @@ static int twin_settled(lt_sched_t *s, lt_instr_rec_t *r, int ok) {
   if (!ok) {
     /* A copy left alone is the instruction from now on (placed again like any other if it
      * is lost in turn), and its result is the one used. */
-    if (t->backup) {
-      t->backup = 0;
-      s->backups_won++;
-    }
+    t->backup = 0;
     return 1;
   }
   /* The twin is out: copies go out at once. One whose migration's cancel is on its way is
    * cancelled already; the answer only frees it. */
-  if (t->state == LT_IR_MIGRATING)
-    s->cancels_out--;
-  else
-    lt__rec_cancel(s, t);
+  if (t->state != LT_IR_MIGRATING) lt__rec_cancel(s, t);
   lt__rec_to(t, LT_IR_DROPPED);
-  if (r->backup) s->backups_won++;
   return 0;
 }
 
@@ -180,15 +183,8 @@ lt_settle_t lt__rec_settle(lt_sched_t *s, lt_instr_rec_t *r, lt_end_t why,
                            const lt_completion_t *cp) {
   if (r->state == LT_IR_QUEUED) return LT_SETTLE_APPLY;
   lt__sched_take_off(s, r);
-  /* What its migration's cancel means: ECANCELED only when the server says so. */
-  int status = cp != NULL ? cp->status : why == LT_END_NOT_RUN ? LT_ECANCELED : LT_ELOST;
-  if (migration_settled(s, r, status)) return LT_SETTLE_REQUEUED;
-  /* A result, or a failure of the kernel itself, settles its copies; a copy that was lost,
-   * never ran, or missed a value lost elsewhere leaves the other to carry on. A copy that
-   * failed never decides: it may have missed an input its twin, the last reader, took
-   * (the twin fails the same way if the kernel does). */
-  int ok = why == LT_END_DONE || (why == LT_END_FAILED && !lt__status_lost(status) && !r->backup);
-  return twin_settled(s, r, ok) ? LT_SETTLE_DROP : LT_SETTLE_APPLY;
+  if (migration_settled(s, r, why, cp)) return LT_SETTLE_REQUEUED;
+  return twin_settled(s, r, lt__end_decides(r, why, cp)) ? LT_SETTLE_DROP : LT_SETTLE_APPLY;
 }
 
 int lt__rec_stale(const lt_instr_rec_t *r) {

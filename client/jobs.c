@@ -224,7 +224,6 @@ int lt__sched_rerun(lt_sched_t *s, lt_job_rec_t *j, const char *why) {
   if (j->finished || j->input == NULL || j->reruns > 0) return 0;
   lt__log(LT_LOG_INFO, "task %llu: running it again (%s)", (unsigned long long)j->inst->task, why);
   j->reruns++;
-  s->reruns++;
   renew(s, j, why);
   return 1;
 }

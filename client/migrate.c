@@ -8,7 +8,10 @@
  * — its confirmation that the instruction never ran and never will — puts one back for placement
  * (instr.c). An instruction that had started completes as usual, so nothing runs twice.
  * Only instructions whose inputs the client holds move (a farm's tasks), and one round of
- * recalls is out at a time. No state of its own. Dispatcher thread only. */
+ * recalls is out at a time. State: its counters, recalls sent (stat `migrations`), of those
+ * confirmed and placed again (`migrated`), and those not answered yet (a round's cancels out
+ * hold the next round), counted as the loop applies its recalls (on_applied) and as records
+ * end (on_end). Dispatcher thread only. */
 #include <stdlib.h>
 
 #include "policy_view.h"
@@ -17,6 +20,12 @@
 #define MIGRATE_MIN_MS                                                                             \
   20 /* mid-stream, only a queue that takes this long to drain moves: fine                         \
         tasks queued for lookahead are no stranded work */
+
+typedef struct migrate_state {
+  uint64_t migrations;  /* cancels sent to move queued instructions */
+  uint64_t migrated;    /* of those, confirmed and placed again */
+  uint32_t cancels_out; /* cancels not answered yet (records in LT_IR_MIGRATING) */
+} migrate_state_t;
 
 /* idle_threads returns the threads of the window of server i that have no instruction. */
 static uint32_t idle_threads(const lt_sched_t *s, size_t i) {
@@ -94,7 +103,7 @@ static uint32_t recall_from(lt_policy_t *p, size_t from, uint32_t want) {
  * would leave most queues where they are until the end). */
 static void look(lt_policy_t *p) {
   const lt_sched_t *s = p->s;
-  if (s->cancels_out > 0 || s->fire_head != NULL) return;
+  if (((const migrate_state_t *)p->state)->cancels_out > 0 || s->fire_head != NULL) return;
   uint32_t idle = 0;
   double fast_us = -1; /* the cheapest estimate among the idle servers */
   for (size_t i = 0; i < s->nsrv; i++) {
@@ -125,13 +134,55 @@ static void on_tick(lt_policy_t *p, int64_t now_ms) {
   look(p);
 }
 
+/* A recall went out: its cancel is on its way. */
+static void on_applied(lt_policy_t *p, const lt_req_t *q) {
+  migrate_state_t *st = p->state;
+  if (q->kind != LT_REQ_RECALL) return;
+  st->migrations++;
+  st->cancels_out++;
+}
+
+/* A cancel is answered when its record ends (placed again if it never ran there,
+ * lt__end_migrates), or when the record's copy elsewhere decides the twins first: the
+ * answer then only frees the dropped record. */
+static void on_end(lt_policy_t *p, const lt_instr_rec_t *r, size_t idx, lt_end_t why,
+                   const lt_completion_t *cp) {
+  (void)idx;
+  migrate_state_t *st = p->state;
+  if (r->state == LT_IR_MIGRATING) {
+    st->cancels_out--;
+    if (lt__end_migrates(r, why, cp)) st->migrated++;
+  }
+  if (r->twin != NULL && r->twin->state == LT_IR_MIGRATING && lt__end_decides(r, why, cp))
+    st->cancels_out--;
+}
+
+static size_t stats(const lt_policy_t *p, size_t idx, lt_stat_t *out) {
+  if (idx != SIZE_MAX) return 0;
+  const migrate_state_t *st = p->state;
+  out[0] = (lt_stat_t){"migrations", 0, st->migrations};
+  out[1] = (lt_stat_t){"migrated", 0, st->migrated};
+  return 2;
+}
+
 static int enabled(const lt_options_t *o) {
   return o->migrate && o->lookahead && o->placement == LT_PLACE_EFT;
 }
 
 const lt_policy_ops_t lt__policy_migrate = {
     .name = "migrate",
+    .state_size = sizeof(migrate_state_t),
     .enabled = enabled,
     .on_idle = on_idle,
     .on_tick = on_tick,
+    .on_end = on_end,
+    .on_applied = on_applied,
+    .stats = stats,
 };
+
+uint32_t lt__migrate_cancels_out(const lt_sched_t *s) {
+  for (size_t k = 0; k < s->npolicies; k++)
+    if (s->policies[k].ops == &lt__policy_migrate)
+      return ((const migrate_state_t *)s->policies[k].state)->cancels_out;
+  return 0;
+}

@@ -10,12 +10,13 @@
 #include "sched_loop.h"
 #include "vec.h"
 
-/* The registry: a new policy is one line here and one file. Their hooks run in this order. */
-static const lt_policy_ops_t *const registry[] = {
-    &lt__policy_deadline, &lt__policy_watchdog, &lt__policy_crash, &lt__policy_quarantine,
-    &lt__policy_backup,   &lt__policy_migrate,  &lt__policy_drain,
-};
-_Static_assert(sizeof registry / sizeof registry[0] <= LT_POLICY_MAX, "too many policies");
+/* The registry: a new policy is one line in policy_registry.h and one file. Their hooks run
+ * in this order. */
+#define LT_POLICY_REF(name) &lt__policy_##name,
+static const lt_policy_ops_t *const registry[] = {LT_POLICY_REGISTRY(LT_POLICY_REF)};
+#undef LT_POLICY_REF
+_Static_assert(sizeof registry / sizeof registry[0] == LT_POLICY_MAX,
+               "the table fits the registry");
 
 int lt__policies_init(lt_sched_t *s) {
   for (size_t k = 0; k < sizeof registry / sizeof registry[0]; k++) {
@@ -95,6 +96,11 @@ void lt__policies_tick(lt_sched_t *s, int64_t now_ms) {
   EACH(s, on_tick, now_ms);
 }
 
+void lt__policies_applied(lt_sched_t *s, const lt_req_t *q) {
+  lt_policy_t *p = &s->policies[q->policy];
+  if (p->ops->on_applied != NULL) p->ops->on_applied(p, q);
+}
+
 size_t lt__policies_stats(const lt_sched_t *s, size_t idx, lt_stat_t *out, size_t max) {
   size_t n = 0;
   for (size_t k = 0; k < s->npolicies; k++) {
@@ -103,4 +109,16 @@ size_t lt__policies_stats(const lt_sched_t *s, size_t idx, lt_stat_t *out, size_
     n += p->ops->stats(p, idx, out + n);
   }
   return n;
+}
+
+uint64_t lt__policies_stat(const lt_sched_t *s, size_t idx, const char *key) {
+  lt_stat_t st[LT_POLICY_MAX * LT_POLICY_STATS];
+  return lt__stat_sum(st, lt__policies_stats(s, idx, st, sizeof st / sizeof st[0]), key);
+}
+
+uint64_t lt__stat_sum(const lt_stat_t *st, size_t n, const char *key) {
+  uint64_t v = 0;
+  for (size_t k = 0; k < n; k++)
+    if (strcmp(st[k].key, key) == 0) v += st[k].v;
+  return v;
 }

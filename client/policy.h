@@ -4,9 +4,10 @@
  * server in a blob whose size it declares and the core allocates with each server entry (nng's
  * pipe_size) — and asks for what it wants done with lt__policy_ask. The loop applies the asks
  * between its phases (Go's sysmon decides; the scheduler acts), after checking that they still make
- * sense: a record asked about may have completed in between. A new policy is one file and one line
- * in the registry (policy.c). Dispatcher thread only, except `stats`, which the dispatcher calls
- * while it publishes. */
+ * sense: a record asked about may have completed in between. A policy counts what it did, from
+ * on_end and on_applied, and publishes its counters with `stats`. A new policy is one file and
+ * one line in the registry (policy_registry.h). Dispatcher thread only, except `stats`, which the
+ * dispatcher calls while it publishes. */
 #ifndef LT_POLICY_H
 #define LT_POLICY_H
 
@@ -15,11 +16,11 @@
 
 #include "codec.h"
 #include "options.h"
+#include "policy_registry.h"
 
 typedef struct lt_sched lt_sched_t;
 typedef struct lt_instr_rec lt_instr_rec_t;
 
-#define LT_POLICY_MAX   8          /* policies in the registry, at most */
 #define LT_POLICY_STATS 4          /* stats one policy may publish, per server and in all */
 #define LT_NO_LIMIT     UINT32_MAX /* a server limit that limits nothing */
 
@@ -98,6 +99,9 @@ typedef struct lt_policy_ops {
   void (*on_idle)(lt_policy_t *p, int64_t now_ms);
   /* on_tick: the periodic tick (heartbeats, at most LT_PING_MS apart). */
   void (*on_tick)(lt_policy_t *p, int64_t now_ms);
+  /* on_applied: the loop applied request q of this policy (a copy went out, a task runs
+   * again, a record was recalled or taken back); a request dropped as stale is not told. */
+  void (*on_applied)(lt_policy_t *p, const lt_req_t *q);
   /* stats fills up to LT_POLICY_STATS numbers of server idx, or of the policy in all when
    * idx is SIZE_MAX; returns how many. */
   size_t (*stats)(const lt_policy_t *p, size_t idx, lt_stat_t *out);
@@ -123,13 +127,14 @@ typedef struct lt_req_queue {
  * without memory) and lt__policy_server (p's blob for server idx, borrowed) are inline in
  * policy_view.h, after the dispatcher's struct: a policy calls nothing of the core. */
 
-/* The registry: every policy the dispatcher knows, in the order their hooks run. */
-extern const lt_policy_ops_t lt__policy_deadline;
-extern const lt_policy_ops_t lt__policy_watchdog;
-extern const lt_policy_ops_t lt__policy_crash;
-extern const lt_policy_ops_t lt__policy_quarantine;
-extern const lt_policy_ops_t lt__policy_backup;
-extern const lt_policy_ops_t lt__policy_migrate;
-extern const lt_policy_ops_t lt__policy_drain;
+/* The registry (policy_registry.h): every policy's ops table, and LT_POLICY_MAX, how many
+ * there are: the policy table, each server's limits and blobs and the stats are sized by it. */
+#define LT_POLICY_EXTERN(name) extern const lt_policy_ops_t lt__policy_##name;
+LT_POLICY_REGISTRY(LT_POLICY_EXTERN)
+#undef LT_POLICY_EXTERN
+
+#define LT_POLICY_ONE(name) +1
+enum { LT_POLICY_MAX = 0 LT_POLICY_REGISTRY(LT_POLICY_ONE) };
+#undef LT_POLICY_ONE
 
 #endif

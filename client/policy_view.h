@@ -85,6 +85,18 @@ int lt__rec_portable(const lt_instr_rec_t *r);
  * held by the client or made already and held by a live server, which the copy fetches
  * from peer to peer. */
 int lt__rec_copyable(const lt_sched_t *s, const lt_instr_rec_t *r);
+/* lt__end_status returns the status an end of a record carries: its completion's, else
+ * LT_ECANCELED for one its server says it never ran, else LT_ELOST. What a migration's
+ * cancel means follows from it: ECANCELED only when the server says so. */
+int lt__end_status(lt_end_t why, const lt_completion_t *cp);
+/* lt__end_decides tells whether r's end for `why` settles its copies: a result, or a failure
+ * of the kernel itself. A copy that was lost, never ran, or missed a value lost elsewhere
+ * leaves its twin to carry on; a copy that failed never decides: it may have missed an input
+ * its twin, the last reader, took (the twin fails the same way if the kernel does). */
+int lt__end_decides(const lt_instr_rec_t *r, lt_end_t why, const lt_completion_t *cp);
+/* lt__end_migrates tells whether r's end for `why` completes its migration: its cancel was
+ * on its way, the server confirms it never ran, and it has no copy out: it is placed again. */
+int lt__end_migrates(const lt_instr_rec_t *r, lt_end_t why, const lt_completion_t *cp);
 /* lt__token_made tells whether input t exists already: the client holds it, or its producer
  * (output i of instruction seq is named seq + i) is no longer out. */
 int lt__token_made(const lt_sched_t *s, const lt_token_t *t);
@@ -99,6 +111,12 @@ int lt__links_takers(const lt_sched_t *s);
 /* lt__sched_backup_target returns the idle server that should run a copy of r at now_ms, or
  * -1 when r is no straggler (or may not be copied, or no idle server would finish sooner). */
 int lt__sched_backup_target(const lt_sched_t *s, const lt_instr_rec_t *r, int64_t now_ms);
+
+/* ---- migrate.c's count, read by its unit test (tests/client/test_backup.c) ----------------- */
+
+/* lt__migrate_cancels_out returns the migrations' cancels not answered yet (records in
+ * LT_IR_MIGRATING), 0 when the policy is off. */
+uint32_t lt__migrate_cancels_out(const lt_sched_t *s);
 
 /* ---- a policy's requests and its state (policy.h) ------------------------------------------ */
 

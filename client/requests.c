@@ -3,8 +3,10 @@
  * (migration), taking back what a server held too long,
  * limits on a server, failing a task, refunding a loss that was no fault of its own,
  * draining and retiring a server. Each request is checked against the state now — the
- * record may have completed, the server died — and dropped when it no longer applies. The
- * policies decide; this file acts. Dispatcher thread only. */
+ * record may have completed, the server died — and dropped when it no longer applies; the
+ * policy that asked hears of each copy, run again, recall and take-back applied (its
+ * on_applied hook), and counts them itself. The policies decide; this file acts.
+ * Dispatcher thread only. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -46,8 +48,7 @@ static void copy(lt_sched_t *s, const lt_req_t *q) {
     lt__sched_rec_done(s, c);
     return;
   }
-  s->backups++;
-  s->srv[q->server].copies++;
+  lt__policies_applied(s, q);
   lt__log(LT_LOG_INFO, "instruction %llu: out %lld ms on %s, a copy goes to %s",
           (unsigned long long)r->seq, (long long)(now - r->sent_ms), s->srv[r->conn].conn.endpoint,
           s->srv[q->server].conn.endpoint);
@@ -70,6 +71,7 @@ static void rerun(lt_sched_t *s, const lt_req_t *q) {
   uint32_t old = j->gen;
   int64_t out_ms = lt__clock_ms() - r->sent_ms;
   if (!lt__sched_rerun(s, j, "a stage of it straggles")) return;
+  lt__policies_applied(s, q);
   lt__log(LT_LOG_INFO, "instruction %llu: out %lld ms on %s: its task runs again",
           (unsigned long long)q->seq, (long long)out_ms, s->srv[idx].conn.endpoint);
   for (lt_instr_rec_t *o = s->srv[idx].slot.out; o != NULL; o = o->out_next)
@@ -89,8 +91,7 @@ static void recall(lt_sched_t *s, const lt_req_t *reqs, size_t n) {
           lt__rec_stale(r) || !lt__server_alive(s, i))
         continue;
       lt__rec_to(r, LT_IR_MIGRATING);
-      s->cancels_out++;
-      s->migrations++;
+      lt__policies_applied(s, &reqs[q]);
       seqs[k++] = r->seq;
       if (k == sizeof seqs / sizeof seqs[0]) {
         lt__server_cancel(s, i, seqs, k);
@@ -114,7 +115,7 @@ static void take_back(lt_sched_t *s, const lt_req_t *q) {
   lt__log(lt__rec_stale(r) ? LT_LOG_DEBUG : LT_LOG_WARN, "server %s: %s: %s",
           s->srv[idx].conn.endpoint, q->msg, lt__rec_stale(r) ? "dropped" : "running it elsewhere");
   lt__rec_cancel(s, r);
-  s->overdue++;
+  lt__policies_applied(s, q);
   lt__sched_end(s, r, LT_END_TAKEN_BACK, NULL, NULL, LT_ELOST, q->msg);
 }
 

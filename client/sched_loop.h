@@ -70,6 +70,13 @@ void lt__policies_tick(lt_sched_t *s, int64_t now_ms);
 /* lt__policies_stats fills out[] (max entries) with the policies' stats of server idx, or
  * in all (SIZE_MAX); returns how many. */
 size_t lt__policies_stats(const lt_sched_t *s, size_t idx, lt_stat_t *out, size_t max);
+/* lt__policies_applied tells the policy that filed request q that the loop applied it. */
+void lt__policies_applied(lt_sched_t *s, const lt_req_t *q);
+/* lt__policies_stat returns the sum of the policies' stats named `key` of server idx, or in
+ * all (SIZE_MAX): 0 when no enabled policy publishes it. */
+uint64_t lt__policies_stat(const lt_sched_t *s, size_t idx, const char *key);
+/* lt__stat_sum returns the sum of the n stats st[] named `key`. */
+uint64_t lt__stat_sum(const lt_stat_t *st, size_t n, const char *key);
 
 /* sched_stats.c: the stats snapshot. */
 void lt__stats_init(lt_stats_snap_t *st);

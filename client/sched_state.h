@@ -54,10 +54,8 @@ typedef struct lt_job_rec {
   /* Of restarts, those owed to sessions whose end is not known yet: not counted toward
    * max_retries, refunded if it was a crash (losses.c). */
   uint32_t restarts_held;
-  uint64_t num;          /* its task number (= its instance's), the key of s->jobs */
-  const void *crash_key; /* the chain (template stages) of its instruction that crashed */
-  uint32_t crashes;      /* crashes charged to that chain (crash.c) */
-  UT_hash_handle hh;     /* s->jobs, by task number */
+  uint64_t num;      /* its task number (= its instance's), the key of s->jobs */
+  UT_hash_handle hh; /* s->jobs, by task number */
 } lt_job_rec_t;
 
 /* Input tokens a record holds inside itself: most instructions read one or two. */
@@ -267,7 +265,6 @@ typedef struct lt_server {
   lt_slot_t slot;
   lt_relq_t relq;    /* ids to release there this turn */
   uint32_t admitted; /* instructions counted in its window */
-  uint64_t copies;   /* copies of stragglers sent here (requests.c) */
   lt_pace_t pace;
   /* Marked dead (servers.c): the loop's reap phase ends the session once per turn. */
   int gone;
@@ -302,8 +299,7 @@ typedef struct lt_stats_server {
   double rtt_us, service_us, cores;
   uint64_t starved;
   uint32_t running, queued; /* of inflight: seen in its threads, and the rest */
-  uint64_t copies;
-  float svc_last[LT_TAIL]; /* the pace's ring of service times, copied when it grew */
+  float svc_last[LT_TAIL];  /* the pace's ring of service times, copied when it grew */
   uint64_t svc_n;
   lt_stat_t pstats[LT_POLICY_MAX * LT_POLICY_STATS]; /* the policies' own of this server */
   size_t npstats;
@@ -313,9 +309,9 @@ typedef struct lt_stats_server {
  * only to copy in or format out, never with another lock. */
 typedef struct lt_stats_snap {
   pthread_mutex_t mu;
-  uint64_t instructions, bytes_to, bytes_from, retries, migrations, migrated, stray, overdue;
+  uint64_t instructions, bytes_to, bytes_from, retries, stray;
   uint64_t protocol_errors;
-  uint64_t backups, backups_won, reruns, groups, grouped, packs, packed;
+  uint64_t groups, grouped, packs, packed;
   int64_t t0_ms; /* when the dispatcher started: elapsed_ms counts from it */
   lt_stat_t pstats[LT_POLICY_MAX * LT_POLICY_STATS]; /* the policies' own (policy.h) */
   size_t npstats;
@@ -379,20 +375,12 @@ struct lt_sched {
   lt_freelist_t recs;
   lt_freelist_t jobs_free;
   uint64_t retries;
-  uint64_t migrations;  /* cancels sent to move queued instructions (migrate.c) */
-  uint64_t migrated;    /* of those, confirmed and placed again */
-  uint32_t cancels_out; /* migrations' cancels not yet answered (records in LT_IR_MIGRATING) */
-  uint64_t stray;       /* completions for instructions a server was not running for us */
-  uint64_t overdue;     /* instructions taken back from a server that held them far too long */
-  int went_idle;        /* a server came to run nothing of ours this turn */
-  int freed;            /* a server's admitted count fell this turn: the on_idle hooks run */
-  uint64_t backups;     /* copies of stragglers sent to idle servers (backup.c) */
-  uint64_t backups_won; /* of those, the ones that finished first */
-  uint64_t reruns;      /* tasks run again from their input for a straggling inner stage */
-  uint64_t groups;      /* groups of instructions sent as one hand-off (grain, dispatch.c) */
-  uint64_t grouped;     /* instructions in those groups */
-  uint64_t packs;       /* of those groups, the ones sent as one packed instruction */
-  uint64_t packed;      /* tasks in those packs */
+  uint64_t stray;   /* completions for instructions a server was not running for us */
+  int freed;        /* a server's admitted count fell this turn: the on_idle hooks run */
+  uint64_t groups;  /* groups of instructions sent as one hand-off (grain, dispatch.c) */
+  uint64_t grouped; /* instructions in those groups */
+  uint64_t packs;   /* of those groups, the ones sent as one packed instruction */
+  uint64_t packed;  /* tasks in those packs */
 
   /* servers dropped for a completion that was not of what was sent them (done_check.c) */
   uint64_t protocol_errors;

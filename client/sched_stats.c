@@ -61,7 +61,6 @@ static void snap_server(const lt_sched_t *s, size_t i, lt_stats_server_t *out) {
   out->service_us = pc->svc_us;
   out->cores = pc->cores;
   out->starved = pc->starved;
-  out->copies = s->srv[i].copies;
   /* The running ones lead the server's list (instr.c): O(window), not O(inflight). */
   uint32_t running = 0;
   for (const lt_instr_rec_t *r = s->srv[i].slot.out; r != NULL && r->run_ms >= 0; r = r->out_next)
@@ -88,14 +87,8 @@ void lt__stats_publish(lt_sched_t *s) {
   pthread_mutex_lock(&st->mu);
   st->instructions = s->instructions;
   st->retries = s->retries;
-  st->migrations = s->migrations;
-  st->migrated = s->migrated;
   st->stray = s->stray;
   st->protocol_errors = s->protocol_errors;
-  st->overdue = s->overdue;
-  st->backups = s->backups;
-  st->backups_won = s->backups_won;
-  st->reruns = s->reruns;
   st->groups = s->groups;
   st->grouped = s->grouped;
   st->packs = s->packs;
@@ -129,9 +122,22 @@ static const char *conn_state_name(lt_conn_state_t st) {
   }
 }
 
-/* stats_json appends the policies' own numbers. */
+/* Policies' numbers that keep the place in the stats they had before the policies kept them
+ * (backup.c, migrate.c, deadline.c and watchdog.c): shown there, summed over the policies
+ * that publish them (0 when none is on), and not again among the rest. */
+static const char *const placed[] = {"migrations",  "migrated", "overdue", "backups",
+                                     "backups_won", "reruns",   "copies"};
+
+static int is_placed(const char *key) {
+  for (size_t k = 0; k < sizeof placed / sizeof placed[0]; k++)
+    if (strcmp(placed[k], key) == 0) return 1;
+  return 0;
+}
+
+/* stats_json appends the policies' own numbers, but those shown in their own place. */
 static void stats_json(const lt_stat_t *st, size_t n, lt_json_t *j) {
   for (size_t k = 0; k < n; k++) {
+    if (is_placed(st[k].key)) continue;
     if (st[k].is_bool)
       lt__json_bool(j, st[k].key, st[k].v != 0);
     else
@@ -193,7 +199,7 @@ static void server_json(const lt_stats_server_t *sv, lt_json_t *j) {
   lt__json_double(j, "rtt_us", sv->rtt_us);
   lt__json_double(j, "service_us", sv->service_us);
   lt__json_double(j, "service_p95_us", p95_us(sv));
-  lt__json_u64(j, "copies", sv->copies);
+  lt__json_u64(j, "copies", lt__stat_sum(sv->pstats, sv->npstats, "copies"));
   lt__json_double(j, "cores", sv->cores);  /* the CPU it gets, learnt */
   lt__json_u64(j, "starved", sv->starved); /* reports of a free thread and nothing queued */
   lt__json_double(j, "speed", sv->speed);
@@ -222,14 +228,14 @@ void lt__sched_stats_json(void *self, lt_json_t *j) {
   lt__json_u64(j, "bytes_to_servers", st->bytes_to);
   lt__json_u64(j, "bytes_from_servers", st->bytes_from);
   lt__json_u64(j, "retries", st->retries);
-  lt__json_u64(j, "migrations", st->migrations);
-  lt__json_u64(j, "migrated", st->migrated);
+  lt__json_u64(j, "migrations", lt__stat_sum(st->pstats, st->npstats, "migrations"));
+  lt__json_u64(j, "migrated", lt__stat_sum(st->pstats, st->npstats, "migrated"));
   lt__json_u64(j, "stray_completions", st->stray);
   lt__json_u64(j, "protocol_errors", st->protocol_errors);
-  lt__json_u64(j, "overdue", st->overdue);
-  lt__json_u64(j, "backups", st->backups);
-  lt__json_u64(j, "backups_won", st->backups_won);
-  lt__json_u64(j, "reruns", st->reruns);
+  lt__json_u64(j, "overdue", lt__stat_sum(st->pstats, st->npstats, "overdue"));
+  lt__json_u64(j, "backups", lt__stat_sum(st->pstats, st->npstats, "backups"));
+  lt__json_u64(j, "backups_won", lt__stat_sum(st->pstats, st->npstats, "backups_won"));
+  lt__json_u64(j, "reruns", lt__stat_sum(st->pstats, st->npstats, "reruns"));
   lt__json_u64(j, "groups", st->groups);
   lt__json_u64(j, "grouped", st->grouped);
   lt__json_u64(j, "packs", st->packs);

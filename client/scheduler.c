@@ -219,7 +219,7 @@ static void run_policies(lt_sched_t *s, int64_t now, int ticked) {
   }
   if (s->freed) lt__policies_idle(s, now);
   if (ticked) lt__policies_tick(s, now);
-  s->freed = s->went_idle = 0;
+  s->freed = 0;
   lt__sched_apply_requests(s);
   reap(s);
 }

@@ -12,8 +12,9 @@
  * server spends on its heartbeats, a tenth of what a spinning kernel got with four times as
  * many busy threads as cores): a wedged or hostile server burns no CPU for us, while one that
  * inputs of very different sizes keep busy does (a kernel that spins for ever is for
- * task_timeout, the deadline policy). State: whether each server is suspect. Dispatcher
- * thread only. */
+ * task_timeout, the deadline policy). State: whether each server is suspect, and the
+ * instructions it took back (stat `overdue`, with the deadline policy's). Dispatcher thread
+ * only. */
 #include <stdio.h>
 
 #include "policy_view.h"
@@ -25,6 +26,10 @@
 typedef struct watch_srv {
   int suspect;
 } watch_srv_t;
+
+typedef struct watch_state {
+  uint64_t overdue; /* instructions taken back */
+} watch_state_t;
 
 /* limit_ms returns how long r may stay out on its server before it is overdue, or -1 when
  * nothing is known to judge by. */
@@ -76,10 +81,24 @@ static void on_server_ready(lt_policy_t *p, size_t idx, const lt_msg_t *welcome)
   ((watch_srv_t *)lt__policy_server(p, idx))->suspect = 0;
 }
 
+/* An instruction taken back. */
+static void on_applied(lt_policy_t *p, const lt_req_t *q) {
+  if (q->kind == LT_REQ_TAKE_BACK) ((watch_state_t *)p->state)->overdue++;
+}
+
+static size_t stats(const lt_policy_t *p, size_t idx, lt_stat_t *out) {
+  if (idx != SIZE_MAX) return 0;
+  out[0] = (lt_stat_t){"overdue", 0, ((const watch_state_t *)p->state)->overdue};
+  return 1;
+}
+
 const lt_policy_ops_t lt__policy_watchdog = {
     .name = "watchdog",
+    .state_size = sizeof(watch_state_t),
     .server_size = sizeof(watch_srv_t),
     .on_server_ready = on_server_ready,
     .on_end = on_end,
     .on_tick = on_tick,
+    .on_applied = on_applied,
+    .stats = stats,
 };

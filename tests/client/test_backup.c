@@ -88,10 +88,10 @@ Test(backup, instructions_run_in_the_order_sent_up_to_the_threads) {
   lt__sched_take_off(&f.w.s, f.a); /* a completes: c takes its thread */
   cr_assert_geq(f.c->run_ms, t0 + 100);
   cr_assert_eq(f.b->run_ms, t0, "a completion there does not restart what was already running");
-  cr_assert_eq(f.w.s.went_idle, 0);
+  cr_assert_eq(f.w.srv[0].slot.idle_ms, 0);
   lt__sched_take_off(&f.w.s, f.b);
   lt__sched_take_off(&f.w.s, f.c);
-  cr_assert_eq(f.w.s.went_idle, 1, "server 0 runs nothing of ours: copies are looked for now");
+  cr_assert(f.w.s.freed, "server 0 runs nothing of ours: copies are looked for now");
   cr_assert_geq(f.w.srv[0].slot.idle_ms, f.c->run_ms);
   teardown(&f.w);
 }
@@ -135,12 +135,42 @@ Test(backup, a_straggler_is_judged_by_how_long_it_has_run) {
   teardown(&f.w);
 }
 
+/* with_policies turns the backup and migrate policies on in f's world. */
+static void with_policies(fixture_t *f) {
+  f->w.opts.backup = f->w.opts.migrate = f->w.opts.lookahead = 1;
+  f->w.opts.placement = LT_PLACE_EFT;
+  cr_assert_eq(world_policies(&f->w), LT_OK);
+  cr_assert_neq(world_policy(&f->w, &lt__policy_backup), SIZE_MAX);
+  cr_assert_neq(world_policy(&f->w, &lt__policy_migrate), SIZE_MAX);
+}
+
+/* applied tells policy `ops` that the loop applied its request of `kind` about r (to server
+ * `to`), as requests.c does. */
+static void applied(fixture_t *f, const lt_policy_ops_t *ops, lt_req_kind_t kind,
+                    const lt_instr_rec_t *r, size_t to) {
+  lt_req_t q = {.kind = kind, .policy = world_policy(&f->w, ops), .seq = r->seq, .server = to};
+  lt__policies_applied(&f->w.s, &q);
+}
+
+/* end ends r's time on its server as lt__sched_end does: the policies hear of it, then it
+ * is settled. */
+static lt_settle_t end(fixture_t *f, lt_instr_rec_t *r, lt_end_t why, const lt_completion_t *cp) {
+  lt__policies_end(&f->w.s, r, (size_t)r->conn, why, cp);
+  return lt__rec_settle(&f->w.s, r, why, cp);
+}
+
+static uint64_t stat(const fixture_t *f, const char *key) {
+  return lt__policies_stat(&f->w.s, SIZE_MAX, key);
+}
+
 /* migrating_with_copy puts f's c (waiting on server 0) under a migration's cancel and
  * makes it run, as when the server took it before the cancel came, and gives it a copy on
  * server 1, idle. */
 static lt_instr_rec_t *migrating_with_copy(fixture_t *f) {
+  with_policies(f);
   lt__rec_to(f->c, LT_IR_MIGRATING);
-  f->w.s.cancels_out = 1;
+  applied(f, &lt__policy_migrate, LT_REQ_RECALL, f->c, 0);
+  cr_assert_eq(lt__migrate_cancels_out(&f->w.s), 1);
   lt__sched_take_off(&f->w.s, f->a); /* c takes a's thread */
   int64_t t = f->c->run_ms + 250;
   cr_assert_eq(lt__sched_backup_target(&f->w.s, f->c, t), 1, "a migrating straggler gets a copy");
@@ -149,6 +179,9 @@ static lt_instr_rec_t *migrating_with_copy(fixture_t *f) {
   copy->twin = f->c;
   f->c->twin = copy;
   send(&f->w, &f->q, 3, 1, t);
+  applied(f, &lt__policy_backup, LT_REQ_COPY, f->c, 1);
+  cr_assert_eq(stat(f, "backups"), 1);
+  cr_assert_eq(lt__policies_stat(&f->w.s, 1, "copies"), 1);
   return copy;
 }
 
@@ -157,14 +190,16 @@ Test(backup, a_copy_that_wins_drops_its_migrating_twin) {
   start(&f, 1000);
   lt_instr_rec_t *copy = migrating_with_copy(&f);
   lt_completion_t ok = {.seq = copy->seq, .status = LT_OK};
-  cr_assert_eq(lt__rec_settle(&f.w.s, copy, LT_END_DONE, &ok), LT_SETTLE_APPLY,
-               "the copy's result is applied");
+  cr_assert_eq(end(&f, copy, LT_END_DONE, &ok), LT_SETTLE_APPLY, "the copy's result is applied");
   cr_assert_eq(f.c->state, LT_IR_DROPPED);
-  cr_assert_eq(f.w.s.cancels_out, 0, "the cancel's answer only frees the dropped twin");
-  cr_assert_eq(f.w.s.backups_won, 1);
+  cr_assert_eq(lt__migrate_cancels_out(&f.w.s), 0,
+               "the cancel's answer only frees the dropped twin");
+  cr_assert_eq(stat(&f, "backups_won"), 1);
   lt_completion_t cancelled = {.seq = f.c->seq, .status = LT_ECANCELED}; /* its answer comes */
   cr_assert_eq(lt__rec_settle(&f.w.s, f.c, LT_END_NOT_RUN, &cancelled), LT_SETTLE_DROP,
-               "dropped: no effect");
+               "dropped: no effect (the policies hear of no end of a dropped twin)");
+  cr_assert_eq(lt__migrate_cancels_out(&f.w.s), 0);
+  cr_assert_eq(stat(&f, "migrated"), 0);
   teardown(&f.w);
 }
 
@@ -173,13 +208,37 @@ Test(backup, a_migration_confirmed_leaves_the_copy_alone) {
   start(&f, 1000);
   lt_instr_rec_t *copy = migrating_with_copy(&f);
   lt_completion_t cancelled = {.seq = f.c->seq, .status = LT_ECANCELED}; /* c never ran */
-  cr_assert_eq(lt__rec_settle(&f.w.s, f.c, LT_END_NOT_RUN, &cancelled), LT_SETTLE_DROP,
+  cr_assert_eq(end(&f, f.c, LT_END_NOT_RUN, &cancelled), LT_SETTLE_DROP,
                "not placed again, and without effect: its copy runs");
-  cr_assert_eq(f.w.s.cancels_out, 0);
-  cr_assert_eq(f.w.s.migrated, 0);
+  cr_assert_eq(lt__migrate_cancels_out(&f.w.s), 0);
+  cr_assert_eq(stat(&f, "migrated"), 0);
   cr_assert_null(copy->twin);
   cr_assert_eq(copy->backup, 0, "the copy is the instruction now, placed again if lost");
-  cr_assert_eq(f.w.s.backups_won, 1);
+  cr_assert_eq(stat(&f, "backups_won"), 1);
+  teardown(&f.w);
+}
+
+/* A migration whose cancel is confirmed for a record with no copy places it again: the
+ * migrate policy counts it moved, and its cancel answered. One that had started stays. */
+Test(backup, a_migration_confirmed_is_counted_moved) {
+  fixture_t f;
+  start(&f, 1000);
+  with_policies(&f);
+  lt__rec_to(f.b, LT_IR_MIGRATING);
+  lt__rec_to(f.c, LT_IR_MIGRATING);
+  applied(&f, &lt__policy_migrate, LT_REQ_RECALL, f.b, 0);
+  applied(&f, &lt__policy_migrate, LT_REQ_RECALL, f.c, 0);
+  cr_assert_eq(stat(&f, "migrations"), 2);
+  cr_assert_eq(lt__migrate_cancels_out(&f.w.s), 2, "a round's cancels hold the next round");
+  lt_completion_t ran = {.seq = f.b->seq, .status = LT_OK}; /* b had started: it completes */
+  cr_assert_eq(end(&f, f.b, LT_END_DONE, &ran), LT_SETTLE_APPLY);
+  cr_assert_eq(lt__migrate_cancels_out(&f.w.s), 1);
+  lt_completion_t cancelled = {.seq = f.c->seq, .status = LT_ECANCELED};
+  cr_assert_eq(end(&f, f.c, LT_END_NOT_RUN, &cancelled), LT_SETTLE_REQUEUED);
+  cr_assert_eq(lt__migrate_cancels_out(&f.w.s), 0);
+  cr_assert_eq(stat(&f, "migrated"), 1, "c moves, b does not");
+  cr_assert_eq(stat(&f, "backups_won"), 0);
+  lt__sched_pop_fireable(&f.w.s); /* c waits for placement: out of the queue before teardown */
   teardown(&f.w);
 }
 
@@ -278,6 +337,7 @@ Test(backup, a_server_whose_kernels_wait_is_not_slow) {
 Test(backup, an_input_gone_leaves_the_copy_to_carry_on) {
   fixture_t f;
   start(&f, 1000);
+  with_policies(&f);
   lt__sched_take_off(&f.w.s, f.a);
   lt_instr_rec_t *copy = &f.q.r[3];
   copy->backup = 1;
@@ -285,9 +345,9 @@ Test(backup, an_input_gone_leaves_the_copy_to_carry_on) {
   f.b->twin = copy;
   send(&f.w, &f.q, 3, 1, 1300);
   lt_completion_t gone = {.seq = f.b->seq, .status = LT_ENOENT};
-  cr_assert_eq(lt__rec_settle(&f.w.s, f.b, LT_END_FAILED, &gone), LT_SETTLE_DROP,
-               "without effect: its copy runs");
+  cr_assert_eq(end(&f, f.b, LT_END_FAILED, &gone), LT_SETTLE_DROP, "without effect: its copy runs");
   cr_assert_null(copy->twin);
   cr_assert_eq(copy->backup, 0, "the copy is the instruction now");
+  cr_assert_eq(stat(&f, "backups_won"), 1, "the copy won");
   teardown(&f.w);
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "sched_jobs.h"
+#include "sched_loop.h"
 #include "sched_records.h"
 #include "sched_servers.h"
 
@@ -35,7 +36,26 @@ static inline void world_init(world_t *w) {
   }
 }
 
+/* world_policies turns on the policies w's options enable, with their state and their blob
+ * in each server entry (world_fini frees them); their hooks run only when a test calls them
+ * (lt__policies_end, lt__policies_applied). Returns LT_OK or LT_ENOMEM. */
+static inline int world_policies(world_t *w) {
+  w->s.capsrv = WORLD_SERVERS;
+  int rc = lt__policies_init(&w->s);
+  for (size_t i = 0; i < WORLD_SERVERS && rc == LT_OK; i++)
+    rc = lt__policies_server_new(&w->s, i);
+  return rc;
+}
+
+/* world_policy returns the index of the enabled policy `ops` in w's table, or SIZE_MAX. */
+static inline size_t world_policy(const world_t *w, const lt_policy_ops_t *ops) {
+  for (size_t k = 0; k < w->s.npolicies; k++)
+    if (w->s.policies[k].ops == ops) return k;
+  return SIZE_MAX;
+}
+
 static inline void world_fini(world_t *w) {
+  if (w->s.npolicies > 0) lt__policies_free(&w->s); /* what world_policies made */
   lt__sched_pools_clear(&w->s);
   lt__options_clear(&w->opts);
 }

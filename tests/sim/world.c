@@ -377,9 +377,9 @@ void sim_run(const sim_params_t *prm, sim_result_t *out) {
     if (w->p.scale && w->p.verbose) sim_scale_profile(w, (int64_t)out->makespan_us);
     if (w->p.scale) sim_scale_use(w, (int64_t)out->makespan_us, out->use);
     out->instrs = s->instructions;
-    out->backups = s->backups;
-    out->reruns = s->reruns;
-    out->migrated = s->migrated;
+    out->backups = lt__policies_stat(s, SIZE_MAX, "backups");
+    out->reruns = lt__policies_stat(s, SIZE_MAX, "reruns");
+    out->migrated = lt__policies_stat(s, SIZE_MAX, "migrated");
     sim_door_stop(d);
     lt__sched_stop(s);
   }
