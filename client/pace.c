@@ -149,12 +149,16 @@ void lt__pace_service(lt_pace_t *p, const void *key, double svc_us, double cpu_u
   recompute(p);
 }
 
-/* memo_of returns the memo slot of chain `key` (taken over, cleared, from another chain),
- * or NULL without a memo. */
+/* memo_of returns the memo slot of chain `key`: its own, or the one taken longest ago,
+ * cleared (never where the chain lies in memory: the simulator's runs must not depend on
+ * it); NULL without a memo. */
 static lt_pace_memo_slot_t *memo_of(const lt_sched_t *s, const void *key) {
-  if (s->pace_memo == NULL) return NULL;
-  lt_pace_memo_slot_t *m = &s->pace_memo->slot[((uintptr_t)key >> 4) % LT_PACE_MEMO];
-  if (m->key != key) *m = (lt_pace_memo_slot_t){.key = key, .idx = SIZE_MAX};
+  lt_pace_memo_t *memo = s->pace_memo;
+  if (memo == NULL) return NULL;
+  for (size_t k = 0; k < LT_PACE_MEMO; k++)
+    if (memo->slot[k].key == key) return &memo->slot[k];
+  lt_pace_memo_slot_t *m = &memo->slot[memo->next++ % LT_PACE_MEMO];
+  *m = (lt_pace_memo_slot_t){.key = key, .idx = SIZE_MAX};
   return m;
 }
 

@@ -161,6 +161,7 @@ typedef struct lt_pace_memo {
   int64_t chains_ms; /* ... as of this millisecond (0: never looked) */
   size_t mean_idx;
   int64_t mean_miss_ms;
+  size_t next; /* the slot a chain without one takes next */
 } lt_pace_memo_t;
 
 typedef struct lt_pace {
