@@ -64,10 +64,10 @@ static int eligible(const lt_sched_t *s, const lt_instr_rec_t *r) {
 }
 
 /* fetch_us estimates moving r's inputs held by servers other than i to server i. */
-static double fetch_us(const lt_instr_rec_t *r, size_t i) {
+static double fetch_us(const lt_sched_t *s, const lt_instr_rec_t *r, size_t i) {
   double bytes = 0;
   for (uint32_t k = 0; k < r->nins; k++)
-    if (r->ins[k].value == NULL && lt__token_holder(&r->ins[k]) != (int)i)
+    if (r->ins[k].value == NULL && lt__holder(s, &r->ins[k]) != (int)i)
       bytes += (double)r->ins[k].size;
   return bytes / LT_LINK_BPUS;
 }
@@ -146,7 +146,7 @@ static double copy_us(const lt_sched_t *s, const lt_instr_rec_t *r, size_t i, in
   if (!lt__server_fits(s, i, &fi)) return -1;
   double chain = lt__pace_cost_us(s, i, r->stages);
   double redo = redo_us(s, r, i, done_us(s, r, now_ms));
-  return (chain > redo ? chain : redo) + fetch_us(r, i);
+  return (chain > redo ? chain : redo) + fetch_us(s, r, i);
 }
 
 /* due_us is what r should take on its server: its cost there as expected when it was sent,

@@ -119,7 +119,7 @@ static int batch_add(lt_sched_t *s, batch_t *b, int idx, lt_instr_rec_t *r, cons
     if (t->value != NULL) {
       /* The client has the value: it travels inline, and the server copy of a small
        * output that came back is no longer needed. */
-      if (lt__token_holder(t) >= 0) lt__server_release(s, lt__token_holder(t), t->id);
+      if (lt__holder(s, t) >= 0) lt__server_release(s, lt__holder(s, t), t->id);
       inp->kind = LT_INPUT_INLINE;
       inp->frame = b->nframes;
       b->frames[b->nframes].data = t->value->data;
@@ -129,7 +129,7 @@ static int batch_add(lt_sched_t *s, batch_t *b, int idx, lt_instr_rec_t *r, cons
       inp->kind = LT_INPUT_REF;
       inp->id = t->id;
       inp->size = t->size;
-      if (lt__token_holder(t) != idx) inp->holder = s->srv[lt__token_holder(t)].conn.endpoint;
+      if (lt__holder(s, t) != idx) inp->holder = s->srv[lt__holder(s, t)].conn.endpoint;
     }
   }
   b->outputs[b->n] = (lt_oid_t){s->client_id, r->seq};
@@ -196,8 +196,7 @@ static void batch_free(batch_t *b) {
 static int inputs_lost(const lt_sched_t *s, const lt_fire_t *fi) {
   for (uint32_t i = 0; i < fi->ninputs; i++) {
     const lt_token_t *t = &fi->inputs[i];
-    if (t->value == NULL &&
-        (lt__token_holder(t) < 0 || lt__server_gone(s, (size_t)lt__token_holder(t))))
+    if (t->value == NULL && (lt__holder(s, t) < 0 || lt__server_gone(s, (size_t)lt__holder(s, t))))
       return 1;
   }
   return 0;
@@ -210,8 +209,8 @@ static uint64_t instr_bytes(const lt_sched_t *s, const lt_instr_rec_t *r, const 
     n += STAGE_BYTES + fi->stages[k].param_len;
   for (uint32_t k = 0; k < r->nins; k++) {
     n += INPUT_BYTES;
-    if (r->ins[k].value == NULL && lt__token_holder(&r->ins[k]) >= 0)
-      n += strlen(s->srv[lt__token_holder(&r->ins[k])].conn.endpoint);
+    if (r->ins[k].value == NULL && lt__holder(s, &r->ins[k]) >= 0)
+      n += strlen(s->srv[lt__holder(s, &r->ins[k])].conn.endpoint);
   }
   return n;
 }
@@ -241,7 +240,7 @@ static int too_big(lt_sched_t *s, lt_instr_rec_t *r, const lt_fire_t *fi) {
     live = 1;
   }
   if (!live) return 0; /* it waits for a server */
-  uint64_t need = lt__server_frame_need(fi, -1);
+  uint64_t need = lt__server_frame_need(s, fi, -1);
   char msg[256];
   if (need > most)
     snprintf(msg, sizeof msg,
@@ -268,7 +267,8 @@ static int fits_on(lt_sched_t *s, const lt_instr_rec_t *r, const lt_fire_t *fi, 
  * the frame goes on, and successors it fires are queued to go out in this turn. */
 static void move_on(lt_sched_t *s, lt_instr_rec_t *r, int idx) {
   lt_job_rec_t *j = r->job;
-  lt_token_t out = {.id = {s->client_id, r->seq}, .at = (uint32_t)idx + 1};
+  lt_token_t out = {.id = {s->client_id, r->seq}, .at = lt__holder_id(s, idx)};
+  lt__entries_held_by(s, j);
   lt__instance_dispatched(j->inst, r->frame, &out, lt__sched_on_fire_chained, s);
   r->moved = 1;
   r->frame = NULL; /* it may have finished and been freed */
@@ -365,7 +365,7 @@ static int joins(const lt_sched_t *s, lt_instr_rec_t *m, const lt_tstage_t *chai
   fire_info(m, &fi);
   if (fi.stages != chain) return 0;
   for (uint32_t i = 0; i < fi.ninputs; i++)
-    if (fi.inputs[i].value == NULL && lt__token_holder(&fi.inputs[i]) != idx) return 0;
+    if (fi.inputs[i].value == NULL && lt__holder(s, &fi.inputs[i]) != idx) return 0;
   return lt__server_fits(s, (size_t)idx, &fi);
 }
 

@@ -217,7 +217,7 @@ int lt__token_made(const lt_sched_t *s, const lt_token_t *t) {
  * is not: r, its last reader, had it released there as it took it. */
 static int input_ready(const lt_sched_t *s, const lt_instr_rec_t *r, const lt_token_t *t) {
   if (t->value != NULL) return 1;
-  int h = lt__token_holder(t);
+  int h = lt__holder(s, t);
   if (h < 0 || h != r->conn || !lt__server_alive(s, (size_t)h) || t->id.client != s->client_id)
     return 0;
   return lt__token_made(s, t);

@@ -73,7 +73,8 @@ void lt__sched_deliver(lt_sched_t *s) {
 }
 
 static void release_token(void *ud, const lt_token_t *t) {
-  if (lt__token_holder(t) >= 0) lt__server_release(ud, lt__token_holder(t), t->id);
+  lt_sched_t *s = ud;
+  if (lt__holder(s, t) >= 0) lt__server_release(s, lt__holder(s, t), t->id);
 }
 
 void lt__sched_job_result(lt_sched_t *s, lt_job_rec_t *j, lt_value_t *v) {
@@ -139,6 +140,7 @@ void lt__sched_on_fire_chained(void *ud, lt_instance_t *inst, lt_frame_t *frame)
 /* feed starts j's instance on its input, or, for a combine of the stream's reduce, on its
  * two inputs. */
 static void feed(lt_sched_t *s, lt_job_rec_t *j) {
+  j->epoch = UINT64_MAX; /* this run holds no value on a server yet (entries.c) */
   int rc = j->input2 != NULL
                ? lt__instance_feed_pair(j->inst, j->input, j->input2, lt__sched_on_fire, s)
                : lt__instance_feed(j->inst, j->input, lt__sched_on_fire, s);
@@ -272,8 +274,8 @@ static void lost(lt_sched_t *s, lt_instr_rec_t *r, const char *endpoint, const c
   for (uint32_t i = 0; i < r->nins; i++) {
     const lt_token_t *t = &r->ins[i];
     if (t->value == NULL &&
-        (lt__token_holder(t) < 0 || lt__server_gone(s, (size_t)lt__token_holder(t)) ||
-         !lt__op(r->op)->keeps_inputs || (size_t)lt__token_holder(t) == (size_t)r->conn))
+        (lt__holder(s, t) < 0 || lt__server_gone(s, (size_t)lt__holder(s, t)) ||
+         !lt__op(r->op)->keeps_inputs || (size_t)lt__holder(s, t) == (size_t)r->conn))
       movable = 0;
   }
   if (charge) {
@@ -317,7 +319,8 @@ static int output_tokens(lt_sched_t *s, const lt_instr_rec_t *r, int conn,
     memset(t, 0, sizeof *t);
     t->id = (lt_oid_t){s->client_id, r->seq + i};
     t->size = cp->outputs[i].size;
-    lt__token_hold(t, conn);
+    lt__holder_set(s, t, conn);
+    lt__entries_held_by(s, r->job);
     if (cp->outputs[i].frame >= 0) {
       const lt_bytes_t *f = &m->frames[cp->outputs[i].frame];
       if (!lt__binding(s, NULL).outputs_stay) t->at = 0; /* no holder */
@@ -388,7 +391,7 @@ static void check_moves(lt_sched_t *s, const lt_instr_rec_t *r, int holder,
     uint64_t lim = s->srv[q->conn].conn.max_frame;
     for (uint32_t k = 0; k < q->nins; k++) {
       const lt_token_t *t = &q->ins[k];
-      if (t->value != NULL || lt__token_holder(t) != holder || t->id.client != s->client_id ||
+      if (t->value != NULL || lt__holder(s, t) != holder || t->id.client != s->client_id ||
           t->id.seq < r->seq || t->id.seq >= r->seq + cp->noutputs)
         continue;
       uint64_t size = cp->outputs[t->id.seq - r->seq].size;

@@ -118,9 +118,9 @@ static void greet(lt_sched_t *s, size_t idx) {
   }
 }
 
-/* add_entry adds a server table entry for host `host` and greets the server; -1 without
- * memory. */
-static long add_entry(lt_sched_t *s, size_t host, int watch_fd) {
+/* new_entry appends a zeroed entry to the server table, with its policies' blobs; -1
+ * without memory. */
+static long new_entry(lt_sched_t *s) {
   if (grow_table(s) != LT_OK) return -1;
   size_t idx = s->nsrv;
   memset(&s->srv[idx], 0, sizeof s->srv[idx]);
@@ -128,13 +128,22 @@ static long add_entry(lt_sched_t *s, size_t host, int watch_fd) {
     lt__policies_server_free(s, idx);
     return -1;
   }
+  s->nsrv++;
+  return (long)idx;
+}
+
+/* add_entry gives host `host` a new session in a free entry (entries.c) or a new one, and
+ * greets the server; -1 without memory. */
+static long add_entry(lt_sched_t *s, size_t host, int watch_fd) {
+  long idx = lt__entry_reuse(s);
+  if (idx < 0 && (idx = new_entry(s)) < 0) return -1;
+  s->srv[idx].sid = lt__entry_sid(s);
   s->srv[idx].conn.state = LT_CONN_DEAD;
   s->srv[idx].slot = (lt_slot_t){
       .host = host, .watch_fd = watch_fd, .successor = -1, .predecessor = -1, .sessions = 1};
   s->srv[idx].slot.answered = host >= s->initial; /* only initial hosts hold up the start */
-  s->nsrv++;
-  greet(s, idx);
-  return (long)idx;
+  greet(s, (size_t)idx);
+  return idx;
 }
 
 /* update_peers rebuilds the list of the session's servers from `hosts` (n of them):
@@ -177,7 +186,7 @@ void lt__links_open_new(lt_sched_t *s) {
   long n = s->door->hosts(s->ev, &hosts);
   if (n < 0) return;
   for (size_t i = 0; i < s->nsrv; i++)
-    if (hosts[s->srv[i].slot.host].gone) s->srv[i].slot.removed = 1;
+    if (s->srv[i].sid != 0 && hosts[s->srv[i].slot.host].gone) s->srv[i].slot.removed = 1;
   if (update_peers(s, hosts, (size_t)n) != LT_OK) {
     s->door->hosts_free(hosts, (size_t)n);
     return;
@@ -186,15 +195,15 @@ void lt__links_open_new(lt_sched_t *s) {
    * name): the new ones in their greeting, the others in a PROGRAM sent before any
    * instruction that names a new one. A greeting that fails at once reports to
    * lt_eval_start, which takes the evaluator's lock: the door's `hosts` call has let go of it. */
-  size_t old = s->nsrv;
+  uint32_t before = s->next_sid; /* sessions given after it are greeted with the new list */
   while (s->hosts_seen < (size_t)n) {
     if (add_entry(s, s->hosts_seen, hosts[s->hosts_seen].fd) < 0) break;
     s->hosts_seen++;
   }
   s->door->hosts_free(hosts, (size_t)n);
-  for (size_t i = 0; i < old; i++) {
+  for (size_t i = 0; i < s->nsrv; i++) {
     lt_conn_t *c = &s->srv[i].conn;
-    if (lt__server_gone(s, i)) continue;
+    if (lt__server_gone(s, i) || s->srv[i].sid - before - 1 < s->next_sid - before) continue;
     int rc = lt__conn_program(c, s->tmpl->kernels, s->tmpl->nkernels, (const char *const *)s->peers,
                               (uint32_t)s->npeers, lt__clock_ms());
     if (rc != LT_OK) lt__server_mark_dead(s, i, lt_strerror(rc), 0);

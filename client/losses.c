@@ -37,7 +37,7 @@ void lt__loss_count_restart(lt_sched_t *s, lt_job_rec_t *j, long lost) {
 
 long lt__loss_dead_holder(const lt_sched_t *s, const lt_token_t *ins, uint32_t n) {
   for (uint32_t i = 0; i < n; i++) {
-    int32_t h = lt__token_holder(&ins[i]);
+    int32_t h = lt__holder(s, &ins[i]);
     if (ins[i].value == NULL && h >= 0 && (size_t)h < s->nsrv && lt__server_gone(s, (size_t)h))
       return h;
   }

@@ -27,18 +27,17 @@ static int holder_bytes(const lt_sched_t *s, const lt_fire_t *fi, uint64_t *byte
   *total = 0;
   for (uint32_t i = 0; i < fi->ninputs; i++) {
     const lt_token_t *t = &fi->inputs[i];
-    if (t->value == NULL && lt__token_holder(t) >= 0) {
-      bytes[lt__token_holder(t)] += t->size + 1; /* +1: unknown sizes still count */
+    if (t->value == NULL && lt__holder(s, t) >= 0) {
+      bytes[lt__holder(s, t)] += t->size + 1; /* +1: unknown sizes still count */
       *total += t->size + 1;
     }
   }
   int best = -1;
   for (uint32_t i = 0; i < fi->ninputs; i++) {
     const lt_token_t *t = &fi->inputs[i];
-    if (t->value != NULL || lt__token_holder(t) < 0 ||
-        !lt__server_takes(s, (size_t)lt__token_holder(t)))
+    if (t->value != NULL || lt__holder(s, t) < 0 || !lt__server_takes(s, (size_t)lt__holder(s, t)))
       continue;
-    if (best < 0 || bytes[lt__token_holder(t)] > bytes[best]) best = lt__token_holder(t);
+    if (best < 0 || bytes[lt__holder(s, t)] > bytes[best]) best = lt__holder(s, t);
   }
   return best;
 }

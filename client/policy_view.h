@@ -39,7 +39,7 @@ double lt__server_left_us(const lt_sched_t *s, size_t i, int64_t now_ms);
 int lt__server_idle(const lt_sched_t *s, size_t i);
 /* lt__server_frame_need returns the largest frame server i (-1: any) would receive for
  * these inputs: values the client sends, and values held elsewhere that it would fetch. */
-uint64_t lt__server_frame_need(const lt_fire_t *fi, int i);
+uint64_t lt__server_frame_need(const lt_sched_t *s, const lt_fire_t *fi, int i);
 /* lt__server_fits: it takes frames as large as these inputs need. */
 int lt__server_fits(const lt_sched_t *s, size_t i, const lt_fire_t *fi);
 /* lt__server_least_frame: the smallest frame limit among the servers that take work
@@ -48,6 +48,32 @@ uint64_t lt__server_least_frame(const lt_sched_t *s);
 /* lt__server_gone tells whether server i is dead or marked dead (its session ends at the
  * loop's next reap). */
 int lt__server_gone(const lt_sched_t *s, size_t i);
+
+/* ---- holders (entries.c) ------------------------------------------------------------------ */
+
+/* A holder id (lt_token_t.at) names one session: its entry's index + 1 in the low 32 bits,
+ * the session's id (lt_server_t.sid, never 0) in the high 32. An entry reclaimed and reused
+ * has another sid, so an id of the ended session resolves to no entry: O(1), no lookup. */
+
+/* lt__holder_id returns the holder id of entry idx's session. */
+static inline uint64_t lt__holder_id(const lt_sched_t *s, size_t idx) {
+  return (uint64_t)s->srv[idx].sid << 32 | (uint64_t)(idx + 1);
+}
+
+/* lt__holder returns the entry of the session holding t's value, or -1 when none does: no
+ * holder, or a session whose entry was reclaimed (a reference to a value lost with it; the
+ * entry's index may name a later session now). An entry it returns may be dead. */
+static inline int32_t lt__holder(const lt_sched_t *s, const lt_token_t *t) {
+  uint64_t at = lt__token_at(t);
+  uint32_t i = (uint32_t)at;
+  if (i == 0 || i > s->nsrv || s->srv[i - 1].sid != (uint32_t)(at >> 32)) return -1;
+  return (int32_t)(i - 1);
+}
+
+/* lt__holder_set makes entry idx's session t's holder (-1: none). */
+static inline void lt__holder_set(const lt_sched_t *s, lt_token_t *t, int32_t idx) {
+  lt__token_set_at(t, idx < 0 ? 0 : lt__holder_id(s, (size_t)idx));
+}
 
 /* ---- the pacing's figures (pace.c) ---------------------------------------------------------- */
 

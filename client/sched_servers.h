@@ -26,6 +26,21 @@ void lt__server_cancel(lt_sched_t *s, size_t i, uint64_t *seqs, uint32_t n);
 void lt__server_release(lt_sched_t *s, int i, lt_oid_t id);
 void lt__servers_flush_releases(lt_sched_t *s);
 
+/* entries.c: the entries' lives (holder ids are resolved in policy_view.h). */
+/* lt__entry_sid returns the id of a new session: never 0, unique until 2^32 sessions. */
+uint32_t lt__entry_sid(lt_sched_t *s);
+/* lt__entry_ended notes that entry idx's welcomed session ended (now, in the epoch of runs). */
+void lt__entry_ended(lt_sched_t *s, size_t idx);
+/* lt__entries_held_by notes that job j's current run holds a value on a live session now. */
+void lt__entries_held_by(lt_sched_t *s, lt_job_rec_t *j);
+/* lt__entry_reuse returns a free entry (reclaimed, reset, its policies' blobs kept), or -1. */
+long lt__entry_reuse(const lt_sched_t *s);
+/* lt__entries_used counts the entries in use (not free). */
+size_t lt__entries_used(const lt_sched_t *s);
+/* lt__entries_reclaim makes free the entries whose sessions ended and that nothing can refer
+ * to any more (entries.c says when); returns how many. Between the loop's phases only. */
+size_t lt__entries_reclaim(lt_sched_t *s);
+
 /* pace.c: what changes a server's pacing (its figures are in policy_view.h). */
 /* lt__pace_init starts a server's pacing, admitting `first_cap` at once until it has
  * samples. */

@@ -54,6 +54,9 @@ typedef struct lt_job_rec {
   /* Of restarts, those owed to sessions whose end is not known yet: not counted toward
    * max_retries, refunded if it was a crash (losses.c). */
   uint32_t restarts_held;
+  uint64_t epoch;    /* s->ends when this run (generation) first held a value on a server
+                        (UINT64_MAX: none yet): it may hold values of sessions that ended
+                        after (entries.c) */
   uint64_t num;      /* its task number (= its instance's), the key of s->jobs */
   UT_hash_handle hh; /* s->jobs, by task number */
 } lt_job_rec_t;
@@ -260,8 +263,13 @@ typedef struct lt_relq {
 
 /* One entry of the server table: everything the dispatcher keeps of one session with one
  * server, grown and moved as one (an entry's address changes when the table grows: hold
- * indexes, never pointers, across a call that may add a slot). */
+ * indexes, never pointers, across a call that may add a slot). An entry whose session ended
+ * and that nothing refers to any more is reclaimed (entries.c): `sid` 0, reset, reused by
+ * the next session; what outlives a turn names a session by its holder id (sid and index),
+ * never by its index alone. */
 typedef struct lt_server {
+  uint32_t sid;   /* the session's id, unique in the dispatcher; 0: a free entry (entries.c) */
+  uint64_t ended; /* s->ends when its welcomed session ended; 0 before (entries.c) */
   lt_conn_t conn;
   lt_slot_t slot;
   lt_relq_t relq;    /* ids to release there this turn */
@@ -277,7 +285,8 @@ typedef struct lt_server {
 
 /* What lt_eval_stats_json reports of one server, as last published (sched_stats.c). */
 typedef struct lt_stats_server {
-  size_t slot; /* the connection slot it was copied from */
+  size_t slot;  /* the connection slot it was copied from */
+  uint32_t sid; /* and that slot's session then */
   char *endpoint;
   char *server_id;
   char reason[96];
@@ -313,7 +322,8 @@ typedef struct lt_stats_snap {
   uint64_t instructions, bytes_to, bytes_from, retries, stray;
   uint64_t protocol_errors;
   uint64_t groups, grouped, packs, packed;
-  int64_t t0_ms; /* when the dispatcher started: elapsed_ms counts from it */
+  int64_t t0_ms;  /* when the dispatcher started: elapsed_ms counts from it */
+  size_t entries; /* entries of the server table in use (entries.c) */
   lt_stat_t pstats[LT_POLICY_MAX * LT_POLICY_STATS]; /* the policies' own (policy.h) */
   size_t npstats;
   lt_stats_server_t *servers; /* the slots no later session stands for, in slot order; cap of
@@ -336,8 +346,11 @@ struct lt_sched {
   lt_net_t net;            /* the transport of every connection (backend env, else ZeroMQ) */
   lt_server_t *srv;        /* the server table: one entry per connection slot (servers.c) */
   size_t nsrv, capsrv;
-  size_t initial;    /* hosts known at start: they answer lt_eval_start */
-  size_t hosts_seen; /* the evaluator's hosts opened so far */
+  uint32_t next_sid; /* the last session id given (entries.c) */
+  uint64_t ends;     /* welcomed sessions ended so far: the epoch of lt_job_rec_t */
+  uint64_t gone_bytes_to, gone_bytes_from; /* traffic of reclaimed entries (entries.c) */
+  size_t initial;                          /* hosts known at start: they answer lt_eval_start */
+  size_t hosts_seen;                       /* the evaluator's hosts opened so far */
   /* The session's servers as every server is told (PROGRAM.peers): "ENDPOINT [KEY]" per
    * host of the evaluator, and the key each connection uses (its own or curve_server). */
   char **peers;

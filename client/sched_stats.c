@@ -9,6 +9,7 @@
 
 #include "json.h"
 #include "sched_loop.h"
+#include "sched_servers.h"
 #include "vec.h"
 
 void lt__stats_init(lt_stats_snap_t *st) {
@@ -67,15 +68,17 @@ static void snap_server(const lt_sched_t *s, size_t i, lt_stats_server_t *out) {
     running++;
   out->running = running;
   out->queued = c->inflight > running ? c->inflight - running : 0;
-  if (out->slot != i || out->svc_n != pc->svc_n) {
+  int same = out->slot == i && out->sid == s->srv[i].sid; /* the same session as before */
+  if (!same || out->svc_n != pc->svc_n) {
     out->svc_n = pc->svc_n;
     memcpy(out->svc_last, pc->svc_last, sizeof out->svc_last);
   }
   size_t max = sizeof out->pstats / sizeof out->pstats[0];
   out->npstats = lt__policies_stats(s, i, out->pstats, max);
   /* A server's history only grows with its count of changes. */
-  if (out->slot != i || out->changes != pc->changes) {
+  if (!same || out->changes != pc->changes) {
     out->slot = i;
+    out->sid = s->srv[i].sid;
     out->changes = pc->changes;
     memcpy(out->hist_ms, pc->hist_ms, sizeof out->hist_ms);
     memcpy(out->hist_w, pc->hist_w, sizeof out->hist_w);
@@ -96,14 +99,18 @@ void lt__stats_publish(lt_sched_t *s) {
   st->t0_ms = s->t0_ms;
   st->npstats =
       lt__policies_stats(s, SIZE_MAX, st->pstats, sizeof st->pstats / sizeof st->pstats[0]);
-  st->bytes_to = st->bytes_from = 0;
+  /* Traffic of reclaimed entries stays in the totals (entries.c). */
+  st->bytes_to = s->gone_bytes_to;
+  st->bytes_from = s->gone_bytes_from;
+  st->entries = lt__entries_used(s);
   size_t n = 0;
   int room = LT_VEC_RESERVE(st->servers, st->cap, s->nsrv) == LT_OK;
   for (size_t i = 0; i < s->nsrv; i++) {
     st->bytes_to += s->srv[i].conn.bytes_out;
     st->bytes_from += s->srv[i].conn.bytes_in;
-    /* A later session with the same server stands for it. */
-    if (room && s->srv[i].slot.successor < 0) snap_server(s, i, &st->servers[n++]);
+    /* A later session with the same server stands for it; a free entry stands for none. */
+    if (room && s->srv[i].sid != 0 && s->srv[i].slot.successor < 0)
+      snap_server(s, i, &st->servers[n++]);
   }
   if (room) st->nservers = n;
   pthread_mutex_unlock(&st->mu);
@@ -232,6 +239,7 @@ void lt__sched_stats_json(void *self, lt_json_t *j) {
   lt__json_u64(j, "migrated", lt__stat_sum(st->pstats, st->npstats, "migrated"));
   lt__json_u64(j, "stray_completions", st->stray);
   lt__json_u64(j, "protocol_errors", st->protocol_errors);
+  lt__json_u64(j, "server_entries", st->entries);
   lt__json_u64(j, "overdue", lt__stat_sum(st->pstats, st->npstats, "overdue"));
   lt__json_u64(j, "backups", lt__stat_sum(st->pstats, st->npstats, "backups"));
   lt__json_u64(j, "backups_won", lt__stat_sum(st->pstats, st->npstats, "backups_won"));

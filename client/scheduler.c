@@ -143,6 +143,7 @@ static void read_server(lt_sched_t *s, size_t idx) {
 static void reap_one(lt_sched_t *s, size_t idx) {
   lt__policies_server_lost(s, idx);
   if (!lt__link_close(s, idx)) return;
+  lt__entry_ended(s, idx);
   lt__sched_fetches_lost(s, idx);
   const char *ep = s->srv[idx].conn.endpoint, *why = s->srv[idx].slot.why;
   lt_instr_rec_t *r;
@@ -152,7 +153,7 @@ static void reap_one(lt_sched_t *s, size_t idx) {
   HASH_ITER(hh, s->inflight, r, tmp) {
     if (lt__rec_stale(r)) continue;
     for (uint32_t i = 0; i < r->nins; i++) {
-      if (r->ins[i].value == NULL && lt__token_holder(&r->ins[i]) == (int32_t)idx) {
+      if (r->ins[i].value == NULL && lt__holder(s, &r->ins[i]) == (int32_t)idx) {
         lt__sched_restart_lost(s, r->job, (long)idx, "a value it needed was on a server that died");
         break;
       }
@@ -262,6 +263,7 @@ int lt__sched_turn(lt_sched_t *s, const lt_turn_in_t *in) {
     int64_t period = s->opts->heartbeat_ms / 4 + 1;
     s->next_tick = now + (period < LT_PING_MS ? period : LT_PING_MS);
     reap(s);
+    lt__entries_reclaim(s); /* sessions that ended, once nothing refers to them */
   }
   /* Dispatch, then the policies (they see this turn's dispatch and completions). */
   lt__sched_dispatch(s);

@@ -74,11 +74,11 @@ int lt__server_idle(const lt_sched_t *s, size_t i) {
          s->srv[i].conn.inflight == 0;
 }
 
-uint64_t lt__server_frame_need(const lt_fire_t *fi, int i) {
+uint64_t lt__server_frame_need(const lt_sched_t *s, const lt_fire_t *fi, int i) {
   uint64_t need = 0;
   for (uint32_t k = 0; k < fi->ninputs; k++) {
     const lt_token_t *t = &fi->inputs[k];
-    uint64_t n = t->value != NULL ? t->value->len : lt__token_holder(t) != i ? t->size : 0;
+    uint64_t n = t->value != NULL ? t->value->len : lt__holder(s, t) != i ? t->size : 0;
     if (n > need) need = n;
   }
   return need;
@@ -86,7 +86,7 @@ uint64_t lt__server_frame_need(const lt_fire_t *fi, int i) {
 
 int lt__server_fits(const lt_sched_t *s, size_t i, const lt_fire_t *fi) {
   uint64_t lim = s->srv[i].conn.max_frame;
-  return lim == 0 || lt__server_frame_need(fi, (int)i) <= lim;
+  return lim == 0 || lt__server_frame_need(s, fi, (int)i) <= lim;
 }
 
 uint64_t lt__server_least_frame(const lt_sched_t *s) {

@@ -221,9 +221,8 @@ static int reduce_arrive(lt_frame_t *p, int32_t i, lt_fire_fn fire, void *ud) {
   int32_t l = sg[i].prev, r = sg[i].next;
   int left = l >= 0 && sg[l].state == SEG_READY;
   int right = r >= 0 && sg[r].state == SEG_READY;
-  int32_t here = lt__token_holder(&p->parts[i]);
-  if (left && right && lt__token_holder(&p->parts[l]) != here &&
-      lt__token_holder(&p->parts[r]) == here)
+  uint64_t here = lt__token_at(&p->parts[i]);
+  if (left && right && lt__token_at(&p->parts[l]) != here && lt__token_at(&p->parts[r]) == here)
     left = 0;
   if (left || right) {
     pair(p, left ? l : i, left ? i : r, fire, ud);

@@ -19,24 +19,26 @@ typedef struct lt_frame lt_frame_t;
 
 /* A token is an input or output of an instruction: a value the client holds (the task's
  * input; every value in plain mode), or a reference to a value named `id` that a server
- * holds or will hold (lazy binding). Its holder is kept as the dispatcher's server index
- * plus one, so that zeroed memory means "no holder", never server 0: read and set it with
- * lt__token_holder and lt__token_hold. */
+ * holds or will hold (lazy binding). Its holder is an id the dispatcher gives each session
+ * with a server (opaque here: equal ids name the same session; 0, what zeroed memory holds,
+ * names none): read and set it with lt__token_at and lt__token_set_at. The dispatcher maps it
+ * to its server table (client/entries.c), and knows an id whose session ended from one of a
+ * new session, whatever the table reuses. */
 typedef struct lt_token {
   lt_value_t *value; /* NULL for a reference */
   lt_oid_t id;
-  uint32_t at;   /* the holder's server index + 1; 0: no holder */
+  uint64_t at;   /* the holder's session id; 0: no holder */
   uint64_t size; /* bytes, when known (0: not yet) */
 } lt_token_t;
 
-/* lt__token_holder returns t's holder's server index, or -1 when no server holds it. */
-static inline int32_t lt__token_holder(const lt_token_t *t) {
-  return (int32_t)t->at - 1;
+/* lt__token_at returns t's holder's session id, or 0 when no server holds it. */
+static inline uint64_t lt__token_at(const lt_token_t *t) {
+  return t->at;
 }
 
-/* lt__token_hold makes server `idx` t's holder (-1: none). */
-static inline void lt__token_hold(lt_token_t *t, int32_t idx) {
-  t->at = idx < 0 ? 0 : (uint32_t)idx + 1;
+/* lt__token_set_at makes session `at` t's holder (0: none). */
+static inline void lt__token_set_at(lt_token_t *t, uint64_t at) {
+  t->at = at;
 }
 
 /* Called when frame `f` of `inst` needs its next instruction. */

@@ -86,7 +86,8 @@ Test(placement, a_successor_follows_its_input_unless_much_faster_elsewhere) {
   world_t w;
   world_with(&w, LT_PLACE_EFT, 1);
   lt_tstage_t chain = {0};
-  lt_token_t in = {.at = 1, .size = 1000}; /* held by server 0 */
+  lt_token_t in = {.size = 1000};
+  lt__holder_set(&w.s, &in, 0); /* held by server 0 */
   lt_fire_t fi = {.stages = &chain, .nstages = 1, .inputs = &in, .ninputs = 1};
   w.srv[1].pace.per_us = 10;
   cr_assert_eq(place(&w, &fi, 1), 0, "a chain that never ran has no cost to move for");

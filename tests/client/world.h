@@ -30,6 +30,7 @@ static inline void world_init(world_t *w) {
   w->s.srv = w->srv;
   w->s.nsrv = WORLD_SERVERS;
   for (size_t i = 0; i < WORLD_SERVERS; i++) {
+    w->srv[i].sid = lt__entry_sid(&w->s); /* in use, as links.c's add_entry gives it */
     w->srv[i].conn.state = LT_CONN_READY;
     for (size_t k = 0; k < LT_POLICY_MAX; k++)
       w->srv[i].limit[k] = LT_NO_LIMIT;
