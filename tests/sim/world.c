@@ -201,6 +201,26 @@ static void check_left(sim_world_t *w, lt_sched_t *s) {
   }
 }
 
+/* check_holders: a reclaimed entry is free and holds nothing, and no reference of a task's
+ * current run names a session whose entry was reclaimed (entries.c reclaims only what no
+ * current run can hold: stale records may, they only release). */
+static void check_holders(sim_world_t *w, lt_sched_t *s) {
+  for (size_t i = 0; i < s->nsrv; i++) {
+    const lt_server_t *v = &s->srv[i];
+    if (v->sid == 0 && (v->conn.state != LT_CONN_DEAD || v->slot.out != NULL ||
+                        v->slot.successor >= 0 || v->slot.nlost > 0))
+      sim_violation(w, "free entry %zu holds something", i);
+  }
+  lt_instr_rec_t *r, *tmp;
+  HASH_ITER(hh, s->inflight, r, tmp) {
+    if (lt__rec_stale(r)) continue;
+    for (uint32_t k = 0; k < r->nins; k++)
+      if (r->ins[k].value == NULL && r->ins[k].at != 0 && lt__holder(s, &r->ins[k]) < 0)
+        sim_violation(w, "record %llu of task %llu reads a value of a reclaimed session",
+                      (unsigned long long)r->seq, (unsigned long long)r->job->num);
+  }
+}
+
 /* ---- the run -------------------------------------------------------------------------------- */
 
 typedef struct wave {
@@ -307,7 +327,10 @@ static void loop(sim_world_t *w, lt_sched_t *s, sim_door_t *d, const sim_prog_t 
     in.woken = sim_door_waiting(d);
     timed_turn(w, s, &in, out);
     /* A scale run checks now and then: every turn would cost more than the run. */
-    if (!w->p.scale || out->turns % 4096 == 0) check_records(w, s);
+    if (!w->p.scale || out->turns % 4096 == 0) {
+      check_records(w, s);
+      check_holders(w, s);
+    }
     if (w->violated) break;
     if (sim_door_delivered(d) == p->ntasks && calm_at == 0) {
       out->makespan_us = (double)w->now;
