@@ -222,9 +222,10 @@ typedef struct lt_loss {
 } lt_loss_t;
 
 /* The life of one connection slot (scheduler.c). A slot is one session with one server: a
- * slot whose session was ready and then died stays dead for good (references to values it
- * held keep naming it, so they are known lost), and the server is greeted again in a new
- * slot, its successor. A slot that never got a welcome is greeted again in place. */
+ * slot whose session was ready and then died stays dead (references to values it held name
+ * its session, so they are known lost), and the server is greeted again in a new slot, its
+ * successor; once nothing refers to the dead one, its entry is reclaimed for a later session
+ * (entries.c). A slot that never got a welcome is greeted again in place. */
 typedef struct lt_slot {
   size_t host;         /* index in the evaluator's hosts (the door's hosts) */
   int watch_fd;        /* read end of a spawned server's stdout (EOF: it exited), or -1 */

@@ -146,6 +146,6 @@ Test(restarts, a_server_restarted_many_times_keeps_results_right_and_the_table_s
           (unsigned long long)entries);
   cr_assert_eq(sessions, RESTARTS + 1, "the phoenix's sessions, its latest entry counts them");
   cr_assert_eq(entries, 2, "one entry per server once nothing refers to the ended sessions");
-  cr_assert_leq(r.most_entries, 4, "the table stays small while they restart");
+  cr_assert_leq(r.most_entries, 5, "the table stays small while they restart (22 before)");
   lt_eval_free(r.ev);
 }
