@@ -156,3 +156,30 @@ Test(place_hook, locality_keeps_work_on_the_holder_within_its_factor) {
   cr_assert_eq(lt__policies_stat(&w.s, SIZE_MAX, "locality_kept"), 0);
   world_fini(&w);
 }
+
+/* Under rr, migrate's place hook sends a record it put back to a server with a thread free,
+ * not to the next with room (the slow server it came from may be that one), and only it. */
+Test(place_hook, migrate_under_rr_sends_what_it_put_back_to_a_free_thread) {
+  world_t w;
+  world_init(&w);
+  w.opts.placement = LT_PLACE_RR;
+  w.s.placement = lt__placement_of(&w.opts);
+  cr_assert_eq(world_policies(&w), LT_OK);
+  size_t k = world_policy(&w, &lt__policy_migrate);
+  cr_assert_neq(k, SIZE_MAX);
+  cr_assert_eq(w.s.nplacers, 1, "migrate shapes rr's placements");
+  for (size_t i = 0; i < SERVERS; i++) {
+    w.srv[i].pace.cap = 4;
+    w.srv[i].pace.window = 1;
+    w.srv[i].admitted = i < 2; /* servers 0 and 1 run one each: their one thread is taken */
+  }
+  lt_fire_t fi = {0};
+  lt_instr_rec_t r = {.seq = LT_MAX_PARTS + 1, .state = LT_IR_MIGRATING, .conn = 0};
+  lt__policies_applied(&w.s, &(lt_req_t){.kind = LT_REQ_RECALL, .policy = k, .seq = r.seq});
+  lt__policies_end(&w.s, &r, 0, LT_END_NOT_RUN, NULL); /* its cancel confirmed */
+  cr_assert_eq(lt__policies_stat(&w.s, SIZE_MAX, "migrated"), 1);
+  cr_assert_eq(place(&w, &fi, 0), 2, "the record put back goes to the free thread");
+  w.s.rr = 0;
+  cr_assert_eq(place(&w, &fi, 0), 0, "then rr as ever");
+  world_fini(&w);
+}
