@@ -16,8 +16,10 @@ typedef struct locality_state {
 } locality_state_t;
 
 /* The holder of most of the input bytes finishes `locality` times later at worst. */
-static void place(lt_policy_t *p, const lt_place_t *c, double *weight) {
-  if (c->holder >= 0) weight[c->holder] /= p->s->opts->locality;
+static int place(lt_policy_t *p, const lt_place_t *c, double *weight) {
+  if (c->holder < 0) return 0;
+  weight[c->holder] /= p->s->opts->locality;
+  return 1;
 }
 
 /* held_on sums the bytes of c's inputs held by server i. */

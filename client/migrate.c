@@ -169,10 +169,11 @@ static void on_end(lt_policy_t *p, const lt_instr_rec_t *r, size_t idx, lt_end_t
 }
 
 /* rr: while records put back wait, new work goes only to servers with a thread free. */
-static void place(lt_policy_t *p, const lt_place_t *c, double *weight) {
-  if (((const migrate_state_t *)p->state)->replacing == 0 || c->chained) return;
+static int place(lt_policy_t *p, const lt_place_t *c, double *weight) {
+  if (((const migrate_state_t *)p->state)->replacing == 0 || c->chained) return 0;
   for (size_t i = 0; i < p->s->nsrv; i++)
     if (idle_threads(p->s, i) == 0) weight[i] = LT_PLACE_OUT;
+  return 1;
 }
 
 static void placed(lt_policy_t *p, const lt_place_t *c, int to, int unshaped) {

@@ -174,14 +174,18 @@ static int rr_pick(lt_sched_t *s, const lt_place_t *c) {
 }
 
 /* shaped lets the policies weigh the servers for c, then `pick` choose with their weights,
- * and tells them where c went and where it would have gone without (the same pick, the
- * round-robin cursor put back); -1 also when out of memory. */
+ * and, when one set a weight, tells them where c went and where it would have gone without
+ * (the same pick, the round-robin cursor put back); -1 also when out of memory. */
 static int shaped(lt_sched_t *s, lt_place_t *c, pick_fn pick) {
-  double *w = malloc(s->nsrv * sizeof *w);
-  if (w == NULL) return -1;
+  double stack[64];
+  double *w = stack;
+  if (s->nsrv > 64 && (w = malloc(s->nsrv * sizeof *w)) == NULL) return -1;
   for (size_t i = 0; i < s->nsrv; i++)
     w[i] = 1;
-  lt__policies_place(s, c, w);
+  if (!lt__policies_place(s, c, w)) {
+    if (w != stack) free(w);
+    return pick(s, c);
+  }
   size_t rr = s->rr;
   int unshaped = pick(s, c);
   s->rr = rr;
@@ -191,7 +195,7 @@ static int shaped(lt_sched_t *s, lt_place_t *c, pick_fn pick) {
   int best = pick(s, c);
   c->holder = holder;
   lt__policies_placed(s, c, best, unshaped);
-  free(w);
+  if (w != stack) free(w);
   return best;
 }
 

@@ -28,8 +28,9 @@ extern const lt_placement_ops_t lt__placement_rr;
 
 /* lt__policies_place and lt__policies_placed (policy.c) run the enabled policies' place and
  * placed hooks (policy.h), in registry order: placement calls them only when s->nplacers is
- * not 0, weight[] of s->nsrv entries set to 1 first. */
-void lt__policies_place(lt_sched_t *s, const struct lt_place *c, double *weight);
+ * not 0, weight[] of s->nsrv entries set to 1 first; lt__policies_place returns nonzero when
+ * some policy set a weight (only then is placed called). */
+int lt__policies_place(lt_sched_t *s, const struct lt_place *c, double *weight);
 void lt__policies_placed(lt_sched_t *s, const struct lt_place *c, int to, int unshaped);
 
 /* lt__placement_of returns the policy the options name (borrowed, static). */

@@ -98,11 +98,13 @@ void lt__policies_tick(lt_sched_t *s, int64_t now_ms) {
   EACH(s, on_tick, now_ms);
 }
 
-void lt__policies_place(lt_sched_t *s, const lt_place_t *c, double *weight) {
+int lt__policies_place(lt_sched_t *s, const lt_place_t *c, double *weight) {
+  int set = 0;
   for (size_t k = 0; k < s->npolicies; k++) {
     lt_policy_t *p = &s->policies[k];
-    if (p->places) p->ops->place(p, c, weight);
+    if (p->places && p->ops->place(p, c, weight)) set = 1;
   }
+  return set;
 }
 
 void lt__policies_placed(lt_sched_t *s, const lt_place_t *c, int to, int unshaped) {

@@ -116,11 +116,12 @@ typedef struct lt_policy_ops {
   /* place: instruction c is about to be placed: the policy may shape the placement by
    * multiplying weight[i] (s->nsrv entries, 1 each before the first policy) of server i, the
    * factor `eft` applies to its finish estimate there (below 1 favours it), or exclude server
-   * i from this placement with LT_PLACE_OUT (both placements then skip it). When no enabled
-   * policy has this hook, placement does no work for it. */
-  void (*place)(lt_policy_t *p, const lt_place_t *c, double *weight);
+   * i from this placement with LT_PLACE_OUT (both placements then skip it); returns nonzero
+   * when it set a weight. When no enabled policy has this hook, placement does no work for
+   * it; when none set a weight, placement chooses once, as without them. */
+  int (*place)(lt_policy_t *p, const lt_place_t *c, double *weight);
   /* placed: c went to server `to` (-1: it waits), where it would have gone without the
-   * weights being `unshaped` (called only when some policy has a place hook). */
+   * weights being `unshaped` (called only when some policy set a weight for c). */
   void (*placed)(lt_policy_t *p, const lt_place_t *c, int to, int unshaped);
   /* places tells whether its place hook runs under these options (NULL: whenever it has
    * one), so that a policy on for other reasons costs placement nothing. */

@@ -18,12 +18,13 @@ typedef struct probe {
   int calls;
 } probe_t;
 
-static void probe_place(lt_policy_t *p, const lt_place_t *c, double *weight) {
+static int probe_place(lt_policy_t *p, const lt_place_t *c, double *weight) {
   probe_t *st = p->state;
   (void)c;
   st->calls++;
   if (st->out >= 0) weight[st->out] = LT_PLACE_OUT;
   if (st->favour >= 0) weight[st->favour] *= st->factor;
+  return st->out >= 0 || st->favour >= 0;
 }
 
 static void probe_placed(lt_policy_t *p, const lt_place_t *c, int to, int unshaped) {
@@ -96,12 +97,14 @@ Test(place_hook, a_weight_shapes_eft_and_placed_hears_of_it) {
   w.srv[1].pace.per_us = 100;
   w.srv[2].pace.per_us = 200;
   lt_fire_t fi = {0};
+  st.to = st.unshaped = -2;
   cr_assert_eq(place(&w, &fi, 0), 1);
-  cr_assert_eq(st.to, 1);
-  cr_assert_eq(st.unshaped, 1);
+  cr_assert_eq(st.to, -2, "no weight set: placed is not called");
   st.favour = 0;
   st.factor = 0.5; /* 150 µs as weighed: still behind server 1 */
   cr_assert_eq(place(&w, &fi, 0), 1);
+  cr_assert_eq(st.to, 1);
+  cr_assert_eq(st.unshaped, 1);
   st.factor = 0.3; /* 90 µs as weighed: ahead */
   cr_assert_eq(place(&w, &fi, 0), 0);
   cr_assert_eq(st.to, 0);
