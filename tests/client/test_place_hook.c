@@ -2,8 +2,11 @@
  * three ready servers: a server a policy excludes is never chosen, by `eft` or `rr`; a
  * weight shapes eft's choice; the placed hook hears where an instruction went and where it
  * would have gone; with no policy that has the hook, placement runs none of it; and the
- * locality policy keeps work on the holder of its inputs within its factor, and counts it. */
+ * locality policy keeps work on the holder of its inputs within its factor, and counts it;
+ * migrate works under rr, and says it does nothing without lookahead when set on. */
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <unistd.h>
 
 #include "world.h"
 
@@ -184,5 +187,41 @@ Test(place_hook, migrate_under_rr_sends_what_it_put_back_to_a_free_thread) {
   cr_assert_eq(place(&w, &fi, 0), 2, "the record put back goes to the free thread");
   w.s.rr = 0;
   cr_assert_eq(place(&w, &fi, 0), 0, "then rr as ever");
+  world_fini(&w);
+}
+
+/* policies_logged turns on w's policies with what they log on stderr meanwhile in buf. */
+static void policies_logged(world_t *w, char *buf, size_t len) {
+  FILE *tmp = tmpfile();
+  cr_assert_not_null(tmp);
+  fflush(stderr);
+  int saved = dup(2);
+  dup2(fileno(tmp), 2);
+  cr_assert_eq(world_policies(w), LT_OK);
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  rewind(tmp);
+  size_t n = fread(buf, 1, len - 1, tmp);
+  buf[n] = '\0';
+  fclose(tmp);
+}
+
+Test(place_hook, migrate_set_on_without_lookahead_says_it_does_nothing) {
+  char log[4096];
+  lt__log_set_level(LT_LOG_WARN); /* whatever LITHIUM_LOG says */
+  world_t w;
+  world_init(&w);
+  cr_assert_eq(lt__options_set(&w.opts, "mode", "plain"), LT_OK); /* lookahead off */
+  policies_logged(&w, log, sizeof log);
+  cr_assert_eq(world_policy(&w, &lt__policy_migrate), SIZE_MAX);
+  cr_assert_null(strstr(log, "migrate=on"), "left at its default, it is quiet: %s", log);
+  world_fini(&w);
+  world_init(&w);
+  cr_assert_eq(lt__options_set(&w.opts, "mode", "plain"), LT_OK);
+  cr_assert_eq(lt__options_set(&w.opts, "migrate", "on"), LT_OK);
+  policies_logged(&w, log, sizeof log);
+  cr_assert_eq(world_policy(&w, &lt__policy_migrate), SIZE_MAX);
+  cr_assert_not_null(strstr(log, "migrate=on does nothing without lookahead"), "%s", log);
   world_fini(&w);
 }
