@@ -1,19 +1,19 @@
 /* buf.c: result buffers. A result borrows nothing: it holds its own reference to the value
- * and its own copy of the error text. Any thread. */
+ * and its own copy of an error's text (a result's empty text is one static string). Any
+ * thread. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "buf.h"
 #include "utf8.h"
 
+/* no_error is the message of every result that carries a value (never freed). */
+static char no_error[] = "";
+
 lt_buf_t *lt__buf_ok(lt_value_t *v) {
   lt_buf_t *b = calloc(1, sizeof *b);
   if (b == NULL) return NULL;
-  b->errmsg = strdup("");
-  if (b->errmsg == NULL) {
-    free(b);
-    return NULL;
-  }
+  b->errmsg = no_error; /* not allocated: a result per task costs one allocation */
   b->value = lt__value_ref(v);
   return b;
 }
@@ -58,6 +58,6 @@ LT_API uint64_t lt_buf_task(const lt_buf_t *b) {
 LT_API void lt_buf_free(lt_buf_t *b) {
   if (b == NULL) return;
   lt__value_unref(b->value);
-  free(b->errmsg);
+  if (b->errmsg != no_error) free(b->errmsg);
   free(b);
 }

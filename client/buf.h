@@ -10,7 +10,7 @@
 struct lt_buf {
   lt_value_t *value; /* NULL for an error */
   int err;
-  char *errmsg;  /* never NULL */
+  char *errmsg;  /* never NULL; a static "" in a result (buf.c), else allocated */
   uint64_t task; /* submission index of its task (lt_buf_task), set by lt__buf_set_task */
 };
 

@@ -369,11 +369,10 @@ LT_API void lt_eval_free(lt_eval_t *ev) {
   free(ev->procs);
   free_task_list(ev->intake_head);
   free_task_list(ev->ready_head);
-  lt_task_t *t, *tmp;
-  HASH_ITER(hh, ev->ordered, t, tmp) {
-    HASH_DEL(ev->ordered, t);
+  lt_task_t *t;
+  while ((t = lt__reorder_pop(&ev->ordered)) != NULL)
     lt__task_free(t);
-  }
+  lt__reorder_free(&ev->ordered);
   for (size_t i = 0; i < ev->nhosts; i++)
     free(ev->hosts[i]);
   free(ev->hosts);

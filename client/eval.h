@@ -19,7 +19,6 @@
 #define LT_EVAL_H
 
 #include <stdint.h>
-#include <uthash.h>
 #include <lithium.h>
 
 #include "journal.h"
@@ -41,7 +40,6 @@ typedef struct lt_task {
   int replayed;         /* its result came from the journal: not written to it again */
   uint64_t arrival;     /* when it joined the result stream (unordered order) */
   struct lt_task *next; /* intake queue or unordered ready list */
-  UT_hash_handle hh;    /* ordered results, keyed by stream_seq */
 } lt_task_t;
 
 /* lt__eval_add_host adds `endpoint` (once: an endpoint already there is not added again)

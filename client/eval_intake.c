@@ -199,6 +199,12 @@ static int submit(lt_eval_t *ev, lt_value_t *input, lt_future_t **out) {
   if (ev->sreduce != NULL) {
     ev->stream_left = 1; /* the reduced result, once */
   } else if (t->future == NULL) {
+    /* Its place in an ordered stream is made now, so that its result always finds it. */
+    if (ev->opts.ordered && lt__reorder_reserve(&ev->ordered, ev->next_stream, ev->next_out) != 0) {
+      pthread_mutex_unlock(&ev->mu);
+      lt__task_free(t);
+      return lt__eval_fail(ev, LT_ENOMEM, "lt_eval_submit: out of memory");
+    }
     t->stream_seq = ev->next_stream++;
     ev->stream_left++;
   }

@@ -49,16 +49,17 @@ void lt__eval_wake_readers(lt_eval_t *ev) {
 }
 
 /* stream_put puts result `b` (taken) of `t` (taken) in the result stream and wakes the
- * reader it is for; under ev->mu. */
-static void stream_put(lt_eval_t *ev, lt_task_t *t, lt_buf_t *b) {
+ * reader it is for; under ev->mu. In order, a task's place was reserved when it was
+ * submitted (eval_intake.c), so only the stream reduce's one result may find no memory. */
+static int stream_put(lt_eval_t *ev, lt_task_t *t, lt_buf_t *b) {
   t->result = b;
-  t->arrival = ev->arrivals++;
-  atomic_fetch_add(&ev->puts, 1);
   if (ev->opts.ordered) {
-    HASH_ADD(hh, ev->ordered, stream_seq, sizeof t->stream_seq, t);
+    if (lt__reorder_put(&ev->ordered, t->stream_seq, ev->next_out, t) != 0) return LT_ENOMEM;
   } else {
     LT_QUEUE_PUSH(ev->ready_head, ev->ready_tail, t, next);
   }
+  t->arrival = ev->arrivals++;
+  atomic_fetch_add(&ev->puts, 1);
   /* In order, only the result the reader waits for can wake it. */
   if (ev->result_waiters > 0 && (!ev->opts.ordered || t->stream_seq == ev->next_out)) {
     if (ev->delivering)
@@ -66,6 +67,7 @@ static void stream_put(lt_eval_t *ev, lt_task_t *t, lt_buf_t *b) {
     else
       lt__eval_wake_readers(ev);
   }
+  return LT_OK;
 }
 
 /* lt__eval_sreduce_end puts the stream reduce's one result in the stream once it is made (or
@@ -86,7 +88,10 @@ void lt__eval_sreduce_end(lt_eval_t *ev, lt_buf_t *fail) {
   uint64_t parts = lt__sreduce_parts(ev->sreduce);
   t->seq = parts > 0 ? parts - 1 : 0; /* it names the last task it reduced */
   lt__buf_set_task(b, t->seq);
-  stream_put(ev, t, b); /* stream_seq 0: the stream's one result */
+  if (stream_put(ev, t, b) != LT_OK) { /* stream_seq 0: the stream's one result */
+    lt__log(LT_LOG_ERROR, "out of memory delivering the stream's reduced result");
+    lt__task_free(t);
+  }
 }
 
 /* named_failure returns failure `b` (taken) with its task named in its message: the
@@ -151,7 +156,10 @@ void lt__eval_finish(lt_eval_t *ev, lt_task_t *t, lt_buf_t *b) {
     sreduce_arrive(ev, t, b);
     return;
   }
-  stream_put(ev, t, b);
+  if (stream_put(ev, t, b) != LT_OK) { /* its place was reserved: a broken promise */
+    lt__log(LT_LOG_ERROR, "task %llu: no place in the ordered stream", (unsigned long long)t->seq);
+    lt__task_free(t);
+  }
 }
 
 void lt__eval_door_deliver(lt_eval_t *ev, lt_task_t *done, int sync) {
@@ -208,9 +216,8 @@ static int take_result(lt_eval_t *ev, lt_task_t **t, lt_replay_t *r) {
       ev->next_out++;
       return lt__replayq_pop(&ev->replays, r);
     }
-    HASH_FIND(hh, ev->ordered, &ev->next_out, sizeof ev->next_out, *t);
+    *t = lt__reorder_take(&ev->ordered, ev->next_out);
     if (*t == NULL) return 0;
-    HASH_DEL(ev->ordered, *t);
     ev->next_out++;
     return 1;
   }

@@ -19,6 +19,7 @@
 #include "backend.h"
 #include "eval.h"
 #include "lasterr.h"
+#include "reorder.h"
 #include "replayq.h"
 #include "spawn.h"
 #include "spin.h"
@@ -53,7 +54,7 @@ struct lt_eval {
   int stop;
   lt_task_t *intake_head; /* submitted, not yet taken by the dispatcher */
   lt_task_t *intake_tail;
-  lt_task_t *ordered;    /* finished stream results by stream_seq (ordered=on) */
+  lt_reorder_t ordered;  /* finished stream results by stream_seq (ordered=on) */
   lt_task_t *ready_head; /* finished stream results (ordered=off) */
   lt_task_t *ready_tail;
   uint64_t next_task;

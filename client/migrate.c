@@ -11,7 +11,12 @@
  * recalls is out at a time. State: its counters, recalls sent (stat `migrations`), of those
  * confirmed and placed again (`migrated`), and those not answered yet (a round's cancels out
  * hold the next round), counted as the loop applies its recalls (on_applied) and as records
- * end (on_end). Dispatcher thread only. */
+ * end (on_end). Under either placement: `eft` sends a record put back where it finishes first;
+ * under `rr`, which would send it to the next server with room (the slow one too, its queue
+ * now shorter), the policy's place hook keeps the records it put back off the servers that
+ * have no thread free, until they are placed (`replacing`). Without lookahead no server has
+ * work queued beyond its window, so there is nothing to move: the policy is off then, and
+ * says so when `migrate=on` was set. Dispatcher thread only. */
 #include <stdlib.h>
 
 #include "policy_view.h"
@@ -25,6 +30,7 @@ typedef struct migrate_state {
   uint64_t migrations;  /* cancels sent to move queued instructions */
   uint64_t migrated;    /* of those, confirmed and placed again */
   uint32_t cancels_out; /* cancels not answered yet (records in LT_IR_MIGRATING) */
+  uint32_t replacing;   /* rr: records put back not placed yet (the place hook steers them) */
 } migrate_state_t;
 
 /* idle_threads returns the threads of the window of server i that have no instruction. */
@@ -103,7 +109,9 @@ static uint32_t recall_from(lt_policy_t *p, size_t from, uint32_t want) {
  * would leave most queues where they are until the end). */
 static void look(lt_policy_t *p) {
   const lt_sched_t *s = p->s;
-  if (((const migrate_state_t *)p->state)->cancels_out > 0 || s->fire_head != NULL) return;
+  migrate_state_t *st = p->state;
+  if (s->fire_head == NULL) st->replacing = 0; /* placed, or ended otherwise */
+  if (st->cancels_out > 0 || s->fire_head != NULL) return;
   uint32_t idle = 0;
   double fast_us = -1; /* the cheapest estimate among the idle servers */
   for (size_t i = 0; i < s->nsrv; i++) {
@@ -151,10 +159,31 @@ static void on_end(lt_policy_t *p, const lt_instr_rec_t *r, size_t idx, lt_end_t
   migrate_state_t *st = p->state;
   if (r->state == LT_IR_MIGRATING) {
     st->cancels_out--;
-    if (lt__end_migrates(r, why, cp)) st->migrated++;
+    if (lt__end_migrates(r, why, cp)) {
+      st->migrated++;
+      st->replacing++;
+    }
   }
   if (r->twin != NULL && r->twin->state == LT_IR_MIGRATING && lt__end_decides(r, why, cp))
     st->cancels_out--;
+}
+
+/* rr: while records put back wait, new work goes only to servers with a thread free. */
+static int place(lt_policy_t *p, const lt_place_t *c, double *weight) {
+  if (((const migrate_state_t *)p->state)->replacing == 0 || c->chained) return 0;
+  for (size_t i = 0; i < p->s->nsrv; i++)
+    if (idle_threads(p->s, i) == 0) weight[i] = LT_PLACE_OUT;
+  return 1;
+}
+
+static void placed(lt_policy_t *p, const lt_place_t *c, int to, int unshaped) {
+  (void)unshaped;
+  migrate_state_t *st = p->state;
+  if (to >= 0 && !c->chained && st->replacing > 0) st->replacing--;
+}
+
+static int places(const lt_options_t *o) {
+  return o->placement == LT_PLACE_RR;
 }
 
 static size_t stats(const lt_policy_t *p, size_t idx, lt_stat_t *out) {
@@ -165,8 +194,16 @@ static size_t stats(const lt_policy_t *p, size_t idx, lt_stat_t *out) {
   return 2;
 }
 
+/* given tells whether option `key` was set, not left at its default. */
+static int given(const lt_options_t *o, const char *key) {
+  size_t n;
+  return (o->given >> (lt__option_find(key) - lt__options_table(&n))) & 1;
+}
+
 static int enabled(const lt_options_t *o) {
-  return o->migrate && o->lookahead && o->placement == LT_PLACE_EFT;
+  if (o->migrate && !o->lookahead && given(o, "migrate"))
+    lt__log(LT_LOG_WARN, "migrate=on does nothing without lookahead: no server has work queued");
+  return o->migrate && o->lookahead;
 }
 
 const lt_policy_ops_t lt__policy_migrate = {
@@ -177,6 +214,9 @@ const lt_policy_ops_t lt__policy_migrate = {
     .on_tick = on_tick,
     .on_end = on_end,
     .on_applied = on_applied,
+    .place = place,
+    .placed = placed,
+    .places = places,
     .stats = stats,
 };
 

@@ -47,6 +47,9 @@ typedef enum lt_opt_type {
     "new work to the earliest finish (eft) or round robin (rr)")                                   \
   X(migrate, LT_OPT_BOOL, migrate, "on", 0, 0, "on|off",                                           \
     "end of stream: move queued work from slow servers to idle ones")                              \
+  X(locality, LT_OPT_DOUBLE, locality, "0", 0, 1000, "X",                                          \
+    "new work stays on the holder of most of its input bytes when it finishes within X times "     \
+    "the best (0: off)")                                                                           \
   X(backup, LT_OPT_BOOL, backup, "on", 0, 0, "on|off",                                             \
     "end of stream: copies of stragglers on idle servers")                                         \
   X(backup_factor, LT_OPT_DOUBLE, backup_factor, "2", 1, 1000, "X",                                \
@@ -122,6 +125,7 @@ typedef struct lt_options {
   int throttle;                /* adapt each server's thread window to its load */
   int placement;               /* lt_placement_t */
   int migrate;                 /* end of stream: move queued work from slow to idle servers */
+  double locality;             /* the holder of the inputs may finish this much later (0 off) */
   int backup;                  /* end of stream: copies of stragglers on idle servers */
   double backup_factor;        /* a straggler has run this many times its expected time */
   int quarantine;              /* servers that crash for several tasks get a cool-down */

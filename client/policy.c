@@ -27,6 +27,8 @@ int lt__policies_init(lt_sched_t *s) {
     p->s = s;
     p->id = s->npolicies;
     p->q = &s->requests;
+    p->places = ops->place != NULL && (ops->places == NULL || ops->places(s->opts));
+    s->nplacers += p->places != 0;
     if (ops->state_size > 0 && (p->state = calloc(1, ops->state_size)) == NULL) return LT_ENOMEM;
     s->npolicies++;
   }
@@ -94,6 +96,22 @@ void lt__policies_idle(lt_sched_t *s, int64_t now_ms) {
 
 void lt__policies_tick(lt_sched_t *s, int64_t now_ms) {
   EACH(s, on_tick, now_ms);
+}
+
+int lt__policies_place(lt_sched_t *s, const lt_place_t *c, double *weight) {
+  int set = 0;
+  for (size_t k = 0; k < s->npolicies; k++) {
+    lt_policy_t *p = &s->policies[k];
+    if (p->places && p->ops->place(p, c, weight)) set = 1;
+  }
+  return set;
+}
+
+void lt__policies_placed(lt_sched_t *s, const lt_place_t *c, int to, int unshaped) {
+  for (size_t k = 0; k < s->npolicies; k++) {
+    lt_policy_t *p = &s->policies[k];
+    if (p->places && p->ops->placed != NULL) p->ops->placed(p, c, to, unshaped);
+  }
 }
 
 void lt__policies_applied(lt_sched_t *s, const lt_req_t *q) {

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "codec.h"
+#include "instance.h"
 #include "options.h"
 #include "policy_registry.h"
 
@@ -79,6 +80,19 @@ typedef struct lt_stat {
 
 typedef struct lt_policy lt_policy_t;
 
+#define LT_PLACE_OUT 1e300 /* a weight that excludes a server from a placement */
+
+/* What a placement shows the policies of one instruction before it chooses (placement.c): its
+ * inputs, the bytes of them each server holds, and the live holder of most. */
+typedef struct lt_place {
+  const lt_fire_t *fi;
+  const uint64_t *bytes; /* of its inputs, held by each server (s->nsrv entries) */
+  uint64_t total;        /* bytes of its inputs held on servers, in all */
+  int holder;            /* the live server that holds most of them and takes work, or -1 */
+  int chained;           /* fired by its predecessor's dispatch: it follows its input */
+  const double *weight;  /* the weights the policies set (NULL while none is set) */
+} lt_place_t;
+
 /* A policy's hooks; any may be NULL. `idx` names a server entry. */
 typedef struct lt_policy_ops {
   const char *name;
@@ -99,6 +113,19 @@ typedef struct lt_policy_ops {
   void (*on_idle)(lt_policy_t *p, int64_t now_ms);
   /* on_tick: the periodic tick (heartbeats, at most LT_PING_MS apart). */
   void (*on_tick)(lt_policy_t *p, int64_t now_ms);
+  /* place: instruction c is about to be placed: the policy may shape the placement by
+   * multiplying weight[i] (s->nsrv entries, 1 each before the first policy) of server i, the
+   * factor `eft` applies to its finish estimate there (below 1 favours it), or exclude server
+   * i from this placement with LT_PLACE_OUT (both placements then skip it); returns nonzero
+   * when it set a weight. When no enabled policy has this hook, placement does no work for
+   * it; when none set a weight, placement chooses once, as without them. */
+  int (*place)(lt_policy_t *p, const lt_place_t *c, double *weight);
+  /* placed: c went to server `to` (-1: it waits), where it would have gone without the
+   * weights being `unshaped` (called only when some policy set a weight for c). */
+  void (*placed)(lt_policy_t *p, const lt_place_t *c, int to, int unshaped);
+  /* places tells whether its place hook runs under these options (NULL: whenever it has
+   * one), so that a policy on for other reasons costs placement nothing. */
+  int (*places)(const lt_options_t *o);
   /* on_applied: the loop applied request q of this policy (a copy went out, a task runs
    * again, a record was recalled or taken back); a request dropped as stale is not told. */
   void (*on_applied)(lt_policy_t *p, const lt_req_t *q);
@@ -113,7 +140,8 @@ struct lt_policy {
   const lt_policy_ops_t *ops;
   const lt_sched_t *s; /* read only */
   void *state;
-  size_t id; /* its index in the registry: its limit's and its blob's slot */
+  size_t id;  /* its index in the registry: its limit's and its blob's slot */
+  int places; /* its place hook runs (policy.c, from ops->places) */
   struct lt_req_queue *q;
 };
 

@@ -15,6 +15,7 @@
   X(backup)                                                                                        \
   X(migrate)                                                                                       \
   X(drain)                                                                                         \
+  X(locality)                                                                                      \
   /* a new policy: X(NAME) above this line */
 
 #endif

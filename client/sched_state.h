@@ -401,6 +401,7 @@ struct lt_sched {
   uint64_t protocol_errors;
   lt_policy_t policies[LT_POLICY_MAX]; /* the enabled policies, in registry order */
   size_t npolicies;
+  size_t nplacers;         /* of those, the ones whose place hook runs (policy.c) */
   lt_req_queue_t requests; /* what they asked, for the loop's apply phase (requests.c) */
 };
 

@@ -4,6 +4,8 @@
  * workers, the client's threads and ZeroMQ's I/O thread (via lt__value_zmq_free) may each hold and
  * drop references: any thread. */
 #include <assert.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +18,13 @@ typedef struct msg_value {
   lt_value_t v; /* first: an lt_value_t * of this kind casts back */
   zmq_msg_t msg;
 } msg_value_t;
+
+/* A value of kind LT_VALUE_INLINE: its bytes follow the header in the same allocation,
+ * aligned as malloc's would be. */
+typedef struct inline_value {
+  lt_value_t v; /* first: an lt_value_t * of this kind casts back */
+  _Alignas(max_align_t) unsigned char bytes[];
+} inline_value_t;
 
 /* A value of kind LT_VALUE_USER: the user's buffer and how to give it back. */
 typedef struct user_value {
@@ -76,10 +85,16 @@ void *lt__value_take_pooled(lt_value_t *v) {
 }
 
 lt_value_t *lt__value_new(size_t len) {
-  /* malloc(0) may return NULL; a value always has a non-NULL data pointer. */
-  void *data = malloc(len > 0 ? len : 1);
-  if (data == NULL) return NULL;
-  return lt__value_wrap(data, len);
+  /* One allocation for the header and the bytes (a value a task costs one malloc, not two);
+   * never 0 bytes of data, so data is never NULL. */
+  if (len > SIZE_MAX - sizeof(inline_value_t) - 1) return NULL;
+  inline_value_t *iv = malloc(sizeof *iv + (len > 0 ? len : 1));
+  if (iv == NULL) return NULL;
+  atomic_init(&iv->v.refs, 1);
+  iv->v.kind = LT_VALUE_INLINE;
+  iv->v.len = len;
+  iv->v.data = iv->bytes;
+  return &iv->v;
 }
 
 lt_value_t *lt__value_copy(const void *data, size_t len) {
@@ -140,6 +155,9 @@ void lt__value_unref(lt_value_t *v) {
   case LT_VALUE_POOL:
     lt__bufpool_free(v->data);
     free(v);
+    return;
+  case LT_VALUE_INLINE:
+    free(v); /* the bytes with it */
     return;
   case LT_VALUE_HEAP:
     break;

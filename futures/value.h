@@ -1,10 +1,10 @@
 /* value.h: an immutable, reference-counted byte buffer: the payload of a future once set.
  * Shared without copying between the store (loop thread), workers running kernels that read
  * it, and ZeroMQ sending it (zmq_msg_init_data with lt__value_unref as the free function).
- * Its bytes live in a malloc'd buffer, in a kernel's output buffer from the pool
- * (bufpool.h), in a received ZeroMQ message itself (a large value
- * from the network: no copy), or in a buffer of the user's with its free callback
- * (lt_eval_submit_owned: no copy). Reference counting is atomic: any thread. */
+ * Its bytes live after its header in one allocation (lt__value_new), in a malloc'd buffer,
+ * in a kernel's output buffer from the pool (bufpool.h), in a received ZeroMQ message itself
+ * (a large value from the network: no copy), or in a buffer of the user's with its free
+ * callback (lt_eval_submit_owned: no copy). Reference counting is atomic: any thread. */
 #ifndef LT_VALUE_H
 #define LT_VALUE_H
 
@@ -14,10 +14,11 @@
 
 /* Where a value's bytes live, and so how the last unref frees them. */
 typedef enum lt_value_kind {
-  LT_VALUE_HEAP, /* a malloc'd buffer: free() */
-  LT_VALUE_MSG,  /* the data of a ZeroMQ message the value holds: zmq_msg_close() */
-  LT_VALUE_USER, /* a buffer of the user's: its free callback, if any */
-  LT_VALUE_POOL  /* a kernel's output buffer (bufpool.h): lt__bufpool_free() */
+  LT_VALUE_HEAP,  /* a malloc'd buffer: free() */
+  LT_VALUE_MSG,   /* the data of a ZeroMQ message the value holds: zmq_msg_close() */
+  LT_VALUE_USER,  /* a buffer of the user's: its free callback, if any */
+  LT_VALUE_POOL,  /* a kernel's output buffer (bufpool.h): lt__bufpool_free() */
+  LT_VALUE_INLINE /* bytes in the value's own allocation (lt__value_new): free() of both */
 } lt_value_kind_t;
 
 /* The free callback of a user's buffer (zmq_free_fn's signature): called once with the

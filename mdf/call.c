@@ -60,11 +60,38 @@ static void *nomem(lt__call_t *c, size_t len) {
   return NULL;
 }
 
-/* room makes room for one more output; false without memory. */
+/* small tells whether c's outputs are still in its own arrays. */
+static bool small(const lt__call_t *c) {
+  return c->out_data == c->out_small;
+}
+
+/* room makes room for one more output; false without memory. The first LT_CALL_SMALL are in
+ * the call itself; past them both arrays move to the heap, and grow there. */
 static bool room(lt__call_t *c) {
   if (c->noutputs < c->cap) return true;
+  if (c->cap == 0) {
+    c->out_data = c->out_small;
+    c->out_len = c->len_small;
+    c->cap = LT_CALL_SMALL;
+    return true;
+  }
   if (c->cap > UINT32_MAX / 2) return false;
-  uint32_t cap = c->cap > 0 ? c->cap * 2 : 4;
+  uint32_t cap = c->cap * 2;
+  if (small(c)) {
+    void **data = malloc(cap * sizeof *data);
+    size_t *len = malloc(cap * sizeof *len);
+    if (data == NULL || len == NULL) {
+      free(data);
+      free(len);
+      return false;
+    }
+    memcpy(data, c->out_small, sizeof c->out_small);
+    memcpy(len, c->len_small, sizeof c->len_small);
+    c->out_data = data;
+    c->out_len = len;
+    c->cap = cap;
+    return true;
+  }
   /* Each array is stored as soon as it has grown, so a failure of the second leaves
    * consistent (merely larger) storage behind. */
   if (LT_VEC_RESIZE(c->out_data, c->cap, cap) != LT_OK ||
@@ -173,8 +200,10 @@ void lt__call_take_output(lt__call_t *c, uint32_t i, void **data, size_t *len) {
 void lt__call_clear(lt__call_t *c) {
   for (uint32_t i = 0; i < c->noutputs; i++)
     lt__bufpool_free(c->out_data[i]);
-  free(c->out_data);
-  free(c->out_len);
+  if (!small(c)) {
+    free(c->out_data);
+    free(c->out_len);
+  }
   c->out_data = NULL;
   c->out_len = NULL;
   c->noutputs = 0;

@@ -11,6 +11,8 @@
 #include "module.h"
 #include "msg.h"
 
+#define LT_CALL_SMALL 4 /* outputs a call holds without allocating (a stage makes one) */
+
 typedef struct lt__call {
   lt_call_t pub;            /* must stay first */
   const lt_bytes_t *inputs; /* borrowed */
@@ -20,8 +22,10 @@ typedef struct lt__call {
   lt_bytes_t param;  /* borrowed */
   uint32_t noutputs;
   uint32_t cap;
-  void **out_data; /* owned until taken */
+  void **out_data; /* owned until taken: out_small, or allocated past LT_CALL_SMALL */
   size_t *out_len;
+  void *out_small[LT_CALL_SMALL]; /* a call's first outputs: no allocation for them */
+  size_t len_small[LT_CALL_SMALL];
   int answer; /* -1 until lt_call_answer */
   int failed;
   char errmsg[LT_KERNEL_ERRMSG_MAX];

@@ -17,6 +17,34 @@ static bool has_prefix(const char *msg, const char *name) {
   return n > 0 && strncmp(msg, name, n) == 0 && msg[n] == ':';
 }
 
+/* out_arrays gives r room for n outputs: its own arrays up to LT_EXEC_SMALL, else allocated
+ * ones; LT_ENOMEM (r without arrays) without memory. */
+static int out_arrays(lt_exec_result_t *r, uint32_t n) {
+  if (n <= LT_EXEC_SMALL) {
+    r->out = r->out_small;
+    r->outlen = r->outlen_small;
+    return LT_OK;
+  }
+  r->out = calloc(n, sizeof *r->out);
+  r->outlen = calloc(n, sizeof *r->outlen);
+  if (r->out != NULL && r->outlen != NULL) return LT_OK;
+  free(r->out);
+  free(r->outlen);
+  r->out = NULL;
+  r->outlen = NULL;
+  return LT_ENOMEM;
+}
+
+/* out_free lets go of r's output arrays (not the outputs). */
+static void out_free(lt_exec_result_t *r) {
+  if (r->out != r->out_small) {
+    free(r->out);
+    free(r->outlen);
+  }
+  r->out = NULL;
+  r->outlen = NULL;
+}
+
 /* call_stage runs one kernel; on success moves its outputs into r. */
 static int call_stage(const lt_exec_stage_t *st, const lt_bytes_t *inputs, void **grant,
                       uint32_t ninputs, lt_exec_result_t *r, int *answer) {
@@ -42,9 +70,7 @@ static int call_stage(const lt_exec_stage_t *st, const lt_bytes_t *inputs, void 
     lt__call_clear(&c);
     return r->status;
   }
-  r->out = calloc(c.noutputs ? c.noutputs : 1, sizeof *r->out);
-  r->outlen = calloc(c.noutputs ? c.noutputs : 1, sizeof *r->outlen);
-  if (r->out == NULL || r->outlen == NULL) {
+  if (out_arrays(r, c.noutputs) != LT_OK) {
     r->status = LT_ENOMEM;
     snprintf(r->errmsg, sizeof r->errmsg, "%s: out of memory", st->name);
     lt__call_clear(&c);
@@ -75,10 +101,7 @@ static void run_seq(const lt_exec_stage_t *stages, uint32_t nstages, const lt_by
        * may write over it. */
       void *prev[1] = {r->out[0]};
       lt_bytes_t in = {prev[0], r->outlen[0]};
-      free(r->out);
-      free(r->outlen);
-      r->out = NULL;
-      r->outlen = NULL;
+      out_free(r);
       r->nout = 0;
       int rc = call_stage(&stages[s], &in, prev, 1, r, NULL);
       lt__bufpool_free(prev[0]); /* NULL when the stage took it */
@@ -188,9 +211,6 @@ void lt__exec_run_owned(uint32_t op, const lt_exec_stage_t *stages, uint32_t nst
 void lt__exec_result_clear(lt_exec_result_t *r) {
   for (uint32_t i = 0; i < r->nout; i++)
     lt__bufpool_free(r->out[i]);
-  free(r->out);
-  free(r->outlen);
-  r->out = NULL;
-  r->outlen = NULL;
+  out_free(r);
   r->nout = 0;
 }

@@ -18,12 +18,17 @@ typedef struct lt_exec_stage {
   lt_bytes_t param;
 } lt_exec_stage_t;
 
+#define LT_EXEC_SMALL 2 /* outputs a result holds without allocating (a stage makes one) */
+
 typedef struct lt_exec_result {
   int status; /* LT_OK, LT_EKERNEL (the kernel failed), LT_ENOMEM */
   int answer; /* DCSTEP: 1 base case, 0 divided; TEST: 1 true, 0 false; else -1 */
   uint32_t nout;
-  void **out; /* outputs from lt__bufpool_alloc (caller takes them or clears) */
+  void **out; /* outputs from lt__bufpool_alloc (caller takes them or clears): in out_small
+                 up to LT_EXEC_SMALL of them, else allocated; the result is not to be copied */
   size_t *outlen;
+  void *out_small[LT_EXEC_SMALL];
+  size_t outlen_small[LT_EXEC_SMALL];
   uint32_t in_place; /* outputs made in their input's buffer (lt_call_output_from_input) */
   char errmsg[LT_KERNEL_ERRMSG_MAX + 128];
 } lt_exec_result_t;

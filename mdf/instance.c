@@ -76,6 +76,19 @@ static void parts_drop(lt_frame_t *f) {
   f->nparts = f->missing = 0;
 }
 
+/* An instance and its root frame share one allocation: a farm's task, whose instance is one
+ * frame, costs one malloc here, not two. The root is the frame without a parent; an
+ * instance has one at a time (feed and feed_pair refuse a second). */
+typedef struct instance_block {
+  lt_instance_t inst; /* first: an lt_instance_t * of lt__instance_new casts back */
+  lt_frame_t root;
+} instance_block_t;
+
+/* root_of returns inst's root frame's storage. */
+static lt_frame_t *root_of(lt_instance_t *inst) {
+  return &((instance_block_t *)inst)->root;
+}
+
 static void frame_free(lt_frame_t *f) {
   lt_instance_t *inst = f->inst;
   if (f->prev != NULL)
@@ -85,7 +98,10 @@ static void frame_free(lt_frame_t *f) {
   if (f->next != NULL) f->next->prev = f->prev;
   lt__value_unref(f->token.value);
   parts_drop(f);
-  free(f);
+  if (f == root_of(inst))
+    memset(f, 0, sizeof *f); /* in the instance's block */
+  else
+    free(f);
 }
 
 /* frame_init makes the zeroed `f` a live frame of `inst` on node `node` with input `tok`
@@ -109,12 +125,13 @@ static lt_frame_t *frame_init(lt_frame_t *f, lt_instance_t *inst, lt_frame_t *pa
 
 static lt_frame_t *frame_new(lt_instance_t *inst, lt_frame_t *parent, uint32_t slot, int32_t node,
                              int single, const lt_token_t *tok) {
-  lt_frame_t *f = calloc(1, sizeof *f);
+  lt_frame_t *f = parent == NULL ? root_of(inst) : calloc(1, sizeof *f);
   return f != NULL ? frame_init(f, inst, parent, slot, node, single, tok) : NULL;
 }
 
 int lt__instance_new(lt_instance_t **out, const lt_template_t *t, uint64_t task) {
-  lt_instance_t *inst = calloc(1, sizeof *inst);
+  instance_block_t *b = calloc(1, sizeof *b);
+  lt_instance_t *inst = b != NULL ? &b->inst : NULL;
   *out = inst;
   if (inst == NULL) return LT_ENOMEM;
   inst->tmpl = t;

@@ -5,7 +5,8 @@
  * a base case, or a child dc frame per part and a combine. The instance tells through a
  * callback which frame needs an instruction now, and describes it (lt__frame_fire_info);
  * the caller runs it anywhere and reports the outputs with lt__instance_complete. Frames
- * live on the heap: dc trees of any depth cost no stack. Owned by one thread. */
+ * live on the heap (the root one in the instance's own allocation): dc trees of any depth
+ * cost no stack. Owned by one thread. */
 #ifndef LT_INSTANCE_H
 #define LT_INSTANCE_H
 

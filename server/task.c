@@ -408,6 +408,8 @@ static int store_outputs(lt_server_t *srv, lt_task_t *t, lt_oid_t first, uint32_
   return LT_OK;
 }
 
+#define COMPLETE_FEW 4 /* outputs of a completion listed without allocating */
+
 /* One completion to make: its seq and first output id, outcome, run and outputs. */
 typedef struct outcome {
   uint64_t seq;
@@ -433,13 +435,20 @@ static void complete(lt_server_t *srv, lt_session_t *s, lt_task_t *t, outcome_t 
     o.errmsg = err;
   }
   uint32_t n = o.status == LT_OK ? o.n : 0;
-  lt_value_t **vals = NULL;
-  uint64_t *sizes = NULL;
-  lt_value_t **ret = NULL;
+  /* A completion's few outputs (a stage's one) are listed on the stack; a split's many on
+   * the heap. */
+  lt_value_t *vals_few[COMPLETE_FEW] = {0}, *ret_few[COMPLETE_FEW];
+  uint64_t sizes_few[COMPLETE_FEW];
+  bool few = n <= COMPLETE_FEW;
+  lt_value_t **vals = few ? vals_few : NULL;
+  uint64_t *sizes = few ? sizes_few : NULL;
+  lt_value_t **ret = few ? ret_few : NULL;
   if (n > 0) {
-    vals = calloc(n, sizeof *vals);
-    ret = calloc(n, sizeof *ret);
-    sizes = calloc(n, sizeof *sizes);
+    if (!few) {
+      vals = calloc(n, sizeof *vals);
+      ret = calloc(n, sizeof *ret);
+      sizes = calloc(n, sizeof *sizes);
+    }
     if (vals == NULL || ret == NULL || sizes == NULL) {
       o.status = LT_ENOMEM;
       o.errmsg = "out of memory for the outputs";
@@ -471,6 +480,7 @@ static void complete(lt_server_t *srv, lt_session_t *s, lt_task_t *t, outcome_t 
   }
   for (uint32_t i = 0; vals != NULL && i < n; i++)
     lt__value_unref(vals[i]);
+  if (few) return;
   free(vals);
   free(ret);
   free(sizes);

@@ -21,9 +21,9 @@ typedef struct recs {
   lt_instr_rec_t r[RECS];
 } recs_t;
 
-/* setup makes a world whose servers run THREADS instructions at once and have run the chain
- * (100 ms of service two at a time, 50 ms of CPU), and RECS queued records. */
-static void setup(world_t *w, recs_t *q) {
+/* setup_cost makes a world whose servers run THREADS instructions at once and have run the
+ * chain (2 * cost_us of service two at a time, cost_us / 2 of CPU), and RECS queued records. */
+static void setup_cost(world_t *w, recs_t *q, double cost_us) {
   world_init(w);
   memset(q, 0, sizeof *q);
   for (size_t i = 0; i < WORLD_SERVERS; i++) {
@@ -31,7 +31,7 @@ static void setup(world_t *w, recs_t *q) {
     w->srv[i].pace.window = THREADS;
     w->srv[i].pace.workers = THREADS;
     w->srv[i].pace.cores = 1;
-    lt__pace_service(&w->srv[i].pace, &q->stage, 2 * COST_US, COST_US / 2);
+    lt__pace_service(&w->srv[i].pace, &q->stage, 2 * cost_us, cost_us / 2);
   }
   for (size_t k = 0; k < RECS; k++) {
     lt_instr_rec_t *r = &q->r[k];
@@ -44,6 +44,11 @@ static void setup(world_t *w, recs_t *q) {
     r->state = LT_IR_QUEUED;
     r->conn = -1;
   }
+}
+
+/* setup makes the world of setup_cost with instructions of COST_US (100 ms). */
+static void setup(world_t *w, recs_t *q) {
+  setup_cost(w, q, COST_US);
 }
 
 /* teardown takes every record off its server and frees the world. */
@@ -133,6 +138,27 @@ Test(backup, a_straggler_is_judged_by_how_long_it_has_run) {
   send(&f.w, &f.q, 4, 2, t); /* server 2 gets work: no server is idle */
   cr_assert_eq(lt__sched_backup_target(&f.w.s, f.b, t), -1);
   teardown(&f.w);
+}
+
+/* A straggler is at least BACKUP_RTTS (4) round trips to its server old, and at least
+ * BACKUP_MIN_MS (2 ms): younger, a copy's hand-off and its twin's cancel cost more than a
+ * copy can save, however short its chain. Instructions of 0.5 ms (backup_factor 2: due a
+ * copy after 1 ms): at a round trip of 3 ms, not before 12 ms; at one of 0.1 ms, not before
+ * 2 ms. */
+Test(backup, a_straggler_is_four_round_trips_and_two_ms_old_at_least) {
+  world_t w;
+  recs_t q;
+  setup_cost(&w, &q, 500.0);
+  int64_t t0 = lt__clock_ms() - 100;
+  lt_instr_rec_t *a = send(&w, &q, 0, 0, t0);
+  cr_assert_geq(a->run_ms, 0, "a runs");
+  w.srv[0].pace.rtt_us = 3000.0;
+  cr_assert_eq(lt__sched_backup_target(&w.s, a, a->run_ms + 11), -1, "11 ms < 4 round trips");
+  cr_assert_geq(lt__sched_backup_target(&w.s, a, a->run_ms + 13), 1, "13 ms: a straggler");
+  w.srv[0].pace.rtt_us = 100.0;
+  cr_assert_eq(lt__sched_backup_target(&w.s, a, a->run_ms + 1), -1, "1 ms < BACKUP_MIN_MS");
+  cr_assert_geq(lt__sched_backup_target(&w.s, a, a->run_ms + 3), 1, "3 ms: a straggler");
+  teardown(&w);
 }
 
 /* with_policies turns the backup and migrate policies on in f's world. */

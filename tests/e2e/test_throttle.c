@@ -104,9 +104,9 @@ Test(throttle, the_window_stays_within_its_bounds, .timeout = 180) {
 }
 
 /* End of stream: work queued on a slow server moves to idle fast ones, confirmed by the
- * slow server's cancel, and nothing runs twice. The slow server is alone at first, so it is
- * given a queue; the fast ones join once it has one. */
-Test(throttle, queued_work_moves_off_a_slow_server_at_the_end, .timeout = 180) {
+ * slow server's cancel, and nothing runs twice, under `placement`. The slow server is alone
+ * at first, so it is given a queue; the fast ones join once it has one. */
+static void moves_off_a_slow_server(const char *placement) {
   lt_proc_t hosts[3];
   /* 40 x slower: it is still busy with its queue long after the fast ones ran dry, also
    * when other tests share the CPU. */
@@ -118,6 +118,7 @@ Test(throttle, queued_work_moves_off_a_slow_server_at_the_end, .timeout = 180) {
   cr_assert_eq(lt_eval_new(&ev, lt_farm(lt_seq_with("testk:spin", "2000000", 7))), LT_OK);
   cr_assert_eq(lt_eval_set(ev, "max_threads", "6"), LT_OK);
   cr_assert_eq(lt_eval_set(ev, "backup", "off"), LT_OK); /* exactly once: no copies */
+  cr_assert_eq(lt_eval_set(ev, "placement", placement), LT_OK);
   cr_assert_eq(lt_eval_add_host(ev, hosts[0].endpoint), LT_OK);
   cr_assert_eq(lt_eval_start(ev), LT_OK);
   const int n = 16;
@@ -136,6 +137,16 @@ Test(throttle, queued_work_moves_off_a_slow_server_at_the_end, .timeout = 180) {
   free(json);
   for (int i = 0; i < 3; i++)
     lt__proc_stop(&hosts[i], 5000);
+}
+
+Test(throttle, queued_work_moves_off_a_slow_server_at_the_end, .timeout = 180) {
+  moves_off_a_slow_server("eft");
+}
+
+/* The same under round robin (it was off there before the place hook: a record put back
+ * could have gone to the slow server again). */
+Test(throttle, queued_work_moves_off_a_slow_server_under_rr, .timeout = 180) {
+  moves_off_a_slow_server("rr");
 }
 
 /* Under lazy binding a successor dispatched with its predecessor may leave for a faster

@@ -4,11 +4,30 @@
  * or path drops it. */
 #include <criterion/criterion.h>
 #include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zmq.h>
 
 #include "value.h"
+
+/* A new value's bytes share its allocation, aligned as malloc's would be, for any length
+ * (none included: data is never NULL), and are writable to their last byte. */
+Test(value, new_is_one_aligned_allocation) {
+  size_t lens[] = {0, 1, 7, 16, 4096, 1u << 20};
+  for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+    lt_value_t *v = lt__value_new(lens[i]);
+    cr_assert_not_null(v);
+    cr_assert_eq(v->kind, LT_VALUE_INLINE);
+    cr_assert_not_null(v->data);
+    cr_assert_eq((uintptr_t)v->data % _Alignof(max_align_t), 0, "len %zu", lens[i]);
+    cr_assert_eq((char *)v->data - (char *)v < 64, 1, "the bytes follow the header");
+    memset(v->data, 0xa5, lens[i]);
+    lt__value_unref(v);
+  }
+  cr_assert_null(lt__value_new(SIZE_MAX - 8), "an impossible size fails, not wraps");
+}
 
 Test(value, new_copy_wrap) {
   lt_value_t *v = lt__value_new(16);
@@ -154,7 +173,7 @@ Test(value_msg, small_message_is_copied_and_released_at_once) {
   void *bytes = zmq_msg_data(&m);
   lt_value_t *v = lt__value_from_msg(&m);
   cr_assert_not_null(v);
-  cr_assert_eq(v->kind, LT_VALUE_HEAP);
+  cr_assert_eq(v->kind, LT_VALUE_INLINE);
   cr_assert_neq(v->data, bytes);
   cr_assert_eq(atomic_load(&freed), 1, "a copied message is released at once");
   check_bytes(v, LT_VALUE_MSG_MIN - 1);

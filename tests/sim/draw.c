@@ -129,6 +129,21 @@ int sim_prog_set(sim_prog_t *p, const char *key, const char *value) {
   return LT_OK;
 }
 
+int sim_prog_overrides(const sim_world_t *w, sim_prog_t *p) {
+  int rc = LT_OK;
+  for (uint32_t i = 0; rc == LT_OK && i < w->p.nset; i++) {
+    char key[64];
+    const char *eq = strchr(w->p.set[i], '=');
+    if (eq == NULL || (size_t)(eq - w->p.set[i]) >= sizeof key) {
+      fprintf(stderr, "sim: --set %s: expected KEY=VALUE\n", w->p.set[i]);
+      return LT_EINVAL;
+    }
+    snprintf(key, sizeof key, "%.*s", (int)(eq - w->p.set[i]), w->p.set[i]);
+    rc = sim_prog_set(p, key, eq + 1);
+  }
+  return rc;
+}
+
 int sim_draw(sim_world_t *w, sim_prog_t *p, const char *modules) {
   memset(p, 0, sizeof *p);
   lt__options_init(&p->opts);
@@ -157,6 +172,7 @@ int sim_draw(sim_world_t *w, sim_prog_t *p, const char *modules) {
     rc = sim_prog_set(p, "quarantine", sim_chance(&w->fourth, 1, 2) ? "on" : "off");
     if (rc == LT_OK) rc = sim_prog_set(p, "quarantine_crashes", crashes[sim_below(&w->fourth, 3)]);
   }
+  if (rc == LT_OK) rc = sim_prog_overrides(w, p);
   /* LT_SIM_TRACE=FILE: the dispatcher's trace of the run (option trace), to read a seed. */
   if (rc == LT_OK && getenv("LT_SIM_TRACE") != NULL)
     rc = lt__options_set(&p->opts, "trace", getenv("LT_SIM_TRACE"));

@@ -2,15 +2,17 @@
  * its end or its first violation; one summary line, and the replay command of each seed
  * that found a violation. Exit status 1 when any did.
  *   lithium-sim --seeds N [--from S] [--servers K] [--tasks T] [--keep T] [--skip S,S...]
- *               [--draw 1|2] [--verbose]
+ *               [--draw 1|2] [--set KEY=VALUE]... [--verbose]
  * A seed that fails is shrunk: run again with only the first half of its tasks (all drawn as
  * before: the same program, options, servers and faults) while it still fails; its replay
  * command then keeps the fewest (--keep), its report is the first run's.
  * --draw 1 draws as the first version did (the seeds kept before draw 2; sim.h).
+ * --set KEY=VALUE (up to SIM_MAX_SET) sets an option over what each seed draws (a scale run's
+ * too), e.g. --set locality=1.5.
  * --skip leaves out seeds known to fail for a bug not fixed yet (each kept as a disabled
  * test of its own in CMakeLists.txt), so that a range stays a check of everything else.
  *   lithium-sim --scale farm|pipeline [--servers K] [--cores C] [--tasks T] [--from S]
- *               [--min-use U] [--min-efficiency E] [--verbose]
+ *               [--min-use U] [--min-efficiency E] [--set KEY=VALUE]... [--verbose]
  * runs one scale run (scale.c; no faults) and prints its figures as one JSON line; exit
  * status 1 also when the servers of a speed did less than U of what they could, or the
  * efficiency is under E. --verbose prints the use in each tenth of the run. */
@@ -23,7 +25,7 @@
 
 static void usage(void) {
   fprintf(stderr, "usage: lithium-sim --seeds N [--from S] [--servers K] [--tasks T] [--draw 1|2] "
-                  "[--verbose]\n"
+                  "[--set KEY=VALUE]... [--verbose]\n"
                   "       lithium-sim --scale farm|pipeline [--servers K] [--cores C] [--tasks T] "
                   "[--from S] [--min-use U] [--min-efficiency E] [--verbose]\n");
   exit(2);
@@ -80,6 +82,7 @@ static int scale(sim_params_t *p, double min_use, double min_eff) {
          "\"window\": %u, \"tasks\": %llu, \"seed\": %llu, \"ideal_ms\": %.1f, "
          "\"makespan_ms\": %.1f, \"efficiency\": %.3f, \"work_run_ratio\": %.4f, "
          "\"instructions\": %llu, \"backups\": %llu, \"reruns\": %llu, \"migrated\": %llu, "
+         "\"peer_bytes\": %llu, \"locality_kept\": %llu, "
          "\"dispatcher_cpu_us_per_task\": %.2f, \"turns\": %llu, \"sim_cpu_s\": %.1f, "
          "\"use_by_speed\": [%.3f, %.3f, %.3f, %.3f], \"violation\": %d}\n",
          p->scale == SIM_SCALE_FARM ? "farm" : "pipeline", p->servers, p->cores, 3 * p->cores,
@@ -87,7 +90,8 @@ static int scale(sim_params_t *p, double min_use, double min_eff) {
          r.makespan_us / 1000, r.makespan_us > 0 ? r.ideal_us / r.makespan_us : 0,
          r.work_us > 0 ? r.work_run_us / r.work_us : 0, (unsigned long long)r.instrs,
          (unsigned long long)r.backups, (unsigned long long)r.reruns,
-         (unsigned long long)r.migrated, (double)r.turn_ns / 1000.0 / tasks,
+         (unsigned long long)r.migrated, (unsigned long long)r.peer_bytes,
+         (unsigned long long)r.locality_kept, (double)r.turn_ns / 1000.0 / tasks,
          (unsigned long long)r.turns, cpu_s, r.use[0], r.use[1], r.use[2], r.use[3], r.violation);
   int low = 0;
   for (int k = 0; k < 4; k++)
@@ -127,6 +131,8 @@ int main(int argc, char **argv) {
       skip = argv[++i];
     else if (strcmp(argv[i], "--keep") == 0)
       p.keep = (uint32_t)num(argv[++i]);
+    else if (strcmp(argv[i], "--set") == 0 && p.nset < SIM_MAX_SET)
+      p.set[p.nset++] = argv[++i];
     else if (strcmp(argv[i], "--draw") == 0)
       p.draw = (uint32_t)num(argv[++i]);
     else if (strcmp(argv[i], "--min-use") == 0)
@@ -150,8 +156,8 @@ int main(int argc, char **argv) {
     return scale(&p, min_use, min_eff);
   }
   if (p.servers > SIM_DRAW_MAX_SERVERS) p.servers = SIM_DRAW_MAX_SERVERS;
-  uint64_t events = 0, faults = 0, tasks = 0, violations = 0;
-  char(*replay)[160] = calloc(seeds < 64 ? seeds : 64, sizeof *replay);
+  uint64_t events = 0, faults = 0, tasks = 0, violations = 0, peer_bytes = 0, kept = 0;
+  char(*replay)[320] = calloc(seeds < 64 ? seeds : 64, sizeof *replay);
   for (uint64_t k = 0; k < seeds; k++) {
     p.seed = from + k;
     if (skipped(skip, p.seed)) {
@@ -163,6 +169,8 @@ int main(int argc, char **argv) {
     events += r.events;
     faults += r.faults;
     tasks += r.tasks;
+    peer_bytes += r.peer_bytes;
+    kept += r.locality_kept;
     if (!r.violation) continue;
     uint32_t fewer = p.verbose ? 0 : shrink(p, r.drawn);
     if (violations < 64) {
@@ -175,6 +183,8 @@ int main(int argc, char **argv) {
         n += snprintf(replay[violations] + n, sizeof replay[0] - (size_t)n, " --tasks %u", p.tasks);
       if (p.draw)
         n += snprintf(replay[violations] + n, sizeof replay[0] - (size_t)n, " --draw %u", p.draw);
+      for (uint32_t o = 0; o < p.nset; o++)
+        n += snprintf(replay[violations] + n, sizeof replay[0] - (size_t)n, " --set %s", p.set[o]);
       if (fewer || p.keep)
         snprintf(replay[violations] + n, sizeof replay[0] - (size_t)n, " --keep %u",
                  fewer ? fewer : p.keep);
@@ -184,6 +194,8 @@ int main(int argc, char **argv) {
   printf("SIM seeds=%llu events=%llu faults=%llu tasks=%llu violations=%llu\n",
          (unsigned long long)seeds, (unsigned long long)events, (unsigned long long)faults,
          (unsigned long long)tasks, (unsigned long long)violations);
+  printf("SIM moved: peer_bytes=%llu locality_kept=%llu\n", (unsigned long long)peer_bytes,
+         (unsigned long long)kept);
   if (skips > 0) printf("skipped %llu known seeds: %s\n", (unsigned long long)skips, skip);
   for (uint64_t i = 0; i < violations && i < 64; i++)
     printf("replay: %s --verbose\n", replay[i]);

@@ -112,6 +112,7 @@ int sim_scale_draw(sim_world_t *w, sim_prog_t *p, const char *modules) {
   int rc = lt__options_set(&p->opts, "modules", modules);
   if (rc == LT_OK) rc = sim_prog_set(p, "max_threads", window);
   if (rc == LT_OK && pipe) rc = sim_prog_set(p, "lazy", "on");
+  if (rc == LT_OK) rc = sim_prog_overrides(w, p);
   if (rc == LT_OK && getenv("LT_SIM_TRACE") != NULL)
     rc = lt__options_set(&p->opts, "trace", getenv("LT_SIM_TRACE"));
   if (rc != LT_OK) return rc;

@@ -139,6 +139,8 @@ int sim_draw(sim_world_t *w, sim_prog_t *p, const char *modules);
 void sim_prog_free(sim_prog_t *p);
 /* sim_prog_set sets option key=value of p, noted in p->options; an error is printed. */
 int sim_prog_set(sim_prog_t *p, const char *key, const char *value);
+/* sim_prog_overrides sets the run's --set options (KEY=VALUE each) of p, over what was drawn. */
+int sim_prog_overrides(const sim_world_t *w, sim_prog_t *p);
 
 /* ---- door.c: the evaluator's side (backend.h's door), results checked -------------------- */
 
@@ -194,6 +196,8 @@ double sim_scale_ideal(sim_world_t *w, const sim_prog_t *p, const lt_template_t 
 #define SIM_SLOW_US          1000000 /* how much slower: far over any deadline draw.c sets */
 
 /* A run's parameters: the seed and what the command line forces (0: drawn). */
+#define SIM_MAX_SET 8 /* --set options of one run */
+
 typedef struct sim_params {
   uint64_t seed;
   uint32_t servers;
@@ -206,6 +210,8 @@ typedef struct sim_params {
                      added mid-run, each from a stream of its own */
   uint32_t scale; /* a scale run (scale.c): SIM_SCALE_FARM or SIM_SCALE_PIPELINE, 0: a seed's */
   uint32_t cores; /* a scale run's cores per server (its window is 3 x cores) */
+  const char *set[SIM_MAX_SET]; /* --set KEY=VALUE: options set after the draw, over it */
+  uint32_t nset;
 } sim_params_t;
 
 /* What a run did. */
@@ -217,6 +223,8 @@ typedef struct sim_result {
   uint64_t turn_ns, turns;      /* the dispatcher's own CPU time in its turns, and how many */
   uint64_t instrs;              /* instructions sent */
   uint64_t backups, reruns, migrated; /* copies of stragglers, tasks run again, moved */
+  uint64_t peer_bytes;                /* bytes of values servers fetched from each other */
+  uint64_t locality_kept; /* placements the locality policy kept on the inputs' holder */
   uint64_t events;
   uint64_t faults;
   uint64_t tasks;
@@ -228,13 +236,14 @@ typedef struct sim_result {
 struct sim_world {
   sim_params_t p;
   sim_rng_t rng;
-  sim_rng_t third;  /* the deadlines' draws, after `more`'s, for the same reason */
-  sim_rng_t more;   /* faults added since the first seeds were kept: a stream of their own, so
-                       that what `rng` draws (and a kept seed's run without them) is unchanged */
-  sim_rng_t fourth; /* draw 2's: the shapes and the servers it adds, same reason */
-  int64_t now;      /* virtual µs */
-  uint64_t events;  /* run so far */
-  void *heap;       /* the event queue (net.c) */
+  sim_rng_t third;     /* the deadlines' draws, after `more`'s, for the same reason */
+  sim_rng_t more;      /* faults added since the first seeds were kept: a stream of their own, so
+                          that what `rng` draws (and a kept seed's run without them) is unchanged */
+  sim_rng_t fourth;    /* draw 2's: the shapes and the servers it adds, same reason */
+  int64_t now;         /* virtual µs */
+  uint64_t events;     /* run so far */
+  uint64_t peer_bytes; /* bytes of values answered to peers' fetches (store.c) */
+  void *heap;          /* the event queue (net.c) */
   size_t nheap, capheap;
   uint64_t next_ev;    /* tie-break of the queue */
   uint64_t in_transit; /* messages sent to a server, not arrived yet */

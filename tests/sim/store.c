@@ -83,7 +83,10 @@ void sv_answer(sim_world_t *w, sim_server_t *v, wfetch_t *f, sval_t *e) {
     *a = (peer_ans_t){
         .asker = f->asker, .holder = v->idx, .gen = f->asker_gen, .id = f->id, .status = status};
     sv_set_err(a->err, sizeof a->err, err);
-    if (status == LT_OK) a->v = lt__value_ref(e->v);
+    if (status == LT_OK) {
+      a->v = lt__value_ref(e->v);
+      w->peer_bytes += e->v->len;
+    }
     sim_at(w, w->now + sim_delay(w), on_peer_answer, a);
   }
   if (e != NULL && f->release && !e->copy && sv_find(v, f->id) == e)

@@ -403,6 +403,8 @@ void sim_run(const sim_params_t *prm, sim_result_t *out) {
     out->backups = lt__policies_stat(s, SIZE_MAX, "backups");
     out->reruns = lt__policies_stat(s, SIZE_MAX, "reruns");
     out->migrated = lt__policies_stat(s, SIZE_MAX, "migrated");
+    out->locality_kept = lt__policies_stat(s, SIZE_MAX, "locality_kept");
+    out->peer_bytes = w->peer_bytes;
     sim_door_stop(d);
     lt__sched_stop(s);
   }
