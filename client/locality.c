@@ -23,11 +23,11 @@ static int place(lt_policy_t *p, const lt_place_t *c, double *weight) {
 }
 
 /* held_on sums the bytes of c's inputs held by server i. */
-static uint64_t held_on(const lt_place_t *c, int i) {
+static uint64_t held_on(const lt_sched_t *s, const lt_place_t *c, int i) {
   uint64_t n = 0;
   for (uint32_t k = 0; k < c->fi->ninputs; k++) {
     const lt_token_t *t = &c->fi->inputs[k];
-    if (t->value == NULL && lt__token_holder(t) == i) n += t->size;
+    if (t->value == NULL && lt__holder(s, t) == i) n += t->size;
   }
   return n;
 }
@@ -36,7 +36,7 @@ static void placed(lt_policy_t *p, const lt_place_t *c, int to, int unshaped) {
   if (to < 0 || to == unshaped || to != c->holder) return;
   locality_state_t *st = p->state;
   st->kept++;
-  uint64_t here = held_on(c, to), there = unshaped >= 0 ? held_on(c, unshaped) : here;
+  uint64_t here = held_on(p->s, c, to), there = unshaped >= 0 ? held_on(p->s, c, unshaped) : here;
   if (here > there) st->bytes_saved += here - there;
 }
 

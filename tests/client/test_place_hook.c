@@ -82,7 +82,8 @@ Test(place_hook, an_excluded_server_is_never_chosen) {
     cr_assert_eq(place(&w, &fi, 0), -1, "the others are full: it waits");
     /* A successor whose input is on the excluded server does not follow it there. */
     w.srv[0].admitted = w.srv[2].admitted = 0;
-    lt_token_t in = {.at = 2, .size = 1000}; /* held by server 1 */
+    lt_token_t in = {.size = 1000};
+    lt__holder_set(&w.s, &in, 1); /* held by server 1 */
     lt_fire_t succ = {.inputs = &in, .ninputs = 1};
     int i = place(&w, &succ, 1);
     cr_assert(i == 0 || i == 2, "placement %d chose %d for a successor", placement, i);
@@ -144,7 +145,8 @@ Test(place_hook, without_a_place_hook_placement_runs_none) {
 Test(place_hook, locality_keeps_work_on_the_holder_within_its_factor) {
   world_t w;
   world_locality(&w, "1.5");
-  lt_token_t in = {.at = 1, .size = 1000}; /* 1000 bytes held by server 0: 10 µs to move */
+  lt_token_t in = {.size = 1000};
+  lt__holder_set(&w.s, &in, 0); /* 1000 bytes held by server 0: 10 µs to move */
   lt_fire_t fi = {.inputs = &in, .ninputs = 1};
   w.srv[0].pace.per_us = 100;
   w.srv[1].pace.per_us = 80; /* 90 µs with the move: ahead of 100, within 1.5 times */
