@@ -1,13 +1,12 @@
 /* requests.c: the loop's phase that applies what the policies asked (policy.h): copies of
  * stragglers, runs of a task again for a straggling inner stage, recalls of queued work
- * (migration), taking back what a server held too long,
- * limits on a server, failing a task, draining and retiring a server; and the core's own
- * settle of what an ended session cost (failures.c files it at a welcome). Each request is checked
- * against the state now — the record may have completed, the server died — and dropped when it no
- * longer applies; the policy that asked hears of each copy, run again, recall and take-back applied
- * (its on_applied hook), and counts them itself. The policies decide; this file acts; cancels go
- * out through the failure accounting (failures.c), the one sender.
- * Dispatcher thread only. */
+ * (migration), taking back what a server held too long, limits on a server, failing a task,
+ * draining and retiring a server; and the core's own settle of what an ended session cost
+ * (failures.c files it at a welcome). Each request is checked against the state now — the
+ * record may have completed, the server died — and dropped when it no longer applies; the
+ * policy that asked hears of each copy, run again, recall and take-back applied (its
+ * on_applied hook), and counts them itself. The policies decide; this file acts; cancels go
+ * out through the failure accounting (failures.c), their one sender. Dispatcher thread only. */
 #include <stdio.h>
 #include <stdlib.h>
 
