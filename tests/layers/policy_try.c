@@ -2,9 +2,10 @@
  * nothing of the dispatcher's core), built by tests/layers to prove what the view lets it
  * touch. Built as it is, it must compile: it reads records and servers, asks the table's
  * answers and the pacing's figures, and files requests. Built with LT_TRY_CORE_CALL naming
- * one of the core's calls that move or end a record, or count a failure (failures.c), it makes that
- * call on a record it found in flight, as a policy that reached past the view would; that build
- * must fail, since the view declares no such call (-Werror=implicit-function-declaration). */
+ * one of the core's calls that move or end a record, or count a failure (failures.c), it
+ * makes that call on a record it found in flight, as a policy that reached past the view
+ * would; that build must fail, since the view declares no such call
+ * (-Werror=implicit-function-declaration). */
 #include "policy_view.h"
 
 typedef struct try_srv {
