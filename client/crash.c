@@ -3,13 +3,13 @@
  * and, in its welcome to each client that greets it again, says what the crash is charged
  * to: the culprit alone (crash_culprit) when the worker knew whose thread got the signal,
  * else every one of that client's instructions that was running. At the successor's welcome
- * this policy reads what the ended session was running (the entry's losses, losses.c) and
- * charges the chain of each charged instruction to its task: a chain that crashed twice is
- * poison, and its task fails with LT_ECRASH naming the kernel and the signal instead of
- * crashing more servers. It asks the core to refund what the crash cost everyone (no
- * max_retries counted for it), or, when the session did not end in a crash (or the culprit
- * is none of ours), to count it for good. State: the crashes charged per task. Dispatcher
- * thread only. */
+ * this policy asks the failure accounting (failures.c) for its verdict on the ended session
+ * and for what its crash is charged to, and charges the chain of each such instruction to
+ * its task: a chain that crashed twice is poison, and its task fails with LT_ECRASH naming
+ * the kernel and the signal instead of crashing more servers. What the crash cost everyone
+ * else is the accounting's to refund, on the same verdict: no max_retries counted for it
+ * (nothing is refunded when the session did not end in a crash, or the culprit is none of
+ * ours). State: the crashes charged per task. Dispatcher thread only. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,14 +52,6 @@ static void signal_name(int sig, char *buf, size_t len) {
     snprintf(buf, len, "signal %d", sig);
 }
 
-/* takers counts the servers that take work, or soon may (greeting). */
-static uint32_t takers(const lt_sched_t *s) {
-  uint32_t n = 0;
-  for (size_t i = 0; i < s->nsrv; i++)
-    n += lt__server_takes(s, i) || s->srv[i].conn.state == LT_CONN_HELLO;
-  return n;
-}
-
 /* charge counts a crash on `host` against the chain of l's task. The chain is poison, and
  * the task fails with LT_ECRASH (its record, if still out, cancelled), at its second crash;
  * a second crash on the same host as the first counts only while no other server is there
@@ -85,7 +77,8 @@ static void charge(lt_policy_t *p, const lt_loss_t *l, int sig, size_t host) {
   /* Spared at most max_retries times: servers that only greet may never come back, and the
    * retry, with nowhere else to go, lands on the same host again (a livelock: the
    * simulator's seed 3461). */
-  if (c->crashes > 0 && c->host == host && takers(s) > 1 && c->spared++ < s->opts->max_retries)
+  if (c->crashes > 0 && c->host == host && lt__servers_takers(s, 1) > 1 &&
+      c->spared++ < s->opts->max_retries)
     return;
   c->host = host;
   if (++c->crashes < POISON_CRASHES) return;
@@ -111,52 +104,24 @@ static void prune(lt_policy_t *p) {
   }
 }
 
-/* charged tells whether the welcome charges the crash to instruction `seq`: the culprit
- * alone when it names one, else every listed instruction. */
-static int charged(const lt_msg_t *w, uint64_t seq) {
-  if (w->u.welcome.crash_culprit != 0) return seq == w->u.welcome.crash_culprit;
-  for (uint32_t i = 0; i < w->u.welcome.ncrashed; i++)
-    if (w->u.welcome.crashed[i] == seq) return 1;
-  return 0;
-}
-
-/* culprit_known tells whether the culprit the welcome names is one of what the ended
- * session `sl` lost (or none is named). A culprit we never knew of refunds nothing: a crash
- * loop still ends at max_retries. */
-static int culprit_known(const lt_slot_t *sl, const lt_msg_t *w) {
-  uint64_t culprit = w->u.welcome.crash_culprit;
-  for (uint32_t i = 0; culprit != 0 && i < sl->nlost; i++)
-    if (!sl->lost[i].restart && sl->lost[i].seq == culprit) return 1;
-  return culprit == 0;
-}
-
 static void on_server_ready(lt_policy_t *p, size_t idx, const lt_msg_t *w) {
   const lt_sched_t *s = p->s;
-  long prev = s->srv[idx].slot.predecessor;
-  if (prev < 0) return;
-  const lt_conn_t *old = &s->srv[prev].conn;
-  const lt_slot_t *ps = &s->srv[prev].slot;
-  int crashed = w->u.welcome.crash_signal > 0 && old->incarnation != 0 &&
-                w->u.welcome.crashed_incarnation == old->incarnation;
-  if (crashed) {
-    char sname[32];
-    signal_name(w->u.welcome.crash_signal, sname, sizeof sname);
-    lt__log(LT_LOG_WARN, "server %s crashed with %s, charged to %u of our instructions%s",
-            old->endpoint, sname, w->u.welcome.ncrashed,
-            w->u.welcome.crash_culprit != 0 ? " (the culprit)" : "");
-    if (!culprit_known(ps, w)) {
-      lt__log(LT_LOG_WARN, "server %s: the crash's culprit %llu is none of what we lost there",
-              old->endpoint, (unsigned long long)w->u.welcome.crash_culprit);
-      crashed = 0;
-    }
+  lt_crash_verdict_t v = lt__fail_crash_verdict(s, idx, w);
+  if (v == LT_CRASH_NONE) return;
+  const char *ep = s->srv[s->srv[idx].slot.predecessor].conn.endpoint;
+  char sname[32];
+  signal_name(w->u.welcome.crash_signal, sname, sizeof sname);
+  lt__log(LT_LOG_WARN, "server %s crashed with %s, charged to %u of our instructions%s", ep, sname,
+          w->u.welcome.ncrashed, w->u.welcome.crash_culprit != 0 ? " (the culprit)" : "");
+  if (v == LT_CRASH_FOREIGN) {
+    lt__log(LT_LOG_WARN, "server %s: the crash's culprit %llu is none of what we lost there", ep,
+            (unsigned long long)w->u.welcome.crash_culprit);
+    return;
   }
-  if (crashed) {
-    prune(p);
-    for (uint32_t i = 0; i < ps->nlost; i++)
-      if (!ps->lost[i].restart && charged(w, ps->lost[i].seq))
-        charge(p, &ps->lost[i], w->u.welcome.crash_signal, s->srv[idx].slot.host);
-  }
-  lt__policy_ask(p, &(lt_req_t){.kind = LT_REQ_REFUND, .server = (size_t)prev, .n = crashed});
+  prune(p);
+  const lt_loss_t *l;
+  for (uint32_t at = 0; (l = lt__fail_crash_next(s, idx, w, &at)) != NULL;)
+    charge(p, l, w->u.welcome.crash_signal, s->srv[idx].slot.host);
 }
 
 static void fini(lt_policy_t *p) {

@@ -8,17 +8,18 @@
  * again, charged as a loss; stat `overdue`, with the watchdog's), and so is what waits behind
  * it on that server; once a task's instructions were taken back for this max_retries times,
  * or when one more loss would fail it anyway or no other server takes work or is being
- * greeted, the task fails with LT_ETIMEDOUT, naming the kernel. A late server gets no new
- * work for a cool-down (COOL_FIRST_MS, doubled each time it is found late again, at most
- * COOL_MAX_MS), then one instruction at a time until it reports one. Under an explicit `grain` an
- * instruction may wait behind the rest of its group on one worker, so the allowance is grain times
- * the deadline; and while the server's latest load report shows work waiting for a thread or for
- * its inputs (a server shared with other clients, a value on its way from a peer), the client
- * cannot tell which of its instructions started, so the allowance is WAITING_X times as long.
- * Stats: `deadline_misses` (times a server was found late), `overdue` and each server's `late`.
- * State: per task its misses (forgotten once the task is over), per server its cool-down, and its
- * counters. It only reads the dispatcher's state and asks (take back, fail, limit). Dispatcher
- * thread only. */
+ * greeted, the task fails with LT_ETIMEDOUT, naming the kernel (whether one more loss fails it
+ * is the failure accounting's rule, lt__fail_would_fail: the rule the take-back's loss meets). A
+ * late server gets no new work for a cool-down (COOL_FIRST_MS, doubled each time it is found late
+ * again, at most COOL_MAX_MS), then one instruction at a time until it reports one. Under an
+ * explicit `grain` an instruction may wait behind the rest of its group on one worker, so the
+ * allowance is grain times the deadline; and while the server's latest load report shows work
+ * waiting for a thread or for its inputs (a server shared with other clients, a value on its way
+ * from a peer), the client cannot tell which of its instructions started, so the allowance is
+ * WAITING_X times as long. Stats: `deadline_misses` (times a server was found late), `overdue` and
+ * each server's `late`. State: per task its misses (forgotten once the task is over), per server
+ * its cool-down, and its counters. It only reads the dispatcher's state and asks (take back, fail,
+ * limit). Dispatcher thread only. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,14 +94,6 @@ static dl_task_t *task_misses(dl_state_t *st, uint64_t task) {
   return t;
 }
 
-/* would_fail tells whether one more charged loss of r fails its task anyway (jobs.c lost). */
-static int would_fail(const lt_sched_t *s, const lt_instr_rec_t *r) {
-  uint32_t max = s->opts->max_retries;
-  const lt_job_rec_t *j = r->job;
-  if (r->tries - r->tries_held >= max) return 1;
-  return r->moved && !r->final && j->restarts - j->restarts_held >= max;
-}
-
 /* elsewhere tells whether a server other than idx takes work now, or soon may (its session
  * is being greeted: a server restarting, or one that lost its link; or a policy holds it back
  * for a while: a cool-down, another late server's): a task taken back waits for it rather
@@ -149,7 +142,7 @@ static void overdue(lt_policy_t *p, const lt_instr_rec_t *r, size_t idx, int64_t
   uint32_t misses = t != NULL ? ++t->misses : 1;
   int away = elsewhere(s, idx); /* before late() asks for its limit */
   late(p, idx, now);
-  if (away && misses <= s->opts->max_retries && !would_fail(s, r)) {
+  if (away && misses <= s->opts->max_retries && !lt__fail_would_fail(s, r)) {
     char what[200];
     snprintf(what, sizeof what, "ran %lld ms (task_timeout_ms %u) unreported",
              (long long)(now - r->run_ms), s->opts->task_timeout_ms);

@@ -8,7 +8,7 @@
  *
  * A session's entry is reclaimed when it was welcomed and has ended, its server has been
  * greeted again in a successor entry that was welcomed (so what the session's loss cost the
- * tasks is settled, losses.c), nothing is out there, and no task's current run held a value
+ * tasks is settled, failures.c), nothing is out there, and no task's current run held a value
  * on a server before the session ended: only such a run can hold a reference to one of its
  * values (a run whose first value came later got every value from sessions then live; a run
  * that holds none, such as a task waiting for room, holds up nothing). Records of older runs are
@@ -19,6 +19,7 @@
 
 #include "log.h"
 
+#include "sched_failures.h"
 #include "sched_jobs.h"
 #include "sched_servers.h"
 
@@ -79,7 +80,7 @@ static void reset(lt_sched_t *s, size_t i) {
   memcpy(blob, v->blob, sizeof blob);
   lt__conn_close(&v->conn);
   free(v->relq.ids);
-  lt__loss_forget(s, i);
+  lt__fail_forget(s, i);
   memset(v, 0, sizeof *v);
   memcpy(v->blob, blob, sizeof blob);
   for (size_t k = 0; k < s->npolicies; k++)

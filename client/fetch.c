@@ -13,6 +13,7 @@
 #include <lithium/error.h>
 #include "clock.h"
 #include "log.h"
+#include "sched_failures.h"
 #include "sched_jobs.h"
 #include "vec.h"
 
@@ -31,7 +32,7 @@ static int fetch_result(lt_sched_t *s, lt_job_rec_t *j) {
   const lt_token_t *t = &j->inst->result;
   int idx = lt__holder(s, t);
   if (idx < 0 || (size_t)idx >= s->nsrv || !lt__server_alive(s, (size_t)idx)) {
-    lt__sched_restart_lost(s, j, lt__loss_dead_holder(s, t, 1),
+    lt__sched_restart_lost(s, j, lt__fail_dead_holder(s, t, 1),
                            "its result was on a server that is gone");
     return LT_OK;
   }

@@ -5,8 +5,8 @@
  * server's in-flight count, window and backlog: nothing else touches them), and how a
  * record's time on a server ends (lt__rec_settle: taken off, its migration and its copy
  * settled). It decides nothing about where a record goes or what its outcome means for its
- * task: dispatch.c and jobs.c do. May call: the server table, pacing. Dispatcher thread
- * only. */
+ * task: dispatch.c and jobs.c do. May call: the server table, pacing, the failure
+ * accounting's cancel (a twin that lost). Dispatcher thread only. */
 #include <assert.h>
 #include <stdlib.h>
 #include <utlist.h>
@@ -14,6 +14,7 @@
 #include <lithium/error.h>
 #include "log.h"
 #include "queue.h"
+#include "sched_failures.h"
 #include "sched_jobs.h"
 #include "sched_records.h"
 #include "sched_servers.h"
@@ -174,7 +175,7 @@ static int twin_settled(lt_sched_t *s, lt_instr_rec_t *r, int ok) {
   }
   /* The twin is out: copies go out at once. One whose migration's cancel is on its way is
    * cancelled already; the answer only frees it. */
-  if (t->state != LT_IR_MIGRATING) lt__rec_cancel(s, t);
+  if (t->state != LT_IR_MIGRATING) lt__fail_cancel(s, t);
   lt__rec_to(t, LT_IR_DROPPED);
   return 0;
 }
@@ -197,10 +198,6 @@ int lt__rec_portable(const lt_instr_rec_t *r) {
   for (uint32_t i = 0; i < r->nins; i++)
     if (r->ins[i].value == NULL) return 0;
   return 1;
-}
-
-void lt__rec_cancel(lt_sched_t *s, lt_instr_rec_t *r) {
-  if (!r->packed) lt__server_cancel(s, (size_t)r->conn, &r->seq, 1);
 }
 
 int lt__token_made(const lt_sched_t *s, const lt_token_t *t) {

@@ -4,8 +4,9 @@
  * binding, only checked); results and errors go back to the evaluator; server-side values
  * nobody will read are released. Every end of a record goes through lt__sched_end, with a
  * reason. It owns the jobs and the fireable queue's producers; it may call the records, the
- * server table and losses.c, never the loop, the links or a policy's state (only their
- * hooks). Dispatcher thread only. */
+ * server table and the failure accounting (failures.c: it counts tries and restarts, and
+ * says what a loss does to a task), never the loop, the links or a policy's state (only
+ * their hooks). Dispatcher thread only. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include "log.h"
 #include "queue.h"
 #include "exec.h"
+#include "sched_failures.h"
 #include "sched_jobs.h"
 #include "sched_loop.h"
 #include "sched_records.h"
@@ -201,7 +203,7 @@ static void renew(lt_sched_t *s, lt_job_rec_t *j, const char *why);
  * task's input (kernels are functions of their inputs), under a new generation, so records
  * of the old one are dropped as they come back; values the old one left on live servers are
  * released. After max_retries restarts the task fails; restarts owed to a session that may
- * have crashed are held, not counted (losses.c). */
+ * have crashed are held, not counted (failures.c). */
 void lt__sched_restart_lost(lt_sched_t *s, lt_job_rec_t *j, long lost, const char *why) {
   if (j->finished) return;
   if (j->input == NULL) { /* not kept, as lineage should never need it (drop_input) */
@@ -210,15 +212,15 @@ void lt__sched_restart_lost(lt_sched_t *s, lt_job_rec_t *j, long lost, const cha
     lt__sched_job_fail(s, j, LT_ELOST, msg);
     return;
   }
-  uint32_t counted = j->restarts - j->restarts_held;
-  if (counted >= s->opts->max_retries) {
+  if (lt__fail_restarts_spent(s, j)) {
     char msg[256];
-    snprintf(msg, sizeof msg, "values the task needed were lost %u times (%s)", counted + 1, why);
+    snprintf(msg, sizeof msg, "values the task needed were lost %u times (%s)",
+             lt__fail_restarts_counted(j) + 1, why);
     lt__sched_job_fail(s, j, LT_ELOST, msg);
     return;
   }
   lt__log(LT_LOG_INFO, "task %llu: recomputing (%s)", (unsigned long long)j->inst->task, why);
-  lt__loss_count_restart(s, j, lost);
+  lt__fail_restart(s, j, lost);
   renew(s, j, why);
 }
 
@@ -255,8 +257,8 @@ void lt__sched_restart(lt_sched_t *s, lt_job_rec_t *j, const char *why) {
 }
 
 /* lost puts back r, lost on `endpoint`, for placement elsewhere, or recomputes or fails its
- * task; `charge` counts the loss toward max_retries (a server that stops gracefully is not
- * charged). */
+ * task, as the failure accounting's rule says (lt__fail_loss_outcome); `charge` counts the
+ * loss toward max_retries (a server that stops gracefully is not charged). */
 static void lost(lt_sched_t *s, lt_instr_rec_t *r, const char *endpoint, const char *why,
                  int charge) {
   lt__trace_instr_lost(s->trace, r, endpoint, why);
@@ -266,28 +268,14 @@ static void lost(lt_sched_t *s, lt_instr_rec_t *r, const char *endpoint, const c
     lt__sched_rec_done(s, r);
     return;
   }
-  /* An instruction can run elsewhere while every input is still somewhere: a value here,
-   * or a reference on a live server that the lost instruction did not release (only dc
-   * steps keep their inputs). One whose frame went on named its output to successors on
-   * that server, unless it was the task's last. */
-  int movable = !r->moved || r->final;
-  for (uint32_t i = 0; i < r->nins; i++) {
-    const lt_token_t *t = &r->ins[i];
-    if (t->value == NULL &&
-        (lt__holder(s, t) < 0 || lt__server_gone(s, (size_t)lt__holder(s, t)) ||
-         !lt__op(r->op)->keeps_inputs || (size_t)lt__holder(s, t) == (size_t)r->conn))
-      movable = 0;
-  }
-  if (charge) {
-    r->tries++;
-    s->retries++;
-  }
+  if (charge) lt__fail_charge_try(s, r);
   /* Lost with its server's session (or a value of a dead one): a restart it causes is owed
    * to that session. */
   long dead = r->conn >= 0 && lt__server_gone(s, (size_t)r->conn)
                   ? r->conn
-                  : lt__loss_dead_holder(s, r->ins, r->nins);
-  if (!movable || r->tries - r->tries_held > s->opts->max_retries) {
+                  : lt__fail_dead_holder(s, r->ins, r->nins);
+  lt_loss_outcome_t outcome = lt__fail_loss_outcome(s, r, 0);
+  if (outcome != LT_LOSS_AGAIN) {
     char msg[256];
     if (endpoint[0] != '\0')
       snprintf(msg, sizeof msg, "instruction lost on %s (%s)", endpoint, why);
@@ -297,7 +285,7 @@ static void lost(lt_sched_t *s, lt_instr_rec_t *r, const char *endpoint, const c
      * task's end or its new generation reads none of them, so they are released where
      * they are held (a second release of one its server read and dropped is a no-op). */
     release_kept(s, r);
-    if (movable) {
+    if (outcome == LT_LOSS_FAILS) {
       lt__sched_job_fail(s, j, LT_ELOST, msg);
       lt__sched_rec_done(s, r);
       return;
@@ -430,7 +418,7 @@ static void completed(lt_sched_t *s, lt_instr_rec_t *r, size_t idx, const lt_com
   if (lt__rec_stale(r) || cp->status != LT_OK) {
     release_left(s, r, idx, cp);
     if (!lt__rec_stale(r) && lt__status_lost(cp->status))
-      lt__sched_restart_lost(s, j, lt__loss_dead_holder(s, r->ins, r->nins), cp->errmsg);
+      lt__sched_restart_lost(s, j, lt__fail_dead_holder(s, r->ins, r->nins), cp->errmsg);
     else if (!lt__rec_stale(r))
       lt__sched_job_fail(s, j, cp->status, cp->errmsg);
   } else if (r->final) {
@@ -455,8 +443,8 @@ void lt__sched_end(lt_sched_t *s, lt_instr_rec_t *r, lt_end_t why, const lt_comp
   }
   size_t idx = r->conn >= 0 ? (size_t)r->conn : SIZE_MAX;
   const char *ep = idx != SIZE_MAX ? s->srv[idx].conn.endpoint : "";
-  /* A record lost with its server's session: what the loss costs is held (losses.c). */
-  if (why == LT_END_LOST && idx != SIZE_MAX) lt__loss_note(s, idx, r);
+  /* A record lost with its server's session: what the loss costs is held (failures.c). */
+  if (why == LT_END_LOST && idx != SIZE_MAX) lt__fail_note_loss(s, idx, r);
   /* The policies hear of every end of a record out on a server (a dropped twin is none). */
   if (r->state != LT_IR_QUEUED && r->state != LT_IR_DROPPED) lt__policies_end(s, r, idx, why, cp);
   lt_settle_t st = lt__rec_settle(s, r, why, cp);

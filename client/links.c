@@ -4,8 +4,9 @@
  * pings, the throttle's window, the connection monitor and a spawned server's exit, draining
  * and retiring a removed server. A server found dead here is only marked
  * (lt__server_mark_dead); the loop's reap phase calls lt__link_close once. It never touches
- * records or jobs. May call: the server table, pacing, the policies' hooks, the connection,
- * module shipping, the trace. Dispatcher thread only.
+ * records or jobs. May call: the server table, pacing, the policies' hooks, the failure
+ * accounting (a drain's cancels, the settle of an ended session at its successor's welcome),
+ * the connection, module shipping, the trace. Dispatcher thread only.
  *
  * A server that welcomes and then never sends anything (hostile, or wedged right after its
  * welcome) is found by the one failure detector there is, 3 missed heartbeats (a healthy
@@ -27,6 +28,7 @@
 
 #include <lithium/error.h>
 #include "log.h"
+#include "sched_failures.h"
 #include "sched_links.h"
 #include "sched_loop.h"
 #include "sched_servers.h"
@@ -225,12 +227,7 @@ void lt__link_drain(lt_sched_t *s, size_t idx) {
   }
   lt__log(LT_LOG_INFO, "server %s: draining (%u instructions out)", c->endpoint, c->inflight);
   c->state = LT_CONN_STOPPING;
-  uint64_t *seqs = calloc(c->inflight ? c->inflight : 1, sizeof *seqs);
-  uint32_t n = 0;
-  for (lt_instr_rec_t *r = s->srv[idx].slot.out; r != NULL && seqs != NULL; r = r->out_next)
-    seqs[n++] = r->seq;
-  lt__server_cancel(s, idx, seqs, n);
-  free(seqs);
+  lt__fail_cancel_server(s, idx);
   /* The server shows it in `lithium status` while the running instructions finish. */
   lt_msg_t hb = {.type = LT_MSG_HEARTBEAT};
   hb.u.heartbeat.draining = true;
@@ -340,13 +337,6 @@ static void greet_again(lt_sched_t *s, size_t idx, int64_t now) {
   s->srv[next].slot.answered = 1;
 }
 
-int lt__links_takers(const lt_sched_t *s) {
-  int n = 0;
-  for (size_t i = 0; i < s->nsrv; i++)
-    n += lt__server_takes(s, i);
-  return n;
-}
-
 static void ping(lt_sched_t *s, size_t i, int64_t now);
 
 /* lacking keeps work off server idx when its welcome `m` lacks a module of the program that
@@ -392,6 +382,7 @@ static void on_welcome(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
           c->endpoint, m->u.welcome.server_id, sl->sessions > 1 ? " again" : "", c->threads);
   start_answered(s, idx, 1);
   lt__policies_server_ready(s, idx, m);
+  lt__fail_session_ended(s, idx, m); /* after the policies heard: they read its losses */
   /* The round trip is measured from the start: lookahead's depth never rests on a guess
    * once the first completion paces the server (LT_RTT_GUESS_US is for the meantime). */
   if (s->opts->lookahead) ping(s, idx, lt__clock_ms());

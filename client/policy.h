@@ -49,9 +49,10 @@ typedef enum lt_req_kind {
                        this policy; the smallest limit of all policies holds */
   LT_REQ_FAIL,      /* fail task `task` with `err` and `msg`, and cancel its record `seq` if it
                        is out */
-  LT_REQ_REFUND,    /* settle what server entry `server`'s ended session cost the tasks
-                       (losses.c): refunded when `n` is 1 (it crashed: nobody's fault but the
-                       culprit's), counted for good when 0 */
+  LT_REQ_SETTLE,    /* the core's own, never a policy's (one from a policy is ignored): settle
+                       what server entry `server`'s ended session cost the tasks (failures.c):
+                       refunded when `n` is 1 (it crashed: nobody's fault but the culprit's),
+                       counted for good when 0 */
   LT_REQ_DRAIN,     /* give `server` no new work and cancel what waits there */
   LT_REQ_RETIRE,    /* end `server`'s session for good (bye) */
   LT_REQ_RERUN,     /* run task `task` again from its input: its record `seq`, a straggler
@@ -60,9 +61,11 @@ typedef enum lt_req_kind {
                        cancelled where they wait and their results ignored. Once a task. */
 } lt_req_kind_t;
 
+#define LT_REQ_CORE SIZE_MAX /* the `policy` of a request the core files itself */
+
 typedef struct lt_req {
   lt_req_kind_t kind;
-  size_t policy; /* filled in by lt__policy_ask */
+  size_t policy; /* filled in by lt__policy_ask; LT_REQ_CORE for the core's own */
   size_t server;
   uint64_t seq;
   uint64_t task;

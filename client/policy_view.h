@@ -22,6 +22,10 @@
 int lt__server_alive(const lt_sched_t *s, size_t i);
 /* lt__server_takes: it may be given new work (ready, not marked, no policy limit of 0). */
 int lt__server_takes(const lt_sched_t *s, size_t i);
+/* lt__servers_takers counts the servers that take work, and, when `greeting`, those whose
+ * session is being greeted too (they may take work soon: a server restarting, or one that
+ * lost its link). */
+int lt__servers_takers(const lt_sched_t *s, int greeting);
 /* lt__server_held: it would take work but for a policy's limit of 0 (a cool-down, a late
  * server's): it may take work again soon. */
 int lt__server_held(const lt_sched_t *s, size_t i);
@@ -127,10 +131,33 @@ int lt__end_migrates(const lt_instr_rec_t *r, lt_end_t why, const lt_completion_
  * (output i of instruction seq is named seq + i) is no longer out. */
 int lt__token_made(const lt_sched_t *s, const lt_token_t *t);
 
-/* ---- the sessions (links.c) ----------------------------------------------------------------- */
+/* ---- the failure accounting's answers (failures.c) ----------------------------------------- */
 
-/* lt__links_takers counts the servers that take work. */
-int lt__links_takers(const lt_sched_t *s);
+/* lt__fail_would_fail tells whether one more charged loss of r (a take-back) fails its task
+ * anyway: the rule jobs.c applies to every loss (lt__fail_loss_outcome), asked one try
+ * ahead: r's tries would be spent, or r cannot run elsewhere and its task may not start
+ * again from its input (restarts spent, or its input not kept). */
+int lt__fail_would_fail(const lt_sched_t *s, const lt_instr_rec_t *r);
+
+/* How the session before a server's new one ended, as its welcome tells (one verdict per
+ * session: lt__fail_crash_verdict is a function of the welcome and the ended session's
+ * losses, so every policy that asks, and the settle of what the session cost, get the same). */
+typedef enum lt_crash_verdict {
+  LT_CRASH_NONE = 0, /* no session before, or it did not end in a crash of its incarnation */
+  LT_CRASH_FOREIGN,  /* a crash whose culprit is none of what we lost there (another client's,
+                        or unknown): charged to nothing of ours, counted as no crash */
+  LT_CRASH_OURS      /* a crash charged to what we lost there: the culprit the welcome names,
+                        else every instruction of ours it lists as running */
+} lt_crash_verdict_t;
+/* lt__fail_crash_verdict returns the verdict on the session that entry idx's welcome w
+ * follows (its predecessor's). */
+lt_crash_verdict_t lt__fail_crash_verdict(const lt_sched_t *s, size_t idx, const lt_msg_t *w);
+/* lt__fail_crash_next returns the next of the ended session's losses that its crash is
+ * charged to, from *at on (start with *at = 0; it advances it), or NULL when there is none
+ * left or the verdict is not LT_CRASH_OURS. Borrowed: valid until the loop's next apply
+ * phase. */
+const lt_loss_t *lt__fail_crash_next(const lt_sched_t *s, size_t idx, const lt_msg_t *w,
+                                     uint32_t *at);
 
 /* ---- backup.c's judgement, called by its unit test (tests/client/test_backup.c) -------------- */
 

@@ -6,9 +6,11 @@
  * worker within a minute gets no new work (a limit of 0 on its entry) for a cool-down that
  * starts at 10 s and doubles at each quarantine of that host. Work already there finishes;
  * the others take the rest. A host is spared its cool-down while no other server takes work. Stats:
- * each server's `quarantined`, and `quarantines` in all. It reads what each ended session was
- * running from the entry's losses (losses.c). State: per host its recent crashes and its cool-down.
- * Dispatcher thread only. */
+ * each server's `quarantined`, and `quarantines` in all. What a crash is charged to (the tasks of
+ * the instructions it names, when the verdict is that it was ours: a culprit none of ours is
+ * no crash of ours) it asks the failure accounting (failures.c), which gives the crash policy
+ * the same verdict. State: per host its recent crashes and its cool-down. Dispatcher thread
+ * only. */
 #include <stdlib.h>
 
 #include "log.h"
@@ -43,13 +45,6 @@ static q_host_t *host_of(lt_policy_t *p, size_t idx) {
   return &st->hosts[h];
 }
 
-/* task_of returns the task of instruction `seq` lost with the session `sl`, or 0. */
-static uint64_t task_of(const lt_slot_t *sl, uint64_t seq) {
-  for (uint32_t i = 0; i < sl->nlost; i++)
-    if (!sl->lost[i].restart && sl->lost[i].seq == seq) return sl->lost[i].task;
-  return 0;
-}
-
 /* distinct_recent counts the different tasks among h's crashes since `since`. */
 static uint32_t distinct_recent(const q_host_t *h, int64_t since) {
   uint32_t kept = h->n < CRASHES_KEPT ? h->n : CRASHES_KEPT, d = 0;
@@ -76,16 +71,12 @@ static void limit(lt_policy_t *p, size_t idx, uint32_t n) {
   lt__policy_ask(p, &(lt_req_t){.kind = LT_REQ_LIMIT, .server = idx, .n = n});
 }
 
-/* crashed records the crash that ended entry prev's session, as told in `w`. */
-static void crashed(lt_policy_t *p, size_t prev, q_host_t *h, const lt_msg_t *w, int64_t now) {
-  const lt_slot_t *sl = &p->s->srv[prev].slot;
-  uint64_t culprit = w->u.welcome.crash_culprit;
-  if (culprit != 0) {
-    record(h, task_of(sl, culprit), now);
-    return;
-  }
-  for (uint32_t i = 0; i < w->u.welcome.ncrashed; i++)
-    record(h, task_of(sl, w->u.welcome.crashed[i]), now);
+/* crashed records the crash that ended the session before entry idx's, as told in its
+ * welcome `w`: a crash for the task of each instruction the crash is charged to. */
+static void crashed(lt_policy_t *p, size_t idx, q_host_t *h, const lt_msg_t *w, int64_t now) {
+  const lt_loss_t *l;
+  for (uint32_t at = 0; (l = lt__fail_crash_next(p->s, idx, w, &at)) != NULL;)
+    record(h, l->task, now);
 }
 
 /* others_take tells whether a server other than entry idx takes work (SIZE_MAX: any). */
@@ -115,13 +106,7 @@ static void on_server_ready(lt_policy_t *p, size_t idx, const lt_msg_t *w) {
   if (h == NULL) return;
   h->entry = idx;
   int64_t now = lt__clock_ms();
-  long prev = s->srv[idx].slot.predecessor;
-  if (prev >= 0) {
-    const lt_conn_t *old = &s->srv[prev].conn;
-    if (w->u.welcome.crash_signal > 0 && old->incarnation != 0 &&
-        w->u.welcome.crashed_incarnation == old->incarnation)
-      crashed(p, (size_t)prev, h, w, now);
-  }
+  crashed(p, idx, h, w, now);
   q_state_t *st = p->state;
   if (h->until_ms == 0 && distinct_recent(h, now - WINDOW_MS) >= s->opts->quarantine_crashes &&
       spared_as_the_last(s, idx))

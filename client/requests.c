@@ -1,17 +1,18 @@
 /* requests.c: the loop's phase that applies what the policies asked (policy.h): copies of
  * stragglers, runs of a task again for a straggling inner stage, recalls of queued work
- * (migration), taking back what a server held too long,
- * limits on a server, failing a task, refunding a loss that was no fault of its own,
- * draining and retiring a server. Each request is checked against the state now — the
+ * (migration), taking back what a server held too long, limits on a server, failing a task,
+ * draining and retiring a server; and the core's own settle of what an ended session cost
+ * (failures.c files it at a welcome). Each request is checked against the state now — the
  * record may have completed, the server died — and dropped when it no longer applies; the
  * policy that asked hears of each copy, run again, recall and take-back applied (its
- * on_applied hook), and counts them itself. The policies decide; this file acts.
- * Dispatcher thread only. */
+ * on_applied hook), and counts them itself. The policies decide; this file acts; cancels go
+ * out through the failure accounting (failures.c), their one sender. Dispatcher thread only. */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include <lithium/error.h>
 #include "log.h"
+#include "sched_failures.h"
 #include "sched_jobs.h"
 #include "sched_links.h"
 #include "sched_loop.h"
@@ -75,7 +76,7 @@ static void rerun(lt_sched_t *s, const lt_req_t *q) {
   lt__log(LT_LOG_INFO, "instruction %llu: out %lld ms on %s: its task runs again",
           (unsigned long long)q->seq, (long long)out_ms, s->srv[idx].conn.endpoint);
   for (lt_instr_rec_t *o = s->srv[idx].slot.out; o != NULL; o = o->out_next)
-    if (o->job == j && o->gen == old && o->state == LT_IR_OUT) lt__rec_cancel(s, o);
+    if (o->job == j && o->gen == old && o->state == LT_IR_OUT) lt__fail_cancel(s, o);
 }
 
 /* recall cancels the queued records asked, one cancel per server, and marks them migrating:
@@ -94,12 +95,12 @@ static void recall(lt_sched_t *s, const lt_req_t *reqs, size_t n) {
       lt__policies_applied(s, &reqs[q]);
       seqs[k++] = r->seq;
       if (k == sizeof seqs / sizeof seqs[0]) {
-        lt__server_cancel(s, i, seqs, k);
+        lt__fail_cancel_seqs(s, i, seqs, k);
         k = 0;
       }
     }
     if (k > 0) {
-      lt__server_cancel(s, i, seqs, k);
+      lt__fail_cancel_seqs(s, i, seqs, k);
       lt__log(LT_LOG_DEBUG, "cancelling %u queued instruction%s on %s to move them", k,
               k == 1 ? "" : "s", s->srv[i].conn.endpoint);
     }
@@ -114,7 +115,7 @@ static void take_back(lt_sched_t *s, const lt_req_t *q) {
   /* One of a task that is over only frees its place there. */
   lt__log(lt__rec_stale(r) ? LT_LOG_DEBUG : LT_LOG_WARN, "server %s: %s: %s",
           s->srv[idx].conn.endpoint, q->msg, lt__rec_stale(r) ? "dropped" : "running it elsewhere");
-  lt__rec_cancel(s, r);
+  lt__fail_cancel(s, r);
   lt__policies_applied(s, q);
   lt__sched_end(s, r, LT_END_TAKEN_BACK, NULL, NULL, LT_ELOST, q->msg);
 }
@@ -124,7 +125,7 @@ static void fail(lt_sched_t *s, const lt_req_t *q) {
   lt_job_rec_t *j = find_job(s, q->task);
   if (j == NULL || j->finished) return;
   lt_instr_rec_t *r = find_out(s, q->seq);
-  if (r != NULL && r->job == j && lt__server_alive(s, (size_t)r->conn)) lt__rec_cancel(s, r);
+  if (r != NULL && r->job == j && lt__server_alive(s, (size_t)r->conn)) lt__fail_cancel(s, r);
   lt__log(LT_LOG_WARN, "task %llu: %s", (unsigned long long)q->task, q->msg);
   lt__sched_job_fail(s, j, q->err, q->msg);
 }
@@ -155,8 +156,8 @@ void lt__sched_apply_requests(lt_sched_t *s) {
     case LT_REQ_FAIL:
       fail(s, q);
       break;
-    case LT_REQ_REFUND:
-      if (q->server < s->nsrv) lt__loss_settle(s, q->server, q->n != 0);
+    case LT_REQ_SETTLE: /* the core's own: a policy does not count */
+      if (q->policy == LT_REQ_CORE && q->server < s->nsrv) lt__fail_settle(s, q->server, q->n != 0);
       break;
     case LT_REQ_DRAIN:
       if (q->server < s->nsrv) lt__link_drain(s, q->server);

@@ -1,9 +1,9 @@
 /* sched_jobs.h: the calls of the owners of tasks while they run: jobs.c (a task as a graph
  * instance, its fired records, completions, restarts, results, and lt__sched_end, the one
  * function every end of a record goes through), fetch.c (results fetched from the server
- * holding them), losses.c (what a lost session costs the tasks, until its end is known) and
- * done_check.c (whether a server's completions match what was sent there). The core's files
- * only. Dispatcher thread only. */
+ * holding them) and done_check.c (whether a server's completions match what was sent there).
+ * What a loss costs a task is failures.c's (sched_failures.h). The core's files only.
+ * Dispatcher thread only. */
 #ifndef LT_SCHED_JOBS_H
 #define LT_SCHED_JOBS_H
 
@@ -36,7 +36,7 @@ void lt__sched_restart(lt_sched_t *s, lt_job_rec_t *j, const char *why);
 int lt__sched_rerun(lt_sched_t *s, lt_job_rec_t *j, const char *why);
 /* lt__sched_restart_lost is lt__sched_restart for a value lost with the session of dead entry
  * `lost` (-1: not known): the restart is held until that server's next welcome says whether
- * the session ended in a crash, and refunded if it did (losses.c). */
+ * the session ended in a crash, and refunded if it did (failures.c). */
 void lt__sched_restart_lost(lt_sched_t *s, lt_job_rec_t *j, long lost, const char *why);
 
 /* lt__sched_job_result finishes job `j` with value `v` (a reference is taken; NULL: out of
@@ -66,21 +66,6 @@ void lt__sched_fetches_lost(lt_sched_t *s, size_t idx);
 void lt__sched_fetches_free(lt_sched_t *s);
 void lt__sched_fail_all(lt_sched_t *s, int err, const char *msg);
 void lt__sched_deliver(lt_sched_t *s);
-
-/* losses.c: what a session's loss costs, held until its server says how it ended. */
-/* lt__loss_note remembers that r was lost with the session of entry idx, and holds the try
- * its loss is about to be charged. */
-void lt__loss_note(lt_sched_t *s, size_t idx, lt_instr_rec_t *r);
-/* lt__loss_count_restart counts a restart of j that a loss with the session of dead entry
- * `lost` caused (-1: none known): not at all when that session is known to have crashed,
- * held until it is known, counted otherwise. */
-void lt__loss_count_restart(lt_sched_t *s, lt_job_rec_t *j, long lost);
-/* lt__loss_dead_holder returns the dead entry that held one of the n tokens' values, or -1. */
-long lt__loss_dead_holder(const lt_sched_t *s, const lt_token_t *ins, uint32_t n);
-/* lt__loss_settle settles what entry idx's session cost: refunded when it `crashed`, counted
- * for good otherwise; lt__loss_forget drops the list. */
-void lt__loss_settle(lt_sched_t *s, size_t idx, int crashed);
-void lt__loss_forget(lt_sched_t *s, size_t idx);
 
 /* done_check.c: lt__done_check tells whether the completions of DONE `m` from server idx
  * can be reports of what the client sent there (1), or are a protocol error of that server

@@ -2,7 +2,8 @@
  * "records"): making, copying and freeing a record's inputs, the fireable queue, the legal
  * moves between a record's states (lt__rec_to), putting a record on a server and taking it
  * off (the only code that counts a server's in-flight, window and backlog), and how a
- * record's time on a server ends (lt__rec_settle). The core's files only: a policy sees
+ * record's time on a server ends (lt__rec_settle). Cancelling one is failures.c's
+ * (sched_failures.h). The core's files only: a policy sees
  * records through policy_view.h and never moves one. Dispatcher thread only. */
 #ifndef LT_SCHED_RECORDS_H
 #define LT_SCHED_RECORDS_H
@@ -15,11 +16,6 @@ void lt__rec_to(lt_instr_rec_t *r, lt_ir_state_t to);
 /* lt__rec_new makes a queued record of job j under a fresh instruction id, counted live in
  * j; NULL without memory. Caller owns the record (lt__sched_rec_done frees it). */
 lt_instr_rec_t *lt__rec_new(lt_sched_t *s, lt_job_rec_t *j);
-/* lt__rec_cancel asks r's server to drop r where it waits (answered LT_ECANCELED when it
- * never ran). Not a packed member: a server knows a pack only whole, so its cancel would
- * cancel the other tasks' members too; it runs, and its completion comes back stale or
- * stray. */
-void lt__rec_cancel(lt_sched_t *s, lt_instr_rec_t *r);
 /* lt__rec_copy makes a queued copy of r (the same work under an instruction id of its own,
  * marked `backup`); NULL without memory. */
 lt_instr_rec_t *lt__rec_copy(lt_sched_t *s, const lt_instr_rec_t *r);

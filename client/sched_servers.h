@@ -1,7 +1,7 @@
 /* sched_servers.h: the calls that change the server table (servers.c: marking a server dead,
- * its policies' limits, cancels and releases sent to it) and a server's pacing (pace.c: round
- * trips, service times, admitted backlog, load reports, the throttle's window). What these
- * owners answer without changing anything is in policy_view.h. The core's files only.
+ * its policies' limits, releases sent to it; cancels are failures.c's) and a server's pacing
+ * (pace.c: round trips, service times, admitted backlog, load reports, the throttle's window). What
+ * these owners answer without changing anything is in policy_view.h. The core's files only.
  * Dispatcher thread only. */
 #ifndef LT_SCHED_SERVERS_H
 #define LT_SCHED_SERVERS_H
@@ -18,9 +18,6 @@ void lt__server_mark_dead(lt_sched_t *s, size_t i, const char *why, int final);
 void lt__server_misbehaved(lt_sched_t *s, size_t i, const char *why);
 /* lt__server_limit sets policy `policy`'s limit on server i (LT_NO_LIMIT lifts it). */
 void lt__server_limit(lt_sched_t *s, size_t i, size_t policy, uint32_t n);
-/* lt__server_cancel asks server i to drop the `n` instructions `seqs` (those that started
- * complete as usual); nothing when its session is over; a send that fails marks it dead. */
-void lt__server_cancel(lt_sched_t *s, size_t i, uint64_t *seqs, uint32_t n);
 /* lt__server_release queues `id` for release on server i (sent once a turn by
  * lt__servers_flush_releases); an id of another session is refused and logged as a bug. */
 void lt__server_release(lt_sched_t *s, int i, lt_oid_t id);

@@ -47,12 +47,12 @@ typedef struct lt_job_rec {
                          while values stay on servers and the task is not done; NULL after */
   lt_value_t *input2; /* a combine of a stream reduce: its right input (sreduce.h) */
   uint32_t gen;       /* instance generation: records of an older one are stale */
-  uint32_t restarts;
-  uint32_t reruns; /* runs again from its input for a straggler (backup.c): at most one */
-  double work_us;  /* service time of its instructions that completed, every run of it: what
-                      running it again from its input would redo at least (backup.c) */
+  uint32_t restarts;  /* runs again from its input after a loss (failures.c counts them) */
+  uint32_t reruns;    /* runs again from its input for a straggler (backup.c): at most one */
+  double work_us;     /* service time of its instructions that completed, every run of it: what
+                         running it again from its input would redo at least (backup.c) */
   /* Of restarts, those owed to sessions whose end is not known yet: not counted toward
-   * max_retries, refunded if it was a crash (losses.c). */
+   * max_retries, refunded if it was a crash (failures.c). */
   uint32_t restarts_held;
   uint64_t epoch;    /* s->ends when this run (generation) first held a value on a server
                         (UINT64_MAX: none yet): it may hold values of sessions that ended
@@ -88,8 +88,8 @@ typedef struct lt_instr_rec {
   uint32_t op;
   lt_ir_state_t state;
   int conn;            /* the server it is out on, or was last; -1 while queued */
-  uint32_t tries;      /* dispatches lost to a failed server */
-  uint32_t tries_held; /* of those, lost with sessions whose end is not known yet (losses.c) */
+  uint32_t tries;      /* dispatches lost to a failed server (failures.c counts them) */
+  uint32_t tries_held; /* of those, lost with sessions whose end is not known yet (failures.c) */
   int chained;         /* fired by a predecessor's dispatch: placed as a successor (placement.c) */
   int moved;           /* its frame went on at dispatch: the completion only reports status */
   int final;           /* its output is the task's result: returned with done */
@@ -213,7 +213,7 @@ typedef struct lt_pace {
 
 /* An instruction lost with a session, or a restart of a task that the session's loss
  * caused, kept until the server's next welcome says whether the session ended in a crash
- * (losses.c). */
+ * (failures.c). */
 typedef struct lt_loss {
   uint64_t seq;    /* the instruction (0 for a restart) */
   uint64_t task;   /* its task (job) number */
@@ -246,11 +246,11 @@ typedef struct lt_slot {
   lt_instr_rec_t *out; /* our instructions out there, oldest first (instr.c) */
   int64_t idle_ms;     /* when it last came to run nothing of ours (for the log) */
   lt_loss_t *lost;     /* what that session was running when it ended, and the restarts its
-                          loss caused (losses.c) */
+                          loss caused (failures.c) */
   uint32_t nlost;
   size_t caplost;
   /* How its session ended, from its successor's welcome: 1 a crash, -1 not, 0 not known
-   * yet (losses.c). */
+   * yet (failures.c). */
   int crashed;
   char why[96]; /* why it is not alive: "refused", "unresolvable", "no answer", ... */
 } lt_slot_t;
@@ -389,7 +389,7 @@ struct lt_sched {
    * on first use (instr.c, jobs.c), cleared by lt__sched_pools_clear. */
   lt_freelist_t recs;
   lt_freelist_t jobs_free;
-  uint64_t retries;
+  uint64_t retries; /* tries and restarts counted, less those refunded (failures.c) */
   uint64_t stray;   /* completions for instructions a server was not running for us */
   int freed;        /* a server's admitted count fell this turn: the on_idle hooks run */
   uint64_t groups;  /* groups of instructions sent as one hand-off (grain, dispatch.c) */

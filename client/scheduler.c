@@ -15,6 +15,7 @@
 
 #include <lithium/error.h>
 #include "log.h"
+#include "sched_failures.h"
 #include "sched_jobs.h"
 #include "sched_links.h"
 #include "sched_loop.h"
@@ -84,7 +85,7 @@ static void sched_free(void *self) {
   lt__policies_free(s);
   for (size_t i = 0; i < s->capsrv && s->srv != NULL; i++) {
     free(s->srv[i].relq.ids);
-    lt__loss_forget(s, i);
+    lt__fail_forget(s, i);
   }
   free(s->srv);
   lt__links_free(s);
@@ -170,7 +171,7 @@ static void reap(lt_sched_t *s) {
 /* fail_unplaceable fails queued instructions when no server has been able to take work
  * for connect_timeout_ms (a restarting server gets that long to come back). */
 static void fail_unplaceable(lt_sched_t *s) {
-  if (s->fire_head == NULL || lt__links_takers(s) > 0) {
+  if (s->fire_head == NULL || lt__servers_takers(s, 0) > 0) {
     s->none_since = 0;
     return;
   }

@@ -24,6 +24,13 @@ int lt__server_takes(const lt_sched_t *s, size_t i) {
          lt__server_cap(s, i) > 0;
 }
 
+int lt__servers_takers(const lt_sched_t *s, int greeting) {
+  int n = 0;
+  for (size_t i = 0; i < s->nsrv; i++)
+    n += lt__server_takes(s, i) || (greeting && s->srv[i].conn.state == LT_CONN_HELLO);
+  return n;
+}
+
 int lt__server_held(const lt_sched_t *s, size_t i) {
   const lt_server_t *v = &s->srv[i];
   return !v->gone && !v->slot.lacks && !v->slot.probation && !v->slot.removed &&
@@ -124,15 +131,6 @@ int lt__server_gone(const lt_sched_t *s, size_t i) {
 
 void lt__server_limit(lt_sched_t *s, size_t i, size_t policy, uint32_t n) {
   s->srv[i].limit[policy] = n;
-}
-
-void lt__server_cancel(lt_sched_t *s, size_t i, uint64_t *seqs, uint32_t n) {
-  if (n == 0 || !lt__server_alive(s, i)) return;
-  lt_msg_t m = {.type = LT_MSG_CANCEL};
-  m.u.cancel.seqs = seqs;
-  m.u.cancel.nseqs = n;
-  int rc = lt__conn_send(&s->srv[i].conn, &m, NULL, lt__clock_ms());
-  if (rc != LT_OK) lt__server_mark_dead(s, i, lt_strerror(rc), 0);
 }
 
 void lt__server_release(lt_sched_t *s, int i, lt_oid_t id) {

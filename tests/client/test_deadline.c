@@ -147,3 +147,42 @@ Test(deadline, work_waiting_on_the_server_gives_it_four_times_as_long) {
   cr_assert_not_null(asked(&f, LT_REQ_TAKE_BACK, f.r[0].seq));
   teardown(&f);
 }
+
+/* Whether one more loss fails the task is the failure accounting's one rule (failures.c,
+ * lt__fail_would_fail), the rule a take-back's loss then meets in jobs.c. An instruction whose
+ * frame went on (its output named to successors on its server) is never placed again: its
+ * loss recomputes the task from its input, whatever its own tries, while the task's restarts
+ * last. So it is taken back, not failed (deadline.c's own copy of the rule failed it). */
+Test(deadline, a_loss_that_would_recompute_the_task_is_taken_back_not_failed) {
+  fixture_t f;
+  setup(&f, "2000");
+  f.job.input = lt__value_copy("x", 1);
+  f.r[0].moved = 1;
+  f.r[0].tries = f.w.opts.max_retries;
+  lt__policy_deadline.on_tick(&f.p, 4001);
+  cr_assert_null(asked(&f, LT_REQ_FAIL, f.r[0].seq));
+  cr_assert_not_null(asked(&f, LT_REQ_TAKE_BACK, f.r[0].seq));
+  lt__value_unref(f.job.input);
+  teardown(&f);
+}
+
+/* And the other way: an instruction that reads a value held on its own server cannot run
+ * elsewhere, so with the task's restarts spent its loss fails the task: it fails with
+ * LT_ETIMEDOUT naming the kernel, not with LT_ELOST after a take-back (deadline.c's copy of the
+ * rule looked at the instruction's tries alone). */
+Test(deadline, a_loss_that_would_fail_the_task_fails_it_etimedout) {
+  fixture_t f;
+  setup(&f, "2000");
+  f.job.input = lt__value_copy("x", 1);
+  f.job.restarts = f.w.opts.max_retries;
+  f.r[0].ins = f.r[0].ins_small;
+  f.r[0].nins = 1;
+  lt__holder_set(&f.w.s, &f.r[0].ins[0], 0);
+  lt__policy_deadline.on_tick(&f.p, 4001);
+  const lt_req_t *q = asked(&f, LT_REQ_FAIL, f.r[0].seq);
+  cr_assert_not_null(q);
+  cr_assert_eq(q->err, LT_ETIMEDOUT);
+  cr_assert_null(asked(&f, LT_REQ_TAKE_BACK, f.r[0].seq));
+  lt__value_unref(f.job.input);
+  teardown(&f);
+}

@@ -2,9 +2,10 @@
  * nothing of the dispatcher's core), built by tests/layers to prove what the view lets it
  * touch. Built as it is, it must compile: it reads records and servers, asks the table's
  * answers and the pacing's figures, and files requests. Built with LT_TRY_CORE_CALL naming
- * one of the core's calls that move or end a record, it makes that call on a record it
- * found in flight, as a policy that reached past the view would; that build must fail,
- * since the view declares no such call (-Werror=implicit-function-declaration). */
+ * one of the core's calls that move or end a record, or count a failure (failures.c), it
+ * makes that call on a record it found in flight, as a policy that reached past the view
+ * would; that build must fail, since the view declares no such call
+ * (-Werror=implicit-function-declaration). */
 #include "policy_view.h"
 
 typedef struct try_srv {
@@ -40,6 +41,8 @@ static void on_tick(lt_policy_t *p, int64_t now_ms) {
     lt__sched_rec_done((lt_sched_t *)s, r);
 #elif LT_TRY_CORE_CALL == 4
     lt__sched_end((lt_sched_t *)s, r, LT_END_TAKEN_BACK, NULL, NULL, 0, NULL);
+#elif LT_TRY_CORE_CALL == 5
+    lt__fail_charge_try((lt_sched_t *)s, r);
 #else
     lt__policy_ask(p, &(lt_req_t){.kind = LT_REQ_RECALL, .seq = r->seq});
 #endif
