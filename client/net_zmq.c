@@ -58,12 +58,23 @@ static int zopen(void *zctx, lt_conn_t *c, const char *endpoint, const lt_conn_a
   return LT_OK;
 }
 
+/* A signal to the process (a spawned server's SIGCHLD, the user's timers) may interrupt a
+ * send or a receive (EINTR): it is made again, never taken for a broken connection. */
+
+/* send_part sends one part without waiting, again when a signal interrupted it. */
+static int send_part(lt_conn_t *c, zmq_msg_t *part, int more) {
+  int rc;
+  while ((rc = zmq_msg_send(part, c->sock, ZMQ_DONTWAIT | more)) < 0 && errno == EINTR)
+    continue;
+  return rc;
+}
+
 static int zsend(lt_conn_t *c, zmq_msg_t *parts, size_t n) {
   int rc = LT_OK;
   for (size_t i = 0; i < n; i++) {
     int more = i + 1 < n ? ZMQ_SNDMORE : 0;
     /* A DEALER takes all parts of a message or none: once the first part went, the rest go. */
-    if (rc == LT_OK && zmq_msg_send(&parts[i], c->sock, ZMQ_DONTWAIT | more) >= 0) continue;
+    if (rc == LT_OK && send_part(c, &parts[i], more) >= 0) continue;
     if (rc == LT_OK) rc = errno == EAGAIN ? LT_EAGAIN : LT_EIO;
     zmq_msg_close(&parts[i]);
   }
@@ -71,8 +82,10 @@ static int zsend(lt_conn_t *c, zmq_msg_t *parts, size_t n) {
 }
 
 static int zrecv(lt_conn_t *c, zmq_msg_t *part, int first, int *more) {
-  if (zmq_msg_recv(part, c->sock, first ? ZMQ_DONTWAIT : 0) < 0)
-    return errno == EAGAIN ? LT_EAGAIN : LT_EIO;
+  int rc;
+  while ((rc = zmq_msg_recv(part, c->sock, first ? ZMQ_DONTWAIT : 0)) < 0 && errno == EINTR)
+    continue;
+  if (rc < 0) return errno == EAGAIN ? LT_EAGAIN : LT_EIO;
   *more = zmq_msg_more(part);
   return LT_OK;
 }

@@ -17,14 +17,30 @@
 static void drain(lt_zuv_t *z);
 static void on_idle(uv_idle_t *h);
 
+/* readable tells whether a message waits. A signal (a child's SIGCHLD, the supervisor's)
+ * may interrupt the look (EINTR): it is made again, since ZMQ_FD is edge-triggered and a
+ * drain that stopped there would leave the waiting messages unread until the next one
+ * arrives. */
 static bool readable(lt_zuv_t *z) {
   int ev = 0;
   size_t len = sizeof ev;
-  if (zmq_getsockopt(z->sock, ZMQ_EVENTS, &ev, &len) != 0) {
+  int rc;
+  while ((rc = zmq_getsockopt(z->sock, ZMQ_EVENTS, &ev, &len)) != 0 && zmq_errno() == EINTR)
+    len = sizeof ev;
+  if (rc != 0) {
     if (zmq_errno() != ETERM) lt__log(LT_LOG_ERROR, "ZMQ_EVENTS: %s", zmq_strerror(zmq_errno()));
     return false;
   }
   return (ev & ZMQ_POLLIN) != 0;
+}
+
+/* recv_part receives part m without waiting; a signal's interruption (EINTR) is retried, for
+ * the reason given at readable. Returns zmq_msg_recv's result. */
+static int recv_part(lt_zuv_t *z, zmq_msg_t *m) {
+  int rc;
+  while ((rc = zmq_msg_recv(m, z->sock, ZMQ_DONTWAIT)) < 0 && zmq_errno() == EINTR)
+    continue;
+  return rc;
 }
 
 /* recv_one receives one whole message and hands it to the callback; false when nothing
@@ -37,7 +53,7 @@ static bool recv_one(lt_zuv_t *z) {
     zmq_msg_t scratch;
     zmq_msg_t *m = n < z->max_parts ? &z->parts[n] : &scratch;
     zmq_msg_init(m);
-    if (zmq_msg_recv(m, z->sock, ZMQ_DONTWAIT) < 0) {
+    if (recv_part(z, m) < 0) {
       int e = zmq_errno();
       zmq_msg_close(m);
       if (n == 0 && !truncated) return false;

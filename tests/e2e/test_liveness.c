@@ -6,6 +6,8 @@
  * deadline (lt_eval_next_timeout), so a regression fails instead of hanging. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -192,6 +194,65 @@ Test(stop, sigint_loses_no_task, .timeout = 120) {
 /* SIGUSR1: drain and exit. */
 Test(stop, sigusr1_drains_and_loses_no_task, .timeout = 120) {
   graceful_stop(SIGUSR1);
+}
+
+/* A storm of signals the server handles (SIGHUP: re-read the allow list) interrupts its
+ * looks at the socket (EINTR): each is made again, so no message waits for the next one to
+ * be read (ZMQ_FD is edge-triggered) and nothing is logged as an error. The client gets a
+ * storm too (SIGUSR2, handled without SA_RESTART, as a user's timer might be): an
+ * interrupted send or receive is made again, never taken for a broken session. */
+typedef struct storm {
+  pid_t pid;
+  atomic_int stop;
+  long sent;
+} storm_t;
+
+static void on_usr2(int sig) {
+  (void)sig;
+}
+
+static void *hup_storm(void *arg) {
+  storm_t *st = arg;
+  struct timespec gap = {0, 20000};
+  while (!atomic_load(&st->stop)) {
+    kill(st->pid, SIGHUP);
+    kill(getpid(), SIGUSR2);
+    st->sent++;
+    nanosleep(&gap, NULL);
+  }
+  return NULL;
+}
+
+Test(stop, a_storm_of_signals_loses_nothing_and_logs_no_error, .timeout = 120) {
+  stderr_capture_t cap;
+  stderr_capture_begin(&cap); /* the server's stderr too: it inherits this one */
+  lt_proc_t p;
+  start_server(&p, "hup", 2);
+  lt_eval_t *ev = eval_on_procs(lt_farm(lt_seq("testk:inc")), &p, 1, NULL);
+  struct sigaction sa = {.sa_handler = on_usr2}, old;
+  cr_assert_eq(sigaction(SIGUSR2, &sa, &old), 0); /* no SA_RESTART */
+  storm_t st = {p.pid, 0, 0};
+  pthread_t th;
+  cr_assert_eq(pthread_create(&th, NULL, hup_storm, &st), 0);
+  enum { N = 30000 };
+  submit_i64s(ev, N);
+  lt_eval_close(ev);
+  for (int i = 0; i < N; i++)
+    cr_assert_eq(next_i64_within(ev, READ_MS), i + 1);
+  atomic_store(&st.stop, 1);
+  pthread_join(th, NULL);
+  char *json = stats_of(ev);
+  cr_assert_eq(stats_u64(json, "retries"), 0, "%s", json);
+  cr_assert_eq(stats_u64(json, "sessions"), 1, "the session broke: %s", json);
+  free(json);
+  sigaction(SIGUSR2, &old, NULL);
+  lt_eval_free(ev);
+  lt__proc_stop(&p, 5000);
+  static char out[1 << 16];
+  stderr_capture_end(&cap, out, sizeof out);
+  cr_assert_gt(st.sent, 100, "the storm sent %ld signals", st.sent);
+  cr_assert_null(strstr(out, "ZMQ_EVENTS"), "%s", out);
+  cr_assert_null(strstr(out, " error "), "%s", out);
 }
 
 /* ---- 2. tasks over a server's frame limit ------------------------------------------ */
