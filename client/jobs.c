@@ -432,6 +432,18 @@ static void completed(lt_sched_t *s, lt_instr_rec_t *r, size_t idx, const lt_com
   lt__sched_rec_done(s, r);
 }
 
+/* note_lag tells server idx's pace how much later than its service time r's completion
+ * came after the client saw r start there (instr.c, run_ms): the delays of the trip back
+ * and of threads waiting for a CPU on either side. The client's clock reads milliseconds
+ * here, so a millisecond of it is no measured delay. */
+static void note_lag(lt_sched_t *s, size_t idx, const lt_instr_rec_t *r,
+                     const lt_completion_t *cp) {
+  if (r->run_ms < 0) return;
+  int64_t now = lt__clock_ms();
+  double lag_us = (double)(now - r->run_ms - 1) * 1000.0 - (double)cp->service_us;
+  if (lag_us > 0) lt__pace_noise(&s->srv[idx].pace, lag_us, now);
+}
+
 void lt__sched_end(lt_sched_t *s, lt_instr_rec_t *r, lt_end_t why, const lt_completion_t *cp,
                    const lt_msg_t *m, int err, const char *msg) {
   /* A queued record ends from the head of the fireable queue, or after it was taken; one of
@@ -463,6 +475,7 @@ void lt__sched_end(lt_sched_t *s, lt_instr_rec_t *r, lt_end_t why, const lt_comp
     if (cp->status == LT_OK) {
       lt__pace_service(&s->srv[idx].pace, r->stages, (double)cp->service_us, (double)cp->cpu_us);
       r->job->work_us += (double)cp->service_us;
+      note_lag(s, idx, r, cp);
     }
   }
   switch (why) {

@@ -440,7 +440,10 @@ int lt__link_on_message(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
   case LT_MSG_HEARTBEAT:
     if (m->u.heartbeat.seq != 0 && s->opts->lookahead) {
       int64_t rtt = lt__clock_us() - (int64_t)m->u.heartbeat.seq;
-      if (rtt > 0 && rtt < 10 * 1000000) lt__pace_rtt(&s->srv[idx].pace, (double)rtt);
+      if (rtt > 0 && rtt < 10 * 1000000) {
+        lt__pace_rtt(&s->srv[idx].pace, (double)rtt);
+        lt__pace_noise(&s->srv[idx].pace, (double)rtt, lt__clock_ms());
+      }
     }
     return 1;
   case LT_MSG_DONE:

@@ -83,6 +83,17 @@ void lt__pace_rtt(lt_pace_t *p, double rtt_us) {
   recompute(p);
 }
 
+double lt__pace_noise_us(const lt_pace_t *p, int64_t now_ms) {
+  if (p->noise_us <= 0 || now_ms <= p->noise_ms) return p->noise_us;
+  return p->noise_us * exp2(-(double)(now_ms - p->noise_ms) / LT_NOISE_HALF_MS);
+}
+
+void lt__pace_noise(lt_pace_t *p, double us, int64_t now_ms) {
+  double old = lt__pace_noise_us(p, now_ms);
+  p->noise_us = us > old ? us : old;
+  p->noise_ms = now_ms;
+}
+
 /* find_cost returns the cost entry of chain `key`, or NULL. */
 static lt_cost_t *find_cost(const lt_pace_t *p, const void *key) {
   for (uint32_t i = 0; i < p->ncosts; i++)

@@ -88,6 +88,10 @@ double lt__pace_backlog_us(const lt_sched_t *s, size_t i);
 /* lt__pace_usual_share is the share of the CPU the server's instructions usually get there
  * (the EWMA of its reports), 1 before any report of a running instruction. */
 double lt__pace_usual_share(const lt_pace_t *p);
+/* lt__pace_noise_us is the longest delay between server and client beyond the work taken
+ * lately (lt__pace_noise), halving every LT_NOISE_HALF_MS: a pause of a loaded machine (the
+ * client's or the server's threads waiting for a CPU) as this run measured it. */
+double lt__pace_noise_us(const lt_pace_t *p, int64_t now_ms);
 /* lt__pace_known_us returns the shortest service time chain `key` has shown on any server,
  * or 0 when it never completed. */
 double lt__pace_known_us(const lt_sched_t *s, const void *key);

@@ -46,6 +46,10 @@ void lt__pace_init(lt_pace_t *p, uint32_t first_cap, const lt_options_t *o, int6
  * cgroup quota allows when that is less (`cpus`, validated here). */
 void lt__pace_welcome(lt_pace_t *p, uint32_t cores, double cpus);
 void lt__pace_rtt(lt_pace_t *p, double rtt_us);
+/* lt__pace_noise takes a delay between the server and the client that is not work: a ping's
+ * round trip, or how much later than its service time a completion arrived after the client
+ * saw it start (policy_view.h, lt__pace_noise_us). */
+void lt__pace_noise(lt_pace_t *p, double us, int64_t now_ms);
 /* lt__pace_service takes a completion of chain `key` that ran svc_us, using cpu_us of CPU. */
 void lt__pace_service(lt_pace_t *p, const void *key, double svc_us, double cpu_us);
 /* lt__pace_admit/unadmit count an instruction of chain `key` in or out of the backlog. */

@@ -134,6 +134,9 @@ typedef struct lt_instr_rec {
 #define LT_SPARE_QUIET 5   /* control periods without a starvation before the spare depth shrinks */
 #define LT_SPARE_US    5000.0 /* the spare depth covers at most this much of a server's time */
 #define LT_TAIL        64     /* latest service times kept per server, for its tail in the stats */
+/* A server's noise (pace.c, lt__pace_noise) halves this often: how long a host's load lasts,
+ * not how fast it is. */
+#define LT_NOISE_HALF_MS 5000
 
 /* One chain of the template (its tstage array is the key) on one server. */
 typedef struct lt_cost {
@@ -168,8 +171,11 @@ typedef struct lt_pace_memo {
 } lt_pace_memo_t;
 
 typedef struct lt_pace {
-  double rtt_us; /* smoothed ping round trip; 0 before the first */
-  double svc_us; /* smoothed service time over all chains; 0 before the first completion */
+  double rtt_us;    /* smoothed ping round trip; 0 before the first */
+  double noise_us;  /* the longest delay seen lately beyond the work: a ping's round trip, a
+                       completion's arrival after its service time (lt__pace_noise) */
+  int64_t noise_ms; /* when noise_us was taken */
+  double svc_us;    /* smoothed service time over all chains; 0 before the first completion */
   int64_t last_ping_ms;
   uint32_t window;  /* the thread window: instructions meant to run at once */
   uint32_t cap;     /* instructions admitted at once: window + the lookahead depth */
@@ -308,6 +314,7 @@ typedef struct lt_stats_server {
   int64_t hist_ms[LT_HISTORY];
   uint32_t hist_w[LT_HISTORY];
   double rtt_us, service_us, cores;
+  double noise_us; /* lt__pace_noise_us as published */
   uint64_t starved;
   uint32_t running, queued; /* of inflight: seen in its threads, and the rest */
   float svc_last[LT_TAIL];  /* the pace's ring of service times, copied when it grew */

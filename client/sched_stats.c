@@ -34,8 +34,8 @@ static void set_str(char **dst, const char *src) {
   *dst = strdup(src);
 }
 
-/* snap_server copies what the stats say of server i into `out`. */
-static void snap_server(const lt_sched_t *s, size_t i, lt_stats_server_t *out) {
+/* snap_server copies what the stats say of server i into `out`, as of now_ms. */
+static void snap_server(const lt_sched_t *s, size_t i, lt_stats_server_t *out, int64_t now_ms) {
   const lt_conn_t *c = &s->srv[i].conn;
   const lt_slot_t *sl = &s->srv[i].slot;
   const lt_pace_t *pc = &s->srv[i].pace;
@@ -59,6 +59,7 @@ static void snap_server(const lt_sched_t *s, size_t i, lt_stats_server_t *out) {
   out->window = pc->window;
   out->admit = pc->cap;
   out->rtt_us = pc->rtt_us;
+  out->noise_us = lt__pace_noise_us(pc, now_ms);
   out->service_us = pc->svc_us;
   out->cores = pc->cores;
   out->starved = pc->starved;
@@ -105,12 +106,13 @@ void lt__stats_publish(lt_sched_t *s) {
   st->entries = lt__entries_used(s);
   size_t n = 0;
   int room = LT_VEC_RESERVE(st->servers, st->cap, s->nsrv) == LT_OK;
+  int64_t now = lt__clock_ms();
   for (size_t i = 0; i < s->nsrv; i++) {
     st->bytes_to += s->srv[i].conn.bytes_out;
     st->bytes_from += s->srv[i].conn.bytes_in;
     /* A later session with the same server stands for it; a free entry stands for none. */
     if (room && s->srv[i].sid != 0 && s->srv[i].slot.successor < 0)
-      snap_server(s, i, &st->servers[n++]);
+      snap_server(s, i, &st->servers[n++], now);
   }
   if (room) st->nservers = n;
   pthread_mutex_unlock(&st->mu);
@@ -204,6 +206,7 @@ static void server_json(const lt_stats_server_t *sv, lt_json_t *j) {
   }
   lt__json_array_close(j);
   lt__json_double(j, "rtt_us", sv->rtt_us);
+  lt__json_double(j, "noise_us", sv->noise_us); /* the longest delay beyond work, lately */
   lt__json_double(j, "service_us", sv->service_us);
   lt__json_double(j, "service_p95_us", p95_us(sv));
   lt__json_u64(j, "copies", lt__stat_sum(sv->pstats, sv->npstats, "copies"));

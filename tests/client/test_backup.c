@@ -140,6 +140,15 @@ Test(backup, a_straggler_is_judged_by_how_long_it_has_run) {
   teardown(&f.w);
 }
 
+/* half_ms_running makes the world of setup_cost with instructions of 0.5 ms and returns
+ * one running on server 0 since 100 ms ago. */
+static lt_instr_rec_t *half_ms_running(world_t *w, recs_t *q) {
+  setup_cost(w, q, 500.0);
+  lt_instr_rec_t *a = send(w, q, 0, 0, lt__clock_ms() - 100);
+  cr_assert_geq(a->run_ms, 0, "a runs");
+  return a;
+}
+
 /* A straggler is at least BACKUP_RTTS (4) round trips to its server old, and at least
  * BACKUP_MIN_MS (2 ms): younger, a copy's hand-off and its twin's cancel cost more than a
  * copy can save, however short its chain. Instructions of 0.5 ms (backup_factor 2: due a
@@ -148,16 +157,36 @@ Test(backup, a_straggler_is_judged_by_how_long_it_has_run) {
 Test(backup, a_straggler_is_four_round_trips_and_two_ms_old_at_least) {
   world_t w;
   recs_t q;
-  setup_cost(&w, &q, 500.0);
-  int64_t t0 = lt__clock_ms() - 100;
-  lt_instr_rec_t *a = send(&w, &q, 0, 0, t0);
-  cr_assert_geq(a->run_ms, 0, "a runs");
+  lt_instr_rec_t *a = half_ms_running(&w, &q);
   w.srv[0].pace.rtt_us = 3000.0;
   cr_assert_eq(lt__sched_backup_target(&w.s, a, a->run_ms + 11), -1, "11 ms < 4 round trips");
   cr_assert_geq(lt__sched_backup_target(&w.s, a, a->run_ms + 13), 1, "13 ms: a straggler");
   w.srv[0].pace.rtt_us = 100.0;
   cr_assert_eq(lt__sched_backup_target(&w.s, a, a->run_ms + 1), -1, "1 ms < BACKUP_MIN_MS");
   cr_assert_geq(lt__sched_backup_target(&w.s, a, a->run_ms + 3), 1, "3 ms: a straggler");
+  teardown(&w);
+}
+
+/* A straggler has also run longer than its expected time by twice its server's noise, the
+ * longest delay seen lately beyond the work (a scheduling pause of a loaded machine), which
+ * halves every LT_NOISE_HALF_MS. Instructions of 0.5 ms (due a copy after 1 ms) on a server
+ * whose completions came up to 10 ms late: not before 21 ms; the noise of a longer pause
+ * replaces it, a shorter one does not. */
+Test(backup, a_straggler_is_older_than_twice_its_servers_noise) {
+  world_t w;
+  recs_t q;
+  lt_instr_rec_t *a = half_ms_running(&w, &q);
+  lt_pace_t *p = &w.srv[0].pace;
+  lt__pace_noise(p, 10000.0, a->run_ms);
+  lt__pace_noise(p, 3000.0, a->run_ms); /* shorter: the longest stays */
+  cr_assert_float_eq(lt__pace_noise_us(p, a->run_ms), 10000.0, 1e-6);
+  cr_assert_eq(lt__sched_backup_target(&w.s, a, a->run_ms + 20), -1, "20 ms: a pause");
+  cr_assert_geq(lt__sched_backup_target(&w.s, a, a->run_ms + 22), 1, "22 ms: a straggler");
+  cr_assert_float_eq(lt__pace_noise_us(p, a->run_ms + LT_NOISE_HALF_MS), 5000.0, 1e-6);
+  cr_assert_float_eq(lt__pace_noise_us(p, a->run_ms + 2 * LT_NOISE_HALF_MS), 2500.0, 1e-6);
+  lt__pace_noise(p, 40000.0, a->run_ms + 1);
+  cr_assert_eq(lt__sched_backup_target(&w.s, a, a->run_ms + 80), -1, "a longer pause: 81 ms");
+  cr_assert_geq(lt__sched_backup_target(&w.s, a, a->run_ms + 82), 1);
   teardown(&w);
 }
 
