@@ -194,22 +194,19 @@ static size_t stats(const lt_policy_t *p, size_t idx, lt_stat_t *out) {
   return 2;
 }
 
-/* given tells whether option `key` was set, not left at its default. */
-static int given(const lt_options_t *o, const char *key) {
-  size_t n;
-  return (o->given >> (lt__option_find(key) - lt__options_table(&n))) & 1;
+static int enabled(const lt_options_t *o) {
+  return o->migrate && o->lookahead;
 }
 
-static int enabled(const lt_options_t *o) {
-  if (o->migrate && !o->lookahead && given(o, "migrate"))
-    lt__log(LT_LOG_WARN, "migrate=on does nothing without lookahead: no server has work queued");
-  return o->migrate && o->lookahead;
+static const char *unused_why(const lt_options_t *o) {
+  return o->migrate && !o->lookahead ? "without lookahead no server has work queued" : NULL;
 }
 
 const lt_policy_ops_t lt__policy_migrate = {
     .name = "migrate",
     .state_size = sizeof(migrate_state_t),
     .enabled = enabled,
+    .unused_why = unused_why,
     .on_idle = on_idle,
     .on_tick = on_tick,
     .on_end = on_end,

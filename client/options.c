@@ -189,6 +189,11 @@ static int set_key(lt_options_t *o, const lt_option_t *r, const char *name, cons
   return fail(o, "bad value '%.200s' for %s (%s)", v, name, err);
 }
 
+int lt__option_given(const lt_options_t *o, const char *key) {
+  const lt_option_t *r = lt__option_find(key);
+  return r != NULL && (o->given >> (r - table) & 1);
+}
+
 /* check_order refuses `v` for `r` when it contradicts an ordered pair's other option that
  * was set (a default that contradicts it waits for lt__options_check). */
 static int check_order(lt_options_t *o, const lt_option_t *r, const char *name, const char *v,
@@ -196,8 +201,9 @@ static int check_order(lt_options_t *o, const lt_option_t *r, const char *name, 
   for (size_t i = 0; i < sizeof ordered_pairs / sizeof ordered_pairs[0]; i++) {
     int is_lo = strcmp(r->key, ordered_pairs[i].lo) == 0;
     if (!is_lo && strcmp(r->key, ordered_pairs[i].hi) != 0) continue;
-    const lt_option_t *other = lt__option_find(is_lo ? ordered_pairs[i].hi : ordered_pairs[i].lo);
-    if (!(o->given & (UINT64_C(1) << (other - table)))) continue;
+    const char *key = is_lo ? ordered_pairs[i].hi : ordered_pairs[i].lo;
+    if (!lt__option_given(o, key)) continue;
+    const lt_option_t *other = lt__option_find(key);
     uint32_t m = *(uint32_t *)field(o, other);
     if (is_lo ? n > m : n < m)
       return fail(o, "bad value '%.200s' for %s (expected at %s %s, %u)", v, name,
@@ -276,7 +282,7 @@ int lt__options_check(lt_options_t *o) {
     const lt_option_t *hi = lt__option_find(ordered_pairs[i].hi);
     uint32_t a = *(uint32_t *)field(o, lo), b = *(uint32_t *)field(o, hi);
     if (a <= b) continue;
-    int lo_default = !(o->given & (UINT64_C(1) << (lo - table)));
+    int lo_default = !lt__option_given(o, lo->key);
     return fail(o, "%s %u%s is above %s %u: set %s too", lo->key, (unsigned)a,
                 lo_default ? " (the default)" : "", hi->key, (unsigned)b,
                 lo_default ? lo->key : hi->key);

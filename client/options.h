@@ -172,6 +172,9 @@ const lt_option_t *lt__options_table(size_t *n);
 
 /* lt__option_find returns the row of `key`, '-' and '_' alike, or NULL. */
 const lt_option_t *lt__option_find(const char *key);
+/* lt__option_given tells whether option `key` was set in o, not left at its default (0 for
+ * a key that names no option). */
+int lt__option_given(const lt_options_t *o, const char *key);
 
 /* lt__options_init sets the defaults. */
 void lt__options_init(lt_options_t *o);

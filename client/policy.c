@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
 #include "policy.h"
 #include "sched_loop.h"
 #include "vec.h"
@@ -18,10 +19,20 @@ static const lt_policy_ops_t *const registry[] = {LT_POLICY_REGISTRY(LT_POLICY_R
 _Static_assert(sizeof registry / sizeof registry[0] == LT_POLICY_MAX,
                "the table fits the registry");
 
+/* warn_unused warns that a policy's option, set on, does nothing with the others given. */
+static void warn_unused(const lt_policy_ops_t *ops, const lt_options_t *o) {
+  const char *why = ops->unused_why != NULL ? ops->unused_why(o) : NULL;
+  if (why != NULL && lt__option_given(o, ops->name))
+    lt__log(LT_LOG_WARN, "%s=on does nothing: %s", ops->name, why);
+}
+
 int lt__policies_init(lt_sched_t *s) {
   for (size_t k = 0; k < sizeof registry / sizeof registry[0]; k++) {
     const lt_policy_ops_t *ops = registry[k];
-    if (ops->enabled != NULL && !ops->enabled(s->opts)) continue;
+    if (ops->enabled != NULL && !ops->enabled(s->opts)) {
+      warn_unused(ops, s->opts);
+      continue;
+    }
     lt_policy_t *p = &s->policies[s->npolicies];
     p->ops = ops;
     p->s = s;

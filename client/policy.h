@@ -103,6 +103,9 @@ typedef struct lt_policy_ops {
   size_t server_size; /* its state per server, allocated zeroed with each entry */
   /* enabled tells whether the options turn the policy on (NULL: always). */
   int (*enabled)(const lt_options_t *o);
+  /* unused_why: why the options leave the policy nothing to do although its own option (of
+   * its name) is on, or NULL; the registry warns when that option was set (NULL: never). */
+  const char *(*unused_why)(const lt_options_t *o);
   /* on_server_ready: server idx welcomed a new session (`welcome`, the message). */
   void (*on_server_ready)(lt_policy_t *p, size_t idx, const lt_msg_t *welcome);
   /* on_server_lost: server idx's session ended (its records are settled next, LT_END_LOST). */

@@ -224,6 +224,6 @@ Test(place_hook, migrate_set_on_without_lookahead_says_it_does_nothing) {
   cr_assert_eq(lt__options_set(&w.opts, "migrate", "on"), LT_OK);
   policies_logged(&w, log, sizeof log);
   cr_assert_eq(world_policy(&w, &lt__policy_migrate), SIZE_MAX);
-  cr_assert_not_null(strstr(log, "migrate=on does nothing without lookahead"), "%s", log);
+  cr_assert_not_null(strstr(log, "migrate=on does nothing: without lookahead"), "%s", log);
   world_fini(&w);
 }
