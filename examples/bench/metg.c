@@ -14,7 +14,7 @@
  *
  *   LT_BENCH_METG_SIZES=10000,3000,1000,300,100,30,10,3 (µs)  LT_BENCH_METG_SECONDS=1.5
  *   LT_BENCH_METG_MAX_TASKS=100000  LT_BENCH_METG_SIDES=farm,plain,pipeline
- *   LT_BENCH_METG_SERVERS=2
+ *   LT_BENCH_METG_SERVERS=2  LT_BENCH_METG_OPTIONS=grain=8,max_threads=2 (after the mode)
  *   build/examples/bench/bench_metg
  */
 #include <math.h>
@@ -43,7 +43,8 @@ static const char usage[] =
     "  " DEFAULT_SIZES "), LT_BENCH_METG_SECONDS (CPU seconds of work per size and run,\n"
     "  default 1.5), LT_BENCH_METG_MAX_TASKS (at most this many tasks per run, default 100000),\n"
     "  LT_BENCH_METG_SIDES (which of farm, plain and pipeline to run, comma-separated, default\n"
-    "  all three), LT_BENCH_METG_SERVERS (spawned servers, default 2).\n";
+    "  all three), LT_BENCH_METG_SERVERS (spawned servers, default 2), LT_BENCH_METG_OPTIONS\n"
+    "  (KEY=VALUE,... set after the mode, e.g. grain=8).\n";
 
 /* The pool: `threads` plain threads take spin indices from `next` until `spins` are done. */
 typedef struct pool {
@@ -81,15 +82,45 @@ static int pool_run(int threads, long spins, double us, double *seconds) {
   return 0;
 }
 
+/* Options set after the mode (LT_BENCH_METG_OPTIONS): keys and values, NULL-ended. */
+#define MAX_EXTRA 16
+static char extra_text[512];
+static const char *extra[2 * MAX_EXTRA + 1];
+
+/* extra_parse splits `text` ("k=v,k=v") into `extra`; -1 when it is malformed. */
+static int extra_parse(const char *text) {
+  if (strlen(text) >= sizeof extra_text) return -1;
+  strcpy(extra_text, text);
+  size_t n = 0;
+  for (char *save = NULL, *kv = strtok_r(extra_text, ",", &save); kv != NULL;
+       kv = strtok_r(NULL, ",", &save)) {
+    char *eq = strchr(kv, '=');
+    if (eq == NULL || eq == kv || n == 2 * MAX_EXTRA) return -1;
+    *eq = '\0';
+    extra[n++] = kv;
+    extra[n++] = eq + 1;
+  }
+  extra[n] = NULL;
+  return 0;
+}
+
 /* ours_run streams `tasks` index tasks through `program` (taken) on `servers` fresh servers
- * in `mode`; the servers' start-up is not timed. */
+ * in `mode`, then the options of LT_BENCH_METG_OPTIONS; the servers' start-up is not timed. */
 static int ours_run(lt_skel_t *program, const char *mode, int servers, long tasks,
                     double *seconds) {
-  const char *const kv[] = {"mode", mode, NULL};
+  const char *kv[2 * MAX_EXTRA + 3] = {"mode", mode};
+  for (size_t i = 0; extra[i] != NULL; i++)
+    kv[2 + i] = extra[i];
   lt_eval_t *ev = bench_eval_open("bench_metg", program, kv, servers);
   if (ev == NULL) return -1;
   int rc = bench_eval_stream("bench_metg", ev, tasks, BENCH_INDEX_SIZE, bench_index_make,
                              bench_index_check, NULL, seconds);
+  char *st = NULL;
+  if (lt_eval_stats_json(ev, &st) == LT_OK)
+    printf("bench_metg: %s: %lld instructions, %lld packs of %lld tasks, %lld copies\n", mode,
+           ex_stat_u64(st, "instructions"), ex_stat_u64(st, "packs"), ex_stat_u64(st, "packed"),
+           ex_stat_u64(st, "backups"));
+  free(st);
   lt_eval_free(ev);
   return rc;
 }
@@ -209,6 +240,12 @@ int main(int argc, char **argv) {
     return 2;
   }
   int run_side[SIDES];
+  text = getenv("LT_BENCH_METG_OPTIONS");
+  if (text != NULL && extra_parse(text) != 0) {
+    fprintf(stderr, "bench_metg: LT_BENCH_METG_OPTIONS must be KEY=VALUE,... (at most %d)\n",
+            MAX_EXTRA);
+    return 2;
+  }
   text = getenv("LT_BENCH_METG_SIDES");
   if (parse_sides(text != NULL ? text : "farm,plain,pipeline", run_side) != 0) {
     fprintf(stderr, "bench_metg: LT_BENCH_METG_SIDES must name some of farm, plain and "
