@@ -403,7 +403,7 @@ Test(e2e_fuzz, server_survives_hostile_input) {
 
   th_client_close(&c);
   int64_t t0 = th_now_ms();
-  cr_assert_eq(th_server_stop(&srv, SIGTERM, 5000), 0, "exit 0 on SIGTERM");
+  cr_assert_eq(th_server_stop(&srv, SIGTERM, 15000), 0, "exit 0 on SIGTERM");
   cr_assert_lt(th_now_ms() - t0, 5000);
 }
 
@@ -428,7 +428,7 @@ Test(e2e_fuzz, oversized_frame) {
   th_client_close(&big);
   proper_run(&c, CLIENT + 5, 20);
   th_client_close(&c);
-  cr_assert_eq(th_server_stop(&srv, SIGTERM, 5000), 0);
+  cr_assert_eq(th_server_stop(&srv, SIGTERM, 15000), 0);
 }
 
 Test(e2e_fuzz, command_line) {

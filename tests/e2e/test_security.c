@@ -139,7 +139,7 @@ Test(security, hostile_client_refused) {
   th_client_close(&v2);
   th_client_close(&v);
   th_client_close(&h);
-  cr_assert_eq(th_server_stop(&s, SIGTERM, 5000), 0);
+  cr_assert_eq(th_server_stop(&s, SIGTERM, 15000), 0);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -260,7 +260,7 @@ Test(security, session_bound_to_its_connection) {
   cr_assert_not_null(strstr(r.m.u.error.message, "routing id"), "%s", r.m.u.error.message);
   th_rx_clear(&r);
   th_client_close(&c);
-  cr_assert_eq(th_server_stop(&s, SIGTERM, 5000), 0);
+  cr_assert_eq(th_server_stop(&s, SIGTERM, 15000), 0);
 }
 
 /* status_values asks for the server's STATUS: its sessions and the bytes of its values. */
@@ -334,7 +334,7 @@ Test(security, peer_link_makes_no_values) {
   cr_assert_eq(bytes, 0, "values held with no session");
   th_client_close(&v);
   th_client_close(&p);
-  cr_assert_eq(th_server_stop(&s, SIGTERM, 5000), 0);
+  cr_assert_eq(th_server_stop(&s, SIGTERM, 15000), 0);
 }
 
 /* A REF naming a holder the session did not announce fails that instruction with
@@ -363,8 +363,8 @@ Test(security, stranger_holder_refused) {
   cr_assert_eq(got, 3);
   th_client_close(&ka);
   th_client_close(&kb);
-  cr_assert_eq(th_server_stop(&a, SIGTERM, 5000), 0);
-  cr_assert_eq(th_server_stop(&b, SIGTERM, 5000), 0);
+  cr_assert_eq(th_server_stop(&a, SIGTERM, 15000), 0);
+  cr_assert_eq(th_server_stop(&b, SIGTERM, 15000), 0);
 }
 
 /* A real evaluator under attack: a hostile client that learnt its client id writes every
@@ -413,7 +413,7 @@ Test(security, evaluator_under_attack) {
     cr_assert_eq(next_i64(ev), 2 * (i + 1));
   th_client_close(&h);
   lt_eval_free(ev);
-  cr_assert_eq(th_server_stop(&s, SIGTERM, 5000), 0);
+  cr_assert_eq(th_server_stop(&s, SIGTERM, 15000), 0);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -441,7 +441,7 @@ Test(security, public_listen_needs_a_key) {
   th_server_t s;
   const char *insecure[] = {"--listen", "tcp://0.0.0.0:0", "--insecure", NULL};
   cr_assert_eq(th_server_start(&s, insecure, 10000), 0);
-  cr_assert_eq(th_server_stop(&s, SIGTERM, 5000), 0);
+  cr_assert_eq(th_server_stop(&s, SIGTERM, 15000), 0);
 }
 
 Test(security, unsafe_module_directories) {
@@ -467,7 +467,7 @@ Test(security, unsafe_module_directories) {
   const char *unsafe[] = {"--listen", "tcp://127.0.0.1:0",      "--modules",
                           dir,        "--allow-unsafe-modules", NULL};
   cr_assert_eq(th_server_start(&s, unsafe, 10000), 0);
-  cr_assert_eq(th_server_stop(&s, SIGTERM, 5000), 0);
+  cr_assert_eq(th_server_stop(&s, SIGTERM, 15000), 0);
   unlink(so);
   rmdir(dir);
 }
@@ -527,7 +527,7 @@ Test(security, module_files_checked_at_each_load) {
   cr_assert_not_null(strstr(msg, "writable by everyone"), "%s", msg);
   cr_assert_eq(run_kernel(&c, 3, "good:inc", msg, sizeof msg), LT_OK, "%s", msg);
   th_client_close(&c);
-  cr_assert_eq(th_server_stop(&s, SIGTERM, 5000), 0);
+  cr_assert_eq(th_server_stop(&s, SIGTERM, 15000), 0);
   /* A link is refused at the start too. */
   unlink(open_so);
   cr_assert_eq(run_server(args, err, sizeof err), 2, "%s", err);
@@ -655,7 +655,7 @@ Test(security, curve_allowed_and_refused) {
   kill(s.pid, SIGHUP);
   usleep(300 * 1000);
   cr_assert_eq(run_on_hosts(hosts, 1, bad, &ms), LT_OK);
-  cr_assert_eq(th_server_stop(&s, SIGTERM, 5000), 0);
+  cr_assert_eq(th_server_stop(&s, SIGTERM, 15000), 0);
   drop_keys(&k);
 }
 
@@ -692,8 +692,8 @@ Test(security, curve_peers_share_a_key, .timeout = 180) {
   free(json);
   cr_assert_gt(peer, 0, "no value went peer to peer");
   lt_eval_free(ev);
-  cr_assert_eq(th_server_stop(&a, SIGTERM, 5000), 0);
-  cr_assert_eq(th_server_stop(&b, SIGTERM, 5000), 0);
+  cr_assert_eq(th_server_stop(&a, SIGTERM, 15000), 0);
+  cr_assert_eq(th_server_stop(&b, SIGTERM, 15000), 0);
   drop_keys(&k);
 }
 

@@ -163,7 +163,7 @@ Test(ship, to_an_empty_module_directory) {
    * start fails, the server has no copy for it. */
   ship_eval_refused(SHIP_A, 0, &s);
   lt_eval_free(ev);
-  cr_assert_eq(th_server_stop(&s, SIGTERM, 5000), 0);
+  cr_assert_eq(th_server_stop(&s, SIGTERM, 15000), 0);
   remove_dir(empty);
   remove_dir(store);
 }
@@ -193,7 +193,7 @@ Test(ship, two_clients_two_copies_at_once) {
   }
   lt_eval_free(a);
   lt_eval_free(b);
-  cr_assert_eq(th_server_stop(&s, SIGTERM, 5000), 0);
+  cr_assert_eq(th_server_stop(&s, SIGTERM, 15000), 0);
   remove_dir(empty);
   remove_dir(store);
 }
@@ -217,7 +217,7 @@ Test(ship, accept_modules_needs_curve_off_loopback) {
       "--listen", "tcp://0.0.0.0:0", "--curve-key", key, "--accept-modules", store, NULL};
   th_server_t s;
   cr_assert_eq(th_server_start(&s, curve, 10000), 0);
-  cr_assert_eq(th_server_stop(&s, SIGTERM, 5000), 0);
+  cr_assert_eq(th_server_stop(&s, SIGTERM, 15000), 0);
   /* A store owned by someone else, or that is not a directory, is refused too. */
   char file[100];
   snprintf(file, sizeof file, "%s/not-a-dir", store);
@@ -271,7 +271,7 @@ Test(ship, bad_modules_fail_their_tasks) {
   ev = ship_eval(SHIP_B, 1, &s, 1);
   expect_tags(ev, 10, 2000);
   lt_eval_free(ev);
-  cr_assert_eq(th_server_stop(&s, SIGTERM, 5000), 0);
+  cr_assert_eq(th_server_stop(&s, SIGTERM, 15000), 0);
 
   /* Over the frame limit (the client sends it without its bytes) or the session's quota. */
   struct stat sb;
@@ -283,19 +283,19 @@ Test(ship, bad_modules_fail_their_tasks) {
   const char *why_frame[] = {"shipk", "frame limit", NULL};
   expect_error(ev, why_frame);
   lt_eval_free(ev);
-  cr_assert_eq(th_server_stop(&s, SIGTERM, 5000), 0);
+  cr_assert_eq(th_server_stop(&s, SIGTERM, 15000), 0);
   const char *quota[] = {"--max-session-bytes", "4k", NULL};
   start_ship_server(&s, empty, store, quota);
   ev = ship_eval(SHIP_A, 1, &s, 1);
   const char *why_quota[] = {"shipk", "quota", NULL};
   expect_error(ev, why_quota);
   lt_eval_free(ev);
-  cr_assert_eq(th_server_stop(&s, SIGTERM, 5000), 0);
+  cr_assert_eq(th_server_stop(&s, SIGTERM, 15000), 0);
 
   /* A server without --accept-modules runs its own copy (none here): the start fails. */
   start_ship_server(&s, empty, NULL, NULL);
   ship_eval_refused(SHIP_A, 1, &s);
-  cr_assert_eq(th_server_stop(&s, SIGTERM, 5000), 0);
+  cr_assert_eq(th_server_stop(&s, SIGTERM, 15000), 0);
   remove_dir(empty);
   remove_dir(store);
   remove_dir(foreign);
@@ -348,7 +348,7 @@ Test(ship, hash_mismatch_refused) {
                LT_OK, "%s", msg);
   cr_assert_eq(v, 1005);
   th_client_close(&c);
-  cr_assert_eq(th_server_stop(&s, SIGTERM, 5000), 0);
+  cr_assert_eq(th_server_stop(&s, SIGTERM, 15000), 0);
   remove_dir(empty);
   remove_dir(store);
 }
@@ -393,7 +393,7 @@ Test(ship, rebuilt_module_warns_once) {
   /* Under ship_modules=on the client's copy runs, and nothing is to be warned about. */
   cr_assert_eq(run_captured(mods, 1, s, 2, 2000, warning), 0);
   for (int i = 0; i < 2; i++)
-    cr_assert_eq(th_server_stop(&s[i], SIGTERM, 5000), 0);
+    cr_assert_eq(th_server_stop(&s[i], SIGTERM, 15000), 0);
   remove_dir(mods);
   remove_dir(store);
 }

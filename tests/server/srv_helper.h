@@ -34,7 +34,9 @@ int th_server_start_argv(th_server_t *s, const char *const *argv, int timeout_ms
 int th_server_start_default(th_server_t *s, const char *const *extra);
 
 /* th_server_stop sends `sig` and waits up to timeout_ms. Returns the exit status, 128+N
- * when killed by signal N, or -1 on timeout (it is then SIGKILLed and reaped). */
+ * when killed by signal N, or -1 on timeout (it is then SIGKILLed and reaped). A clean
+ * SIGTERM may take the server up to 10 s to free itself (server/main.c, SHUTDOWN_S) on a
+ * slow machine, so tests wait 15 s for one: a bound on hanging, not on speed. */
 int th_server_stop(th_server_t *s, int sig, int timeout_ms);
 
 /* th_run runs `argv` (argv[0] is the program path) to completion within timeout_ms,

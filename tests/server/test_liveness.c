@@ -203,7 +203,7 @@ static void fetch(conn_t *k, uint64_t seq) {
 }
 
 static void stop(th_server_t *s) {
-  cr_assert_eq(th_server_stop(s, SIGTERM, 5000), 0, "server exits 0 on SIGTERM");
+  cr_assert_eq(th_server_stop(s, SIGTERM, 15000), 0, "server exits 0 on SIGTERM");
 }
 
 /* ---------------------------------------------------------------------------------------

@@ -206,7 +206,7 @@ static void start2(th_server_t *a, th_server_t *b, const char *const *bextra) {
 }
 
 static void stop(th_server_t *s) {
-  cr_assert_eq(th_server_stop(s, SIGTERM, 5000), 0, "server exits 0 on SIGTERM");
+  cr_assert_eq(th_server_stop(s, SIGTERM, 15000), 0, "server exits 0 on SIGTERM");
 }
 
 /* The basic chain: X made and kept on A, read on B by reference as its last use. */

@@ -161,7 +161,7 @@ enum {
 
 static void stop(st_t *s) {
   th_client_close(&s->c);
-  cr_assert_eq(th_server_stop(&s->srv, SIGTERM, 5000), 0, "server exits 0 on SIGTERM");
+  cr_assert_eq(th_server_stop(&s->srv, SIGTERM, 15000), 0, "server exits 0 on SIGTERM");
 }
 
 static lt_oid_t oid(uint64_t seq) {
@@ -796,7 +796,7 @@ Test(protocol, messages_need_a_session) {
   cr_assert_eq(s->last_error, LT_EPROTO);
   th_client_close(&s->c);
   free(s);
-  cr_assert_eq(th_server_stop(&srv, SIGTERM, 5000), 0);
+  cr_assert_eq(th_server_stop(&srv, SIGTERM, 15000), 0);
 }
 
 Test(protocol, bye_releases_values) {

@@ -107,7 +107,7 @@ static void start(st_t *s, const char *threads) {
 
 static void stop(st_t *s) {
   th_client_close(&s->c);
-  cr_assert_eq(th_server_stop(&s->srv, SIGTERM, 5000), 0, "server exits 0 on SIGTERM");
+  cr_assert_eq(th_server_stop(&s->srv, SIGTERM, 15000), 0, "server exits 0 on SIGTERM");
 }
 
 static lt_input_t g_in = {.kind = LT_INPUT_INLINE, .frame = 0, .holder = ""};
@@ -323,7 +323,7 @@ static double started_speed(const char *const *extra) {
   double speed = r.m.u.welcome.speed;
   th_rx_clear(&r);
   th_client_close(&c);
-  cr_assert_eq(th_server_stop(&srv, SIGTERM, 5000), 0);
+  cr_assert_eq(th_server_stop(&srv, SIGTERM, 15000), 0);
   return speed;
 }
 
