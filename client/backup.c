@@ -41,10 +41,10 @@
 /* Nothing is a straggler before BACKUP_RTTS round trips to its server (a copy costs its
  * hand-off, its twin's cancel and its result), nor before BACKUP_MIN_MS: the client sees
  * run times to the millisecond. Nor before backup_factor times its expected time and
- * BACKUP_NOISE times its server's noise (pace.c, lt__pace_noise_us): on a loaded machine a
- * pause of a few milliseconds, the client's or the server's threads waiting for a CPU, is
- * as long as many fine tasks, and a pause as long again as the longest seen lately is still
- * a pause, not a straggler. */
+ * BACKUP_NOISE times the servers' noise (noise_us): on a loaded machine a pause of a few
+ * milliseconds, the client's or the servers' threads waiting for a CPU, is as long as many
+ * fine tasks, and a pause as long again as the longest seen lately is still a pause, not a
+ * straggler. */
 #define BACKUP_MIN_MS 2
 #define BACKUP_RTTS   4
 #define BACKUP_NOISE  2
@@ -160,16 +160,30 @@ static double due_us(const lt_sched_t *s, const lt_instr_rec_t *r) {
   return r->cost_known ? r->cost_us : lt__pace_cost_us(s, (size_t)r->conn, r->stages);
 }
 
+/* noise_us is the servers' noise: the least of the live servers' (pace.c,
+ * lt__pace_noise_us; those never measured aside). A pause of the client's threads, or of a
+ * machine the servers share with it, delays every server's pings and completions; a server
+ * that is slow, stopped or starved of CPU is late on its own, and that is what a straggler
+ * is, not noise. */
+static double noise_us(const lt_sched_t *s, int64_t now_ms) {
+  double least = 0;
+  for (size_t i = 0; i < s->nsrv; i++) {
+    if (!lt__server_alive(s, i) || s->srv[i].pace.noise_us <= 0) continue;
+    double n = lt__pace_noise_us(&s->srv[i].pace, now_ms);
+    if (least == 0 || n < least) least = n;
+  }
+  return least;
+}
+
 /* straggles returns how long r has run when it is a straggler (longer than BACKUP_MIN_MS
  * and BACKUP_RTTS round trips, and than backup_factor times its expected time, its chain
- * measured somewhere, plus BACKUP_NOISE times its server's noise), else -1. */
+ * measured somewhere, plus BACKUP_NOISE times the servers' noise), else -1. */
 static double straggles(const lt_sched_t *s, const lt_instr_rec_t *r, int64_t now_ms) {
   if (r->run_ms < 0 || lt__rec_stale(r) || lt__pace_known_us(s, r->stages) <= 0) return -1;
-  const lt_pace_t *p = &s->srv[r->conn].pace;
   double ran = ran_us(r, now_ms);
-  double young = BACKUP_RTTS * p->rtt_us;
+  double young = BACKUP_RTTS * s->srv[r->conn].pace.rtt_us;
   if (young < BACKUP_MIN_MS * 1000.0) young = BACKUP_MIN_MS * 1000.0;
-  double late = s->opts->backup_factor * due_us(s, r) + BACKUP_NOISE * lt__pace_noise_us(p, now_ms);
+  double late = s->opts->backup_factor * due_us(s, r) + BACKUP_NOISE * noise_us(s, now_ms);
   if (ran < young || ran < late) return -1;
   return ran;
 }

@@ -434,11 +434,15 @@ static void completed(lt_sched_t *s, lt_instr_rec_t *r, size_t idx, const lt_com
 
 /* note_lag tells server idx's pace how much later than its service time r's completion
  * came after the client saw r start there (instr.c, run_ms): the delays of the trip back
- * and of threads waiting for a CPU on either side. The client's clock reads milliseconds
- * here, so a millisecond of it is no measured delay. */
+ * and of threads waiting for a CPU on either side. Only for an instruction whose inputs all
+ * went with it: one that read a reference may have waited for a predecessor or a fetch,
+ * which is no delay of the machine's. The client's clock reads milliseconds here, so a
+ * millisecond of it is no measured delay. */
 static void note_lag(lt_sched_t *s, size_t idx, const lt_instr_rec_t *r,
                      const lt_completion_t *cp) {
   if (r->run_ms < 0) return;
+  for (uint32_t i = 0; i < r->nins; i++)
+    if (r->ins[i].value == NULL) return;
   int64_t now = lt__clock_ms();
   double lag_us = (double)(now - r->run_ms - 1) * 1000.0 - (double)cp->service_us;
   if (lag_us > 0) lt__pace_noise(&s->srv[idx].pace, lag_us, now);

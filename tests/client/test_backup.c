@@ -167,26 +167,44 @@ Test(backup, a_straggler_is_four_round_trips_and_two_ms_old_at_least) {
   teardown(&w);
 }
 
-/* A straggler has also run longer than its expected time by twice its server's noise, the
- * longest delay seen lately beyond the work (a scheduling pause of a loaded machine), which
- * halves every LT_NOISE_HALF_MS. Instructions of 0.5 ms (due a copy after 1 ms) on a server
- * whose completions came up to 10 ms late: not before 21 ms; the noise of a longer pause
- * replaces it, a shorter one does not. */
-Test(backup, a_straggler_is_older_than_twice_its_servers_noise) {
+/* A straggler has also run longer than its expected time by twice the servers' noise, the
+ * longest delay beyond work each saw lately (a scheduling pause of a loaded machine),
+ * halving every LT_NOISE_HALF_MS; the least of the servers', since a pause of the client
+ * delays them all, while a slow server is late alone. Instructions of 0.5 ms (due a copy
+ * after 1 ms) when the servers' completions came up to 10 ms late: not before 21 ms; the
+ * noise of a longer pause replaces it, a shorter one does not. */
+Test(backup, a_straggler_is_older_than_twice_the_servers_noise) {
   world_t w;
   recs_t q;
   lt_instr_rec_t *a = half_ms_running(&w, &q);
+  for (size_t i = 0; i < WORLD_SERVERS; i++) {
+    lt__pace_noise(&w.srv[i].pace, 10000.0, a->run_ms);
+    lt__pace_noise(&w.srv[i].pace, 3000.0, a->run_ms); /* shorter: the longest stays */
+  }
   lt_pace_t *p = &w.srv[0].pace;
-  lt__pace_noise(p, 10000.0, a->run_ms);
-  lt__pace_noise(p, 3000.0, a->run_ms); /* shorter: the longest stays */
   cr_assert_float_eq(lt__pace_noise_us(p, a->run_ms), 10000.0, 1e-6);
   cr_assert_eq(lt__sched_backup_target(&w.s, a, a->run_ms + 20), -1, "20 ms: a pause");
   cr_assert_geq(lt__sched_backup_target(&w.s, a, a->run_ms + 22), 1, "22 ms: a straggler");
   cr_assert_float_eq(lt__pace_noise_us(p, a->run_ms + LT_NOISE_HALF_MS), 5000.0, 1e-6);
   cr_assert_float_eq(lt__pace_noise_us(p, a->run_ms + 2 * LT_NOISE_HALF_MS), 2500.0, 1e-6);
-  lt__pace_noise(p, 40000.0, a->run_ms + 1);
+  for (size_t i = 0; i < WORLD_SERVERS; i++)
+    lt__pace_noise(&w.srv[i].pace, 40000.0, a->run_ms + 1);
   cr_assert_eq(lt__sched_backup_target(&w.s, a, a->run_ms + 80), -1, "a longer pause: 81 ms");
   cr_assert_geq(lt__sched_backup_target(&w.s, a, a->run_ms + 82), 1);
+  teardown(&w);
+}
+
+/* A server late on its own is slow, not noise: server 0's completions came 40 ms late, the
+ * others' 1 ms; its instructions of 0.5 ms straggle after 3 ms (1 ms + twice 1 ms). */
+Test(backup, a_slow_servers_own_lateness_is_no_noise) {
+  world_t w;
+  recs_t q;
+  lt_instr_rec_t *a = half_ms_running(&w, &q);
+  lt__pace_noise(&w.srv[0].pace, 40000.0, a->run_ms);
+  for (size_t i = 1; i < WORLD_SERVERS; i++)
+    lt__pace_noise(&w.srv[i].pace, 1000.0, a->run_ms);
+  cr_assert_eq(lt__sched_backup_target(&w.s, a, a->run_ms + 2), -1, "2 ms: not yet");
+  cr_assert_geq(lt__sched_backup_target(&w.s, a, a->run_ms + 4), 1, "4 ms: a straggler");
   teardown(&w);
 }
 
