@@ -147,7 +147,12 @@ int lt__zuv_send(lt_zuv_t *z, zmq_msg_t *parts, size_t n) {
   size_t i = 0;
   for (; i < n; i++) {
     int flags = ZMQ_DONTWAIT | (i + 1 < n ? ZMQ_SNDMORE : 0);
-    if (zmq_msg_send(&parts[i], z->sock, flags) < 0) {
+    int sent;
+    /* A signal may interrupt it (EINTR) before the part is queued: made again, or a
+     * completion would be lost to a signal storm. */
+    while ((sent = zmq_msg_send(&parts[i], z->sock, flags)) < 0 && zmq_errno() == EINTR)
+      ;
+    if (sent < 0) {
       int e = zmq_errno();
       lt__log(LT_LOG_WARN, "dropped an outgoing message of %zu parts (failed at part %zu): %s", n,
               i, zmq_strerror(e));
