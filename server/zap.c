@@ -8,6 +8,7 @@
 #include "zap.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -185,8 +186,24 @@ uint64_t lt__zap_conn(zmq_msg_t *msg) {
   return c;
 }
 
+/* block_signals keeps the process's signals (SIGHUP re-reads, SIGCHLD, a storm of them) off
+ * this thread: one that interrupted a receive or a send of a ZAP exchange (EINTR) would drop
+ * or split it, and a handshake would wait for an answer that never comes. The faults a
+ * thread raises itself stay deliverable, for the crash log. */
+static void block_signals(void) {
+  sigset_t set;
+  sigfillset(&set);
+  sigdelset(&set, SIGSEGV);
+  sigdelset(&set, SIGBUS);
+  sigdelset(&set, SIGFPE);
+  sigdelset(&set, SIGILL);
+  sigdelset(&set, SIGABRT);
+  pthread_sigmask(SIG_BLOCK, &set, NULL);
+}
+
 static void *zap_main(void *arg) {
   lt_zap_t *z = arg;
+  block_signals();
   zmq_msg_t f[ZAP_MAX_FRAMES];
   while (!atomic_load(&z->stop)) {
     size_t n = 0;

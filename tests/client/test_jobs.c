@@ -107,3 +107,23 @@ Test(jobs, a_kernel_s_failure_fails_its_task) {
   cr_assert_str_eq(lt_buf_errmsg(f.task->result), "inc: expected 8 bytes");
   teardown(&f);
 }
+
+/* A completion tells its server's noise how much later than its service time it came after
+ * the client saw its instruction start (client/jobs.c, note_lag): 20 ms after the start, of
+ * which 1 ms ran and 1 ms is the clock's resolution, is 18 ms of delay; one that came as
+ * soon as it ran is none. */
+Test(jobs, a_completion_later_than_its_service_time_is_noise) {
+  one_task_t f;
+  setup(&f);
+  lt_instr_rec_t *r = put_out(&f, 1);
+  int64_t now = lt__clock_ms();
+  r->run_ms = now - 20;
+  lt_completion_t cp = {.seq = r->seq, .status = LT_OK, .errmsg = "", .service_us = 1000};
+  lt_msg_t m = {.type = LT_MSG_DONE};
+  lt__sched_end(&f.w.s, r, LT_END_DONE, &cp, &m, LT_OK, NULL);
+  double noise = lt__pace_noise_us(&f.w.srv[1].pace, f.w.srv[1].pace.noise_ms);
+  cr_assert_geq(noise, 18000.0, "%f", noise);
+  cr_assert_lt(noise, 18000.0 + 1000.0 * (double)(lt__clock_ms() - now) + 1, "%f", noise);
+  cr_assert_float_eq(f.w.srv[2].pace.noise_us, 0.0, 1e-9, "no other server's");
+  teardown(&f);
+}
