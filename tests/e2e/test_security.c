@@ -9,6 +9,7 @@
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -672,14 +673,14 @@ Test(security, curve_allowed_and_refused) {
  * exchange). */
 typedef struct hup_storm {
   pid_t pid;
-  volatile int stop;
+  atomic_int stop; /* set by the test, read by the storm thread */
   long sent;
 } hup_storm_t;
 
 static void *hup_storm(void *arg) {
   hup_storm_t *st = arg;
   struct timespec gap = {0, 20000};
-  while (!st->stop) {
+  while (!atomic_load(&st->stop)) {
     kill(st->pid, SIGHUP);
     st->sent++;
     nanosleep(&gap, NULL);
@@ -702,7 +703,7 @@ Test(security, curve_handshakes_survive_a_sighup_storm, .timeout = 180) {
   int ok = 0;
   for (int i = 0; i < RUNS; i++)
     ok += run_on_hosts(hosts, 1, good, &ms) == LT_OK;
-  st.stop = 1;
+  atomic_store(&st.stop, 1);
   pthread_join(th, NULL);
   cr_assert_eq(ok, RUNS, "%d of %d evaluations ran; the storm sent %ld signals", ok, RUNS, st.sent);
   cr_assert_gt(st.sent, 100, "the storm sent %ld signals", st.sent);
