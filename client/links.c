@@ -21,6 +21,7 @@
  * no task a try, only a greeting per backoff. With no other server to take it, the work
  * fails LT_ENOSERVER after connect_timeout_ms as always. */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -376,6 +377,7 @@ static void on_welcome(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
   lacking(s, idx, m);
   c->state = LT_CONN_READY;
   sl->was_ready = 1;
+  sl->dones_in = 0; /* the server numbers this session's dones from 1 */
   sl->backoff_ms = 0;
   sl->why[0] = '\0';
   lt__log(sl->sessions > 1 ? LT_LOG_WARN : LT_LOG_INFO, "server %s (%s) ready%s, %u threads",
@@ -410,6 +412,37 @@ static void on_error(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
   lt__server_mark_dead(s, idx, why, 0);
 }
 
+/* dones_lost tells how many dones of server idx's session message m shows lost on the way,
+ * and counts the done it is: the messages of a session arrive in order, so a done numbered
+ * past the next one, or a heartbeat answer counting more dones than arrived, means that
+ * some never will (a send the server failed, or a message dropped between). Dones before
+ * the welcome, and unnumbered ones (an older server), are not counted. */
+static uint64_t dones_lost(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
+  lt_slot_t *sl = &s->srv[idx].slot;
+  if (s->srv[idx].conn.state == LT_CONN_HELLO || lt__server_gone(s, idx)) return 0;
+  if (m->type == LT_MSG_HEARTBEAT)
+    return m->u.heartbeat.dones > sl->dones_in ? m->u.heartbeat.dones - sl->dones_in : 0;
+  if (m->type != LT_MSG_DONE || m->u.done.batch == 0) return 0;
+  uint64_t lost = m->u.done.batch > sl->dones_in + 1 ? m->u.done.batch - sl->dones_in - 1 : 0;
+  if (m->u.done.batch > sl->dones_in) sl->dones_in = m->u.done.batch;
+  return lost;
+}
+
+/* dones_missing ends server idx's session when message m shows dones of it lost: what they
+ * completed would never be known, and its work would wait for ever. The work goes elsewhere
+ * and the server is greeted again (a new session numbers its dones anew). Returns 1 if so. */
+static int dones_missing(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
+  uint64_t lost = dones_lost(s, idx, m);
+  if (lost == 0) return 0;
+  s->lost_dones += lost;
+  char why[96];
+  snprintf(why, sizeof why, "%" PRIu64 " of its done messages never arrived", lost);
+  lt__log(LT_LOG_WARN, "server %s: %s: its session ends, its work goes again",
+          s->srv[idx].conn.endpoint, why);
+  lt__server_mark_dead(s, idx, why, 0);
+  return 1;
+}
+
 int lt__link_on_message(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
   lt_conn_t *c = &s->srv[idx].conn;
   lt_slot_t *sl = &s->srv[idx].slot;
@@ -430,6 +463,7 @@ int lt__link_on_message(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
       c->state = LT_CONN_STOPPING;
     }
   }
+  if (dones_missing(s, idx, m)) return 1;
   switch (m->type) {
   case LT_MSG_WELCOME:
     if (c->state == LT_CONN_HELLO) on_welcome(s, idx, m);

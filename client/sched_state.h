@@ -240,6 +240,7 @@ typedef struct lt_slot {
   int lacks;           /* its last welcome lacks a module of the program: it gets no work */
   int lacks_warned;    /* that was said */
   int spoke;           /* and it sent something after its welcome (links.c) */
+  uint64_t dones_in;   /* the dones of this session that arrived: the last one's number */
   int mute;            /* its session ended for never speaking after its welcome */
   int probation;       /* a session of this host never spoke after its welcome, nor has
                           one since: no work until this one speaks (links.c) */
@@ -328,7 +329,7 @@ typedef struct lt_stats_server {
 typedef struct lt_stats_snap {
   pthread_mutex_t mu;
   uint64_t instructions, bytes_to, bytes_from, retries, stray;
-  uint64_t protocol_errors;
+  uint64_t protocol_errors, lost_dones;
   uint64_t groups, grouped, packs, packed;
   int64_t t0_ms;  /* when the dispatcher started: elapsed_ms counts from it */
   size_t entries; /* entries of the server table in use (entries.c) */
@@ -406,6 +407,7 @@ struct lt_sched {
 
   /* servers dropped for a completion that was not of what was sent them (done_check.c) */
   uint64_t protocol_errors;
+  uint64_t lost_dones;                 /* dones servers sent that never arrived (links.c) */
   lt_policy_t policies[LT_POLICY_MAX]; /* the enabled policies, in registry order */
   size_t npolicies;
   size_t nplacers;         /* of those, the ones whose place hook runs (policy.c) */

@@ -93,6 +93,7 @@ void lt__stats_publish(lt_sched_t *s) {
   st->retries = s->retries;
   st->stray = s->stray;
   st->protocol_errors = s->protocol_errors;
+  st->lost_dones = s->lost_dones;
   st->groups = s->groups;
   st->grouped = s->grouped;
   st->packs = s->packs;
@@ -242,6 +243,7 @@ void lt__sched_stats_json(void *self, lt_json_t *j) {
   lt__json_u64(j, "migrated", lt__stat_sum(st->pstats, st->npstats, "migrated"));
   lt__json_u64(j, "stray_completions", st->stray);
   lt__json_u64(j, "protocol_errors", st->protocol_errors);
+  lt__json_u64(j, "lost_dones", st->lost_dones);
   lt__json_u64(j, "server_entries", st->entries);
   lt__json_u64(j, "overdue", lt__stat_sum(st->pstats, st->npstats, "overdue"));
   lt__json_u64(j, "backups", lt__stat_sum(st->pstats, st->npstats, "backups"));

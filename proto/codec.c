@@ -299,6 +299,7 @@ static int done_in(dec *d, const Lithium__Done *p, lt_msg_t *m) {
     total += compl_members(p->completions[i]);
   if ((rc = count_in(d, total)) != 0) return rc;
   m->u.done.ncompl = (uint32_t)total;
+  m->u.done.batch = p->batch;
   m->u.done.compl = arr(d, total, sizeof(lt_completion_t), &rc);
   size_t at = 0;
   for (size_t i = 0; rc == 0 && i < p->n_completions; i++) {
@@ -411,6 +412,7 @@ static int body_in(dec *d, const Lithium__Envelope *env, lt_msg_t *m) {
     m->u.heartbeat.seq = env->heartbeat->seq;
     m->u.heartbeat.now_us = env->heartbeat->now_us;
     m->u.heartbeat.draining = env->heartbeat->draining;
+    m->u.heartbeat.dones = env->heartbeat->dones;
     return 0;
   case LITHIUM__ENVELOPE__BODY_BYE:
     m->type = LT_MSG_BYE;
@@ -761,6 +763,7 @@ static int pack_compl_out(arena *a, const lt_msg_t *m, const lt_completion_t *c,
  * as one packed entry, the others one entry each. */
 static int done_out(arena *a, const lt_msg_t *m, Lithium__Done *done) {
   uint32_t n = m->u.done.ncompl;
+  done->batch = m->u.done.batch;
   if (n == 0) return 0;
   const lt_completion_t *c = m->u.done.compl ;
   if (c == NULL) return LT_EINVAL;
@@ -978,6 +981,7 @@ static int body_out_fill(arena *a, const lt_msg_t *m, body_out *b, Lithium__Enve
     b->heartbeat.seq = m->u.heartbeat.seq;
     b->heartbeat.now_us = m->u.heartbeat.now_us;
     b->heartbeat.draining = m->u.heartbeat.draining;
+    b->heartbeat.dones = m->u.heartbeat.dones;
     env->heartbeat = &b->heartbeat;
     return 0;
   case LT_MSG_BYE:

@@ -223,6 +223,7 @@ typedef struct lt_msg {
     struct {
       uint32_t ncompl;
       lt_completion_t * compl ;
+      uint64_t batch; /* its number in the session from 1 (0: not numbered) */
     } done;
     struct {
       lt_oid_t id;
@@ -250,6 +251,7 @@ typedef struct lt_msg {
       uint64_t seq;    /* a sequence number to answer (ping/pong); 0 when unused */
       uint64_t now_us; /* answers: the server's CLOCK_MONOTONIC us (trace clock); else 0 */
       bool draining;   /* requests: the client is moving its work off this server */
+      uint64_t dones;  /* answers: the dones sent in this session so far (the last batch) */
     } heartbeat;
     struct {
       int32_t code;

@@ -510,6 +510,7 @@ static void dispatch(lt_server_t *srv, const void *rid, size_t rid_len, const lt
     h.type = LT_MSG_HEARTBEAT;
     h.u.heartbeat.seq = m->u.heartbeat.seq;
     h.u.heartbeat.now_us = lt__executor_now_us();
+    h.u.heartbeat.dones = s->dones_sent;
     server_send(srv, rid, rid_len, &h, NULL, 0);
     if (lt__peer_session(s)) lt__fetch_still_pending(srv, s);
     break;
@@ -667,6 +668,7 @@ static void on_signal(uv_signal_t *h, int signum) {
     memset(&hb, 0, sizeof hb);
     hb.type = LT_MSG_HEARTBEAT;
     hb.u.heartbeat.now_us = lt__executor_now_us();
+    hb.u.heartbeat.dones = s->dones_sent;
     server_send(srv, s->rid, s->rid_len, &hb, NULL, 0);
   }
   lt__task_shutdown(srv);

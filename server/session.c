@@ -368,6 +368,7 @@ void lt__session_flush(lt_server_t *srv, lt_session_t *s) {
   unmark_dirty(srv, s);
   if (s->ndone == 0) return;
   lt_completion_t *c = calloc(s->ndone, sizeof *c);
+  s->dones_sent++; /* counted sent or not: the client learns of a loss from the next one */
   if (c == NULL) {
     lt__log(LT_LOG_ERROR, "session %s: out of memory: %u completions lost", s->name, s->ndone);
     done_reset(s);
@@ -392,6 +393,7 @@ void lt__session_flush(lt_server_t *srv, lt_session_t *s) {
   m.type = LT_MSG_DONE;
   m.u.done.ncompl = s->ndone;
   m.u.done.compl = c;
+  m.u.done.batch = s->dones_sent;
   if (srv->send(srv, s->rid, s->rid_len, &m, s->vals, s->nvals) != LT_OK)
     lt__log(LT_LOG_WARN, "session %s: a done with %u completions was not sent", s->name, s->ndone);
   free(c);

@@ -114,8 +114,10 @@ struct lt_session {
   uint32_t nexec;   /* its tasks queued or running on the executor (a pack's members each) */
   uint32_t timeout_ms;
 
-  /* The next `done`. */
+  /* The next `done`, and the dones sent so far (the last one's number in the session: a
+   * client that got fewer knows some were lost). */
   lt_done_entry_t *done;
+  uint64_t dones_sent;
   uint32_t ndone, capdone;
   lt_output_info_t *outs;
   uint32_t nouts, capouts;

@@ -14,6 +14,10 @@ static void hostile_send(lt_hostile_t *h, zmq_msg_t *rid, lt_msg_t *m) {
   m->has_load = true;
   m->load.threads = 2;
   m->load.incarnation = 42;
+  if (h->mode == LT_HOSTILE_LOSES && atomic_load(&h->kept) > 0) {
+    m->load.active = 2;
+    m->load.cpu = 1.5f; /* computing, for all a load report can tell */
+  }
   void *hdr;
   size_t len;
   if (lt__msg_encode(m, &hdr, &len) != LT_OK) return;
@@ -84,6 +88,7 @@ static void answer(lt_hostile_t *h, zmq_msg_t *rid, const lt_msg_t *in, uint64_t
     out.u.welcome.speed = 100.0; /* it says it is fast, to draw work */
     out.u.welcome.incarnation = 42;
     atomic_fetch_add(&h->welcomes, 1);
+    atomic_store(&h->kept, 0); /* a new session: no done said sent yet */
     hostile_send(h, rid, &out);
   } else if (h->mode == LT_HOSTILE_MUTE) {
     if (in->type == LT_MSG_EXECUTE && atomic_load(&h->welcomes) > 1)
@@ -92,6 +97,7 @@ static void answer(lt_hostile_t *h, zmq_msg_t *rid, const lt_msg_t *in, uint64_t
   } else if (in->type == LT_MSG_HEARTBEAT) {
     out.type = LT_MSG_HEARTBEAT;
     out.u.heartbeat.seq = in->u.heartbeat.seq;
+    if (h->mode == LT_HOSTILE_LOSES && atomic_load(&h->kept) > 0) out.u.heartbeat.dones = 1;
     hostile_send(h, rid, &out);
   } else if (h->mode == LT_HOSTILE_STRAY && in->type == LT_MSG_FETCH) {
     atomic_fetch_add(&h->fetches, 1);
@@ -106,6 +112,8 @@ static void answer(lt_hostile_t *h, zmq_msg_t *rid, const lt_msg_t *in, uint64_t
     e.u.error.code = LT_ESTATE;
     e.u.error.message = "send hello first";
     hostile_send(h, rid, &e);
+  } else if (in->type == LT_MSG_EXECUTE && h->mode == LT_HOSTILE_LOSES) {
+    atomic_fetch_add(&h->kept, (int)in->u.execute.ninstrs);
   } else if (in->type == LT_MSG_EXECUTE && h->mode >= LT_HOSTILE_PACK_TWICE) {
     answer_packs(h, rid, in);
   } else if (in->type == LT_MSG_EXECUTE && in->u.execute.ninstrs > 0) {

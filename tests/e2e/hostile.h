@@ -2,7 +2,8 @@
  * on tcp://127.0.0.1 (port 0) that speaks the protocol with the codec, in a thread of its
  * own. It welcomes every hello, then either keeps every instruction for ever while it
  * answers heartbeats and reports completions of instructions it was never given
- * (LT_HOSTILE_KEEPS), or sends nothing at all (LT_HOSTILE_MUTE), or, as the holder a server
+ * (LT_HOSTILE_KEEPS), or keeps them looking busy and says it sent a done that never
+ * arrived (LT_HOSTILE_LOSES), or sends nothing at all (LT_HOSTILE_MUTE), or, as the holder a server
  * fetches from, answers heartbeats and every FETCH with a value of another id and an error
  * ("hello first"), never with what was asked (LT_HOSTILE_STRAY), or answers packed instructions
  * with packed completions of the wrong shape (LT_HOSTILE_PACK_*). Test process only: start
@@ -25,6 +26,10 @@ typedef enum lt_hostile_mode {
   LT_HOSTILE_PACK_TWICE,   /* the last member is named as the first again */
   LT_HOSTILE_PACK_SHORT,   /* k - 1 members: the last one is missing */
   LT_HOSTILE_PACK_UNKNOWN, /* every member names an id the client never sent */
+  /* Keeps every instruction while its load reports show two running and CPU in use (it
+   * looks busy computing them), and, once a session has given it work, answers heartbeats
+   * saying it sent that session a done: one that never arrived. */
+  LT_HOSTILE_LOSES,
 } lt_hostile_mode_t;
 
 typedef struct lt_hostile {
@@ -36,6 +41,7 @@ typedef struct lt_hostile {
   atomic_int fetches;  /* fetches it answered astray */
   atomic_int reworks;  /* EXECUTE messages it got after its second welcome or later */
   atomic_int packs;    /* packed completions it sent out of shape */
+  atomic_int kept;     /* instructions it kept since its last welcome (LT_HOSTILE_LOSES) */
   pthread_t thread;
 } lt_hostile_t;
 

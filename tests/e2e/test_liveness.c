@@ -264,6 +264,7 @@ Test(stop, a_storm_of_signals_loses_nothing_and_logs_no_error, .timeout = 120) {
   char *json = stats_of(ev);
   cr_assert_eq(stats_u64(json, "retries"), 0, "%s", json);
   cr_assert_eq(stats_u64(json, "sessions"), 1, "the session broke: %s", json);
+  cr_assert_eq(stats_u64(json, "lost_dones"), 0, "%s", json);
   free(json);
   sigaction(SIGUSR2, &old, NULL);
   lt_eval_free(ev);

@@ -122,3 +122,40 @@ ParameterizedTest(lt_hostile_mode_t *mode, misreport, alone_each_shape_ends_ever
                   .timeout = 120) {
   alone(*mode);
 }
+
+/* A server that says, in its heartbeat answers, that it sent a done the client never got (a
+ * send it failed, a message dropped on the way): the client ends that session at the first
+ * such answer and runs its work on the honest server, with no deadline set and no overdue
+ * rule taking the work back (the stand-in's load reports show it computing, so without the
+ * count the run would wait for ever). Every result is right; `lost_dones` counts the loss;
+ * the stand-in is greeted again, not dropped (a loss is no proof of a lie). */
+Test(misreport, a_done_that_never_arrived_ends_the_session, .timeout = 120) {
+  static const char *const no_deadline[] = {"heartbeat_ms", "200", NULL};
+  run_t r;
+  hostile_run_start(&r, LT_HOSTILE_LOSES, 0, lt_farm(lt_seq("testk:dbl")), no_deadline);
+  int64_t t0 = mono_ms();
+  submit_i64s(r.ev, N);
+  lt_eval_close(r.ev);
+  while (atomic_load(&r.h.kept) == 0) {
+    cr_assert_lt(mono_ms() - t0, BOUND_MS, "the stand-in got no work");
+    struct timespec pause = {.tv_nsec = 5000000};
+    nanosleep(&pause, NULL);
+  }
+  start_server(&r.p, "honest", 2);
+  r.honest = 1;
+  cr_assert_eq(lt_eval_add_host(r.ev, r.p.endpoint), LT_OK);
+  for (int i = 0; i < N; i++)
+    cr_assert_eq(next_i64_within(r.ev, left_ms(t0)), 2 * i, "task %d", i);
+  char *json = stats_of(r.ev);
+  cr_assert_geq(stats_u64(json, "lost_dones"), 1, "%s", json);
+  cr_assert_eq(stats_u64(json, "overdue"), 0, "%s", json);
+  cr_assert_eq(stats_u64(json, "protocol_errors"), 0, "%s", json);
+  cr_assert_not_null(strstr(json, "of its done messages never arrived"), "%s", json);
+  free(json);
+  while (atomic_load(&r.h.welcomes) < 2) {
+    cr_assert_lt(mono_ms() - t0, BOUND_MS, "the stand-in was not greeted again");
+    struct timespec pause = {.tv_nsec = 5000000};
+    nanosleep(&pause, NULL);
+  }
+  hostile_run_stop(&r);
+}

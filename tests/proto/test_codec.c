@@ -223,6 +223,7 @@ static bool msg_equal(const lt_msg_t *a, const lt_msg_t *b, const char **why) {
     break;
   case LT_MSG_DONE:
     DIFF(a->u.done.ncompl != b->u.done.ncompl, "done.ncompl");
+    DIFF(a->u.done.batch != b->u.done.batch, "done.batch");
     for (uint32_t i = 0; i < a->u.done.ncompl; i++) {
       const lt_completion_t *x = &a->u.done.compl [i], *y = &b->u.done.compl [i];
       DIFF(x->seq != y->seq || x->status != y->status || x->service_us != y->service_us,
@@ -264,6 +265,7 @@ static bool msg_equal(const lt_msg_t *a, const lt_msg_t *b, const char **why) {
     DIFF(a->u.heartbeat.seq != b->u.heartbeat.seq, "heartbeat.seq");
     DIFF(a->u.heartbeat.now_us != b->u.heartbeat.now_us, "heartbeat.now_us");
     DIFF(a->u.heartbeat.draining != b->u.heartbeat.draining, "heartbeat.draining");
+    DIFF(a->u.heartbeat.dones != b->u.heartbeat.dones, "heartbeat.dones");
     break;
   case LT_MSG_BYE:
     break;
@@ -493,6 +495,7 @@ static void sample(lt_msg_t *m, lt_msg_type_t t) {
     compls[2] = (lt_completion_t){.seq = 79, .status = LT_OK, .errmsg = "", .answer = -1};
     m->u.done.ncompl = 3;
     m->u.done.compl = compls;
+    m->u.done.batch = 0x1234567890ull;
     break;
   case LT_MSG_FETCH:
     m->u.fetch.id = (lt_oid_t){0xa5a5a5a5a5a5a5a5ull, 9};
@@ -519,6 +522,7 @@ static void sample(lt_msg_t *m, lt_msg_type_t t) {
     m->u.heartbeat.seq = 1234567;
     m->u.heartbeat.now_us = 7654321;
     m->u.heartbeat.draining = true;
+    m->u.heartbeat.dones = 0x9876543210ull;
     break;
   case LT_MSG_BYE:
     break;

@@ -41,7 +41,7 @@ typedef struct st {
   int nerror, last_error;
   char last_errmsg[600];
   int nhb;
-  uint64_t last_hb;
+  uint64_t last_hb, hb_dones; /* the last heartbeat answer's seq and count of dones */
   lt_load_t load;
 } st_t;
 
@@ -51,6 +51,9 @@ static void record(st_t *s, th_rx_t *r) {
   switch (r->m.type) {
   case LT_MSG_DONE:
     s->ndone_msgs++;
+    /* Numbered in the session from 1, in order: a client can tell one lost on the way. */
+    cr_assert_eq(r->m.u.done.batch, (uint64_t)s->ndone_msgs, "done number %llu, %d received",
+                 (unsigned long long)r->m.u.done.batch, s->ndone_msgs);
     for (uint32_t i = 0; i < r->m.u.done.ncompl; i++) {
       const lt_completion_t *c = &r->m.u.done.compl [i];
       cr_assert_lt(c->seq, MAXSEQ);
@@ -97,6 +100,7 @@ static void record(st_t *s, th_rx_t *r) {
   case LT_MSG_HEARTBEAT:
     s->nhb++;
     s->last_hb = r->m.u.heartbeat.seq;
+    s->hb_dones = r->m.u.heartbeat.dones;
     break;
   default:
     cr_assert_fail("unexpected %s", lt__msg_type_name(r->m.type));
@@ -644,6 +648,28 @@ Test(protocol, completions_are_batched) {
   execute(s, ins, 50, NULL, 0);
   WAIT_FOR(s, s->ndone == 50);
   cr_assert_eq(s->ndone_msgs, 1);
+  stop(s);
+  free(s);
+}
+
+/* Every heartbeat answer counts the dones sent in the session before it: as many as
+ * arrived, since a session's messages arrive in order (a client that got fewer lost some). */
+Test(protocol, heartbeat_answers_count_the_dones_sent) {
+  st_t *s = calloc(1, sizeof *s);
+  start(s, NULL);
+  heartbeat(s, 1);
+  WAIT_FOR(s, s->last_hb == 1);
+  cr_assert_eq(s->hb_dones, 0);
+  for (int i = 0; i < 3; i++) {
+    lt_oid_t out = oid((uint64_t)i + 1);
+    lt_instr_t ins = instr((uint64_t)i + 1, 1000, NULL, 0, &out, 1, 0, NULL);
+    execute(s, &ins, 1, NULL, 0);
+    WAIT_FOR(s, s->ndone == i + 1);
+  }
+  heartbeat(s, 2);
+  WAIT_FOR(s, s->last_hb == 2);
+  cr_assert_eq(s->ndone_msgs, 3);
+  cr_assert_eq(s->hb_dones, 3);
   stop(s);
   free(s);
 }

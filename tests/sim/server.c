@@ -222,6 +222,7 @@ static void handle(sim_world_t *w, sim_server_t *v, int link, const lt_msg_t *m)
     lt_msg_t h = {.type = LT_MSG_HEARTBEAT};
     h.u.heartbeat.seq = m->u.heartbeat.seq;
     h.u.heartbeat.now_us = (uint64_t)w->now;
+    h.u.heartbeat.dones = s->dones;
     sv_send(w, v, link, &h, NULL);
     break;
   }
@@ -376,6 +377,7 @@ void sim_server_stop(sim_world_t *w, int srv) {
   v->stopping = 1;
   for (sess_t *s = v->sessions; s != NULL; s = s->next) {
     lt_msg_t h = {.type = LT_MSG_HEARTBEAT};
+    h.u.heartbeat.dones = s->dones;
     sv_send(w, v, s->link, &h, NULL);
   }
   v->in_recheck = 1; /* what the failures wake is looked at after them */

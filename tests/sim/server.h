@@ -68,6 +68,7 @@ typedef struct sess {
   uint64_t client, secret, inline_max;
   uint32_t max_active;
   uint32_t timeout_ms; /* the deadline of an instruction (EXECUTE), 0: none */
+  uint64_t dones;      /* dones sent in the session so far, lost ones too (the last number) */
   struct sess *next;
 } sess_t;
 

@@ -240,6 +240,7 @@ struct sim_world {
   sim_rng_t more;      /* faults added since the first seeds were kept: a stream of their own, so
                           that what `rng` draws (and a kept seed's run without them) is unchanged */
   sim_rng_t fourth;    /* draw 2's: the shapes and the servers it adds, same reason */
+  sim_rng_t fifth;     /* the lost dones' draws, same reason */
   int64_t now;         /* virtual µs */
   uint64_t events;     /* run so far */
   uint64_t peer_bytes; /* bytes of values answered to peers' fetches (store.c) */
@@ -262,8 +263,9 @@ struct sim_world {
   double *kcost; /* each kernel's virtual cost (µs on a server of speed 1) */
   lt_modules_t *mods;
   uint64_t client_id, secret;
-  int64_t delay_max;                   /* the largest message delay (µs) */
-  int64_t mute_until[SIM_MAX_SERVERS]; /* a server's messages to the client stall until then */
+  int64_t delay_max;                    /* the largest message delay (µs) */
+  int64_t mute_until[SIM_MAX_SERVERS];  /* a server's messages to the client stall until then */
+  uint32_t lose_dones[SIM_MAX_SERVERS]; /* a server's next dones to the client to be lost */
   int64_t fetch_timeout_us;
   int violated;
   int64_t violated_at;

@@ -145,7 +145,14 @@ static void sv_complete(sim_world_t *w, sim_server_t *v, stask_t *t, outc_t *o, 
     m.u.done.compl = cp;
     m.frames = frames;
     m.nframes = nframes;
-    sv_send(w, v, t->link, &m, vals);
+    m.u.done.batch = ++s->dones;
+    if (w->lose_dones[v->idx] > 0) { /* a lose fault: sent, never arrives */
+      w->lose_dones[v->idx]--;
+      sim_note(w, "server %d: done %llu lost on the way", v->idx,
+               (unsigned long long)m.u.done.batch);
+    } else {
+      sv_send(w, v, t->link, &m, vals);
+    }
   }
   for (uint32_t i = 0; i < nframes; i++)
     lt__value_unref(vals[i]);

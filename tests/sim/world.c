@@ -64,7 +64,7 @@ void sim_violation(sim_world_t *w, const char *fmt, ...) {
 
 /* ---- faults -------------------------------------------------------------------------------- */
 
-enum { F_KILL, F_RESTART, F_PAUSE, F_STOP, F_NKINDS, F_MUTE = F_NKINDS };
+enum { F_KILL, F_RESTART, F_PAUSE, F_STOP, F_NKINDS, F_MUTE = F_NKINDS, F_LOSE };
 
 typedef struct fault {
   int kind, srv;
@@ -74,7 +74,7 @@ typedef struct fault {
 static void on_fault(sim_world_t *w, void *arg) {
   fault_t *f = arg;
   if (!w->tearing && !w->calm) {
-    static const char *const names[] = {"kill", "restart", "pause", "stop", "mute"};
+    static const char *const names[] = {"kill", "restart", "pause", "stop", "mute", "lose"};
     int was_up = sim_server_up(w, f->srv);
     if (f->kind == F_RESTART && sim_server_stopping(w, f->srv)) {
       sim_at(w, w->now + 1000, on_fault, f); /* it restarts once the stop is over */
@@ -97,12 +97,15 @@ static void on_fault(sim_world_t *w, void *arg) {
     case F_MUTE:
       if (w->mute_until[f->srv] < w->now + f->len) w->mute_until[f->srv] = w->now + f->len;
       break;
+    case F_LOSE:
+      w->lose_dones[f->srv]++;
+      break;
     default:
       sim_server_restart(w, f->srv);
       break;
     }
     if (was_up != sim_server_up(w, f->srv) || f->kind == F_PAUSE || f->kind == F_STOP ||
-        f->kind == F_MUTE) {
+        f->kind == F_MUTE || f->kind == F_LOSE) {
       w->faults += f->kind != F_RESTART;
       if (f->kind == F_PAUSE || f->kind == F_MUTE)
         sim_note(w, "fault: %s server %d for %lld ms", names[f->kind], f->srv,
@@ -154,6 +157,16 @@ static void draw_faults(sim_world_t *w, int64_t horizon) {
     *f = (fault_t){F_MUTE, 1 + (int)sim_below(&w->more, w->nsrv - 1),
                    100000 + (int64_t)sim_below(&w->more, 4000000)};
     sim_at(w, (int64_t)sim_below(&w->more, (uint64_t)horizon), on_fault, f);
+  }
+  /* From the fifth stream: in half the seeds, up to 3 dones of a server lost on the
+   * way to the client (its next one after the fault; the client learns of it from the next
+   * done or heartbeat answer of that session). */
+  uint32_t losses =
+      w->nsrv > 1 && sim_chance(&w->fifth, 1, 2) ? 1 + (uint32_t)sim_below(&w->fifth, 3) : 0;
+  for (uint32_t i = 0; i < losses; i++) {
+    fault_t *f = malloc(sizeof *f);
+    *f = (fault_t){F_LOSE, 1 + (int)sim_below(&w->fifth, w->nsrv - 1), 0};
+    sim_at(w, (int64_t)sim_below(&w->fifth, (uint64_t)horizon), on_fault, f);
   }
 }
 
@@ -359,6 +372,7 @@ void sim_run(const sim_params_t *prm, sim_result_t *out) {
   w->more.s = prm->seed ^ 0x6a09e667f3bcc909ull;
   w->third.s = prm->seed ^ 0xbb67ae8584caa73bull;
   w->fourth.s = prm->seed ^ 0x3c6ef372fe94f82bull;
+  w->fifth.s = prm->seed ^ 0xa54ff53a5f1d36f1ull;
   lt__log_set_level(prm->verbose > 1 ? LT_LOG_DEBUG
                     : prm->verbose   ? LT_LOG_INFO
                                      : LT_LOG_ERROR + 1);
