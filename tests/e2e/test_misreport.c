@@ -5,7 +5,9 @@
  * protocol error (dead, not greeted again), its work runs on the real server beside it and
  * every result is right, well within task_timeout_ms and its grace; alone, every task ends
  * with an error by then, none with the stand-in's value. farm(dbl), 64 tasks, grain=8,
- * task_timeout_ms=3000. Every process and thread started here is stopped. */
+ * task_timeout_ms=3000. And a stand-in that says it sent a done the client never got: its
+ * session ends at once and its work runs on the real server, with no deadline set. Every
+ * process and thread started here is stopped. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <stdio.h>
