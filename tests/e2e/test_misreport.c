@@ -49,10 +49,11 @@ static void assert_dropped(run_t *r) {
   cr_assert_eq(atomic_load(&r->h.welcomes), 1, "the stand-in was greeted again");
 }
 
-/* wait_packs waits until the stand-in has answered a pack (the test fails after the bound). */
-static void wait_packs(run_t *r, int64_t t0) {
-  while (atomic_load(&r->h.packs) == 0) {
-    cr_assert_lt(mono_ms() - t0, BOUND_MS, "the stand-in got no pack");
+/* wait_for waits until the stand-in's counter `v` reaches `n`; the test fails with `what`
+ * once the bound that started at t0 is over. */
+static void wait_for(atomic_int *v, int n, int64_t t0, const char *what) {
+  while (atomic_load(v) < n) {
+    cr_assert_lt(mono_ms() - t0, BOUND_MS, "%s", what);
     struct timespec pause = {.tv_nsec = 5000000};
     nanosleep(&pause, NULL);
   }
@@ -69,7 +70,7 @@ static void beside_an_honest_server(lt_hostile_mode_t mode) {
   int64_t t0 = mono_ms();
   submit_i64s(r.ev, N);
   lt_eval_close(r.ev);
-  wait_packs(&r, t0);
+  wait_for(&r.h.packs, 1, t0, "the stand-in got no pack");
   cr_assert_eq(lt_eval_add_host(r.ev, r.p.endpoint), LT_OK);
   for (int i = 0; i < N; i++)
     cr_assert_eq(next_i64_within(r.ev, left_ms(t0)), 2 * i, "task %d", i);
@@ -138,11 +139,7 @@ Test(misreport, a_done_that_never_arrived_ends_the_session, .timeout = 120) {
   int64_t t0 = mono_ms();
   submit_i64s(r.ev, N);
   lt_eval_close(r.ev);
-  while (atomic_load(&r.h.kept) == 0) {
-    cr_assert_lt(mono_ms() - t0, BOUND_MS, "the stand-in got no work");
-    struct timespec pause = {.tv_nsec = 5000000};
-    nanosleep(&pause, NULL);
-  }
+  wait_for(&r.h.kept, 1, t0, "the stand-in got no work");
   start_server(&r.p, "honest", 2);
   r.honest = 1;
   cr_assert_eq(lt_eval_add_host(r.ev, r.p.endpoint), LT_OK);
@@ -154,10 +151,6 @@ Test(misreport, a_done_that_never_arrived_ends_the_session, .timeout = 120) {
   cr_assert_eq(stats_u64(json, "protocol_errors"), 0, "%s", json);
   cr_assert_not_null(strstr(json, "of its done messages never arrived"), "%s", json);
   free(json);
-  while (atomic_load(&r.h.welcomes) < 2) {
-    cr_assert_lt(mono_ms() - t0, BOUND_MS, "the stand-in was not greeted again");
-    struct timespec pause = {.tv_nsec = 5000000};
-    nanosleep(&pause, NULL);
-  }
+  wait_for(&r.h.welcomes, 2, t0, "the stand-in was not greeted again");
   hostile_run_stop(&r);
 }

@@ -151,8 +151,7 @@ Test(throttle, queued_work_moves_off_a_slow_server_under_rr, .timeout = 180) {
 
 /* peer_bytes_now returns the bytes the servers of `ev` have fetched from each other so far. */
 static uint64_t peer_bytes_now(lt_eval_t *ev) {
-  char *json = NULL;
-  cr_assert_eq(lt_eval_stats_json(ev, &json), LT_OK);
+  char *json = stats_of(ev);
   uint64_t n = stats_sum(json, "bytes_peer_in");
   free(json);
   return n;
