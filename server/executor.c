@@ -66,7 +66,9 @@ static void estimate_add(estimate_t *e, double x) {
 
 /* A worker reads its thread's CPU clock (a system call, not a vDSO read) once per this much
  * kernel time, or after any job this long, and gives the jobs in between the CPU share of
- * that span: short kernels then cost no system call each. */
+ * that span: short kernels then cost no system call each. A sampling interval, not a gate:
+ * the share is the same on a machine of any speed, and a slower one pays more per reading,
+ * still a small fraction of 2 ms (docs/architecture.md, "Thresholds"). */
 #define CPU_SPAN_US 2000u
 #define CPU_LONG_US 500u
 
