@@ -2,6 +2,7 @@
  * lt_eval_set, the LITHIUM_* environment and the command-line tools all go through
  * lt__options_set, so keys, values and messages are the same everywhere. Evaluator thread
  * only (the warning about unknown environment variables is once a process, any thread). */
+#include <assert.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -157,17 +158,40 @@ static int parse_enum(const char *v, const char *arg, int *out) {
   }
 }
 
-/* apply_mode sets every optimisation switch at once: "plain" is the original Lithium (one
- * instruction in flight per server, values through the client), "optimized" turns task
- * lookahead, lazy binding, backups and quarantine on. Single switches set later override it. */
+/* The switches a mode sets, with their values under plain and optimized (-1: left as it
+ * is). Throttling stays a separate switch until it is validated on loaded grids: plain turns
+ * it off, optimized leaves it. */
+static const struct {
+  const char *key;
+  int plain, optimized;
+} mode_switches[] = {
+    {"lookahead", 0, 1},  {"lazy", 0, 1},  {"backup", 0, 1},
+    {"quarantine", 0, 1}, {"grain", 1, 0}, {"throttle", 0, -1},
+};
+
+int lt__option_follows_mode(const char *key) {
+  const lt_option_t *r = lt__option_find(key);
+  for (size_t i = 0; r != NULL && i < sizeof mode_switches / sizeof mode_switches[0]; i++)
+    if (lt__option_find(mode_switches[i].key) == r) return 1;
+  return 0;
+}
+
+/* apply_mode sets every switch of mode_switches that was not set itself (through
+ * lt_eval_set, a LITHIUM_<KEY> variable or the tool's --key, before the mode or after) to
+ * the mode's value: "plain" is the original Lithium (one instruction in flight per server,
+ * values through the client, one task an instruction), "optimized" turns task lookahead,
+ * lazy binding, backups and quarantine on and grain to auto. A switch the user set wins
+ * whatever the order, so a program's mode does not undo LITHIUM_GRAIN=8 read before it. */
 static void apply_mode(lt_options_t *o) {
-  if (o->mode == 1) {
-    o->lookahead = o->lazy = o->throttle = o->backup = o->quarantine = 0;
-    o->grain = 1;
-  } else {
-    /* Throttling stays a separate switch until it is validated on loaded grids. */
-    o->lookahead = o->lazy = o->backup = o->quarantine = 1;
-    o->grain = 0;
+  for (size_t i = 0; i < sizeof mode_switches / sizeof mode_switches[0]; i++) {
+    const lt_option_t *r = lt__option_find(mode_switches[i].key);
+    assert(r != NULL && (r->type == LT_OPT_BOOL || r->type == LT_OPT_AUTO));
+    int v = o->mode == 1 ? mode_switches[i].plain : mode_switches[i].optimized;
+    if (v < 0 || (o->given >> (r - table) & 1)) continue;
+    if (r->type == LT_OPT_BOOL)
+      *(int *)field(o, r) = v;
+    else
+      *(uint32_t *)field(o, r) = (uint32_t)v;
   }
 }
 

@@ -175,6 +175,9 @@ const lt_option_t *lt__option_find(const char *key);
 /* lt__option_given tells whether option `key` was set in o, not left at its default (0 for
  * a key that names no option). */
 int lt__option_given(const lt_options_t *o, const char *key);
+/* lt__option_follows_mode tells whether `key` is one of the switches `mode` sets when they
+ * were not set themselves (lookahead, lazy, backup, quarantine, grain, throttle). */
+int lt__option_follows_mode(const char *key);
 
 /* lt__options_init sets the defaults. */
 void lt__options_init(lt_options_t *o);

@@ -98,7 +98,7 @@ Test(options, every_row) {
 }
 
 /* grain: auto (any case) is 0, N is N, 0 and junk are refused naming the shape; plain
- * mode turns it off (1) and optimized back to auto. */
+ * mode turns it off (1) and optimized back to auto, when it was not set itself. */
 Test(options, grain_auto_or_n) {
   lt_options_t o;
   lt__options_init(&o);
@@ -110,11 +110,16 @@ Test(options, grain_auto_or_n) {
   cr_expect_eq(lt__options_set(&o, "grain", "0"), LT_EINVAL);
   cr_expect(strstr(o.error, "auto or an integer from 1 to 1024") != NULL, "%s", o.error);
   cr_expect_eq(lt__options_set(&o, "grain", "lots"), LT_EINVAL);
+  char buf[32];
+  cr_expect_eq(lt_options_get(&o, "grain", buf, sizeof buf), LT_OK);
+  cr_expect_str_eq(buf, "auto");
+  lt__options_clear(&o);
+  /* Not set by itself: the mode's. */
+  lt__options_init(&o);
   cr_expect_eq(lt__options_set(&o, "mode", "plain"), LT_OK);
   cr_expect_eq(o.grain, 1u, "plain: one instruction a hand-off");
   cr_expect_eq(lt__options_set(&o, "mode", "optimized"), LT_OK);
   cr_expect_eq(o.grain, 0u);
-  char buf[32];
   cr_expect_eq(lt_options_get(&o, "grain", buf, sizeof buf), LT_OK);
   cr_expect_str_eq(buf, "auto");
   lt__options_clear(&o);
@@ -173,11 +178,47 @@ Test(options, mode_then_switches) {
   lt__options_init(&o);
   cr_expect_eq(lt__options_set(&o, "mode", "PLAIN"), LT_OK);
   cr_expect(o.lookahead == 0 && o.lazy == 0 && o.backup == 0 && o.throttle == 0);
+  cr_expect(o.quarantine == 0 && o.grain == 1);
   cr_expect_eq(lt__options_set(&o, "lookahead", "on"), LT_OK);
   cr_expect(o.lookahead == 1 && o.lazy == 0);
   cr_expect_eq(lt__options_set(&o, "mode", "optimized"), LT_OK);
   cr_expect(o.lookahead == 1 && o.lazy == 1 && o.backup == 1 && o.throttle == 0);
+  cr_expect(o.quarantine == 1 && o.grain == 0);
+  /* A switch set by itself stays so through a mode set later: plain leaves lookahead on. */
+  cr_expect_eq(lt__options_set(&o, "mode", "plain"), LT_OK);
+  cr_expect(o.lookahead == 1 && o.lazy == 0 && o.grain == 1);
   lt__options_clear(&o);
+}
+
+/* Switches set before the mode, whatever set them, are kept: a program's mode does not undo
+ * the user's grain or throttle; the rest follow the mode. */
+Test(options, switches_then_mode) {
+  lt_options_t o;
+  lt__options_init(&o);
+  cr_expect_eq(lt__options_set(&o, "grain", "8"), LT_OK);
+  cr_expect_eq(lt__options_set(&o, "throttle", "on"), LT_OK);
+  cr_expect_eq(lt__options_set(&o, "backup", "off"), LT_OK);
+  cr_expect_eq(lt__options_set(&o, "mode", "plain"), LT_OK);
+  cr_expect(o.grain == 8 && o.throttle == 1 && o.backup == 0);
+  cr_expect(o.lookahead == 0 && o.lazy == 0 && o.quarantine == 0);
+  cr_expect_eq(lt__options_set(&o, "mode", "optimized"), LT_OK);
+  cr_expect(o.grain == 8 && o.throttle == 1 && o.backup == 0);
+  cr_expect(o.lookahead == 1 && o.lazy == 1 && o.quarantine == 1);
+  lt__options_clear(&o);
+
+  /* Through the environment, read before the program's own settings (lt_eval_new). */
+  setenv("LITHIUM_GRAIN", "4", 1);
+  setenv("LITHIUM_LAZY", "off", 1);
+  lt__options_init(&o);
+  cr_expect_eq(lt__options_from_env(&o), LT_OK, "%s", o.error);
+  cr_expect_eq(lt__options_set(&o, "mode", "optimized"), LT_OK);
+  cr_expect(o.grain == 4 && o.lazy == 0 && o.lookahead == 1, "grain %u lazy %d", o.grain, o.lazy);
+  unsetenv("LITHIUM_GRAIN");
+  unsetenv("LITHIUM_LAZY");
+  lt__options_clear(&o);
+  cr_expect(lt__option_follows_mode("lookahead") && lt__option_follows_mode("grain"));
+  cr_expect(!lt__option_follows_mode("max-threads") && !lt__option_follows_mode("mode"));
+  cr_expect(!lt__option_follows_mode("no_such"));
 }
 
 Test(options, min_threads_at_most_max_threads) {

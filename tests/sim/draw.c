@@ -144,6 +144,27 @@ int sim_prog_overrides(const sim_world_t *w, sim_prog_t *p) {
   return rc;
 }
 
+/* set_names tells whether one of the seed's --set overrides names option `key`. */
+static int set_names(const sim_world_t *w, const char *key) {
+  for (uint32_t i = 0; i < w->p.nset; i++) {
+    char k[64];
+    const char *eq = strchr(w->p.set[i], '=');
+    if (eq == NULL || (size_t)(eq - w->p.set[i]) >= sizeof k) continue;
+    snprintf(k, sizeof k, "%.*s", (int)(eq - w->p.set[i]), w->p.set[i]);
+    if (lt__option_find(k) != NULL && lt__option_find(k) == lt__option_find(key)) return 1;
+  }
+  return 0;
+}
+
+/* drawn_set sets a drawn option, except a switch that follows the mode when --set gives the
+ * mode (and not the switch): `--set mode=plain` runs the original Lithium, its switches all
+ * the mode's, as a mode leaves a switch set itself alone. The draw is made either way, so
+ * the rest of the seed is the same. */
+static int drawn_set(const sim_world_t *w, sim_prog_t *p, const char *key, const char *value) {
+  if (set_names(w, "mode") && lt__option_follows_mode(key) && !set_names(w, key)) return LT_OK;
+  return sim_prog_set(p, key, value);
+}
+
 int sim_draw(sim_world_t *w, sim_prog_t *p, const char *modules) {
   memset(p, 0, sizeof *p);
   lt__options_init(&p->opts);
@@ -163,13 +184,13 @@ int sim_draw(sim_world_t *w, sim_prog_t *p, const char *modules) {
     size_t n = 0;
     while (n < 4 && c->values[n] != NULL)
       n++;
-    rc = sim_prog_set(p, c->key, c->values[sim_below(&w->rng, n)]);
+    rc = drawn_set(w, p, c->key, c->values[sim_below(&w->rng, n)]);
   }
   /* Draw 2, from its stream: quarantine on or off whatever the mode, after 1 to 3 crashes
    * (the poison tasks of a seed are 1 or 2). */
   if (rc == LT_OK && w->p.draw != 1) {
     static const char *const crashes[] = {"1", "2", "3"};
-    rc = sim_prog_set(p, "quarantine", sim_chance(&w->fourth, 1, 2) ? "on" : "off");
+    rc = drawn_set(w, p, "quarantine", sim_chance(&w->fourth, 1, 2) ? "on" : "off");
     if (rc == LT_OK) rc = sim_prog_set(p, "quarantine_crashes", crashes[sim_below(&w->fourth, 3)]);
   }
   if (rc == LT_OK) rc = sim_prog_overrides(w, p);

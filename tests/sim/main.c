@@ -8,7 +8,8 @@
  * command then keeps the fewest (--keep), its report is the first run's.
  * --draw 1 draws as the first version did (the seeds kept before draw 2; sim.h).
  * --set KEY=VALUE (up to SIM_MAX_SET) sets an option over what each seed draws (a scale run's
- * too), e.g. --set locality=1.5.
+ * too), e.g. --set locality=1.5; --set mode=plain also leaves out the drawn switches that
+ * follow the mode (lookahead, lazy, ...), so that the seeds run the original Lithium.
  * --skip leaves out seeds known to fail for a bug not fixed yet (each kept as a disabled
  * test of its own in CMakeLists.txt), so that a range stays a check of everything else.
  *   lithium-sim --scale farm|pipeline [--servers K] [--cores C] [--tasks T] [--from S]
