@@ -23,10 +23,13 @@ typedef enum lt_conn_state {
 /* What the monitor of a connection saw (lt__conn_monitor). */
 typedef enum lt_conn_event {
   LT_CONN_EV_NONE = 0,
-  LT_CONN_EV_CONNECTED,    /* a TCP connection is up */
-  LT_CONN_EV_DISCONNECTED, /* an established connection went down */
-  LT_CONN_EV_AUTH_FAILED   /* the security handshake failed: a refused key, a key the server
-                              does not have, or CURVE on one side only */
+  LT_CONN_EV_CONNECTED,     /* a TCP connection is up */
+  LT_CONN_EV_DISCONNECTED,  /* an established connection went down */
+  LT_CONN_EV_AUTH_FAILED,   /* the security handshake failed: a refused key, a key the server
+                               does not have, or CURVE on one side only */
+  LT_CONN_EV_HANDSHAKE_LOST /* the connection closed during the handshake before either side
+                               said why: a server that died or restarted then, or one that
+                               closed on a key it could not read (a wrong server key) */
 } lt_conn_event_t;
 
 /* What a connection says who it is with: the session's secret and servers, and CURVE keys
@@ -54,6 +57,8 @@ typedef struct lt_conn {
   int tried;            /* a TCP connect was tried (the name resolved) */
   int refused;          /* a connect was refused or failed after trying */
   int unresolvable;     /* a connect failed before trying: the name did not resolve */
+  int cut;              /* a handshake just closed: libzmq's disconnect event that follows
+                           it is no lost session (the hello is still queued) */
   uint32_t threads;
   double speed; /* the server's calibrated speed, from its welcome */
   lt_load_t load;

@@ -35,8 +35,14 @@
 #include "sched_servers.h"
 #include "vec.h"
 
-#define RETRY_FIRST_MS 100  /* the first wait before greeting a server again */
-#define RETRY_MAX_MS   2000 /* the longest */
+#define RETRY_FIRST_MS 100 /* the first wait before greeting a server again */
+/* A connection closed during its handshake, with no reason given, is a refusal only this
+ * many times in a row: once or twice it is a server that died or restarted meanwhile (a
+ * supervised worker that crashed), which the next connection finds again; a wrong server key
+ * closes every handshake the same way, and is a refusal within a few of libzmq's reconnects
+ * (100 ms apart). */
+#define LT_HANDSHAKE_TRIES 3
+#define RETRY_MAX_MS       2000 /* the longest */
 
 void lt__links_free(lt_sched_t *s) {
   for (size_t i = 0; i < s->npeers; i++) {
@@ -82,6 +88,25 @@ static void auth_failed(lt_sched_t *s, size_t idx, const char *detail) {
   lt__log(LT_LOG_ERROR, "server %s: authentication failed: %s", s->srv[idx].conn.endpoint, detail);
   count_auth(s, idx);
   lt__server_mark_dead(s, idx, "auth refused", 1);
+}
+
+/* handshake_lost counts a connection of server idx that closed during its handshake. libzmq
+ * connects again by itself (its reconnect interval) and our hello, still queued, goes once a
+ * handshake completes, so nothing is torn down and lt_eval_start goes on waiting for the
+ * host; LT_HANDSHAKE_TRIES such closes in a row without a welcome are a refusal. */
+static void handshake_lost(lt_sched_t *s, size_t idx) {
+  lt_slot_t *sl = &s->srv[idx].slot;
+  if (++sl->handshakes_lost < LT_HANDSHAKE_TRIES) {
+    lt__log(LT_LOG_INFO, "server %s: the connection closed during the handshake; trying again",
+            s->srv[idx].conn.endpoint);
+    return;
+  }
+  char why[160];
+  snprintf(why, sizeof why,
+           "the connection closed during the handshake %u times in a row (a wrong server key, "
+           "or CURVE on one side only)",
+           sl->handshakes_lost);
+  auth_failed(s, idx, why);
 }
 
 /* greet opens server idx's connection and says hello. */
@@ -378,6 +403,7 @@ static void on_welcome(lt_sched_t *s, size_t idx, const lt_msg_t *m) {
   c->state = LT_CONN_READY;
   sl->was_ready = 1;
   sl->dones_in = 0; /* the server numbers this session's dones from 1 */
+  sl->handshakes_lost = 0;
   sl->backoff_ms = 0;
   sl->why[0] = '\0';
   lt__log(sl->sessions > 1 ? LT_LOG_WARN : LT_LOG_INFO, "server %s (%s) ready%s, %u threads",
@@ -498,6 +524,7 @@ void lt__link_watch(lt_sched_t *s, size_t idx) {
       auth_failed(s, idx,
                   "the CURVE handshake failed (a key the server does not allow, a wrong "
                   "server key, or CURVE on one side only)");
+    if (ev == LT_CONN_EV_HANDSHAKE_LOST) handshake_lost(s, idx);
   }
 }
 

@@ -121,8 +121,14 @@ static lt_conn_event_t zmonitor(lt_conn_t *c) {
       c->connected = 1;
       return LT_CONN_EV_CONNECTED;
     case ZMQ_EVENT_DISCONNECTED:
+      if (c->cut) { /* the end of the connection whose handshake closed: already said */
+        c->cut = 0;
+        break;
+      }
       return LT_CONN_EV_DISCONNECTED;
     case ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL:
+      c->cut = 1;
+      return LT_CONN_EV_HANDSHAKE_LOST;
     case ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL:
     case ZMQ_EVENT_HANDSHAKE_FAILED_AUTH:
       return LT_CONN_EV_AUTH_FAILED;

@@ -233,27 +233,29 @@ typedef struct lt_loss {
  * successor; once nothing refers to the dead one, its entry is reclaimed for a later session
  * (entries.c). A slot that never got a welcome is greeted again in place. */
 typedef struct lt_slot {
-  size_t host;         /* index in the evaluator's hosts (the door's hosts) */
-  int watch_fd;        /* read end of a spawned server's stdout (EOF: it exited), or -1 */
-  int answered;        /* counted out of lt_eval_start's wait */
-  int was_ready;       /* its session was welcomed */
-  int lacks;           /* its last welcome lacks a module of the program: it gets no work */
-  int lacks_warned;    /* that was said */
-  int spoke;           /* and it sent something after its welcome (links.c) */
-  uint64_t dones_in;   /* the dones of this session that arrived: the last one's number */
-  int mute;            /* its session ended for never speaking after its welcome */
-  int probation;       /* a session of this host never spoke after its welcome, nor has
-                          one since: no work until this one speaks (links.c) */
-  int64_t retry_at_ms; /* dead: when to greet the server again; 0: never */
-  uint32_t backoff_ms; /* the wait before the next greeting */
-  long successor;      /* the slot that took over this server, or -1 */
-  uint32_t sessions;   /* sessions with this server so far, this one included */
-  long predecessor;    /* the slot whose session with this server ended before, or -1 */
-  int removed;         /* lt_eval_remove_host: its work moves off (the drain policy) */
-  lt_instr_rec_t *out; /* our instructions out there, oldest first (instr.c) */
-  int64_t idle_ms;     /* when it last came to run nothing of ours (for the log) */
-  lt_loss_t *lost;     /* what that session was running when it ended, and the restarts its
-                          loss caused (failures.c) */
+  size_t host;              /* index in the evaluator's hosts (the door's hosts) */
+  int watch_fd;             /* read end of a spawned server's stdout (EOF: it exited), or -1 */
+  int answered;             /* counted out of lt_eval_start's wait */
+  int was_ready;            /* its session was welcomed */
+  int lacks;                /* its last welcome lacks a module of the program: it gets no work */
+  int lacks_warned;         /* that was said */
+  int spoke;                /* and it sent something after its welcome (links.c) */
+  uint64_t dones_in;        /* the dones of this session that arrived: the last one's number */
+  uint32_t handshakes_lost; /* connections closed during the handshake since the last
+                               welcome (links.c, LT_HANDSHAKE_TRIES) */
+  int mute;                 /* its session ended for never speaking after its welcome */
+  int probation;            /* a session of this host never spoke after its welcome, nor has
+                               one since: no work until this one speaks (links.c) */
+  int64_t retry_at_ms;      /* dead: when to greet the server again; 0: never */
+  uint32_t backoff_ms;      /* the wait before the next greeting */
+  long successor;           /* the slot that took over this server, or -1 */
+  uint32_t sessions;        /* sessions with this server so far, this one included */
+  long predecessor;         /* the slot whose session with this server ended before, or -1 */
+  int removed;              /* lt_eval_remove_host: its work moves off (the drain policy) */
+  lt_instr_rec_t *out;      /* our instructions out there, oldest first (instr.c) */
+  int64_t idle_ms;          /* when it last came to run nothing of ours (for the log) */
+  lt_loss_t *lost;          /* what that session was running when it ended, and the restarts its
+                               loss caused (failures.c) */
   uint32_t nlost;
   size_t caplost;
   /* How its session ended, from its successor's welcome: 1 a crash, -1 not, 0 not known

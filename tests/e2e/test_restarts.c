@@ -5,12 +5,20 @@
  * Every result must come back right, in order: a reference to a value of an ended session is
  * recomputed, never read from the session that took its place in the server table. The
  * table must stay as large as the servers (stats `server_entries`): each ended session's
- * entry is reclaimed and reused, where it used to grow by one entry a restart. */
+ * entry is reclaimed and reused, where it used to grow by one entry a restart. And a server
+ * that dies during handshakes (a stand-in that drops two connections, then a real server on
+ * its endpoint) is connected again, not taken for one that refused our key. */
+#include <arpa/inet.h>
 #include <criterion/criterion.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -148,4 +156,82 @@ Test(restarts, a_server_restarted_many_times_keeps_results_right_and_the_table_s
   cr_assert_eq(entries, 2, "one entry per server once nothing refers to the ended sessions");
   cr_assert_leq(r.most_entries, 5, "the table stays small while they restart (22 before)");
   lt_eval_free(r.ev);
+}
+
+/* The stand-in for a server that dies during handshakes: a TCP listener that accepts
+ * `drops` connections and closes each at once (as a supervised worker's crash does to a
+ * handshake under way), then stops listening and starts a real server on its endpoint. It
+ * gives up when the test says stop. */
+typedef struct dropper {
+  int fd; /* the listener */
+  int drops;
+  atomic_int dropped;
+  atomic_int stop;
+  atomic_int started; /* the real server is up on the endpoint */
+  char endpoint[64];
+  char err[256];
+} dropper_t;
+
+static void *drop_then_serve(void *arg) {
+  dropper_t *d = arg;
+  while (atomic_load(&d->dropped) < d->drops && !atomic_load(&d->stop)) {
+    struct pollfd pfd = {.fd = d->fd, .events = POLLIN};
+    if (poll(&pfd, 1, 100) <= 0) continue;
+    int c = accept(d->fd, NULL, NULL);
+    if (c < 0) continue;
+    if (atomic_fetch_add(&d->dropped, 1) + 1 == d->drops) {
+      close(d->fd); /* before the last drop, so that no later connect waits in its backlog */
+      d->fd = -1;
+    }
+    close(c);
+  }
+  const char *args[] = {"--no-supervise", "--listen", d->endpoint, NULL};
+  for (int i = 0; i < 100 && !atomic_load(&d->stop) && atomic_load(&d->dropped) == d->drops; i++) {
+    if (lt__proc_spawn(&phoenix, LT_TEST_SERVER, LT_TEST_MODULES, 2, "phoenix", args, 10000, d->err,
+                       sizeof d->err) == LT_OK) {
+      atomic_store(&d->started, 1);
+      break;
+    }
+    usleep(100 * 1000);
+  }
+  /* The server's parent-death signal follows this thread: it lives as long as the run. */
+  while (!atomic_load(&d->stop))
+    usleep(10 * 1000);
+  return NULL;
+}
+
+static void reap_phoenix(void) {
+  if (phoenix.pid > 0) lt__proc_stop(&phoenix, 5000);
+}
+
+/* A connection that closes during its handshake twice in a row is a server that died or
+ * restarted meanwhile, not a refusal: the client greets it again and runs on it once it is
+ * back. It used to take the first such close for a refused key: `auth refused` for the rest
+ * of the evaluation (a supervised server whose worker crashed during a handshake was lost
+ * for good, and lt_eval_start failed LT_EAUTH with it alone). */
+Test(restarts, a_handshake_cut_by_a_restart_is_no_refusal, .timeout = 120, .fini = reap_phoenix) {
+  dropper_t d = {.drops = 2};
+  d.fd = socket(AF_INET, SOCK_STREAM, 0);
+  cr_assert_geq(d.fd, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  /* Its closed connections linger (TIME_WAIT) on the port the real server binds next. */
+  int one = 1;
+  cr_assert_eq(setsockopt(d.fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one), 0);
+  cr_assert_eq(bind(d.fd, (struct sockaddr *)&a, sizeof a), 0);
+  cr_assert_eq(listen(d.fd, 8), 0);
+  socklen_t len = sizeof a;
+  cr_assert_eq(getsockname(d.fd, (struct sockaddr *)&a, &len), 0);
+  snprintf(d.endpoint, sizeof d.endpoint, "tcp://127.0.0.1:%u", (unsigned)ntohs(a.sin_port));
+  pthread_t t;
+  cr_assert_eq(pthread_create(&t, NULL, drop_then_serve, &d), 0);
+  const char *hosts[] = {d.endpoint};
+  const char *opts[] = {"connect_timeout_ms", "30000", NULL};
+  int64_t ms = 0;
+  int rc = run_on_hosts(hosts, 1, opts, &ms);
+  atomic_store(&d.stop, 1);
+  pthread_join(t, NULL);
+  if (d.fd >= 0) close(d.fd);
+  cr_assert_eq(atomic_load(&d.dropped), 2, "connections dropped during their handshake");
+  cr_assert(atomic_load(&d.started), "the server did not start on %s: %s", d.endpoint, d.err);
+  cr_assert_eq(rc, LT_OK, "%s after %lld ms", lt_strerror(rc), (long long)ms);
 }
