@@ -83,6 +83,13 @@ char *stats_of(lt_eval_t *ev) {
   return json;
 }
 
+uint64_t peer_bytes_now(lt_eval_t *ev) {
+  char *json = stats_of(ev);
+  uint64_t n = stats_sum(json, "bytes_peer_in");
+  free(json);
+  return n;
+}
+
 uint64_t server_stat(lt_eval_t *ev, const char *key, int server) {
   char *st = stats_of(ev);
   uint64_t out[16] = {0};

@@ -65,6 +65,8 @@ char *stats_of(lt_eval_t *ev);
 /* server_stat returns server `server`'s stat `key`, as last published (0 when the stats list
  * fewer servers); inflight_of is its "inflight": the instructions of ours it has out. */
 uint64_t server_stat(lt_eval_t *ev, const char *key, int server);
+/* peer_bytes_now returns the bytes the servers of `ev` have fetched from each other so far. */
+uint64_t peer_bytes_now(lt_eval_t *ev);
 uint64_t inflight_of(lt_eval_t *ev, int server);
 
 /* wait_stat waits at most `ms` until server `server`'s stat `key` is at least `at_least`;

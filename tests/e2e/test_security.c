@@ -713,7 +713,9 @@ Test(security, curve_handshakes_survive_a_sighup_storm, .timeout = 180) {
 
 /* Two servers sharing a key pair trust each other's fetches: successors of cheap first
  * stages leave a 20 x slower server (as in test_throttle) and fetch their inputs from it,
- * peer to peer under CURVE; every result is right. */
+ * peer to peer under CURVE; every result is right. As there: no copies (a copy of a first
+ * stage that wins on the fast server leaves its successor nothing to fetch), and rounds of
+ * tasks, each read before the next, until a value moved (at most 4). */
 Test(security, curve_peers_share_a_key, .timeout = 180) {
   keys_t k;
   make_keys(&k);
@@ -731,18 +733,20 @@ Test(security, curve_peers_share_a_key, .timeout = 180) {
   cr_assert_eq(lt_eval_set(ev, "curve_key", k.cli_key), LT_OK);
   cr_assert_eq(lt_eval_set(ev, "max_threads", "2"), LT_OK);
   cr_assert_eq(lt_eval_set(ev, "inline_max", "0"), LT_OK);
+  cr_assert_eq(lt_eval_set(ev, "backup", "off"), LT_OK);
   cr_assert_eq(lt_eval_add_host(ev, ha), LT_OK);
   cr_assert_eq(lt_eval_add_host(ev, hb), LT_OK);
   cr_assert_eq(lt_eval_start(ev), LT_OK);
-  submit_i64s(ev, 150);
+  enum { N = 150, ROUNDS = 4 };
+  int round = 0;
+  while (round < ROUNDS && (round == 0 || peer_bytes_now(ev) == 0)) {
+    submit_i64s(ev, N);
+    for (int64_t i = 0; i < N; i++)
+      cr_assert_eq(next_i64(ev), i + 1, "round %d", round);
+    round++;
+  }
   cr_assert_eq(lt_eval_close(ev), LT_OK);
-  for (int64_t i = 0; i < 150; i++)
-    cr_assert_eq(next_i64(ev), i + 1);
-  char *json;
-  cr_assert_eq(lt_eval_stats_json(ev, &json), LT_OK);
-  uint64_t peer = stats_sum(json, "bytes_peer_in");
-  free(json);
-  cr_assert_gt(peer, 0, "no value went peer to peer");
+  cr_assert_gt(peer_bytes_now(ev), 0, "no value went peer to peer in %d rounds", round);
   lt_eval_free(ev);
   cr_assert_eq(th_server_stop(&a, SIGTERM, 15000), 0);
   cr_assert_eq(th_server_stop(&b, SIGTERM, 15000), 0);

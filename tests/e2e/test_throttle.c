@@ -149,14 +149,6 @@ Test(throttle, queued_work_moves_off_a_slow_server_under_rr, .timeout = 180) {
   moves_off_a_slow_server("rr");
 }
 
-/* peer_bytes_now returns the bytes the servers of `ev` have fetched from each other so far. */
-static uint64_t peer_bytes_now(lt_eval_t *ev) {
-  char *json = stats_of(ev);
-  uint64_t n = stats_sum(json, "bytes_peer_in");
-  free(json);
-  return n;
-}
-
 /* Under lazy binding a successor dispatched with its predecessor may leave for a faster
  * server and fetch the value from the slow one: some do when one of two servers is 20 x
  * slower (the slow one gets cheap first stages whenever it is idle; their expensive
