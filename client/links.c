@@ -35,14 +35,14 @@
 #include "sched_servers.h"
 #include "vec.h"
 
-#define RETRY_FIRST_MS 100 /* the first wait before greeting a server again */
+#define RETRY_FIRST_MS 100  /* the first wait before greeting a server again */
+#define RETRY_MAX_MS   2000 /* the longest */
 /* A connection closed during its handshake, with no reason given, is a refusal only this
  * many times in a row: once or twice it is a server that died or restarted meanwhile (a
  * supervised worker that crashed), which the next connection finds again; a wrong server key
  * closes every handshake the same way, and is a refusal within a few of libzmq's reconnects
  * (100 ms apart). */
 #define LT_HANDSHAKE_TRIES 3
-#define RETRY_MAX_MS       2000 /* the longest */
 
 void lt__links_free(lt_sched_t *s) {
   for (size_t i = 0; i < s->npeers; i++) {

@@ -129,17 +129,25 @@ int sim_prog_set(sim_prog_t *p, const char *key, const char *value) {
   return LT_OK;
 }
 
+/* set_key writes the KEY of the --set override `set` (KEY=VALUE) into key and returns its
+ * VALUE, or NULL when it is not of that shape. */
+static const char *set_key(const char *set, char *key, size_t len) {
+  const char *eq = strchr(set, '=');
+  if (eq == NULL || (size_t)(eq - set) >= len) return NULL;
+  snprintf(key, len, "%.*s", (int)(eq - set), set);
+  return eq + 1;
+}
+
 int sim_prog_overrides(const sim_world_t *w, sim_prog_t *p) {
   int rc = LT_OK;
   for (uint32_t i = 0; rc == LT_OK && i < w->p.nset; i++) {
     char key[64];
-    const char *eq = strchr(w->p.set[i], '=');
-    if (eq == NULL || (size_t)(eq - w->p.set[i]) >= sizeof key) {
+    const char *value = set_key(w->p.set[i], key, sizeof key);
+    if (value == NULL) {
       fprintf(stderr, "sim: --set %s: expected KEY=VALUE\n", w->p.set[i]);
       return LT_EINVAL;
     }
-    snprintf(key, sizeof key, "%.*s", (int)(eq - w->p.set[i]), w->p.set[i]);
-    rc = sim_prog_set(p, key, eq + 1);
+    rc = sim_prog_set(p, key, value);
   }
   return rc;
 }
@@ -148,9 +156,7 @@ int sim_prog_overrides(const sim_world_t *w, sim_prog_t *p) {
 static int set_names(const sim_world_t *w, const char *key) {
   for (uint32_t i = 0; i < w->p.nset; i++) {
     char k[64];
-    const char *eq = strchr(w->p.set[i], '=');
-    if (eq == NULL || (size_t)(eq - w->p.set[i]) >= sizeof k) continue;
-    snprintf(k, sizeof k, "%.*s", (int)(eq - w->p.set[i]), w->p.set[i]);
+    if (set_key(w->p.set[i], k, sizeof k) == NULL) continue;
     if (lt__option_find(k) != NULL && lt__option_find(k) == lt__option_find(key)) return 1;
   }
   return 0;
